@@ -1,0 +1,39 @@
+# Tiler — make help lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/tiler
+# Control-plane binaries (kube-apiserver, kube-scheduler, kube-controller-manager, etcd) are built
+# once from the Go module proxy into this cache and reused by tests and the demo.
+TILER_CONTROLPLANE_DIR ?= $(HOME)/.cache/tiler/controlplane/v1.37.2
+export TILER_CONTROLPLANE_DIR
+
+.PHONY: help build test test-unit bench verify demo tools controlplane prometheus fidelity
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## build bin/tiler
+	$(GO) build -o $(BIN) ./cmd/tiler
+
+tools: controlplane prometheus ## install everything the tests need (control plane binaries, Prometheus)
+
+controlplane: ## build kube-apiserver, kube-scheduler, kube-controller-manager and etcd into the cache (skipped when present)
+	@hack/build-controlplane.sh
+
+prometheus: ## install Prometheus and promtool from Debian when missing
+	@hack/install-prometheus.sh
+
+test: tools ## run every test (unit, wire-level, Prometheus, control-plane e2e)
+	$(GO) test -count=1 -timeout 60m ./...
+
+test-unit: ## run the tests that need no external tools
+	$(GO) test -count=1 -short ./...
+
+bench: ## run the benchmarks once each
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...
+
+verify: ## gofmt, vet, go mod tidy, import boundaries
+	@hack/verify.sh
+
+demo: build ## the main job on the embedded default
+	@hack/demo.sh
