@@ -1,0 +1,7 @@
+// Package cloudprovider is the seam between the controller and the clouds: launch an instance for
+// a planned node, get, list the instances this cluster owns, and delete. Implementations live in
+// aws/, gcp/ and sim/ (the simulated cloud used by tests and the demo).
+//
+// Failures are typed (InsufficientCapacityError, NotFoundError, QuotaError) and the controller
+// branches on them with the IsX helpers.
+package cloudprovider

@@ -1,0 +1,123 @@
+package cloudprovider
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// Tag and label keys that every provider puts on the instances it launches.
+const (
+	// TagLaunchID carries the launch ID; listing by it makes launches idempotent.
+	TagLaunchID = "tiler.dev/launch-id"
+	// TagCluster names the cluster that owns the instance.
+	TagCluster = "tiler.dev/cluster"
+	// TagPool names the cost-policy pool the node belongs to.
+	TagPool = "tiler.dev/pool"
+	// TagNodeName is the Kubernetes Node name the instance registers as.
+	TagNodeName = "tiler.dev/node-name"
+)
+
+// OfferingRef names one way to buy capacity.
+type OfferingRef struct {
+	InstanceType catalog.InstanceTypeName
+	Zone         string
+	CapacityType catalog.CapacityType
+}
+
+// GPUConfig says how the node's GPUs are to be configured at boot.
+type GPUConfig struct {
+	// Sharing is the pool's GPU sharing mode (exclusive, time-slicing, mps, mig, dynamic-mig).
+	Sharing string
+	// Replicas is the time-slicing or MPS replica count per GPU.
+	Replicas int
+	// MIGStrategy is single or mixed.
+	MIGStrategy string
+	// MIGLayout lists, per GPU, the MIG profiles to create.
+	MIGLayout [][]string
+	// MIGConfig is the nvidia.com/mig.config label value (a mig-parted config name).
+	MIGConfig string
+}
+
+// LaunchRequest asks for one instance for one planned node.
+type LaunchRequest struct {
+	// LaunchID is unique per planned node and recorded before the call; a provider that already
+	// has an instance with this ID returns it instead of launching another.
+	LaunchID string
+	// NodeName is the name the instance's Node registers under (where the cloud allows choosing it).
+	NodeName string
+	Cluster  string
+	Pool     string
+	// Offering is the preferred offering; Fallbacks are acceptable alternatives in order.
+	Offering  OfferingRef
+	Fallbacks []OfferingRef
+	Labels    map[string]string
+	Taints    []corev1.Taint
+	GPU       GPUConfig
+}
+
+// Instance is a cloud instance owned by this cluster.
+type Instance struct {
+	ID       string
+	LaunchID string
+	NodeName string
+	Pool     string
+	Offering OfferingRef
+	// State is the provider's lifecycle state, normalised to pending, running, terminating or
+	// terminated.
+	State        string
+	PricePerHour float64
+	LaunchedAt   time.Time
+	Tags         map[string]string
+}
+
+// Provider launches, lists and deletes instances.
+type Provider interface {
+	// Name returns the provider's name: aws, gcp or sim.
+	Name() string
+	// Create launches an instance for req. It is idempotent on req.LaunchID. It returns an
+	// *InsufficientCapacityError when no offering of the request could be had (naming the
+	// offerings that failed), a *QuotaError when an account limit stops it, or another error for
+	// I/O and bad input.
+	Create(ctx context.Context, req LaunchRequest) (*Instance, error)
+	// Get returns the instance with the given ID, or a *NotFoundError.
+	Get(ctx context.Context, id string) (*Instance, error)
+	// List returns every instance of the cluster that is not terminated, in ID order.
+	List(ctx context.Context) ([]*Instance, error)
+	// Delete terminates the instance. Deleting an instance that is already gone returns a
+	// *NotFoundError, which callers treat as success.
+	Delete(ctx context.Context, id string) error
+}
+
+// InterruptionKind says what the cloud announced.
+type InterruptionKind string
+
+const (
+	// SpotInterruption is a notice that spot capacity is about to be reclaimed.
+	SpotInterruption InterruptionKind = "spot-interruption"
+	// RebalanceRecommendation is an early warning of elevated interruption risk.
+	RebalanceRecommendation InterruptionKind = "rebalance-recommendation"
+	// StateChange reports that an instance stopped or terminated.
+	StateChange InterruptionKind = "state-change"
+	// Preemption is a GCP spot VM preemption.
+	Preemption InterruptionKind = "preemption"
+)
+
+// Interruption is an announcement about one instance.
+type Interruption struct {
+	InstanceID string
+	Kind       InterruptionKind
+	// State is set for StateChange (e.g. stopping, terminated).
+	State string
+	At    time.Time
+}
+
+// InterruptionSource delivers the cloud's interruption notices.
+type InterruptionSource interface {
+	// Poll returns the notices received since the last call and acknowledges them. An error means
+	// none were acknowledged and the same notices may come again.
+	Poll(ctx context.Context) ([]Interruption, error)
+}
