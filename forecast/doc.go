@@ -1,0 +1,50 @@
+// Package forecast predicts the capacity a GPU workload will need a lead time ahead, so that Tiler
+// can buy nodes before pods go pending. It is pure: samples and the current time come in as data,
+// forecasts come out as values; nothing here reads the clock, the network or Prometheus (the
+// forecast/prom adapter does that and hands Samples to this package).
+//
+// # Pipeline
+//
+//	samples ─▶ Series (regular grid, gaps are NaN, never zero)
+//	        ─▶ DetectPeriod (day, week or none)
+//	        ─▶ SeasonalModel (or the non-seasonal Holt fallback) ─▶ Forecast{Point, Upper}
+//	queue depth + arrival rate + service rate ─▶ QueueNeed
+//	max(Upper, QueueNeed) clamped by min/max and budget ─▶ Target ─▶ Reservation
+//
+// # Period detection
+//
+// DetectPeriod follows the two-stage test of crane's DSP predictor: a frequency is a candidate
+// when its periodogram power beats the 99th percentile of the largest power of randomly permuted
+// copies of the series (permutations destroy any periodicity, so this is a significance test
+// that needs no distributional assumption), and a candidate is kept only when the autocorrelation
+// function has a peak at its lag. Before the test the series is averaged to hourly buckets, gaps
+// are filled by linear interpolation (only for detection) and a trailing one-week median is
+// divided out, so level shifts do not masquerade as low-frequency power. The permutations use a
+// generator seeded from the samples, so the same input always gives the same answer.
+//
+// # Model choice
+//
+// The seasonal forecaster is a seasonal regression ("profile stack") rather than Holt-Winters.
+// Holt-Winters updates each seasonal index once per period, so with a weekly period on hourly data
+// one anomalous week (a holiday, a marathon) corrupts 168 indices for many weeks, and its
+// smoothing parameters must be fitted by a non-convex search. The profile stack instead builds,
+// for each target time T, a handful of predictors that use only samples at or before the forecast
+// origin T−h:
+//
+//   - p(T): the median of the same phase in the last K periods (robust to one-off anomalies);
+//   - p(T)·r₆ and p(T)·r₂₄: the profile scaled by the ratio actual/profile over the last 6 and
+//     24 hours before the origin — the level and trend adjustment (a ramp or a level shift shows
+//     up as a ratio away from 1 within hours, not weeks);
+//   - y(T−d)·p(T)/p(T−d): the latest same-time-of-day observation, re-shaped by the profile.
+//
+// The forecast is a weighted sum of these predictors whose weights are fitted by ridge-regularised
+// least squares on past forecast errors (weighted by 1/y, so the fit minimises relative error),
+// shrunk towards equal weights when history is short. The fit is a small linear solve, so it is
+// cheap, deterministic, and refitting as history grows never looks ahead.
+//
+// The upper forecast is Point·(1+q), where q is the margin quantile of the model's past relative
+// errors at the same horizon; it is the value capacity is bought for.
+//
+// With no period, or less than two periods of history, the model falls back to Holt's linear
+// exponential smoothing with a damped trend and says so in Forecast.Fallback.
+package forecast
