@@ -1,0 +1,212 @@
+package fgd
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tiler-dev/tiler/simulator/gpushare"
+)
+
+// Node is one row of a trace node list (openb_node_list_*.csv).
+type Node struct {
+	Name      string
+	CPUMilli  int64
+	MemoryMiB int64
+	GPUs      int
+	Model     string
+}
+
+// Pod is one row of a trace pod list (openb_pod_list_*.csv); the time, QoS and phase columns
+// are ignored because the experiment does not use them.
+type Pod struct {
+	Name string
+	gpushare.Request
+}
+
+// ParseError is bad input in a CSV file: Line and Column are 1-based, Column counts bytes
+// (encoding/csv's convention), Field names the column when known.
+type ParseError struct {
+	Line, Column int
+	Field        string
+	Err          error
+}
+
+// Error renders "line 12, column 9 (cpu_milli): ...".
+func (e *ParseError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("line %d, column %d (%s): %v", e.Line, e.Column, e.Field, e.Err)
+	}
+	return fmt.Sprintf("line %d, column %d: %v", e.Line, e.Column, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+var (
+	nodeColumns = []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}
+	podColumns  = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"}
+)
+
+// table reads a CSV with a header row and hands each record to row with a field accessor.
+type table struct {
+	r   *csv.Reader
+	col map[string]int
+	rec []string
+}
+
+func newTable(src io.Reader, required []string) (*table, error) {
+	r := csv.NewReader(src)
+	r.ReuseRecord = true
+	header, err := r.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &ParseError{Line: 1, Column: 1, Err: errors.New("empty file: want a header row")}
+		}
+		return nil, fmt.Errorf("reading header: %w", err)
+	}
+	t := &table{r: r, col: map[string]int{}}
+	for i, h := range header {
+		t.col[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
+	}
+	for _, c := range required {
+		if _, ok := t.col[c]; !ok {
+			return nil, &ParseError{Line: 1, Column: 1, Err: fmt.Errorf("header lacks column %q (want %s)", c, strings.Join(required, ","))}
+		}
+	}
+	return t, nil
+}
+
+// next reads one record; it returns io.EOF at the end.
+func (t *table) next() error {
+	rec, err := t.r.Read()
+	if err != nil {
+		return err
+	}
+	t.rec = rec
+	return nil
+}
+
+func (t *table) errAt(field string, err error) error {
+	line, col := t.r.FieldPos(t.col[field])
+	return &ParseError{Line: line, Column: col, Field: field, Err: err}
+}
+
+func (t *table) str(field string) string { return strings.TrimSpace(t.rec[t.col[field]]) }
+
+func (t *table) int(field string) (int64, error) {
+	s := t.str(field)
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, t.errAt(field, fmt.Errorf("%q is not an integer", s))
+	}
+	if v < 0 {
+		return 0, t.errAt(field, fmt.Errorf("%d must not be negative", v))
+	}
+	return v, nil
+}
+
+// ParseNodes reads a node list with the columns sn,cpu_milli,memory_mib,gpu,model (extra columns
+// are ignored). A node without GPUs has an empty model.
+func ParseNodes(src io.Reader) ([]Node, error) {
+	t, err := newTable(src, nodeColumns)
+	if err != nil {
+		return nil, err
+	}
+	var out []Node
+	for {
+		if err := t.next(); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading node list: %w", err)
+		}
+		n, err := t.node()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+}
+
+func (t *table) node() (Node, error) {
+	n := Node{Name: t.str("sn"), Model: t.str("model")}
+	var err error
+	if n.Name == "" {
+		return Node{}, t.errAt("sn", errors.New("empty node name"))
+	}
+	if n.CPUMilli, err = t.int("cpu_milli"); err != nil {
+		return Node{}, err
+	}
+	if n.MemoryMiB, err = t.int("memory_mib"); err != nil {
+		return Node{}, err
+	}
+	gpus, err := t.int("gpu")
+	if err != nil {
+		return Node{}, err
+	}
+	if gpus > gpushare.MaxGPUsPerNode {
+		return Node{}, t.errAt("gpu", fmt.Errorf("%d GPUs exceed %d per node", gpus, gpushare.MaxGPUsPerNode))
+	}
+	n.GPUs = int(gpus)
+	if n.GPUs > 0 && n.Model == "" {
+		return Node{}, t.errAt("model", fmt.Errorf("node with %d GPUs has no GPU model", n.GPUs))
+	}
+	return n, nil
+}
+
+// ParsePods reads a pod list with at least the columns name,cpu_milli,memory_mib,num_gpu,
+// gpu_milli,gpu_spec. gpu_milli of a CPU-only pod must be 0; gpu_spec lists allowed GPU models
+// separated by "|".
+func ParsePods(src io.Reader) ([]Pod, error) {
+	t, err := newTable(src, podColumns)
+	if err != nil {
+		return nil, err
+	}
+	var out []Pod
+	for {
+		if err := t.next(); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading pod list: %w", err)
+		}
+		p, err := t.pod()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+}
+
+func (t *table) pod() (Pod, error) {
+	p := Pod{Name: t.str("name")}
+	if p.Name == "" {
+		return Pod{}, t.errAt("name", errors.New("empty pod name"))
+	}
+	var err error
+	if p.CPUMilli, err = t.int("cpu_milli"); err != nil {
+		return Pod{}, err
+	}
+	if p.MemoryMiB, err = t.int("memory_mib"); err != nil {
+		return Pod{}, err
+	}
+	num, err := t.int("num_gpu")
+	if err != nil {
+		return Pod{}, err
+	}
+	if p.GPUMilli, err = t.int("gpu_milli"); err != nil {
+		return Pod{}, err
+	}
+	p.NumGPUs = int(min(num, gpushare.MaxGPUsPerNode+1))
+	p.GPUModels = gpushare.ParseGPUModels(t.str("gpu_spec"))
+	if err := p.Validate(); err != nil {
+		field := "gpu_milli"
+		if p.NumGPUs > gpushare.MaxGPUsPerNode {
+			field = "num_gpu"
+		}
+		return Pod{}, t.errAt(field, err)
+	}
+	return p, nil
+}
