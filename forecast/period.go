@@ -12,8 +12,11 @@ type Period int
 // The periods DetectPeriod distinguishes. Traffic to inference services follows people, so a day
 // and a week are the only cycles worth a model; anything else is treated as no period.
 const (
+	// PeriodAuto, the zero value, asks a forecaster to detect the period; DetectPeriod never
+	// returns it.
+	PeriodAuto Period = iota
 	// PeriodNone means no significant daily or weekly cycle.
-	PeriodNone Period = iota
+	PeriodNone
 	// PeriodDay means a 24-hour cycle.
 	PeriodDay
 	// PeriodWeek means a 7-day cycle (which usually contains a daily one).
@@ -26,9 +29,11 @@ const (
 	Week = 7 * Day
 )
 
-// String returns "none", "day" or "week".
+// String returns "auto", "none", "day" or "week".
 func (p Period) String() string {
 	switch p {
+	case PeriodAuto:
+		return "auto"
 	case PeriodDay:
 		return "day"
 	case PeriodWeek:
@@ -79,7 +84,7 @@ type PeriodResult struct {
 // computed only over pairs of observed (not interpolated) points. When both pass, the week wins
 // if same-hour-last-week correlates better than same-hour-yesterday.
 func DetectPeriod(s Series) PeriodResult {
-	res := PeriodResult{ACFDay: math.NaN(), ACFWeek: math.NaN()}
+	res := PeriodResult{Period: PeriodNone, ACFDay: math.NaN(), ACFWeek: math.NaN()}
 	h, err := hourly(s)
 	if err != nil {
 		res.Reason = err.Error()
@@ -167,8 +172,9 @@ func subtractDailyProfile(x, orig []float64, day int) []float64 {
 // cycles) beats the permutation threshold. For weekly cycles, harmonics that are multiples of 7
 // are daily ones and are skipped.
 func harmonicSignificant(x []float64, cycles int, weekly bool) bool {
-	amp := amplitudes(x)
-	threshold := powerThreshold(x)
+	p := newBluestein(len(x))
+	amp := p.amplitudes(x)
+	threshold := p.powerThreshold(x)
 	for j := 1; j*cycles < len(amp); j++ {
 		if weekly && j%7 == 0 {
 			continue

@@ -13,44 +13,55 @@ import (
 // the same numbers).
 const permutations = 100
 
-// fft returns the discrete Fourier transform of x for any length, using Bluestein's chirp-z
-// algorithm on top of a power-of-two radix-2 transform. Exact bins matter: the daily frequency of
-// a series trimmed to whole days falls on a bin only when the length is not padded.
-func fft(x []complex128) []complex128 {
-	n := len(x)
-	if n&(n-1) == 0 {
-		out := append([]complex128(nil), x...)
-		radix2(out, false)
-		return out
-	}
+// bluestein holds what Bluestein's chirp-z transform precomputes for one length: the chirp and
+// the transformed convolution kernel. The permutation test transforms 101 series of the same
+// length, so computing these once per length matters.
+type bluestein struct {
+	n, m int
+	w    []complex128 // chirp exp(−iπk²/n)
+	bf   []complex128 // FFT of the conjugate chirp, wrapped to length m
+}
+
+func newBluestein(n int) *bluestein {
 	m := 1
 	for m < 2*n-1 {
 		m <<= 1
 	}
-	w := make([]complex128, n) // chirp exp(-iπk²/n); k² mod 2n keeps the angle exact
-	for k := range w {
-		kk := (k * k) % (2 * n)
-		w[k] = cmplx.Exp(complex(0, -math.Pi*float64(kk)/float64(n)))
+	p := &bluestein{n: n, m: m, w: make([]complex128, n), bf: make([]complex128, m)}
+	for k := range p.w {
+		kk := (k * k) % (2 * n) // k² mod 2n keeps the angle exact for large k
+		p.w[k] = cmplx.Exp(complex(0, -math.Pi*float64(kk)/float64(n)))
 	}
-	a := make([]complex128, m)
-	b := make([]complex128, m)
-	for k := 0; k < n; k++ {
-		a[k] = x[k] * w[k]
-	}
-	b[0] = cmplx.Conj(w[0])
+	p.bf[0] = cmplx.Conj(p.w[0])
 	for k := 1; k < n; k++ {
-		b[k] = cmplx.Conj(w[k])
-		b[m-k] = b[k]
+		p.bf[k] = cmplx.Conj(p.w[k])
+		p.bf[m-k] = p.bf[k]
+	}
+	radix2(p.bf, false)
+	return p
+}
+
+// transform returns the discrete Fourier transform of x (len(x) == p.n). Exact bins matter: the
+// daily frequency of a series trimmed to whole days falls on a bin only when the length is not
+// padded, which is why this is not a plain power-of-two FFT.
+func (p *bluestein) transform(x []complex128) []complex128 {
+	if p.n&(p.n-1) == 0 {
+		out := append([]complex128(nil), x...)
+		radix2(out, false)
+		return out
+	}
+	a := make([]complex128, p.m)
+	for k := 0; k < p.n; k++ {
+		a[k] = x[k] * p.w[k]
 	}
 	radix2(a, false)
-	radix2(b, false)
 	for i := range a {
-		a[i] *= b[i]
+		a[i] *= p.bf[i]
 	}
 	radix2(a, true)
-	out := make([]complex128, n)
+	out := make([]complex128, p.n)
 	for k := range out {
-		out[k] = a[k] * w[k] / complex(float64(m), 0)
+		out[k] = a[k] * p.w[k] / complex(float64(p.m), 0)
 	}
 	return out
 }
@@ -87,12 +98,12 @@ func radix2(x []complex128, inverse bool) {
 }
 
 // amplitudes returns |X(k)| for k = 0..n/2 of a real series.
-func amplitudes(x []float64) []float64 {
+func (p *bluestein) amplitudes(x []float64) []float64 {
 	c := make([]complex128, len(x))
 	for i, v := range x {
 		c[i] = complex(v, 0)
 	}
-	X := fft(c)
+	X := p.transform(c)
 	out := make([]float64, len(x)/2+1)
 	for k := range out {
 		out[k] = cmplx.Abs(X[k])
@@ -104,13 +115,13 @@ func amplitudes(x []float64) []float64 {
 // amplitude. Shuffling keeps the values and destroys any order, so a frequency of the real series
 // that beats it is periodic with 99 % confidence. The generator is seeded from x itself so the
 // result is a function of the input.
-func powerThreshold(x []float64) float64 {
+func (p *bluestein) powerThreshold(x []float64) float64 {
 	rng := rand.New(rand.NewPCG(seedOf(x), uint64(len(x))))
 	y := append([]float64(nil), x...)
 	maxima := make([]float64, permutations)
 	for i := range maxima {
 		rng.Shuffle(len(y), func(a, b int) { y[a], y[b] = y[b], y[a] })
-		amp := amplitudes(y)
+		amp := p.amplitudes(y)
 		for _, a := range amp[1:] {
 			maxima[i] = math.Max(maxima[i], a)
 		}

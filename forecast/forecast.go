@@ -1,0 +1,102 @@
+package forecast
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultMargin is the quantile of past relative errors the upper forecast covers when Options
+// leaves it unset: capacity for nine hours in ten without over-buying for the rare spike (the
+// queue model covers those).
+const DefaultMargin = 0.9
+
+// DefaultCycles is how many past periods the seasonal profile takes the median of: six weeks
+// (or days) outvote one holiday while still following a season's drift.
+const DefaultCycles = 6
+
+// detectWindow bounds the history the period detector looks at: eight weeks show four weekly
+// cycles, more than the test needs, and keep detection fast.
+const detectWindow = 8 * Week
+
+// fitWindow bounds the targets the weights and margin are fitted on, so old regimes age out.
+const fitWindow = 8 * Week
+
+// ErrTooLittleHistory is returned when even the fallback cannot forecast (no observed value).
+var ErrTooLittleHistory = errors.New("too little history")
+
+// Options configures a forecast.
+type Options struct {
+	// Horizon is how far past the origin the forecast is for; it must be positive.
+	Horizon time.Duration
+	// Margin is the quantile (0.5 ≤ q < 1) of past relative errors the upper forecast covers;
+	// zero means DefaultMargin.
+	Margin float64
+	// Period forces a period; PeriodAuto (the zero value) detects one from the history.
+	Period Period
+	// Cycles is the number of past periods in the profile; zero means DefaultCycles.
+	Cycles int
+	// RefitEvery is how often a Walker refits weights and re-detects the period; zero means one day.
+	RefitEvery time.Duration
+}
+
+// Forecast is one forecast value with what produced it.
+type Forecast struct {
+	// Origin is the time of the last sample the forecast could use.
+	Origin time.Time
+	// Target is the time the forecast is for.
+	Target time.Time
+	// Point is the expected value.
+	Point float64
+	// Upper is the value the margin quantile covers; capacity is bought for this.
+	Upper float64
+	// Model names the model: "seasonal/day", "seasonal/week" or "holt".
+	Model string
+	// Period is the period the model used.
+	Period Period
+	// Fallback says why the seasonal model was not used; empty when it was.
+	Fallback string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Horizon <= 0 {
+		return o, fmt.Errorf("horizon %s: must be positive", o.Horizon)
+	}
+	if o.Margin == 0 {
+		o.Margin = DefaultMargin
+	}
+	if o.Margin < 0.5 || o.Margin >= 1 {
+		return o, fmt.Errorf("margin %g: must be a quantile in [0.5, 1)", o.Margin)
+	}
+	if o.Cycles == 0 {
+		o.Cycles = DefaultCycles
+	}
+	if o.Cycles < 1 {
+		return o, fmt.Errorf("cycles %d: must be at least 1", o.Cycles)
+	}
+	if o.RefitEvery == 0 {
+		o.RefitEvery = Day
+	}
+	return o, nil
+}
+
+// Predict forecasts the value at now+opts.Horizon from the samples of history observed before
+// now. With no detectable period, or less than two periods of history, it falls back to the
+// non-seasonal model and says why in Forecast.Fallback.
+func Predict(history Series, now time.Time, opts Options) (Forecast, error) {
+	h := history.Until(now)
+	last := h.Len() - 1
+	for last >= 0 && h.Values[last] != h.Values[last] { // skip trailing NaN
+		last--
+	}
+	if last < 0 {
+		return Forecast{}, fmt.Errorf("forecasting %s ahead of %s: %w", opts.Horizon, now.Format(time.RFC3339), ErrTooLittleHistory)
+	}
+	// The horizon counts from now, not from the last sample, so a scrape lag adds to it.
+	opts.Horizon += now.Sub(h.TimeAt(last))
+	w, err := NewWalker(Series{Start: h.Start, Step: h.Step, Values: h.Values[:last+1]}, opts)
+	if err != nil {
+		return Forecast{}, err
+	}
+	return w.At(last)
+}

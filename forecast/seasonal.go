@@ -1,0 +1,246 @@
+package forecast
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// nFeatures is the number of predictors of the profile stack (see the package doc).
+const nFeatures = 4
+
+// Windows of the level ratios: 6 hours reacts to a ramp within a morning, 24 hours to a level
+// shift without chasing one noisy hour.
+const (
+	shortRatioWindow = 6 * time.Hour
+	longRatioWindow  = 24 * time.Hour
+)
+
+// priorWeights is where the fitted weights are shrunk to: an equal blend, which is already a good
+// forecaster (its WAPE on NYC taxi is within 10 % of the fitted one) and so a safe start when
+// history is short.
+var priorWeights = [nFeatures]float64{0.25, 0.25, 0.25, 0.25}
+
+// seasonal is the profile-stack model for one period over one series. Every quantity for target
+// index T reads values at indices ≤ T−h only, so building it over a whole series and asking for a
+// target never looks past that target's forecast origin.
+type seasonal struct {
+	y      []float64
+	per    int // period in steps
+	shift  int // the latest same-time-of-day lag usable at this horizon, in steps
+	h      int // horizon in steps
+	k0     int // first cycle back whose value is known at the origin
+	cycles int
+	short  int
+	long   int
+	prof   []float64 // memoised profile; NaN until computed or where undefined
+	done   []bool
+	cy, cp []float64 // prefix sums of y and profile over points where both are defined
+	w      [nFeatures]float64
+	q      float64 // margin quantile of relative errors
+	fitAt  int     // origin of the last fit, -1 before the first
+}
+
+func newSeasonal(s Series, period Period, h, cycles int) *seasonal {
+	per := s.Steps(period.Duration())
+	day := s.Steps(Day)
+	m := &seasonal{
+		y: s.Values, per: per, h: h, cycles: cycles,
+		k0:    max(1, (h+per-1)/per),
+		shift: day * max(1, (h+day-1)/day),
+		short: max(1, s.Steps(shortRatioWindow)),
+		long:  max(1, s.Steps(longRatioWindow)),
+		prof:  make([]float64, len(s.Values)+h+1),
+		done:  make([]bool, len(s.Values)+h+1),
+		w:     priorWeights, fitAt: -1,
+	}
+	m.prefixSums()
+	return m
+}
+
+// profile is the median of the values at the same phase k0..k0+cycles−1 periods before t.
+func (m *seasonal) profile(t int) float64 {
+	if t < 0 || t >= len(m.prof) {
+		return math.NaN()
+	}
+	if m.done[t] {
+		return m.prof[t]
+	}
+	vals := make([]float64, 0, m.cycles)
+	for k := m.k0; k < m.k0+m.cycles; k++ {
+		if i := t - k*m.per; i >= 0 && i < len(m.y) && !math.IsNaN(m.y[i]) {
+			vals = append(vals, m.y[i])
+		}
+	}
+	m.prof[t], m.done[t] = median(vals), true
+	return m.prof[t]
+}
+
+func (m *seasonal) prefixSums() {
+	m.cy = make([]float64, len(m.y)+1)
+	m.cp = make([]float64, len(m.y)+1)
+	for i, v := range m.y {
+		p := m.profile(i)
+		m.cy[i+1], m.cp[i+1] = m.cy[i], m.cp[i]
+		if !math.IsNaN(v) && !math.IsNaN(p) {
+			m.cy[i+1] += v
+			m.cp[i+1] += p
+		}
+	}
+}
+
+// ratio is Σy/Σprofile over the l points ending at origin o, 1 when nothing is known.
+func (m *seasonal) ratio(o, l int) float64 {
+	lo := max(0, o+1-l)
+	sp := m.cp[o+1] - m.cp[lo]
+	if sp <= 0 {
+		return 1
+	}
+	return (m.cy[o+1] - m.cy[lo]) / sp
+}
+
+// features returns the predictors for target T, whose origin is T−h; ok is false when the
+// profile is undefined (no value at this phase in the known cycles).
+func (m *seasonal) features(T int) ([nFeatures]float64, bool) {
+	o := T - m.h
+	p := m.profile(T)
+	if math.IsNaN(p) || o < 0 || o >= len(m.y) {
+		return [nFeatures]float64{}, false
+	}
+	same := p
+	if i := T - m.shift; i >= 0 && i <= o && !math.IsNaN(m.y[i]) {
+		if pi := m.profile(i); pi > 0 {
+			same = m.y[i] * p / pi
+		}
+	}
+	return [nFeatures]float64{p, p * m.ratio(o, m.short), p * m.ratio(o, m.long), same}, true
+}
+
+// predict returns the point and upper forecasts for target T.
+func (m *seasonal) predict(T int) (point, upper float64, ok bool) {
+	x, ok := m.features(T)
+	if !ok {
+		return 0, 0, false
+	}
+	for i, v := range x {
+		point += m.w[i] * v
+	}
+	point = math.Max(point, 0)
+	return point, point * (1 + m.q), true
+}
+
+// fit sets the weights by ridge regression on the targets whose values are known at origin o
+// (T ≤ o) within the last window points, minimising Σ(y−ŵ·x)²/y — squared relative error scaled
+// by y, so busy hours count more than idle ones, as they do in WAPE — plus λ‖w−prior‖². λ is a
+// tenth of the mean diagonal of the normal matrix: enough to keep collinear predictors stable,
+// little enough to let the data speak after a couple of periods. It then sets the margin quantile
+// from the relative errors of the fitted model on the same targets.
+func (m *seasonal) fit(o, window int, margin float64) {
+	var a [nFeatures][nFeatures]float64
+	var b [nFeatures]float64
+	scale := m.meanAbs(o, window)
+	rows := 0
+	for T := max(0, o-window+1); T <= o; T++ {
+		x, ok := m.features(T)
+		if !ok || math.IsNaN(m.y[T]) {
+			continue
+		}
+		wt := 1 / (math.Abs(m.y[T]) + 0.05*scale)
+		for i := range x {
+			b[i] += wt * x[i] * m.y[T]
+			for j := range x {
+				a[i][j] += wt * x[i] * x[j]
+			}
+		}
+		rows++
+	}
+	m.fitAt = o
+	if rows < nFeatures {
+		m.w = priorWeights
+	} else {
+		m.w = ridge(a, b, priorWeights)
+	}
+	m.q = m.errorQuantile(o, window, margin)
+}
+
+func (m *seasonal) meanAbs(o, window int) float64 {
+	var sum, n float64
+	for T := max(0, o-window+1); T <= o; T++ {
+		if !math.IsNaN(m.y[T]) {
+			sum += math.Abs(m.y[T])
+			n++
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return sum / n
+}
+
+// errorQuantile is the margin quantile of (y−ŷ)/ŷ over the known targets, floored at 0 so the
+// upper forecast never undercuts the point forecast.
+func (m *seasonal) errorQuantile(o, window int, margin float64) float64 {
+	var errs []float64
+	for T := max(0, o-window+1); T <= o; T++ {
+		p, _, ok := m.predict(T)
+		if !ok || p <= 0 || math.IsNaN(m.y[T]) {
+			continue
+		}
+		errs = append(errs, (m.y[T]-p)/p)
+	}
+	return math.Max(0, quantile(errs, margin))
+}
+
+// quantile returns the q-quantile of x by linear interpolation, reordering x; 0 when empty.
+func quantile(x []float64, q float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	sort.Float64s(x)
+	pos := q * float64(len(x)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(x)-1)
+	return x[lo] + (x[hi]-x[lo])*(pos-float64(lo))
+}
+
+// ridge solves (A+λI)w = b+λ·prior by Gaussian elimination with partial pivoting, λ being a
+// tenth of A's mean diagonal.
+func ridge(a [nFeatures][nFeatures]float64, b, prior [nFeatures]float64) [nFeatures]float64 {
+	lambda := 0.0
+	for i := range a {
+		lambda += a[i][i]
+	}
+	lambda *= 0.1 / nFeatures
+	var m [nFeatures][nFeatures + 1]float64
+	for i := range a {
+		copy(m[i][:nFeatures], a[i][:])
+		m[i][i] += lambda
+		m[i][nFeatures] = b[i] + lambda*prior[i]
+	}
+	for c := 0; c < nFeatures; c++ {
+		p := c
+		for r := c + 1; r < nFeatures; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
+			}
+		}
+		m[c], m[p] = m[p], m[c]
+		if m[c][c] == 0 {
+			return prior
+		}
+		for r := 0; r < nFeatures; r++ {
+			if r == c {
+				continue
+			}
+			f := m[r][c] / m[c][c]
+			for k := c; k <= nFeatures; k++ {
+				m[r][k] -= f * m[c][k]
+			}
+		}
+	}
+	var w [nFeatures]float64
+	for i := range w {
+		w[i] = m[i][nFeatures] / m[i][i]
+	}
+	return w
+}
