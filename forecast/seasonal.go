@@ -178,12 +178,15 @@ func (m *seasonal) meanAbs(o, window int) float64 {
 }
 
 // errorQuantile is the margin quantile of (y−ŷ)/ŷ over the known targets, floored at 0 so the
-// upper forecast never undercuts the point forecast.
+// upper forecast never undercuts the point forecast. Only targets forecast at half the mean level
+// or more count: capacity is sized by busy hours, and the relative errors of a quiet night
+// (a jump from 8 to 20 is +150 %) would otherwise inflate the margin of every busy hour.
 func (m *seasonal) errorQuantile(o, window int, margin float64) float64 {
 	var errs []float64
+	busy := 0.5 * m.meanAbs(o, window)
 	for T := max(0, o-window+1); T <= o; T++ {
 		p, _, ok := m.predict(T)
-		if !ok || p <= 0 || math.IsNaN(m.y[T]) {
+		if !ok || p <= 0 || p < busy || math.IsNaN(m.y[T]) {
 			continue
 		}
 		errs = append(errs, (m.y[T]-p)/p)

@@ -44,3 +44,18 @@ func TestFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayFigures(t *testing.T) {
+	for _, tc := range []struct {
+		trace  string
+		perGPU float64
+	}{{"nab/nyc_taxi.csv", 1500}, {"crane-dsp/input0.csv", 6}, {"crane-dsp/input1.csv", 0.25}, {"crane-dsp/input2.csv", 25}} {
+		s := loadTrace(t, tc.trace)
+		start := time.Now()
+		r, err := Replay(tc.trace, s, ReplayConfig{PerGPU: tc.perGPU, Boot: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: reactive %+v forecast %+v under -%.1f%% hours +%.1f%% (%s)", tc.trace, r.Reactive, r.Forecast, 100*r.UnderReduction, 100*r.GPUHoursIncrease, time.Since(start).Round(time.Millisecond))
+	}
+}
