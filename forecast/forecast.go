@@ -3,6 +3,8 @@ package forecast
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -99,4 +101,37 @@ func Predict(history Series, now time.Time, opts Options) (Forecast, error) {
 		return Forecast{}, err
 	}
 	return w.At(last)
+}
+
+// ParseDuration is time.ParseDuration extended with days ("1d", "1d12h") and weeks ("2w"), the
+// units forecasts are spoken in.
+func ParseDuration(s string) (time.Duration, error) {
+	var total time.Duration
+	rest := s
+	for _, u := range []struct {
+		suffix byte
+		unit   time.Duration
+	}{{'w', Week}, {'d', Day}} {
+		i := strings.IndexByte(rest, u.suffix)
+		if i < 0 {
+			continue
+		}
+		n, err := strconv.Atoi(rest[:i])
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("duration %q: %q is not a whole number of %cs", s, rest[:i], u.suffix)
+		}
+		total += time.Duration(n) * u.unit
+		rest = rest[i+1:]
+	}
+	if rest == "" {
+		if total == 0 && s == "" {
+			return 0, fmt.Errorf("duration %q: empty", s)
+		}
+		return total, nil
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: %w", s, err)
+	}
+	return total + d, nil
 }

@@ -59,7 +59,8 @@ type Margin struct {
 	Multiplier float64 `json:"multiplier,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("15m") in YAML and JSON.
+// Duration is a time.Duration written as a duration string ("15m", "1d", see ParseDuration) in
+// YAML and JSON.
 type Duration struct{ time.Duration }
 
 // UnmarshalJSON reads a duration string.
@@ -68,9 +69,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration: want a string such as \"15m\": %w", err)
 	}
-	v, err := time.ParseDuration(s)
+	v, err := ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("duration %q: %w", s, err)
+		return err
 	}
 	d.Duration = v
 	return nil

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tiler-dev/tiler/forecast"
+	"github.com/tiler-dev/tiler/forecast/backtest"
+)
+
+func init() { register(newForecastCmd) }
+
+// newForecastCmd is `tiler forecast`: offline evaluation of the forecaster on CSV traces.
+func newForecastCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "forecast",
+		Short: "Evaluate the capacity forecaster on recorded traces (backtest, replay)",
+	}
+	cmd.AddCommand(newBacktestCmd(), newReplayCmd())
+	return cmd
+}
+
+// traceFlags are the flags shared by the subcommands that read a CSV trace.
+type traceFlags struct {
+	csv, timeCol, valueCol, output string
+	repair                         bool
+	margin                         float64
+}
+
+func (f *traceFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.csv, "csv", "", "CSV trace with a header line (required)")
+	fs.StringVar(&f.timeCol, "time-col", "", "time column (default: timestamp, ts or time, else the first)")
+	fs.StringVar(&f.valueCol, "value-col", "", "value column (default: value, else the second)")
+	fs.BoolVar(&f.repair, "repair", false, "sort rows by time and average duplicate timestamps instead of failing")
+	fs.Float64Var(&f.margin, "margin", forecast.DefaultMargin, "quantile of past relative errors the upper forecast covers")
+	fs.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+}
+
+// load reads the trace onto its natural grid.
+func (f *traceFlags) load() (string, forecast.Series, error) {
+	if f.csv == "" {
+		return "", forecast.Series{}, fmt.Errorf("--csv: must name a trace file")
+	}
+	if f.output != "text" && f.output != "json" {
+		return "", forecast.Series{}, fmt.Errorf("--output %q: must be text or json", f.output)
+	}
+	file, err := os.Open(f.csv)
+	if err != nil {
+		return "", forecast.Series{}, fmt.Errorf("opening the trace: %w", err)
+	}
+	defer file.Close()
+	samples, err := forecast.ReadCSV(file, forecast.CSVOptions{TimeCol: f.timeCol, ValueCol: f.valueCol, Repair: f.repair})
+	if err != nil {
+		return "", forecast.Series{}, fmt.Errorf("%s: %w", f.csv, err)
+	}
+	s, err := forecast.NewSeries(samples, forecast.InferStep(samples))
+	if err != nil {
+		return "", forecast.Series{}, fmt.Errorf("%s: %w", f.csv, err)
+	}
+	return seriesName(f.csv), s, nil
+}
+
+// seriesName is the trace's path relative to its traces directory when it has one, e.g.
+// "nab/nyc_taxi.csv", else the base name.
+func seriesName(path string) string {
+	p := filepath.ToSlash(path)
+	if i := strings.LastIndex(p, "traces/"); i >= 0 {
+		return p[i+len("traces/"):]
+	}
+	return filepath.Base(path)
+}
+
+func newBacktestCmd() *cobra.Command {
+	var tf traceFlags
+	var horizon, step time.Duration
+	cmd := &cobra.Command{
+		Use:   "backtest --csv FILE --horizon 1h|15m|1d [--step S] [-o json]",
+		Short: "Walk forward through a trace and score the forecaster against seasonal-naive baselines",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			name, s, err := tf.load()
+			if err != nil {
+				return err
+			}
+			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: forecast.Options{Margin: tf.margin}})
+			if err != nil {
+				return fmt.Errorf("backtesting %s: %w", name, err)
+			}
+			return render(cmd.OutOrStdout(), tf.output, res, backtestTable)
+		},
+	}
+	tf.register(cmd.Flags())
+	horizon = 24 * time.Hour
+	cmd.Flags().Var((*durationFlag)(&horizon), "horizon", "how far ahead each forecast is made (15m, 1h, 1d, …)")
+	cmd.Flags().Var((*durationFlag)(&step), "step", "scoring resolution (default: horizon/12 within [series step, 1h])")
+	bindEnv(cmd, "TILER_FORECAST_")
+	return cmd
+}
+
+func newReplayCmd() *cobra.Command {
+	var tf traceFlags
+	var cfg backtest.ReplayConfig
+	cmd := &cobra.Command{
+		Use:   "replay --csv FILE --per-gpu N --boot 5m [--lead 15m] [-o json]",
+		Short: "Replay a trace as request rate through a booting node pool: reactive versus forecast-driven scaling",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			name, s, err := tf.load()
+			if err != nil {
+				return err
+			}
+			cfg.Options.Margin = tf.margin
+			res, err := backtest.Replay(name, s, cfg)
+			if err != nil {
+				return fmt.Errorf("replaying %s: %w", name, err)
+			}
+			return render(cmd.OutOrStdout(), tf.output, res, replayTable)
+		},
+	}
+	tf.register(cmd.Flags())
+	cmd.Flags().Float64Var(&cfg.PerGPU, "per-gpu", 0, "load one GPU serves, in the trace's units (required)")
+	cfg.Boot, cfg.ScaleDownDelay = 5*time.Minute, backtest.DefaultScaleDownDelay
+	cmd.Flags().Var((*durationFlag)(&cfg.Boot), "boot", "time from ordering a node to its GPU serving")
+	cmd.Flags().Var((*durationFlag)(&cfg.Lead), "lead", "how far ahead the forecast-driven policy looks (default: boot + 10m)")
+	cmd.Flags().Var((*durationFlag)(&cfg.ScaleDownDelay), "scale-down-delay", "how long unneeded capacity stays")
+	bindEnv(cmd, "TILER_FORECAST_")
+	return cmd
+}
+
+// durationFlag is a duration flag that also takes days and weeks (forecast.ParseDuration).
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := forecast.ParseDuration(s)
+	*d = durationFlag(v)
+	return err
+}
+
+func (d *durationFlag) Type() string { return "duration" }
+
+// bindEnv gives every flag of cmd an environment-variable twin, PREFIX + the flag name in upper
+// case with dashes as underscores (TILER_FORECAST_PER_GPU); a flag on the command line wins.
+func bindEnv(cmd *cobra.Command, prefix string) {
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		var err error
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			env := prefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+			if v, ok := os.LookupEnv(env); ok && !f.Changed && err == nil {
+				if e := f.Value.Set(v); e != nil {
+					err = fmt.Errorf("%s=%q: %w", env, v, e)
+				}
+			}
+		})
+		if err == nil && prev != nil {
+			err = prev(c, args)
+		}
+		return err
+	}
+}
+
+func render[T any](w io.Writer, format string, v T, table func(io.Writer, T)) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	table(tw, v)
+	return tw.Flush()
+}
+
+func backtestTable(w io.Writer, r backtest.Result) {
+	fmt.Fprintf(w, "series\t%s\nhorizon\t%s\nstep\t%s\nmodel\t%s\ntargets\t%d from %s\n", r.Series, r.Horizon, r.Step, r.Model, r.Targets, r.From.Format(time.RFC3339))
+	fmt.Fprintf(w, "WAPE\t%.2f %%\nMAPE\t%.2f %%\nupper coverage\t%.1f %%\n", 100*r.WAPE, 100*r.MAPE, 100*r.Coverage)
+	for _, name := range []string{backtest.SeasonalNaiveDay, backtest.SeasonalNaiveWeek, backtest.SeasonalMeanWeeks} {
+		if v, ok := r.Baselines[name]; ok {
+			fmt.Fprintf(w, "baseline %s\t%.2f %%\n", name, 100*v)
+		}
+	}
+	fmt.Fprintf(w, "WAPE / best baseline\t%.3f\n", r.Ratio)
+}
+
+func replayTable(w io.Writer, r backtest.ReplayResult) {
+	fmt.Fprintf(w, "series\t%s\nper GPU\t%g\nboot\t%s\nlead\t%s\n", r.Series, r.PerGPU, r.Boot, r.Lead)
+	fmt.Fprintf(w, "\treactive\tforecast\n")
+	fmt.Fprintf(w, "under-provisioned GPU-minutes\t%.0f\t%.0f\n", r.Reactive.UnderGPUMinutes, r.Forecast.UnderGPUMinutes)
+	fmt.Fprintf(w, "GPU-hours\t%.1f\t%.1f\n", r.Reactive.GPUHours, r.Forecast.GPUHours)
+	fmt.Fprintf(w, "idle GPU-hours\t%.1f\t%.1f\n", r.Reactive.IdleGPUHours, r.Forecast.IdleGPUHours)
+	fmt.Fprintf(w, "peak GPUs\t%d\t%d\n", r.Reactive.PeakGPUs, r.Forecast.PeakGPUs)
+	fmt.Fprintf(w, "under-provisioning reduction\t%.1f %%\nGPU-hours increase\t%+.1f %%\n", 100*r.UnderReduction, 100*r.GPUHoursIncrease)
+}
