@@ -64,4 +64,6 @@ func IsBadQuery(err error) bool { return KindOf(err) == KindBadQuery }
 func IsEmpty(err error) bool { return KindOf(err) == KindEmpty }
 
 // IsUnavailable reports whether err is a server that could not answer.
-func IsUnavailable(err error) bool { return KindOf(err) == KindUnavailable || KindOf(err) == KindTimeout }
+func IsUnavailable(err error) bool {
+	return KindOf(err) == KindUnavailable || KindOf(err) == KindTimeout
+}
