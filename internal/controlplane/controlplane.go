@@ -1,0 +1,203 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// ControlPlane is a running etcd, kube-apiserver, kube-scheduler and kube-controller-manager.
+// It is safe for concurrent use; Stop may be called more than once.
+type ControlPlane struct {
+	opts       Options
+	dir        string // per-run directory, removed by Stop
+	logDir     string
+	kubeconfig string
+	secrets    *secrets
+
+	etcdURL      string
+	apiServerURL string
+	schedulerURL string // https base URL of kube-scheduler's secure port
+	kcmURL       string // https base URL of kube-controller-manager's secure port
+
+	mu        sync.Mutex
+	processes []*process // in start order
+	stopped   bool
+}
+
+// Start launches the control plane and returns once every component is ready: etcd reports
+// healthy, kube-apiserver's /readyz passes, kube-scheduler's /readyz and kube-controller-manager's
+// /healthz pass, and the default namespace has its default ServiceAccount (so pods can be
+// created). On error everything started so far is stopped and the per-run directory removed; the
+// error includes the tail of the failing component's log.
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	opts = opts.withDefaults()
+	if err := CheckBinaries(opts.BinDir); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(opts.TempDir, "tiler-controlplane-")
+	if err != nil {
+		return nil, fmt.Errorf("creating control-plane directory: %w", err)
+	}
+	cp := &ControlPlane{opts: opts, dir: dir, logDir: filepath.Join(dir, "logs")}
+	if opts.LogDir != "" {
+		cp.logDir = opts.LogDir
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := cp.start(ctx); err != nil {
+		cp.Stop()
+		return nil, fmt.Errorf("starting control plane (logs in %s): %w", cp.logDir, err)
+	}
+	return cp, nil
+}
+
+func (c *ControlPlane) start(ctx context.Context) error {
+	for _, d := range []string{c.logDir, filepath.Join(c.dir, "pki"), filepath.Join(c.dir, "etcd")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	secrets, err := generateSecrets(filepath.Join(c.dir, "pki"))
+	if err != nil {
+		return fmt.Errorf("generating certificates: %w", err)
+	}
+	c.secrets = secrets
+	// etcd client, etcd peer, apiserver, scheduler, controller-manager
+	ports, err := freePorts(5)
+	if err != nil {
+		return err
+	}
+	c.etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	c.apiServerURL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	c.schedulerURL = fmt.Sprintf("https://127.0.0.1:%d", ports[3])
+	c.kcmURL = fmt.Sprintf("https://127.0.0.1:%d", ports[4])
+	c.kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	if err := c.secrets.writeKubeconfig(c.kubeconfig, c.apiServerURL); err != nil {
+		return err
+	}
+
+	etcd, err := c.launch(EtcdBinary, c.etcdArgs(ports[0], ports[1]))
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, etcd, "etcd /health", c.etcdHealthy); err != nil {
+		return err
+	}
+	apiserver, err := c.launch(APIServerBinary, c.apiServerArgs(ports[2]))
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, apiserver, "kube-apiserver /readyz", c.apiServerReady); err != nil {
+		return err
+	}
+	scheduler, err := c.launch(SchedulerBinary, c.schedulerArgs(ports[3]))
+	if err != nil {
+		return err
+	}
+	kcm, err := c.launch(ControllerManagerBinary, c.controllerManagerArgs(ports[4]))
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, scheduler, "kube-scheduler /readyz", componentHealthy(c.schedulerURL+"/readyz")); err != nil {
+		return err
+	}
+	if err := waitReady(ctx, kcm, "kube-controller-manager /healthz", componentHealthy(c.kcmURL+"/healthz")); err != nil {
+		return err
+	}
+	return waitReady(ctx, kcm, "the default ServiceAccount", c.defaultServiceAccountExists)
+}
+
+// launch starts one component with its log in the log directory and remembers it for Stop.
+func (c *ControlPlane) launch(name string, args []string) (*process, error) {
+	p, err := startProcess(name, filepath.Join(c.opts.BinDir, name), args, filepath.Join(c.logDir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.processes = append(c.processes, p)
+	return p, nil
+}
+
+// Stop terminates the components in reverse start order (SIGTERM, then SIGKILL after a short
+// grace period) and removes the per-run directory, including the logs unless Options.LogDir was
+// set. It is safe to call more than once.
+func (c *ControlPlane) Stop() {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.stopped = true
+	procs := c.processes
+	c.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(5 * time.Second)
+	}
+	_ = os.RemoveAll(c.dir)
+}
+
+// RESTConfig returns a new client configuration for the admin user (group system:masters).
+func (c *ControlPlane) RESTConfig() *rest.Config {
+	return c.secrets.restConfig(c.apiServerURL)
+}
+
+// Kubeconfig returns the path of a kubeconfig file for the admin user.
+func (c *ControlPlane) Kubeconfig() string { return c.kubeconfig }
+
+// LogDir returns the directory holding etcd.log, kube-apiserver.log, kube-scheduler.log and
+// kube-controller-manager.log.
+func (c *ControlPlane) LogDir() string { return c.logDir }
+
+// APIServerURL returns the https URL of kube-apiserver.
+func (c *ControlPlane) APIServerURL() string { return c.apiServerURL }
+
+// EtcdURL returns the http client URL of etcd.
+func (c *ControlPlane) EtcdURL() string { return c.etcdURL }
+
+// Dir returns the per-run directory (certificates, etcd data, kubeconfig) that Stop removes.
+func (c *ControlPlane) Dir() string { return c.dir }
+
+// LogTail returns the last n lines of every component log, each under a header naming the file,
+// for a failing test to print.
+func (c *ControlPlane) LogTail(n int) string {
+	entries, err := os.ReadDir(c.logDir)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", c.logDir, err)
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".log") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		path := filepath.Join(c.logDir, name)
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", path, tailFile(path, n))
+	}
+	return b.String()
+}
+
+// Err returns a non-nil error when a component has exited since Start returned.
+func (c *ControlPlane) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for _, p := range c.processes {
+		if err := p.exitError(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

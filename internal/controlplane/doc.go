@@ -1,0 +1,19 @@
+// Package controlplane starts a real, local Kubernetes control plane for tests and the demo: etcd,
+// kube-apiserver, kube-scheduler and kube-controller-manager run as child processes bound to
+// loopback on random free ports, with their data, certificates, kubeconfig and logs in a temporary
+// directory that Stop removes.
+//
+// The binaries are built once by `make controlplane` (hack/build-controlplane.sh) from
+// k8s.io/kubernetes v1.37.2 and etcd v3.6 into $TILER_CONTROLPLANE_DIR/bin (default
+// $HOME/.cache/tiler/controlplane/v1.37.2/bin). Start fails with an error naming the missing binary
+// when they are absent.
+//
+// Nothing but the API server's clients are faked: there is no kubelet, so pods are bound by the
+// real scheduler (spec.nodeName is set, DRA claims are allocated by the real allocator) but never
+// run. Nodes are plain API objects that tests create and mark Ready themselves.
+//
+// Typical use in a test:
+//
+//	cp := controlplane.ForTest(t, controlplane.Options{})
+//	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+package controlplane

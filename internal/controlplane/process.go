@@ -1,0 +1,144 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is one running component with its output captured in a log file.
+type process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	logFile *os.File
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // valid after done is closed
+}
+
+// startProcess runs binary with args, appending stdout and stderr to logPath.
+func startProcess(name, binary string, args []string, logPath string) (*process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s log: %w", name, err)
+	}
+	fmt.Fprintf(logFile, "# %s %s\n", binary, strings.Join(args, " "))
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exitError returns a non-nil error describing the exit when the process is no longer running.
+func (p *process) exitError() error {
+	select {
+	case <-p.done:
+		if p.waitErr != nil {
+			return fmt.Errorf("%s exited: %w", p.name, p.waitErr)
+		}
+		return fmt.Errorf("%s exited with status 0", p.name)
+	default:
+		return nil
+	}
+}
+
+// stop sends SIGTERM, waits up to grace for the exit, then kills the process.
+func (p *process) stop(grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// tail returns the last n lines of the log file.
+func (p *process) tail(n int) string {
+	return tailFile(p.logPath, n)
+}
+
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(reading %s: %v)", path, err)
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// waitReady polls check every interval until it returns nil. It gives up, with the last check
+// error and the tail of the process log, when the process exits or ctx ends.
+func waitReady(ctx context.Context, p *process, what string, check func(context.Context) error) error {
+	const interval = 100 * time.Millisecond
+	var last error
+	for {
+		if err := p.exitError(); err != nil {
+			return fmt.Errorf("waiting for %s: %w; last lines of %s:\n%s", what, err, p.logPath, p.tail(30))
+		}
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		last = check(attempt)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last check: %w); last lines of %s:\n%s",
+				what, ctx.Err(), last, p.logPath, p.tail(30))
+		case <-time.After(interval):
+		}
+	}
+}
+
+// freePorts reserves n distinct free TCP ports on 127.0.0.1. All listeners are held open until
+// every port is chosen, so the ports differ from each other; another process may still take one
+// before the component binds it, which Start reports as a component start failure.
+func freePorts(n int) ([]int, error) {
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("reserving a loopback port: %w", err)
+		}
+		listeners = append(listeners, l)
+		addr, ok := l.Addr().(*net.TCPAddr)
+		if !ok {
+			return nil, errors.New("reserving a loopback port: listener address is not TCP")
+		}
+		ports = append(ports, addr.Port)
+	}
+	return ports, nil
+}
