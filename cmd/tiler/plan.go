@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+func init() { register(newPlanCmd) }
+
+type planOptions struct {
+	file, catalog, policy, output, seed string
+}
+
+func newPlanCmd() *cobra.Command {
+	o := planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f SNAPSHOT",
+		Short: "Plan the cheapest new nodes for a cluster snapshot's pending pods (offline what-if)",
+		Long: `plan reads a cluster snapshot (multi-document YAML or JSON of Nodes, Pods, PriorityClasses,
+DaemonSets and DRA objects, or a v1 List such as 'kubectl get nodes,pods -A -o yaml' prints),
+simulates where the pending pods can go and which instance types, zones and capacity types to buy,
+and prints the plan.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.OutOrStdout(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "file", "f", "", "snapshot file, or - for standard input (required)")
+	f.StringVar(&o.catalog, "catalog", catalog.DefaultName, "embedded catalog name ("+strings.Join(catalog.EmbeddedNames(), ", ")+") or a catalog JSON file")
+	f.StringVar(&o.policy, "policy", "", "cost policy file: a CostPolicy document or a ConfigMap with a policy.yaml key")
+	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	f.StringVar(&o.seed, "seed", "", "seed for new node names")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+func runPlan(w io.Writer, o planOptions) error {
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("--output %q must be table or json", o.output)
+	}
+	snap, err := readSnapshot(o.file)
+	if err != nil {
+		return err
+	}
+	cat, err := loadCatalog(o.catalog)
+	if err != nil {
+		return err
+	}
+	pol, err := loadPolicy(o.policy)
+	if err != nil {
+		return err
+	}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol,
+		Options: simulator.Options{Seed: o.seed}})
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		return plan.WriteJSON(w)
+	}
+	return plan.WriteTable(w)
+}
+
+func readSnapshot(path string) (*snapshot.Snapshot, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	snap, err := snapshot.Decode(r)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return snap, nil
+}
+
+// loadCatalog returns the named embedded catalog, or reads a catalog JSON file.
+func loadCatalog(nameOrFile string) (*catalog.Catalog, error) {
+	if _, err := os.Stat(nameOrFile); err == nil {
+		f, err := os.Open(nameOrFile)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return catalog.Decode(f)
+	}
+	return catalog.Embedded(nameOrFile)
+}
+
+func loadPolicy(path string) (*policy.CostPolicy, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}

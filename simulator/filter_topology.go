@@ -1,0 +1,116 @@
+package simulator
+
+// topologyAllows checks the pod's hard topology spread constraints, its required pod affinity
+// and anti-affinity, and the anti-affinity of placed pods against it, for node n in zone. A new
+// node whose zone is not chosen passes zone-keyed checks (the zone is chosen later).
+func (s *state) topologyAllows(pi *podInfo, n *simNode, zone string) bool {
+	dom := func(key string) (string, bool) {
+		if key == LabelZone && !n.existing {
+			return zone, zone != ""
+		}
+		return n.domain(key)
+	}
+	for i := range pi.spread {
+		if !s.spreadAllows(pi, &pi.spread[i], dom) {
+			return false
+		}
+	}
+	for _, t := range pi.affinity {
+		d, ok := dom(t.key)
+		if !ok {
+			continue
+		}
+		tr := s.trackers.list[t.tracker]
+		if tr.counts[d] == 0 && !(tr.total == 0 && t.selfMatch) {
+			return false
+		}
+	}
+	for _, t := range pi.anti {
+		if d, ok := dom(t.key); ok && s.trackers.list[t.tracker].counts[d] > 0 {
+			return false
+		}
+	}
+	for _, a := range pi.antiAgainst {
+		tr := s.trackers.list[s.antiTerms[a].tracker]
+		if d, ok := dom(tr.key); ok && tr.counts[d] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// spreadAllows implements the PodTopologySpread filter: placing the pod in domain d must keep
+// count(d) + self − min ≤ maxSkew, where min is the smallest count among the domains the pod
+// could use. For hostname the minimum is 0, since the simulation can always open a new node.
+func (s *state) spreadAllows(pi *podInfo, c *spreadConstraint, dom func(string) (string, bool)) bool {
+	if !c.hard {
+		return true
+	}
+	d, ok := dom(c.key)
+	if !ok {
+		return true
+	}
+	tr := s.trackers.list[c.tracker]
+	self := int32(0)
+	if c.selfMatch {
+		self = 1
+	}
+	return tr.counts[d]+self-s.minCount(pi, c) <= c.maxSkew
+}
+
+// minCount is the smallest tracker count among the domains eligible for the pod: values of the
+// key on existing nodes and offerings the pod may use. Fewer domains than minDomains count as 0.
+func (s *state) minCount(pi *podInfo, c *spreadConstraint) int32 {
+	if c.key == LabelHostname {
+		return 0
+	}
+	domains := s.eligibleDomains(pi.sig, c.key)
+	if int32(len(domains)) < c.minDomains || len(domains) == 0 {
+		return 0
+	}
+	tr := s.trackers.list[c.tracker]
+	m := tr.counts[domains[0]]
+	for _, d := range domains[1:] {
+		m = min(m, tr.counts[d])
+	}
+	return m
+}
+
+// eligibleDomains lists, cached per signature and key, the key's values on the nodes and
+// offerings that pods of the signature may use.
+func (s *state) eligibleDomains(sig int, key string) []string {
+	k := [2]int{sig, s.keyIndex(key)}
+	if d, ok := s.eligible[k]; ok {
+		return d
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(v string, ok bool) {
+		if ok && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, n := range s.nodes {
+		if n.existing && s.nodeCompatible(sig, n) {
+			v, ok := n.labels[key]
+			add(v, ok)
+		}
+	}
+	for _, o := range s.offerings {
+		if s.offeringCompatible(sig, o) {
+			v, ok := o.labels[key]
+			add(v, ok)
+		}
+	}
+	s.eligible[k] = out
+	return out
+}
+
+func (s *state) keyIndex(key string) int {
+	if i, ok := s.keys[key]; ok {
+		return i
+	}
+	s.keys[key] = len(s.keys)
+	return s.keys[key]
+}

@@ -1,0 +1,92 @@
+package simulator
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// gang is a set of pods planned all-or-nothing.
+type gang struct {
+	name    string
+	size    int // members needed; 0 means all members present
+	members []*podInfo
+	// topology is "node" (all members on one node), "zone" (one zone) or "".
+	topology string
+}
+
+// buildGangs groups pending pods by tiler.dev/gang or the coscheduling pod-group label. A gang's
+// members share the highest priority among them, so they stay together in placement order.
+func (s *state) buildGangs() {
+	gangs := map[string]*gang{}
+	for _, pi := range s.pending {
+		name, size, topo := gangOf(pi)
+		if name == "" {
+			continue
+		}
+		key := pi.pod.Namespace + "/" + name
+		g := gangs[key]
+		if g == nil {
+			g = &gang{name: key}
+			gangs[key] = g
+		}
+		g.members = append(g.members, pi)
+		g.size = max(g.size, size)
+		if topo != "" {
+			g.topology = topo
+		}
+		pi.gang = g
+	}
+	names := make([]string, 0, len(gangs))
+	for k := range gangs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		g := gangs[k]
+		var top int32
+		for i, m := range g.members {
+			if i == 0 || m.priority > top {
+				top = m.priority
+			}
+		}
+		for _, m := range g.members {
+			m.priority = top
+		}
+		if g.size > len(g.members) {
+			for _, m := range g.members {
+				s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete,
+					Reason: fmt.Sprintf("gang %s needs %d members, %d are pending", g.name, g.size, len(g.members))}
+			}
+		}
+	}
+	s.dropReasoned()
+}
+
+func gangOf(pi *podInfo) (name string, size int, topology string) {
+	l := pi.pod.Labels
+	if n := l[LabelGang]; n != "" {
+		size, _ = strconv.Atoi(l[LabelGangSize])
+		return n, size, l[LabelTopology]
+	}
+	if n := l[LabelPodGroup]; n != "" {
+		size, _ = strconv.Atoi(pi.pod.Annotations[AnnotationPodGroupMinMember])
+		return n, size, l[LabelTopology]
+	}
+	return "", 0, ""
+}
+
+// AnnotationPodGroupMinMember carries a coscheduling PodGroup's minMember on its pods, since the
+// snapshot holds no PodGroup objects.
+const AnnotationPodGroupMinMember = "scheduling.x-k8s.io/min-member"
+
+// dropReasoned removes from the pending list the pods that already have a reason.
+func (s *state) dropReasoned() {
+	kept := s.pending[:0]
+	for _, pi := range s.pending {
+		if _, ok := s.reasons[pi]; !ok {
+			kept = append(kept, pi)
+		}
+	}
+	s.pending = kept
+}

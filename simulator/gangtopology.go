@@ -1,0 +1,73 @@
+package simulator
+
+import "sort"
+
+// placeGangOnNode puts every member on one node: an existing or in-flight node if one can take
+// them all, else one new node opened by the first member and restricted to it.
+func (s *state) placeGangOnNode(g *gang) (failure, bool) {
+	for _, n := range s.nodes {
+		if !n.existing {
+			continue
+		}
+		mark := s.checkpoint()
+		if s.placeMembers(g, restriction{node: n}) {
+			return failure{}, true
+		}
+		s.revert(mark)
+	}
+	mark := s.checkpoint()
+	f, ok := s.openNode(g.members[0], restriction{})
+	if !ok {
+		return f, false
+	}
+	n := s.nodes[len(s.nodes)-1]
+	for _, m := range g.members[1:] {
+		if !s.tryNode(m, n, restriction{node: n}) {
+			s.revert(mark)
+			return failure{newNode: "no single node can hold the whole gang"}, false
+		}
+	}
+	return failure{}, true
+}
+
+// placeGangInZone tries each zone in turn and keeps the first where every member fits.
+func (s *state) placeGangInZone(g *gang) (failure, bool) {
+	zoneSet := map[string]bool{}
+	for _, o := range s.offerings {
+		zoneSet[o.zone] = true
+	}
+	for _, n := range s.nodes {
+		if z := n.labels[LabelZone]; z != "" {
+			zoneSet[z] = true
+		}
+	}
+	zones := make([]string, 0, len(zoneSet))
+	for z := range zoneSet {
+		zones = append(zones, z)
+	}
+	sort.Strings(zones)
+	var f failure
+	for _, z := range zones {
+		mark := s.checkpoint()
+		ok := true
+		for _, m := range g.members {
+			if f, ok = s.placeOne(m, restriction{zone: z}); !ok {
+				break
+			}
+		}
+		if ok {
+			return failure{}, true
+		}
+		s.revert(mark)
+	}
+	return f, false
+}
+
+func (s *state) placeMembers(g *gang, r restriction) bool {
+	for _, m := range g.members {
+		if !s.tryNode(m, r.node, r) {
+			return false
+		}
+	}
+	return true
+}

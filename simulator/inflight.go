@@ -1,0 +1,61 @@
+package simulator
+
+import (
+	"fmt"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// addInFlightNodes adds nodes that are being launched as if they existed with their full
+// allocatable, so a pod that will fit there is not bought for again. A launch whose Node has
+// registered but not yet published its devices is passed both as the Node (in the snapshot) and
+// here; the in-flight entry wins for that name.
+func (s *state) addInFlightNodes() {
+	for _, f := range s.in.Options.InFlight {
+		it, ok := s.cat.Type(f.InstanceType)
+		if !ok {
+			s.warnings = append(s.warnings, fmt.Sprintf("in-flight node %s: instance type %s is not in catalog %s; ignored", f.Name, f.InstanceType, s.cat.Name))
+			continue
+		}
+		pl := s.poolNamed(f.Pool)
+		if pl == nil {
+			pl = &poolInfo{Pool: &policy.Pool{Name: f.Pool}, index: -1}
+		}
+		off := s.newOffering(pl, it, catalog.Offering{Zone: f.Zone, CapacityType: f.CapacityType, PricePerHour: f.PricePerHour})
+		off.alloc = s.dims.grow(s.dims.fromList(off.capacity, false))
+		labels := map[string]string{LabelHostname: f.Name}
+		for k, v := range off.labels {
+			labels[k] = v
+		}
+		node := off.node.DeepCopy()
+		node.Name, node.Labels = f.Name, labels
+		sn := &simNode{name: f.Name, existing: true, inFlight: true, labels: labels, taints: off.taints, node: node,
+			alloc: off.alloc, used: make(vec, len(s.dims.names))}
+		if prev := s.nodeIndex(f.Name); prev >= 0 {
+			// The Node registered already: keep the pods bound there, take the planned allocatable.
+			sn.used = s.nodes[prev].used
+			sn.idx = prev
+			s.nodes[prev] = sn
+			continue
+		}
+		if pl.index >= 0 {
+			pl.nodes++
+			pl.vcpu += it.VCPU
+			pl.gpus += it.GPU.Count
+			pl.price += f.PricePerHour
+		}
+		s.budget += f.PricePerHour
+		sn.idx = len(s.nodes)
+		s.nodes = append(s.nodes, sn)
+	}
+}
+
+func (s *state) nodeIndex(name string) int {
+	for i, n := range s.nodes {
+		if n.name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,48 @@
+package simulator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// neverFits explains why no node could ever hold the pod — no existing node by its allocatable and
+// no offering of any pool on an empty node — or returns "" when some node could. The explanation
+// counts what excluded the offerings: labels and taints, or the first resource that is short.
+func (s *state) neverFits(pi *podInfo) string {
+	zero := make(vec, len(s.dims.names))
+	for _, n := range s.nodes {
+		if n.existing && s.nodeCompatible(pi.sig, n) && fits(zero, pi.req, n.alloc) {
+			return ""
+		}
+	}
+	byAffinity := 0
+	short := map[string]int{}
+	for _, o := range s.offerings {
+		if !s.offeringCompatible(pi.sig, o) {
+			byAffinity++
+			continue
+		}
+		name, lacking := s.dims.firstShortfall(zero, pi.req, o.alloc)
+		if !lacking {
+			return ""
+		}
+		short[string(name)]++
+	}
+	if len(s.offerings) == 0 {
+		return "the policy's pools allow no offering of catalog " + s.cat.Name
+	}
+	parts := []string{}
+	if byAffinity > 0 {
+		parts = append(parts, fmt.Sprintf("%d excluded by node selector, affinity or taints", byAffinity))
+	}
+	names := make([]string, 0, len(short))
+	for k := range short {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%d too small in %s", short[k], k))
+	}
+	return fmt.Sprintf("no offering of %d can hold it (%s)", len(s.offerings), strings.Join(parts, ", "))
+}

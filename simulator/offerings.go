@@ -1,0 +1,221 @@
+package simulator
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// Well-known labels put on planned nodes.
+const (
+	LabelInstanceType   = corev1.LabelInstanceTypeStable
+	LabelZone           = corev1.LabelTopologyZone
+	LabelRegion         = corev1.LabelTopologyRegion
+	LabelArch           = corev1.LabelArchStable
+	LabelOS             = corev1.LabelOSStable
+	LabelHostname       = corev1.LabelHostname
+	LabelCapacityType   = "tiler.dev/capacity-type"
+	LabelPool           = "tiler.dev/pool"
+	LabelInstanceFamily = "tiler.dev/instance-family"
+	LabelInstanceCPU    = "tiler.dev/instance-cpu"
+	LabelInstanceMemory = "tiler.dev/instance-memory-mib"
+	LabelGPUModel       = "tiler.dev/gpu-model"
+	LabelGPUCount       = policy.LabelGPUCount
+	LabelGPUProduct     = "nvidia.com/gpu.product"
+	LabelGPUMemory      = "nvidia.com/gpu.memory"
+	LabelGPUFamily      = "nvidia.com/gpu.family"
+	LabelGPUCountNVIDIA = "nvidia.com/gpu.count"
+	// ResourceGPU is the device plugin's whole-GPU resource.
+	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+)
+
+// poolInfo is a policy pool resolved against the catalog.
+type poolInfo struct {
+	*policy.Pool
+	index int
+	offs  []*offering
+	// managed counts the existing nodes of the pool, for limits.
+	nodes, vcpu, gpus int
+	price             float64
+}
+
+// offering is one (pool, instance type, zone, capacity type) the simulation may buy.
+type offering struct {
+	idx    int
+	pool   *poolInfo
+	it     *catalog.InstanceType
+	zone   string
+	ct     catalog.CapacityType
+	price  float64
+	labels map[string]string
+	taints []corev1.Taint
+	// node is a Node with the offering's labels and taints, for the affinity and taint helpers.
+	node *corev1.Node
+	// alloc is the allocatable of a fresh node minus its DaemonSet pods.
+	alloc vec
+	// capacity is the fresh node's allocatable before DaemonSets, as the Node will report it.
+	capacity corev1.ResourceList
+}
+
+// family returns the family part of an instance type name: "m7i" of "m7i.large", "a2" of
+// "a2-highgpu-1g", "n1" of "n1-standard-8+1xnvidia-tesla-t4".
+func family(name catalog.InstanceTypeName) string {
+	s := string(name)
+	if i := strings.IndexAny(s, ".-"); i > 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// offeringLabels returns the labels a node of the offering carries (hostname excluded).
+func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
+	l := map[string]string{
+		LabelInstanceType:   string(it.Name),
+		LabelZone:           zone,
+		LabelRegion:         cat.Region,
+		LabelArch:           it.Arch,
+		LabelOS:             "linux",
+		LabelCapacityType:   string(ct),
+		LabelPool:           pl.Name,
+		LabelInstanceFamily: family(it.Name),
+		LabelInstanceCPU:    strconv.Itoa(it.VCPU),
+		LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
+	}
+	if it.GPU.Count > 0 {
+		l[LabelGPUModel] = it.GPU.Model
+		l[LabelGPUCount] = strconv.Itoa(it.GPU.Count)
+		l[LabelGPUCountNVIDIA] = strconv.Itoa(it.GPU.Count)
+		l[LabelGPUMemory] = strconv.FormatInt(it.GPU.MemoryMiB, 10)
+		if it.GPU.Product != "" {
+			l[LabelGPUProduct] = strings.ReplaceAll(it.GPU.Product, " ", "-")
+		}
+		if it.GPU.Architecture != "" {
+			l[LabelGPUFamily] = strings.ToLower(strings.ReplaceAll(it.GPU.Architecture, " ", "-"))
+		}
+	}
+	for k, v := range pl.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+// poolAllows applies the pool's type, family, zone and capacity-type restrictions.
+func poolAllows(pl *poolInfo, it *catalog.InstanceType, o catalog.Offering) bool {
+	if !pl.AllowsCapacityType(o.CapacityType) {
+		return false
+	}
+	if len(pl.Zones) > 0 && !contains(pl.Zones, o.Zone) {
+		return false
+	}
+	if len(pl.InstanceTypes) > 0 && !contains(pl.InstanceTypes, it.Name) {
+		return false
+	}
+	if len(pl.InstanceFamilies) > 0 && !contains(pl.InstanceFamilies, family(it.Name)) {
+		return false
+	}
+	if pl.Limits.MaxGPUs != nil && *pl.Limits.MaxGPUs < it.GPU.Count {
+		return false
+	}
+	return true
+}
+
+func contains[T comparable](s []T, x T) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPoolTypes reports pools that name instance types or zones the catalog does not have.
+func checkPoolTypes(cat *catalog.Catalog, pools []*poolInfo) error {
+	for _, pl := range pools {
+		for i, name := range pl.InstanceTypes {
+			if _, ok := cat.Type(name); !ok {
+				return fmt.Errorf("policy: pools[%d] (%s): instanceTypes[%d]: unknown instance type %q in catalog %s", pl.index, pl.Name, i, name, cat.Name)
+			}
+		}
+		for i, z := range pl.Zones {
+			if !contains(cat.Zones, z) {
+				return fmt.Errorf("policy: pools[%d] (%s): zones[%d]: zone %q is not in catalog %s (%s)", pl.index, pl.Name, i, z, cat.Name, strings.Join(cat.Zones, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// buildOfferings flattens pools × types × offerings into the simulation's offering table.
+func (s *state) buildOfferings() error {
+	for _, pl := range s.pools {
+		reqs, err := poolRequirements(pl)
+		if err != nil {
+			return err
+		}
+		for ti := range s.cat.Types {
+			it := &s.cat.Types[ti]
+			for _, o := range it.Offerings {
+				if o.Unavailable || !poolAllows(pl, it, o) {
+					continue
+				}
+				off := s.newOffering(pl, it, o)
+				if ok, _ := reqs.Match(off.node); !ok {
+					continue
+				}
+				off.idx = len(s.offerings)
+				s.offerings = append(s.offerings, off)
+				pl.offs = append(pl.offs, off)
+			}
+		}
+	}
+	return nil
+}
+
+func poolRequirements(pl *poolInfo) (nodeaffinity.RequiredNodeAffinity, error) {
+	pod := &corev1.Pod{}
+	if len(pl.Requirements) > 0 {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: pl.Requirements}}}}}
+	}
+	r := nodeaffinity.GetRequiredNodeAffinity(pod)
+	if _, err := r.Match(&corev1.Node{}); err != nil {
+		return r, fmt.Errorf("policy: pools[%d] (%s): requirements: %w", pl.index, pl.Name, err)
+	}
+	return r, nil
+}
+
+func (s *state) newOffering(pl *poolInfo, it *catalog.InstanceType, o catalog.Offering) *offering {
+	labels := offeringLabels(s.cat, pl, it, o.Zone, o.CapacityType)
+	taints := append([]corev1.Taint(nil), pl.Taints...)
+	cpu, mem, pods := catalog.Allocatable(s.cat.Provider, it)
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
+	}
+	s.addDeviceResources(pl, it, capacity)
+	node := &corev1.Node{}
+	node.Labels = labels
+	node.Spec.Taints = taints
+	node.Status.Allocatable = capacity
+	return &offering{pool: pl, it: it, zone: o.Zone, ct: o.CapacityType, price: o.PricePerHour,
+		labels: labels, taints: taints, node: node, capacity: capacity}
+}
+
+// addDeviceResources adds the extended resources the node's device plugin will advertise.
+// Exclusive GPUs are nvidia.com/gpu = count; the GPU simulation extends this per pool policy.
+func (s *state) addDeviceResources(pl *poolInfo, it *catalog.InstanceType, capacity corev1.ResourceList) {
+	if it.GPU.Count > 0 {
+		capacity[ResourceGPU] = *resource.NewQuantity(int64(it.GPU.Count), resource.DecimalSI)
+	}
+}
+
+func resourceOne() *resource.Quantity { return resource.NewQuantity(1, resource.DecimalSI) }

@@ -1,0 +1,133 @@
+package simulator
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// openNode opens a new node for the pod. Every pool is asked for the offerings that can hold the
+// pod on an empty node; the pool whose cheapest such offering is cheapest wins, ties going to the
+// higher weight (pools are sorted by weight). The node keeps all those offerings as candidates.
+func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
+	var best []*offering
+	var bestPool *poolInfo
+	limited := false
+	empty := make(vec, len(s.dims.names))
+	for _, pl := range s.pools {
+		var cands []*offering
+		for _, o := range pl.offs {
+			if (r.zone == "" || o.zone == r.zone) && fits(empty, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+				cands = append(cands, o)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		if !s.withinLimits(pl, nil, cands) {
+			limited = true
+			continue
+		}
+		if best == nil || cheapest(cands).price < cheapest(best).price {
+			best, bestPool = cands, pl
+		}
+	}
+	if best == nil {
+		return failure{limit: limited, newNode: "no offering can hold it"}, false
+	}
+	n := &simNode{name: s.newName(bestPool), pool: bestPool, cands: best, used: empty, labels: map[string]string{}}
+	zone, ok := s.chooseZone(pi, n, best)
+	if !ok {
+		return failure{newNode: "no zone of a new node satisfies them"}, false
+	}
+	if zone != "" {
+		best = inZone(best, zone)
+	}
+	n.idx = len(s.nodes)
+	s.nodes = append(s.nodes, n)
+	bestPool.nodes++
+	s.undo = append(s.undo, func() {
+		s.setChosen(n, nil)
+		bestPool.nodes--
+		s.nodes = s.nodes[:len(s.nodes)-1]
+	})
+	s.commit(pi, n, best, zone)
+	return failure{}, true
+}
+
+// newName returns a deterministic, unique node name: prefix, pool, and five base-36 characters
+// hashed from the seed and a counter.
+func (s *state) newName(pl *poolInfo) string {
+	s.newCount++
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", s.in.Options.Seed, s.newCount)))
+	suffix := strconv.FormatUint(binary.BigEndian.Uint64(sum[:8])%60466176, 36) // 36^5
+	for len(suffix) < 5 {
+		suffix = "0" + suffix
+	}
+	return s.in.Options.NodeNamePrefix + pl.Name + "-" + suffix
+}
+
+// chooseZone returns the zone a new node must be pinned to for the pod ("" when the pod's
+// constraints do not depend on the zone), and false when no candidate zone satisfies them. Among
+// allowed zones it prefers the one with the fewest pods of the pod's spread groups, then the one
+// with the cheapest candidate.
+func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, bool) {
+	if n.zone != "" || !s.zoneSensitive(pi) {
+		return n.zone, s.topologyAllows(pi, n, n.zone)
+	}
+	price := map[string]float64{}
+	var zones []string
+	for _, o := range cands {
+		p, seen := price[o.zone]
+		if !seen {
+			zones = append(zones, o.zone)
+		}
+		if !seen || o.price < p {
+			price[o.zone] = o.price
+		}
+	}
+	sort.Strings(zones)
+	best, bestCount := "", int32(0)
+	for _, z := range zones {
+		if !s.topologyAllows(pi, n, z) {
+			continue
+		}
+		var c int32
+		for _, sc := range pi.spread {
+			if sc.key == LabelZone {
+				c += s.trackers.list[sc.tracker].counts[z]
+			}
+		}
+		if best == "" || c < bestCount || c == bestCount && price[z] < price[best] {
+			best, bestCount = z, c
+		}
+	}
+	return best, best != ""
+}
+
+// zoneSensitive reports whether any constraint the pod is subject to is keyed by zone.
+func (s *state) zoneSensitive(pi *podInfo) bool {
+	for _, t := range pi.matches {
+		if s.trackers.list[t].key == LabelZone {
+			return true
+		}
+	}
+	for _, a := range pi.antiAgainst {
+		if s.trackers.list[s.antiTerms[a].tracker].key == LabelZone {
+			return true
+		}
+	}
+	for _, c := range pi.spread {
+		if c.key == LabelZone {
+			return true
+		}
+	}
+	for _, t := range append(pi.affinity, pi.anti...) {
+		if t.key == LabelZone {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,293 @@
+package simulator
+
+import (
+	"fmt"
+)
+
+// restriction narrows where a pod may go: gangs with node or zone topology use it.
+type restriction struct {
+	node *simNode // only this node
+	zone string   // only this zone
+}
+
+// failure remembers why a pod found no place, to pick its reason code.
+type failure struct {
+	limit   bool   // a new node would have fit but a limit stopped it
+	newNode string // why no new node could be opened, when not a limit
+}
+
+// placeAll places the pending pods in order: each pod goes to the first node that can take it —
+// existing and in-flight nodes first (already paid for), then new nodes in the order they were
+// opened — and otherwise opens a new node. With pods sorted largest first this is first-fit
+// decreasing, and since a new node keeps every offering that can still hold its pods, packing
+// fixes the node's contents and price picks its type at the end.
+func (s *state) placeAll() {
+	for i := 0; i < len(s.pending); {
+		pi := s.pending[i]
+		if pi.gang != nil {
+			n := len(pi.gang.members)
+			s.placeGang(pi.gang)
+			i += n
+			continue
+		}
+		if f, ok := s.placeOne(pi, restriction{}); !ok {
+			s.fail(pi, f)
+		}
+		i++
+	}
+}
+
+func (s *state) fail(pi *podInfo, f failure) {
+	switch {
+	case f.limit:
+		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: LimitExceeded, Reason: "a new node would fit, but a pool limit or the budget does not allow it"}
+	case s.neverFits(pi) != "":
+		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: NeverFits, Reason: s.neverFits(pi)}
+	default:
+		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
+	}
+}
+
+// placeOne places a pod on an existing, in-flight or new node, or opens a new node for it.
+func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
+	if r.node != nil {
+		return failure{newNode: "the gang's node is full"}, s.tryNode(pi, r.node, r)
+	}
+	for _, n := range s.nodes {
+		if s.tryNode(pi, n, r) {
+			return failure{}, true
+		}
+	}
+	return s.openNode(pi, r)
+}
+
+// tryNode places the pod on n if every filter passes, recording how to undo it.
+func (s *state) tryNode(pi *podInfo, n *simNode, r restriction) bool {
+	if n.existing {
+		if !s.nodeCompatible(pi.sig, n) || !fits(n.used, pi.req, n.alloc) {
+			return false
+		}
+		if r.zone != "" && n.labels[LabelZone] != r.zone {
+			return false
+		}
+		if !s.topologyAllows(pi, n, n.labels[LabelZone]) {
+			return false
+		}
+		s.commit(pi, n, nil, "")
+		return true
+	}
+	return s.tryNewNode(pi, n, r)
+}
+
+// tryNewNode narrows a new node's candidates to those that can hold the pod too, and pins its
+// zone when the pod's constraints depend on it.
+func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
+	if !fits(n.used, pi.req, n.maxAlloc) || r.zone != "" && n.zone != "" && n.zone != r.zone {
+		return false
+	}
+	if n.zone != "" && !s.topologyAllows(pi, n, n.zone) || n.zone == "" && !s.topologyAllows(pi, n, "") {
+		return false
+	}
+	if !s.anyCandidateFits(pi, n, r.zone) {
+		return false
+	}
+	cands := s.narrow(pi, n.cands, n.used, r.zone)
+	zone, ok := s.chooseZone(pi, n, cands)
+	if !ok {
+		return false
+	}
+	if zone != "" && zone != n.zone {
+		cands = inZone(cands, zone)
+	}
+	if !s.withinLimits(n.pool, n, cands) {
+		return false
+	}
+	s.commit(pi, n, cands, zone)
+	return true
+}
+
+// anyCandidateFits is the allocation-free fast path of narrow.
+func (s *state) anyCandidateFits(pi *podInfo, n *simNode, zone string) bool {
+	for _, o := range n.cands {
+		if (zone == "" || o.zone == zone) && fits(n.used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// narrow returns the candidates that can hold used+req and that the pod's signature accepts.
+// When every candidate stays, the slice is shared rather than copied (candidates are never
+// modified in place, so sharing is safe and undo keeps the old slice).
+func (s *state) narrow(pi *podInfo, cands []*offering, used vec, zone string) []*offering {
+	keep := func(o *offering) bool {
+		return (zone == "" || o.zone == zone) && fits(used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o)
+	}
+	kept := 0
+	for _, o := range cands {
+		if keep(o) {
+			kept++
+		}
+	}
+	if kept == len(cands) {
+		return cands
+	}
+	out := make([]*offering, 0, kept)
+	for _, o := range cands {
+		if keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// maxAlloc is the element-wise maximum of the candidates' allocatable: a pod that does not fit
+// it fits none of them, which rejects most nodes without scanning candidates.
+func maxAlloc(cands []*offering) vec {
+	m := cands[0].alloc.clone()
+	for _, o := range cands[1:] {
+		for i, x := range o.alloc {
+			m[i] = max(m[i], x)
+		}
+	}
+	return m
+}
+
+func inZone(cands []*offering, zone string) []*offering {
+	var out []*offering
+	for _, o := range cands {
+		if o.zone == zone {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// commit places pi on n. For a new node, cands and zone are its narrowed candidates and zone.
+func (s *state) commit(pi *podInfo, n *simNode, cands []*offering, zone string) {
+	prevCands, prevZone, prevChosen := n.cands, n.zone, n.chosen
+	prevMax := n.maxAlloc
+	if !n.existing {
+		if len(cands) != len(n.cands) || n.maxAlloc == nil {
+			n.maxAlloc = maxAlloc(cands)
+		}
+		n.cands, n.zone = cands, zone
+		s.setChosen(n, cheapest(cands))
+	}
+	n.used.add(pi.req)
+	n.pods = append(n.pods, pi)
+	undoCount := s.countPod(pi, n)
+	s.undo = append(s.undo, func() {
+		undoCount()
+		n.pods = n.pods[:len(n.pods)-1]
+		n.used.sub(pi.req)
+		if !n.existing {
+			n.cands, n.zone, n.maxAlloc = prevCands, prevZone, prevMax
+			s.setChosen(n, prevChosen)
+		}
+	})
+}
+
+// setChosen makes o the offering a new node will be bought as (its cheapest candidate) and moves
+// the pool's and the budget's sums accordingly. A nil o removes the node from the sums.
+func (s *state) setChosen(n *simNode, o *offering) {
+	if c := n.chosen; c != nil {
+		n.pool.price -= c.price
+		n.pool.vcpu -= c.it.VCPU
+		n.pool.gpus -= c.it.GPU.Count
+		s.budget -= c.price
+	}
+	n.chosen = o
+	if o != nil {
+		n.pool.price += o.price
+		n.pool.vcpu += o.it.VCPU
+		n.pool.gpus += o.it.GPU.Count
+		s.budget += o.price
+	}
+}
+
+// cheapest returns the cheapest offering; ties go to the earlier one (offering order is pool
+// weight, then type name, zone and capacity type, so the choice is deterministic).
+func cheapest(cands []*offering) *offering {
+	best := cands[0]
+	for _, o := range cands[1:] {
+		if o.price < best.price {
+			best = o
+		}
+	}
+	return best
+}
+
+// withinLimits reports whether the pool limits and the budget allow n to be bought as the
+// cheapest of cands (the offering the plan will choose).
+func (s *state) withinLimits(pl *poolInfo, n *simNode, cands []*offering) bool {
+	c := cheapest(cands)
+	delta := c.price
+	nodes, vcpu, gpus := pl.nodes, pl.vcpu+c.it.VCPU, pl.gpus+c.it.GPU.Count
+	if n != nil && n.chosen != nil {
+		delta -= n.chosen.price
+		vcpu -= n.chosen.it.VCPU
+		gpus -= n.chosen.it.GPU.Count
+	} else {
+		nodes++
+	}
+	l := pl.Limits
+	switch {
+	case l.MaxNodes > 0 && nodes > l.MaxNodes,
+		l.MaxVCPU > 0 && vcpu > l.MaxVCPU,
+		l.MaxGPUs != nil && gpus > *l.MaxGPUs,
+		l.MaxPricePerHour > 0 && pl.price+delta > l.MaxPricePerHour+1e-9,
+		s.in.Policy.Budget != nil && s.budget+delta > s.in.Policy.Budget.MaxPricePerHour+1e-9:
+		return false
+	}
+	return true
+}
+
+// checkpoint and revert undo placements back to a mark (gangs).
+func (s *state) checkpoint() int { return len(s.undo) }
+
+func (s *state) revert(mark int) {
+	for len(s.undo) > mark {
+		f := s.undo[len(s.undo)-1]
+		s.undo = s.undo[:len(s.undo)-1]
+		f()
+	}
+}
+
+// placeGang places every member of a gang or none. With topology "node" all members go to one
+// node; with "zone" to one zone.
+func (s *state) placeGang(g *gang) {
+	mark := s.checkpoint()
+	var f failure
+	ok := false
+	switch g.topology {
+	case "node":
+		f, ok = s.placeGangOnNode(g)
+	case "zone":
+		f, ok = s.placeGangInZone(g)
+	default:
+		ok = true
+		for _, m := range g.members {
+			if f, ok = s.placeOne(m, restriction{}); !ok {
+				break
+			}
+		}
+	}
+	if ok {
+		return
+	}
+	s.revert(mark)
+	why := fmt.Sprintf("gang %s (%d pods, topology %q) cannot be placed whole", g.name, len(g.members), g.topology)
+	if f.limit {
+		why += ": a pool limit or the budget stops it"
+	}
+	for _, m := range g.members {
+		if r := s.neverFits(m); r != "" {
+			why += "; " + m.key + ": " + r
+			break
+		}
+	}
+	for _, m := range g.members {
+		s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
+	}
+}

@@ -1,0 +1,72 @@
+package simulator
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// ReasonCode classifies why a pod has no place in a plan.
+type ReasonCode string
+
+// The reason codes. NeverFits and InvalidRequest do not change with more capacity; the others do.
+const (
+	// NeverFits: no offering allowed by the policy could hold the pod even on an empty node, and
+	// no existing node could either.
+	NeverFits ReasonCode = "NeverFits"
+	// LimitExceeded: a node could be bought for the pod, but a pool limit or the budget stops it.
+	LimitExceeded ReasonCode = "LimitExceeded"
+	// Unschedulable: the pod's constraints (topology spread, pod affinity) cannot be met by the
+	// plan's nodes.
+	Unschedulable ReasonCode = "Unschedulable"
+	// GangIncomplete: the pod's gang cannot be placed whole, so none of it is.
+	GangIncomplete ReasonCode = "GangIncomplete"
+	// InvalidRequest: the pod's spec cannot be simulated (a malformed selector, a missing
+	// DeviceClass, a CEL expression that does not compile).
+	InvalidRequest ReasonCode = "InvalidRequest"
+)
+
+// Plan is the simulation's answer: what to buy and where every pending pod lands.
+type Plan struct {
+	// CostPerHour is the sum of the new nodes' prices.
+	CostPerHour float64 `json:"costPerHour"`
+	// LowerBoundPerHour is a proven lower bound on the cost of any plan that places the pods this
+	// plan places on new nodes (see lowerBound), so CostPerHour/LowerBoundPerHour−1 bounds the gap
+	// to the optimum.
+	LowerBoundPerHour float64            `json:"lowerBoundPerHour"`
+	NewNodes          []NewNode          `json:"newNodes"`
+	ExistingNodes     []ExistingNode     `json:"existingNodes"`
+	Unschedulable     []UnschedulablePod `json:"unschedulable"`
+	// Warnings carries notes about the input (skipped objects, defaults applied).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// NewNode is a node to buy.
+type NewNode struct {
+	Name         string                   `json:"name"`
+	Pool         string                   `json:"pool"`
+	InstanceType catalog.InstanceTypeName `json:"instanceType"`
+	Zone         string                   `json:"zone"`
+	CapacityType catalog.CapacityType     `json:"capacityType"`
+	PricePerHour float64                  `json:"pricePerHour"`
+	Pods         []string                 `json:"pods"`
+	Labels       map[string]string        `json:"labels"`
+	Taints       []corev1.Taint           `json:"taints,omitempty"`
+	// Allocatable is what the scheduler will see on the node once it is Ready.
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Reason says why the node is bought when it holds no pods (a pool's minNodes).
+	Reason string `json:"reason,omitempty"`
+}
+
+// ExistingNode lists the pending pods planned onto a node that already exists.
+type ExistingNode struct {
+	Name string   `json:"name"`
+	Pods []string `json:"pods"`
+}
+
+// UnschedulablePod is a pending pod the plan has no place for.
+type UnschedulablePod struct {
+	Pod    string     `json:"pod"`
+	Code   ReasonCode `json:"code"`
+	Reason string     `json:"reason"`
+}

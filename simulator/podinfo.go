@@ -1,0 +1,106 @@
+package simulator
+
+import (
+	"encoding/json"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Pod labels and annotations Tiler reads.
+const (
+	// LabelGang names a gang: pods planned all-or-nothing.
+	LabelGang = "tiler.dev/gang"
+	// LabelGangSize is the number of members the gang needs.
+	LabelGangSize = "tiler.dev/gang-size"
+	// LabelTopology asks that a gang's members share a node ("node") or a zone ("zone").
+	LabelTopology = "tiler.dev/topology"
+	// LabelPodGroup is the coscheduling plugin's pod-group label.
+	LabelPodGroup = "scheduling.x-k8s.io/pod-group"
+)
+
+// podInfo is what the simulation precomputes about one pod.
+type podInfo struct {
+	pod      *corev1.Pod
+	key      string // namespace/name
+	req      vec
+	priority int32
+	// sig indexes the pod's node-selection signature (node selector, required node affinity,
+	// tolerations): pods with the same signature are compatible with the same offerings.
+	sig int
+	// constraints are the pod's own topology spread and pod (anti-)affinity constraints.
+	spread   []spreadConstraint
+	affinity []podAffinityTerm
+	anti     []podAffinityTerm
+	// matches lists the trackers whose selector matches this pod's labels: placing it updates
+	// their counts.
+	matches []int
+	// antiAgainst lists the anti-affinity terms of other pods that select this pod.
+	antiAgainst []int
+	gang        *gang
+	order       int // position in the input, for stable ordering
+}
+
+// size is the sort key of first-fit decreasing: GPUs first, then CPU and memory.
+func (p *podInfo) size(gpuDims []int) (int64, int64) {
+	var g int64
+	for _, i := range gpuDims {
+		g += p.req[i]
+	}
+	// CPU in milli plus memory in MiB/4 weighs a core about like 4 GiB.
+	return g, p.req[dimCPU] + p.req[dimMemory]>>22
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// podRequests returns the pod's requests as the kube-scheduler counts them (init containers,
+// sidecars, overhead), plus one pod.
+func podRequests(p *corev1.Pod) corev1.ResourceList {
+	l := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	l[corev1.ResourcePods] = *resourceOne()
+	return l
+}
+
+// signatureKey serialises what decides which nodes a pod may use by labels and taints.
+func signatureKey(p *corev1.Pod) string {
+	var aff *corev1.NodeAffinity
+	if p.Spec.Affinity != nil && p.Spec.Affinity.NodeAffinity != nil {
+		aff = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}
+	}
+	tol := append([]corev1.Toleration(nil), p.Spec.Tolerations...)
+	sort.Slice(tol, func(i, j int) bool { return tol[i].Key < tol[j].Key })
+	b, _ := json.Marshal(struct {
+		S map[string]string
+		A *corev1.NodeAffinity
+		T []corev1.Toleration
+	}{p.Spec.NodeSelector, aff, tol})
+	return string(b)
+}
+
+// sortPods orders pods for placement: gangs kept together, higher priority first, then larger
+// first (first-fit decreasing), then by input order so the result is deterministic.
+func sortPods(pods []*podInfo, gpuDims []int) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if a.priority != b.priority {
+			return a.priority > b.priority
+		}
+		ga, gb := a.gang, b.gang
+		if ga != gb {
+			if ga == nil || gb == nil {
+				return ga != nil
+			}
+			return ga.name < gb.name
+		}
+		ag, ac := a.size(gpuDims)
+		bg, bc := b.size(gpuDims)
+		if ag != bg {
+			return ag > bg
+		}
+		if ac != bc {
+			return ac > bc
+		}
+		return a.order < b.order
+	})
+}

@@ -1,0 +1,110 @@
+package policy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// APIVersion and Kind identify a cost policy document.
+const (
+	APIVersion = "tiler.dev/v1alpha1"
+	Kind       = "CostPolicy"
+	// ConfigMapKey is the ConfigMap key that holds the policy document.
+	ConfigMapKey = "policy.yaml"
+	// ConfigMapLabel marks cost-policy ConfigMaps for the controller.
+	ConfigMapLabel = "tiler.dev/cost-policy"
+)
+
+// CostPolicy is the cost policy: pools to buy from and a budget.
+type CostPolicy struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Pools      []Pool `json:"pools"`
+	// Budget caps the total $/h of the nodes Tiler manages, across pools.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget caps spending.
+type Budget struct {
+	MaxPricePerHour float64 `json:"maxPricePerHour"`
+}
+
+// Pool is a set of offerings with the labels, taints and limits of the nodes bought from it.
+type Pool struct {
+	Name string `json:"name"`
+	// InstanceFamilies restricts types by family (the part before the first dot or dash group,
+	// e.g. m7i, g6, a2). InstanceTypes restricts by exact name. Neither means all types.
+	InstanceFamilies []string                   `json:"instanceFamilies,omitempty"`
+	InstanceTypes    []catalog.InstanceTypeName `json:"instanceTypes,omitempty"`
+	// CapacityTypes lists the allowed capacity types; empty means both.
+	CapacityTypes []catalog.CapacityType `json:"capacityTypes,omitempty"`
+	// Zones restricts the zones; empty means all of the catalog's.
+	Zones  []string          `json:"zones,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+	Limits Limits            `json:"limits,omitempty"`
+	// MinNodes is the number of nodes the pool keeps even when empty.
+	MinNodes int `json:"minNodes,omitempty"`
+	// Weight orders pools when costs tie: higher is tried first.
+	Weight int `json:"weight,omitempty"`
+	// Requirements further restrict the offerings by their labels (the labels a node of the
+	// offering would carry, e.g. tiler.dev/gpu-count, node.kubernetes.io/instance-type).
+	Requirements []corev1.NodeSelectorRequirement `json:"requirements,omitempty"`
+	// GPU configures how the pool's GPUs are exposed.
+	GPU *GPUPolicy `json:"gpu,omitempty"`
+}
+
+// Limits bound a pool. Zero means no limit, except MaxGPUs where nil means no limit and 0 means
+// the pool buys no GPU types.
+type Limits struct {
+	MaxNodes        int     `json:"maxNodes,omitempty"`
+	MaxVCPU         int     `json:"maxVCPU,omitempty"`
+	MaxGPUs         *int    `json:"maxGPUs,omitempty"`
+	MaxPricePerHour float64 `json:"maxPricePerHour,omitempty"`
+}
+
+// Sharing is how a pool's GPUs are shared between pods.
+type Sharing string
+
+// The GPU sharing modes.
+const (
+	Exclusive   Sharing = "exclusive"
+	TimeSlicing Sharing = "time-slicing"
+	MPS         Sharing = "mps"
+	MIG         Sharing = "mig"
+	DynamicMIG  Sharing = "dynamic-mig"
+)
+
+// GPUPolicy configures the GPUs of a pool.
+type GPUPolicy struct {
+	Sharing Sharing `json:"sharing,omitempty"`
+	// Replicas is how many pods share one GPU under time-slicing or MPS.
+	Replicas int `json:"replicas,omitempty"`
+	// MIGStrategy is the device plugin's strategy: single exposes nvidia.com/gpu per slice,
+	// mixed exposes nvidia.com/mig-<profile>.
+	MIGStrategy string `json:"migStrategy,omitempty"`
+	// MIGLayouts restricts the layouts: mig-parted names (all-1g.10gb) or profile lists
+	// ("1g.10gb,1g.10gb,2g.20gb").
+	MIGLayouts []string `json:"migLayouts,omitempty"`
+	// RenameShared exposes time-sliced GPUs as nvidia.com/gpu.shared instead of nvidia.com/gpu.
+	RenameShared bool `json:"renameShared,omitempty"`
+}
+
+// DefaultGPUTaint is put on GPU nodes of the default pool, as GPU pools conventionally do.
+var DefaultGPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// LabelGPUCount is the offering label that holds a type's GPU count; types without GPUs lack it.
+const LabelGPUCount = "tiler.dev/gpu-count"
+
+// Default returns the policy used when none is given: every type and capacity type is allowed;
+// types without GPUs form pool "default", GPU types pool "gpu" with DefaultGPUTaint, as GPU node
+// pools conventionally do.
+func Default() *CostPolicy {
+	return &CostPolicy{APIVersion: APIVersion, Kind: Kind, Pools: []Pool{
+		{Name: "default", Requirements: []corev1.NodeSelectorRequirement{
+			{Key: LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}},
+		{Name: "gpu", Taints: []corev1.Taint{DefaultGPUTaint}, Requirements: []corev1.NodeSelectorRequirement{
+			{Key: LabelGPUCount, Operator: corev1.NodeSelectorOpExists}}},
+	}}
+}

@@ -1,0 +1,73 @@
+package simulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the plan's JSON contract, indented, with a trailing newline.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes the plan for people: a summary, the new nodes, placements on existing nodes
+// and the pods without a place.
+func (p *Plan) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	gap := 0.0
+	if p.LowerBoundPerHour > 0 {
+		gap = 100 * (p.CostPerHour/p.LowerBoundPerHour - 1)
+	}
+	fmt.Fprintf(tw, "New capacity: %d nodes, $%.4f/h (lower bound $%.4f/h, gap ≤ %.1f%%)\n",
+		len(p.NewNodes), p.CostPerHour, p.LowerBoundPerHour, gap)
+	placed := 0
+	for _, n := range p.NewNodes {
+		placed += len(n.Pods)
+	}
+	for _, n := range p.ExistingNodes {
+		placed += len(n.Pods)
+	}
+	fmt.Fprintf(tw, "Pods placed: %d, unschedulable: %d\n", placed, len(p.Unschedulable))
+	if len(p.NewNodes) > 0 {
+		fmt.Fprintln(tw, "\nNEW NODE\tPOOL\tTYPE\tZONE\tCAPACITY\t$/H\tPODS")
+		for _, n := range p.NewNodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%s\n", n.Name, n.Pool, n.InstanceType, n.Zone, n.CapacityType,
+				n.PricePerHour, podList(n.Pods, n.Reason))
+		}
+	}
+	if len(p.ExistingNodes) > 0 {
+		fmt.Fprintln(tw, "\nEXISTING NODE\tPODS")
+		for _, n := range p.ExistingNodes {
+			fmt.Fprintf(tw, "%s\t%s\n", n.Name, podList(n.Pods, ""))
+		}
+	}
+	if len(p.Unschedulable) > 0 {
+		fmt.Fprintln(tw, "\nUNSCHEDULABLE POD\tCODE\tREASON")
+		for _, u := range p.Unschedulable {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Pod, u.Code, u.Reason)
+		}
+	}
+	for _, warn := range p.Warnings {
+		fmt.Fprintf(tw, "warning: %s\n", warn)
+	}
+	return tw.Flush()
+}
+
+// podList shortens long pod lists to the first three and a count.
+func podList(pods []string, reason string) string {
+	if len(pods) == 0 {
+		return "(" + reason + ")"
+	}
+	if len(pods) <= 3 {
+		return strings.Join(pods, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d pods)", strings.Join(pods[:3], ", "), len(pods))
+}

@@ -1,0 +1,72 @@
+package simulator
+
+import (
+	"math"
+	"sort"
+)
+
+// addMinNodes buys the cheapest offering of every pool that has fewer nodes than its minNodes.
+func (s *state) addMinNodes() {
+	for _, pl := range s.pools {
+		for pl.nodes < pl.MinNodes && len(pl.offs) > 0 {
+			o := cheapest(pl.offs)
+			n := &simNode{name: s.newName(pl), pool: pl, cands: []*offering{o}, used: make(vec, len(s.dims.names)), labels: map[string]string{}}
+			n.idx = len(s.nodes)
+			s.nodes = append(s.nodes, n)
+			pl.nodes++
+			s.setChosen(n, o)
+		}
+	}
+}
+
+// buildPlan turns the final state into a sorted Plan value.
+func (s *state) buildPlan() *Plan {
+	p := &Plan{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
+	for _, n := range s.nodes {
+		switch {
+		case n.existing && len(n.pods) > 0 && !n.inFlight || n.inFlight && len(n.pods) > 0:
+			p.ExistingNodes = append(p.ExistingNodes, ExistingNode{Name: n.name, Pods: podKeys(n.pods)})
+		case !n.existing:
+			nn := s.newNode(n)
+			p.NewNodes = append(p.NewNodes, nn)
+			p.CostPerHour += nn.PricePerHour
+		}
+	}
+	for _, r := range s.reasons {
+		p.Unschedulable = append(p.Unschedulable, r)
+	}
+	sort.Slice(p.NewNodes, func(i, j int) bool { return p.NewNodes[i].Name < p.NewNodes[j].Name })
+	sort.Slice(p.ExistingNodes, func(i, j int) bool { return p.ExistingNodes[i].Name < p.ExistingNodes[j].Name })
+	sort.Slice(p.Unschedulable, func(i, j int) bool { return p.Unschedulable[i].Pod < p.Unschedulable[j].Pod })
+	p.CostPerHour = round6(p.CostPerHour)
+	p.LowerBoundPerHour = round6(math.Min(s.lowerBound(), p.CostPerHour))
+	p.Warnings = s.warnings
+	return p
+}
+
+func (s *state) newNode(n *simNode) NewNode {
+	o := n.chosen
+	labels := map[string]string{LabelHostname: n.name}
+	for k, v := range o.labels {
+		labels[k] = v
+	}
+	nn := NewNode{Name: n.name, Pool: n.pool.Name, InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct,
+		PricePerHour: o.price, Pods: podKeys(n.pods), Labels: labels, Taints: o.taints,
+		Allocatable: o.capacity.DeepCopy()}
+	if len(n.pods) == 0 {
+		nn.Reason = "pool minNodes"
+	}
+	return nn
+}
+
+func podKeys(pods []*podInfo) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.key
+	}
+	sort.Strings(out)
+	return out
+}
+
+// round6 rounds a price to micro-dollars so that float noise never changes rendered output.
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }

@@ -1,0 +1,165 @@
+package simtest
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodBuilder builds a pending pod step by step.
+type PodBuilder struct{ p *corev1.Pod }
+
+// Pod starts a pending pod in namespace "default" with one container.
+func Pod(name string) *PodBuilder {
+	p := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
+	p.Name, p.Namespace = name, "default"
+	p.Labels = map[string]string{}
+	p.Spec.Containers = []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{}}}}
+	p.Status.Phase = corev1.PodPending
+	return &PodBuilder{p}
+}
+
+// Namespace sets the namespace.
+func (b *PodBuilder) Namespace(ns string) *PodBuilder { b.p.Namespace = ns; return b }
+
+// Req adds a request, e.g. Req("cpu", "500m").
+func (b *PodBuilder) Req(name, qty string) *PodBuilder {
+	b.p.Spec.Containers[0].Resources.Requests[corev1.ResourceName(name)] = resource.MustParse(qty)
+	return b
+}
+
+// CPU and Mem are shorthands for Req.
+func (b *PodBuilder) CPU(q string) *PodBuilder { return b.Req("cpu", q) }
+
+// Mem sets the memory request.
+func (b *PodBuilder) Mem(q string) *PodBuilder { return b.Req("memory", q) }
+
+// GPU requests whole GPUs through the device plugin (requests and limits, as extended resources need).
+func (b *PodBuilder) GPU(n int) *PodBuilder {
+	q := *resource.NewQuantity(int64(n), resource.DecimalSI)
+	c := &b.p.Spec.Containers[0]
+	c.Resources.Requests["nvidia.com/gpu"] = q
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Limits["nvidia.com/gpu"] = q
+	return b.Tolerate("nvidia.com/gpu")
+}
+
+// Label sets a label.
+func (b *PodBuilder) Label(k, v string) *PodBuilder { b.p.Labels[k] = v; return b }
+
+// NodeSelector adds a node selector entry.
+func (b *PodBuilder) NodeSelector(k, v string) *PodBuilder {
+	if b.p.Spec.NodeSelector == nil {
+		b.p.Spec.NodeSelector = map[string]string{}
+	}
+	b.p.Spec.NodeSelector[k] = v
+	return b
+}
+
+// Require adds a required node affinity expression (ANDed into the single term).
+func (b *PodBuilder) Require(key string, op corev1.NodeSelectorOperator, values ...string) *PodBuilder {
+	a := b.affinity()
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}}
+	}
+	t := &a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+	t.MatchExpressions = append(t.MatchExpressions, corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values})
+	return b
+}
+
+// Tolerate tolerates any taint with the key.
+func (b *PodBuilder) Tolerate(key string) *PodBuilder {
+	b.p.Spec.Tolerations = append(b.p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	return b
+}
+
+// Spread adds a topology spread constraint over pods with label app=<value of the pod's app label>.
+func (b *PodBuilder) Spread(key string, maxSkew int32, hard bool) *PodBuilder {
+	w := corev1.ScheduleAnyway
+	if hard {
+		w = corev1.DoNotSchedule
+	}
+	b.p.Spec.TopologySpreadConstraints = append(b.p.Spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+		MaxSkew: maxSkew, TopologyKey: key, WhenUnsatisfiable: w,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": b.p.Labels["app"]}}})
+	return b
+}
+
+// AntiAffinity adds a required pod anti-affinity term against pods with app=<app>.
+func (b *PodBuilder) AntiAffinity(key, app string) *PodBuilder {
+	a := b.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}})
+	return b
+}
+
+// Affinity adds a required pod affinity term towards pods with app=<app>.
+func (b *PodBuilder) Affinity(key, app string) *PodBuilder {
+	a := b.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}})
+	return b
+}
+
+// Priority sets spec.priority.
+func (b *PodBuilder) Priority(p int32) *PodBuilder { b.p.Spec.Priority = &p; return b }
+
+// Gang makes the pod a member of a tiler.dev gang of the given size and topology ("", node, zone).
+func (b *PodBuilder) Gang(name string, size int, topology string) *PodBuilder {
+	b.p.Labels["tiler.dev/gang"] = name
+	b.p.Labels["tiler.dev/gang-size"] = fmt.Sprint(size)
+	if topology != "" {
+		b.p.Labels["tiler.dev/topology"] = topology
+	}
+	return b
+}
+
+// On binds the pod to a node (a running pod).
+func (b *PodBuilder) On(node string) *PodBuilder {
+	b.p.Spec.NodeName = node
+	b.p.Status.Phase = corev1.PodRunning
+	return b
+}
+
+func (b *PodBuilder) affinity() *corev1.Affinity {
+	if b.p.Spec.Affinity == nil {
+		b.p.Spec.Affinity = &corev1.Affinity{}
+	}
+	return b.p.Spec.Affinity
+}
+
+// Obj returns the pod.
+func (b *PodBuilder) Obj() *corev1.Pod { return b.p }
+
+// Node builds a Ready node with the given allocatable and zone.
+func Node(name, instanceType, zone string, alloc corev1.ResourceList) *corev1.Node {
+	n := &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}}
+	n.Name = name
+	n.Labels = map[string]string{corev1.LabelHostname: name, corev1.LabelInstanceTypeStable: instanceType,
+		corev1.LabelTopologyZone: zone, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux"}
+	n.Status.Allocatable = alloc
+	n.Status.Capacity = alloc
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	return n
+}
+
+// Resources parses name=quantity pairs into a ResourceList.
+func Resources(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
+}

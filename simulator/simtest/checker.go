@@ -1,0 +1,263 @@
+package simtest
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// Check is an independent, deliberately simple checker of a plan: it rebuilds every node (existing
+// ones from the snapshot, new ones from the plan) with all its pods and verifies, by brute force
+// over pods and nodes, that every pending pod is placed once or reported, and that resources,
+// node selectors, node affinity, taints, required pod (anti-)affinity and hard topology spread
+// hold. It shares no code with the simulator beyond the Kubernetes helpers. It returns the
+// violations found.
+func Check(snap *snapshot.Snapshot, plan *simulator.Plan) []string {
+	c := &checker{snap: snap, plan: plan, pods: map[string]*corev1.Pod{}, nodeOf: map[string]string{}}
+	return c.run()
+}
+
+type checker struct {
+	snap   *snapshot.Snapshot
+	plan   *simulator.Plan
+	pods   map[string]*corev1.Pod
+	nodes  []*corev1.Node
+	nodeOf map[string]string // pod key → node name (bound and planned)
+	errs   []string
+}
+
+func (c *checker) errorf(f string, a ...any) { c.errs = append(c.errs, fmt.Sprintf(f, a...)) }
+
+func (c *checker) run() []string {
+	c.collect()
+	for _, n := range c.nodes {
+		c.checkNode(n)
+	}
+	for key, node := range c.nodeOf {
+		p := c.pods[key]
+		if p.Spec.NodeName != "" {
+			continue // bound pods are the cluster's business
+		}
+		n := c.node(node)
+		c.checkSelection(p, n)
+		c.checkPodAffinity(p, n)
+		c.checkSpread(p, n)
+	}
+	sort.Strings(c.errs)
+	return c.errs
+}
+
+func (c *checker) collect() {
+	for _, p := range c.snap.Pods {
+		key := p.Namespace + "/" + p.Name
+		c.pods[key] = p
+		if snapshot.IsActive(p) {
+			c.nodeOf[key] = p.Spec.NodeName
+		}
+	}
+	c.nodes = append(c.nodes, c.snap.Nodes...)
+	seen := map[string]bool{}
+	placePods := func(node string, pods []string) {
+		for _, k := range pods {
+			if seen[k] {
+				c.errorf("pod %s is placed twice", k)
+			}
+			seen[k] = true
+			if _, ok := c.pods[k]; !ok {
+				c.errorf("plan places unknown pod %s", k)
+				continue
+			}
+			c.nodeOf[k] = node
+		}
+	}
+	for _, n := range c.plan.ExistingNodes {
+		placePods(n.Name, n.Pods)
+	}
+	for _, nn := range c.plan.NewNodes {
+		node := &corev1.Node{}
+		node.Name, node.Labels, node.Spec.Taints = nn.Name, nn.Labels, nn.Taints
+		node.Status.Allocatable = nn.Allocatable
+		c.nodes = append(c.nodes, node)
+		placePods(nn.Name, nn.Pods)
+	}
+	for _, u := range c.plan.Unschedulable {
+		if seen[u.Pod] {
+			c.errorf("pod %s is both placed and unschedulable", u.Pod)
+		}
+		seen[u.Pod] = true
+	}
+	for key, p := range c.pods {
+		if snapshot.IsPending(p) && !seen[key] {
+			c.errorf("pending pod %s is neither placed nor reported", key)
+		}
+	}
+}
+
+func (c *checker) node(name string) *corev1.Node {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// checkNode sums the requests of all pods on the node, plus DaemonSet pods on new nodes.
+func (c *checker) checkNode(n *corev1.Node) {
+	used := corev1.ResourceList{}
+	count := 0
+	add := func(p *corev1.Pod) {
+		count++
+		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+			v := used[name]
+			v.Add(q)
+			used[name] = v
+		}
+	}
+	for key, node := range c.nodeOf {
+		if node == n.Name {
+			add(c.pods[key])
+		}
+	}
+	if n.Labels["tiler.dev/pool"] != "" && c.isNew(n.Name) {
+		for _, ds := range c.snap.DaemonSets {
+			p := &corev1.Pod{Spec: ds.Spec.Template.Spec}
+			if matches(p, n) {
+				add(p)
+			}
+		}
+	}
+	for name, q := range used {
+		if name == corev1.ResourceEphemeralStorage {
+			continue
+		}
+		a, ok := n.Status.Allocatable[name]
+		if !ok && !q.IsZero() || ok && q.Cmp(a) > 0 {
+			c.errorf("node %s: %s requested %s > allocatable %s", n.Name, name, q.String(), a.String())
+		}
+	}
+	if maxPods, ok := n.Status.Allocatable[corev1.ResourcePods]; ok && int64(count) > maxPods.Value() {
+		c.errorf("node %s: %d pods > %d", n.Name, count, maxPods.Value())
+	}
+}
+
+func (c *checker) isNew(name string) bool {
+	for _, nn := range c.plan.NewNodes {
+		if nn.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(p *corev1.Pod, n *corev1.Node) bool {
+	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); !ok {
+		return false
+	}
+	_, bad := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	}, true)
+	return !bad
+}
+
+func (c *checker) checkSelection(p *corev1.Pod, n *corev1.Node) {
+	if !matches(p, n) {
+		c.errorf("pod %s/%s: node %s fails its node selector, affinity or taints", p.Namespace, p.Name, n.Name)
+	}
+}
+
+// podsIn lists the pods (other than self) in the same domain of key as node n that the selector
+// matches in the namespaces.
+func (c *checker) podsIn(n *corev1.Node, key string, sel *metav1.LabelSelector, ns map[string]bool, self string) int {
+	v, ok := n.Labels[key]
+	if !ok {
+		return 0
+	}
+	s, _ := metav1.LabelSelectorAsSelector(sel)
+	count := 0
+	for k, node := range c.nodeOf {
+		if k == self {
+			continue
+		}
+		other := c.node(node)
+		p := c.pods[k]
+		if other == nil || other.Labels[key] != v || ns != nil && !ns[p.Namespace] {
+			continue
+		}
+		if s.Matches(labels.Set(p.Labels)) {
+			count++
+		}
+	}
+	return count
+}
+
+func (c *checker) checkPodAffinity(p *corev1.Pod, n *corev1.Node) {
+	key := p.Namespace + "/" + p.Name
+	a := p.Spec.Affinity
+	if a != nil && a.PodAntiAffinity != nil {
+		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if c.podsIn(n, t.TopologyKey, t.LabelSelector, map[string]bool{p.Namespace: true}, key) > 0 {
+				c.errorf("pod %s: anti-affinity (%s) violated on node %s", key, t.TopologyKey, n.Name)
+			}
+		}
+	}
+	if a != nil && a.PodAffinity != nil {
+		for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			s, _ := metav1.LabelSelectorAsSelector(t.LabelSelector)
+			if c.podsIn(n, t.TopologyKey, t.LabelSelector, map[string]bool{p.Namespace: true}, key) == 0 && !s.Matches(labels.Set(p.Labels)) {
+				c.errorf("pod %s: affinity (%s) unmet on node %s", key, t.TopologyKey, n.Name)
+			}
+		}
+	}
+}
+
+// checkSpread verifies hard spread constraints on the final placement: in the pod's domain the
+// count of matching pods may exceed the smallest count among the domains of nodes the pod could
+// use by at most maxSkew (hostname domains include an empty new node, so their minimum is 0).
+func (c *checker) checkSpread(p *corev1.Pod, n *corev1.Node) {
+	key := p.Namespace + "/" + p.Name
+	for _, sc := range p.Spec.TopologySpreadConstraints {
+		if sc.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
+		ns := map[string]bool{p.Namespace: true}
+		here := c.podsIn(n, sc.TopologyKey, sc.LabelSelector, ns, "")
+		minimum := 0
+		if sc.TopologyKey != corev1.LabelHostname {
+			minimum = -1
+			for _, d := range c.domains(p, sc.TopologyKey) {
+				cnt := c.podsIn(d, sc.TopologyKey, sc.LabelSelector, ns, "")
+				if minimum < 0 || cnt < minimum {
+					minimum = cnt
+				}
+			}
+		}
+		// The last pod placed made the count; allow the skew the filter allowed at that time.
+		if here-minimum > int(sc.MaxSkew) {
+			c.errorf("pod %s: spread over %s has skew %d > %d on node %s", key, sc.TopologyKey, here-minimum, sc.MaxSkew, n.Name)
+		}
+	}
+}
+
+// domains returns one node per value of key among the nodes the pod may use.
+func (c *checker) domains(p *corev1.Pod, key string) []*corev1.Node {
+	seen := map[string]bool{}
+	var out []*corev1.Node
+	for _, n := range c.nodes {
+		if v, ok := n.Labels[key]; ok && !seen[v] && matches(p, n) {
+			seen[v] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}

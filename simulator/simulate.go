@@ -1,0 +1,182 @@
+package simulator
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// Options tune a simulation. The zero value is usable.
+type Options struct {
+	// Now is the simulation's time (used in node names and reasons); the simulator reads no clock.
+	Now time.Time
+	// NodeNamePrefix starts every new node's name; default "tiler-".
+	NodeNamePrefix string
+	// Seed makes new node names unique across simulations (the controller passes a batch ID);
+	// the same seed and input give the same plan.
+	Seed string
+	// InFlight are nodes already being launched: the simulation counts them as existing capacity
+	// so that it never buys twice for the same pods.
+	InFlight []InFlightNode
+}
+
+// InFlightNode is a node that was bought but has not registered yet (or registered without its
+// devices).
+type InFlightNode struct {
+	Name         string
+	Pool         string
+	InstanceType catalog.InstanceTypeName
+	Zone         string
+	CapacityType catalog.CapacityType
+	PricePerHour float64
+}
+
+// Input is everything a simulation reads.
+type Input struct {
+	Snapshot *snapshot.Snapshot
+	Catalog  *catalog.Catalog
+	// Policy is the cost policy; nil means policy.Default().
+	Policy  *policy.CostPolicy
+	Options Options
+}
+
+// Simulate plans new nodes for the snapshot's pending pods at the lowest price it can find and
+// returns the plan. It is a pure function of its input: the same input gives the same plan. The
+// error is reserved for bad input (a policy naming an unknown instance type, an invalid catalog);
+// pods without a place are reported in the plan with a reason.
+func Simulate(in Input) (*Plan, error) {
+	s, err := newState(in)
+	if err != nil {
+		return nil, err
+	}
+	s.placeAll()
+	s.addMinNodes()
+	return s.buildPlan(), nil
+}
+
+// state is one simulation's working set.
+type state struct {
+	in         Input
+	cat        *catalog.Catalog
+	pools      []*poolInfo
+	dims       *dims
+	gpuDims    []int
+	offerings  []*offering
+	nodes      []*simNode // existing and in-flight first, then new ones in creation order
+	pending    []*podInfo
+	trackers   *trackers
+	antiTerms  []antiTerm
+	sigs       map[string]int
+	sigPods    []*corev1.Pod // a representative pod per signature
+	compat     [][]bool      // per signature, per offering
+	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
+	eligible   map[[2]int][]string
+	reasons    map[*podInfo]UnschedulablePod
+	matchCache map[string][2][]int
+	keys       map[string]int
+	undo       []func()
+	newCount   int
+	budget     float64 // $/h of managed nodes, existing and new
+	warnings   []string
+}
+
+func newState(in Input) (*state, error) {
+	if in.Snapshot == nil || in.Catalog == nil {
+		return nil, fmt.Errorf("simulate: snapshot and catalog are required")
+	}
+	if err := in.Catalog.Validate(); err != nil {
+		return nil, err
+	}
+	pol := in.Policy
+	if pol == nil {
+		pol = policy.Default()
+	}
+	if err := pol.Validate(); err != nil {
+		return nil, err
+	}
+	if in.Options.NodeNamePrefix == "" {
+		in.Options.NodeNamePrefix = "tiler-"
+	}
+	s := &state{in: in, cat: in.Catalog, dims: newDims(), trackers: newTrackers(), sigs: map[string]int{},
+		eligible: map[[2]int][]string{}, reasons: map[*podInfo]UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
+	s.in.Policy = pol
+	for i := range pol.Pools {
+		s.pools = append(s.pools, &poolInfo{Pool: &pol.Pools[i], index: i})
+	}
+	sort.SliceStable(s.pools, func(i, j int) bool { return s.pools[i].Weight > s.pools[j].Weight })
+	if err := checkPoolTypes(s.cat, s.pools); err != nil {
+		return nil, err
+	}
+	s.warnings = append(s.warnings, in.Snapshot.Warnings...)
+	if err := s.setup(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// setup reads pods and nodes into the working set. Order matters: dimensions are registered from
+// pending pods first, so every later vector has its final length.
+func (s *state) setup() error {
+	prio := priorityClasses(s.in.Snapshot)
+	for i, p := range s.in.Snapshot.Pods {
+		if !snapshot.IsPending(p) {
+			continue
+		}
+		pi := &podInfo{pod: p, key: podKey(p), order: i, priority: podPriority(p, prio)}
+		pi.req = s.dims.fromList(podRequests(p), true)
+		s.pending = append(s.pending, pi)
+	}
+	if i, ok := s.dims.index[ResourceGPU]; ok {
+		s.gpuDims = append(s.gpuDims, i)
+	}
+	for _, pi := range s.pending {
+		pi.req = s.dims.grow(pi.req)
+		pi.sig = s.signature(pi.pod)
+	}
+	if err := s.buildOfferings(); err != nil {
+		return err
+	}
+	s.applyDaemonSets()
+	s.addExistingNodes()
+	s.addInFlightNodes()
+	if err := s.buildConstraints(); err != nil {
+		return err
+	}
+	s.buildGangs()
+	sortPods(s.pending, s.gpuDims)
+	return nil
+}
+
+func priorityClasses(snap *snapshot.Snapshot) map[string]int32 {
+	m := map[string]int32{}
+	for _, pc := range snap.PriorityClasses {
+		m[pc.Name] = pc.Value
+	}
+	return m
+}
+
+// podPriority is spec.priority when the admission plugin has set it, else the value of its
+// PriorityClass, else 0.
+func podPriority(p *corev1.Pod, classes map[string]int32) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return classes[p.Spec.PriorityClassName]
+}
+
+// signature interns the pod's node-selection signature.
+func (s *state) signature(p *corev1.Pod) int {
+	k := signatureKey(p)
+	if i, ok := s.sigs[k]; ok {
+		return i
+	}
+	s.sigs[k] = len(s.sigPods)
+	s.sigPods = append(s.sigPods, p)
+	return len(s.sigPods) - 1
+}
