@@ -28,19 +28,23 @@
 // Holt-Winters updates each seasonal index once per period, so with a weekly period on hourly data
 // one anomalous week (a holiday, a marathon) corrupts 168 indices for many weeks, and its
 // smoothing parameters must be fitted by a non-convex search. The profile stack instead builds,
-// for each target time T, a handful of predictors that use only samples at or before the forecast
+// for each target time T, seven predictors that use only samples at or before the forecast
 // origin T−h:
 //
 //   - p(T): the median of the same phase in the last K periods (robust to one-off anomalies);
-//   - p(T)·r₆ and p(T)·r₂₄: the profile scaled by the ratio actual/profile over the last 6 and
-//     24 hours before the origin — the level and trend adjustment (a ramp or a level shift shows
-//     up as a ratio away from 1 within hours, not weeks);
-//   - y(T−d)·p(T)/p(T−d): the latest same-time-of-day observation, re-shaped by the profile.
+//   - p(T)·r₁, p(T)·r₆ and p(T)·r₂₄: the profile scaled by the ratio actual/profile over the last
+//     1, 6 and 24 hours before the origin — the level and trend adjustment (a ramp or a level
+//     shift shows up as a ratio away from 1 within hours, not weeks);
+//   - y(T−d)·p(T)/p(T−d): the latest same-time-of-day observation, re-shaped by the profile;
+//   - y(T−w)·(last day / same day a week before): last week's value at the same time, scaled by
+//     the week-over-week growth, so a daily model sees weekday/weekend differences;
+//   - the mean of the last hour (persistence), which carries short horizons.
 //
 // The forecast is a weighted sum of these predictors whose weights are fitted by ridge-regularised
-// least squares on past forecast errors (weighted by 1/y, so the fit minimises relative error),
-// shrunk towards equal weights when history is short. The fit is a small linear solve, so it is
-// cheap, deterministic, and refitting as history grows never looks ahead.
+// least squares on the past targets of the same horizon (each weighted by 1/(y+4·mean): close to
+// the absolute error WAPE counts, slightly favouring quiet hours), shrunk towards a fixed blend of
+// the profile terms when history is short. The fit is a 7×7 linear solve, so it is cheap and
+// deterministic, and refitting daily as history grows never looks ahead.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the model's past relative
 // errors at the same horizon; it is the value capacity is bought for.

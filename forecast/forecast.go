@@ -56,7 +56,8 @@ type Forecast struct {
 	Model string
 	// Period is the period the model used.
 	Period Period
-	// Fallback says why the seasonal model was not used; empty when it was.
+	// Fallback says why the requested or detected model was not used (a weekly cycle with less
+	// than two weeks of history runs the daily model; no cycle runs Holt); empty when it was.
 	Fallback string
 }
 

@@ -19,7 +19,7 @@ func TestPredictFallsBack(t *testing.T) {
 		{"daily, two weeks", synthetic(14*24, func(i int) float64 { return daily(i) + 2*noise(i) }, nil), Options{Horizon: time.Hour}, "seasonal/day", ""},
 		// 1.5 days of a daily shape: less than two periods.
 		{"too short", synthetic(36, daily, nil), Options{Horizon: time.Hour}, "holt", "no daily or weekly cycle"},
-		{"forced week, too short", synthetic(10*24, daily, nil), Options{Horizon: time.Hour, Period: PeriodWeek}, "holt", "less than two weeks"},
+		{"forced week, too short", synthetic(10*24, daily, nil), Options{Horizon: time.Hour, Period: PeriodWeek}, "seasonal/day", "less than two weeks"},
 		{"noise", synthetic(14*24, func(i int) float64 { return 50 + 10*noise(i) }, nil), Options{Horizon: time.Hour}, "holt", "no daily or weekly cycle"},
 	}
 	for _, tt := range tests {

@@ -58,6 +58,7 @@ func (w *Walker) At(o int) (Forecast, error) {
 		}
 		if p, u, ok := m.predict(o + w.h); ok {
 			fc.Point, fc.Upper, fc.Model, fc.Period = p, u, "seasonal/"+w.period.String(), w.period
+			fc.Fallback = w.reason
 			return fc, nil
 		}
 		w.reason = fmt.Sprintf("no value at this phase in the last %d %ss", w.opts.Cycles, w.period)
@@ -77,6 +78,7 @@ func (w *Walker) decidePeriod(o int) {
 		return
 	}
 	w.checked = o
+	w.reason = ""
 	known := Series{Start: w.s.Start, Step: w.s.Step, Values: w.s.Values[:o+1]}
 	p := w.opts.Period
 	if p == PeriodAuto {
@@ -85,14 +87,17 @@ func (w *Walker) decidePeriod(o int) {
 			win = Series{Start: known.TimeAt(lo), Step: known.Step, Values: known.Values[lo:]}
 		}
 		res := DetectPeriod(win)
-		p = res.Period
-		w.reason = "no daily or weekly cycle: " + res.Reason
-	}
-	if p != PeriodNone {
-		if need := 2 * known.Steps(p.Duration()); observedSpan(known.Values) < need {
-			w.reason = fmt.Sprintf("less than two %ss of history", p)
-			p = PeriodNone
+		if p = res.Period; p == PeriodNone {
+			w.reason = "no daily or weekly cycle: " + res.Reason
 		}
+	}
+	if p == PeriodWeek && observedSpan(known.Values) < 2*known.Steps(Week) {
+		// Two weeks are needed to fit a weekly profile; a daily one still applies meanwhile.
+		w.reason, p = "less than two weeks of history for the weekly cycle; daily model", PeriodDay
+	}
+	if p != PeriodNone && p != PeriodAuto && observedSpan(known.Values) < 2*known.Steps(p.Duration()) {
+		w.reason = fmt.Sprintf("less than two %ss of history", p)
+		p = PeriodNone
 	}
 	w.period = p
 }

@@ -148,14 +148,15 @@ func (d *durationFlag) Set(s string) error {
 func (d *durationFlag) Type() string { return "duration" }
 
 // bindEnv gives every flag of cmd an environment-variable twin, PREFIX + the flag name in upper
-// case with dashes as underscores (TILER_FORECAST_PER_GPU); a flag on the command line wins.
+// case with dashes as underscores (TILER_FORECAST_PER_GPU); a flag on the command line wins and
+// an empty variable counts as unset.
 func bindEnv(cmd *cobra.Command, prefix string) {
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
 		var err error
 		c.Flags().VisitAll(func(f *pflag.Flag) {
 			env := prefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-			if v, ok := os.LookupEnv(env); ok && !f.Changed && err == nil {
+			if v := os.Getenv(env); v != "" && !f.Changed && err == nil {
 				if e := f.Value.Set(v); e != nil {
 					err = fmt.Errorf("%s=%q: %w", env, v, e)
 				}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runTiler runs the root command with args and returns stdout and the error.
+func runTiler(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newForecastCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	root.SilenceUsage = true
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestForecastBacktestJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("walks forward through a whole trace")
+	}
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/crane-dsp/input0.csv", "--horizon", "1h", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Series    string             `json:"series"`
+		Horizon   string             `json:"horizon"`
+		Model     string             `json:"model"`
+		WAPE      float64            `json:"wape"`
+		MAPE      float64            `json:"mape"`
+		Baselines map[string]float64 `json:"baselines"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if got.Series != "crane-dsp/input0.csv" || got.Model != "seasonal/day" || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 {
+		t.Errorf("unexpected result %+v", got)
+	}
+}
+
+func TestForecastReplayText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a whole trace")
+	}
+	out, err := runTiler(t, "replay", "--csv", "../../testdata/traces/crane-dsp/input0.csv", "--per-gpu", "6", "--boot", "5m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"under-provisioned GPU-minutes", "GPU-hours", "lead", "15m0s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestForecastBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no csv", []string{"backtest", "--horizon", "1h"}, "--csv"},
+		{"non-numeric", []string{"backtest", "--csv", write("a.csv", "ts,value\n60,1\n120,x\n")}, "line 3"},
+		{"backwards", []string{"backtest", "--csv", write("b.csv", "ts,value\n120,1\n60,2\n")}, "line 3"},
+		{"bad horizon", []string{"backtest", "--csv", write("c.csv", "ts,value\n60,1\n"), "--horizon", "soon"}, "soon"},
+		{"bad output", []string{"backtest", "--csv", write("d.csv", "ts,value\n60,1\n"), "-o", "yaml"}, "--output"},
+		{"no per-gpu", []string{"replay", "--csv", write("e.csv", "ts,value\n60,1\n120,2\n")}, "perGPU"},
+		{"env twin", []string{"replay", "--csv", write("f.csv", "ts,value\n60,1\n120,2\n"), "--per-gpu", "1"}, "TILER_FORECAST_BOOT"},
+	}
+	t.Setenv("TILER_FORECAST_BOOT", "")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "env twin" {
+				t.Setenv("TILER_FORECAST_BOOT", "later")
+			}
+			_, err := runTiler(t, tt.args...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}

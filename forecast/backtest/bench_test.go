@@ -1,0 +1,58 @@
+package backtest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/forecast"
+)
+
+// BenchmarkBacktest walks forward through each trace at each horizon and reports the accuracy:
+// wape, mape, the best baseline's WAPE and their ratio (the target is ratio ≤ 0.8 at 1d).
+func BenchmarkBacktest(b *testing.B) {
+	for _, tr := range []string{"nab/nyc_taxi.csv", "crane-dsp/input0.csv", "crane-dsp/input1.csv", "crane-dsp/input2.csv"} {
+		s := loadTrace(b, tr)
+		for _, h := range []time.Duration{forecast.Day, time.Hour, 15 * time.Minute} {
+			if h < s.Step {
+				continue // NYC taxi has 30-minute samples
+			}
+			name := strings.TrimSuffix(strings.ReplaceAll(tr, "/", "_"), ".csv") + "/h=" + h.String()
+			b.Run(name, func(b *testing.B) {
+				var r Result
+				for range b.N {
+					var err error
+					if r, err = Run(tr, s, Config{Horizon: h}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(r.WAPE, "wape")
+				b.ReportMetric(r.MAPE, "mape")
+				b.ReportMetric(r.BestBaseline, "baseline-wape")
+				b.ReportMetric(r.Ratio, "wape/baseline")
+			})
+		}
+	}
+}
+
+// BenchmarkReplay reports the replay figures of every trace (boot 5m, lead 15m).
+func BenchmarkReplay(b *testing.B) {
+	for _, tt := range replayTargets {
+		s := loadTrace(b, tt.trace)
+		b.Run(strings.TrimSuffix(strings.ReplaceAll(tt.trace, "/", "_"), ".csv"), func(b *testing.B) {
+			var r ReplayResult
+			for range b.N {
+				var err error
+				if r, err = Replay(tt.trace, s, ReplayConfig{PerGPU: tt.perGPU, Boot: 5 * time.Minute}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(r.Reactive.UnderGPUMinutes, "reactive-under-gpu-min")
+			b.ReportMetric(r.Forecast.UnderGPUMinutes, "forecast-under-gpu-min")
+			b.ReportMetric(r.Reactive.GPUHours, "reactive-gpu-h")
+			b.ReportMetric(r.Forecast.GPUHours, "forecast-gpu-h")
+			b.ReportMetric(100*r.UnderReduction, "under-reduction-%")
+			b.ReportMetric(100*r.GPUHoursIncrease, "gpu-h-increase-%")
+		})
+	}
+}
