@@ -40,7 +40,7 @@ func (s *state) boundGroups() []*boundGroup {
 	var order []int
 	minReq := map[int]vec{}
 	for _, n := range s.nodes {
-		if n.existing {
+		if n.existing || n.removed {
 			continue
 		}
 		for _, pi := range n.pods {

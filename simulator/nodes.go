@@ -36,6 +36,8 @@ type simNode struct {
 	// chosen is the cheapest candidate: what the node costs if bought now. Pool limits and the
 	// budget are counted with it.
 	chosen *offering
+	// removed marks a new node that consolidation emptied and dropped.
+	removed bool
 	idx    int
 }
 

@@ -54,7 +54,7 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 		return failure{newNode: "the gang's node is full"}, s.tryNode(pi, r.node, r)
 	}
 	for _, n := range s.nodes {
-		if s.tryNode(pi, n, r) {
+		if !n.removed && s.tryNode(pi, n, r) {
 			return failure{}, true
 		}
 	}

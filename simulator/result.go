@@ -26,7 +26,7 @@ func (s *state) buildPlan() *Plan {
 		switch {
 		case n.existing && len(n.pods) > 0 && !n.inFlight || n.inFlight && len(n.pods) > 0:
 			p.ExistingNodes = append(p.ExistingNodes, ExistingNode{Name: n.name, Pods: podKeys(n.pods)})
-		case !n.existing:
+		case !n.existing && !n.removed:
 			nn := s.newNode(n)
 			p.NewNodes = append(p.NewNodes, nn)
 			p.CostPerHour += nn.PricePerHour

@@ -56,6 +56,7 @@ func Simulate(in Input) (*Plan, error) {
 		return nil, err
 	}
 	s.placeAll()
+	s.consolidate()
 	s.addMinNodes()
 	return s.buildPlan(), nil
 }

@@ -55,7 +55,7 @@ func KarpenterPods(n int, seed uint64) *snapshot.Snapshot {
 		},
 	}
 	for i := 0; i < n; i++ {
-		cpu := 100 + r.IntN(1401)          // milli-CPU 100..1500
+		cpu := 100 + r.IntN(1401)         // milli-CPU 100..1500
 		mem := 100 + r.Int64N(4096-100+1) // MiB 100..4096
 		b := Pod(fmt.Sprintf("pod-%05d", i)).
 			Req("cpu", resource.NewMilliQuantity(int64(cpu), resource.DecimalSI).String()).

@@ -1,0 +1,151 @@
+package simulator
+
+import "sort"
+
+// consolidate improves the packing: for each new node, least utilised first, it tries to move
+// all of its pods onto the other nodes (existing, in-flight and new) and drop it. A move is kept
+// when the plan's total price falls — the receiving nodes may grow into bigger candidates, so a
+// move that only shifts cost is undone. Nodes holding gang members are left alone.
+func (s *state) consolidate() {
+	var order []*simNode
+	for _, n := range s.nodes {
+		if !n.existing && len(n.pods) > 0 && !hasGang(n) {
+			order = append(order, n)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return utilisation(order[i]) < utilisation(order[j]) })
+	for _, n := range order {
+		mark := s.checkpoint()
+		before := s.budget
+		if s.evacuate(n) && s.budget < before-1e-9 {
+			continue
+		}
+		s.revert(mark)
+	}
+	s.undo = s.undo[:0]
+}
+
+// evacuate removes n and re-places its pods on other nodes without opening new ones.
+func (s *state) evacuate(n *simNode) bool {
+	pods := append([]*podInfo(nil), n.pods...)
+	for i := len(pods) - 1; i >= 0; i-- {
+		s.unplace(pods[i], n)
+	}
+	s.drop(n)
+	for _, pi := range pods {
+		placed := false
+		for _, m := range s.nodes {
+			if !m.removed && s.tryNode(pi, m, restriction{}) {
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return false
+		}
+	}
+	return true
+}
+
+func hasGang(n *simNode) bool {
+	for _, p := range n.pods {
+		if p.gang != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// utilisation is the larger of the CPU and memory shares the node's pods use of its chosen
+// offering.
+func utilisation(n *simNode) float64 {
+	a := n.chosen.alloc
+	return max(float64(n.used[dimCPU])/float64(max(a[dimCPU], 1)), float64(n.used[dimMemory])/float64(max(a[dimMemory], 1)))
+}
+
+// drop removes an empty new node from the plan, undoably.
+func (s *state) drop(n *simNode) {
+	prev := n.chosen
+	n.removed = true
+	n.pool.nodes--
+	s.setChosen(n, nil)
+	s.undo = append(s.undo, func() {
+		n.removed = false
+		n.pool.nodes++
+		s.setChosen(n, prev)
+	})
+}
+
+// unplace removes a pod from a node, undoably. A new node's candidates are recomputed from its
+// pool's offerings for the pods that remain (its zone stays pinned).
+func (s *state) unplace(pi *podInfo, n *simNode) {
+	idx := -1
+	for i, p := range n.pods {
+		if p == pi {
+			idx = i
+		}
+	}
+	prevPods := n.pods
+	prevCands, prevMax, prevChosen := n.cands, n.maxAlloc, n.chosen
+	n.pods = append(append([]*podInfo(nil), n.pods[:idx]...), n.pods[idx+1:]...)
+	n.used.sub(pi.req)
+	uncount := s.uncountPod(pi, n)
+	if !n.existing && len(n.pods) > 0 {
+		n.cands = s.candidatesFor(n)
+		n.maxAlloc = maxAlloc(n.cands)
+		s.setChosen(n, cheapest(n.cands))
+	}
+	s.undo = append(s.undo, func() {
+		uncount()
+		n.used.add(pi.req)
+		n.pods = prevPods
+		n.cands, n.maxAlloc = prevCands, prevMax
+		s.setChosen(n, prevChosen)
+	})
+}
+
+// candidatesFor lists the pool's offerings that can hold all of n's pods in n's zone.
+func (s *state) candidatesFor(n *simNode) []*offering {
+	var out []*offering
+	for _, o := range n.pool.offs {
+		if n.zone != "" && o.zone != n.zone || !fits(make(vec, len(n.used)), n.used, o.alloc) {
+			continue
+		}
+		ok := true
+		for _, p := range n.pods {
+			if !s.offeringCompatible(p.sig, o) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// uncountPod reverses countPod and returns the function that counts the pod again.
+func (s *state) uncountPod(pi *podInfo, n *simNode) func() {
+	var done []*tracker
+	var doms []string
+	sub := func(t *tracker) {
+		if d, ok := n.domain(t.key); ok {
+			t.counts[d]--
+			t.total--
+			done, doms = append(done, t), append(doms, d)
+		}
+	}
+	for _, ti := range pi.matches {
+		sub(s.trackers.list[ti])
+	}
+	for _, a := range pi.anti {
+		sub(s.trackers.list[a.owner])
+	}
+	return func() {
+		for i, t := range done {
+			t.counts[doms[i]]++
+			t.total++
+		}
+	}
+}
