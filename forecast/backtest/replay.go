@@ -74,14 +74,18 @@ func Replay(name string, s forecast.Series, cfg ReplayConfig) (ReplayResult, err
 	}
 	opts := cfg.Options
 	opts.Horizon = cfg.Lead
-	w, err := forecast.NewWalker(s, opts)
+	fs, err := forecastGrid(s)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	w, err := forecast.NewWalker(fs, opts)
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("building the forecaster: %w", err)
 	}
 	from, to := s.TimeAt(warmUp(s)), s.End()
 	d := demand{s: s}
 	reactive := func(t time.Time) int { return d.need(t, cfg.PerGPU) }
-	fc := forecastPolicy{w: w, s: s, perGPU: cfg.PerGPU, cache: map[int]int{}}
+	fc := forecastPolicy{w: w, s: fs, perGPU: cfg.PerGPU, cache: map[int]int{}, averaged: fs.Step != s.Step}
 	predictive := func(t time.Time) int { return max(d.need(t, cfg.PerGPU), fc.need(t, d.at(t))) }
 	res := ReplayResult{Series: name, PerGPU: cfg.PerGPU, Boot: cfg.Boot.String(), Lead: cfg.Lead.String(), From: from, To: to}
 	res.Reactive = simulate(d, cfg, from, to, reactive)
@@ -139,17 +143,41 @@ func gpusFor(load, perGPU float64) int {
 	return int(math.Ceil(math.Max(0, load)/perGPU - 1e-9))
 }
 
+// forecastStep is the grid the replay's forecaster runs on: the five-minute means a controller
+// would read from Prometheus, not one-minute samples whose noise no model can predict and whose
+// error quantile would inflate the margin.
+const forecastStep = 5 * time.Minute
+
+// forecastGrid averages s to forecastStep when it is finer.
+func forecastGrid(s forecast.Series) (forecast.Series, error) {
+	if s.Step >= forecastStep || forecastStep%s.Step != 0 {
+		return s, nil
+	}
+	fs, err := s.Resample(forecastStep)
+	if err != nil {
+		return forecast.Series{}, fmt.Errorf("averaging the trace for the forecaster: %w", err)
+	}
+	return fs, nil
+}
+
 // forecastPolicy asks the walker, standing at the grid point containing t (whose value the
-// controller has just observed), for the upper forecast one lead ahead.
+// controller has just observed; with an averaged grid, the last complete bucket), for the
+// forecast one lead ahead: the upper one when the load is expected to rise, the point one
+// otherwise, so the margin buys capacity ahead of ramps rather than around the clock.
 type forecastPolicy struct {
 	w      *forecast.Walker
 	s      forecast.Series
 	perGPU float64
 	cache  map[int]int
+	// averaged means s is coarser than the trace, so the bucket containing t is not complete at t.
+	averaged bool
 }
 
 func (p forecastPolicy) need(t time.Time, now float64) int {
 	o := p.s.Index(t)
+	if p.averaged {
+		o = p.s.Index(t.Add(time.Nanosecond - p.s.Step)) // the last bucket complete at t
+	}
 	if n, ok := p.cache[o]; ok {
 		return n
 	}
