@@ -17,9 +17,12 @@
 // when its periodogram power beats the 99th percentile of the largest power of randomly permuted
 // copies of the series (permutations destroy any periodicity, so this is a significance test
 // that needs no distributional assumption), and a candidate is kept only when the autocorrelation
-// function has a peak at its lag. Before the test the series is averaged to hourly buckets, gaps
-// are filled by linear interpolation (only for detection) and a trailing one-week median is
-// divided out, so level shifts do not masquerade as low-frequency power. The permutations use a
+// function has a peak at its lag. Before the test the series is averaged to hourly buckets,
+// trimmed to whole cycles, gaps are interpolated (only for the spectrum; the autocorrelation uses
+// observed pairs only) and a centred moving average of one cycle is subtracted, so level shifts
+// and trends do not masquerade as low-frequency power. The weekly test looks for power at weekly
+// harmonics after the mean daily profile is removed, and the week wins over the day when
+// same-hour-last-week correlates better than same-hour-yesterday. The permutations use a
 // generator seeded from the samples, so the same input always gives the same answer.
 //
 // # Model choice
