@@ -45,6 +45,14 @@ func XML(body []byte) Response {
 // XMLFixture is an HTTP 200 EC2 response with a fixture's body.
 func XMLFixture(t testing.TB, name string) Response { return XML(Fixture(t, name)) }
 
+// XMLFixtureStatus is an EC2 response with a fixture's body and the given status, for the
+// recorded error payloads.
+func XMLFixtureStatus(t testing.TB, name string, status int) Response {
+	r := XMLFixture(t, name)
+	r.Status = status
+	return r
+}
+
 // EC2Error is an EC2 error response in the query protocol's <Response><Errors> form.
 func EC2Error(status int, code, message string) Response {
 	body := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>

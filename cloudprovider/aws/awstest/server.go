@@ -55,6 +55,58 @@ type Request struct {
 // DecodeJSON unmarshals a JSON request body into v.
 func (r Request) DecodeJSON(v any) error { return json.Unmarshal(r.Body, v) }
 
+// EC2Filters returns the Filter.N.Name / Filter.N.Value.M pairs of an EC2 request as a map
+// from filter name to values.
+func (r Request) EC2Filters() map[string][]string {
+	out := map[string][]string{}
+	for n := 1; ; n++ {
+		name := r.Form.Get(fmt.Sprintf("Filter.%d.Name", n))
+		if name == "" {
+			return out
+		}
+		for m := 1; ; m++ {
+			v, ok := r.Form[fmt.Sprintf("Filter.%d.Value.%d", n, m)]
+			if !ok {
+				break
+			}
+			out[name] = append(out[name], v...)
+		}
+	}
+}
+
+// TagSpecifications returns the TagSpecification.N of an EC2 request as a map from resource type
+// to its tags.
+func (r Request) TagSpecifications() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for n := 1; ; n++ {
+		rt := r.Form.Get(fmt.Sprintf("TagSpecification.%d.ResourceType", n))
+		if rt == "" {
+			return out
+		}
+		tags := map[string]string{}
+		for m := 1; ; m++ {
+			k, ok := r.Form[fmt.Sprintf("TagSpecification.%d.Tag.%d.Key", n, m)]
+			if !ok {
+				break
+			}
+			tags[k[0]] = r.Form.Get(fmt.Sprintf("TagSpecification.%d.Tag.%d.Value", n, m))
+		}
+		out[rt] = tags
+	}
+}
+
+// FormList returns the values of prefix.1, prefix.2, ... of an EC2 request, e.g. InstanceId.
+func (r Request) FormList(prefix string) []string {
+	var out []string
+	for n := 1; ; n++ {
+		v, ok := r.Form[fmt.Sprintf("%s.%d", prefix, n)]
+		if !ok {
+			return out
+		}
+		out = append(out, v...)
+	}
+}
+
 // Response is what the server answers with.
 type Response struct {
 	Status      int

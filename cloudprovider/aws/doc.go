@@ -1,0 +1,22 @@
+// Package aws is Tiler's EC2 cloud provider: catalog discovery with live prices, launching with
+// instant EC2 Fleets, listing and terminating the cluster's instances, and interruption notices
+// from the SQS queue that EventBridge feeds.
+//
+// Launch: Create turns the request's offering and fallbacks into one CreateFleet call of type
+// instant per capacity type (spot first when the preferred offering is spot), with one override
+// per acceptable (type, zone) using the zone's subnet from Config.Subnets. Spot fleets use the
+// price-capacity-optimized allocation strategy and on-demand fleets lowest-price. The client
+// token is derived from the launch ID, and before any CreateFleet the instances tagged with the
+// launch ID are looked up, so Create is idempotent on the launch ID. EC2 answers an instant fleet
+// with HTTP 200 and a per-pool errorSet: capacity codes become an *InsufficientCapacityError
+// naming each failed offering, account limits a *QuotaError, and every failed offering goes into
+// the UnavailableOfferings cache, also when another pool did launch (partial success).
+//
+// Catalog: DiscoverTypes reads DescribeInstanceTypes and DescribeInstanceTypeOfferings (both
+// paginated), maps NVIDIA GPUs to the catalog's model names, records Neuron and other non-NVIDIA
+// accelerators in TypeInfo.Accelerator, and BuildCatalog merges prices from a pricing.Source.
+//
+// Every AWS client is behind a small interface (EC2API, SQSAPI) so that tests point the real SDK
+// clients at awstest and decorators (metrics, logging) can wrap them; the Provider itself is
+// wrapped through cloudprovider.Provider.
+package aws

@@ -1,0 +1,113 @@
+package aws
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// Allocation strategies. Spot: price-capacity-optimized picks among the cheapest pools the one
+// with the most spare capacity, which is what lowers interruptions (AWS's recommendation and
+// Karpenter's default). On-demand: lowest-price, since on-demand pools are not reclaimed and the
+// planner already chose by price.
+const (
+	SpotAllocationStrategy     = ec2types.SpotAllocationStrategyPriceCapacityOptimized
+	OnDemandAllocationStrategy = ec2types.FleetOnDemandAllocationStrategyLowestPrice
+)
+
+// TagName is the EC2 console's name tag; it is set to the node name.
+const TagName = "Name"
+
+// ClientToken returns the CreateFleet idempotency token of a launch ID and capacity type:
+// "tiler-", 32 hex digits of SHA-256 over both, and the capacity type, at most 48 characters
+// (EC2 allows 64) and only characters EC2 accepts, whatever the launch ID holds. Retrying the
+// same launch sends the same token, so EC2 itself refuses to launch twice within its
+// idempotency window; the launch-ID tag lookup covers the time after it.
+func ClientToken(launchID string, ct catalog.CapacityType) string {
+	sum := sha256.Sum256([]byte(launchID + "\x00" + string(ct)))
+	return "tiler-" + hex.EncodeToString(sum[:16]) + "-" + string(ct)
+}
+
+// fleetInput builds the instant-fleet request for one group: one launch template config with
+// an override per (type, subnet, zone), in the request's order.
+func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec2.CreateFleetInput {
+	overrides := make([]ec2types.FleetLaunchTemplateOverridesRequest, 0, len(g.targets))
+	for _, t := range g.targets {
+		overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType:     ec2types.InstanceType(t.ref.InstanceType),
+			SubnetId:         awssdk.String(t.subnet),
+			AvailabilityZone: awssdk.String(t.ref.Zone),
+		})
+	}
+	in := &ec2.CreateFleetInput{
+		Type:        ec2types.FleetTypeInstant,
+		ClientToken: awssdk.String(ClientToken(req.LaunchID, g.capacityType)),
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: p.templateSpec(),
+			Overrides:                   overrides,
+		}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       awssdk.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
+		},
+		TagSpecifications: p.tagSpecs(req),
+	}
+	if g.capacityType == catalog.Spot {
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: SpotAllocationStrategy}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: OnDemandAllocationStrategy}
+	}
+	return in
+}
+
+func (p *Provider) templateSpec() *ec2types.FleetLaunchTemplateSpecificationRequest {
+	spec := &ec2types.FleetLaunchTemplateSpecificationRequest{Version: awssdk.String(p.cfg.launchTemplateVersion())}
+	if p.cfg.LaunchTemplateID != "" {
+		spec.LaunchTemplateId = awssdk.String(p.cfg.LaunchTemplateID)
+	} else {
+		spec.LaunchTemplateName = awssdk.String(p.cfg.LaunchTemplateName)
+	}
+	return spec
+}
+
+// tags are the tags every launched instance and its volumes carry: cluster, pool, launch ID and
+// node name (the tiler.dev/* keys of package cloudprovider), plus Name for the console.
+func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
+	tags := map[string]string{
+		cloudprovider.TagCluster:  p.cfg.ClusterName,
+		cloudprovider.TagLaunchID: req.LaunchID,
+	}
+	if req.Pool != "" {
+		tags[cloudprovider.TagPool] = req.Pool
+	}
+	if req.NodeName != "" {
+		tags[cloudprovider.TagNodeName] = req.NodeName
+		tags[TagName] = req.NodeName
+	}
+	return tags
+}
+
+func (p *Provider) tagSpecs(req cloudprovider.LaunchRequest) []ec2types.TagSpecification {
+	m := p.tags(req)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	tags := make([]ec2types.Tag, 0, len(keys))
+	for _, k := range keys {
+		tags = append(tags, ec2types.Tag{Key: awssdk.String(k), Value: awssdk.String(m[k])})
+	}
+	return []ec2types.TagSpecification{
+		{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
+		{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
+	}
+}

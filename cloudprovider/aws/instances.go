@@ -1,0 +1,171 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// Normalised instance states (cloudprovider.Instance.State).
+const (
+	StatePending     = "pending"
+	StateRunning     = "running"
+	StateTerminating = "terminating"
+	StateTerminated  = "terminated"
+)
+
+// codeInstanceNotFound is EC2's answer for an unknown (or long-gone) instance ID.
+const codeInstanceNotFound = "InvalidInstanceID.NotFound"
+
+// liveStates are the EC2 states of instances that still count against the cluster.
+var liveStates = []string{"pending", "running", "shutting-down", "stopping", "stopped"}
+
+// NormaliseState maps an EC2 state name to pending, running, terminating or terminated. A stopped
+// or stopping instance serves no pods and Tiler never restarts one, so it counts as terminating.
+// EC2's state set is closed; an unknown name is most likely a new transitional state and maps to
+// pending.
+func NormaliseState(ec2State string) string {
+	switch ec2State {
+	case "running":
+		return StateRunning
+	case "shutting-down", "stopping", "stopped":
+		return StateTerminating
+	case "terminated":
+		return StateTerminated
+	default:
+		return StatePending
+	}
+}
+
+// Get returns the cluster's instance with the given ID. It returns a *NotFoundError when EC2 does
+// not know the ID or the instance belongs to another cluster; a terminated instance (visible for
+// about an hour) is returned with state terminated.
+func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		if apiCode(err) == codeInstanceNotFound {
+			return nil, &cloudprovider.NotFoundError{ID: id}
+		}
+		return nil, fmt.Errorf("getting instance %s: %w", id, err)
+	}
+	for _, r := range out.Reservations {
+		for _, i := range r.Instances {
+			if awssdk.ToString(i.InstanceId) == id && tagValue(i.Tags, cloudprovider.TagCluster) == p.cfg.ClusterName {
+				return p.toInstance(i), nil
+			}
+		}
+	}
+	return nil, &cloudprovider.NotFoundError{ID: id}
+}
+
+// List returns the cluster's instances that are not terminated, in ID order. It pages through
+// DescribeInstances filtered by the cluster tag; any failed page fails the call.
+func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+	instances, err := p.describe(ctx, []ec2types.Filter{
+		tagFilter(cloudprovider.TagCluster, p.cfg.ClusterName),
+		{Name: awssdk.String("instance-state-name"), Values: liveStates},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing instances of cluster %s: %w", p.cfg.ClusterName, err)
+	}
+	sort.Slice(instances, func(i, j int) bool { return instances[i].ID < instances[j].ID })
+	return instances, nil
+}
+
+// Delete terminates the instance. It returns a *NotFoundError when EC2 does not know the ID or
+// the instance was already terminated, which callers treat as success.
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	out, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		if apiCode(err) == codeInstanceNotFound {
+			return &cloudprovider.NotFoundError{ID: id}
+		}
+		return fmt.Errorf("terminating instance %s: %w", id, err)
+	}
+	for _, c := range out.TerminatingInstances {
+		if awssdk.ToString(c.InstanceId) == id && c.PreviousState != nil && c.PreviousState.Name == ec2types.InstanceStateNameTerminated {
+			return &cloudprovider.NotFoundError{ID: id}
+		}
+	}
+	return nil
+}
+
+// describe pages through DescribeInstances with filters. EC2 may end with an empty nextToken.
+func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]*cloudprovider.Instance, error) {
+	in := &ec2.DescribeInstancesInput{Filters: filters}
+	var out []*cloudprovider.Instance
+	for page := 1; ; page++ {
+		if page > maxPages {
+			return nil, fmt.Errorf("DescribeInstances: more than %d pages", maxPages)
+		}
+		resp, err := p.ec2.DescribeInstances(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("DescribeInstances page %d: %w", page, err)
+		}
+		for _, r := range resp.Reservations {
+			for _, i := range r.Instances {
+				out = append(out, p.toInstance(i))
+			}
+		}
+		if awssdk.ToString(resp.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = resp.NextToken
+	}
+}
+
+// toInstance converts an EC2 instance; the launch ID, node name and pool come from Tiler's tags.
+func (p *Provider) toInstance(i ec2types.Instance) *cloudprovider.Instance {
+	tags := map[string]string{}
+	for _, t := range i.Tags {
+		tags[awssdk.ToString(t.Key)] = awssdk.ToString(t.Value)
+	}
+	ref := cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(i.InstanceType), CapacityType: catalog.OnDemand}
+	if i.Placement != nil {
+		ref.Zone = awssdk.ToString(i.Placement.AvailabilityZone)
+	}
+	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		ref.CapacityType = catalog.Spot
+	}
+	state := ""
+	if i.State != nil {
+		state = string(i.State.Name)
+	}
+	return &cloudprovider.Instance{
+		ID: awssdk.ToString(i.InstanceId), LaunchID: tags[cloudprovider.TagLaunchID],
+		NodeName: tags[cloudprovider.TagNodeName], Pool: tags[cloudprovider.TagPool],
+		Offering: ref, State: NormaliseState(state), PricePerHour: p.priceOf(ref),
+		LaunchedAt: awssdk.ToTime(i.LaunchTime), Tags: tags,
+	}
+}
+
+func tagFilter(key, value string) ec2types.Filter {
+	return ec2types.Filter{Name: awssdk.String("tag:" + key), Values: []string{value}}
+}
+
+func tagValue(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if awssdk.ToString(t.Key) == key {
+			return awssdk.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// apiCode returns the AWS error code of err, or "" when err is not an API error.
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}

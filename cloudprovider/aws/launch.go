@@ -1,0 +1,255 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// fleetGroup is one CreateFleet call: the offerings of one capacity type, each with its subnet.
+type fleetGroup struct {
+	capacityType catalog.CapacityType
+	targets      []fleetTarget
+}
+
+type fleetTarget struct {
+	ref    cloudprovider.OfferingRef
+	subnet string
+}
+
+func (g fleetGroup) refs() []cloudprovider.OfferingRef {
+	out := make([]cloudprovider.OfferingRef, len(g.targets))
+	for i, t := range g.targets {
+		out[i] = t.ref
+	}
+	return out
+}
+
+// Create launches one instance for req; see CreateWithReport.
+func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	inst, _, err := p.CreateWithReport(ctx, req)
+	return inst, err
+}
+
+// CreateWithReport launches one instance for req and also returns the offerings EC2 refused on
+// the way, including when another offering did launch (partial success); they are in the
+// Unavailable cache as well.
+//
+// It is idempotent on req.LaunchID: an instance already tagged with the launch ID (and not
+// terminated) is returned without a launch. Offerings are tried in one instant fleet per capacity
+// type, in the order the request's offering and fallbacks first name each type. Offerings in the
+// Unavailable cache, or in a zone without a configured subnet, are skipped.
+//
+// Errors: *InsufficientCapacityError naming every refused offering when no fleet launched;
+// *QuotaError when an account limit was among the refusals; *LaunchError for other refusals (bad
+// launch template, permissions), which stop the launch at once; other errors for I/O and bad
+// input. All are wrapped as "launching <launch ID>: ...".
+func (p *Provider) CreateWithReport(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []FailedOffering, error) {
+	inst, failed, err := p.create(ctx, req)
+	SortFailed(failed)
+	if err != nil {
+		return nil, failed, fmt.Errorf("launching %s: %w", req.LaunchID, err)
+	}
+	return inst, failed, nil
+}
+
+func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []FailedOffering, error) {
+	if err := p.validateLaunch(req); err != nil {
+		return nil, nil, err
+	}
+	if inst, err := p.findLaunched(ctx, req.LaunchID); err != nil || inst != nil {
+		return inst, nil, err
+	}
+	groups, skipped, err := p.fleetGroups(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var failed []FailedOffering
+	for _, g := range groups {
+		inst, fails, err := p.launchFleet(ctx, req, g)
+		failed = append(failed, fails...)
+		if err != nil || inst != nil {
+			return inst, failed, err
+		}
+	}
+	return nil, failed, noLaunchError(append(failed, skipped...))
+}
+
+func (p *Provider) validateLaunch(req cloudprovider.LaunchRequest) error {
+	switch {
+	case req.LaunchID == "":
+		return errors.New("launch request: launchID is empty")
+	case req.Cluster != "" && req.Cluster != p.cfg.ClusterName:
+		return fmt.Errorf("launch request: cluster %q is not this provider's cluster %q", req.Cluster, p.cfg.ClusterName)
+	}
+	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+		if o.InstanceType == "" || o.Zone == "" || !o.CapacityType.Valid() {
+			return fmt.Errorf("launch request: offering %d (%s/%s/%s) needs a type, a zone and a capacity type of spot or on-demand",
+				i, o.InstanceType, o.Zone, o.CapacityType)
+		}
+	}
+	return nil
+}
+
+// findLaunched returns the live instance tagged with launchID, or nil.
+func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudprovider.Instance, error) {
+	found, err := p.describe(ctx, []ec2types.Filter{
+		tagFilter(cloudprovider.TagLaunchID, launchID),
+		tagFilter(cloudprovider.TagCluster, p.cfg.ClusterName),
+		{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("looking up instances of the launch: %w", err)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	return found[0], nil
+}
+
+// fleetGroups splits the request's offerings into one group per capacity type, in order of first
+// appearance, dropping duplicates. Offerings in the Unavailable cache come back as skipped
+// failures; a request none of whose zones has a subnet is a configuration error.
+func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, []FailedOffering, error) {
+	var groups []fleetGroup
+	var skipped []FailedOffering
+	index := map[catalog.CapacityType]int{}
+	seen := map[cloudprovider.OfferingRef]bool{}
+	var noSubnet []string
+	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+		if seen[o] {
+			continue
+		}
+		seen[o] = true
+		subnet, ok := p.cfg.Subnets[o.Zone]
+		if !ok {
+			noSubnet = append(noSubnet, o.Zone)
+			continue
+		}
+		if p.unavailable.IsUnavailable(o) {
+			skipped = append(skipped, FailedOffering{Offering: o, Code: "UnavailableOffering", Kind: FailureCapacity,
+				Message: "refused by EC2 recently; skipped until the unavailable-offerings TTL expires"})
+			continue
+		}
+		i, ok := index[o.CapacityType]
+		if !ok {
+			i = len(groups)
+			index[o.CapacityType] = i
+			groups = append(groups, fleetGroup{capacityType: o.CapacityType})
+		}
+		groups[i].targets = append(groups[i].targets, fleetTarget{ref: o, subnet: subnet})
+	}
+	if len(groups) == 0 && len(skipped) == 0 {
+		return nil, nil, fmt.Errorf("no subnet is configured for zones %v of the request", noSubnet)
+	}
+	return groups, skipped, nil
+}
+
+// launchFleet makes one CreateFleet call. It returns the launched instance, if any, and the
+// refused offerings (also remembered in the Unavailable cache). An error means stop: I/O, or a
+// refusal that is neither capacity nor quota.
+func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup) (*cloudprovider.Instance, []FailedOffering, error) {
+	out, err := p.ec2.CreateFleet(ctx, p.fleetInput(req, g))
+	if err != nil {
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || Classify(ae.ErrorCode()) == FailureOther {
+			return nil, nil, fmt.Errorf("CreateFleet: %w", err)
+		}
+		// A whole-call capacity or quota error (EC2 sometimes answers so, with HTTP 500) refuses
+		// every offering of the fleet.
+		var fails []FailedOffering
+		for _, ref := range g.refs() {
+			fails = append(fails, FailedOffering{Offering: ref, Code: ae.ErrorCode(), Message: ae.ErrorMessage(), Kind: Classify(ae.ErrorCode())})
+		}
+		p.remember(fails)
+		return nil, fails, nil
+	}
+	fails := p.fleetFailures(out.Errors, g)
+	p.remember(fails)
+	if inst := p.launched(req, out); inst != nil {
+		return inst, fails, nil
+	}
+	if other := firstOther(fails); other != nil {
+		return nil, fails, other
+	}
+	if len(fails) == 0 {
+		return nil, nil, errors.New("CreateFleet returned neither an instance nor an error")
+	}
+	return nil, fails, nil
+}
+
+// fleetFailures maps the errorSet to offerings. An error without overrides applies to every
+// offering of the fleet.
+func (p *Provider) fleetFailures(errs []ec2types.CreateFleetError, g fleetGroup) []FailedOffering {
+	var out []FailedOffering
+	for _, e := range errs {
+		code, msg := awssdk.ToString(e.ErrorCode), awssdk.ToString(e.ErrorMessage)
+		refs := g.refs()
+		if ref, ok := p.overrideRef(e.LaunchTemplateAndOverrides, e.Lifecycle, g.capacityType); ok {
+			refs = []cloudprovider.OfferingRef{ref}
+		}
+		for _, ref := range refs {
+			out = append(out, FailedOffering{Offering: ref, Code: code, Message: msg, Kind: Classify(code)})
+		}
+	}
+	return out
+}
+
+// overrideRef names the offering of a fleet answer item from its overrides and lifecycle.
+func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse, lc ec2types.InstanceLifecycle, ct catalog.CapacityType) (cloudprovider.OfferingRef, bool) {
+	if lto == nil || lto.Overrides == nil || lto.Overrides.InstanceType == "" {
+		return cloudprovider.OfferingRef{}, false
+	}
+	o := lto.Overrides
+	zone := awssdk.ToString(o.AvailabilityZone)
+	if zone == "" {
+		zone = p.cfg.zoneOfSubnet(awssdk.ToString(o.SubnetId))
+	}
+	switch lc {
+	case ec2types.InstanceLifecycleSpot:
+		ct = catalog.Spot
+	case ec2types.InstanceLifecycleOnDemand:
+		ct = catalog.OnDemand
+	}
+	return cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(o.InstanceType), Zone: zone, CapacityType: ct}, true
+}
+
+// remember puts capacity and quota refusals into the Unavailable cache. Quota refusals are
+// cached too: retrying them within the TTL only burns API calls.
+func (p *Provider) remember(fails []FailedOffering) {
+	for _, f := range fails {
+		if f.Kind != FailureOther {
+			p.unavailable.MarkUnavailable(f.Offering, f.Code)
+		}
+	}
+}
+
+// launched builds the Instance from the first fleetInstanceSet item that has an instance ID.
+// TotalTargetCapacity is 1, so there is at most one.
+func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFleetOutput) *cloudprovider.Instance {
+	for _, item := range out.Instances {
+		if len(item.InstanceIds) == 0 {
+			continue
+		}
+		ref, _ := p.overrideRef(item.LaunchTemplateAndOverrides, item.Lifecycle, req.Offering.CapacityType)
+		if item.InstanceType != "" {
+			ref.InstanceType = catalog.InstanceTypeName(item.InstanceType)
+		}
+		return &cloudprovider.Instance{
+			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,
+			Offering: ref, State: StatePending, PricePerHour: p.priceOf(ref),
+			LaunchedAt: p.clock.Now(), Tags: p.tags(req),
+		}
+	}
+	return nil
+}

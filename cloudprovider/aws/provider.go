@@ -1,0 +1,102 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	awspricing "github.com/tiler-dev/tiler/pricing/aws"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// EC2API is the part of the EC2 client this package uses; *ec2.Client satisfies it. Tests point
+// a real client at awstest; decorators may wrap it to measure each call.
+type EC2API interface {
+	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
+	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
+	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
+}
+
+// SQSAPI is the part of the SQS client the interruption source uses; *sqs.Client satisfies it.
+type SQSAPI interface {
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+// maxPages bounds every pagination loop; a service that never stops paging is a bug.
+const maxPages = 1000
+
+// Provider is the EC2 cloudprovider.Provider. It is safe for concurrent use.
+type Provider struct {
+	cfg         Config
+	ec2         EC2API
+	clock       clock.Clock
+	unavailable *UnavailableOfferings
+
+	mu     sync.RWMutex
+	prices map[cloudprovider.OfferingRef]float64
+}
+
+var _ cloudprovider.Provider = (*Provider)(nil)
+
+// NewProvider builds a Provider with an EC2 client from the default AWS configuration (optFns
+// are applied last; tests pass static credentials and a fast retryer). Only cmd/ passes the real
+// clock.
+func NewProvider(ctx context.Context, cfg Config, clk clock.Clock, optFns ...func(*config.LoadOptions) error) (*Provider, error) {
+	if err := cfg.ValidateProvider(); err != nil {
+		return nil, fmt.Errorf("aws provider config: %w", err)
+	}
+	awsCfg, err := awspricing.LoadAWSConfig(ctx, cfg.Region, optFns...)
+	if err != nil {
+		return nil, err
+	}
+	return NewProviderFromClient(cfg, awspricing.NewEC2Client(awsCfg, cfg.Endpoint), clk)
+}
+
+// NewProviderFromClient builds a Provider over client.
+func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provider, error) {
+	if err := cfg.ValidateProvider(); err != nil {
+		return nil, fmt.Errorf("aws provider config: %w", err)
+	}
+	if client == nil || clk == nil {
+		return nil, errors.New("aws provider: EC2 client and clock must be set")
+	}
+	return &Provider{cfg: cfg, ec2: client, clock: clk,
+		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL())}, nil
+}
+
+// Name returns "aws".
+func (p *Provider) Name() string { return "aws" }
+
+// Unavailable returns the cache of offerings EC2 recently refused. Create fills it, including on
+// partial success; the controller calls Apply on its catalog copy before planning.
+func (p *Provider) Unavailable() *UnavailableOfferings { return p.unavailable }
+
+// SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on. The
+// controller calls it after each price refresh; without it PricePerHour is zero.
+func (p *Provider) SetPrices(c *catalog.Catalog) {
+	prices := map[cloudprovider.OfferingRef]float64{}
+	for _, t := range c.Types {
+		for _, o := range t.Offerings {
+			prices[cloudprovider.OfferingRef{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}] = o.PricePerHour
+		}
+	}
+	p.mu.Lock()
+	p.prices = prices
+	p.mu.Unlock()
+}
+
+func (p *Provider) priceOf(o cloudprovider.OfferingRef) float64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.prices[o]
+}
