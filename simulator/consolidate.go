@@ -27,11 +27,7 @@ func (s *state) consolidate() {
 
 // evacuate removes n and re-places its pods on other nodes without opening new ones.
 func (s *state) evacuate(n *simNode) bool {
-	pods := append([]*podInfo(nil), n.pods...)
-	for i := len(pods) - 1; i >= 0; i-- {
-		s.unplace(pods[i], n)
-	}
-	s.drop(n)
+	pods := s.clear(n)
 	for _, pi := range pods {
 		placed := false
 		for _, m := range s.nodes {
@@ -61,6 +57,29 @@ func hasGang(n *simNode) bool {
 func utilisation(n *simNode) float64 {
 	a := n.chosen.alloc
 	return max(float64(n.used[dimCPU])/float64(max(a[dimCPU], 1)), float64(n.used[dimMemory])/float64(max(a[dimMemory], 1)))
+}
+
+// clear removes every pod from a new node and drops the node, undoably, and returns the pods.
+func (s *state) clear(n *simNode) []*podInfo {
+	pods := n.pods
+	prevUsed := n.used.clone()
+	var uncount []func()
+	for _, pi := range pods {
+		uncount = append(uncount, s.uncountPod(pi, n))
+	}
+	n.pods = nil
+	for i := range n.used {
+		n.used[i] = 0
+	}
+	s.undo = append(s.undo, func() {
+		for _, f := range uncount {
+			f()
+		}
+		n.pods = pods
+		copy(n.used, prevUsed)
+	})
+	s.drop(n)
+	return append([]*podInfo(nil), pods...)
 }
 
 // drop removes an empty new node from the plan, undoably.

@@ -19,7 +19,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	for _, pl := range s.pools {
 		var cands []*offering
 		for _, o := range pl.offs {
-			if (r.zone == "" || o.zone == r.zone) && fits(empty, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+			if r.allows(o) && fits(empty, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
 				cands = append(cands, o)
 			}
 		}

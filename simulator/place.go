@@ -8,6 +8,14 @@ import (
 type restriction struct {
 	node *simNode // only this node
 	zone string   // only this zone
+	// pool and maxPrice restrict the offerings of nodes opened under the restriction (split).
+	pool     *poolInfo
+	maxPrice float64
+}
+
+// allows reports whether a node opened under the restriction may be bought as o.
+func (r restriction) allows(o *offering) bool {
+	return (r.zone == "" || o.zone == r.zone) && (r.pool == nil || o.pool == r.pool) && (r.maxPrice == 0 || o.price <= r.maxPrice)
 }
 
 // failure remembers why a pod found no place, to pick its reason code.
@@ -88,10 +96,10 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 	if n.zone != "" && !s.topologyAllows(pi, n, n.zone) || n.zone == "" && !s.topologyAllows(pi, n, "") {
 		return false
 	}
-	if !s.anyCandidateFits(pi, n, r.zone) {
+	if !s.anyCandidateFits(pi, n, r) {
 		return false
 	}
-	cands := s.narrow(pi, n.cands, n.used, r.zone)
+	cands := s.narrow(pi, n.cands, n.used, r)
 	zone, ok := s.chooseZone(pi, n, cands)
 	if !ok {
 		return false
@@ -107,9 +115,9 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 }
 
 // anyCandidateFits is the allocation-free fast path of narrow.
-func (s *state) anyCandidateFits(pi *podInfo, n *simNode, zone string) bool {
+func (s *state) anyCandidateFits(pi *podInfo, n *simNode, r restriction) bool {
 	for _, o := range n.cands {
-		if (zone == "" || o.zone == zone) && fits(n.used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+		if r.allows(o) && fits(n.used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
 			return true
 		}
 	}
@@ -119,9 +127,9 @@ func (s *state) anyCandidateFits(pi *podInfo, n *simNode, zone string) bool {
 // narrow returns the candidates that can hold used+req and that the pod's signature accepts.
 // When every candidate stays, the slice is shared rather than copied (candidates are never
 // modified in place, so sharing is safe and undo keeps the old slice).
-func (s *state) narrow(pi *podInfo, cands []*offering, used vec, zone string) []*offering {
+func (s *state) narrow(pi *podInfo, cands []*offering, used vec, r restriction) []*offering {
 	keep := func(o *offering) bool {
-		return (zone == "" || o.zone == zone) && fits(used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o)
+		return r.allows(o) && fits(used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o)
 	}
 	kept := 0
 	for _, o := range cands {

@@ -57,6 +57,8 @@ func Simulate(in Input) (*Plan, error) {
 	}
 	s.placeAll()
 	s.consolidate()
+	s.split()
+	s.exactSmall()
 	s.addMinNodes()
 	return s.buildPlan(), nil
 }

@@ -1,0 +1,134 @@
+package simulator
+
+// maxExactPods bounds the exact search: Bell(9) = 21,147 partitions.
+const maxExactPods = 9
+
+// exactSmall solves small plans exactly: when at most maxExactPods pods sit on new nodes and none
+// has topology, pod affinity or gang constraints, it enumerates every partition of them into
+// nodes, prices each block at its cheapest compatible offering, and rebuilds the new nodes from
+// the cheapest partition if it beats the heuristic's.
+func (s *state) exactSmall() {
+	var pods []*podInfo
+	var nodes []*simNode
+	for _, n := range s.nodes {
+		if n.existing || n.removed || len(n.pods) == 0 {
+			continue
+		}
+		nodes = append(nodes, n)
+		pods = append(pods, n.pods...)
+	}
+	if len(pods) < 2 || len(pods) > maxExactPods {
+		return
+	}
+	for _, p := range pods {
+		if p.gang != nil || len(p.spread)+len(p.affinity)+len(p.anti)+len(p.antiAgainst) > 0 {
+			return
+		}
+	}
+	current := 0.0
+	for _, n := range nodes {
+		current += n.chosen.price
+	}
+	blocks, cost := s.bestPartition(pods)
+	if blocks == nil || cost >= current-1e-9 {
+		return
+	}
+	mark := s.checkpoint()
+	for _, n := range nodes {
+		s.clear(n)
+	}
+	for _, b := range blocks {
+		if !s.buildBlock(b.pods, b.offering) {
+			s.revert(mark)
+			break
+		}
+	}
+	s.undo = s.undo[:0]
+}
+
+type block struct {
+	pods     []*podInfo
+	offering *offering
+}
+
+// bestPartition enumerates partitions by restricted growth strings.
+func (s *state) bestPartition(pods []*podInfo) ([]block, float64) {
+	n := len(pods)
+	assign := make([]int, n)
+	var best []block
+	bestCost := -1.0
+	var rec func(i, k int)
+	rec = func(i, k int) {
+		if i == n {
+			blocks := make([]block, k)
+			for p, b := range assign {
+				blocks[b].pods = append(blocks[b].pods, pods[p])
+			}
+			cost := 0.0
+			for j := range blocks {
+				o := s.cheapestFor(blocks[j].pods)
+				if o == nil {
+					return
+				}
+				blocks[j].offering = o
+				cost += o.price
+				if bestCost >= 0 && cost >= bestCost {
+					return
+				}
+			}
+			best, bestCost = blocks, cost
+			return
+		}
+		for b := 0; b <= k; b++ {
+			assign[i] = b
+			if b == k {
+				rec(i+1, k+1)
+			} else {
+				rec(i+1, k)
+			}
+		}
+	}
+	rec(0, 0)
+	return best, bestCost
+}
+
+// cheapestFor returns the cheapest offering that can hold all the pods together.
+func (s *state) cheapestFor(pods []*podInfo) *offering {
+	sum := make(vec, len(s.dims.names))
+	for _, p := range pods {
+		sum.add(p.req)
+	}
+	zero := make(vec, len(sum))
+	var best *offering
+	for _, o := range s.offerings {
+		if best != nil && o.price >= best.price || !fits(zero, sum, o.alloc) {
+			continue
+		}
+		ok := true
+		for _, p := range pods {
+			if !s.offeringCompatible(p.sig, o) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			best = o
+		}
+	}
+	return best
+}
+
+// buildBlock opens one node for the block in the offering's pool and places its pods there.
+func (s *state) buildBlock(pods []*podInfo, o *offering) bool {
+	r := restriction{pool: o.pool, maxPrice: o.price}
+	if _, ok := s.openNode(pods[0], r); !ok {
+		return false
+	}
+	n := s.nodes[len(s.nodes)-1]
+	for _, p := range pods[1:] {
+		if !s.tryNode(p, n, restriction{node: n, pool: o.pool, maxPrice: o.price}) {
+			return false
+		}
+	}
+	return true
+}

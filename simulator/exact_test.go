@@ -1,0 +1,127 @@
+package simulator_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// exactOptimum is an exact solver for small CPU/memory-only instances: it enumerates every
+// partition of the pods into nodes (restricted growth strings) and prices each block at the
+// cheapest offering whose allocatable holds it.
+func exactOptimum(cpu, mem []int64, cat *catalog.Catalog, families ...string) float64 {
+	type shape struct {
+		cpu, mem, pods int64
+		price          float64
+	}
+	var shapes []shape
+	for i := range cat.Types {
+		it := &cat.Types[i]
+		if !slices.Contains(families, strings.SplitN(string(it.Name), ".", 2)[0]) {
+			continue
+		}
+		c, m, p := catalog.Allocatable(cat.Provider, it)
+		best := math.Inf(1)
+		for _, o := range it.Offerings {
+			best = math.Min(best, o.PricePerHour)
+		}
+		shapes = append(shapes, shape{c, m, int64(p), best})
+	}
+	blockPrice := func(c, m, n int64) float64 {
+		best := math.Inf(1)
+		for _, s := range shapes {
+			if s.cpu >= c && s.mem >= m && s.pods >= n && s.price < best {
+				best = s.price
+			}
+		}
+		return best
+	}
+	n := len(cpu)
+	assign := make([]int, n)
+	best := math.Inf(1)
+	var rec func(i, blocks int)
+	rec = func(i, blocks int) {
+		if i == n {
+			c, m, k := make([]int64, blocks), make([]int64, blocks), make([]int64, blocks)
+			for p, b := range assign {
+				c[b] += cpu[p]
+				m[b] += mem[p]
+				k[b]++
+			}
+			total := 0.0
+			for b := 0; b < blocks; b++ {
+				total += blockPrice(c[b], m[b], k[b])
+			}
+			best = math.Min(best, total)
+			return
+		}
+		for b := 0; b <= blocks; b++ {
+			assign[i] = b
+			if b == blocks {
+				rec(i+1, blocks+1)
+			} else {
+				rec(i+1, blocks)
+			}
+		}
+	}
+	rec(0, 0)
+	return best
+}
+
+// TestNearExactOptimum compares plans of small unconstrained snapshots with the exact optimum of
+// an independent brute-force solver.
+func TestNearExactOptimum(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := &policy.CostPolicy{APIVersion: policy.APIVersion, Kind: policy.Kind, Pools: []policy.Pool{{
+		Name: "general", InstanceFamilies: []string{"m7i", "c7i", "r7i"},
+		Requirements: []corev1.NodeSelectorRequirement{{Key: policy.LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}}}}
+	r := rand.New(rand.NewPCG(7, 7))
+	var sumGap, worst float64
+	cases := 40
+	for c := 0; c < cases; c++ {
+		n := 3 + r.IntN(8) // 3–10 pods: up to 9 the simulator searches exactly too, 10 is heuristic only
+		snap := &snapshot.Snapshot{}
+		cpu, mem := make([]int64, n), make([]int64, n)
+		for i := 0; i < n; i++ {
+			cpu[i] = int64(250 * (1 + r.IntN(16)))
+			mem[i] = int64(512*(1+r.IntN(32))) << 20
+			snap.Pods = append(snap.Pods, simtest.Pod(fmt.Sprintf("p%d", i)).
+				CPU(fmt.Sprintf("%dm", cpu[i])).Mem(fmt.Sprintf("%d", mem[i])).Obj())
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Unschedulable) > 0 {
+			t.Fatalf("case %d: unschedulable %+v", c, plan.Unschedulable)
+		}
+		opt := exactOptimum(cpu, mem, cat, "m7i", "c7i", "r7i")
+		if plan.CostPerHour < opt-1e-6 {
+			t.Fatalf("case %d: plan $%.4f below the exact optimum $%.4f: the solver or the checker is wrong", c, plan.CostPerHour, opt)
+		}
+		if plan.LowerBoundPerHour > opt+1e-6 {
+			t.Fatalf("case %d: lower bound $%.4f above the exact optimum $%.4f", c, plan.LowerBoundPerHour, opt)
+		}
+		gap := plan.CostPerHour/opt - 1
+		sumGap += gap
+		worst = math.Max(worst, gap)
+	}
+	t.Logf("mean gap to the exact optimum %.2f%%, worst %.2f%% over %d cases", 100*sumGap/float64(cases), 100*worst, cases)
+	if sumGap/float64(cases) > 0.02 || worst > 0.10 {
+		t.Errorf("mean gap %.2f%% (want ≤ 2%%), worst %.2f%% (want ≤ 10%%)", 100*sumGap/float64(cases), 100*worst)
+	}
+}

@@ -1,0 +1,125 @@
+package simulator
+
+import "sort"
+
+// maxSplitCaps bounds how many smaller sizes the split pass tries per node.
+const maxSplitCaps = 8
+
+
+// split improves on first-fit's big nodes: instance sizes come in steps (16, 32, 48 vCPU), so one
+// node that needs 21 vCPU costs as much as 32 while 16 + 8 costs 24. For each new node it
+// re-packs the pods, largest first, into new nodes capped at each of up to maxSplitCaps cheaper
+// offering prices, and keeps the cheapest result if it beats the node. Nodes whose pods need
+// hostname pod affinity (co-location), belong to gangs, or have constraints keyed by other labels
+// than zone and hostname are left alone: splitting only separates pods and keeps the zone, which
+// every other constraint tolerates.
+func (s *state) split() {
+	var order []*simNode
+	for _, n := range s.nodes {
+		if !n.existing && !n.removed && len(n.pods) > 1 && s.splittable(n) {
+			order = append(order, n)
+		}
+	}
+	for _, n := range order {
+		if n.removed {
+			continue
+		}
+		caps := s.splitCaps(n)
+		best, bestBudget := -1.0, s.budget
+		for _, c := range caps {
+			mark := s.checkpoint()
+			if s.repack(n, c) && s.budget < bestBudget-1e-9 {
+				best, bestBudget = c, s.budget
+			}
+			s.revert(mark)
+		}
+		if best >= 0 {
+			mark := s.checkpoint()
+			if !s.repack(n, best) {
+				s.revert(mark)
+			}
+		}
+		s.undo = s.undo[:0]
+	}
+}
+
+func (s *state) splittable(n *simNode) bool {
+	for _, p := range n.pods {
+		if p.gang != nil {
+			return false
+		}
+		for _, t := range p.affinity {
+			if t.key != LabelZone {
+				return false
+			}
+		}
+		for _, c := range p.spread {
+			if c.key != LabelZone && c.key != LabelHostname {
+				return false
+			}
+		}
+		for _, t := range p.anti {
+			if t.key != LabelZone && t.key != LabelHostname {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// splitCaps lists up to maxSplitCaps distinct prices below the node's, highest first, among its
+// pool's offerings that can hold its largest pod.
+func (s *state) splitCaps(n *simNode) []float64 {
+	largest := n.pods[0]
+	for _, p := range n.pods[1:] {
+		if p.req[dimCPU]+p.req[dimMemory]>>22 > largest.req[dimCPU]+largest.req[dimMemory]>>22 {
+			largest = p
+		}
+	}
+	zero := make(vec, len(s.dims.names))
+	seen := map[float64]bool{}
+	var caps []float64
+	for _, o := range n.pool.offs {
+		if o.price < n.chosen.price && !seen[o.price] && (n.zone == "" || o.zone == n.zone) &&
+			fits(zero, largest.req, o.alloc) && s.offeringCompatible(largest.sig, o) {
+			seen[o.price] = true
+			caps = append(caps, o.price)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(caps)))
+	if len(caps) > maxSplitCaps {
+		// Keep an even spread of sizes, from the largest cheaper one down.
+		picked := make([]float64, 0, maxSplitCaps)
+		for i := 0; i < maxSplitCaps; i++ {
+			picked = append(picked, caps[i*len(caps)/maxSplitCaps])
+		}
+		caps = picked
+	}
+	return caps
+}
+
+// repack moves n's pods into new nodes of its pool and zone priced at most capPrice, first fit
+// among the nodes it opens, largest pod first. It reports false when a pod finds no place.
+func (s *state) repack(n *simNode, capPrice float64) bool {
+	pods := s.clear(n)
+	sortPods(pods, s.gpuDims)
+	var opened []*simNode
+	r := restriction{zone: n.zone, pool: n.pool, maxPrice: capPrice}
+	for _, pi := range pods {
+		placed := false
+		for _, m := range opened {
+			if s.tryNode(pi, m, r) {
+				placed = true
+				break
+			}
+		}
+		if placed {
+			continue
+		}
+		if _, ok := s.openNode(pi, r); !ok {
+			return false
+		}
+		opened = append(opened, s.nodes[len(s.nodes)-1])
+	}
+	return true
+}
