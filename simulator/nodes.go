@@ -38,7 +38,7 @@ type simNode struct {
 	chosen *offering
 	// removed marks a new node that consolidation emptied and dropped.
 	removed bool
-	idx    int
+	idx     int
 }
 
 // domain returns the node's value of a topology key, and false when the node has none yet (a

@@ -5,7 +5,6 @@ import "sort"
 // maxSplitCaps bounds how many smaller sizes the split pass tries per node.
 const maxSplitCaps = 8
 
-
 // split improves on first-fit's big nodes: instance sizes come in steps (16, 32, 48 vCPU), so one
 // node that needs 21 vCPU costs as much as 32 while 16 + 8 costs 24. For each new node it
 // re-packs the pods, largest first, into new nodes capped at each of up to maxSplitCaps cheaper
