@@ -2,11 +2,13 @@ package policy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tiler-dev/tiler/simulator/catalog"
@@ -44,13 +46,30 @@ func parseDocument(data []byte) (*CostPolicy, error) {
 		return nil, fmt.Errorf("policy: the document is empty")
 	}
 	var p CostPolicy
-	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+	if err := strictUnmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// strictUnmarshal decodes YAML or JSON, failing on unknown and duplicate fields with errors that
+// carry the field's path (e.g. unknown field "pools[0].instanceFamily").
+func strictUnmarshal(data []byte, into any) error {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return err
+	}
+	strict, err := sigsjson.UnmarshalStrict(js, into)
+	if err != nil {
+		return err
+	}
+	if len(strict) > 0 {
+		return errors.Join(strict...)
+	}
+	return nil
 }
 
 var familyRE = regexp.MustCompile(`^[a-z0-9-]+$`)

@@ -1,0 +1,53 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGoodPolicies(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/config/*.good.yaml")
+	if len(files) == 0 {
+		t.Fatal("no good policy files")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(b); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestBadPolicies: every bad file fails with an error that names the field.
+func TestBadPolicies(t *testing.T) {
+	want := map[string]string{
+		"unknown-field.bad.yaml":            `unknown field "pools[0].instanceFamily"`,
+		"capacity-type.bad.yaml":            `pools[0]: capacityTypes[0] "reserved" must be spot or on-demand`,
+		"negative-limit.bad.yaml":           "pools[0]: limits.maxNodes must not be negative",
+		"duplicate-pool.bad.yaml":           `pools[1].name "a" is used twice`,
+		"bad-taint.bad.yaml":                `pools[0]: taints[0]: effect "Sometimes" must be NoSchedule, PreferNoSchedule or NoExecute`,
+		"replicas-without-sharing.bad.yaml": `pools[0]: gpu.replicas needs sharing time-slicing or mps`,
+		"configmap-missing-key.bad.yaml":    "data.policy.yaml is missing",
+		"wrong-kind.bad.yaml":               `kind must be CostPolicy, not "CostPolice"`,
+	}
+	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
+	if len(files) != len(want) {
+		t.Fatalf("%d bad files, %d expectations", len(files), len(want))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(b)
+		w := want[filepath.Base(f)]
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: error %v, want it to contain %q", filepath.Base(f), err, w)
+		}
+	}
+}
