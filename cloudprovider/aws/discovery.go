@@ -1,0 +1,150 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// TypeInfo is what EC2 says about one instance type in the region, before prices.
+type TypeInfo struct {
+	Name      catalog.InstanceTypeName
+	VCPU      int
+	MemoryMiB int64
+	// Arch is the Kubernetes architecture: amd64 or arm64.
+	Arch string
+	// GPU is the catalog form of the type's accelerators (see accelerators).
+	GPU catalog.GPU
+	// GPUPartition is the fraction of one GPU a fractional-GPU type gets; 0 for whole GPUs.
+	GPUPartition float64
+	// Accelerator records Neuron devices and non-NVIDIA GPUs; nil otherwise.
+	Accelerator *Accelerator
+	// OnDemand and Spot are the supported usage classes.
+	OnDemand, Spot bool
+	// Zones are the availability zones offering the type, sorted.
+	Zones []string
+}
+
+// describeInstanceTypesPage is the page size of DescribeInstanceTypes (its maximum is 100).
+const describeInstanceTypesPage = 100
+
+// DiscoverTypes lists the allowed instance types of the region with the zones that offer them.
+// Types with neither an on-demand nor a spot usage class (capacity blocks only), without an
+// amd64 or arm64 architecture, or offered in no zone (or, when Config.Subnets is set, in no zone
+// with a subnet) are left out. Errors name the page and the item.
+func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, error) {
+	zones, err := typeZones(ctx, client, cfg)
+	if err != nil {
+		return nil, err
+	}
+	in := &ec2.DescribeInstanceTypesInput{MaxResults: awssdk.Int32(describeInstanceTypesPage)}
+	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
+		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
+	}
+	var out []TypeInfo
+	for page := 1; ; page++ {
+		if page > maxPages {
+			return nil, fmt.Errorf("DescribeInstanceTypes: more than %d pages", maxPages)
+		}
+		resp, err := client.DescribeInstanceTypes(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("DescribeInstanceTypes page %d: %w", page, err)
+		}
+		for i, it := range resp.InstanceTypes {
+			info, ok, err := typeInfo(it)
+			if err != nil {
+				return nil, fmt.Errorf("DescribeInstanceTypes page %d, instanceTypeSet[%d]: %w", page, i, err)
+			}
+			info.Zones = zones[info.Name]
+			if ok && len(info.Zones) > 0 && cfg.InstanceTypes.Allows(string(info.Name)) {
+				out = append(out, info)
+			}
+		}
+		if awssdk.ToString(resp.NextToken) == "" {
+			break
+		}
+		in.NextToken = resp.NextToken
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// typeInfo converts one DescribeInstanceTypes item; ok is false for types Tiler cannot use.
+func typeInfo(it ec2types.InstanceTypeInfo) (TypeInfo, bool, error) {
+	info := TypeInfo{Name: catalog.InstanceTypeName(it.InstanceType)}
+	switch {
+	case info.Name == "":
+		return info, false, fmt.Errorf("instanceType is missing")
+	case it.VCpuInfo == nil || awssdk.ToInt32(it.VCpuInfo.DefaultVCpus) <= 0:
+		return info, false, fmt.Errorf("%s: vCpuInfo.defaultVCpus is missing or not positive", info.Name)
+	case it.MemoryInfo == nil || awssdk.ToInt64(it.MemoryInfo.SizeInMiB) <= 0:
+		return info, false, fmt.Errorf("%s: memoryInfo.sizeInMiB is missing or not positive", info.Name)
+	}
+	info.VCPU = int(awssdk.ToInt32(it.VCpuInfo.DefaultVCpus))
+	info.MemoryMiB = awssdk.ToInt64(it.MemoryInfo.SizeInMiB)
+	info.GPU, info.GPUPartition, info.Accelerator = accelerators(it.GpuInfo, it.NeuronInfo)
+	for _, u := range it.SupportedUsageClasses {
+		info.OnDemand = info.OnDemand || u == ec2types.UsageClassTypeOnDemand
+		info.Spot = info.Spot || u == ec2types.UsageClassTypeSpot
+	}
+	if it.ProcessorInfo != nil {
+		info.Arch = kubeArch(it.ProcessorInfo.SupportedArchitectures)
+	}
+	return info, info.Arch != "" && (info.OnDemand || info.Spot), nil
+}
+
+// kubeArch maps EC2 architectures to Kubernetes' (x86_64 → amd64, arm64 → arm64). The Mac
+// variants need dedicated hosts and i386 is not a Kubernetes node architecture: "".
+func kubeArch(archs []ec2types.ArchitectureType) string {
+	for _, a := range archs {
+		switch a {
+		case ec2types.ArchitectureTypeX8664:
+			return "amd64"
+		case ec2types.ArchitectureTypeArm64:
+			return "arm64"
+		}
+	}
+	return ""
+}
+
+// typeZones pages through DescribeInstanceTypeOfferings by availability zone and returns, per
+// type, the sorted zones offering it (only zones with a subnet when Config.Subnets is set).
+func typeZones(ctx context.Context, client EC2API, cfg Config) (map[catalog.InstanceTypeName][]string, error) {
+	in := &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone}
+	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
+		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
+	}
+	zones := map[catalog.InstanceTypeName][]string{}
+	for page := 1; ; page++ {
+		if page > maxPages {
+			return nil, fmt.Errorf("DescribeInstanceTypeOfferings: more than %d pages", maxPages)
+		}
+		resp, err := client.DescribeInstanceTypeOfferings(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d: %w", page, err)
+		}
+		for i, o := range resp.InstanceTypeOfferings {
+			name, zone := catalog.InstanceTypeName(o.InstanceType), awssdk.ToString(o.Location)
+			if name == "" || zone == "" {
+				return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d, instanceTypeOfferingSet[%d]: instanceType or location is missing", page, i)
+			}
+			if _, ok := cfg.Subnets[zone]; ok || len(cfg.Subnets) == 0 {
+				zones[name] = append(zones[name], zone)
+			}
+		}
+		if awssdk.ToString(resp.NextToken) == "" {
+			break
+		}
+		in.NextToken = resp.NextToken
+	}
+	for _, z := range zones {
+		sort.Strings(z)
+	}
+	return zones, nil
+}
