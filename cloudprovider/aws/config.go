@@ -22,7 +22,7 @@ const (
 	DefaultWaitTimeSeconds = 20
 	// DefaultVisibilityTimeoutSeconds hides a received message from other pollers while Tiler
 	// parses and deletes it.
-	DefaultVisibilityTimeoutSeconds = 30
+	DefaultVisibilityTimeoutSeconds = 20
 )
 
 // Config is what a CLI fills from flags to build the provider, the catalog and the interruption
