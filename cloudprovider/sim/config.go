@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// Default timings of DefaultConfig. They are in the order of what GPU instances show on the big
+// clouds: a node registers about a minute after launch, and the GPU operator's driver container,
+// device plugin and DRA kubelet plugin need about another minute before the GPUs are advertised.
+const (
+	DefaultBootDelay         = 45 * time.Second
+	DefaultDeviceDelay       = 60 * time.Second
+	DefaultStepInterval      = time.Second
+	DefaultInterruptionGrace = 2 * time.Minute // the notice period of an EC2 spot interruption
+)
+
+// EventLogSuffix is appended to Config.StatePath to name the event log when
+// Config.EventLogPath is empty.
+const EventLogSuffix = ".events.jsonl"
+
+// Config configures the simulated cloud. The zero value is not usable: Catalog, ClusterName and
+// StatePath are required. Durations are read as given, so zero means "at once".
+type Config struct {
+	// Catalog is what the cloud sells; instance shapes and prices come from it, and its Provider
+	// selects the kubelet overhead formula (catalog.Allocatable).
+	Catalog *catalog.Catalog
+	// ClusterName is the cluster whose instances this Provider launches, lists and runs.
+	ClusterName string
+	// StatePath is the JSON file holding the inventory. It is created when missing.
+	StatePath string
+	// EventLogPath is the append-only JSON-lines event log. Default: StatePath+EventLogSuffix.
+	EventLogPath string
+	// BootDelay is the time from launch until the Node registers and turns Ready.
+	BootDelay time.Duration
+	// DeviceDelay is the further time from Ready until GPU extended resources and ResourceSlices
+	// are published.
+	DeviceDelay time.Duration
+	// StepInterval is how often Run calls Step. Default (zero): DefaultStepInterval.
+	StepInterval time.Duration
+	// InterruptionGrace is the time from Interrupt until the cloud reclaims the instance.
+	InterruptionGrace time.Duration
+	// RenameSharedGPUs advertises time-sliced and MPS GPUs as nvidia.com/gpu.shared instead of
+	// nvidia.com/gpu, like the device plugin's renameByDefault.
+	RenameSharedGPUs bool
+	// MaxInstances and MaxGPUs are account quotas over the instances of every cluster in the
+	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.
+	MaxInstances int
+	MaxGPUs      int
+	// Faults are injected from the start; the Inject and Set methods change them later.
+	Faults Faults
+	// Logger receives Run's step failures. Default: a no-op logger.
+	Logger *zap.Logger
+}
+
+// Faults are injected failures. An OfferingRef in a fault is a pattern: an empty field matches
+// any value, so {InstanceType: "p5.48xlarge"} covers every zone and capacity type of the type.
+type Faults struct {
+	// InsufficientCapacity lists offerings the cloud has no capacity for.
+	InsufficientCapacity []cloudprovider.OfferingRef
+	// Quota, when set, fails every launch with this error.
+	Quota *cloudprovider.QuotaError
+	// SlowBoots override Config.BootDelay for the matching offerings; the first match wins.
+	SlowBoots []SlowBoot
+	// NeverRegisters lists offerings whose instances launch but never create a Node.
+	NeverRegisters []cloudprovider.OfferingRef
+}
+
+// SlowBoot overrides the boot delay of the offerings matching Offering.
+type SlowBoot struct {
+	Offering  cloudprovider.OfferingRef
+	BootDelay time.Duration
+}
+
+// DefaultConfig returns a configuration with the default timings for the given catalog, cluster
+// and state file.
+func DefaultConfig(cat *catalog.Catalog, clusterName, statePath string) Config {
+	return Config{
+		Catalog:           cat,
+		ClusterName:       clusterName,
+		StatePath:         statePath,
+		BootDelay:         DefaultBootDelay,
+		DeviceDelay:       DefaultDeviceDelay,
+		StepInterval:      DefaultStepInterval,
+		InterruptionGrace: DefaultInterruptionGrace,
+	}
+}
+
+// validate checks the configuration; errors name the field.
+func (c *Config) validate() error {
+	switch {
+	case c.Catalog == nil:
+		return errors.New("sim config: Catalog is required")
+	case c.ClusterName == "":
+		return errors.New("sim config: ClusterName is required")
+	case c.StatePath == "":
+		return errors.New("sim config: StatePath is required")
+	case c.BootDelay < 0:
+		return errors.New("sim config: BootDelay must not be negative")
+	case c.DeviceDelay < 0:
+		return errors.New("sim config: DeviceDelay must not be negative")
+	case c.StepInterval < 0:
+		return errors.New("sim config: StepInterval must not be negative")
+	case c.InterruptionGrace < 0:
+		return errors.New("sim config: InterruptionGrace must not be negative")
+	case c.MaxInstances < 0:
+		return errors.New("sim config: MaxInstances must not be negative")
+	case c.MaxGPUs < 0:
+		return errors.New("sim config: MaxGPUs must not be negative")
+	}
+	for i, s := range c.Faults.SlowBoots {
+		if s.BootDelay < 0 {
+			return fmt.Errorf("sim config: Faults.SlowBoots[%d].BootDelay must not be negative", i)
+		}
+	}
+	return nil
+}
+
+// withDefaults fills the optional fields.
+func (c Config) withDefaults() Config {
+	if c.EventLogPath == "" {
+		c.EventLogPath = c.StatePath + EventLogSuffix
+	}
+	if c.StepInterval == 0 {
+		c.StepInterval = DefaultStepInterval
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	c.Faults = c.Faults.clone()
+	return c
+}
+
+// clone returns a copy that shares no slices with f.
+func (f Faults) clone() Faults {
+	out := Faults{
+		InsufficientCapacity: append([]cloudprovider.OfferingRef(nil), f.InsufficientCapacity...),
+		SlowBoots:            append([]SlowBoot(nil), f.SlowBoots...),
+		NeverRegisters:       append([]cloudprovider.OfferingRef(nil), f.NeverRegisters...),
+	}
+	if f.Quota != nil {
+		q := *f.Quota
+		out.Quota = &q
+	}
+	return out
+}
+
+// matches reports whether the pattern covers the offering; empty pattern fields match anything.
+func matches(pattern, o cloudprovider.OfferingRef) bool {
+	return (pattern.InstanceType == "" || pattern.InstanceType == o.InstanceType) &&
+		(pattern.Zone == "" || pattern.Zone == o.Zone) &&
+		(pattern.CapacityType == "" || pattern.CapacityType == o.CapacityType)
+}
+
+// matchesAny reports whether any pattern covers the offering.
+func matchesAny(patterns []cloudprovider.OfferingRef, o cloudprovider.OfferingRef) bool {
+	for _, p := range patterns {
+		if matches(p, o) {
+			return true
+		}
+	}
+	return false
+}

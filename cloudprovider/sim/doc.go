@@ -1,0 +1,38 @@
+// Package sim is a simulated cloud behind cloudprovider.Provider. Its instances become Node
+// objects in a real (or fake) Kubernetes API server: the provider plays the cloud, the kubelet,
+// the NVIDIA device plugin and the NVIDIA DRA driver.
+//
+// # Inventory
+//
+// The inventory lives outside the controller process, in a JSON state file that every change
+// rewrites atomically (write a temporary file, fsync, rename) under an exclusive flock. A new
+// Provider on the same file — a restarted controller — sees the same instances, interruption
+// notices and instance counter. Several clusters may share one file; each Provider sees only the
+// instances of its Config.ClusterName. An append-only JSON-lines event log records every launch,
+// deletion and interruption so tests can count purchases (ReadEvents, CountEvents).
+//
+// # Instance lifecycle
+//
+// Create records the instance (state pending) before it returns. Step, called by tests directly or
+// by Run on a ticker of the injected clock, then walks every instance of the cluster:
+//
+//	launch ──BootDelay──▶ Node created, Ready=True, not-ready taint removed (state running)
+//	       ──DeviceDelay─▶ GPU extended resources in capacity/allocatable, ResourceSlices published
+//
+// Between Ready and the device delay a GPU node looks GPU-less to the scheduler, the classic cause
+// of duplicate GPU purchases that the controller must not fall for. Both deadlines are fixed at
+// launch (LaunchedAt+BootDelay, then +DeviceDelay), in the injected clock's time, so a restart
+// does not reset them. Step also renews the node's Lease in kube-node-lease, as a kubelet does,
+// so the node lifecycle controller keeps the node healthy while the clock moves.
+//
+// # Faults
+//
+// Config.Faults and the Inject/Set methods make offerings fail with insufficient capacity (the
+// request's fallbacks are tried in order first), make every launch fail with a quota error, slow
+// down the boot of some offerings or keep their instances from ever registering. Config.MaxInstances
+// and Config.MaxGPUs are account quotas. Interrupt announces a spot interruption through
+// Interruptions().Poll and reclaims the instance after Config.InterruptionGrace.
+//
+// GPUSlices, in slices.go, builds the ResourceSlices the DRA driver would publish for a node of
+// an instance type; it depends only on k8s.io/api types, so the simulator can reuse the shape.
+package sim

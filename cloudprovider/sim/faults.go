@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// Error codes of the simulated cloud, in the style of EC2's.
+const (
+	CodeInsufficientCapacity = "InsufficientInstanceCapacity"
+	CodeInstanceLimit        = "InstanceLimitExceeded"
+	CodeGPULimit             = "GPULimitExceeded"
+)
+
+// InjectInsufficientCapacity makes launches of the matching offerings fail with insufficient
+// capacity until ClearInsufficientCapacity. Empty fields of a pattern match anything.
+func (p *Provider) InjectInsufficientCapacity(patterns ...cloudprovider.OfferingRef) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults.InsufficientCapacity = append(p.faults.InsufficientCapacity, patterns...)
+}
+
+// ClearInsufficientCapacity removes every injected insufficient-capacity fault.
+func (p *Provider) ClearInsufficientCapacity() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults.InsufficientCapacity = nil
+}
+
+// InjectQuotaError makes every launch fail with a *cloudprovider.QuotaError of the given code and
+// message; nil clears the fault.
+func (p *Provider) InjectQuotaError(err *cloudprovider.QuotaError) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults.Quota = nil
+	if err != nil {
+		q := *err
+		p.faults.Quota = &q
+	}
+}
+
+// SetSlowBoot makes instances launched from now on for the matching offerings register after
+// bootDelay instead of Config.BootDelay. Later calls take precedence over earlier ones.
+func (p *Provider) SetSlowBoot(pattern cloudprovider.OfferingRef, bootDelay time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults.SlowBoots = append([]SlowBoot{{Offering: pattern, BootDelay: bootDelay}}, p.faults.SlowBoots...)
+}
+
+// SetNeverRegisters makes instances launched from now on for the matching offerings never create
+// a Node, as a broken bootstrap would.
+func (p *Provider) SetNeverRegisters(pattern cloudprovider.OfferingRef) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults.NeverRegisters = append(p.faults.NeverRegisters, pattern)
+}
+
+// currentFaults returns a copy of the injected faults.
+func (p *Provider) currentFaults() Faults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.faults.clone()
+}
+
+// lookup resolves an offering against the catalog.
+func (p *Provider) lookup(o cloudprovider.OfferingRef) (*catalog.InstanceType, *catalog.Offering, error) {
+	it, ok := p.cfg.Catalog.Type(o.InstanceType)
+	if !ok {
+		return nil, nil, fmt.Errorf("instance type %q is not in catalog %s", o.InstanceType, p.cfg.Catalog.Name)
+	}
+	for i := range it.Offerings {
+		if off := &it.Offerings[i]; off.Zone == o.Zone && off.CapacityType == o.CapacityType {
+			return it, off, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("instance type %s has no %s offering in zone %q", o.InstanceType, o.CapacityType, o.Zone)
+}
+
+// launch tries the request's offering and fallbacks in order and records an instance of the
+// first one with capacity. An injected quota fault fails before any offering is tried; an
+// account quota fails at the first offering with capacity that would exceed it, since the cloud
+// refuses the launch rather than falling back.
+func (p *Provider) launch(st *state, req cloudprovider.LaunchRequest) (*record, error) {
+	faults := p.currentFaults()
+	if faults.Quota != nil {
+		return nil, faults.Quota
+	}
+	var refused []cloudprovider.OfferingRef
+	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+		if matchesAny(faults.InsufficientCapacity, o) {
+			refused = append(refused, o)
+			continue
+		}
+		it, off, err := p.lookup(o)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.checkQuota(st, it); err != nil {
+			return nil, err
+		}
+		r := p.newRecord(st, req, o, it, off, faults)
+		st.Instances = append(st.Instances, r)
+		st.emit(newEvent(EventLaunched, r, r.LaunchedAt, ""))
+		return r, nil
+	}
+	return nil, &cloudprovider.InsufficientCapacityError{
+		Offerings: refused, Code: CodeInsufficientCapacity,
+		Message: "the simulated cloud has no capacity for these offerings (injected fault)",
+	}
+}
+
+// checkQuota applies Config.MaxInstances and Config.MaxGPUs to the instances of every cluster in
+// the state file, as an account quota would.
+func (p *Provider) checkQuota(st *state, it *catalog.InstanceType) error {
+	instances, gpus := 1, it.GPU.Count
+	for _, r := range st.Instances {
+		instances++
+		if t, ok := p.cfg.Catalog.Type(r.Offering.InstanceType); ok {
+			gpus += t.GPU.Count
+		}
+	}
+	if limit := p.cfg.MaxInstances; limit > 0 && instances > limit {
+		return &cloudprovider.QuotaError{Code: CodeInstanceLimit,
+			Message: fmt.Sprintf("launching %s would make %d instances, over the limit of %d", it.Name, instances, limit)}
+	}
+	if limit := p.cfg.MaxGPUs; limit > 0 && it.GPU.Count > 0 && gpus > limit {
+		return &cloudprovider.QuotaError{Code: CodeGPULimit,
+			Message: fmt.Sprintf("launching %s would make %d GPUs, over the limit of %d", it.Name, gpus, limit)}
+	}
+	return nil
+}
+
+// newRecord numbers a new instance and fixes its schedule: Ready after the boot delay (or the
+// first matching slow-boot fault), devices a DeviceDelay later.
+func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloudprovider.OfferingRef,
+	it *catalog.InstanceType, off *catalog.Offering, faults Faults) *record {
+	now := p.clk.Now()
+	boot := p.cfg.BootDelay
+	for _, s := range faults.SlowBoots {
+		if matches(s.Offering, o) {
+			boot = s.BootDelay
+			break
+		}
+	}
+	id := fmt.Sprintf("sim-%06d", st.NextID)
+	st.NextID++
+	return &record{
+		ID: id, Cluster: p.cfg.ClusterName, LaunchID: req.LaunchID, NodeName: req.NodeName,
+		Pool: req.Pool, Offering: o, State: StatePending, PricePerHour: off.PricePerHour,
+		LaunchedAt: now, ReadyAt: now.Add(boot), DevicesAt: now.Add(boot + p.cfg.DeviceDelay),
+		NeverRegisters: matchesAny(faults.NeverRegisters, o),
+		Tags: map[string]string{
+			cloudprovider.TagLaunchID: req.LaunchID, cloudprovider.TagCluster: p.cfg.ClusterName,
+			cloudprovider.TagPool: req.Pool, cloudprovider.TagNodeName: req.NodeName,
+		},
+		Labels: copyMap(req.Labels), Taints: append(req.Taints[:0:0], req.Taints...), GPU: req.GPU,
+	}
+}
+
+// copyMap returns a copy of m (nil for an empty map).
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// Extended resources and labels of the NVIDIA device plugin, GPU feature discovery and
+// mig-manager.
+const (
+	// ResourceGPU is a whole GPU, a time-slicing or MPS replica (without renaming), or a MIG
+	// device under the single strategy.
+	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	// ResourceGPUShared is a time-slicing or MPS replica when Config.RenameSharedGPUs is set.
+	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
+	// ResourceMIGPrefix prefixes the MIG profile in a mixed-strategy resource: nvidia.com/mig-1g.5gb.
+	ResourceMIGPrefix = "nvidia.com/mig-"
+
+	LabelMIGConfig      = "nvidia.com/mig.config"
+	LabelMIGConfigState = "nvidia.com/mig.config.state"
+	LabelMIGStrategy    = "nvidia.com/mig.strategy"
+	LabelGPUReplicas    = "nvidia.com/gpu.replicas"
+	LabelSharingMode    = "nvidia.com/gpu.sharing-strategy"
+)
+
+// The MIG strategies of the device plugin.
+const (
+	MIGStrategySingle = "single"
+	MIGStrategyMixed  = "mixed"
+)
+
+// validateGPU checks a request's GPU configuration against an instance type. Types without GPUs
+// ignore it, since a pool's GPU settings travel with every request of the pool.
+func validateGPU(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
+	if it.GPU.Count == 0 {
+		return nil
+	}
+	switch policy.Sharing(g.Sharing) {
+	case "", policy.Exclusive, policy.DynamicMIG:
+		return nil
+	case policy.TimeSlicing, policy.MPS:
+		if g.Replicas < 1 {
+			return fmt.Errorf("Replicas is %d; %s needs at least 1", g.Replicas, g.Sharing)
+		}
+		return nil
+	case policy.MIG:
+		return validateMIG(g, it)
+	default:
+		return fmt.Errorf("Sharing %q is not exclusive, time-slicing, mps, mig or dynamic-mig", g.Sharing)
+	}
+}
+
+// validateMIG checks the strategy and the layout: at most one entry per GPU, and under the single
+// strategy one profile for every MIG device, as the device plugin demands.
+func validateMIG(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
+	if g.MIGStrategy != "" && g.MIGStrategy != MIGStrategySingle && g.MIGStrategy != MIGStrategyMixed {
+		return fmt.Errorf("MIGStrategy %q is not single or mixed", g.MIGStrategy)
+	}
+	if len(g.MIGLayout) > it.GPU.Count {
+		return fmt.Errorf("MIGLayout has %d GPUs, the type has %d", len(g.MIGLayout), it.GPU.Count)
+	}
+	first := ""
+	for i, profiles := range g.MIGLayout {
+		for _, p := range profiles {
+			if p == "" {
+				return fmt.Errorf("MIGLayout[%d] has an empty profile", i)
+			}
+			if first == "" {
+				first = p
+			}
+			if g.MIGStrategy != MIGStrategyMixed && p != first {
+				return errors.New("the single MIG strategy needs one profile on every GPU; use mixed")
+			}
+		}
+	}
+	return nil
+}
+
+// gpuResources returns the extended resources the device plugin advertises for a node of the
+// type configured as g, or nil for a type without GPUs or under dynamic MIG (where only the DRA
+// driver advertises devices).
+//
+//	exclusive:             nvidia.com/gpu = GPUs
+//	time-slicing, mps:     nvidia.com/gpu (or .shared when renamed) = GPUs × replicas
+//	mig, mixed strategy:   nvidia.com/mig-<profile> = MIG devices of the profile,
+//	                       nvidia.com/gpu = GPUs without a layout entry
+//	mig, single strategy:  nvidia.com/gpu = MIG devices + GPUs without a layout entry
+func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameShared bool) corev1.ResourceList {
+	n := int64(it.GPU.Count)
+	if n == 0 {
+		return nil
+	}
+	switch policy.Sharing(g.Sharing) {
+	case policy.DynamicMIG:
+		return nil
+	case policy.TimeSlicing, policy.MPS:
+		name := ResourceGPU
+		if renameShared {
+			name = ResourceGPUShared
+		}
+		return corev1.ResourceList{name: *resource.NewQuantity(n*int64(g.Replicas), resource.DecimalSI)}
+	case policy.MIG:
+		return migResources(g, n)
+	default:
+		return corev1.ResourceList{ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+}
+
+// migResources counts the MIG devices of the layout per resource name.
+func migResources(g cloudprovider.GPUConfig, gpus int64) corev1.ResourceList {
+	counts := map[corev1.ResourceName]int64{}
+	if whole := gpus - int64(len(g.MIGLayout)); whole > 0 {
+		counts[ResourceGPU] = whole
+	}
+	for _, profiles := range g.MIGLayout {
+		for _, p := range profiles {
+			name := ResourceGPU
+			if g.MIGStrategy == MIGStrategyMixed {
+				name = corev1.ResourceName(ResourceMIGPrefix + p)
+			}
+			counts[name]++
+		}
+	}
+	out := corev1.ResourceList{}
+	for name, c := range counts {
+		out[name] = *resource.NewQuantity(c, resource.DecimalSI)
+	}
+	return out
+}
+
+// gpuLabels returns the labels GPU feature discovery and mig-manager add once the GPUs are up.
+func gpuLabels(g cloudprovider.GPUConfig, it *catalog.InstanceType) map[string]string {
+	if it.GPU.Count == 0 {
+		return nil
+	}
+	switch policy.Sharing(g.Sharing) {
+	case policy.TimeSlicing, policy.MPS:
+		return map[string]string{LabelGPUReplicas: strconv.Itoa(g.Replicas), LabelSharingMode: g.Sharing}
+	case policy.MIG:
+		strategy := g.MIGStrategy
+		if strategy == "" {
+			strategy = MIGStrategySingle
+		}
+		return map[string]string{LabelMIGStrategy: strategy, LabelMIGConfigState: "success"}
+	default:
+		return nil
+	}
+}
+
+// publishesSlices reports whether the DRA driver publishes full-GPU devices for the node. A
+// statically partitioned MIG GPU is published as its MIG devices instead, which this simulation
+// does not model, so such nodes get no slices.
+func publishesSlices(g cloudprovider.GPUConfig, it *catalog.InstanceType) bool {
+	return it.GPU.Count > 0 && policy.Sharing(g.Sharing) != policy.MIG
+}
+
+// resourceNames returns the names of a resource list in order, for messages.
+func resourceNames(l corev1.ResourceList) []string {
+	out := make([]string, 0, len(l))
+	for name := range l {
+		out = append(out, string(name))
+	}
+	sort.Strings(out)
+	return out
+}

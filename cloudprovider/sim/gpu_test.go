@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+func TestGPUResources(t *testing.T) {
+	cat, _ := catalog.Embedded("aws-us-east-1")
+	a100, _ := cat.Type("p4d.24xlarge") // 8 × A100-40GB
+	cpu, _ := cat.Type("m7i.large")
+	n := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
+	for _, tc := range []struct {
+		name   string
+		it     *catalog.InstanceType
+		gpu    cloudprovider.GPUConfig
+		rename bool
+		want   corev1.ResourceList
+	}{
+		{"no GPUs", cpu, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false, nil},
+		{"exclusive", a100, cloudprovider.GPUConfig{}, false, corev1.ResourceList{ResourceGPU: n(8)}},
+		// 8 GPUs × 4 replicas = 32
+		{"time-slicing", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false,
+			corev1.ResourceList{ResourceGPU: n(32)}},
+		{"time-slicing renamed", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, true,
+			corev1.ResourceList{ResourceGPUShared: n(32)}},
+		// 8 × 2 = 16
+		{"mps", a100, cloudprovider.GPUConfig{Sharing: "mps", Replicas: 2}, false, corev1.ResourceList{ResourceGPU: n(16)}},
+		// GPU 0: 7 × 1g.5gb; GPU 1: 3g.20gb + 2 × 2g.10gb; GPUs 2-7 whole.
+		{"mig mixed", a100, cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{
+			{"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"}, {"3g.20gb", "2g.10gb", "2g.10gb"},
+		}}, false, corev1.ResourceList{
+			"nvidia.com/mig-1g.5gb": n(7), "nvidia.com/mig-3g.20gb": n(1), "nvidia.com/mig-2g.10gb": n(2), ResourceGPU: n(6),
+		}},
+		// 8 GPUs × 2 × 3g.20gb = 16 slices
+		{"mig single", a100, cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "single", MIGLayout: [][]string{
+			{"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"},
+			{"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"},
+		}}, false, corev1.ResourceList{ResourceGPU: n(16)}},
+		{"dynamic mig is DRA only", a100, cloudprovider.GPUConfig{Sharing: "dynamic-mig"}, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := validateGPU(tc.gpu, tc.it); err != nil {
+				t.Fatalf("validateGPU: %v", err)
+			}
+			got := gpuResources(tc.gpu, tc.it, tc.rename)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Fatalf("gpuResources (-want +got):\n%s", diff)
+			}
+		})
+	}
+	single := cloudprovider.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"3g.20gb", "2g.10gb"}}}
+	if err := validateGPU(single, a100); err == nil {
+		t.Fatal("validateGPU accepted two profiles under the single strategy")
+	}
+}
+
+// TestGPUSlicesShape compares the devices GPUSlices builds with the NVIDIA driver's documented
+// slice (testdata/resourceslice-static.yaml, copied from /work/shared/testdata/dra): every
+// attribute the simulation sets must exist there with the same value type, and the capacity
+// must be memory.
+func TestGPUSlicesShape(t *testing.T) {
+	cat, _ := catalog.Embedded("aws-us-east-1")
+	a100, _ := cat.Type("p4d.24xlarge")
+	slices := GPUSlices("a100-node", a100)
+	if len(slices) != 1 {
+		t.Fatalf("%d slices, want 1", len(slices))
+	}
+	s := slices[0]
+	if s.Name != "a100-node-gpu.nvidia.com" || s.Spec.Driver != DRADriver || *s.Spec.NodeName != "a100-node" ||
+		s.Spec.Pool != (resourcev1.ResourcePool{Name: "a100-node", Generation: 1, ResourceSliceCount: 1}) {
+		t.Fatalf("slice header %+v %+v", s.ObjectMeta, s.Spec.Pool)
+	}
+	if len(s.Spec.Devices) != 8 || s.Spec.Devices[7].Name != "gpu-7" {
+		t.Fatalf("devices %+v", s.Spec.Devices)
+	}
+	ref := referenceDevice(t)
+	uuids := map[string]bool{}
+	for _, d := range s.Spec.Devices {
+		for key, attr := range d.Attributes {
+			if key == "index" {
+				if attr.IntValue == nil {
+					t.Errorf("%s: index is not an int", d.Name)
+				}
+				continue
+			}
+			want, ok := ref.Attributes[key]
+			if !ok {
+				t.Errorf("%s: attribute %s is not in the driver's slice", d.Name, key)
+			} else if attrKind(attr) != attrKind(want) {
+				t.Errorf("%s: attribute %s is a %s, the driver's is a %s", d.Name, key, attrKind(attr), attrKind(want))
+			}
+		}
+		uuids[*d.Attributes["uuid"].StringValue] = true
+	}
+	if len(uuids) != 8 {
+		t.Errorf("%d distinct GPU UUIDs, want 8", len(uuids))
+	}
+	d := s.Spec.Devices[0]
+	for key, want := range map[resourcev1.QualifiedName]string{
+		"type": "gpu", "productName": "NVIDIA A100-SXM4-40GB", "architecture": "Ampere",
+	} {
+		if got := d.Attributes[key].StringValue; got == nil || *got != want {
+			t.Errorf("attribute %s = %v, want %s", key, got, want)
+		}
+	}
+	if v := d.Attributes["cudaComputeCapability"].VersionValue; v == nil || *v != "8.0.0" {
+		t.Errorf("cudaComputeCapability = %v, want 8.0.0", v)
+	}
+	mem := d.Capacity["memory"].Value
+	if want := ref.Capacity["memory"].Value; mem.Cmp(want) != 0 || mem.String() != "40Gi" {
+		t.Errorf("memory capacity %s, want %s like the driver's A100-40GB", mem.String(), want.String())
+	}
+	if GPUSlices("cpu-node", &catalog.InstanceType{Name: "cpu", VCPU: 2, MemoryMiB: 1024}) != nil {
+		t.Error("slices for a type without GPUs")
+	}
+}
+
+// referenceDevice returns the full-GPU device of the driver's documented slice.
+func referenceDevice(t *testing.T) resourcev1.Device {
+	t.Helper()
+	b, err := os.ReadFile("testdata/resourceslice-static.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []resourcev1.ResourceSlice `json:"items"`
+	}
+	if err := yaml.Unmarshal(b, &list); err != nil {
+		t.Fatalf("decoding the reference slice: %v", err)
+	}
+	return list.Items[0].Spec.Devices[0]
+}
+
+// attrKind names the value type of an attribute.
+func attrKind(a resourcev1.DeviceAttribute) string {
+	switch {
+	case a.StringValue != nil:
+		return "string"
+	case a.VersionValue != nil:
+		return "version"
+	case a.IntValue != nil:
+		return "int"
+	case a.BoolValue != nil:
+		return "bool"
+	}
+	return "empty"
+}

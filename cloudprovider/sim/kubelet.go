@@ -1,0 +1,303 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// Run calls Step every Config.StepInterval of the injected clock until ctx is done, logging the
+// failures of a step and carrying on. It returns nil when ctx is done.
+func (p *Provider) Run(ctx context.Context) error {
+	for {
+		timer := p.clk.NewTimer(p.cfg.StepInterval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-timer.C():
+		}
+		if err := p.Step(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("sim cloud step failed", zap.Error(err))
+		}
+	}
+}
+
+// Step brings every instance of the cluster to where the clock says it should be, in ID order:
+// it finishes terminations, reclaims interrupted spot instances whose grace has passed, and for
+// every instance past its boot delay (unless it never registers) plays the kubelet — create the
+// Node, post Ready, remove the not-ready taint, renew the Lease — and, past the device delay, the
+// device plugin and DRA driver: GPU extended resources, GPU labels and ResourceSlices. Each step
+// is idempotent. An instance's failure does not stop the others; the error joins them all.
+func (p *Provider) Step(ctx context.Context) error {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	recs, err := p.ownRecords()
+	if err != nil {
+		return fmt.Errorf("stepping the sim cloud: %w", err)
+	}
+	now := p.clk.Now()
+	var errs []error
+	for i := range recs {
+		if err := p.reconcile(ctx, &recs[i], now); err != nil {
+			errs = append(errs, fmt.Errorf("instance %s (node %s): %w", recs[i].ID, recs[i].NodeName, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcile advances one instance.
+func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) error {
+	switch {
+	case r.State == StateTerminating:
+		return p.terminate(ctx, r.ID, ReasonRequested)
+	case r.InterruptedAt != nil && !now.Before(r.InterruptedAt.Add(p.cfg.InterruptionGrace)):
+		return p.terminate(ctx, r.ID, ReasonSpotReclaimed)
+	case r.NeverRegisters || now.Before(r.ReadyAt):
+		return nil
+	}
+	it, _, err := p.lookup(r.Offering)
+	if err != nil {
+		return err
+	}
+	node, err := p.ensureNode(ctx, r, it)
+	if err != nil {
+		return err
+	}
+	if node, err = p.ensureReady(ctx, node, now); err != nil {
+		return err
+	}
+	if r.State == StatePending {
+		if err := p.markRunning(r.ID); err != nil {
+			return err
+		}
+	}
+	if !now.Before(r.DevicesAt) {
+		if node, err = p.ensureDevices(ctx, r, it, node); err != nil {
+			return err
+		}
+		if err := p.ensureSlices(ctx, r, it, node); err != nil {
+			return err
+		}
+	}
+	return p.renewLease(ctx, node, now)
+}
+
+// ensureNode registers the instance's Node unless it exists.
+func (p *Provider) ensureNode(ctx context.Context, r *record, it *catalog.InstanceType) (*corev1.Node, error) {
+	nodes := p.kube.CoreV1().Nodes()
+	node, err := nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
+	if err == nil {
+		return node, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("getting node: %w", err)
+	}
+	node, err = nodes.Create(ctx, buildNode(r, p.cfg.Catalog, it), metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		node, err = nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registering node: %w", err)
+	}
+	return node, nil
+}
+
+// ensureReady posts the Ready condition (a status update) and then removes the not-ready taint
+// (a spec update), which the TaintNodesByCondition admission plugin adds to every new Node.
+func (p *Provider) ensureReady(ctx context.Context, node *corev1.Node, now time.Time) (*corev1.Node, error) {
+	var err error
+	if !isReady(node) {
+		node, err = p.mutateNode(ctx, node.Name, true, func(n *corev1.Node) bool {
+			if isReady(n) {
+				return false
+			}
+			n.Status.Conditions = readyConditions(now)
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("posting Ready: %w", err)
+		}
+	}
+	if hasTaint(node.Spec.Taints, notReadyTaint) {
+		node, err = p.mutateNode(ctx, node.Name, false, func(n *corev1.Node) bool {
+			if !hasTaint(n.Spec.Taints, notReadyTaint) {
+				return false
+			}
+			n.Spec.Taints = withoutTaint(n.Spec.Taints, notReadyTaint)
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("removing the not-ready taint: %w", err)
+		}
+	}
+	return node, nil
+}
+
+// ensureDevices adds the GPU extended resources to capacity and allocatable (a status update)
+// and the GPU feature discovery and mig-manager labels (a spec update) that are still missing.
+// Labels the request set are kept.
+func (p *Provider) ensureDevices(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node) (*corev1.Node, error) {
+	want := gpuResources(r.GPU, it, p.cfg.RenameSharedGPUs)
+	var err error
+	if !hasResources(node, want) {
+		node, err = p.mutateNode(ctx, node.Name, true, func(n *corev1.Node) bool {
+			if hasResources(n, want) {
+				return false
+			}
+			for name, q := range want {
+				n.Status.Capacity[name] = q
+				n.Status.Allocatable[name] = q
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("advertising %v: %w", resourceNames(want), err)
+		}
+	}
+	labels := gpuLabels(r.GPU, it)
+	missing := func(n *corev1.Node) bool {
+		for k := range labels {
+			if _, ok := n.Labels[k]; !ok {
+				return true
+			}
+		}
+		return false
+	}
+	if missing(node) {
+		node, err = p.mutateNode(ctx, node.Name, false, func(n *corev1.Node) bool {
+			if !missing(n) {
+				return false
+			}
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			for k, v := range labels {
+				if _, ok := n.Labels[k]; !ok {
+					n.Labels[k] = v
+				}
+			}
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("adding GPU labels: %w", err)
+		}
+	}
+	return node, nil
+}
+
+// ensureSlices publishes the node's GPU ResourceSlices, owned by the Node so that the garbage
+// collector removes them with it, unless they exist.
+func (p *Provider) ensureSlices(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node) error {
+	if !publishesSlices(r.GPU, it) {
+		return nil
+	}
+	api := p.kube.ResourceV1().ResourceSlices()
+	for _, slice := range GPUSlices(node.Name, it) {
+		_, err := api.Get(ctx, slice.Name, metav1.GetOptions{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("getting ResourceSlice %s: %w", slice.Name, err)
+		}
+		slice.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: new(true),
+		}}
+		if _, err := api.Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("publishing ResourceSlice %s: %w", slice.Name, err)
+		}
+	}
+	return nil
+}
+
+// mutateNode reads the Node, applies fn and, when fn reports a change, writes it back through the
+// status subresource (status) or the main resource, retrying on conflicts with the node lifecycle
+// controller and the admission plugins.
+func (p *Provider) mutateNode(ctx context.Context, name string, status bool, fn func(*corev1.Node) bool) (*corev1.Node, error) {
+	nodes := p.kube.CoreV1().Nodes()
+	var out *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !fn(node) {
+			out = node
+			return nil
+		}
+		if status {
+			out, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		} else {
+			out, err = nodes.Update(ctx, node, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	return out, err
+}
+
+// markRunning records that the instance's Node turned Ready.
+func (p *Provider) markRunning(id string) error {
+	err := p.store.update(func(st *state) error {
+		if r := st.find(p.cfg.ClusterName, id); r != nil && r.State == StatePending {
+			r.State = StateRunning
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recording state running: %w", err)
+	}
+	return nil
+}
+
+// LeaseRenewInterval is how often, in clock time, Step renews a Node's Lease; the kubelet renews
+// every quarter of its 40-second lease duration.
+const LeaseRenewInterval = 10 * time.Second
+
+// leaseDurationSeconds is the kubelet's default node lease duration.
+const leaseDurationSeconds = 40
+
+// renewLease renews the Node's heartbeat Lease in kube-node-lease, as the kubelet does, so that
+// the node lifecycle controller does not mark the Node unreachable. The renew time comes from the
+// injected clock; the controller only needs it to increase.
+func (p *Provider) renewLease(ctx context.Context, node *corev1.Node, now time.Time) error {
+	p.mu.Lock()
+	last, ok := p.renewed[node.Name]
+	p.mu.Unlock()
+	if ok && now.Sub(last) < LeaseRenewInterval {
+		return nil
+	}
+	leases := p.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	renew := metav1.NewMicroTime(now)
+	lease, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: corev1.NamespaceNodeLease,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: new(node.Name),
+				LeaseDurationSeconds: new(int32(leaseDurationSeconds)), RenewTime: &renew},
+		}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
+	case err == nil:
+		lease.Spec.RenewTime = &renew
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("renewing the node lease: %w", err)
+	}
+	p.mu.Lock()
+	p.renewed[node.Name] = now
+	p.mu.Unlock()
+	return nil
+}

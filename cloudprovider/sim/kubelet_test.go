@@ -1,0 +1,190 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+)
+
+// TestStepLifecycle follows one GPU instance through boot and the device delay on the fake
+// clientset and checks the Node's shape at each stage.
+func TestStepLifecycle(t *testing.T) {
+	e := newEnv(t, nil)
+	inst := e.create(gpuRequest("launch-1", "gpu-node-1"))
+
+	e.step(testBootDelay - time.Second)
+	if n := e.node("gpu-node-1"); n != nil {
+		t.Fatalf("node registered 1s before the boot delay: %+v", n)
+	}
+
+	e.step(time.Second)
+	node := e.node("gpu-node-1")
+	if node == nil {
+		t.Fatal("no node after the boot delay")
+	}
+	wantLabels := map[string]string{
+		"team": "ml", cloudprovider.TagPool: "gpu", LabelCapacityType: "spot", LabelInstanceID: inst.ID,
+		corev1.LabelHostname: "gpu-node-1", corev1.LabelInstanceTypeStable: "g6.xlarge",
+		corev1.LabelTopologyZone: "us-east-1a", corev1.LabelTopologyRegion: "us-east-1",
+		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+	}
+	if diff := cmp.Diff(wantLabels, node.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]corev1.Taint{gpuTaint}, node.Spec.Taints); diff != "" {
+		t.Errorf("taints of the Ready node (-want +got):\n%s", diff)
+	}
+	if node.Spec.ProviderID != "sim:///us-east-1a/sim-000001" {
+		t.Errorf("providerID %q", node.Spec.ProviderID)
+	}
+	if !isReady(node) {
+		t.Errorf("node not Ready: %+v", node.Status.Conditions)
+	}
+	// g6.xlarge: 4 vCPU, 16 GiB, 110 pods. Reserved (AWS formula): CPU 60+10+5+5 = 80m;
+	// memory 11×110+255 = 1465 MiB plus 100 MiB eviction = 1565 MiB.
+	alloc := node.Status.Allocatable
+	if cpu, mem := alloc.Cpu().MilliValue(), alloc.Memory().Value(); cpu != 3920 || mem != (16384-1565)<<20 {
+		t.Errorf("allocatable cpu %dm memory %d, want 3920m and %d", cpu, mem, (16384-1565)<<20)
+	}
+	if quantity(node.Status.Capacity, corev1.ResourceCPU) != 4 || quantity(alloc, corev1.ResourcePods) != 110 {
+		t.Errorf("capacity %v allocatable %v", node.Status.Capacity, alloc)
+	}
+	if q := quantity(alloc, ResourceGPU); q != -1 {
+		t.Errorf("nvidia.com/gpu = %d before the device delay", q)
+	}
+	if s := e.slicesOf("gpu-node-1"); len(s) != 0 {
+		t.Errorf("%d ResourceSlices before the device delay", len(s))
+	}
+	if got, _ := e.p.Get(context.Background(), inst.ID); got.State != StateRunning {
+		t.Errorf("state %s after Ready, want running", got.State)
+	}
+	lease, err := e.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "gpu-node-1", metav1.GetOptions{})
+	if err != nil || !lease.Spec.RenewTime.Time.Equal(e.clk.Now()) {
+		t.Errorf("lease %+v, %v; want renewed at %s", lease, err, e.clk.Now())
+	}
+
+	e.step(testDeviceDelay - time.Second)
+	if q := quantity(e.node("gpu-node-1").Status.Allocatable, ResourceGPU); q != -1 {
+		t.Fatalf("nvidia.com/gpu = %d 1s before the device delay", q)
+	}
+	e.step(time.Second)
+	node = e.node("gpu-node-1")
+	if c, a := quantity(node.Status.Capacity, ResourceGPU), quantity(node.Status.Allocatable, ResourceGPU); c != 1 || a != 1 {
+		t.Fatalf("nvidia.com/gpu capacity %d allocatable %d, want 1", c, a)
+	}
+	slices := e.slicesOf("gpu-node-1")
+	if len(slices) != 1 || len(slices[0].Spec.Devices) != 1 || slices[0].OwnerReferences[0].Name != "gpu-node-1" {
+		t.Fatalf("slices %+v", slices)
+	}
+	// Stepping again (within the lease renew interval) writes nothing.
+	fc := e.kube.(*fake.Clientset)
+	fc.ClearActions()
+	e.step(time.Second)
+	for _, a := range fc.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" {
+			t.Errorf("an idle step did %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
+
+// TestStepSlowBootAndNeverRegisters: a slow-boot fault delays the Node and its GPUs; a
+// never-registers fault keeps the instance pending forever.
+func TestStepSlowBootAndNeverRegisters(t *testing.T) {
+	e := newEnv(t, nil, func(c *Config) {
+		c.Faults.SlowBoots = []SlowBoot{{Offering: cloudprovider.OfferingRef{InstanceType: "g6.xlarge"}, BootDelay: 5 * time.Minute}}
+	})
+	e.p.SetNeverRegisters(cloudprovider.OfferingRef{InstanceType: "m7i.large"})
+	e.create(gpuRequest("slow", "slow-node"))
+	stuck := gpuRequest("stuck", "stuck-node")
+	stuck.Offering = cpuOD1a
+	e.create(stuck)
+
+	e.step(testBootDelay)
+	if e.node("slow-node") != nil {
+		t.Fatal("slow node registered at the normal boot delay")
+	}
+	e.step(5*time.Minute - testBootDelay)
+	if n := e.node("slow-node"); n == nil || quantity(n.Status.Allocatable, ResourceGPU) != -1 {
+		t.Fatalf("slow node at its boot delay: %+v", n)
+	}
+	e.step(testDeviceDelay)
+	if n := e.node("slow-node"); quantity(n.Status.Allocatable, ResourceGPU) != 1 {
+		t.Fatalf("slow node has no GPU a device delay after its boot")
+	}
+
+	// A restart does not make the stuck instance register either: the fault is part of the record.
+	e.p = e.restart()
+	e.step(time.Hour)
+	if e.node("stuck-node") != nil {
+		t.Fatal("never-registering instance registered")
+	}
+	if got, _ := e.p.List(context.Background()); got[1].State != StatePending {
+		t.Fatalf("never-registering instance is %s", got[1].State)
+	}
+}
+
+// TestDelete removes the Node, its slices and Lease, and logs the deletion once.
+func TestDelete(t *testing.T) {
+	e := newEnv(t, nil)
+	inst := e.create(gpuRequest("launch-1", "gpu-node-1"))
+	e.step(testBootDelay + testDeviceDelay)
+	if len(e.slicesOf("gpu-node-1")) != 1 {
+		t.Fatal("no slice to delete")
+	}
+	ctx := context.Background()
+	if err := e.p.Delete(ctx, inst.ID); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if e.node("gpu-node-1") != nil || len(e.slicesOf("gpu-node-1")) != 0 {
+		t.Fatal("node or slices survived Delete")
+	}
+	if _, err := e.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gpu-node-1", metav1.GetOptions{}); err == nil {
+		t.Fatal("lease survived Delete")
+	}
+	if _, err := e.p.Get(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+	if err := e.p.Delete(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("second Delete: got %v, want NotFoundError", err)
+	}
+	events := e.events()
+	if CountEvents(events, EventDeleted) != 1 || events[len(events)-1].Reason != ReasonRequested {
+		t.Fatalf("events %+v", events)
+	}
+	// Stepping after the delete does not bring the node back.
+	e.step(time.Minute)
+	if e.node("gpu-node-1") != nil {
+		t.Fatal("Step re-registered a deleted instance")
+	}
+}
+
+// TestRunSteps drives the provider through Run on the fake clock.
+func TestRunSteps(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create(gpuRequest("launch-1", "gpu-node-1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- e.p.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.node("gpu-node-1") == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("Run never registered the node")
+		}
+		// Advance only while Run waits on its timer, so no tick is lost.
+		if e.clk.HasWaiters() {
+			e.clk.Step(DefaultStepInterval)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+}

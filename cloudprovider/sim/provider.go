@@ -1,0 +1,212 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+)
+
+// ProviderName is what Name returns.
+const ProviderName = "sim"
+
+// Provider is the simulated cloud of one cluster. It is safe for concurrent use.
+type Provider struct {
+	cfg   Config
+	kube  kubernetes.Interface
+	clk   clock.Clock
+	store *store
+	log   *zap.Logger
+
+	mu     sync.Mutex // guards faults and renewed
+	faults Faults
+	// renewed is when Step last renewed each node's Lease, in clock time.
+	renewed map[string]time.Time
+
+	// opMu serialises Step and terminations, so that a Step that read an instance before Delete
+	// removed it never registers its Node again.
+	opMu sync.Mutex
+}
+
+var _ cloudprovider.Provider = (*Provider)(nil)
+
+// New returns the simulated cloud for cfg.ClusterName, keeping its inventory in cfg.StatePath and
+// its Nodes and ResourceSlices in kube. It reads the state file once, so that a corrupt file or
+// one of another format version fails here rather than at the first launch.
+func New(cfg Config, kube kubernetes.Interface, clk clock.Clock) (*Provider, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if kube == nil {
+		return nil, errors.New("sim: the Kubernetes client is nil")
+	}
+	if clk == nil {
+		return nil, errors.New("sim: the clock is nil")
+	}
+	cfg = cfg.withDefaults()
+	p := &Provider{
+		cfg: cfg, kube: kube, clk: clk, log: cfg.Logger.Named("sim-cloud"),
+		store:   &store{path: cfg.StatePath, eventLogPath: cfg.EventLogPath},
+		faults:  cfg.Faults,
+		renewed: map[string]time.Time{},
+	}
+	if err := p.store.view(func(*state) {}); err != nil {
+		return nil, fmt.Errorf("opening the sim cloud: %w", err)
+	}
+	return p, nil
+}
+
+// Name returns "sim".
+func (p *Provider) Name() string { return ProviderName }
+
+// EventLogPath returns the path of the event log.
+func (p *Provider) EventLogPath() string { return p.cfg.EventLogPath }
+
+// Create launches an instance for req and records it (state pending) in the state file before
+// it returns; Step registers its Node later. It is idempotent on req.LaunchID: an instance of the
+// cluster with that launch ID is returned as it is, and no launch is logged.
+//
+// The offering and then the fallbacks are tried in order. It returns an
+// *cloudprovider.InsufficientCapacityError naming every offering that was refused when none could
+// be had, a *cloudprovider.QuotaError when an injected quota fault or Config.MaxInstances or
+// Config.MaxGPUs stops it, and a wrapped error for bad input (unknown offering, node name taken,
+// invalid GPU configuration) or state-file I/O.
+func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
+	}
+	if err := p.checkRequest(req); err != nil {
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
+	}
+	var out *cloudprovider.Instance
+	err := p.store.update(func(st *state) error {
+		for _, r := range st.Instances {
+			if r.Cluster != p.cfg.ClusterName {
+				continue
+			}
+			if r.LaunchID == req.LaunchID {
+				out = r.instance()
+				return nil
+			}
+			if r.NodeName == req.NodeName {
+				return fmt.Errorf("node name %s is taken by instance %s", req.NodeName, r.ID)
+			}
+		}
+		r, err := p.launch(st, req)
+		if err != nil {
+			return err
+		}
+		out = r.instance()
+		return nil
+	})
+	var ice *cloudprovider.InsufficientCapacityError
+	var quota *cloudprovider.QuotaError
+	switch {
+	case errors.As(err, &ice):
+		return nil, ice
+	case errors.As(err, &quota):
+		return nil, quota
+	case err != nil:
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
+	}
+	return out, nil
+}
+
+// checkRequest validates a launch request; errors name the field.
+func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
+	switch {
+	case req.LaunchID == "":
+		return errors.New("launch request: LaunchID is empty")
+	case req.NodeName == "":
+		return errors.New("launch request: NodeName is empty")
+	case req.Cluster != "" && req.Cluster != p.cfg.ClusterName:
+		return fmt.Errorf("launch request: Cluster %q is not this provider's cluster %q", req.Cluster, p.cfg.ClusterName)
+	}
+	if errs := validation.IsDNS1123Subdomain(req.NodeName); len(errs) > 0 {
+		return fmt.Errorf("launch request: NodeName %q is not a valid Node name: %s", req.NodeName, strings.Join(errs, "; "))
+	}
+	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+		field := "Offering"
+		if i > 0 {
+			field = fmt.Sprintf("Fallbacks[%d]", i-1)
+		}
+		it, _, err := p.lookup(o)
+		if err != nil {
+			return fmt.Errorf("launch request: %s: %w", field, err)
+		}
+		if err := validateGPU(req.GPU, it); err != nil {
+			return fmt.Errorf("launch request: GPU for %s %s: %w", field, it.Name, err)
+		}
+	}
+	return nil
+}
+
+// Get returns the cluster's instance with the given ID, or a *cloudprovider.NotFoundError (also
+// for an instance of another cluster). Other errors are state-file I/O.
+func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance, error) {
+	var out *cloudprovider.Instance
+	err := p.store.view(func(st *state) {
+		if r := st.find(p.cfg.ClusterName, id); r != nil {
+			out = r.instance()
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("getting instance %s: %w", id, err)
+	}
+	if out == nil {
+		return nil, &cloudprovider.NotFoundError{ID: id}
+	}
+	return out, nil
+}
+
+// List returns every instance of the cluster (pending, running or terminating), sorted by ID.
+// Its only errors are state-file I/O.
+func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+	var out []*cloudprovider.Instance
+	err := p.store.view(func(st *state) {
+		for _, r := range st.Instances {
+			if r.Cluster == p.cfg.ClusterName {
+				out = append(out, r.instance())
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Delete terminates the instance: it marks it terminating, deletes its Node, ResourceSlices and
+// Lease, removes it from the inventory and logs the deletion. Deleting an unknown instance returns
+// a *cloudprovider.NotFoundError. When the API server fails, the error wraps its error and the
+// instance stays listed as terminating; Step and a repeated Delete finish the job.
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	return p.terminate(ctx, id, ReasonRequested)
+}
+
+// ownRecords returns copies of the cluster's records, in ID order.
+func (p *Provider) ownRecords() ([]record, error) {
+	var out []record
+	err := p.store.view(func(st *state) {
+		for _, r := range st.Instances {
+			if r.Cluster == p.cfg.ClusterName {
+				out = append(out, *r)
+			}
+		}
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
