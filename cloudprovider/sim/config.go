@@ -15,10 +15,14 @@ import (
 // clouds: a node registers about a minute after launch, and the GPU operator's driver container,
 // device plugin and DRA kubelet plugin need about another minute before the GPUs are advertised.
 const (
-	DefaultBootDelay         = 45 * time.Second
-	DefaultDeviceDelay       = 60 * time.Second
-	DefaultStepInterval      = time.Second
-	DefaultInterruptionGrace = 2 * time.Minute // the notice period of an EC2 spot interruption
+	// DefaultBootDelay is the time from launch to a Ready Node.
+	DefaultBootDelay = 45 * time.Second
+	// DefaultDeviceDelay is the time from Ready to advertised GPUs.
+	DefaultDeviceDelay = 60 * time.Second
+	// DefaultStepInterval is how often Run steps.
+	DefaultStepInterval = time.Second
+	// DefaultInterruptionGrace is the notice period of an EC2 spot interruption.
+	DefaultInterruptionGrace = 2 * time.Minute
 )
 
 // EventLogSuffix is appended to Config.StatePath to name the event log when

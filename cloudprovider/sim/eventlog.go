@@ -29,7 +29,9 @@ const (
 
 // Reasons of EventDeleted.
 const (
-	ReasonRequested     = "requested"
+	// ReasonRequested is a deletion by Delete.
+	ReasonRequested = "requested"
+	// ReasonSpotReclaimed is the cloud taking back an interrupted spot instance.
 	ReasonSpotReclaimed = "spot-reclaimed"
 )
 

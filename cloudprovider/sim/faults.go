@@ -10,9 +10,12 @@ import (
 
 // Error codes of the simulated cloud, in the style of EC2's.
 const (
+	// CodeInsufficientCapacity is the code of every InsufficientCapacityError.
 	CodeInsufficientCapacity = "InsufficientInstanceCapacity"
-	CodeInstanceLimit        = "InstanceLimitExceeded"
-	CodeGPULimit             = "GPULimitExceeded"
+	// CodeInstanceLimit is the QuotaError code of Config.MaxInstances.
+	CodeInstanceLimit = "InstanceLimitExceeded"
+	// CodeGPULimit is the QuotaError code of Config.MaxGPUs.
+	CodeGPULimit = "GPULimitExceeded"
 )
 
 // InjectInsufficientCapacity makes launches of the matching offerings fail with insufficient

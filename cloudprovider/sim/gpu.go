@@ -25,17 +25,25 @@ const (
 	// ResourceMIGPrefix prefixes the MIG profile in a mixed-strategy resource: nvidia.com/mig-1g.5gb.
 	ResourceMIGPrefix = "nvidia.com/mig-"
 
-	LabelMIGConfig      = "nvidia.com/mig.config"
+	// LabelMIGConfig names the mig-parted configuration; it is on the Node from registration,
+	// set from GPUConfig.MIGConfig, as the provisioner asks mig-manager to apply it.
+	LabelMIGConfig = "nvidia.com/mig.config"
+	// LabelMIGConfigState is set to "success" once the devices are up, as mig-manager does.
 	LabelMIGConfigState = "nvidia.com/mig.config.state"
-	LabelMIGStrategy    = "nvidia.com/mig.strategy"
-	LabelGPUReplicas    = "nvidia.com/gpu.replicas"
-	LabelSharingMode    = "nvidia.com/gpu.sharing-strategy"
+	// LabelMIGStrategy is GPU feature discovery's single or mixed.
+	LabelMIGStrategy = "nvidia.com/mig.strategy"
+	// LabelGPUReplicas is GPU feature discovery's time-slicing or MPS replica count.
+	LabelGPUReplicas = "nvidia.com/gpu.replicas"
+	// LabelSharingMode is GPU feature discovery's sharing strategy (time-slicing or mps).
+	LabelSharingMode = "nvidia.com/gpu.sharing-strategy"
 )
 
 // The MIG strategies of the device plugin.
 const (
+	// MIGStrategySingle advertises every MIG device as nvidia.com/gpu; it is the default.
 	MIGStrategySingle = "single"
-	MIGStrategyMixed  = "mixed"
+	// MIGStrategyMixed advertises MIG devices as nvidia.com/mig-<profile>.
+	MIGStrategyMixed = "mixed"
 )
 
 // validateGPU checks a request's GPU configuration against an instance type. Types without GPUs

@@ -44,6 +44,9 @@ func TestStepLifecycle(t *testing.T) {
 	if node.Spec.ProviderID != "sim:///us-east-1a/sim-000001" {
 		t.Errorf("providerID %q", node.Spec.ProviderID)
 	}
+	if got := node.Status.Addresses[0]; got.Type != corev1.NodeInternalIP || got.Address != "10.0.0.1" {
+		t.Errorf("first address %+v, want InternalIP 10.0.0.1", got)
+	}
 	if !isReady(node) {
 		t.Errorf("node not Ready: %+v", node.Status.Conditions)
 	}
@@ -127,41 +130,6 @@ func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 	}
 	if got, _ := e.p.List(context.Background()); got[1].State != StatePending {
 		t.Fatalf("never-registering instance is %s", got[1].State)
-	}
-}
-
-// TestDelete removes the Node, its slices and Lease, and logs the deletion once.
-func TestDelete(t *testing.T) {
-	e := newEnv(t, nil)
-	inst := e.create(gpuRequest("launch-1", "gpu-node-1"))
-	e.step(testBootDelay + testDeviceDelay)
-	if len(e.slicesOf("gpu-node-1")) != 1 {
-		t.Fatal("no slice to delete")
-	}
-	ctx := context.Background()
-	if err := e.p.Delete(ctx, inst.ID); err != nil {
-		t.Fatalf("Delete: %v", err)
-	}
-	if e.node("gpu-node-1") != nil || len(e.slicesOf("gpu-node-1")) != 0 {
-		t.Fatal("node or slices survived Delete")
-	}
-	if _, err := e.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gpu-node-1", metav1.GetOptions{}); err == nil {
-		t.Fatal("lease survived Delete")
-	}
-	if _, err := e.p.Get(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
-		t.Fatalf("Get after Delete: %v", err)
-	}
-	if err := e.p.Delete(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
-		t.Fatalf("second Delete: got %v, want NotFoundError", err)
-	}
-	events := e.events()
-	if CountEvents(events, EventDeleted) != 1 || events[len(events)-1].Reason != ReasonRequested {
-		t.Fatalf("events %+v", events)
-	}
-	// Stepping after the delete does not bring the node back.
-	e.step(time.Minute)
-	if e.node("gpu-node-1") != nil {
-		t.Fatal("Step re-registered a deleted instance")
 	}
 }
 

@@ -43,7 +43,10 @@ func buildNode(r *record, cat *catalog.Catalog, it *catalog.InstanceType) *corev
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: allocatable,
-			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: r.NodeName}},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: internalIP(r.ID)},
+				{Type: corev1.NodeHostName, Address: r.NodeName},
+			},
 			NodeInfo: corev1.NodeSystemInfo{
 				Architecture: it.Arch, OperatingSystem: "linux", KubeletVersion: KubeletVersion,
 				ContainerRuntimeVersion: "containerd://2.1.0", OSImage: "Tiler simulated node",
@@ -51,6 +54,13 @@ func buildNode(r *record, cat *catalog.Catalog, it *catalog.InstanceType) *corev
 			},
 		},
 	}
+}
+
+// internalIP derives a unique 10.0.0.0/8 address from the instance number: sim-000258 is 10.0.1.2.
+func internalIP(id string) string {
+	var n int
+	_, _ = fmt.Sscanf(id, "sim-%d", &n)
+	return fmt.Sprintf("10.%d.%d.%d", (n>>16)&255, (n>>8)&255, n&255)
 }
 
 // nodeLabels merges the request's labels with the well-known ones of the launched offering.

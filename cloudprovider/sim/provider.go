@@ -132,8 +132,14 @@ func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
 	case req.Cluster != "" && req.Cluster != p.cfg.ClusterName:
 		return fmt.Errorf("launch request: Cluster %q is not this provider's cluster %q", req.Cluster, p.cfg.ClusterName)
 	}
-	if errs := validation.IsDNS1123Subdomain(req.NodeName); len(errs) > 0 {
+	// The name is also the kubernetes.io/hostname label, hence the label-value rules.
+	if errs := append(validation.IsDNS1123Subdomain(req.NodeName), validation.IsValidLabelValue(req.NodeName)...); len(errs) > 0 {
 		return fmt.Errorf("launch request: NodeName %q is not a valid Node name: %s", req.NodeName, strings.Join(errs, "; "))
+	}
+	for k, v := range req.Labels {
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+			return fmt.Errorf("launch request: label %s=%q: %s", k, v, strings.Join(errs, "; "))
+		}
 	}
 	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
 		field := "Offering"

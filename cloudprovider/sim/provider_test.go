@@ -195,6 +195,7 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 		{"no launch ID", func(r *cloudprovider.LaunchRequest) { r.LaunchID = "" }, "LaunchID is empty"},
 		{"no node name", func(r *cloudprovider.LaunchRequest) { r.NodeName = "" }, "NodeName is empty"},
 		{"bad node name", func(r *cloudprovider.LaunchRequest) { r.NodeName = "Bad_Name" }, `NodeName "Bad_Name"`},
+		{"bad label", func(r *cloudprovider.LaunchRequest) { r.Labels["team"] = "not ok" }, `label team="not ok"`},
 		{"other cluster", func(r *cloudprovider.LaunchRequest) { r.Cluster = "x" }, `Cluster "x"`},
 		{"unknown type", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "nope" }, `Offering: instance type "nope"`},
 		{"unknown zone", func(r *cloudprovider.LaunchRequest) {

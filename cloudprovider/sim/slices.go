@@ -21,7 +21,9 @@ const DRADriver = "gpu.nvidia.com"
 
 // Versions the simulated driver stack reports, as in the driver's documented example slice.
 const (
-	DriverVersion     = "580.126.20"
+	// DriverVersion is the NVIDIA kernel driver version (attribute driverVersion).
+	DriverVersion = "580.126.20"
+	// CUDADriverVersion is the CUDA version the driver supports (attribute cudaDriverVersion).
 	CUDADriverVersion = "13.0.0"
 )
 

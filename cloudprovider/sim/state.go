@@ -23,8 +23,11 @@ const stateVersion = 1
 // Instance states, as cloudprovider.Instance.State normalises them. Terminated instances are
 // removed from the state file, so they are never listed.
 const (
-	StatePending     = "pending"
-	StateRunning     = "running"
+	// StatePending is an instance whose Node is not Ready yet.
+	StatePending = "pending"
+	// StateRunning is an instance whose Node has turned Ready.
+	StateRunning = "running"
+	// StateTerminating is an instance being deleted.
 	StateTerminating = "terminating"
 )
 

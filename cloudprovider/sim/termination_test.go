@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
@@ -74,5 +76,40 @@ func TestInterruptAndReclaim(t *testing.T) {
 	}
 	if e.node("od-node") == nil {
 		t.Fatal("the on-demand node went with the spot one")
+	}
+}
+
+// TestDelete removes the Node, its slices and Lease, and logs the deletion once.
+func TestDelete(t *testing.T) {
+	e := newEnv(t, nil)
+	inst := e.create(gpuRequest("launch-1", "gpu-node-1"))
+	e.step(testBootDelay + testDeviceDelay)
+	if len(e.slicesOf("gpu-node-1")) != 1 {
+		t.Fatal("no slice to delete")
+	}
+	ctx := context.Background()
+	if err := e.p.Delete(ctx, inst.ID); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if e.node("gpu-node-1") != nil || len(e.slicesOf("gpu-node-1")) != 0 {
+		t.Fatal("node or slices survived Delete")
+	}
+	if _, err := e.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gpu-node-1", metav1.GetOptions{}); err == nil {
+		t.Fatal("lease survived Delete")
+	}
+	if _, err := e.p.Get(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("Get after Delete: %v", err)
+	}
+	if err := e.p.Delete(ctx, inst.ID); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("second Delete: got %v, want NotFoundError", err)
+	}
+	events := e.events()
+	if CountEvents(events, EventDeleted) != 1 || events[len(events)-1].Reason != ReasonRequested {
+		t.Fatalf("events %+v", events)
+	}
+	// Stepping after the delete does not bring the node back.
+	e.step(time.Minute)
+	if e.node("gpu-node-1") != nil {
+		t.Fatal("Step re-registered a deleted instance")
 	}
 }
