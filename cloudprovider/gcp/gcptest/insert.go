@@ -24,12 +24,10 @@ func (s *Server) insertLocked(w http.ResponseWriter, r *http.Request, zone strin
 		writeError(w, http.StatusBadRequest, "parseError", "the fake could not decode the instance: "+err.Error())
 		return
 	}
-	if reqID := r.URL.Query().Get("requestId"); reqID != "" {
-		if key, ok := s.compute.requestOps[reqID]; ok {
-			writeProto(w, s.compute.ops[key].running)
-			return
-		}
-		defer func() { s.compute.requestOps[reqID] = zone + "/" + s.lastOpName() }()
+	reqID := r.URL.Query().Get("requestId")
+	if key, ok := s.compute.requestOps[reqID]; ok && reqID != "" {
+		writeProto(w, s.compute.ops[key].running)
+		return
 	}
 	if msg := s.checkInsertLocked(zone, &inst); msg != "" {
 		writeError(w, http.StatusBadRequest, "invalid", msg)
@@ -45,12 +43,15 @@ func (s *Server) insertLocked(w http.ResponseWriter, r *http.Request, zone strin
 			writeRaw(w, f.Status, f.Body)
 			return
 		}
-		s.failingInsertLocked(w, zone, inst.GetName(), f.Operation)
+		op := s.failingInsertLocked(zone, inst.GetName(), f.Operation)
+		s.compute.requestOps[reqID] = zone + "/" + op.GetName()
+		writeProto(w, op)
 		return
 	}
 	s.createLocked(zone, &inst)
 	op := s.newOperationLocked(zone, inst.GetName(), "insert")
 	s.compute.ops[zone+"/"+op.GetName()].onDone = func() { s.compute.instances[key].Status = proto.String("RUNNING") }
+	s.compute.requestOps[reqID] = zone + "/" + op.GetName()
 	writeProto(w, op)
 }
 
@@ -115,7 +116,7 @@ func (s *Server) matchInsertFailureLocked(zone string, inst *computepb.Instance)
 }
 
 // failingInsertLocked accepts the insert with a RUNNING operation that ends as the recorded one.
-func (s *Server) failingInsertLocked(w http.ResponseWriter, zone, name string, recorded []byte) {
+func (s *Server) failingInsertLocked(zone, name string, recorded []byte) *computepb.Operation {
 	op := s.newOperationLocked(zone, name, "insert")
 	var final computepb.Operation
 	if err := protojson.Unmarshal(recorded, &final); err != nil {
@@ -123,7 +124,7 @@ func (s *Server) failingInsertLocked(w http.ResponseWriter, zone, name string, r
 	}
 	final.Name, final.Zone, final.TargetLink = op.Name, op.Zone, op.TargetLink
 	s.compute.ops[zone+"/"+op.GetName()].final = &final
-	writeProto(w, op)
+	return op
 }
 
 // createLocked stores the instance as the API would show it: full URLs, an ID, PROVISIONING.

@@ -172,13 +172,14 @@ func decodeJSON(b []byte) map[string]any {
 	return m
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+func writeJSON(w http.ResponseWriter, v any) { writeJSONStatus(w, http.StatusOK, v) }
+
+func writeJSONStatus(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "backendError", err.Error())
-		return
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":500,"message":"the fake could not encode its answer"}}`)
 	}
-	writeRaw(w, http.StatusOK, b)
+	writeRaw(w, status, b)
 }
 
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
@@ -189,7 +190,7 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 
 // writeError writes the googleapi error envelope, the shape of the error.*.json fixtures.
 func writeError(w http.ResponseWriter, status int, reason, message string) {
-	writeJSON(w, map[string]any{"error": map[string]any{
+	writeJSONStatus(w, status, map[string]any{"error": map[string]any{
 		"code": status, "message": message,
 		"errors": []any{map[string]any{"message": message, "domain": "global", "reason": reason}},
 	}})

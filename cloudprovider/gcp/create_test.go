@@ -1,0 +1,166 @@
+package gcp
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+func TestCreateSendsTheRecordedInsert(t *testing.T) {
+	srv := gcptest.NewServer(t, project)
+	srv.SetPollsUntilDone(2)
+	p := newTestProvider(t, srv, nil)
+	got, err := p.Create(context.Background(), t4Request())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	bodies := insertBodies(t, srv)
+	if len(bodies) != 1 {
+		t.Fatalf("got %d inserts, want 1", len(bodies))
+	}
+	body := bodies[0]
+	// Everything but labels and metadata is the recorded request (instances.insert.request.spot.json):
+	// machineType URL, guestAccelerators, scheduling SPOT/TERMINATE/DELETE, boot disk, network.
+	var recorded map[string]any
+	if err := json.Unmarshal(gcptest.Fixture(t, "instances.insert.request.spot.json"), &recorded); err != nil {
+		t.Fatal(err)
+	}
+	labels, metadata := body["labels"], body["metadata"]
+	delete(body, "labels")
+	delete(body, "metadata")
+	delete(recorded, "labels")
+	delete(recorded, "metadata")
+	if d := cmp.Diff(recorded, body); d != "" {
+		t.Errorf("insert body differs from the recorded one (-recorded +sent):\n%s", d)
+	}
+	wantLabels := map[string]any{"tiler-dev-cluster": "c1", "tiler-dev-launch-id": "launch-0001", "tiler-dev-pool": "gpu-pool"}
+	if d := cmp.Diff(wantLabels, labels); d != "" {
+		t.Errorf("labels (-want +got):\n%s", d)
+	}
+	if !strings.Contains(mustJSON(t, metadata), `"key":"tiler-launch-id","value":"launch-0001"`) {
+		t.Errorf("metadata %s lacks the launch ID", mustJSON(t, metadata))
+	}
+	insert := srv.RequestsTo("POST", "/instances")[0]
+	if insert.Path != "/compute/v1/projects/my-project/zones/us-central1-a/instances" {
+		t.Errorf("insert path = %s", insert.Path)
+	}
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if id := insert.Query.Get("requestId"); !uuid.MatchString(id) {
+		t.Errorf("requestId = %q, want a UUID", id)
+	}
+	// The operation was polled until DONE: two RUNNING answers, then DONE.
+	if n := len(srv.RequestsTo("GET", "/operations/operation-6105395321733014151")); n != 3 {
+		t.Errorf("operation polled %d times, want 3", n)
+	}
+
+	want := &cloudprovider.Instance{
+		ID: "gce://my-project/us-central1-a/gpu-node-abcde", LaunchID: "launch-0001", NodeName: "gpu-node-abcde", Pool: "gpu-pool",
+		Offering: t4Request().Offering, State: "running",
+		PricePerHour: 0.24402, // the embedded catalog's spot price of n1-standard-8+1xnvidia-tesla-t4
+		LaunchedAt:   got.LaunchedAt,
+		Tags: map[string]string{
+			"tiler-dev-cluster": "c1", "tiler-dev-launch-id": "launch-0001", "tiler-dev-pool": "gpu-pool",
+			cloudprovider.TagCluster: "c1", cloudprovider.TagLaunchID: "launch-0001", cloudprovider.TagPool: "gpu-pool",
+			cloudprovider.TagNodeName: "gpu-node-abcde",
+		},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("instance (-want +got):\n%s", d)
+	}
+	if got.LaunchedAt.IsZero() {
+		t.Errorf("LaunchedAt is zero")
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestInsertScheduling(t *testing.T) {
+	tests := []struct {
+		name     string
+		offering cloudprovider.OfferingRef
+		want     string // scheduling as JSON
+		wantAcc  bool
+	}{
+		{"A2 on demand: GPUs cannot migrate", offering("a2-highgpu-1g", zoneA, catalog.OnDemand),
+			`{"automaticRestart":true,"onHostMaintenance":"TERMINATE","provisioningModel":"STANDARD"}`, false},
+		{"G2 spot", offering("g2-standard-4", zoneA, catalog.Spot),
+			`{"automaticRestart":false,"instanceTerminationAction":"DELETE","onHostMaintenance":"TERMINATE","provisioningModel":"SPOT"}`, false},
+		{"N1 without GPUs migrates", offering("n1-standard-8", zoneA, catalog.OnDemand),
+			`{"automaticRestart":true,"onHostMaintenance":"MIGRATE","provisioningModel":"STANDARD"}`, false},
+		{"N1 + T4 on demand", offering("n1-standard-8+1xnvidia-tesla-t4", zoneA, catalog.OnDemand),
+			`{"automaticRestart":true,"onHostMaintenance":"TERMINATE","provisioningModel":"STANDARD"}`, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := gcptest.NewServer(t, project)
+			p := newTestProvider(t, srv, nil)
+			req := t4Request()
+			req.Offering = tc.offering
+			if _, err := p.Create(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			body := insertBodies(t, srv)[0]
+			if got := mustJSON(t, body["scheduling"]); got != tc.want {
+				t.Errorf("scheduling = %s, want %s", got, tc.want)
+			}
+			if _, ok := body["guestAccelerators"]; ok != tc.wantAcc {
+				t.Errorf("guestAccelerators present = %v, want %v", ok, tc.wantAcc)
+			}
+			machineType, _, _ := strings.Cut(string(tc.offering.InstanceType), "+")
+			if got := body["machineType"]; got != "zones/us-central1-a/machineTypes/"+machineType {
+				t.Errorf("machineType = %v", got)
+			}
+		})
+	}
+}
+
+func TestCreateRejectsBadRequests(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*cloudprovider.LaunchRequest)
+		wantErr string
+	}{
+		{"no launch ID", func(r *cloudprovider.LaunchRequest) { r.LaunchID = "" }, "launchID is empty"},
+		{"node name not RFC 1035", func(r *cloudprovider.LaunchRequest) { r.NodeName = "GPU_node" }, `nodeName "GPU_node"`},
+		{"node name too long", func(r *cloudprovider.LaunchRequest) { r.NodeName = strings.Repeat("a", 64) }, "nodeName"},
+		{"other cluster", func(r *cloudprovider.LaunchRequest) { r.Cluster = "c2" }, `cluster "c2"`},
+		{"bad type name", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "n1-standard-8+t4" }, "is not <count>x<accelerator-type>"},
+		{"no zone", func(r *cloudprovider.LaunchRequest) { r.Fallbacks = []cloudprovider.OfferingRef{{InstanceType: "a2-highgpu-1g"}} }, "needs an instance type, a zone"},
+		{"machine type the zone lacks", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "n2-standard-8" }, "Machine type does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := gcptest.NewServer(t, project)
+			p := newTestProvider(t, srv, nil)
+			req := t4Request()
+			req.Fallbacks = []cloudprovider.OfferingRef{offering("a2-highgpu-1g", zoneB, catalog.OnDemand)}
+			tc.mutate(&req)
+			_, err := p.Create(context.Background(), req)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Create error = %v, want one containing %q", err, tc.wantErr)
+			}
+			if cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsQuota(err) {
+				t.Errorf("bad input reported as a typed cloud failure: %v", err)
+			}
+			if n := len(srv.RequestsTo("POST", "/instances")); n > 1 {
+				t.Errorf("bad input tried %d offerings; it must stop at the first", n)
+			}
+		})
+	}
+}
