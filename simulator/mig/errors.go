@@ -8,23 +8,24 @@ import (
 // Reason says why a set of profiles is not a valid layout.
 type Reason int
 
-// The reasons a layout is rejected, in the order Valid checks them.
+// The reasons a layout is rejected. Valid checks the first five in this order; the last two
+// come from ParseLayoutSpec.
 const (
-	// UnknownProfile: the model has no profile of that name (e.g. "1g.5gb" on H100 80GB).
+	// UnknownProfile means the model has no profile of that name (e.g. "1g.5gb" on H100 80GB).
 	UnknownProfile Reason = iota + 1
-	// TooMany: more instances of a profile than its MaxCount.
+	// TooMany means more instances of a profile than its MaxCount.
 	TooMany
-	// MediaExtensionConflict: more than one +me instance, or a 1g +me instance next to another
+	// MediaExtensionConflict means more than one +me instance, or a 1g +me instance next to another
 	// 1g instance (rejected by mig-parted).
 	MediaExtensionConflict
-	// ComputeExceeded: the compute slices add up to more than the GPU has.
+	// ComputeExceeded means the compute slices add up to more than the GPU has.
 	ComputeExceeded
-	// NoPlacement: no assignment of allowed start slots keeps the memory slots disjoint.
+	// NoPlacement means no assignment of allowed start slots keeps the memory slots disjoint.
 	NoPlacement
-	// UnknownLayoutName: a layout spec names neither a mig-parted layout of the model nor a
+	// UnknownLayoutName means a layout spec names neither a mig-parted layout of the model nor a
 	// custom layout ("custom-...").
 	UnknownLayoutName
-	// EmptySpec: a layout spec has no profile.
+	// EmptySpec means a layout spec has no profile.
 	EmptySpec
 )
 

@@ -192,7 +192,11 @@ func (m *GPUModel) loadNamed(entries []namedEntry) error {
 	m.namedLay = map[string]Layout{}
 	m.named = map[counts]string{}
 	for _, e := range entries {
-		l, err := m.Valid(expand(e.Devices))
+		profiles, err := expand(e.Devices)
+		if err != nil {
+			return fmt.Errorf("namedLayouts %s: %w", e.Name, err)
+		}
+		l, err := m.Valid(profiles)
 		if err != nil {
 			return fmt.Errorf("namedLayouts %s: %w", e.Name, err)
 		}
@@ -213,8 +217,11 @@ func (m *GPUModel) loadNamed(entries []namedEntry) error {
 // the enumeration; every profile must exist.
 func (m *GPUModel) loadDerived(entries []map[MIGProfile]int) error {
 	for i, e := range entries {
-		ps := expand(e)
-		if _, err := m.countsOf(ps); err != nil {
+		ps, err := expand(e)
+		if err == nil {
+			_, err = m.countsOf(ps)
+		}
+		if err != nil {
 			return fmt.Errorf("derivedMaximalLayouts[%d]: %w", i, err)
 		}
 		m.sortProfiles(ps)
@@ -223,13 +230,16 @@ func (m *GPUModel) loadDerived(entries []map[MIGProfile]int) error {
 	return nil
 }
 
-// expand turns profile → count into a profile list (unsorted).
-func expand(devices map[MIGProfile]int) []MIGProfile {
+// expand turns profile → count into a profile list (unsorted); counts must be positive.
+func expand(devices map[MIGProfile]int) ([]MIGProfile, error) {
 	var out []MIGProfile
 	for p, n := range devices {
+		if n <= 0 || n > 255 {
+			return nil, fmt.Errorf("count %d of %s is not in 1..255", n, p)
+		}
 		for range n {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -17,7 +17,8 @@ const enabledName = "all-enabled"
 // profiles if there is one ("all-1g.10gb", "all-balanced", "all-1g.5gb.me"), "all-enabled" for
 // the empty layout, else a custom name listing each profile in canonical order with its count,
 // "+me" written ".me" so that the name is a valid label value:
-// "custom-1g.10gb-x2-2g.20gb-x1-3g.40gb-x1". ParseLayoutSpec accepts every name it returns.
+// "custom-1g.10gb-x2-2g.20gb-x1-3g.40gb-x1". ParseLayoutSpec accepts every name it returns
+// except all-enabled, which is no layout a pool can ask for.
 func (m *GPUModel) LayoutName(l Layout) string {
 	if len(l.Profiles) == 0 {
 		return enabledName

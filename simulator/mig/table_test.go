@@ -190,6 +190,8 @@ func TestParseRejects(t *testing.T) {
 		{"invalid named layout", `{name: "all-3g.20gb", devices: {"3g.20gb": 2}}`, `{name: "all-3g.20gb", devices: {"3g.20gb": 3}}`,
 			[]string{"namedLayouts all-3g.20gb", "too many instances", "3g.20gb"}},
 		{"unknown derived profile", `- {"7g.40gb": 1}`, `- {"7g.41gb": 1}`, []string{"derivedMaximalLayouts[0]", "7g.41gb"}},
+		{"zero count", `{name: "all-4g.20gb", devices: {"4g.20gb": 1}}`, `{name: "all-4g.20gb", devices: {"4g.20gb": 0}}`,
+			[]string{"namedLayouts all-4g.20gb", "count 0 of 4g.20gb"}},
 		{"schema version", "schemaVersion: 1", "schemaVersion: 2", []string{"schemaVersion 2"}},
 	}
 	for _, tc := range cases {
