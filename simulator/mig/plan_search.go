@@ -77,7 +77,7 @@ func (p *planner) exact(rem demandVec, k int) outcome {
 	if rem == (demandVec{}) || k <= 0 {
 		return best
 	}
-	var buf [64]int
+	var buf [maxPairable]int
 	useful := buf[:0] // candidates covering something, in candidate order
 	var cov [maxPairable]int
 	maxCov := 0
