@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+func init() { register(newRunCmd) }
+
+// runFlags are the flags of `tiler run` beyond the provisioner's Config. Every flag has an
+// environment twin: TILER_ plus the flag name in upper case with dashes as underscores.
+type runFlags struct {
+	kubeconfig, cloud, simState, metricsAddr, logLevel, configFile, leaseNamespace string
+	simBootDelay, simDeviceDelay                                                time.Duration
+	leaderElect                                                                 bool
+}
+
+func newRunCmd() *cobra.Command {
+	v := viper.New()
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the provisioner controller against a cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, rf, err := loadRunConfig(v)
+			if err != nil {
+				return err
+			}
+			return runController(cmd.Context(), cfg, rf)
+		},
+	}
+	d := provisioner.DefaultConfig()
+	f := cmd.Flags()
+	f.String("config", "", "YAML file with any of these flags as keys")
+	f.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then in-cluster)")
+	f.String("cloud", "sim", "cloud provider: sim, aws or gcp")
+	f.String("sim-state", "tiler-sim-cloud.json", "the simulated cloud's inventory file")
+	f.Duration("sim-boot-delay", 3*time.Second, "simulated cloud: launch to Ready")
+	f.Duration("sim-device-delay", 2*time.Second, "simulated cloud: Ready to GPUs published")
+	f.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz")
+	f.String("log-level", "info", "debug, info, warn or error")
+	f.Bool("leader-elect", false, "elect a leader through a Lease so that several replicas run safely")
+	f.String("leader-election-namespace", d.Namespace, "namespace of the leader-election Lease")
+	f.String("cluster-name", d.ClusterName, "cluster name tagged on instances")
+	f.String("namespace", d.Namespace, "namespace of cost-policy ConfigMaps and launch records")
+	f.String("catalog", d.Catalog, "embedded catalog: "+strings.Join(catalog.EmbeddedNames(), ", "))
+	f.Duration("batch-idle", d.BatchIdle, "close a batch after this long without new pods")
+	f.Duration("batch-max", d.BatchMax, "close a batch after this long in any case")
+	f.Duration("gpu-trigger-delay", d.GPUTriggerDelay, "let GPU pods wait this long before they trigger a purchase")
+	f.Duration("registration-timeout", d.RegistrationTimeout, "delete an instance that is not a Ready node after this long")
+	f.Duration("unavailable-ttl", d.UnavailableTTL, "how long a refused offering stays out of plans")
+	f.Duration("empty-node-ttl", d.EmptyNodeTTL, "remove a managed node that stayed empty this long")
+	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes")
+	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
+	_ = v.BindPFlags(f)
+	v.SetEnvPrefix("TILER")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	return cmd
+}
+
+func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
+	if file := v.GetString("config"); file != "" {
+		v.SetConfigFile(file)
+		if err := v.ReadInConfig(); err != nil {
+			return provisioner.Config{}, runFlags{}, fmt.Errorf("reading --config %s: %w", file, err)
+		}
+	}
+	cfg := provisioner.DefaultConfig()
+	if err := v.Unmarshal(&cfg); err != nil {
+		return cfg, runFlags{}, fmt.Errorf("config: %w", err)
+	}
+	rf := runFlags{kubeconfig: v.GetString("kubeconfig"), cloud: v.GetString("cloud"), simState: v.GetString("sim-state"),
+		metricsAddr: v.GetString("metrics-addr"), logLevel: v.GetString("log-level"), leaderElect: v.GetBool("leader-elect"),
+		leaseNamespace: v.GetString("leader-election-namespace"), simBootDelay: v.GetDuration("sim-boot-delay"),
+		simDeviceDelay: v.GetDuration("sim-device-delay")}
+	return cfg, rf, cfg.Validate()
+}
+
+func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) error {
+	log, err := newLogger(rf.logLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	restCfg, err := restConfig(rf.kubeconfig)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	cat, err := catalog.Embedded(cfg.Catalog)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := provisioner.NewMetrics(reg)
+	clk := clock.RealClock{}
+	provider, runCloud, err := newProvider(rf, cfg, cat, kube, log)
+	if err != nil {
+		return err
+	}
+	ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, log, metrics)
+	if err != nil {
+		return err
+	}
+	ready := &readiness{}
+	go serveHTTP(ctx, rf.metricsAddr, reg, ready, log)
+	if runCloud != nil {
+		go func() { _ = runCloud(ctx) }()
+	}
+	run := func(ctx context.Context) error {
+		ready.set(true)
+		log.Info("controller running", zap.String("cloud", provider.Name()), zap.String("catalog", cat.Name))
+		return ctrl.Run(ctx)
+	}
+	if rf.leaderElect {
+		return runWithLeaderElection(ctx, kube, rf.leaseNamespace, run, log)
+	}
+	return run(ctx)
+}
+
+// newProvider returns the cloud provider and, for the simulated cloud, its kubelet loop.
+func newProvider(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kube kubernetes.Interface, log *zap.Logger) (cloudprovider.Provider, func(context.Context) error, error) {
+	switch rf.cloud {
+	case "sim":
+		sc := sim.DefaultConfig(cat, cfg.ClusterName, rf.simState)
+		sc.BootDelay, sc.DeviceDelay, sc.Logger = rf.simBootDelay, rf.simDeviceDelay, log.Named("sim")
+		p, err := sim.New(sc, kube, clock.RealClock{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, p.Run, nil
+	case "aws", "gcp":
+		return nil, nil, fmt.Errorf("--cloud %s: not wired into `tiler run` yet (see cloudprovider/%s)", rf.cloud, rf.cloud)
+	}
+	return nil, nil, fmt.Errorf("--cloud %q must be sim, aws or gcp", rf.cloud)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if kubeconfig == "" {
+		if c, err := rest.InClusterConfig(); err == nil {
+			return c, nil
+		}
+		return nil, errors.New("no --kubeconfig, no $KUBECONFIG and not in a cluster")
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	c := zap.NewProductionConfig()
+	if err := c.Level.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	return c.Build()
+}
+
+type readiness struct{ ok atomicBool }
+
+func (r *readiness) set(v bool) { r.ok.Store(v) }
+
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready *readiness, log *zap.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.ok.Load() {
+			http.Error(w, "not leading or not started", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("metrics server", zap.Error(err))
+	}
+}

@@ -1,0 +1,75 @@
+package provisioner
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config tunes the controller. DefaultConfig gives the production values.
+type Config struct {
+	// ClusterName tags instances so that List returns this cluster's only.
+	ClusterName string `mapstructure:"cluster-name"`
+	// Namespace holds the cost-policy ConfigMaps and the launch records.
+	Namespace string `mapstructure:"namespace"`
+	// Catalog names the embedded catalog the simulation buys from.
+	Catalog string `mapstructure:"catalog"`
+	// BatchIdle closes a batch after this long without new pods; BatchMax closes it regardless.
+	BatchIdle time.Duration `mapstructure:"batch-idle"`
+	BatchMax  time.Duration `mapstructure:"batch-max"`
+	// GPUTriggerDelay lets GPU pods wait this long before they trigger a purchase, so that pods of
+	// one rollout are planned together (seeds recommend 30–60 s).
+	GPUTriggerDelay time.Duration `mapstructure:"gpu-trigger-delay"`
+	// RegistrationTimeout is how long a launched instance may take to become a Ready Node before
+	// it is deleted and its offering marked unavailable.
+	RegistrationTimeout time.Duration `mapstructure:"registration-timeout"`
+	// UnavailableTTL is how long a refused offering stays out of plans.
+	UnavailableTTL time.Duration `mapstructure:"unavailable-ttl"`
+	// EmptyNodeTTL is how long a managed node may stay empty before it is removed.
+	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`
+	// Nominate sets status.nominatedNodeName on pods planned onto new nodes.
+	Nominate bool `mapstructure:"nominate"`
+	// ResyncPeriod re-runs housekeeping (timeouts, empty nodes) even without events.
+	ResyncPeriod time.Duration `mapstructure:"resync-period"`
+}
+
+// DefaultConfig returns the production defaults.
+func DefaultConfig() Config {
+	return Config{
+		ClusterName:         "tiler",
+		Namespace:           "tiler-system",
+		Catalog:             "aws-us-east-1",
+		BatchIdle:           time.Second,
+		BatchMax:            10 * time.Second,
+		GPUTriggerDelay:     0,
+		RegistrationTimeout: 10 * time.Minute,
+		UnavailableTTL:      3 * time.Minute,
+		EmptyNodeTTL:        10 * time.Minute,
+		Nominate:            true,
+		ResyncPeriod:        10 * time.Second,
+	}
+}
+
+// Validate checks the configuration; errors name the field.
+func (c Config) Validate() error {
+	switch {
+	case c.ClusterName == "":
+		return fmt.Errorf("cluster-name must not be empty")
+	case c.Namespace == "":
+		return fmt.Errorf("namespace must not be empty")
+	case c.BatchIdle <= 0:
+		return fmt.Errorf("batch-idle must be positive")
+	case c.BatchMax < c.BatchIdle:
+		return fmt.Errorf("batch-max must be at least batch-idle")
+	case c.GPUTriggerDelay < 0:
+		return fmt.Errorf("gpu-trigger-delay must not be negative")
+	case c.RegistrationTimeout <= 0:
+		return fmt.Errorf("registration-timeout must be positive")
+	case c.UnavailableTTL <= 0:
+		return fmt.Errorf("unavailable-ttl must be positive")
+	case c.EmptyNodeTTL < 0:
+		return fmt.Errorf("empty-node-ttl must not be negative")
+	case c.ResyncPeriod <= 0:
+		return fmt.Errorf("resync-period must be positive")
+	}
+	return nil
+}

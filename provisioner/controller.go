@@ -1,0 +1,178 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// Controller is the provisioner. Build it with New, then call Run (or, in tests, Reconcile).
+type Controller struct {
+	cfg         Config
+	kube        kubernetes.Interface
+	provider    cloudprovider.Provider
+	clock       clock.WithTicker
+	log         *zap.Logger
+	metrics     *Metrics
+	recorder    record.EventRecorder
+	factory     informers.SharedInformerFactory
+	policyInf   informers.SharedInformerFactory
+	catalog     *catalog.Catalog
+	records     *recordStore
+	unavailable *unavailableOfferings
+
+	mu         sync.Mutex
+	policy     *policy.CostPolicy // last valid policy; nil means the default
+	policyRV   map[string]string  // ConfigMap resourceVersion already judged
+	emptySince map[string]time.Time
+	batches    int
+	trigger    chan struct{}
+}
+
+// New builds a controller. cat is the catalog to buy from (prices already applied).
+func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider, cat *catalog.Catalog,
+	clk clock.WithTicker, log *zap.Logger, metrics *Metrics) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("provisioner config: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	c := &Controller{
+		cfg: cfg, kube: kube, provider: provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
+		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
+		factory:  informers.NewSharedInformerFactory(kube, 0),
+		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = policy.ConfigMapLabel + "=true" })),
+		catalog:     cat,
+		records:     &recordStore{kube: kube, namespace: cfg.Namespace},
+		unavailable: newUnavailable(clk, cfg.UnavailableTTL),
+		policyRV:    map[string]string{},
+		emptySince:  map[string]time.Time{},
+		trigger:     make(chan struct{}, 1),
+	}
+	c.registerInformers()
+	return c, nil
+}
+
+// registerInformers creates the informers the snapshot reads and hooks the batch trigger.
+func (c *Controller) registerInformers() {
+	poke := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.poke() },
+		UpdateFunc: func(any, any) { c.poke() },
+		DeleteFunc: func(any) { c.poke() },
+	}
+	f := c.factory
+	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { c.pokeIfProvisionable(o) },
+		UpdateFunc: func(_, o any) { c.pokeIfProvisionable(o) },
+		DeleteFunc: func(any) { c.poke() },
+	})
+	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(poke)
+	f.Apps().V1().DaemonSets().Informer()
+	f.Scheduling().V1().PriorityClasses().Informer()
+	f.Resource().V1().ResourceClaims().Informer()
+	f.Resource().V1().ResourceClaimTemplates().Informer()
+	f.Resource().V1().ResourceSlices().Informer()
+	f.Resource().V1().DeviceClasses().Informer()
+	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
+}
+
+func (c *Controller) pokeIfProvisionable(o any) {
+	if p, ok := o.(*corev1.Pod); ok && provisionable(p) {
+		c.poke()
+	}
+}
+
+// poke asks for a batch; pokes while one is pending coalesce.
+func (c *Controller) poke() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Start starts the informers and waits for their caches.
+func (c *Controller) Start(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	c.policyInf.Start(ctx.Done())
+	for t, ok := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache for %v did not sync", t)
+		}
+	}
+	for t, ok := range c.policyInf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer cache for %v did not sync", t)
+		}
+	}
+	return nil
+}
+
+// Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
+// poke and closes after BatchIdle without another, or after BatchMax; housekeeping also runs every
+// ResyncPeriod.
+func (c *Controller) Run(ctx context.Context) error {
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	if err := c.Recover(ctx); err != nil {
+		c.log.Error("recovering launches", zap.Error(err))
+	}
+	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
+	defer resync.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.trigger:
+			c.waitForBatch(ctx)
+		case <-resync.C():
+		}
+		if _, err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("reconcile", zap.Error(err))
+		}
+	}
+}
+
+// waitForBatch holds the batch open until BatchIdle passes without a poke, or BatchMax.
+func (c *Controller) waitForBatch(ctx context.Context) {
+	deadline := c.clock.After(c.cfg.BatchMax)
+	for {
+		idle := c.clock.After(c.cfg.BatchIdle)
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			return
+		case <-idle:
+			return
+		case <-c.trigger:
+		}
+	}
+}
+
+// podLister and friends are small accessors over the informers.
+func (c *Controller) pods() ([]*corev1.Pod, error) {
+	return c.factory.Core().V1().Pods().Lister().List(labels.Everything())
+}
+
+func (c *Controller) nodes() ([]*corev1.Node, error) {
+	return c.factory.Core().V1().Nodes().Lister().List(labels.Everything())
+}

@@ -1,0 +1,149 @@
+package provisioner_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// env is a real control plane, the simulated cloud playing kubelet and device plugin, and a
+// controller, all on loopback.
+type env struct {
+	t        *testing.T
+	cp       *controlplane.ControlPlane
+	kube     kubernetes.Interface
+	cat      *catalog.Catalog
+	simCfg   sim.Config
+	cloud    *sim.Provider
+	ctrl     *provisioner.Controller
+	metrics  *provisioner.Metrics
+	cancel   context.CancelFunc
+	cfg      provisioner.Config
+	started  time.Time
+}
+
+func testConfig() provisioner.Config {
+	cfg := provisioner.DefaultConfig()
+	cfg.ClusterName = "e2e"
+	cfg.BatchIdle = 300 * time.Millisecond
+	cfg.BatchMax = 2 * time.Second
+	cfg.ResyncPeriod = 500 * time.Millisecond
+	cfg.RegistrationTimeout = 30 * time.Second
+	cfg.EmptyNodeTTL = time.Hour
+	return cfg
+}
+
+func newEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config)) *env {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	simCfg := sim.DefaultConfig(cat, cfg.ClusterName, filepath.Join(t.TempDir(), "cloud.json"))
+	simCfg.BootDelay = time.Second
+	simCfg.DeviceDelay = time.Second
+	simCfg.StepInterval = 200 * time.Millisecond
+	if tweak != nil {
+		tweak(&simCfg)
+	}
+	e := &env{t: t, cp: cp, kube: kube, cat: cat, simCfg: simCfg, cfg: cfg}
+	e.start()
+	return e
+}
+
+// start (re)creates the cloud client and the controller, as a process restart would.
+func (e *env) start() {
+	e.t.Helper()
+	cloud, err := sim.New(e.simCfg, e.kube, clock.RealClock{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
+	ctrl, err := provisioner.New(e.cfg, e.kube, cloud, e.cat, clock.RealClock{}, zaptest.NewLogger(e.t), e.metrics)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
+	go func() { _ = cloud.Run(ctx) }()
+	go func() { _ = ctrl.Run(ctx) }()
+	e.t.Cleanup(cancel)
+	e.started = time.Now()
+}
+
+func (e *env) stop() { e.cancel() }
+
+// launches counts launch events in the cloud's append-only log.
+func (e *env) launches() int {
+	events, err := sim.ReadEvents(e.cloud.EventLogPath())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sim.CountEvents(events, sim.EventLaunched)
+}
+
+func (e *env) create(pods ...*corev1.Pod) {
+	e.t.Helper()
+	for _, p := range pods {
+		p = p.DeepCopy()
+		p.Status = corev1.PodStatus{}
+		if p.Spec.SchedulerName == "" {
+			p.Spec.SchedulerName = corev1.DefaultSchedulerName
+		}
+		if _, err := e.kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// waitBound waits until every listed pod is bound by the real scheduler and returns pod → node.
+func (e *env) waitBound(timeout time.Duration, pods ...*corev1.Pod) map[string]string {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		bound := map[string]string{}
+		for _, p := range pods {
+			got, err := e.kube.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+			if err == nil && got.Spec.NodeName != "" {
+				bound[p.Namespace+"/"+p.Name] = got.Spec.NodeName
+			}
+		}
+		if len(bound) == len(pods) {
+			return bound
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d of %d pods bound after %s: %v", len(bound), len(pods), timeout, bound)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (e *env) managedNodes() []corev1.Node {
+	nodes, err := e.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "tiler.dev/pool"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return nodes.Items
+}
+
+func named(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }

@@ -1,0 +1,148 @@
+package provisioner
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+func everything() labels.Selector { return labels.Everything() }
+
+// housekeeping deletes launches that did not register in time (marking their offering
+// unavailable) and managed nodes that stayed empty for EmptyNodeTTL (never below a pool's
+// minNodes), and updates the fleet gauges. It returns the names of deleted nodes.
+func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, pods []*corev1.Pod) []string {
+	byName := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	busy := map[string]bool{}
+	for _, p := range pods {
+		if snapshot.IsActive(p) && !snapshot.IsDaemonSetPod(p) {
+			busy[p.Spec.NodeName] = true
+		}
+	}
+	now := c.clock.Now()
+	poolNodes := map[string]int{}
+	for _, r := range recs {
+		poolNodes[r.Pool]++
+	}
+	var deleted []string
+	var cost float64
+	for _, r := range recs {
+		n := byName[r.NodeName]
+		switch {
+		case (n == nil || !ready(n)) && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
+			c.unavailable.mark(cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType})
+			if c.remove(ctx, log, r, "registration-timeout") {
+				deleted = append(deleted, r.NodeName)
+				poolNodes[r.Pool]--
+			}
+			continue
+		case n != nil && !busy[r.NodeName]:
+			since, seen := c.emptySince[r.NodeName]
+			if !seen {
+				c.emptySince[r.NodeName] = now
+			} else if now.Sub(since) >= c.cfg.EmptyNodeTTL && poolNodes[r.Pool] > c.minNodes(r.Pool) {
+				if c.remove(ctx, log, r, "empty") {
+					deleted = append(deleted, r.NodeName)
+					poolNodes[r.Pool]--
+					delete(c.emptySince, r.NodeName)
+					continue
+				}
+			}
+		default:
+			delete(c.emptySince, r.NodeName)
+		}
+		cost += r.PricePerHour
+	}
+	c.metrics.ManagedNodes.Set(float64(len(recs) - len(deleted)))
+	c.metrics.ManagedCost.Set(cost)
+	c.metrics.GPUAllocationRatio.Set(gpuAllocationRatio(recs, byName, pods))
+	if len(deleted) > 0 {
+		c.poke()
+	}
+	return deleted
+}
+
+// remove deletes the instance, the Node and the record of a launch.
+func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord, reason string) bool {
+	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyLaunchID, r.LaunchID), zap.String(keyReason, reason))
+	id := r.InstanceID
+	if id == "" {
+		id = c.instanceByLaunchID(ctx, r.LaunchID)
+	}
+	if id != "" {
+		if err := c.provider.Delete(ctx, id); err != nil && !cloudprovider.IsNotFound(err) {
+			l.Error("deleting instance", zap.Error(err))
+			return false
+		}
+	}
+	if err := c.kube.CoreV1().Nodes().Delete(ctx, r.NodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		l.Error("deleting node", zap.Error(err))
+	}
+	if err := c.records.Delete(ctx, r.LaunchID); err != nil {
+		l.Error("deleting launch record", zap.Error(err))
+		return false
+	}
+	c.metrics.Deletions.WithLabelValues(reason).Inc()
+	l.Info("removed node")
+	return true
+}
+
+func (c *Controller) instanceByLaunchID(ctx context.Context, launchID string) string {
+	insts, err := c.provider.List(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, i := range insts {
+		if i.LaunchID == launchID {
+			return i.ID
+		}
+	}
+	return ""
+}
+
+func (c *Controller) minNodes(pool string) int {
+	if p := c.currentPolicy(); p != nil {
+		for _, pl := range p.Pools {
+			if pl.Name == pool {
+				return pl.MinNodes
+			}
+		}
+	}
+	return 0
+}
+
+// gpuAllocationRatio is requested over allocatable nvidia.com/gpu on the managed nodes.
+func gpuAllocationRatio(recs []LaunchRecord, nodes map[string]*corev1.Node, pods []*corev1.Pod) float64 {
+	managed := map[string]bool{}
+	var alloc int64
+	for _, r := range recs {
+		if n := nodes[r.NodeName]; n != nil {
+			managed[r.NodeName] = true
+			q := n.Status.Allocatable["nvidia.com/gpu"]
+			alloc += q.Value()
+		}
+	}
+	if alloc == 0 {
+		return 0
+	}
+	var used int64
+	for _, p := range pods {
+		if snapshot.IsActive(p) && managed[p.Spec.NodeName] {
+			for _, ctr := range p.Spec.Containers {
+				q := ctr.Resources.Requests["nvidia.com/gpu"]
+				used += q.Value()
+			}
+		}
+	}
+	return float64(used) / float64(alloc)
+}

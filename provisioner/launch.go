@@ -1,0 +1,152 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// launch buys the plan's new nodes. All launch records are written in one update BEFORE any cloud
+// call, then the launches run in parallel. A refused offering is marked unavailable and its record
+// dropped, and a new batch is requested so that its pods are re-planned on the next offering.
+func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulator.Plan, snap *snapshot.Snapshot) (launched, failed []string) {
+	if len(plan.NewNodes) == 0 {
+		return nil, nil
+	}
+	now := c.clock.Now()
+	recs := make([]LaunchRecord, len(plan.NewNodes))
+	for i, n := range plan.NewNodes {
+		recs[i] = recordFor(n, now)
+	}
+	if err := c.records.Put(ctx, recs...); err != nil {
+		log.Error("recording launches; nothing launched", zap.Error(err))
+		return nil, nil
+	}
+	pods := podIndex(snap)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range recs {
+		wg.Add(1)
+		go func(r LaunchRecord, n simulator.NewNode) {
+			defer wg.Done()
+			ok := c.launchOne(ctx, log, r, n, pods)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				launched = append(launched, r.NodeName)
+			} else {
+				failed = append(failed, r.NodeName)
+			}
+		}(recs[i], plan.NewNodes[i])
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		c.poke()
+	}
+	return launched, failed
+}
+
+func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
+	gpus := 0
+	if q, ok := n.Allocatable[simulator.ResourceGPU]; ok {
+		gpus = int(q.Value())
+	}
+	return LaunchRecord{LaunchID: n.Name, NodeName: n.Name, Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone,
+		CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPUs: gpus, Pods: n.Pods, Labels: n.Labels,
+		Taints: n.Taints, CreatedAt: now}
+}
+
+func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ simulator.NewNode, pods map[string]*corev1.Pod) bool {
+	off := cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType}
+	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
+		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
+	inst, err := c.provider.Create(ctx, cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.NodeName,
+		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU})
+	if err != nil && ctx.Err() != nil {
+		// Shutting down: the cloud may have accepted the launch. Keep the record; Recover links
+		// or relaunches it (idempotently) on the next start.
+		l.Warn("launch interrupted by shutdown; the record stays for recovery", zap.Error(err))
+		return false
+	}
+	if err != nil {
+		kind := errorKind(err)
+		c.metrics.LaunchFailures.WithLabelValues(string(off.InstanceType), off.Zone, string(off.CapacityType), kind).Inc()
+		if kind == "insufficient-capacity" || kind == "quota" {
+			c.markUnavailable(err, off)
+		}
+		if derr := c.records.Delete(ctx, r.LaunchID); derr != nil {
+			l.Error("dropping the record of a failed launch", zap.Error(derr))
+		}
+		l.Warn("launch failed", zap.String(keyError, kind), zap.Error(err))
+		for _, key := range r.Pods {
+			if p := pods[key]; p != nil {
+				c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedScaleUp", "launching %s (%s in %s, %s) failed: %v", r.NodeName, r.InstanceType, r.Zone, r.CapacityType, err)
+			}
+		}
+		return false
+	}
+	r.InstanceID = inst.ID
+	if err := c.records.Put(ctx, r); err != nil {
+		l.Error("recording the instance ID", zap.Error(err))
+	}
+	c.metrics.Launches.WithLabelValues(string(off.InstanceType), off.Zone, string(off.CapacityType)).Inc()
+	l.Info("launched", zap.String(keyInstanceID, inst.ID), zap.Int("pods", len(r.Pods)))
+	for _, key := range r.Pods {
+		if p := pods[key]; p != nil {
+			c.recorder.Eventf(p, corev1.EventTypeNormal, "TriggeredScaleUp", "pod triggered scale-up: node %s (%s, %s, %s, $%.4f/h)",
+				r.NodeName, r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour)
+		}
+	}
+	return true
+}
+
+// markUnavailable marks the offerings an error names, or the requested one.
+func (c *Controller) markUnavailable(err error, requested cloudprovider.OfferingRef) {
+	var ice *cloudprovider.InsufficientCapacityError
+	if errors.As(err, &ice) && len(ice.Offerings) > 0 {
+		for _, o := range ice.Offerings {
+			c.unavailable.mark(o)
+		}
+		return
+	}
+	c.unavailable.mark(requested)
+}
+
+// errorKind labels a launch error for metrics and logs.
+func errorKind(err error) string {
+	switch {
+	case cloudprovider.IsInsufficientCapacity(err):
+		return "insufficient-capacity"
+	case cloudprovider.IsQuota(err):
+		return "quota"
+	case cloudprovider.IsNotFound(err):
+		return "not-found"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	}
+	return "other"
+}
+
+func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
+	m := make(map[string]*corev1.Pod, len(s.Pods))
+	for _, p := range s.Pods {
+		m[p.Namespace+"/"+p.Name] = p
+	}
+	return m
+}
+
+
+
+// simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
+func simulatorNode(r LaunchRecord) simulator.NewNode {
+	return simulator.NewNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,
+		CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, Pods: r.Pods, Labels: r.Labels, Taints: r.Taints}
+}

@@ -1,0 +1,63 @@
+package provisioner
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the controller's Prometheus metrics, namespace tiler, subsystem provisioner.
+type Metrics struct {
+	PendingPods         prometheus.Gauge
+	BatchDuration       prometheus.Histogram
+	SimulationDuration  prometheus.Histogram
+	Launches            *prometheus.CounterVec
+	LaunchFailures      *prometheus.CounterVec
+	ManagedNodes        prometheus.Gauge
+	ManagedCost         prometheus.Gauge
+	GPUAllocationRatio  prometheus.Gauge
+	UnavailableOfferings prometheus.Gauge
+	PlanCost            prometheus.Gauge
+	PlanLowerBound      prometheus.Gauge
+	Deletions           *prometheus.CounterVec
+}
+
+// Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
+// batch histogram runs from 10 ms to ~2 min; simulations take from a millisecond (a few pods) to
+// seconds (10,000 pods on 2 cores).
+var (
+	batchBuckets      = prometheus.ExponentialBuckets(0.01, 2, 14)
+	simulationBuckets = prometheus.ExponentialBuckets(0.001, 2, 14)
+)
+
+// NewMetrics registers the metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	offering := []string{"instance_type", "zone", "capacity_type"}
+	m := &Metrics{
+		PendingPods: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "pending_pods", Help: "Provisionable pods seen by the last batch."}),
+		BatchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "batch_duration_seconds", Help: "Time from snapshot to the end of the launch calls of one batch.", Buckets: batchBuckets}),
+		SimulationDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "simulation_duration_seconds", Help: "Time spent in simulator.Simulate per batch.", Buckets: simulationBuckets}),
+		Launches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "launches_total", Help: "Instances launched."}, offering),
+		LaunchFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "launch_failures_total", Help: "Failed launches by offering and error kind."}, append(offering, "error")),
+		ManagedNodes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "managed_nodes", Help: "Nodes launched by Tiler that exist or are in flight."}),
+		ManagedCost: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "managed_cost_dollars_per_hour", Help: "Price of the managed nodes."}),
+		GPUAllocationRatio: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "gpu_allocation_ratio", Help: "Requested nvidia.com/gpu over allocatable nvidia.com/gpu on managed nodes."}),
+		UnavailableOfferings: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "unavailable_offerings", Help: "Offerings currently marked unavailable after a cloud refusal."}),
+		PlanCost: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "plan_cost_dollars_per_hour", Help: "Price of the nodes the last plan bought."}),
+		PlanLowerBound: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "plan_lower_bound_dollars_per_hour", Help: "Lower bound on the price of the last plan."}),
+		Deletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "deletions_total", Help: "Instances deleted, by reason (empty, registration-timeout, orphan)."}, []string{"reason"}),
+	}
+	reg.MustRegister(m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
+		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions)
+	return m
+}

@@ -1,0 +1,60 @@
+package provisioner
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// provisionable reports whether a pod waits for capacity: the scheduler marked it
+// PodScheduled=False with reason Unschedulable, it is unbound, not terminating, not a DaemonSet
+// pod, and not nominated by the scheduler for preemption.
+func provisionable(p *corev1.Pod) bool {
+	if !snapshot.IsPending(p) {
+		return false
+	}
+	if p.Status.NominatedNodeName != "" && p.Annotations[AnnotationNominatedBy] != "tiler" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// AnnotationNominatedBy marks pods whose status.nominatedNodeName Tiler set (to the node it
+// bought for them), so they are told apart from the scheduler's preemption nominations.
+const AnnotationNominatedBy = "tiler.dev/nominated-by"
+
+// unschedulableSince returns when the pod became unschedulable (the condition's transition time).
+func unschedulableSince(p *corev1.Pod) (t corev1.PodCondition, ok bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
+// requestsGPU reports whether any container requests an NVIDIA extended resource or the pod
+// uses a DRA claim.
+func requestsGPU(p *corev1.Pod) bool {
+	if len(p.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		for name := range c.Resources.Requests {
+			if len(name) > 11 && name[:11] == "nvidia.com/" {
+				return true
+			}
+		}
+		for name := range c.Resources.Limits {
+			if len(name) > 11 && name[:11] == "nvidia.com/" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,82 @@
+package provisioner
+
+import (
+	"context"
+	"sort"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// refreshPolicy reads the cost-policy ConfigMaps (label tiler.dev/cost-policy=true in the
+// controller's namespace). Their pools are merged in ConfigMap name order. An invalid ConfigMap
+// gets a Warning Event naming the field and a log line, and the last valid policy stays in force;
+// each resourceVersion is judged once.
+func (c *Controller) refreshPolicy(ctx context.Context) {
+	cms, err := c.policyInf.Core().V1().ConfigMaps().Lister().List(everything())
+	if err != nil {
+		c.log.Error("listing cost-policy ConfigMaps", zap.Error(err))
+		return
+	}
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
+	var merged *policy.CostPolicy
+	valid := true
+	for _, cm := range cms {
+		p, err := policy.Parse(configMapDocument(cm))
+		if err != nil {
+			valid = false
+			c.reportInvalid(cm, err)
+			continue
+		}
+		if merged == nil {
+			merged = p
+		} else {
+			merged.Pools = append(merged.Pools, p.Pools...)
+			if p.Budget != nil {
+				merged.Budget = p.Budget
+			}
+		}
+	}
+	if merged != nil {
+		if err := merged.Validate(); err != nil {
+			valid = false
+			c.log.Error("merged cost policy is invalid; keeping the last valid one", zap.Error(err))
+			return
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case merged != nil && valid:
+		c.policy = merged
+	case merged != nil && c.policy == nil:
+		c.policy = merged // some ConfigMaps are valid and none was before: use them
+	case len(cms) == 0:
+		c.policy = nil
+	}
+}
+
+func configMapDocument(cm *corev1.ConfigMap) []byte {
+	return []byte(cm.Data[policy.ConfigMapKey])
+}
+
+func (c *Controller) reportInvalid(cm *corev1.ConfigMap, err error) {
+	c.mu.Lock()
+	judged := c.policyRV[cm.Namespace+"/"+cm.Name] == cm.ResourceVersion
+	c.policyRV[cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
+	c.mu.Unlock()
+	if judged {
+		return
+	}
+	c.log.Error("invalid cost policy; keeping the last valid one", zap.String(keyConfigMap, cm.Namespace+"/"+cm.Name), zap.Error(err))
+	c.recorder.Eventf(cm, corev1.EventTypeWarning, "InvalidCostPolicy", "%s: %v (the last valid policy stays in force)", policy.ConfigMapKey, err)
+}
+
+// currentPolicy returns the policy in force (nil: the default).
+func (c *Controller) currentPolicy() *policy.CostPolicy {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.policy
+}

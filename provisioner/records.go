@@ -1,0 +1,124 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// RecordsConfigMap is the ConfigMap (in Config.Namespace) that holds the launch records.
+const RecordsConfigMap = "tiler-launches"
+
+// LaunchRecord is the durable record of one planned node, written before the cloud is called.
+type LaunchRecord struct {
+	LaunchID     string                   `json:"launchID"`
+	NodeName     string                   `json:"nodeName"`
+	Pool         string                   `json:"pool"`
+	InstanceType catalog.InstanceTypeName `json:"instanceType"`
+	Zone         string                   `json:"zone"`
+	CapacityType catalog.CapacityType     `json:"capacityType"`
+	PricePerHour float64                  `json:"pricePerHour"`
+	GPUs         int                      `json:"gpus,omitempty"`
+	Pods         []string                 `json:"pods,omitempty"`
+	Labels       map[string]string        `json:"labels,omitempty"`
+	Taints       []corev1.Taint           `json:"taints,omitempty"`
+	GPU          cloudprovider.GPUConfig  `json:"gpu,omitempty"`
+	CreatedAt    time.Time                `json:"createdAt"`
+	// InstanceID is set once the cloud accepted the launch.
+	InstanceID string `json:"instanceID,omitempty"`
+}
+
+// recordStore keeps launch records in a ConfigMap, one data key per launch ID.
+type recordStore struct {
+	kube      kubernetes.Interface
+	namespace string
+}
+
+func (s *recordStore) get(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm, err := s.kube.CoreV1().ConfigMaps(s.namespace).Get(ctx, RecordsConfigMap, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: RecordsConfigMap, Namespace: s.namespace}}
+		cm, err = s.kube.CoreV1().ConfigMaps(s.namespace).Create(ctx, cm, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return s.kube.CoreV1().ConfigMaps(s.namespace).Get(ctx, RecordsConfigMap, metav1.GetOptions{})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading launch records: %w", err)
+	}
+	return cm, nil
+}
+
+// List returns the records sorted by launch ID.
+func (s *recordStore) List(ctx context.Context) ([]LaunchRecord, error) {
+	cm, err := s.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []LaunchRecord
+	for k, v := range cm.Data {
+		var r LaunchRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			return nil, fmt.Errorf("launch record %s: %w", k, err)
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LaunchID < out[j].LaunchID })
+	return out, nil
+}
+
+// Put writes records (insert or replace) in one update.
+func (s *recordStore) Put(ctx context.Context, recs ...LaunchRecord) error {
+	return s.update(ctx, func(data map[string]string) error {
+		for _, r := range recs {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			data[r.LaunchID] = string(b)
+		}
+		return nil
+	})
+}
+
+// Delete removes records.
+func (s *recordStore) Delete(ctx context.Context, launchIDs ...string) error {
+	return s.update(ctx, func(data map[string]string) error {
+		for _, id := range launchIDs {
+			delete(data, id)
+		}
+		return nil
+	})
+}
+
+func (s *recordStore) update(ctx context.Context, mutate func(map[string]string) error) error {
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cm, err := s.get(ctx)
+		if err != nil {
+			return err
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		if err := mutate(cm.Data); err != nil {
+			return err
+		}
+		_, err = s.kube.CoreV1().ConfigMaps(s.namespace).Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("writing launch records: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+)
+
+// Recover reconciles launch records with the cloud after a (re)start: a record without an
+// instance is launched again with the same launch ID (the provider returns the instance if the
+// first call got through, so nothing is bought twice); a record that is older than the
+// registration timeout and has no instance is dropped; an instance of this cluster that no record
+// names is an orphan and is deleted, so nothing leaks.
+func (c *Controller) Recover(ctx context.Context) error {
+	recs, err := c.records.List(ctx)
+	if err != nil {
+		return err
+	}
+	insts, err := c.provider.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	byLaunch := map[string]*cloudprovider.Instance{}
+	for _, i := range insts {
+		byLaunch[i.LaunchID] = i
+	}
+	known := map[string]bool{}
+	now := c.clock.Now()
+	for _, r := range recs {
+		known[r.LaunchID] = true
+		inst := byLaunch[r.LaunchID]
+		switch {
+		case inst != nil && r.InstanceID == "":
+			r.InstanceID = inst.ID
+			if err := c.records.Put(ctx, r); err != nil {
+				return err
+			}
+		case inst == nil && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
+			if err := c.records.Delete(ctx, r.LaunchID); err != nil {
+				return err
+			}
+		case inst == nil:
+			c.log.Info("relaunching a recorded launch", zap.String(keyLaunchID, r.LaunchID))
+			c.launchOne(ctx, c.log, r, simulatorNode(r), nil)
+		}
+	}
+	for _, i := range insts {
+		if !known[i.LaunchID] {
+			c.log.Warn("deleting an orphan instance", zap.String(keyInstanceID, i.ID), zap.String(keyLaunchID, i.LaunchID))
+			if err := c.provider.Delete(ctx, i.ID); err != nil && !cloudprovider.IsNotFound(err) {
+				return fmt.Errorf("deleting orphan %s: %w", i.ID, err)
+			}
+			c.metrics.Deletions.WithLabelValues("orphan").Inc()
+		}
+	}
+	return nil
+}
