@@ -84,6 +84,7 @@ type LaunchError struct {
 	Offerings []cloudprovider.OfferingRef
 }
 
+// Error names the code, the offerings and EC2's message.
 func (e *LaunchError) Error() string {
 	return fmt.Sprintf("CreateFleet refused (%s) for %s: %s", e.Code, refNames(e.Offerings), e.Message)
 }
