@@ -3,6 +3,8 @@ package simulator
 import (
 	"fmt"
 
+	"github.com/tiler-dev/tiler/simulator/mig"
+
 	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/policy"
 )
@@ -22,7 +24,15 @@ func (s *state) addInFlightNodes() {
 		if pl == nil {
 			pl = &poolInfo{Pool: &policy.Pool{Name: f.Pool}, index: -1}
 		}
-		off := s.newOffering(pl, it, catalog.Offering{Zone: f.Zone, CapacityType: f.CapacityType, PricePerHour: f.PricePerHour})
+		variants, err := s.deviceVariants(pl, it)
+		if err != nil || len(variants) == 0 {
+			variants = []deviceVariant{{}}
+		}
+		v := variants[0]
+		if f.GPU != nil {
+			v = s.variantFor(pl, it, *f.GPU, variants)
+		}
+		off := s.newOffering(pl, it, catalog.Offering{Zone: f.Zone, CapacityType: f.CapacityType, PricePerHour: f.PricePerHour}, v)
 		off.alloc = s.dims.grow(s.dims.fromList(off.capacity, false))
 		labels := map[string]string{LabelHostname: f.Name}
 		for k, v := range off.labels {
@@ -58,4 +68,34 @@ func (s *state) nodeIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// variantFor returns the device variant an in-flight node was bought with: the one whose MIG
+// layout matches, else one rebuilt from the recorded plan.
+func (s *state) variantFor(pl *poolInfo, it *catalog.InstanceType, g GPUPlan, variants []deviceVariant) deviceVariant {
+	for _, v := range variants {
+		if fmt.Sprint(v.gpu.MIGLayout) == fmt.Sprint(g.MIGLayout) && v.gpu.Replicas == g.Replicas {
+			return v
+		}
+	}
+	if len(g.MIGLayout) > 0 {
+		if tab, err := loadMIG(); err == nil {
+			if m, ok := tab.Model(it.GPU.Model); ok {
+				var perGPU []mig.Layout
+				for _, ps := range g.MIGLayout {
+					var profiles []mig.MIGProfile
+					for _, p := range ps {
+						profiles = append(profiles, mig.MIGProfile(p))
+					}
+					if l, err := m.Valid(profiles); err == nil {
+						perGPU = append(perGPU, l)
+					}
+				}
+				if len(perGPU) == len(g.MIGLayout) {
+					return migVariant(m, perGPU, g.MIGStrategy)
+				}
+			}
+		}
+	}
+	return variants[0]
 }

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator/mig"
 )
 
 // neverFits explains why no node could ever hold the pod — no existing node by its allocatable and
@@ -42,7 +46,34 @@ func (s *state) neverFits(pi *podInfo) string {
 	}
 	sort.Strings(names)
 	for _, k := range names {
+		if !s.anyOffers(corev1.ResourceName(k)) {
+			parts = append(parts, fmt.Sprintf("none advertises %s%s", k, migHint(k)))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%d too small in %s", short[k], k))
 	}
 	return fmt.Sprintf("no offering of %d can hold it (%s)", len(s.offerings), strings.Join(parts, ", "))
+}
+
+// anyOffers reports whether some offering advertises the resource at all.
+func (s *state) anyOffers(name corev1.ResourceName) bool {
+	i, ok := s.dims.index[name]
+	if !ok {
+		return false
+	}
+	for _, o := range s.offerings {
+		if o.alloc[i] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// migHint explains a MIG resource that nothing advertises.
+func migHint(resourceName string) string {
+	p, ok := mig.ParseResourceName(resourceName)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" (no GPU model of the policy's MIG pools has profile %s)", p)
 }

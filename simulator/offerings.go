@@ -62,6 +62,8 @@ type offering struct {
 	alloc vec
 	// capacity is the fresh node's allocatable before DaemonSets, as the Node will report it.
 	capacity corev1.ResourceList
+	// gpu is how the node's GPUs are configured (sharing, MIG layout).
+	gpu GPUPlan
 }
 
 // family returns the family part of an instance type name: "m7i" of "m7i.large", "a2" of
@@ -161,17 +163,23 @@ func (s *state) buildOfferings() error {
 		}
 		for ti := range s.cat.Types {
 			it := &s.cat.Types[ti]
+			variants, err := s.deviceVariants(pl, it)
+			if err != nil {
+				return err
+			}
 			for _, o := range it.Offerings {
 				if o.Unavailable || !poolAllows(pl, it, o) {
 					continue
 				}
-				off := s.newOffering(pl, it, o)
-				if ok, _ := reqs.Match(off.node); !ok {
-					continue
+				for _, v := range variants {
+					off := s.newOffering(pl, it, o, v)
+					if ok, _ := reqs.Match(off.node); !ok {
+						continue
+					}
+					off.idx = len(s.offerings)
+					s.offerings = append(s.offerings, off)
+					pl.offs = append(pl.offs, off)
 				}
-				off.idx = len(s.offerings)
-				s.offerings = append(s.offerings, off)
-				pl.offs = append(pl.offs, off)
 			}
 		}
 	}
@@ -192,8 +200,11 @@ func poolRequirements(pl *poolInfo) (nodeaffinity.RequiredNodeAffinity, error) {
 	return r, nil
 }
 
-func (s *state) newOffering(pl *poolInfo, it *catalog.InstanceType, o catalog.Offering) *offering {
+func (s *state) newOffering(pl *poolInfo, it *catalog.InstanceType, o catalog.Offering, v deviceVariant) *offering {
 	labels := offeringLabels(s.cat, pl, it, o.Zone, o.CapacityType)
+	for k, val := range v.labels {
+		labels[k] = val
+	}
 	taints := append([]corev1.Taint(nil), pl.Taints...)
 	cpu, mem, pods := catalog.Allocatable(s.cat.Provider, it)
 	capacity := corev1.ResourceList{
@@ -201,21 +212,15 @@ func (s *state) newOffering(pl *poolInfo, it *catalog.InstanceType, o catalog.Of
 		corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
 		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
-	s.addDeviceResources(pl, it, capacity)
+	for name, q := range v.resources {
+		capacity[name] = q
+	}
 	node := &corev1.Node{}
 	node.Labels = labels
 	node.Spec.Taints = taints
 	node.Status.Allocatable = capacity
 	return &offering{pool: pl, it: it, zone: o.Zone, ct: o.CapacityType, price: o.PricePerHour,
-		labels: labels, taints: taints, node: node, capacity: capacity}
-}
-
-// addDeviceResources adds the extended resources the node's device plugin will advertise.
-// Exclusive GPUs are nvidia.com/gpu = count; the GPU simulation extends this per pool policy.
-func (s *state) addDeviceResources(pl *poolInfo, it *catalog.InstanceType, capacity corev1.ResourceList) {
-	if it.GPU.Count > 0 {
-		capacity[ResourceGPU] = *resource.NewQuantity(int64(it.GPU.Count), resource.DecimalSI)
-	}
+		labels: labels, taints: taints, node: node, capacity: capacity, gpu: v.gpu}
 }
 
 func resourceOne() *resource.Quantity { return resource.NewQuantity(1, resource.DecimalSI) }

@@ -56,6 +56,27 @@ type NewNode struct {
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
 	// Reason says why the node is bought when it holds no pods (a pool's minNodes).
 	Reason string `json:"reason,omitempty"`
+	// GPUs describes the node's GPUs; GPU how they are shared or partitioned.
+	GPUs *GPUInfo `json:"gpus,omitempty"`
+	GPU  *GPUPlan `json:"gpu,omitempty"`
+	// MIGLayout repeats GPU.MIGLayout at the top level of the node (JSON contract).
+	MIGLayout [][]string `json:"migLayout,omitempty"`
+	// Claims lists the DRA devices each claim would get on the node.
+	Claims []ClaimAllocation `json:"claims,omitempty"`
+}
+
+// GPUInfo is the model, count and memory of a node's GPUs.
+type GPUInfo struct {
+	Model     string `json:"model"`
+	Count     int    `json:"count"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	Product   string `json:"product,omitempty"`
+}
+
+// ClaimAllocation is the devices a ResourceClaim would be allocated on a node.
+type ClaimAllocation struct {
+	Claim   string   `json:"claim"`
+	Devices []string `json:"devices"`
 }
 
 // ExistingNode lists the pending pods planned onto a node that already exists.

@@ -37,10 +37,15 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "Pods placed: %d, unschedulable: %d\n", placed, len(p.Unschedulable))
 	if len(p.NewNodes) > 0 {
-		fmt.Fprintln(tw, "\nNEW NODE\tPOOL\tTYPE\tZONE\tCAPACITY\t$/H\tPODS")
+		fmt.Fprintln(tw, "\nNEW NODE\tPOOL\tTYPE\tZONE\tCAPACITY\t$/H\tGPUS\tPODS")
 		for _, n := range p.NewNodes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%s\n", n.Name, n.Pool, n.InstanceType, n.Zone, n.CapacityType,
-				n.PricePerHour, podList(n.Pods, n.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%s\n", n.Name, n.Pool, n.InstanceType, n.Zone, n.CapacityType,
+				n.PricePerHour, gpuSummary(n), podList(n.Pods, n.Reason))
+		}
+		for _, n := range p.NewNodes {
+			if n.GPU != nil && len(n.GPU.MIGLayout) > 0 {
+				fmt.Fprintf(tw, "  %s MIG (%s, %s strategy): %s\n", n.Name, n.GPU.MIGConfig, n.GPU.MIGStrategy, migLayoutString(n.GPU.MIGLayout))
+			}
 		}
 	}
 	if len(p.ExistingNodes) > 0 {
@@ -70,4 +75,35 @@ func podList(pods []string, reason string) string {
 		return strings.Join(pods, ", ")
 	}
 	return fmt.Sprintf("%s, … (%d pods)", strings.Join(pods[:3], ", "), len(pods))
+}
+
+// gpuSummary renders a node's GPUs, e.g. "4×L4 time-slicing×6" or "1×A100-40GB mig".
+func gpuSummary(n NewNode) string {
+	if n.GPUs == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%d×%s", n.GPUs.Count, n.GPUs.Model)
+	if g := n.GPU; g != nil {
+		switch {
+		case g.Replicas > 0:
+			s += fmt.Sprintf(" %s×%d", g.Sharing, g.Replicas)
+		case len(g.MIGLayout) > 0:
+			s += " mig"
+		}
+	}
+	return s
+}
+
+// migLayoutString renders per-GPU layouts, collapsing runs of identical GPUs.
+func migLayoutString(layout [][]string) string {
+	var parts []string
+	for i := 0; i < len(layout); {
+		j := i
+		for j < len(layout) && strings.Join(layout[j], ",") == strings.Join(layout[i], ",") {
+			j++
+		}
+		parts = append(parts, fmt.Sprintf("GPU %d-%d [%s]", i, j-1, strings.Join(layout[i], " ")))
+		i = j
+	}
+	return strings.Join(parts, "; ")
 }

@@ -56,6 +56,12 @@ func (s *state) newNode(n *simNode) NewNode {
 	if len(n.pods) == 0 {
 		nn.Reason = "pool minNodes"
 	}
+	if g := o.it.GPU; g.Count > 0 {
+		nn.GPUs = &GPUInfo{Model: g.Model, Count: g.Count, MemoryMiB: g.MemoryMiB, Product: g.Product}
+		gp := o.gpu
+		nn.GPU = &gp
+		nn.MIGLayout = gp.MIGLayout
+	}
 	return nn
 }
 

@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,8 @@ type InFlightNode struct {
 	Zone         string
 	CapacityType catalog.CapacityType
 	PricePerHour float64
+	// GPU is the GPU configuration the node was bought with (nil: the pool's first variant).
+	GPU *GPUPlan
 }
 
 // Input is everything a simulation reads.
@@ -135,8 +138,10 @@ func (s *state) setup() error {
 		pi.req = s.dims.fromList(podRequests(p), true)
 		s.pending = append(s.pending, pi)
 	}
-	if i, ok := s.dims.index[ResourceGPU]; ok {
-		s.gpuDims = append(s.gpuDims, i)
+	for i, name := range s.dims.names {
+		if strings.HasPrefix(string(name), "nvidia.com/") {
+			s.gpuDims = append(s.gpuDims, i)
+		}
 	}
 	for _, pi := range s.pending {
 		pi.req = s.dims.grow(pi.req)

@@ -1,0 +1,222 @@
+package simulator
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/mig"
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// GPU labels the NVIDIA GPU feature discovery and MIG manager put on nodes.
+const (
+	LabelMIGConfig       = "nvidia.com/mig.config"
+	LabelMIGStrategy     = "nvidia.com/mig.strategy"
+	LabelGPUReplicas     = "nvidia.com/gpu.replicas"
+	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
+	// ResourceGPUShared is the renamed time-sliced GPU resource.
+	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
+)
+
+// deviceVariant is one way a node's GPUs can be exposed: the extended resources the device plugin
+// advertises and the configuration that produces them.
+type deviceVariant struct {
+	resources corev1.ResourceList
+	labels    map[string]string
+	gpu       GPUPlan
+}
+
+// GPUPlan is how a planned node's GPUs are configured.
+type GPUPlan struct {
+	Sharing     policy.Sharing `json:"sharing,omitempty"`
+	Replicas    int            `json:"replicasPerGPU,omitempty"`
+	MIGStrategy string         `json:"migStrategy,omitempty"`
+	// MIGLayout lists the MIG profiles of each GPU.
+	MIGLayout [][]string `json:"migLayout,omitempty"`
+	// MIGConfig is the nvidia.com/mig.config value; MigPartedConfig the mig-parted file for it.
+	MIGConfig       string `json:"migConfig,omitempty"`
+	MigPartedConfig string `json:"migPartedConfig,omitempty"`
+}
+
+var (
+	migOnce  sync.Once
+	migTable *mig.Table
+	migErr   error
+)
+
+func loadMIG() (*mig.Table, error) {
+	migOnce.Do(func() { migTable, migErr = mig.Load() })
+	return migTable, migErr
+}
+
+// deviceVariants lists the GPU configurations a node of the type may be bought with in the pool:
+// whole GPUs; K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
+// the layout that best covers the pending MIG demand and each homogeneous layout of a demanded
+// profile, so that packing can choose among them like among instance types.
+func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVariant, error) {
+	if it.GPU.Count == 0 {
+		return []deviceVariant{{}}, nil
+	}
+	g := pl.GPU
+	if g == nil || g.Sharing == "" || g.Sharing == policy.Exclusive || g.Sharing == policy.DynamicMIG {
+		return []deviceVariant{{resources: corev1.ResourceList{ResourceGPU: qty(it.GPU.Count)},
+			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive)}}}, nil
+	}
+	switch g.Sharing {
+	case policy.TimeSlicing, policy.MPS:
+		k := g.Replicas
+		if k == 0 {
+			k = 4
+		}
+		name := ResourceGPU
+		if g.RenameShared {
+			name = ResourceGPUShared
+		}
+		return []deviceVariant{{resources: corev1.ResourceList{name: qty(it.GPU.Count * k)},
+			labels: map[string]string{LabelGPUReplicas: strconv.Itoa(k), LabelSharingStrategy: string(g.Sharing)},
+			gpu:    GPUPlan{Sharing: g.Sharing, Replicas: k}}}, nil
+	}
+	return s.migVariants(pl, it)
+}
+
+func sharingOr(g *policy.GPUPolicy, d policy.Sharing) policy.Sharing {
+	if g != nil && g.Sharing != "" {
+		return g.Sharing
+	}
+	return d
+}
+
+func qty(n int) resource.Quantity { return *resource.NewQuantity(int64(n), resource.DecimalSI) }
+
+// migVariants builds the MIG variants of a GPU type (none when the GPU model has no MIG).
+func (s *state) migVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVariant, error) {
+	tab, err := loadMIG()
+	if err != nil {
+		return nil, fmt.Errorf("loading the MIG profile table: %w", err)
+	}
+	m, ok := tab.Model(it.GPU.Model)
+	if !ok {
+		return nil, nil
+	}
+	var allowed []mig.Layout
+	for i, spec := range pl.GPU.MIGLayouts {
+		ls, err := mig.ParseLayoutSpec(m, spec)
+		if err != nil {
+			return nil, fmt.Errorf("policy: pools[%d] (%s): gpu.migLayouts[%d]: %w", pl.index, pl.Name, i, err)
+		}
+		allowed = append(allowed, ls...)
+	}
+	demand := s.migDemand(m)
+	plans := [][]mig.Layout{}
+	if len(demand) > 0 {
+		perGPU, _ := m.Plan(demand, it.GPU.Count, allowed)
+		plans = append(plans, perGPU)
+	}
+	for _, p := range sortedProfiles(demand) {
+		perGPU, _ := m.Plan(map[mig.MIGProfile]int{p: 7 * it.GPU.Count}, it.GPU.Count, allowed)
+		plans = append(plans, perGPU)
+	}
+	if len(plans) == 0 {
+		perGPU, _ := m.Plan(nil, it.GPU.Count, allowed)
+		plans = append(plans, perGPU)
+	}
+	var out []deviceVariant
+	seen := map[string]bool{}
+	for _, perGPU := range plans {
+		v := migVariant(m, perGPU, pl.GPU.MIGStrategy)
+		key := fmt.Sprint(v.gpu.MIGLayout)
+		if v.resources == nil || seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// migDemand sums the pending pods' nvidia.com/mig-<profile> requests that the model offers.
+func (s *state) migDemand(m *mig.GPUModel) map[mig.MIGProfile]int {
+	d := map[mig.MIGProfile]int{}
+	for name, i := range s.dims.index {
+		p, ok := mig.ParseResourceName(string(name))
+		if !ok {
+			continue
+		}
+		if _, ok := m.Profile(p); !ok {
+			continue
+		}
+		for _, pi := range s.pending {
+			d[p] += int(pi.req[i])
+		}
+		if d[p] == 0 {
+			delete(d, p)
+		}
+	}
+	return d
+}
+
+func sortedProfiles(d map[mig.MIGProfile]int) []mig.MIGProfile {
+	out := make([]mig.MIGProfile, 0, len(d))
+	for p := range d {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// migVariant turns per-GPU layouts into advertised resources: mixed strategy advertises
+// nvidia.com/mig-<profile>; single strategy (only when every slice has one profile) advertises
+// nvidia.com/gpu per slice.
+func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVariant {
+	if strategy == "" {
+		strategy = "mixed"
+	}
+	counts := map[mig.MIGProfile]int{}
+	var layout [][]string
+	names := map[string]bool{}
+	for _, l := range perGPU {
+		var ps []string
+		for _, p := range l.Profiles {
+			counts[p]++
+			ps = append(ps, string(p))
+		}
+		layout = append(layout, ps)
+		names[m.LayoutName(l)] = true
+	}
+	res := corev1.ResourceList{}
+	if strategy == "single" {
+		if len(counts) != 1 {
+			return deviceVariant{}
+		}
+		for _, n := range counts {
+			res[ResourceGPU] = qty(n)
+		}
+	} else {
+		for p, n := range counts {
+			res[corev1.ResourceName(mig.ResourceName(p))] = qty(n)
+		}
+	}
+	config := ""
+	if len(names) == 1 {
+		for n := range names {
+			config = n
+		}
+	} else {
+		config = "tiler-" + strings.ReplaceAll(m.LayoutName(perGPU[0]), "custom-", "") + fmt.Sprintf("-%dgpu-mixed", len(perGPU))
+	}
+	gp := GPUPlan{Sharing: policy.MIG, MIGStrategy: strategy, MIGLayout: layout, MIGConfig: config}
+	perGPUProfiles := make([][]mig.MIGProfile, len(perGPU))
+	for i, l := range perGPU {
+		perGPUProfiles[i] = l.Profiles
+	}
+	gp.MigPartedConfig = mig.MigPartedConfig(config, perGPUProfiles)
+	return deviceVariant{resources: res, gpu: gp,
+		labels: map[string]string{LabelMIGConfig: config, LabelMIGStrategy: strategy}}
+}
