@@ -88,22 +88,8 @@ func (s *Source) Prices(ctx context.Context) ([]pricing.Price, error) {
 		}
 	}
 	out = append(out, spot...)
-	SortPrices(out)
+	pricing.SortPrices(out)
 	return out, nil
-}
-
-// SortPrices orders prices by type, zone, then capacity type.
-func SortPrices(ps []pricing.Price) {
-	sort.Slice(ps, func(i, j int) bool {
-		a, b := ps[i], ps[j]
-		if a.InstanceType != b.InstanceType {
-			return a.InstanceType < b.InstanceType
-		}
-		if a.Zone != b.Zone {
-			return a.Zone < b.Zone
-		}
-		return a.CapacityType < b.CapacityType
-	})
 }
 
 // SpotAboveOnDemand returns the spot prices in ps that are higher than the on-demand price of the

@@ -237,3 +237,33 @@ func TestThrottlingBeyondRetriesFails(t *testing.T) {
 		t.Errorf("attempts = %d, want %d", n, awstest.MaxAttempts)
 	}
 }
+
+// TestPricesApplyToTheEmbeddedCatalog: the prices key on (type, zone, capacity type) exactly as
+// pricing.Apply (and so the Refresher) matches them, on-demand included in every zone.
+func TestPricesApplyToTheEmbeddedCatalog(t *testing.T) {
+	srv := awstest.NewServer(t)
+	scriptFixtures(t, srv)
+	s := newTestSource(t, srv, Config{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
+	prices, err := s.Prices(context.Background())
+	if err != nil {
+		t.Fatalf("Prices: %v", err)
+	}
+	embedded, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g5, _ := pricing.Apply(embedded, prices).Type("g5.xlarge")
+	got := map[string]float64{}
+	for _, o := range g5.Offerings {
+		got[o.Zone+"/"+string(o.CapacityType)] = o.PricePerHour
+	}
+	// Live spot in 1a and 1b; 1c has no live spot price, so Apply drops that spot offering.
+	want := map[string]float64{
+		"us-east-1a/on-demand": 1.006, "us-east-1a/spot": 0.4125,
+		"us-east-1b/on-demand": 1.006, "us-east-1b/spot": 0.3981,
+		"us-east-1c/on-demand": 1.006,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("g5.xlarge offerings after Apply (-want +got):\n%s", diff)
+	}
+}
