@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/provisioner"
@@ -23,17 +24,17 @@ import (
 // env is a real control plane, the simulated cloud playing kubelet and device plugin, and a
 // controller, all on loopback.
 type env struct {
-	t        *testing.T
-	cp       *controlplane.ControlPlane
-	kube     kubernetes.Interface
-	cat      *catalog.Catalog
-	simCfg   sim.Config
-	cloud    *sim.Provider
-	ctrl     *provisioner.Controller
-	metrics  *provisioner.Metrics
-	cancel   context.CancelFunc
-	cfg      provisioner.Config
-	started  time.Time
+	t       *testing.T
+	cp      *controlplane.ControlPlane
+	kube    kubernetes.Interface
+	cat     *catalog.Catalog
+	simCfg  sim.Config
+	cloud   *sim.Provider
+	ctrl    *provisioner.Controller
+	metrics *provisioner.Metrics
+	cancel  context.CancelFunc
+	cfg     provisioner.Config
+	started time.Time
 }
 
 func testConfig() provisioner.Config {
@@ -78,11 +79,7 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
-	ctrl, err := provisioner.New(e.cfg, e.kube, cloud, e.cat, clock.RealClock{}, zaptest.NewLogger(e.t), e.metrics)
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	ctrl := e.newController(cloud)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
 	go func() { _ = cloud.Run(ctx) }()
@@ -147,3 +144,58 @@ func (e *env) managedNodes() []corev1.Node {
 }
 
 func named(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+
+func (e *env) newController(cloud cloudprovider.Provider) *provisioner.Controller {
+	e.t.Helper()
+	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
+	ctrl, err := provisioner.New(e.cfg, e.kube, cloud, e.cat, clock.RealClock{}, zaptest.NewLogger(e.t), e.metrics)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ctrl
+}
+
+// waitLaunches waits until the cloud logged n launches.
+func (e *env) waitLaunches(n int, timeout time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for e.launches() < n {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d launches after %s, want %d", e.launches(), timeout, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitNode waits until some node satisfies ok.
+func (e *env) waitNode(ok func(*corev1.Node) bool, timeout time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		nodes, _ := e.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		for i := range nodes.Items {
+			if ok(&nodes.Items[i]) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("no node reached the awaited state")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func isReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func clockReal() clock.Clock { return clock.RealClock{} }
+
+type simulatorType = catalog.InstanceTypeName
+
+func catalogDefault() (*catalog.Catalog, error) { return catalog.Embedded("aws-us-east-1") }

@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -23,6 +21,11 @@ func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 func TestE2E(t *testing.T) {
 	cp := controlplane.ForTest(t, controlplane.Options{})
 	t.Run("BindsMixedWorkload", func(t *testing.T) { testBindsMixedWorkload(t, cp) })
+	t.Run("NoSecondPurchaseDuringBootAndDeviceGap", func(t *testing.T) { testNoSecondPurchase(t, cp) })
+	t.Run("RestartMidLaunch", func(t *testing.T) { testRestartMidLaunch(t, cp) })
+	t.Run("InsufficientCapacityFallsBack", func(t *testing.T) { testInsufficientCapacity(t, cp) })
+	t.Run("InvalidPolicyKeepsLastValid", func(t *testing.T) { testInvalidPolicy(t, cp) })
+	t.Run("EmptyNodeRemoved", func(t *testing.T) { testEmptyNodeRemoved(t, cp) })
 }
 
 // testBindsMixedWorkload: CPU services spread over zones, a cache with anti-affinity and GPU
@@ -75,9 +78,10 @@ func (e *env) cleanup(pods []*corev1.Pod) {
 		_ = e.cloud.Delete(ctx, i.ID)
 	}
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(ctx, "tiler-launches", metav1.DeleteOptions{})
+	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: "tiler.dev/cost-policy"})
+	deadline := time.Now().Add(30 * time.Second)
+	for len(e.managedNodes()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
 }
-
-var (
-	_ = cloudprovider.OfferingRef{}
-	_ = sim.EventLaunched
-)

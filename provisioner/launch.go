@@ -143,8 +143,6 @@ func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
 	return m
 }
 
-
-
 // simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
 func simulatorNode(r LaunchRecord) simulator.NewNode {
 	return simulator.NewNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,

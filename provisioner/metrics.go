@@ -6,18 +6,18 @@ import (
 
 // Metrics are the controller's Prometheus metrics, namespace tiler, subsystem provisioner.
 type Metrics struct {
-	PendingPods         prometheus.Gauge
-	BatchDuration       prometheus.Histogram
-	SimulationDuration  prometheus.Histogram
-	Launches            *prometheus.CounterVec
-	LaunchFailures      *prometheus.CounterVec
-	ManagedNodes        prometheus.Gauge
-	ManagedCost         prometheus.Gauge
-	GPUAllocationRatio  prometheus.Gauge
+	PendingPods          prometheus.Gauge
+	BatchDuration        prometheus.Histogram
+	SimulationDuration   prometheus.Histogram
+	Launches             *prometheus.CounterVec
+	LaunchFailures       *prometheus.CounterVec
+	ManagedNodes         prometheus.Gauge
+	ManagedCost          prometheus.Gauge
+	GPUAllocationRatio   prometheus.Gauge
 	UnavailableOfferings prometheus.Gauge
-	PlanCost            prometheus.Gauge
-	PlanLowerBound      prometheus.Gauge
-	Deletions           *prometheus.CounterVec
+	PlanCost             prometheus.Gauge
+	PlanLowerBound       prometheus.Gauge
+	Deletions            *prometheus.CounterVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
