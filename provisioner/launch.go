@@ -59,9 +59,18 @@ func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 	if q, ok := n.Allocatable[simulator.ResourceGPU]; ok {
 		gpus = int(q.Value())
 	}
-	return LaunchRecord{LaunchID: n.Name, NodeName: n.Name, Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone,
+	if n.GPUs != nil {
+		gpus = n.GPUs.Count
+	}
+	r := LaunchRecord{LaunchID: n.Name, NodeName: n.Name, Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone,
 		CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPUs: gpus, Pods: n.Pods, Labels: n.Labels,
 		Taints: n.Taints, CreatedAt: now}
+	if g := n.GPU; g != nil {
+		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, MIGStrategy: g.MIGStrategy,
+			MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig}
+		r.Plan = g
+	}
+	return r
 }
 
 func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ simulator.NewNode, pods map[string]*corev1.Pod) bool {

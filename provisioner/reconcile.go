@@ -157,7 +157,7 @@ func (c *Controller) inFlight(recs []LaunchRecord, nodes []*corev1.Node) []simul
 			continue
 		}
 		out = append(out, simulator.InFlightNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType,
-			Zone: r.Zone, CapacityType: r.CapacityType, PricePerHour: r.PricePerHour})
+			Zone: r.Zone, CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, GPU: r.Plan})
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
@@ -34,6 +35,8 @@ type LaunchRecord struct {
 	Labels       map[string]string        `json:"labels,omitempty"`
 	Taints       []corev1.Taint           `json:"taints,omitempty"`
 	GPU          cloudprovider.GPUConfig  `json:"gpu,omitempty"`
+	// Plan is the simulator's GPU plan for the node, handed back as in-flight capacity.
+	Plan *simulator.GPUPlan `json:"plan,omitempty"`
 	CreatedAt    time.Time                `json:"createdAt"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
