@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# demo: the main job on the embedded default. Plans the cheapest new nodes for the example
-# snapshot's pending pods on the embedded aws-us-east-1 catalog and prints the plan.
+# demo: the main job on the embedded default. Builds the control-plane binaries on first use,
+# then runs Tiler end to end: a local control plane, `tiler run --cloud sim` with the embedded
+# catalog and the example policy, the sample workloads of deploy/examples, until the real
+# kube-scheduler has bound every pod; prints what was bought and tears everything down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== tiler plan -f testdata/snapshots/example.yaml (embedded catalog aws-us-east-1, default policy)"
+dir="${TILER_CONTROLPLANE_DIR:-$HOME/.cache/tiler/controlplane/v1.37.2}"
+if [ ! -x "$dir/bin/kube-apiserver" ] || [ ! -x "$dir/bin/kube-scheduler" ] || [ ! -x "$dir/bin/kube-controller-manager" ] || [ ! -x "$dir/bin/etcd" ]; then
+  echo "== first run: building the Kubernetes control plane from the Go module proxy (takes minutes; later runs reuse it)"
+  hack/build-controlplane.sh
+fi
+echo "== offline plan of an example snapshot: bin/tiler plan -f testdata/snapshots/example.yaml"
 bin/tiler plan -f testdata/snapshots/example.yaml
+echo
+bin/tiler demo --examples deploy/examples
