@@ -50,6 +50,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
+	c.nominate(ctx, log, recs, nodes, pods)
 	pending := c.provisionablePods(pods)
 	res.Pending = len(pending)
 	c.metrics.PendingPods.Set(float64(len(pending)))
