@@ -88,14 +88,16 @@ func NewAllocator(classes []*resourcev1.DeviceClass, resourceSlices []*resourcev
 			a.clusterSlices = append(a.clusterSlices, s)
 		}
 	}
+	seen := sets.New[string]()
 	for i, c := range claims {
 		if c == nil {
 			return nil, fmt.Errorf("resourceClaims[%d] is nil", i)
 		}
 		key := claimKey(c)
-		if _, dup := a.allocations[key]; dup {
+		if seen.Has(key) {
 			return nil, fmt.Errorf("resourceClaims[%d]: claim %s is listed twice", i, key)
 		}
+		seen.Insert(key)
 		if c.Status.Allocation != nil {
 			a.allocations[key] = *c.Status.Allocation.DeepCopy()
 			addAllocation(&a.state, c.Status.Allocation)
@@ -264,69 +266,3 @@ func describeSelector(ns *corev1.NodeSelector) string {
 
 // claimKey identifies a claim: "namespace/name".
 func claimKey(c *resourcev1.ResourceClaim) string { return c.Namespace + "/" + c.Name }
-
-// withDefaults applies the API server's defaulting of device requests that a hand-written
-// snapshot may lack (allocationMode ExactCount, count 1, toleration operator Equal); the
-// allocator rejects a request without allocation mode. It returns the claim itself when nothing
-// is missing and a defaulted copy otherwise.
-func withDefaults(c *resourcev1.ResourceClaim) *resourcev1.ResourceClaim {
-	if !needsDefaults(c) {
-		return c
-	}
-	c = c.DeepCopy()
-	for i := range c.Spec.Devices.Requests {
-		r := &c.Spec.Devices.Requests[i]
-		if r.Exactly != nil {
-			defaultCount(&r.Exactly.AllocationMode, &r.Exactly.Count)
-			defaultTolerations(r.Exactly.Tolerations)
-		}
-		for j := range r.FirstAvailable {
-			sub := &r.FirstAvailable[j]
-			defaultCount(&sub.AllocationMode, &sub.Count)
-			defaultTolerations(sub.Tolerations)
-		}
-	}
-	return c
-}
-
-func needsDefaults(c *resourcev1.ResourceClaim) bool {
-	missing := func(mode resourcev1.DeviceAllocationMode, count int64, tol []resourcev1.DeviceToleration) bool {
-		if mode == "" || mode == resourcev1.DeviceAllocationModeExactCount && count == 0 {
-			return true
-		}
-		for _, t := range tol {
-			if t.Operator == "" {
-				return true
-			}
-		}
-		return false
-	}
-	for _, r := range c.Spec.Devices.Requests {
-		if r.Exactly != nil && missing(r.Exactly.AllocationMode, r.Exactly.Count, r.Exactly.Tolerations) {
-			return true
-		}
-		for _, sub := range r.FirstAvailable {
-			if missing(sub.AllocationMode, sub.Count, sub.Tolerations) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func defaultCount(mode *resourcev1.DeviceAllocationMode, count *int64) {
-	if *mode == "" {
-		*mode = resourcev1.DeviceAllocationModeExactCount
-	}
-	if *mode == resourcev1.DeviceAllocationModeExactCount && *count == 0 {
-		*count = 1
-	}
-}
-
-func defaultTolerations(tol []resourcev1.DeviceToleration) {
-	for i := range tol {
-		if tol[i].Operator == "" {
-			tol[i].Operator = resourcev1.DeviceTolerationOpEqual
-		}
-	}
-}

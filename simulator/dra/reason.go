@@ -14,24 +14,24 @@ import (
 type ReasonCode int
 
 const (
-	// NoDevice: the node's devices cannot satisfy the claims — too few devices match the
+	// NoDevice means the node's devices cannot satisfy the claims — too few devices match the
 	// selectors, or the matching ones are allocated, their capacity or shared counters are used
 	// up, or a constraint (matchAttribute, distinctAttribute) cannot be met.
 	NoDevice ReasonCode = iota + 1
-	// MissingDeviceClass: a request names a DeviceClass the snapshot does not have. The
+	// MissingDeviceClass means a request names a DeviceClass the snapshot does not have. The
 	// scheduler keeps such a pod pending until the class appears.
 	MissingDeviceClass
-	// CELError: a selector of a claim or class does not compile, or fails while evaluated
+	// CELError means a selector of a claim or class does not compile, or fails while evaluated
 	// against a device (for example an attribute the device does not have). The scheduler
 	// reports it as an error of the pod, on every node.
 	CELError
-	// AllocatedElsewhere: a claim is already allocated and its allocation is bound to other
+	// AllocatedElsewhere means a claim is already allocated and its allocation is bound to other
 	// nodes (a shared claim whose first pod runs elsewhere).
 	AllocatedElsewhere
-	// InvalidPool: the node's ResourceSlices are inconsistent (for example a device consumes a
+	// InvalidPool means the node's ResourceSlices are inconsistent (for example a device consumes a
 	// counter set no slice of the pool defines), so the allocator does not use the pool.
 	InvalidPool
-	// InvalidClaim: the allocator rejected the claims for another reason stated in the message
+	// InvalidClaim means the allocator rejected the claims for another reason stated in the message
 	// (a count beyond the 32 devices a claim may hold, an unsupported request type, ...).
 	InvalidClaim
 )

@@ -69,6 +69,9 @@ func (m Mode) String() string {
 // (see partitions.go); the full-GPU device only on Hopper and newer. A GPU without MIG is
 // published as in Full mode. Counter sets go into their own slices (at most 8 per slice) and
 // each GPU's devices into one slice, as the driver's split mode does.
+//
+// Slices panics only if simulator/mig's embedded profile table does not load, which that
+// package's tests rule out.
 func Slices(nodeName string, it *catalog.InstanceType, mode Mode, consumable bool) []*resourcev1.ResourceSlice {
 	if it == nil || it.GPU.Count <= 0 {
 		return nil
