@@ -209,3 +209,18 @@ func TestFitDuplicateClaim(t *testing.T) {
 		t.Errorf("results differ:\n%s", diff)
 	}
 }
+
+// DeviceTaints is on: a NoSchedule taint hides a device unless the request tolerates it.
+func TestFitDeviceTaints(t *testing.T) {
+	slices := Slices("n1", instanceType(t, a2.catalog, a2.name), Full, false)
+	slices[0].Spec.Devices[0].Taints = []resourcev1.DeviceTaint{{Key: "example.com/unhealthy", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+	tolerant := claimWith("tolerant", resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com",
+		Tolerations: []resourcev1.DeviceToleration{{Key: "example.com/unhealthy", Operator: resourcev1.DeviceTolerationOpExists}}})
+	e := newEnv(t, nil, tolerant)
+	if _, reason := e.place(newPod("p").template("g", "a100-40gi-ampere").obj(), node("n1"), slices); codeOf(reason) != NoDevice {
+		t.Errorf("tainted GPU: %v, want NoDevice", reason)
+	}
+	if results, reason := e.place(newPod("q").claim("g", "tolerant").obj(), node("n1"), slices); reason != nil {
+		t.Errorf("tolerated taint: %v, devices %v", reason, devicesOf(results))
+	}
+}
