@@ -36,8 +36,8 @@ type LaunchRecord struct {
 	Taints       []corev1.Taint           `json:"taints,omitempty"`
 	GPU          cloudprovider.GPUConfig  `json:"gpu,omitempty"`
 	// Plan is the simulator's GPU plan for the node, handed back as in-flight capacity.
-	Plan *simulator.GPUPlan `json:"plan,omitempty"`
-	CreatedAt    time.Time                `json:"createdAt"`
+	Plan      *simulator.GPUPlan `json:"plan,omitempty"`
+	CreatedAt time.Time          `json:"createdAt"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
 }

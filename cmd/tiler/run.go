@@ -34,8 +34,8 @@ func init() { register(newRunCmd) }
 // environment twin: TILER_ plus the flag name in upper case with dashes as underscores.
 type runFlags struct {
 	kubeconfig, cloud, simState, metricsAddr, logLevel, configFile, leaseNamespace string
-	simBootDelay, simDeviceDelay                                                time.Duration
-	leaderElect                                                                 bool
+	simBootDelay, simDeviceDelay                                                   time.Duration
+	leaderElect                                                                    bool
 }
 
 func newRunCmd() *cobra.Command {
