@@ -14,7 +14,7 @@
 // # Instance lifecycle
 //
 // Create records the instance (state pending) before it returns. Step, called by tests directly or
-// by Run on a ticker of the injected clock, then walks every instance of the cluster:
+// by Run every Config.StepInterval of the injected clock, then walks every instance of the cluster:
 //
 //	launch ──BootDelay──▶ Node created, Ready=True, not-ready taint removed (state running)
 //	       ──DeviceDelay─▶ GPU extended resources in capacity/allocatable, ResourceSlices published
@@ -33,6 +33,13 @@
 // and Config.MaxGPUs are account quotas. Interrupt announces a spot interruption through
 // Interruptions().Poll and reclaims the instance after Config.InterruptionGrace.
 //
-// GPUSlices, in slices.go, builds the ResourceSlices the DRA driver would publish for a node of
-// an instance type; it depends only on k8s.io/api types, so the simulator can reuse the shape.
+// # GPUs
+//
+// GPUConfig decides the extended resources: nvidia.com/gpu per GPU (exclusive), GPUs × replicas
+// as nvidia.com/gpu or nvidia.com/gpu.shared (time-slicing, mps; Config.RenameSharedGPUs),
+// per-profile nvidia.com/mig-<profile> (mig, mixed) or nvidia.com/gpu per MIG device (mig,
+// single), and none under dynamic-mig, where only the DRA driver advertises. GPUSlices, in
+// slices.go, builds the ResourceSlices the DRA driver publishes (one full-GPU device per GPU); it
+// depends only on k8s.io/api types, so the simulator can reuse the shape. Statically partitioned
+// MIG nodes get no slices: the driver would publish their MIG devices, which are not modelled.
 package sim
