@@ -110,14 +110,15 @@ func (s *Shapes) addMachineType(mt *computepb.MachineType, zone string, accs []*
 	}
 	acc, count := builtInAccelerator(mt)
 	if count == 0 || knownGPU(acc) {
-		s.add(mt, zone, acc, count)
+		s.add(mt, zone, acc, count, catalog.InstanceTypeName(mt.GetName()))
 	}
 	if !attachesGPUs(mt.GetName()) {
 		return nil
 	}
 	for _, at := range accs {
 		if attachable[at.GetName()] && knownGPU(at.GetName()) {
-			s.add(mt, zone, at.GetName(), attachCount(int(mt.GetGuestCpus()), int(at.GetMaximumCardsPerInstance())))
+			n := attachCount(int(mt.GetGuestCpus()), int(at.GetMaximumCardsPerInstance()))
+			s.add(mt, zone, at.GetName(), n, pricinggcp.TypeName(mt.GetName(), at.GetName(), n))
 		}
 	}
 	return nil
@@ -135,8 +136,9 @@ func builtInAccelerator(mt *computepb.MachineType) (string, int) {
 
 func knownGPU(acc string) bool { _, ok := gpus[acc]; return ok }
 
-func (s *Shapes) add(mt *computepb.MachineType, zone, acc string, count int) {
-	name := pricinggcp.TypeName(mt.GetName(), acc, count)
+// add records that the type name, machine type mt with count GPUs of type acc (built in or
+// attached), is offered in zone.
+func (s *Shapes) add(mt *computepb.MachineType, zone, acc string, count int, name catalog.InstanceTypeName) {
 	if sh, ok := s.types[name]; ok {
 		sh.zones = append(sh.zones, zone)
 		return

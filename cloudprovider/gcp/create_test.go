@@ -141,7 +141,9 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 		{"node name too long", func(r *cloudprovider.LaunchRequest) { r.NodeName = strings.Repeat("a", 64) }, "nodeName"},
 		{"other cluster", func(r *cloudprovider.LaunchRequest) { r.Cluster = "c2" }, `cluster "c2"`},
 		{"bad type name", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "n1-standard-8+t4" }, "is not <count>x<accelerator-type>"},
-		{"no zone", func(r *cloudprovider.LaunchRequest) { r.Fallbacks = []cloudprovider.OfferingRef{{InstanceType: "a2-highgpu-1g"}} }, "needs an instance type, a zone"},
+		{"no zone", func(r *cloudprovider.LaunchRequest) {
+			r.Fallbacks = []cloudprovider.OfferingRef{{InstanceType: "a2-highgpu-1g"}}
+		}, "needs an instance type, a zone"},
 		{"machine type the zone lacks", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "n2-standard-8" }, "Machine type does not exist"},
 	}
 	for _, tc := range tests {

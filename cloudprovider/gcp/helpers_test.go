@@ -105,3 +105,6 @@ func instanceMetadata(kv ...string) *computepb.Metadata {
 	}
 	return md
 }
+
+// embeddedObserved is when the embedded catalog's prices were collected (testdata/catalog).
+var embeddedObserved = time.Date(2026, 8, 3, 0, 0, 0, 0, time.UTC)
