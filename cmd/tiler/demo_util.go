@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"sort"
 	"strings"
 )
 
@@ -17,3 +18,5 @@ func stripYAMLComments(doc string) string {
 	}
 	return b.String()
 }
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -23,6 +23,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
+	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
+	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/catalog"
@@ -36,6 +38,8 @@ type runFlags struct {
 	kubeconfig, cloud, simState, metricsAddr, logLevel, configFile, leaseNamespace string
 	simBootDelay, simDeviceDelay                                                   time.Duration
 	leaderElect                                                                    bool
+	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
+	awsSubnets                                                                     map[string]string
 }
 
 func newRunCmd() *cobra.Command {
@@ -60,6 +64,13 @@ func newRunCmd() *cobra.Command {
 	f.String("sim-state", "tiler-sim-cloud.json", "the simulated cloud's inventory file")
 	f.Duration("sim-boot-delay", 3*time.Second, "simulated cloud: launch to Ready")
 	f.Duration("sim-device-delay", 2*time.Second, "simulated cloud: Ready to GPUs published")
+	f.String("region", "", "cloud region (aws: us-east-1, gcp: us-central1)")
+	f.String("endpoint", "", "override the cloud API endpoint")
+	f.String("aws-launch-template", "tiler-nodes", "aws: launch template name")
+	f.StringToString("aws-subnets", nil, "aws: zone=subnet-id pairs")
+	f.String("gcp-project", "", "gcp: project ID")
+	f.String("gcp-image", "projects/cos-cloud/global/images/family/cos-stable", "gcp: boot image")
+	f.String("gcp-subnetwork", "", "gcp: subnetwork, e.g. regions/us-central1/subnetworks/default")
 	f.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz")
 	f.String("log-level", "info", "debug, info, warn or error")
 	f.Bool("leader-elect", false, "elect a leader through a Lease so that several replicas run safely")
@@ -96,7 +107,9 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 	rf := runFlags{kubeconfig: v.GetString("kubeconfig"), cloud: v.GetString("cloud"), simState: v.GetString("sim-state"),
 		metricsAddr: v.GetString("metrics-addr"), logLevel: v.GetString("log-level"), leaderElect: v.GetBool("leader-elect"),
 		leaseNamespace: v.GetString("leader-election-namespace"), simBootDelay: v.GetDuration("sim-boot-delay"),
-		simDeviceDelay: v.GetDuration("sim-device-delay")}
+		simDeviceDelay: v.GetDuration("sim-device-delay"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
+		awsLaunchTemplate: v.GetString("aws-launch-template"), awsSubnets: v.GetStringMapString("aws-subnets"),
+		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork")}
 	return cfg, rf, cfg.Validate()
 }
 
@@ -159,8 +172,18 @@ func newProvider(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kube
 			return nil, nil, err
 		}
 		return p, p.Run, nil
-	case "aws", "gcp":
-		return nil, nil, fmt.Errorf("--cloud %s: not wired into `tiler run` yet (see cloudprovider/%s)", rf.cloud, rf.cloud)
+	case "aws":
+		c := awscloud.Config{Region: or(rf.region, "us-east-1"), Endpoint: rf.endpoint, ClusterName: cfg.ClusterName,
+			Subnets: rf.awsSubnets, LaunchTemplateName: rf.awsLaunchTemplate}
+		p, err := awscloud.NewProvider(context.Background(), c, clock.RealClock{})
+		return p, nil, err
+	case "gcp":
+		c := gcpcloud.DefaultConfig()
+		c.Project, c.Region, c.ClusterName, c.Endpoint = rf.gcpProject, or(rf.region, "us-central1"), cfg.ClusterName, rf.endpoint
+		c.Zones = []string{c.Region + "-a", c.Region + "-b", c.Region + "-c"}
+		c.Image, c.Subnetwork = rf.gcpImage, rf.gcpSubnetwork
+		p, err := gcpcloud.NewProvider(context.Background(), c, cat, clock.RealClock{})
+		return p, nil, err
 	}
 	return nil, nil, fmt.Errorf("--cloud %q must be sim, aws or gcp", rf.cloud)
 }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/api/option"
+	"k8s.io/utils/clock"
+
+	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
+	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+func init() { register(newCatalogCmd) }
+
+type catalogFlags struct {
+	cloud, region, output, endpoint, billingEndpoint, project, name string
+	zones                                                           []string
+	noAuth                                                          bool
+}
+
+func newCatalogCmd() *cobra.Command {
+	f := catalogFlags{}
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "List instance types with their GPUs and current prices (embedded, AWS or GCP)",
+		Long: `catalog lists what Tiler can buy: instance types with vCPU, memory, GPU model/count/memory and the
+cheapest on-demand and spot price. --cloud embedded reads an embedded catalog; aws and gcp call
+the cloud APIs (credentials from the SDKs' standard chains; --endpoint points at any endpoint).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cat, err := loadCloudCatalog(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			return writeCatalog(cmd.OutOrStdout(), cat, f.output)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.cloud, "cloud", "embedded", "embedded, aws or gcp")
+	fl.StringVar(&f.name, "catalog", catalog.DefaultName, "embedded catalog name (with --cloud embedded)")
+	fl.StringVar(&f.region, "region", "", "cloud region (aws: us-east-1; gcp: us-central1)")
+	fl.StringSliceVar(&f.zones, "zones", nil, "gcp: zones to list (default: <region>-a,b,c)")
+	fl.StringVar(&f.project, "project", "", "gcp: project ID")
+	fl.StringVar(&f.endpoint, "endpoint", "", "override the cloud API endpoint (EC2/Pricing/SQS or Compute Engine)")
+	fl.StringVar(&f.billingEndpoint, "billing-endpoint", "", "gcp: override the Cloud Billing endpoint (default: --endpoint)")
+	fl.BoolVar(&f.noAuth, "no-auth", false, "gcp: send no credentials (local test endpoints)")
+	fl.StringVarP(&f.output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func loadCloudCatalog(ctx context.Context, f catalogFlags) (*catalog.Catalog, error) {
+	switch f.cloud {
+	case "embedded":
+		return catalog.Embedded(f.name)
+	case "aws":
+		cfg := awscloud.Config{Region: or(f.region, "us-east-1"), Endpoint: f.endpoint, ClusterName: "tiler"}
+		return awscloud.NewCatalogFromAPI(ctx, cfg, clock.RealClock{})
+	case "gcp":
+		if f.project == "" {
+			return nil, fmt.Errorf("--project is required with --cloud gcp")
+		}
+		region := or(f.region, "us-central1")
+		cfg := gcpcloud.DefaultConfig()
+		cfg.Project, cfg.Region, cfg.ClusterName = f.project, region, "tiler"
+		cfg.Zones = f.zones
+		if len(cfg.Zones) == 0 {
+			cfg.Zones = []string{region + "-a", region + "-b", region + "-c"}
+		}
+		cfg.Endpoint, cfg.BillingEndpoint = f.endpoint, or(f.billingEndpoint, f.endpoint)
+		var opts []option.ClientOption
+		if f.noAuth {
+			opts = append(opts, option.WithoutAuthentication())
+		}
+		return gcpcloud.NewCatalogFromAPI(ctx, cfg, opts...)
+	}
+	return nil, fmt.Errorf("--cloud %q must be embedded, aws or gcp", f.cloud)
+}
+
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func writeCatalog(w io.Writer, cat *catalog.Catalog, output string) error {
+	switch output {
+	case "json":
+		b, err := json.MarshalIndent(cat, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	case "table":
+	default:
+		return fmt.Errorf("--output %q must be table or json", output)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "catalog %s (%s %s), %d types\n", cat.Name, cat.Provider, cat.Region, len(cat.Types))
+	fmt.Fprintln(tw, "TYPE\tVCPU\tMEMORY GIB\tGPUS\tGPU MEMORY GIB\tON-DEMAND $/H\tSPOT $/H\tZONES")
+	for _, t := range cat.Types {
+		od, spot, zones := cheapestPrices(t)
+		gpus := "-"
+		gmem := "-"
+		if t.GPU.Count > 0 {
+			gpus = fmt.Sprintf("%d×%s", t.GPU.Count, t.GPU.Model)
+			gmem = fmt.Sprintf("%.0f", float64(t.GPU.MemoryMiB)/1024)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.VCPU, float64(t.MemoryMiB)/1024, gpus, gmem, od, spot, zones)
+	}
+	return tw.Flush()
+}
+
+func cheapestPrices(t catalog.InstanceType) (od, spot, zones string) {
+	best := map[catalog.CapacityType]float64{}
+	zs := map[string]bool{}
+	for _, o := range t.Offerings {
+		zs[o.Zone] = true
+		if p, ok := best[o.CapacityType]; !ok || o.PricePerHour < p {
+			best[o.CapacityType] = o.PricePerHour
+		}
+	}
+	format := func(c catalog.CapacityType) string {
+		if p, ok := best[c]; ok {
+			return fmt.Sprintf("%.4f", p)
+		}
+		return "-"
+	}
+	var names []string
+	for z := range zs {
+		names = append(names, z)
+	}
+	sortStrings(names)
+	return format(catalog.OnDemand), format(catalog.Spot), strings.Join(names, ",")
+}
