@@ -21,6 +21,7 @@ type OperationError struct {
 	Messages       []string
 }
 
+// Error names the operation, its HTTP status and its messages.
 func (e *OperationError) Error() string {
 	return fmt.Sprintf("operation %s failed (HTTP %d): %s", e.Operation, e.HTTPStatusCode, strings.Join(e.Messages, "; "))
 }
