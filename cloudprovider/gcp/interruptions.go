@@ -111,7 +111,7 @@ func (s *PreemptionSource) fromOperations(ctx context.Context, found map[string]
 }
 
 func (s *PreemptionSource) fromInstances(ctx context.Context, found map[string]time.Time) error {
-	insts, err := s.p.listInstances(ctx, fmt.Sprintf("%s AND status = %q", s.p.clusterFilter(), "TERMINATED"))
+	insts, err := s.p.listInstances(ctx, allOf(s.p.clusterFilter(), `status = "TERMINATED"`))
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestPreemptionSource(t *testing.T) {
 		}
 	}
 	for _, r := range srv.RequestsTo(http.MethodGet, "/instances") {
-		if f := r.Query.Get("filter"); f != `labels.tiler-dev-cluster = "c1" AND status = "TERMINATED"` {
+		if f := r.Query.Get("filter"); f != `(labels.tiler-dev-cluster = "c1") AND (status = "TERMINATED")` {
 			t.Errorf("instances filter = %q", f)
 		}
 	}

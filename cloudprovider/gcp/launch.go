@@ -63,7 +63,7 @@ func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
 
 // findLaunch returns the cluster's instance that carries the launch ID, or nil.
 func (p *Provider) findLaunch(ctx context.Context, launchID string) (*cloudprovider.Instance, error) {
-	filter := fmt.Sprintf("%s AND labels.%s = %q", p.clusterFilter(), LabelLaunchID, LabelValue(launchID))
+	filter := allOf(p.clusterFilter(), fmt.Sprintf("labels.%s = %q", LabelLaunchID, LabelValue(launchID)))
 	insts, err := p.listInstances(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("gcp: looking for launch %s: %w", launchID, err)

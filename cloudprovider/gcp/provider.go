@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	compute "cloud.google.com/go/compute/apiv1"
@@ -102,6 +103,12 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 
 func (p *Provider) clusterFilter() string {
 	return fmt.Sprintf("labels.%s = %q", LabelCluster, LabelValue(p.cfg.ClusterName))
+}
+
+// allOf joins filter expressions: the list filter syntax wants each expression of a conjunction in
+// parentheses, "(a = 1) AND (b = 2)".
+func allOf(exprs ...string) string {
+	return "(" + strings.Join(exprs, ") AND (") + ")"
 }
 
 // listPageSize is maxResults of instances.list: 500 is the API's maximum; tests lower it to
