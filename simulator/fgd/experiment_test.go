@@ -91,7 +91,7 @@ func reproduces(t *testing.T, s Summary, pub Published, tol float64) {
 
 // TestDefaultTraceReproducesPaper runs BestFit, FGD and TilerPack on the default trace: the
 // baselines must reproduce the published numbers within ±0.5 points (92.86/93.08 and 95.23/95.39
-// at 100/130 % arrived), TilerPack must not fall behind FGD.
+// at 100/130 % arrived), TilerPack must beat FGD's published 95.39 % (see checkTilerPack).
 func TestDefaultTraceReproducesPaper(t *testing.T) {
 	w := loadWorkload(t, "openb_pod_list_default")
 	rows := loadPublished(t)
@@ -105,20 +105,25 @@ func TestDefaultTraceReproducesPaper(t *testing.T) {
 	checkTilerPack(t, results[PolicyTiler], rows)
 }
 
-// tilerSlack is how far TilerPack may stay below FGD's published allocation at 130 % arrived.
-// The goal is ≥ (slack 0); today TilerPack ties FGD within the seed noise (±0.1–0.2 points) and
-// is up to 0.05 points below it on three workloads, so the test holds the line at 0.25 until a
-// stronger formula lands.
-const tilerSlack = 0.25
-
+// checkTilerPack asserts that TilerPack beats FGD's published allocation at 130 % arrived on the
+// summary's workload: over the paper's ten seeds by more than the published FGD standard
+// deviation over seeds (TilerPack's smallest lead, on gpushare100, is about 0.4 points against a
+// std of 0.14). Under -short the sweep has two seeds, whose mean wanders by about 0.1 point from
+// the ten-seed mean, so there the margin is dropped and the mean only has to reach FGD's
+// published mean. On the default trace that is 95.39 %.
 func checkTilerPack(t *testing.T, s Summary, rows []Published) {
 	t.Helper()
 	pub, ok := FindPublished(rows, s.Workload, PolicyFGD)
 	if !ok {
 		t.Fatalf("no published FGD row for %s", s.Workload)
 	}
-	if got := alloc(t, s, 130); got < pub.AllocAt130-tilerSlack {
-		t.Errorf("%s: TilerPack %.2f %% at 130 %% arrived, FGD published %.2f %%", s.Workload, got, pub.AllocAt130)
+	want := pub.AllocAt130 + pub.Std130
+	if testing.Short() {
+		want = pub.AllocAt130
+	}
+	if got := alloc(t, s, 130); got <= want {
+		t.Errorf("%s: TilerPack %.2f %% at 130 %% arrived, want above %.2f %% (FGD published %.2f ± %.2f)",
+			s.Workload, got, want, pub.AllocAt130, pub.Std130)
 	}
 }
 
