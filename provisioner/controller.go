@@ -44,7 +44,21 @@ type Controller struct {
 	emptySince map[string]time.Time
 	batches    int
 	trigger    chan struct{}
+
+	// prescaler, when set, adds capacity reservations (pods the forecast expects) to each batch.
+	prescaler Prescaler
 }
+
+// Prescaler turns forecasts into reservations: pending pods that do not exist yet, planned like
+// real ones so that capacity is bought ahead of load.
+type Prescaler interface {
+	// Reservations returns the pods to plan in addition to the real pending ones. It is called once
+	// per batch with the cluster's current pods; an error skips pre-scaling for this batch only.
+	Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error)
+}
+
+// SetPrescaler installs the forecast-driven pre-scaler (call before Run).
+func (c *Controller) SetPrescaler(p Prescaler) { c.prescaler = p }
 
 // New builds a controller. cat is the catalog to buy from (prices already applied).
 func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider, cat *catalog.Catalog,

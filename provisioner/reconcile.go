@@ -52,6 +52,13 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	c.nominate(ctx, log, recs, nodes, pods)
 	pending := c.provisionablePods(pods)
+	if c.prescaler != nil {
+		extra, err := c.prescaler.Reservations(ctx, pods)
+		if err != nil {
+			log.Warn("pre-scaling skipped for this batch", zap.Error(err))
+		}
+		pending = append(pending, extra...)
+	}
 	res.Pending = len(pending)
 	c.metrics.PendingPods.Set(float64(len(pending)))
 	if len(pending) == 0 {
