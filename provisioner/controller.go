@@ -45,6 +45,8 @@ type Controller struct {
 	batches    int
 	trigger    chan struct{}
 
+	// interruptions, when set, delivers the cloud's interruption notices.
+	interruptions cloudprovider.InterruptionSource
 	// prescaler, when set, adds capacity reservations (pods the forecast expects) to each batch.
 	prescaler Prescaler
 }

@@ -80,6 +80,7 @@ func (e *env) start() {
 		e.t.Fatal(err)
 	}
 	ctrl := e.newController(cloud)
+	ctrl.SetInterruptionSource(cloud.Interruptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
 	go func() { _ = cloud.Run(ctx) }()

@@ -26,6 +26,7 @@ func TestE2E(t *testing.T) {
 	t.Run("InsufficientCapacityFallsBack", func(t *testing.T) { testInsufficientCapacity(t, cp) })
 	t.Run("InvalidPolicyKeepsLastValid", func(t *testing.T) { testInvalidPolicy(t, cp) })
 	t.Run("EmptyNodeRemoved", func(t *testing.T) { testEmptyNodeRemoved(t, cp) })
+	t.Run("SpotInterruptionReplaced", func(t *testing.T) { testSpotInterruption(t, cp) })
 }
 
 // testBindsMixedWorkload: CPU services spread over zones, a cache with anti-affinity and GPU

@@ -18,6 +18,7 @@ type Metrics struct {
 	PlanCost             prometheus.Gauge
 	PlanLowerBound       prometheus.Gauge
 	Deletions            *prometheus.CounterVec
+	Interruptions        *prometheus.CounterVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -56,8 +57,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "plan_lower_bound_dollars_per_hour", Help: "Lower bound on the price of the last plan."}),
 		Deletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "deletions_total", Help: "Instances deleted, by reason (empty, registration-timeout, orphan)."}, []string{"reason"}),
+		Interruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "interruptions_total", Help: "Cloud interruption notices handled, by kind."}, []string{"kind"}),
 	}
 	reg.MustRegister(m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
-		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions)
+		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions)
 	return m
 }

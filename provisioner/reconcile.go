@@ -44,6 +44,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.handleInterruptions(ctx, log, recs, pods)
 	res.Deleted = c.housekeeping(ctx, log, recs, nodes, pods)
 	if len(res.Deleted) > 0 {
 		if recs, err = c.records.List(ctx); err != nil {

@@ -111,6 +111,7 @@ func startDemoController(ctx context.Context, kube kubernetes.Interface, dir str
 	if err != nil {
 		return nil, err
 	}
+	ctrl.SetInterruptionSource(cloud.Interruptions())
 	go func() { _ = cloud.Run(ctx) }()
 	go func() { _ = ctrl.Run(ctx) }()
 	return cloud, nil

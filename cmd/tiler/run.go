@@ -145,6 +145,11 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 	if err != nil {
 		return err
 	}
+	if src, ok := provider.(interface {
+		Interruptions() *sim.Interruptions
+	}); ok {
+		ctrl.SetInterruptionSource(src.Interruptions())
+	}
 	ready := &readiness{}
 	go serveHTTP(ctx, rf.metricsAddr, reg, ready, log)
 	if runCloud != nil {

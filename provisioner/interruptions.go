@@ -1,0 +1,87 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// SetInterruptionSource installs the cloud's interruption notices (spot interruption warnings,
+// rebalance recommendations, state changes, GCP preemptions).
+func (c *Controller) SetInterruptionSource(src cloudprovider.InterruptionSource) {
+	c.interruptions = src
+}
+
+// handleInterruptions turns each notice into a replacement decision. For an instance that is
+// going away (spot interruption, preemption, stopping or terminated) the node is cordoned, its
+// offering marked unavailable — so the replacement is planned on another spot pool or on-demand
+// when the pool allows it — and its pods are evicted so that their controllers recreate them and
+// the next batch re-plans them. A rebalance recommendation only cordons the node: no new pods
+// land there, running ones stay.
+func (c *Controller) handleInterruptions(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods []*corev1.Pod) {
+	if c.interruptions == nil {
+		return
+	}
+	notices, err := c.interruptions.Poll(ctx)
+	if err != nil {
+		log.Warn("polling interruptions", zap.Error(err))
+		return
+	}
+	for _, n := range notices {
+		r, ok := recordByInstance(recs, n.InstanceID)
+		if !ok {
+			continue // another cluster's, or already gone
+		}
+		l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceID, n.InstanceID), zap.String(keyReason, string(n.Kind)))
+		c.cordon(ctx, l, r.NodeName)
+		c.metrics.Interruptions.WithLabelValues(string(n.Kind)).Inc()
+		if n.Kind == cloudprovider.RebalanceRecommendation || n.Kind == cloudprovider.StateChange && n.State == "running" {
+			continue
+		}
+		c.unavailable.mark(cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType})
+		c.drain(ctx, l, r.NodeName, pods)
+		l.Info("instance interrupted: node cordoned and drained, pods re-planned")
+	}
+	if len(notices) > 0 {
+		c.poke()
+	}
+}
+
+func recordByInstance(recs []LaunchRecord, id string) (LaunchRecord, bool) {
+	for _, r := range recs {
+		if r.InstanceID == id {
+			return r, true
+		}
+	}
+	return LaunchRecord{}, false
+}
+
+func (c *Controller) cordon(ctx context.Context, log *zap.Logger, node string) {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": true}})
+	if _, err := c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		log.Error("cordoning", zap.Error(err))
+	}
+}
+
+// drain evicts the node's pods (not DaemonSet pods) through the Eviction API, which honours
+// PodDisruptionBudgets; a pod that cannot be evicted now is retried on the next notice or left to
+// the cloud's termination.
+func (c *Controller) drain(ctx context.Context, log *zap.Logger, node string, pods []*corev1.Pod) {
+	for _, p := range pods {
+		if p.Spec.NodeName != node || snapshot.IsDaemonSetPod(p) || !snapshot.IsActive(p) {
+			continue
+		}
+		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
+			log.Warn("evicting", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
+		}
+	}
+}
