@@ -11,6 +11,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tiler-dev/tiler/forecast"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
@@ -98,7 +99,91 @@ func (p *CostPolicy) Validate() error {
 		}
 		names[p.Pools[i].Name] = true
 	}
+	workloads := map[string]int{}
+	for i := range p.Forecasts {
+		if err := validateForecast(&p.Forecasts[i]); err != nil {
+			return fmt.Errorf("policy: forecasts[%d].%w", i, err)
+		}
+		key := ForecastWorkloadKey(p.Forecasts[i].Workload)
+		if j, dup := workloads[key]; dup {
+			return fmt.Errorf("policy: forecasts[%d].workload: %s is already forecast by forecasts[%d]", i, key, j)
+		}
+		workloads[key] = i
+	}
 	return nil
+}
+
+// validateForecast checks one workload forecast. The error is a *forecast.FieldError naming the
+// first invalid field relative to the forecast (e.g. "loadQuery: must be set"), so that the caller
+// can prefix the list index.
+func validateForecast(f *forecast.WorkloadForecast) error {
+	if err := f.Validate(); err != nil {
+		var fe *forecast.FieldError
+		if errors.As(err, &fe) {
+			return fe // the first field; Validate joins one per invalid field
+		}
+		return &forecast.FieldError{Field: "workload", Message: err.Error()}
+	}
+	if len(f.Workload.Template) == 0 {
+		return nil
+	}
+	t, err := ForecastTemplate(f.Workload)
+	if err != nil {
+		return &forecast.FieldError{Field: "workload.template", Message: err.Error()}
+	}
+	if t.Name == "" {
+		return &forecast.FieldError{Field: "workload.template.metadata.name",
+			Message: "must be set: it names the workload's reservation pods, Events and metrics"}
+	}
+	if errs := validation.IsDNS1123Label(t.Name); len(errs) > 0 {
+		return &forecast.FieldError{Field: "workload.template.metadata.name",
+			Message: fmt.Sprintf("%q: %s (it names the workload's reservation pods, Events and metrics)", t.Name, errs[0])}
+	}
+	if t.Namespace != "" {
+		if errs := validation.IsDNS1123Label(t.Namespace); len(errs) > 0 {
+			return &forecast.FieldError{Field: "workload.template.metadata.namespace", Message: fmt.Sprintf("%q: %s", t.Namespace, errs[0])}
+		}
+	}
+	if len(t.Spec.Containers) == 0 {
+		return &forecast.FieldError{Field: "workload.template.spec.containers", Message: "must list at least one container"}
+	}
+	return nil
+}
+
+// ForecastTemplate strictly decodes the inline pod template of a forecast's workload (unknown
+// fields fail, naming their path inside the template). Its namespace defaults to "default".
+func ForecastTemplate(w forecast.WorkloadRef) (*corev1.PodTemplateSpec, error) {
+	if len(w.Template) == 0 {
+		return nil, errors.New("no inline template")
+	}
+	var t corev1.PodTemplateSpec
+	if err := strictUnmarshal(w.Template, &t); err != nil {
+		return nil, err
+	}
+	if t.Namespace == "" {
+		t.Namespace = "default"
+	}
+	return &t, nil
+}
+
+// ForecastWorkloadKey names a forecast's workload uniquely: "Kind/namespace/name" for a reference,
+// "template/namespace/name" for an inline template (from its metadata).
+func ForecastWorkloadKey(w forecast.WorkloadRef) string {
+	if len(w.Template) == 0 {
+		return w.String()
+	}
+	var meta struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	_ = yaml.Unmarshal(w.Template, &meta)
+	ns := meta.Metadata.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return "template/" + ns + "/" + meta.Metadata.Name
 }
 
 func (pl *Pool) validate() error {

@@ -34,6 +34,11 @@ func TestBadPolicies(t *testing.T) {
 		"replicas-without-sharing.bad.yaml": `pools[0]: gpu.replicas needs sharing time-slicing or mps`,
 		"configmap-missing-key.bad.yaml":    "data.policy.yaml is missing",
 		"wrong-kind.bad.yaml":               `kind must be CostPolicy, not "CostPolice"`,
+		"forecast-missing-query.bad.yaml":   "policy: forecasts[0].loadQuery: must be set",
+		"forecast-unknown-field.bad.yaml":   `unknown field "forecasts[0].loadQuerry"`,
+		"forecast-template.bad.yaml":        `forecasts[0].workload.template: unknown field "spec.containerz"`,
+		"forecast-template-name.bad.yaml":   "forecasts[0].workload.template.metadata.name: must be set",
+		"forecast-duplicate.bad.yaml":       "forecasts[1].workload: Deployment/llm/chat is already forecast by forecasts[0]",
 	}
 	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
 	if len(files) != len(want) {

@@ -3,6 +3,7 @@ package policy
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/forecast"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
@@ -16,13 +17,18 @@ const (
 	ConfigMapLabel = "tiler.dev/cost-policy"
 )
 
-// CostPolicy is the cost policy: pools to buy from and a budget.
+// CostPolicy is the cost policy: pools to buy from, a budget, and the workloads whose capacity is
+// bought ahead of a forecast.
 type CostPolicy struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Pools      []Pool `json:"pools"`
 	// Budget caps the total $/h of the nodes Tiler manages, across pools.
 	Budget *Budget `json:"budget,omitempty"`
+	// Forecasts declares, per workload, how to forecast its load; the controller's pre-scaler
+	// reserves capacity for the replicas the forecast expects a lead time ahead. The simulation
+	// itself ignores them.
+	Forecasts []forecast.WorkloadForecast `json:"forecasts,omitempty"`
 }
 
 // Budget caps spending.
