@@ -40,6 +40,14 @@ func (c *ControlPlane) apiServerArgs(port int) []string {
 		"--tls-cert-file=" + s.certFile,
 		"--tls-private-key-file=" + s.keyFile,
 		"--client-ca-file=" + s.caFile,
+		// kube-scheduler and kube-controller-manager read the request-header settings for their
+		// delegated authentication and log errors every few seconds without them. No front-proxy
+		// client certificate is ever issued, so reusing the CA opens nothing.
+		"--requestheader-client-ca-file=" + s.caFile,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--token-auth-file=" + s.tokenFile,
 		"--authorization-mode=Node,RBAC",
 		"--service-cluster-ip-range=" + c.opts.ServiceClusterIPRange,

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -37,12 +38,34 @@ type ControlPlane struct {
 // healthy, kube-apiserver's /readyz passes, kube-scheduler's /readyz and kube-controller-manager's
 // /healthz pass, and the default namespace has its default ServiceAccount (so pods can be
 // created). On error everything started so far is stopped and the per-run directory removed; the
-// error includes the tail of the failing component's log.
+// error includes the tail of the failing component's log. When another process took one of the
+// chosen ports first, Start tries again with new ports, up to three times in all.
 func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	opts = opts.withDefaults()
 	if err := CheckBinaries(opts.BinDir); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		cp, err := startOnce(ctx, opts)
+		if err == nil {
+			return cp, nil
+		}
+		if !errors.Is(err, errPortInUse) || attempt == attempts || ctx.Err() != nil {
+			return nil, err
+		}
+		if opts.Logf != nil {
+			opts.Logf("controlplane: retrying with new ports: %v", err)
+		}
+	}
+}
+
+// errPortInUse marks a start-up that failed because a component could not bind its port.
+var errPortInUse = errors.New("a control-plane port was taken by another process")
+
+func startOnce(ctx context.Context, opts Options) (*ControlPlane, error) {
 	dir, err := os.MkdirTemp(opts.TempDir, "tiler-controlplane-")
 	if err != nil {
 		return nil, fmt.Errorf("creating control-plane directory: %w", err)
@@ -51,18 +74,24 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if opts.LogDir != "" {
 		cp.logDir = opts.LogDir
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
-	defer cancel()
-	if err := cp.start(ctx); err != nil {
-		cp.Stop()
-		return nil, fmt.Errorf("starting control plane (logs in %s): %w", cp.logDir, err)
+	err = cp.start(ctx)
+	if err == nil {
+		return cp, nil
 	}
-	return cp, nil
+	portInUse := cp.logsMention("address already in use")
+	cp.Stop()
+	if portInUse {
+		err = fmt.Errorf("%w: %w", errPortInUse, err)
+	}
+	if opts.LogDir != "" {
+		return nil, fmt.Errorf("starting control plane (logs in %s): %w", opts.LogDir, err)
+	}
+	return nil, fmt.Errorf("starting control plane: %w", err)
 }
 
 func (c *ControlPlane) start(ctx context.Context) error {
 	for _, d := range []string{c.logDir, filepath.Join(c.dir, "pki"), filepath.Join(c.dir, "etcd")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
@@ -89,16 +118,17 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, etcd, "etcd /health", c.etcdHealthy); err != nil {
+	if err := c.wait(ctx, etcd, "etcd /health", c.etcdHealthy); err != nil {
 		return err
 	}
 	apiserver, err := c.launch(APIServerBinary, c.apiServerArgs(ports[2]))
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, apiserver, "kube-apiserver /readyz", c.apiServerReady); err != nil {
+	if err := c.wait(ctx, apiserver, "kube-apiserver /readyz", c.apiServerReady); err != nil {
 		return err
 	}
+	// The scheduler and the controller manager start together; both only need the API server.
 	scheduler, err := c.launch(SchedulerBinary, c.schedulerArgs(ports[3]))
 	if err != nil {
 		return err
@@ -107,13 +137,23 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitReady(ctx, scheduler, "kube-scheduler /readyz", componentHealthy(c.schedulerURL+"/readyz")); err != nil {
+	if err := c.wait(ctx, scheduler, "kube-scheduler /readyz", componentHealthy(c.schedulerURL+"/readyz")); err != nil {
 		return err
 	}
-	if err := waitReady(ctx, kcm, "kube-controller-manager /healthz", componentHealthy(c.kcmURL+"/healthz")); err != nil {
+	if err := c.wait(ctx, kcm, "kube-controller-manager /healthz", componentHealthy(c.kcmURL+"/healthz")); err != nil {
 		return err
 	}
-	return waitReady(ctx, kcm, "the default ServiceAccount", c.defaultServiceAccountExists)
+	return c.wait(ctx, kcm, "ServiceAccount default/default", c.defaultServiceAccountExists)
+}
+
+// wait runs waitReady and reports the step through Options.Logf.
+func (c *ControlPlane) wait(ctx context.Context, p *process, what string, check func(context.Context) error) error {
+	start := time.Now()
+	err := waitReady(ctx, p, what, check)
+	if err == nil && c.opts.Logf != nil {
+		c.opts.Logf("controlplane: %s ready after %s", what, time.Since(start).Round(time.Millisecond))
+	}
+	return err
 }
 
 // launch starts one component with its log in the log directory and remembers it for Stop.
@@ -189,6 +229,18 @@ func (c *ControlPlane) LogTail(n int) string {
 	return b.String()
 }
 
+// logsMention reports whether any component log contains text.
+func (c *ControlPlane) logsMention(text string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.processes {
+		if data, err := os.ReadFile(p.logPath); err == nil && strings.Contains(string(data), text) {
+			return true
+		}
+	}
+	return false
+}
+
 // Err returns a non-nil error when a component has exited since Start returned.
 func (c *ControlPlane) Err() error {
 	c.mu.Lock()
@@ -200,4 +252,29 @@ func (c *ControlPlane) Err() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ForTest starts a control plane for a test and stops it in t.Cleanup, first logging the tail of
+// every component log when the test failed. It skips the test under -short, and otherwise fails
+// it (never skips) when the binaries are missing or the control plane does not come up. The
+// start-up steps are logged with t.Logf unless opts.Logf is set.
+func ForTest(t testing.TB, opts Options) *ControlPlane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping control-plane test in -short mode")
+	}
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	cp, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("starting control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control-plane logs (last 40 lines each):\n%s", cp.LogTail(40))
+		}
+		cp.Stop()
+	})
+	return cp
 }

@@ -63,6 +63,8 @@ type Options struct {
 	FeatureGates map[string]bool
 	// Verbosity is the klog --v level of the Kubernetes components. Default 0 (the flag is omitted).
 	Verbosity int
+	// Logf, when set, receives one line per start-up step with the time it took.
+	Logf func(format string, args ...any)
 	// EtcdArgs, APIServerArgs, SchedulerArgs and ControllerManagerArgs are appended to the
 	// generated command lines; a later flag overrides an earlier one of the same name.
 	EtcdArgs              []string
