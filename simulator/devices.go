@@ -43,6 +43,9 @@ type GPUPlan struct {
 	// MIGConfig is the nvidia.com/mig.config value; MigPartedConfig the mig-parted file for it.
 	MIGConfig       string `json:"migConfig,omitempty"`
 	MigPartedConfig string `json:"migPartedConfig,omitempty"`
+	// ConsumableMemory: the DRA driver publishes the GPUs' memory as consumable capacity, so
+	// several claims may share a GPU (the pool's gpu.consumableMemory).
+	ConsumableMemory bool `json:"consumableMemory,omitempty"`
 }
 
 var (
@@ -57,7 +60,8 @@ func loadMIG() (*mig.Table, error) {
 }
 
 // deviceVariants lists the GPU configurations a node of the type may be bought with in the pool:
-// whole GPUs; K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
+// whole GPUs; no device-plugin resource under dynamic-mig (the DRA driver alone publishes the
+// GPUs, see dra.go); K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
 // the layout that best covers the pending MIG demand and each homogeneous layout of a demanded
 // profile, so that packing can choose among them like among instance types.
 func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVariant, error) {
@@ -65,11 +69,16 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 		return []deviceVariant{{}}, nil
 	}
 	g := pl.GPU
-	if g == nil || g.Sharing == "" || g.Sharing == policy.Exclusive || g.Sharing == policy.DynamicMIG {
+	consumable := g != nil && g.ConsumableMemory
+	if g == nil || g.Sharing == "" || g.Sharing == policy.Exclusive {
 		return []deviceVariant{{resources: corev1.ResourceList{ResourceGPU: qty(it.GPU.Count)},
-			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive)}}}, nil
+			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive), ConsumableMemory: consumable}}}, nil
 	}
 	switch g.Sharing {
+	case policy.DynamicMIG:
+		// Only the DRA driver advertises the GPUs (as MIG partitions and, on Hopper and newer,
+		// whole GPUs); the device plugin does not run, so nvidia.com/gpu is not allocatable.
+		return []deviceVariant{{gpu: GPUPlan{Sharing: policy.DynamicMIG, ConsumableMemory: consumable}}}, nil
 	case policy.TimeSlicing, policy.MPS:
 		k := g.Replicas
 		if k == 0 {

@@ -301,6 +301,9 @@ func (g *GPUPolicy) validate() error {
 	if (g.MIGStrategy != "" || len(g.MIGLayouts) > 0) && g.Sharing != MIG && g.Sharing != DynamicMIG {
 		return fmt.Errorf("migStrategy and migLayouts need sharing mig or dynamic-mig, not %q", g.Sharing)
 	}
+	if g.ConsumableMemory && g.Sharing != "" && g.Sharing != Exclusive && g.Sharing != DynamicMIG {
+		return fmt.Errorf("consumableMemory needs sharing exclusive or dynamic-mig (GPUs the DRA driver publishes), not %q", g.Sharing)
+	}
 	return nil
 }
 

@@ -95,6 +95,11 @@ type GPUPolicy struct {
 	MIGLayouts []string `json:"migLayouts,omitempty"`
 	// RenameShared exposes time-sliced GPUs as nvidia.com/gpu.shared instead of nvidia.com/gpu.
 	RenameShared bool `json:"renameShared,omitempty"`
+	// ConsumableMemory has the NVIDIA DRA driver publish every GPU (or dynamic MIG partition)
+	// with allowMultipleAllocations and its memory as consumable capacity
+	// (--consumable-shares=memory), so that several ResourceClaims can each take part of one
+	// GPU's memory. It needs GPUs published to DRA: sharing exclusive (or unset) or dynamic-mig.
+	ConsumableMemory bool `json:"consumableMemory,omitempty"`
 }
 
 // DefaultGPUTaint is put on GPU nodes of the default pool, as GPU pools conventionally do.
