@@ -59,7 +59,8 @@ func utilisation(n *simNode) float64 {
 	return max(float64(n.used[dimCPU])/float64(max(a[dimCPU], 1)), float64(n.used[dimMemory])/float64(max(a[dimMemory], 1)))
 }
 
-// clear removes every pod from a new node and drops the node, undoably, and returns the pods.
+// clear removes every pod from a new node (and its claim allocations) and drops the node,
+// undoably, and returns the pods.
 func (s *state) clear(n *simNode) []*podInfo {
 	pods := n.pods
 	prevUsed := n.used.clone()
@@ -78,6 +79,7 @@ func (s *state) clear(n *simNode) []*podInfo {
 		n.pods = pods
 		copy(n.used, prevUsed)
 	})
+	s.clearDRA(n)
 	s.drop(n)
 	return append([]*podInfo(nil), pods...)
 }
@@ -93,55 +95,6 @@ func (s *state) drop(n *simNode) {
 		n.pool.nodes++
 		s.setChosen(n, prev)
 	})
-}
-
-// unplace removes a pod from a node, undoably. A new node's candidates are recomputed from its
-// pool's offerings for the pods that remain (its zone stays pinned).
-func (s *state) unplace(pi *podInfo, n *simNode) {
-	idx := -1
-	for i, p := range n.pods {
-		if p == pi {
-			idx = i
-		}
-	}
-	prevPods := n.pods
-	prevCands, prevMax, prevChosen := n.cands, n.maxAlloc, n.chosen
-	n.pods = append(append([]*podInfo(nil), n.pods[:idx]...), n.pods[idx+1:]...)
-	n.used.sub(pi.req)
-	uncount := s.uncountPod(pi, n)
-	if !n.existing && len(n.pods) > 0 {
-		n.cands = s.candidatesFor(n)
-		n.maxAlloc = maxAlloc(n.cands)
-		s.setChosen(n, cheapest(n.cands))
-	}
-	s.undo = append(s.undo, func() {
-		uncount()
-		n.used.add(pi.req)
-		n.pods = prevPods
-		n.cands, n.maxAlloc = prevCands, prevMax
-		s.setChosen(n, prevChosen)
-	})
-}
-
-// candidatesFor lists the pool's offerings that can hold all of n's pods in n's zone.
-func (s *state) candidatesFor(n *simNode) []*offering {
-	var out []*offering
-	for _, o := range n.pool.offs {
-		if n.zone != "" && o.zone != n.zone || !fits(make(vec, len(n.used)), n.used, o.alloc) {
-			continue
-		}
-		ok := true
-		for _, p := range n.pods {
-			if !s.offeringCompatible(p.sig, o) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // uncountPod reverses countPod and returns the function that counts the pod again.

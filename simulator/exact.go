@@ -6,13 +6,19 @@ const maxExactPods = 9
 // exactSmall solves small plans exactly: when at most maxExactPods pods sit on new nodes and none
 // has topology, pod affinity or gang constraints, it enumerates every partition of them into
 // nodes, prices each block at its cheapest compatible offering, and rebuilds the new nodes from
-// the cheapest partition if it beats the heuristic's.
+// the cheapest partition if it beats the heuristic's. Plans with DRA claims on new nodes are
+// left alone: pricing a block would need the allocator for every block and offering. (Pods
+// whose extended resources the device plugin serves take part; blocks are priced only on
+// offerings that advertise them.)
 func (s *state) exactSmall() {
 	var pods []*podInfo
 	var nodes []*simNode
 	for _, n := range s.nodes {
 		if n.existing || n.removed || len(n.pods) == 0 {
 			continue
+		}
+		if n.dra != nil && len(n.dra.commits) > 0 {
+			return
 		}
 		nodes = append(nodes, n)
 		pods = append(pods, n.pods...)
@@ -22,6 +28,9 @@ func (s *state) exactSmall() {
 	}
 	for _, p := range pods {
 		if p.gang != nil || len(p.spread)+len(p.affinity)+len(p.anti)+len(p.antiAgainst) > 0 {
+			return
+		}
+		if p.dra != nil && len(p.dra.claims) > 0 {
 			return
 		}
 	}

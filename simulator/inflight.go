@@ -42,6 +42,15 @@ func (s *state) addInFlightNodes() {
 		node.Name, node.Labels = f.Name, labels
 		sn := &simNode{name: f.Name, existing: true, inFlight: true, labels: labels, taints: off.taints, node: node,
 			alloc: off.alloc, used: make(vec, len(s.dims.names))}
+		if s.dra != nil && !s.dra.nodesWithSlices[f.Name] {
+			// The driver has not published yet: plan with the slices it will publish.
+			g := v.gpu
+			if f.GPU != nil {
+				g = *f.GPU
+			}
+			mode, consumable, publishes := sliceMode(g.Sharing, g.ConsumableMemory)
+			sn.slices = s.dra.slicesFor(f.Name, s.classOf(it, publishes, mode, consumable, off.alloc))
+		}
 		if prev := s.nodeIndex(f.Name); prev >= 0 {
 			// The Node registered already: keep the pods bound there, take the planned allocatable.
 			sn.used = s.nodes[prev].used

@@ -18,6 +18,16 @@ import "sort"
 //
 // Groups use disjoint offerings, so their bounds add up. Pool limits and topology are ignored, so
 // the bound stays valid (it may only get weaker).
+//
+// DRA: a pod with claims can only use offerings on which its claims fit an empty node, so its
+// group (pods are grouped by signature and claim specs) keeps only those, and the LP has a row
+// per such group: the devices its claims take at least (minDevices) must be among the devices
+// of nodes of those offerings, Σ devices(o)·x(o) ≥ need, where devices(o) bounds how many
+// claims' devices a node of o can hold (its GPUs; seven MIG partitions per GPU under dynamic
+// MIG; no row when a GPU's memory is consumable, since then claims share devices); a merged
+// group with several claim groups has one more row for all their devices together. An extended
+// resource that DRA may serve on one of the group's offerings (which does not advertise it but
+// publishes devices) is left out of the LP, since there it is not counted in the allocatable.
 func (s *state) lowerBound() float64 {
 	groups := s.boundGroups()
 	var total float64
@@ -30,47 +40,73 @@ func (s *state) lowerBound() float64 {
 type boundGroup struct {
 	pods []*podInfo
 	offs map[int]bool
+	// devices are the DRA rows: a claim group's devices and the offerings that may hold them.
+	devices []deviceRow
 }
 
-// boundGroups groups the pods on new nodes by signature. A signature's offerings are those its
-// pods' labels and taints accept and that hold the component-wise smallest of its pods on an
-// empty node — a superset of what any one pod can use, which only relaxes the bound.
+// deviceRow says that need devices must be on nodes of the offerings offs.
+type deviceRow struct {
+	need float64
+	offs map[int]bool
+}
+
+// boundGroups groups the pods on new nodes by signature and claim specs. A group's offerings are
+// those its pods' labels and taints accept, that hold the component-wise smallest of its pods
+// on an empty node and on which its claims fit an empty node — a superset of what any one pod
+// can use, which only relaxes the bound.
 func (s *state) boundGroups() []*boundGroup {
-	bySig := map[int]*boundGroup{}
-	var order []int
-	minReq := map[int]vec{}
+	type key struct{ sig, claims int }
+	bySig := map[key]*boundGroup{}
+	var order []key
+	minReq := map[key]vec{}
+	rep := map[key]*podInfo{}
 	for _, n := range s.nodes {
 		if n.existing || n.removed {
 			continue
 		}
 		for _, pi := range n.pods {
-			g := bySig[pi.sig]
+			k := key{pi.sig, -1}
+			if pi.dra != nil && len(pi.dra.claims) > 0 {
+				k.claims = s.specClaims(pi).sig
+			}
+			g := bySig[k]
 			if g == nil {
 				g = &boundGroup{}
-				bySig[pi.sig] = g
-				order = append(order, pi.sig)
-				minReq[pi.sig] = pi.req.clone()
+				bySig[k] = g
+				order = append(order, k)
+				minReq[k] = pi.req.clone()
+				rep[k] = pi
 			}
 			g.pods = append(g.pods, pi)
 			for r, x := range pi.req {
-				minReq[pi.sig][r] = min(minReq[pi.sig][r], x)
+				minReq[k][r] = min(minReq[k][r], x)
 			}
 		}
 	}
-	zero := make(vec, len(s.dims.names))
 	owner := map[int]*boundGroup{} // offering → group
 	var groups []*boundGroup
-	for _, sig := range order {
-		g := bySig[sig]
+	for _, k := range order {
+		g := bySig[k]
 		g.offs = map[int]bool{}
 		for _, o := range s.offerings {
-			if s.offeringCompatible(sig, o) && fits(zero, minReq[sig], o.alloc) {
+			if s.offeringCompatible(k.sig, o) && s.boundFits(minReq[k], o) &&
+				(k.claims < 0 || s.specReason(s.specClaims(rep[k]), o.draClass) == nil) {
 				g.offs[o.idx] = true
+			}
+		}
+		if k.claims >= 0 {
+			if need := s.claimDeviceNeed(g.pods); need > 0 {
+				offs := make(map[int]bool, len(g.offs))
+				for idx := range g.offs {
+					offs[idx] = true
+				}
+				g.devices = append(g.devices, deviceRow{need: float64(need), offs: offs})
 			}
 		}
 		for idx := range g.offs {
 			if h := owner[idx]; h != nil && h != g && h.offs != nil {
 				g.pods = append(g.pods, h.pods...)
+				g.devices = append(g.devices, h.devices...)
 				for k := range h.offs {
 					g.offs[k] = true
 				}
@@ -98,16 +134,16 @@ func (s *state) lpBound(g *boundGroup) float64 {
 	for _, pi := range g.pods {
 		demand.add(pi.req)
 	}
-	var rows []int
-	for r, d := range demand {
-		if d > 0 {
-			rows = append(rows, r)
-		}
-	}
 	var offs []*offering
 	for _, o := range s.offerings {
 		if g.offs[o.idx] {
 			offs = append(offs, o)
+		}
+	}
+	var rows []int
+	for r, d := range demand {
+		if d > 0 && !s.draServable(r, offs) {
+			rows = append(rows, r)
 		}
 	}
 	A := make([][]float64, len(rows), len(rows)+1)
@@ -122,6 +158,31 @@ func (s *state) lpBound(g *boundGroup) float64 {
 			A[i][j] = float64(max(o.alloc[r], 0)) / float64(demand[r])
 		}
 		b[i] = 1
+	}
+	devRows := g.devices
+	if len(devRows) > 1 {
+		// The claim groups together: all their devices are on the group's nodes.
+		if need := s.claimDeviceNeed(g.pods); need > 0 {
+			devRows = append(devRows[:len(devRows):len(devRows)], deviceRow{need: float64(need), offs: g.offs})
+		}
+	}
+	for _, row := range devRows {
+		coef := make([]float64, len(offs))
+		ok := true
+		for j, o := range offs {
+			if !row.offs[o.idx] {
+				continue
+			}
+			d, bounded := s.dra.deviceCapacity(o)
+			if !bounded {
+				ok = false
+				break
+			}
+			coef[j] = float64(d) / row.need
+		}
+		if ok {
+			A, b = append(A, coef), append(b, 1)
+		}
 	}
 	if k := s.distinctNodesNeeded(g); k > 1 {
 		row := make([]float64, len(offs))
@@ -151,13 +212,38 @@ func (s *state) singleNodeBound(g *boundGroup) float64 {
 	var bound float64
 	for _, pi := range g.pods {
 		for _, o := range offs {
-			if fits(zero, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+			if s.offeringCompatible(pi.sig, o) && s.fitsEmptySpec(pi, zero, o) {
 				bound = max(bound, o.price)
 				break
 			}
 		}
 	}
 	return bound
+}
+
+// boundFits is fits on an empty node of the offering, except for extended resources DRA may
+// serve there (not advertised, but the node has devices).
+func (s *state) boundFits(req vec, o *offering) bool {
+	for i, r := range req {
+		if r != 0 && r > o.alloc[i] && !(s.dra != nil && o.alloc[i] == 0 && s.dra.isExt(i) && s.dra.mayServe(o)) {
+			return false
+		}
+	}
+	return true
+}
+
+// draServable reports whether dimension r is an extended resource that DRA may serve on one of
+// the offerings: the LP leaves it out.
+func (s *state) draServable(r int, offs []*offering) bool {
+	if s.dra == nil || !s.dra.isExt(r) {
+		return false
+	}
+	for _, o := range offs {
+		if o.alloc[r] == 0 && s.dra.mayServe(o) {
+			return true
+		}
+	}
+	return false
 }
 
 // distinctNodesNeeded is the largest number of the group's pods that repel each other by

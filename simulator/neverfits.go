@@ -7,31 +7,48 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/simulator/dra"
 	"github.com/tiler-dev/tiler/simulator/mig"
 )
 
-// neverFits explains why no node could ever hold the pod — no existing node by its allocatable and
-// no offering of any pool on an empty node — or returns "" when some node could. The explanation
-// counts what excluded the offerings: labels and taints, or the first resource that is short.
+// neverFits explains why no node could ever hold the pod — no existing node by its allocatable
+// (and its DRA devices as allocated now) and no offering of any pool on an empty node — or
+// returns "" when some node could. The explanation counts what excluded the offerings: labels
+// and taints, the first resource that is short, or the claims (with the allocator's reason on
+// one of them, which names the claim).
 func (s *state) neverFits(pi *podInfo) string {
 	zero := make(vec, len(s.dims.names))
 	for _, n := range s.nodes {
-		if n.existing && s.nodeCompatible(pi.sig, n) && fits(zero, pi.req, n.alloc) {
+		if n.existing && s.nodeCompatible(pi.sig, n) && s.podFits(pi, zero, n.alloc) &&
+			(pi.dra == nil || s.existingReason(pi, n) == nil) {
 			return ""
 		}
 	}
-	byAffinity := 0
+	byAffinity, byClaims := 0, 0
+	var claimWhy *dra.Reason
+	claimWhyDevices := false
 	short := map[string]int{}
 	for _, o := range s.offerings {
 		if !s.offeringCompatible(pi.sig, o) {
 			byAffinity++
 			continue
 		}
-		name, lacking := s.dims.firstShortfall(zero, pi.req, o.alloc)
-		if !lacking {
+		if name, lacking := s.shortfall(pi, zero, o.alloc); lacking {
+			short[string(name)]++
+			continue
+		}
+		if pi.dra == nil {
 			return ""
 		}
-		short[string(name)]++
+		r := s.emptyReason(s.claimsOn(pi, o.alloc), o.draClass)
+		if r == nil {
+			return ""
+		}
+		byClaims++
+		// Prefer the reason of an offering with DRA devices: "no devices" says little.
+		if hasDevices := s.dra.hasSlices(o.draClass); claimWhy == nil || hasDevices && !claimWhyDevices {
+			claimWhy, claimWhyDevices = r, hasDevices
+		}
 	}
 	if len(s.offerings) == 0 {
 		return "the policy's pools allow no offering of catalog " + s.cat.Name
@@ -39,6 +56,9 @@ func (s *state) neverFits(pi *podInfo) string {
 	parts := []string{}
 	if byAffinity > 0 {
 		parts = append(parts, fmt.Sprintf("%d excluded by node selector, affinity or taints", byAffinity))
+	}
+	if byClaims > 0 {
+		parts = append(parts, fmt.Sprintf("%d cannot allocate its claims, e.g. %s", byClaims, oneLine(claimWhy.String())))
 	}
 	names := make([]string, 0, len(short))
 	for k := range short {

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
@@ -39,6 +40,11 @@ type simNode struct {
 	// removed marks a new node that consolidation emptied and dropped.
 	removed bool
 	idx     int
+	// dra holds the node's DRA pods and claim allocations (filter_dra.go).
+	dra *nodeDRA
+	// slices are the ResourceSlices an in-flight node will publish, while the snapshot has none
+	// of it.
+	slices []*resourcev1.ResourceSlice
 }
 
 // domain returns the node's value of a topology key, and false when the node has none yet (a

@@ -64,6 +64,8 @@ type offering struct {
 	capacity corev1.ResourceList
 	// gpu is how the node's GPUs are configured (sharing, MIG layout).
 	gpu GPUPlan
+	// draClass is the offering's DRA class (dra.go), when the simulation uses DRA.
+	draClass int
 }
 
 // family returns the family part of an instance type name: "m7i" of "m7i.large", "a2" of

@@ -9,9 +9,15 @@ import (
 )
 
 // openNode opens a new node for the pod. Every pool is asked for the offerings that can hold the
-// pod on an empty node; the pool whose cheapest such offering is cheapest wins, ties going to the
-// higher weight (pools are sorted by weight). The node keeps all those offerings as candidates.
+// pod on an empty node (its claims included); the pool whose cheapest such offering is cheapest
+// wins, ties going to the higher weight (pools are sorted by weight). The node keeps all those
+// offerings as candidates.
 func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
+	if s.dra != nil {
+		if m, why := s.dra.pinned(pi); m != nil {
+			return failure{newNode: why}, false
+		}
+	}
 	var best []*offering
 	var bestPool *poolInfo
 	limited := false
@@ -19,7 +25,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	for _, pl := range s.pools {
 		var cands []*offering
 		for _, o := range pl.offs {
-			if r.allows(o) && fits(empty, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+			if r.allows(o) && s.offeringCompatible(pi.sig, o) && s.fitsEmpty(pi, empty, o) {
 				cands = append(cands, o)
 			}
 		}
@@ -45,6 +51,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	if zone != "" {
 		best = inZone(best, zone)
 	}
+	mark := s.checkpoint()
 	n.idx = len(s.nodes)
 	s.nodes = append(s.nodes, n)
 	bestPool.nodes++
@@ -53,6 +60,12 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 		bestPool.nodes--
 		s.nodes = s.nodes[:len(s.nodes)-1]
 	})
+	if s.dra != nil && pi.dra != nil {
+		if best, ok = s.allocateOnNew(pi, n, best); !ok {
+			s.revert(mark)
+			return failure{newNode: "its claims cannot be allocated on a new node"}, false
+		}
+	}
 	s.commit(pi, n, best, zone)
 	return failure{}, true
 }

@@ -49,6 +49,8 @@ func (s *state) fail(pi *podInfo, f failure) {
 	switch {
 	case f.limit:
 		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: LimitExceeded, Reason: "a new node would fit, but a pool limit or the budget does not allow it"}
+	case s.claimFailure(pi) != "":
+		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: s.claimFailure(pi)}
 	case s.neverFits(pi) != "":
 		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: NeverFits, Reason: s.neverFits(pi)}
 	default:
@@ -72,13 +74,16 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 // tryNode places the pod on n if every filter passes, recording how to undo it.
 func (s *state) tryNode(pi *podInfo, n *simNode, r restriction) bool {
 	if n.existing {
-		if !s.nodeCompatible(pi.sig, n) || !fits(n.used, pi.req, n.alloc) {
+		if !s.nodeCompatible(pi.sig, n) || !s.podFits(pi, n.used, n.alloc) {
 			return false
 		}
 		if r.zone != "" && n.labels[LabelZone] != r.zone {
 			return false
 		}
 		if !s.topologyAllows(pi, n, n.labels[LabelZone]) {
+			return false
+		}
+		if pi.dra != nil && !s.existingAllows(pi, n) {
 			return false
 		}
 		s.commit(pi, n, nil, "")
@@ -88,9 +93,10 @@ func (s *state) tryNode(pi *podInfo, n *simNode, r restriction) bool {
 }
 
 // tryNewNode narrows a new node's candidates to those that can hold the pod too, and pins its
-// zone when the pod's constraints depend on it.
+// zone when the pod's constraints depend on it. With DRA pods, the candidates must hold the
+// claims as well, and the claims are allocated for the cheapest (filter_dra.go).
 func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
-	if !fits(n.used, pi.req, n.maxAlloc) || r.zone != "" && n.zone != "" && n.zone != r.zone {
+	if !s.podFitsBound(pi, n.used, n.maxAlloc) || r.zone != "" && n.zone != "" && n.zone != r.zone {
 		return false
 	}
 	if n.zone != "" && !s.topologyAllows(pi, n, n.zone) || n.zone == "" && !s.topologyAllows(pi, n, "") {
@@ -99,7 +105,18 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 	if !s.anyCandidateFits(pi, n, r) {
 		return false
 	}
+	useDRA := s.dra != nil && (pi.dra != nil || n.holdsDRAPods())
+	if pi.dra != nil {
+		if m, _ := s.dra.pinned(pi); m != nil && m != n {
+			return false
+		}
+	}
 	cands := s.narrow(pi, n.cands, n.used, r)
+	if useDRA {
+		if cands = s.narrowClaims(pi, n, cands); len(cands) == 0 {
+			return false
+		}
+	}
 	zone, ok := s.chooseZone(pi, n, cands)
 	if !ok {
 		return false
@@ -107,7 +124,14 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 	if zone != "" && zone != n.zone {
 		cands = inZone(cands, zone)
 	}
+	mark := s.checkpoint()
+	if useDRA {
+		if cands, ok = s.allocateOnNew(pi, n, cands); !ok {
+			return false
+		}
+	}
 	if !s.withinLimits(n.pool, n, cands) {
+		s.revert(mark)
 		return false
 	}
 	s.commit(pi, n, cands, zone)
@@ -117,7 +141,7 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 // anyCandidateFits is the allocation-free fast path of narrow.
 func (s *state) anyCandidateFits(pi *podInfo, n *simNode, r restriction) bool {
 	for _, o := range n.cands {
-		if r.allows(o) && fits(n.used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o) {
+		if r.allows(o) && s.podFits(pi, n.used, o.alloc) && s.offeringCompatible(pi.sig, o) {
 			return true
 		}
 	}
@@ -129,7 +153,7 @@ func (s *state) anyCandidateFits(pi *podInfo, n *simNode, r restriction) bool {
 // modified in place, so sharing is safe and undo keeps the old slice).
 func (s *state) narrow(pi *podInfo, cands []*offering, used vec, r restriction) []*offering {
 	keep := func(o *offering) bool {
-		return r.allows(o) && fits(used, pi.req, o.alloc) && s.offeringCompatible(pi.sig, o)
+		return r.allows(o) && s.podFits(pi, used, o.alloc) && s.offeringCompatible(pi.sig, o)
 	}
 	kept := 0
 	for _, o := range cands {

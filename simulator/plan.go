@@ -75,7 +75,12 @@ type GPUInfo struct {
 
 // ClaimAllocation is the devices a ResourceClaim would be allocated on a node.
 type ClaimAllocation struct {
-	Claim   string   `json:"claim"`
+	// Claim is "namespace/name"; a claim generated from a template is named <pod>-<entry>, the
+	// claim for DRA-served extended resources <pod>-extended-resources.
+	Claim string `json:"claim"`
+	// Devices are the allocated devices by name ("gpu-0", "gpu-0-mig-1g5gb-19-0"), prefixed with
+	// their pool when it is not the node's, followed by the chosen alternative of a prioritized
+	// list ("(gpu/h100)") and the capacity consumed from a shared device ("[memory=10Gi]").
 	Devices []string `json:"devices"`
 }
 
@@ -83,6 +88,8 @@ type ClaimAllocation struct {
 type ExistingNode struct {
 	Name string   `json:"name"`
 	Pods []string `json:"pods"`
+	// Claims lists the DRA devices the planned pods' claims would get on the node.
+	Claims []ClaimAllocation `json:"claims,omitempty"`
 }
 
 // UnschedulablePod is a pending pod the plan has no place for.

@@ -40,13 +40,19 @@ type podInfo struct {
 	antiAgainst []int
 	gang        *gang
 	order       int // position in the input, for stable ordering
+	// dra is what the pod asks of DRA (claims, DRA-served extended resources); nil if nothing.
+	dra *podClaims
 }
 
-// size is the sort key of first-fit decreasing: GPUs first, then CPU and memory.
+// size is the sort key of first-fit decreasing: GPUs (device-plugin resources and the devices
+// of DRA claims) first, then CPU and memory.
 func (p *podInfo) size(gpuDims []int) (int64, int64) {
 	var g int64
 	for _, i := range gpuDims {
 		g += p.req[i]
+	}
+	if p.dra != nil {
+		g += int64(p.dra.devices)
 	}
 	// CPU in milli plus memory in MiB/4 weighs a core about like 4 GiB.
 	return g, p.req[dimCPU] + p.req[dimMemory]>>22

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // WriteJSON writes the plan's JSON contract, indented, with a trailing newline.
@@ -46,12 +48,20 @@ func (p *Plan) WriteTable(w io.Writer) error {
 			if n.GPU != nil && len(n.GPU.MIGLayout) > 0 {
 				fmt.Fprintf(tw, "  %s MIG (%s, %s strategy): %s\n", n.Name, n.GPU.MIGConfig, n.GPU.MIGStrategy, migLayoutString(n.GPU.MIGLayout))
 			}
+			if len(n.Claims) > 0 {
+				fmt.Fprintf(tw, "  %s claims: %s\n", n.Name, claimsString(n.Claims))
+			}
 		}
 	}
 	if len(p.ExistingNodes) > 0 {
 		fmt.Fprintln(tw, "\nEXISTING NODE\tPODS")
 		for _, n := range p.ExistingNodes {
 			fmt.Fprintf(tw, "%s\t%s\n", n.Name, podList(n.Pods, ""))
+		}
+		for _, n := range p.ExistingNodes {
+			if len(n.Claims) > 0 {
+				fmt.Fprintf(tw, "  %s claims: %s\n", n.Name, claimsString(n.Claims))
+			}
 		}
 	}
 	if len(p.Unschedulable) > 0 {
@@ -77,7 +87,25 @@ func podList(pods []string, reason string) string {
 	return fmt.Sprintf("%s, … (%d pods)", strings.Join(pods[:3], ", "), len(pods))
 }
 
-// gpuSummary renders a node's GPUs, e.g. "4×L4 time-slicing×6" or "1×A100-40GB mig".
+// maxRenderedClaims bounds the claims the table lists per node.
+const maxRenderedClaims = 4
+
+// claimsString renders a node's claim allocations briefly: "ns/a → gpu-0; ns/b → gpu-1, gpu-2",
+// the first few and a count.
+func claimsString(claims []ClaimAllocation) string {
+	var parts []string
+	for i, c := range claims {
+		if i == maxRenderedClaims {
+			parts = append(parts, fmt.Sprintf("… (%d claims)", len(claims)))
+			break
+		}
+		parts = append(parts, c.Claim+" → "+strings.Join(c.Devices, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// gpuSummary renders a node's GPUs, e.g. "4×L4 time-slicing×6", "1×A100-40GB mig" or
+// "1×A100-40GB dynamic-mig consumable-memory".
 func gpuSummary(n NewNode) string {
 	if n.GPUs == nil {
 		return "-"
@@ -89,6 +117,11 @@ func gpuSummary(n NewNode) string {
 			s += fmt.Sprintf(" %s×%d", g.Sharing, g.Replicas)
 		case len(g.MIGLayout) > 0:
 			s += " mig"
+		case g.Sharing == policy.DynamicMIG:
+			s += " dynamic-mig"
+		}
+		if g.ConsumableMemory {
+			s += " consumable-memory"
 		}
 	}
 	return s

@@ -25,8 +25,15 @@ func (s *state) buildPlan() *Plan {
 	for _, n := range s.nodes {
 		switch {
 		case n.existing && len(n.pods) > 0 && !n.inFlight || n.inFlight && len(n.pods) > 0:
-			p.ExistingNodes = append(p.ExistingNodes, ExistingNode{Name: n.name, Pods: podKeys(n.pods)})
+			en := ExistingNode{Name: n.name, Pods: podKeys(n.pods)}
+			if n.dra != nil && len(n.dra.commits) > 0 {
+				en.Claims = claimAllocations(n.name, n.dra.commits)
+			}
+			p.ExistingNodes = append(p.ExistingNodes, en)
 		case !n.existing && !n.removed:
+			if w := s.claimsCheck(n); w != "" {
+				s.warnings = append(s.warnings, w)
+			}
 			nn := s.newNode(n)
 			p.NewNodes = append(p.NewNodes, nn)
 			p.CostPerHour += nn.PricePerHour
@@ -61,6 +68,9 @@ func (s *state) newNode(n *simNode) NewNode {
 		gp := o.gpu
 		nn.GPU = &gp
 		nn.MIGLayout = gp.MIGLayout
+	}
+	if n.dra != nil && len(n.dra.commits) > 0 {
+		nn.Claims = claimAllocations(n.name, n.dra.commits)
 	}
 	return nn
 }

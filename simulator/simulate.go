@@ -87,9 +87,11 @@ type state struct {
 	matchCache map[string][2][]int
 	keys       map[string]int
 	undo       []func()
-	newCount   int
-	budget     float64 // $/h of managed nodes, existing and new
-	warnings   []string
+	// dra is the DRA working set, nil when no pending pod uses DRA.
+	dra      *draState
+	newCount int
+	budget   float64 // $/h of managed nodes, existing and new
+	warnings []string
 }
 
 func newState(in Input) (*state, error) {
@@ -151,6 +153,9 @@ func (s *state) setup() error {
 		return err
 	}
 	s.applyDaemonSets()
+	if err := s.setupDRA(); err != nil {
+		return err
+	}
 	s.addExistingNodes()
 	s.addInFlightNodes()
 	if err := s.buildConstraints(); err != nil {

@@ -80,7 +80,7 @@ func (s *state) splitCaps(n *simNode) []float64 {
 	var caps []float64
 	for _, o := range n.pool.offs {
 		if o.price < n.chosen.price && !seen[o.price] && (n.zone == "" || o.zone == n.zone) &&
-			fits(zero, largest.req, o.alloc) && s.offeringCompatible(largest.sig, o) {
+			s.offeringCompatible(largest.sig, o) && s.fitsEmptySpec(largest, zero, o) {
 			seen[o.price] = true
 			caps = append(caps, o.price)
 		}

@@ -1,0 +1,381 @@
+package simulator
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/tiler-dev/tiler/simulator/dra"
+)
+
+// The DRA filter: a pod with claims fits a node only if dra.Allocator.Fit allocates them next to
+// what is already committed there. Allocations are committed when the pod is placed and undone
+// through the undo log, like every other placement.
+//
+// A new node keeps several candidate offerings. Its allocations are computed for one offering
+// class (slices and advertised resources), that of its cheapest candidate, which the plan buys.
+// Candidates of other classes are checked against those allocations as they are — exact for the
+// class they were made for, an approximation for others — and when placing a pod makes another
+// class the cheapest, every claim of the node is allocated again for it (replay). A class that
+// cannot hold them all is dropped, so the plan's allocations always fit the type it buys.
+
+// nodeDRA is what a node holds through DRA.
+type nodeDRA struct {
+	// class is the offering class the allocations of a new node were made for (-1: none yet).
+	class int
+	// pods are the DRA pods placed on the node, in placement order (replays follow it).
+	pods []*podInfo
+	// commits are the allocations made on the node, in commit order.
+	commits []claimCommit
+}
+
+// claimCommit is one claim this simulation allocated on a node.
+type claimCommit struct {
+	pod    *podInfo
+	claim  *resourcev1.ResourceClaim
+	result resourcev1.AllocationResult
+	undo   func()
+}
+
+func (n *simNode) draState() *nodeDRA {
+	if n.dra == nil {
+		n.dra = &nodeDRA{class: -1}
+	}
+	return n.dra
+}
+
+// holdsDRAPods reports whether DRA pods are placed on the node.
+func (n *simNode) holdsDRAPods() bool { return n.dra != nil && len(n.dra.pods) > 0 }
+
+// podFits is fits for the pod, except that an extended resource a DeviceClass serves does not
+// count on a node that does not advertise it: DRA serves it there, through a claim.
+func (s *state) podFits(pi *podInfo, used, alloc vec) bool {
+	if pi.dra == nil || len(pi.dra.ext) == 0 {
+		return fits(used, pi.req, alloc)
+	}
+	for i, r := range pi.req {
+		if r != 0 && used[i]+r > alloc[i] && !(alloc[i] == 0 && s.dra.isExt(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// podFitsBound is podFits against a bound of several offerings' allocatable (maxAlloc): the
+// DRA-served extended resources are left out, since a candidate may serve them through DRA.
+func (s *state) podFitsBound(pi *podInfo, used, bound vec) bool {
+	if pi.dra == nil || len(pi.dra.ext) == 0 {
+		return fits(used, pi.req, bound)
+	}
+	for i, r := range pi.req {
+		if r != 0 && used[i]+r > bound[i] && !s.dra.isExt(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// shortfall is firstShortfall with podFits' exception.
+func (s *state) shortfall(pi *podInfo, used, alloc vec) (corev1.ResourceName, bool) {
+	if pi.dra == nil || len(pi.dra.ext) == 0 {
+		return s.dims.firstShortfall(used, pi.req, alloc)
+	}
+	for i, r := range pi.req {
+		if r != 0 && used[i]+r > alloc[i] && !(alloc[i] == 0 && s.dra.isExt(i)) {
+			return s.dims.names[i], true
+		}
+	}
+	return "", false
+}
+
+// mayServe reports whether a node of the offering may have DRA devices: its own slices or
+// cluster-wide ones.
+func (d *draState) mayServe(o *offering) bool { return d.clusterSlices || d.hasSlices(o.draClass) }
+
+// isExt reports whether dimension i is an extended resource a DeviceClass serves.
+func (d *draState) isExt(i int) bool {
+	for _, x := range d.extDims {
+		if x == i {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsEmpty reports whether the pod alone fits an empty new node of the offering: resources
+// (podFits) and claims.
+func (s *state) fitsEmpty(pi *podInfo, zero vec, o *offering) bool {
+	if !s.podFits(pi, zero, o.alloc) {
+		return false
+	}
+	return pi.dra == nil || s.emptyReason(s.claimsOn(pi, o.alloc), o.draClass) == nil
+}
+
+// fitsEmptySpec is fitsEmpty by the claims' specs, whatever is allocated now (specReason): for
+// estimates about pods already placed (split sizes, the lower bound).
+func (s *state) fitsEmptySpec(pi *podInfo, zero vec, o *offering) bool {
+	if !s.podFits(pi, zero, o.alloc) {
+		return false
+	}
+	return pi.dra == nil || s.specReason(s.claimsOn(pi, o.alloc), o.draClass) == nil
+}
+
+// existingAllows fits the pod's claims on an existing or in-flight node with what is allocated
+// there and commits them; it reports false, committing nothing, when they do not fit.
+func (s *state) existingAllows(pi *podInfo, n *simNode) bool {
+	if pi.dra == nil {
+		return true
+	}
+	if m, _ := s.dra.pinned(pi); m != nil && m != n {
+		return false
+	}
+	cs := s.claimsOn(pi, n.alloc)
+	if len(cs.claims) > 0 {
+		if !s.dra.mayHaveDevices(n) && !s.dra.anyAllocated(cs.claims) {
+			return false
+		}
+		results, r := s.dra.fit(n.node, n.slices, cs.claims)
+		if r != nil {
+			return false
+		}
+		s.commitClaims(n, pi, cs.claims, results)
+	}
+	s.addDRAPod(n, pi)
+	return true
+}
+
+// mayHaveDevices reports whether an existing node can offer DRA devices at all: slices of its
+// own (in the snapshot, or planned for an in-flight node) or cluster-wide ones.
+func (d *draState) mayHaveDevices(n *simNode) bool {
+	return d.clusterSlices || len(n.slices) > 0 || d.nodesWithSlices[n.name]
+}
+
+// existingReason fits the pod's claims on an existing node without committing, for reasons.
+func (s *state) existingReason(pi *podInfo, n *simNode) *dra.Reason {
+	cs := s.claimsOn(pi, n.alloc)
+	if len(cs.claims) == 0 {
+		return nil
+	}
+	if m, why := s.dra.pinned(pi); why != "" && m != nil && m != n {
+		return &dra.Reason{Code: dra.AllocatedElsewhere, Message: why}
+	}
+	_, r := s.dra.fit(n.node, n.slices, cs.claims)
+	return r
+}
+
+// newNodeObject is the Node the allocator sees for new node n bought as o.
+func newNodeObject(n *simNode, o *offering) *corev1.Node {
+	node := &corev1.Node{}
+	node.Name, node.Labels = n.name, o.labels
+	return node
+}
+
+// narrowClaims keeps the candidates of new node n whose class can hold the pod's claims next to
+// the node's allocations (on an empty node: the cached empty-node answer).
+func (s *state) narrowClaims(pi *podInfo, n *simNode, cands []*offering) []*offering {
+	if pi.dra == nil {
+		return cands
+	}
+	memo := map[[2]int]bool{}
+	keep := func(o *offering) bool {
+		cs := s.claimsOn(pi, o.alloc)
+		if len(cs.claims) == 0 {
+			return true
+		}
+		k := [2]int{o.draClass, cs.sig}
+		ok, done := memo[k]
+		if !done {
+			if n.holdsDRAPods() || s.dra.anyAllocated(cs.claims) {
+				_, r := s.dra.fit(newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass), cs.claims)
+				ok = r == nil
+			} else {
+				ok = s.emptyReason(cs, o.draClass) == nil
+			}
+			memo[k] = ok
+		}
+		return ok
+	}
+	kept := 0
+	for _, o := range cands {
+		if keep(o) {
+			kept++
+		}
+	}
+	if kept == len(cands) {
+		return cands
+	}
+	out := make([]*offering, 0, kept)
+	for _, o := range cands {
+		if keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// allocateOnNew allocates, on new node n, the pod's claims for the cheapest candidate's class,
+// replaying the node's earlier allocations when that class changes. A class that cannot hold
+// them is dropped and the next cheapest tried. It returns the remaining candidates (their
+// cheapest is of the class allocated for) and false when none is left; every change is in the
+// undo log.
+func (s *state) allocateOnNew(pi *podInfo, n *simNode, cands []*offering) ([]*offering, bool) {
+	for len(cands) > 0 {
+		o := cheapest(cands)
+		if s.allocateOn(pi, n, o) {
+			return cands, true
+		}
+		kept := make([]*offering, 0, len(cands))
+		for _, c := range cands {
+			if c.draClass != o.draClass {
+				kept = append(kept, c)
+			}
+		}
+		cands = kept
+	}
+	return nil, false
+}
+
+// allocateOn allocates the pod's claims on new node n for o's class, after reallocating the
+// node's claims for that class if they were made for another. On failure it undoes its changes.
+func (s *state) allocateOn(pi *podInfo, n *simNode, o *offering) bool {
+	mark := s.checkpoint()
+	nd := n.draState()
+	if nd.class != o.draClass {
+		if len(nd.pods) > 0 && !s.replay(n, o) {
+			s.revert(mark)
+			return false
+		}
+		prev := nd.class
+		nd.class = o.draClass
+		s.undo = append(s.undo, func() { nd.class = prev })
+	}
+	if pi.dra == nil {
+		return true
+	}
+	cs := s.claimsOn(pi, o.alloc)
+	if len(cs.claims) > 0 {
+		if m, _ := s.dra.pinned(pi); m != nil && m != n {
+			s.revert(mark)
+			return false
+		}
+		results, r := s.dra.fit(newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass), cs.claims)
+		if r != nil {
+			s.revert(mark)
+			return false
+		}
+		s.commitClaims(n, pi, cs.claims, results)
+	}
+	s.addDRAPod(n, pi)
+	return true
+}
+
+// replay releases the node's allocations and makes them again, in placement order, for o's class.
+func (s *state) replay(n *simNode, o *offering) bool {
+	s.releaseClaims(n)
+	node, slices := newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass)
+	for _, p := range n.dra.pods {
+		if p.dra == nil {
+			continue
+		}
+		cs := s.claimsOn(p, o.alloc)
+		if len(cs.claims) == 0 {
+			continue
+		}
+		results, r := s.dra.fit(node, slices, cs.claims)
+		if r != nil {
+			return false
+		}
+		s.commitClaims(n, p, cs.claims, results)
+	}
+	return true
+}
+
+// commitClaims commits the allocations of the pod's claims on n, undoably. Claims that already
+// have an allocation (a shared claim, or one the snapshot allocated) keep it and are not
+// recorded again.
+func (s *state) commitClaims(n *simNode, pi *podInfo, claims []*resourcev1.ResourceClaim, results []resourcev1.AllocationResult) {
+	nd := n.draState()
+	added := 0
+	for i, c := range claims {
+		if s.dra.allocated(c) {
+			continue
+		}
+		undo := s.dra.alloc.Commit(c, results[i])
+		s.dra.owner[claimKey(c)] = n
+		nd.commits = append(nd.commits, claimCommit{pod: pi, claim: c, result: results[i], undo: undo})
+		added++
+	}
+	if added == 0 {
+		return
+	}
+	s.undo = append(s.undo, func() {
+		for range added {
+			last := nd.commits[len(nd.commits)-1]
+			last.undo()
+			delete(s.dra.owner, claimKey(last.claim))
+			nd.commits = nd.commits[:len(nd.commits)-1]
+		}
+	})
+}
+
+// addDRAPod records a DRA pod placed on n, undoably.
+func (s *state) addDRAPod(n *simNode, pi *podInfo) {
+	nd := n.draState()
+	nd.pods = append(nd.pods, pi)
+	s.undo = append(s.undo, func() { nd.pods = nd.pods[:len(nd.pods)-1] })
+}
+
+// releaseClaims undoes every allocation on n, undoably: reverting commits them again.
+func (s *state) releaseClaims(n *simNode) {
+	nd := n.dra
+	if nd == nil || len(nd.commits) == 0 {
+		return
+	}
+	old := nd.commits
+	for i := len(old) - 1; i >= 0; i-- {
+		old[i].undo()
+		delete(s.dra.owner, claimKey(old[i].claim))
+	}
+	nd.commits = nil
+	s.undo = append(s.undo, func() {
+		for i := range old {
+			old[i].undo = s.dra.alloc.Commit(old[i].claim, old[i].result)
+			s.dra.owner[claimKey(old[i].claim)] = n
+		}
+		nd.commits = old
+	})
+}
+
+// clearDRA releases a new node's allocations and forgets its DRA pods, undoably (clear).
+func (s *state) clearDRA(n *simNode) {
+	if n.dra == nil {
+		return
+	}
+	s.releaseClaims(n)
+	nd := n.dra
+	prevPods, prevClass := nd.pods, nd.class
+	nd.pods, nd.class = nil, -1
+	s.undo = append(s.undo, func() { nd.pods, nd.class = prevPods, prevClass })
+}
+
+// claimFailure explains a pod whose claims pin it to a node that could not take it.
+func (s *state) claimFailure(pi *podInfo) string {
+	if s.dra == nil {
+		return ""
+	}
+	_, why := s.dra.pinned(pi)
+	if why == "" {
+		return ""
+	}
+	return why + ", and no node holding it can take the pod"
+}
+
+// claimsCheck is the consistency check of buildPlan: a new node's allocations must have been
+// made for the class of the offering it is bought as.
+func (s *state) claimsCheck(n *simNode) string {
+	if n.dra == nil || len(n.dra.commits) == 0 || n.dra.class == n.chosen.draClass {
+		return ""
+	}
+	return fmt.Sprintf("internal: the claims of node %s were allocated for another instance type than %s", n.name, n.chosen.it.Name)
+}
