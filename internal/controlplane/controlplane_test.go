@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -95,17 +94,14 @@ func TestSchedulerBindsPodToReadyNode(t *testing.T) {
 	t.Logf("server version %s", version.GitVersion)
 
 	const nodeName = "node-1"
-	if _, err := client.CoreV1().Nodes().Create(ctx, newNode(nodeName), metav1.CreateOptions{}); err != nil {
+	node, err := client.CoreV1().Nodes().Create(ctx, newNode(nodeName), metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("creating node: %v", err)
 	}
-	// The TaintNodesByCondition admission plugin taints every new node not-ready.
-	var node *corev1.Node
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		node, err = client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		return err == nil && hasTaint(node, corev1.TaintNodeNotReady, corev1.TaintEffectNoSchedule), nil
-	})
-	if err != nil {
-		t.Fatalf("node %s never got the %s:NoSchedule taint: %v; taints %v", nodeName, corev1.TaintNodeNotReady, err, node.Spec.Taints)
+	// The TaintNodesByCondition admission plugin taints every new node not-ready; the node
+	// lifecycle controller keeps the taint while Ready is False.
+	if !hasTaint(node, corev1.TaintNodeNotReady, corev1.TaintEffectNoSchedule) {
+		t.Fatalf("new node %s lacks the %s:NoSchedule taint: %v", nodeName, corev1.TaintNodeNotReady, node.Spec.Taints)
 	}
 
 	pod := newPod(metav1.NamespaceDefault, "one-cpu", nodeName, corev1.ResourceList{

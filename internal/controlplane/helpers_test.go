@@ -23,17 +23,25 @@ import (
 // waitTimeout bounds every wait for the scheduler or a controller to act.
 const waitTimeout = 60 * time.Second
 
-// newNode returns a node with 4 CPUs, 16Gi and 110 pods and a hostname label, as a kubelet
-// would register it (no conditions yet).
+// newNode returns a node as a kubelet registers it: 4 CPUs, 16Gi, 110 pods, a hostname label and
+// Ready=False until its runtime and network are up. (Without the Ready condition the node
+// lifecycle controller would drop the not-ready taint the API server adds.)
 func newNode(name string) *corev1.Node {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("4"),
 		corev1.ResourceMemory: resource.MustParse("16Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
+	now := metav1.Now()
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}},
-		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		Status: corev1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity,
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+				Message: "container runtime network not ready", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+		},
 	}
 }
 
