@@ -45,7 +45,7 @@ func (m *memCloud) Get(_ context.Context, id string) (*cloudprovider.Instance, e
 	return nil, &cloudprovider.NotFoundError{ID: id}
 }
 func (m *memCloud) List(context.Context) ([]*cloudprovider.Instance, error) { return nil, nil }
-func (m *memCloud) Delete(context.Context, string) error                  { return nil }
+func (m *memCloud) Delete(context.Context, string) error                    { return nil }
 
 // cluster builds nodes (each m7i.4xlarge, about half full) and pods: bound pods fill the nodes,
 // pending pods carry PodScheduled=False/Unschedulable.
