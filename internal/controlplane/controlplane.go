@@ -241,7 +241,8 @@ func (c *ControlPlane) logsMention(text string) bool {
 	return false
 }
 
-// Err returns a non-nil error when a component has exited since Start returned.
+// Err returns a non-nil error naming every component that has exited. Before Stop, any exit is
+// a crash; a test can check Err at its end to tell a dead component from a slow one.
 func (c *ControlPlane) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -8,9 +8,13 @@
 // $HOME/.cache/tiler/controlplane/v1.37.2/bin). Start fails with an error naming the missing binary
 // when they are absent.
 //
-// Nothing but the API server's clients are faked: there is no kubelet, so pods are bound by the
+// Only the nodes are simulated: there is no kubelet, so pods are bound by the
 // real scheduler (spec.nodeName is set, DRA claims are allocated by the real allocator) but never
-// run. Nodes are plain API objects that tests create and mark Ready themselves.
+// run. Nodes are plain API objects that tests create and mark Ready themselves. Like a real
+// cluster, the node lifecycle controller marks a node whose kubelet stops reporting Unknown after
+// --node-monitor-grace-period (50s) and taints it unreachable (NoExecute, evicting pods after
+// 300s): tests that outlive that either renew the node's Lease in kube-node-lease and its Ready
+// heartbeat, or pass ControllerManagerArgs: []string{"--node-monitor-grace-period=1h"}.
 //
 // Typical use in a test:
 //
