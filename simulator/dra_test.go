@@ -1,0 +1,442 @@
+package simulator_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// draClasses are the NVIDIA driver's GPU and MIG DeviceClasses (testdata/dra/deviceclasses.yaml).
+const draClasses = `
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.nvidia.com}
+spec:
+  selectors:
+  - cel: {expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}
+  extendedResourceName: nvidia.com/gpu
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: mig.nvidia.com}
+spec:
+  selectors:
+  - cel: {expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"}
+`
+
+// draTemplates are claim templates in namespace ml.
+const draTemplates = `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {namespace: ml, name: one-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {namespace: ml, name: h100-else-a100}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        firstAvailable:
+        - name: h100
+          deviceClassName: gpu.nvidia.com
+          selectors:
+          - cel: {expression: "device.attributes['gpu.nvidia.com'].productName.matches('H100')"}
+        - name: a100
+          deviceClassName: gpu.nvidia.com
+          selectors:
+          - cel: {expression: "device.attributes['gpu.nvidia.com'].productName.matches('A100')"}
+`
+
+// claimPod is a pending pod in namespace ml that tolerates the GPU taint, with the given
+// spec.resourceClaims entries (YAML flow items) and CPU.
+func claimPod(name, claims, cpu string) string {
+	return fmt.Sprintf(`
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: ml, labels: {app: %s}}
+spec:
+  resourceClaims: [%s]
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  containers:
+  - name: c
+    image: x
+    resources:
+      requests: {cpu: '%s', memory: 4Gi}
+`, name, name, claims, cpu)
+}
+
+// gpuPod is a pending pod in namespace ml that requests plain nvidia.com/gpu.
+func gpuPod(name string, gpus int) string {
+	return fmt.Sprintf(`
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: ml}
+spec:
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+  containers:
+  - name: c
+    image: x
+    resources:
+      requests: {cpu: '1', memory: 4Gi}
+      limits: {nvidia.com/gpu: '%d'}
+`, name, gpus)
+}
+
+// draPolicy is a policy with one tainted GPU pool of the types, configured by gpu (a YAML flow
+// mapping, or "").
+func draPolicy(types, gpu string) string {
+	p := fmt.Sprintf(`apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: dra
+  instanceTypes: [%s]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+`, types)
+	if gpu != "" {
+		p += "  gpu: " + gpu + "\n"
+	}
+	return p
+}
+
+func simulateDRA(t *testing.T, catalogName, pol, snap string, opts simulator.Options) *simulator.Plan {
+	t.Helper()
+	s, err := snapshot.Decode(strings.NewReader(snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Embedded(catalogName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse([]byte(pol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Seed == "" {
+		opts.Seed = "dra"
+	}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: s, Catalog: cat, Policy: p, Options: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Warnings) > 0 {
+		t.Errorf("warnings: %v", plan.Warnings)
+	}
+	return plan
+}
+
+// nodeOf returns the new node holding the pod.
+func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
+	t.Helper()
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			if p == pod {
+				return n
+			}
+		}
+	}
+	t.Fatalf("pod %s is on no new node; plan:\n%s", pod, table(plan))
+	return simulator.NewNode{}
+}
+
+func table(plan *simulator.Plan) string {
+	var b bytes.Buffer
+	_ = plan.WriteTable(&b)
+	return b.String()
+}
+
+func reasonOf(plan *simulator.Plan, pod string) (simulator.UnschedulablePod, bool) {
+	for _, u := range plan.Unschedulable {
+		if u.Pod == pod {
+			return u, true
+		}
+	}
+	return simulator.UnschedulablePod{}, false
+}
+
+// TestDRAExtendedResource: with a DeviceClass whose extendedResourceName is nvidia.com/gpu, a
+// pod asking for plain nvidia.com/gpu is served by the device plugin where the node advertises
+// the resource, and through DRA (a claim for the pod) where it does not.
+func TestDRAExtendedResource(t *testing.T) {
+	snap := draClasses + gpuPod("plain", 1)
+	t.Run("dynamic-mig Hopper node: DRA serves it", func(t *testing.T) {
+		plan := simulateDRA(t, "gcp-us-central1", draPolicy("a3-highgpu-1g, a3-highgpu-2g", "{sharing: dynamic-mig}"), snap, simulator.Options{})
+		n := nodeOf(t, plan, "ml/plain")
+		if n.InstanceType != "a3-highgpu-1g" {
+			t.Errorf("type %s, want a3-highgpu-1g", n.InstanceType)
+		}
+		if _, ok := n.Allocatable["nvidia.com/gpu"]; ok {
+			t.Errorf("a dynamic-mig node advertises nvidia.com/gpu: %v", n.Allocatable)
+		}
+		want := []simulator.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-0"}}}
+		if diff := cmp.Diff(want, n.Claims); diff != "" {
+			t.Errorf("claims (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("exclusive node: the device plugin serves it", func(t *testing.T) {
+		plan := simulateDRA(t, "gcp-us-central1", draPolicy("a3-highgpu-1g, a2-highgpu-1g", ""), snap, simulator.Options{})
+		n := nodeOf(t, plan, "ml/plain")
+		if n.InstanceType != "a2-highgpu-1g" || len(n.Claims) != 0 {
+			t.Errorf("got %s with claims %v, want a2-highgpu-1g without claims", n.InstanceType, n.Claims)
+		}
+	})
+	t.Run("dynamic-mig Ampere node publishes no whole GPU", func(t *testing.T) {
+		plan := simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", "{sharing: dynamic-mig}"), snap, simulator.Options{})
+		u, ok := reasonOf(plan, "ml/plain")
+		if !ok || u.Code != simulator.NeverFits || !strings.Contains(u.Reason, "ml/plain-extended-resources") {
+			t.Errorf("got %+v, want NeverFits naming the claim ml/plain-extended-resources", u)
+		}
+	})
+	t.Run("two GPUs of one node", func(t *testing.T) {
+		plan := simulateDRA(t, "gcp-us-central1", draPolicy("a3-highgpu-1g, a3-highgpu-2g, a3-highgpu-4g", "{sharing: dynamic-mig}"),
+			draClasses+gpuPod("pair", 2), simulator.Options{})
+		n := nodeOf(t, plan, "ml/pair")
+		want := []simulator.ClaimAllocation{{Claim: "ml/pair-extended-resources", Devices: []string{"gpu-0", "gpu-1"}}}
+		if n.InstanceType != "a3-highgpu-2g" || !cmp.Equal(want, n.Claims) {
+			t.Errorf("got %s with %v, want a3-highgpu-2g with %v", n.InstanceType, n.Claims, want)
+		}
+	})
+}
+
+// TestDRAExistingNode: an existing node without the device plugin publishes two GPUs; one is
+// taken by a running pod's allocated claim. The first pending claim gets the other, the second
+// needs a new node; a plain nvidia.com/gpu pod is served there by DRA too.
+func TestDRAExistingNode(t *testing.T) {
+	existing := `
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-node
+  labels: {kubernetes.io/hostname: gpu-node, topology.kubernetes.io/zone: us-central1-a}
+spec:
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+status:
+  allocatable: {cpu: '16', memory: 64Gi, pods: '110'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpu-node-gpu.nvidia.com}
+spec:
+  driver: gpu.nvidia.com
+  nodeName: gpu-node
+  pool: {name: gpu-node, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    attributes:
+      type: {string: gpu}
+      productName: {string: NVIDIA A100-SXM4-40GB}
+    capacity:
+      memory: {value: 40Gi}
+  - name: gpu-1
+    attributes:
+      type: {string: gpu}
+      productName: {string: NVIDIA A100-SXM4-40GB}
+    capacity:
+      memory: {value: 40Gi}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {namespace: ml, name: running-gpu}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 1}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: gpu, driver: gpu.nvidia.com, pool: gpu-node, device: gpu-0}
+    nodeSelector:
+      nodeSelectorTerms:
+      - matchFields: [{key: metadata.name, operator: In, values: [gpu-node]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: running, namespace: ml}
+spec:
+  nodeName: gpu-node
+  resourceClaims: [{name: gpu, resourceClaimName: running-gpu}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: '1', memory: 4Gi}}}]
+status: {phase: Running}
+`
+	snap := draClasses + draTemplates + existing +
+		claimPod("first", "{name: gpu, resourceClaimTemplateName: one-gpu}", "4") +
+		claimPod("second", "{name: gpu, resourceClaimTemplateName: one-gpu}", "4")
+	plan := simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-4, g2-standard-8", ""), snap, simulator.Options{})
+	want := []simulator.ExistingNode{{Name: "gpu-node", Pods: []string{"ml/first"},
+		Claims: []simulator.ClaimAllocation{{Claim: "ml/first-gpu", Devices: []string{"gpu-1"}}}}}
+	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" {
+		t.Errorf("existing nodes (-want +got):\n%s\n%s", diff, table(plan))
+	}
+	if n := nodeOf(t, plan, "ml/second"); n.InstanceType != "g2-standard-8" {
+		t.Errorf("second: %s, want g2-standard-8 (4 CPU do not fit g2-standard-4's allocatable)", n.InstanceType)
+	}
+
+	// The running claim keeps gpu-0; a plain GPU request is served on the node through DRA.
+	plan = simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-4", ""), draClasses+existing+gpuPod("plain", 1), simulator.Options{})
+	want = []simulator.ExistingNode{{Name: "gpu-node", Pods: []string{"ml/plain"},
+		Claims: []simulator.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-1"}}}}}
+	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" {
+		t.Errorf("plain GPU pod (-want +got):\n%s\n%s", diff, table(plan))
+	}
+}
+
+// TestDRAReplay: when the cheapest type of a node changes, the claims already on it are
+// allocated again for the new type. The prioritized list takes an H100 on a p5.4xlarge; the
+// second claim does not fit that one GPU, the node becomes a p4d.24xlarge (8×A100) and both
+// claims take A100s — the first claim must not keep its H100 alternative.
+func TestDRAReplay(t *testing.T) {
+	snap := draClasses + draTemplates +
+		claimPod("a", "{name: gpu, resourceClaimTemplateName: h100-else-a100}", "1") +
+		claimPod("b", "{name: gpu, resourceClaimTemplateName: h100-else-a100}", "1")
+	pol := draPolicy("p5.4xlarge, p4d.24xlarge", "")
+	plan := simulateDRA(t, "aws-us-east-1", pol, snap, simulator.Options{})
+	n := nodeOf(t, plan, "ml/a")
+	want := []simulator.ClaimAllocation{
+		{Claim: "ml/a-gpu", Devices: []string{"gpu-0 (gpu/a100)"}},
+		{Claim: "ml/b-gpu", Devices: []string{"gpu-1 (gpu/a100)"}},
+	}
+	if n.InstanceType != "p4d.24xlarge" || !cmp.Equal(want, n.Claims) {
+		t.Errorf("got %s with %v, want p4d.24xlarge with %v\n%s", n.InstanceType, n.Claims, want, table(plan))
+	}
+	// One pod alone keeps the H100.
+	plan = simulateDRA(t, "aws-us-east-1", pol, draClasses+draTemplates+claimPod("a", "{name: gpu, resourceClaimTemplateName: h100-else-a100}", "1"), simulator.Options{})
+	n = nodeOf(t, plan, "ml/a")
+	if n.InstanceType != "p5.4xlarge" || len(n.Claims) != 1 || n.Claims[0].Devices[0] != "gpu-0 (gpu/h100)" {
+		t.Errorf("got %s with %v, want p5.4xlarge with gpu-0 (gpu/h100)", n.InstanceType, n.Claims)
+	}
+}
+
+const sharedClaim = `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {namespace: ml, name: shared}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.nvidia.com}
+`
+
+// TestDRAGangRevert: a gang that cannot be placed whole is reverted, allocations included: the
+// claim its members shared is free again for a pod outside the gang.
+func TestDRAGangRevert(t *testing.T) {
+	gangPod := func(name string) string {
+		return strings.Replace(claimPod(name, "{name: gpu, resourceClaimName: shared}", "2"),
+			"labels: {app: "+name+"}", "labels: {app: "+name+", tiler.dev/gang: g, tiler.dev/gang-size: '3', tiler.dev/topology: node}", 1)
+	}
+	// g2-standard-8 allocates about 7.9 CPU: three 2-CPU members and the shared GPU fit, but the
+	// third member's own second GPU does not fit a one-GPU type.
+	third := strings.Replace(gangPod("m2"), "resourceClaims: [{name: gpu, resourceClaimName: shared}]",
+		"resourceClaims: [{name: gpu, resourceClaimName: shared}, {name: own, resourceClaimTemplateName: one-gpu}]", 1)
+	snap := draClasses + draTemplates + sharedClaim + gangPod("m0") + gangPod("m1") + third +
+		claimPod("outsider", "{name: gpu, resourceClaimName: shared}", "1")
+	plan := simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-8", ""), snap, simulator.Options{})
+	for _, m := range []string{"ml/m0", "ml/m1", "ml/m2"} {
+		if u, ok := reasonOf(plan, m); !ok || u.Code != simulator.GangIncomplete {
+			t.Errorf("%s: got %+v, want GangIncomplete", m, u)
+		}
+	}
+	n := nodeOf(t, plan, "ml/outsider")
+	want := []simulator.ClaimAllocation{{Claim: "ml/shared", Devices: []string{"gpu-0"}}}
+	if diff := cmp.Diff(want, n.Claims); diff != "" {
+		t.Errorf("outsider's claims (-want +got):\n%s\n%s", diff, table(plan))
+	}
+}
+
+// TestDRASharedClaimPinned: the second pod of a shared claim can only go to the claim's node;
+// when that node cannot take it, it is Unschedulable with a reason naming the claim.
+func TestDRASharedClaimPinned(t *testing.T) {
+	snap := draClasses + sharedClaim +
+		claimPod("p1", "{name: gpu, resourceClaimName: shared}", "7") +
+		claimPod("p2", "{name: gpu, resourceClaimName: shared}", "7")
+	plan := simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-8", ""), snap, simulator.Options{})
+	placed := nodeOf(t, plan, "ml/p1")
+	u, ok := reasonOf(plan, "ml/p2")
+	if !ok || u.Code != simulator.Unschedulable || !strings.Contains(u.Reason, "claim ml/shared is allocated on node "+placed.Name) {
+		t.Errorf("p2: got %+v, want Unschedulable naming claim ml/shared and node %s", u, placed.Name)
+	}
+}
+
+// TestDRAInFlight: an in-flight GPU node counts with the slices its driver will publish, so a
+// claim pod goes there instead of buying again.
+func TestDRAInFlight(t *testing.T) {
+	snap := draClasses + draTemplates + claimPod("p", "{name: gpu, resourceClaimTemplateName: one-gpu}", "1")
+	opts := simulator.Options{InFlight: []simulator.InFlightNode{{Name: "tiler-dra-launching", Pool: "dra",
+		InstanceType: "a2-highgpu-1g", Zone: "us-central1-a", CapacityType: catalog.Spot, PricePerHour: 1.928}}}
+	plan := simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", ""), snap, opts)
+	want := []simulator.ExistingNode{{Name: "tiler-dra-launching", Pods: []string{"ml/p"},
+		Claims: []simulator.ClaimAllocation{{Claim: "ml/p-gpu", Devices: []string{"gpu-0"}}}}}
+	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" || len(plan.NewNodes) != 0 {
+		t.Errorf("existing (-want +got):\n%s\n%s", diff, table(plan))
+	}
+}
+
+// TestDRADeterministic: the same DRA input gives a byte-identical plan.
+func TestDRADeterministic(t *testing.T) {
+	snap := draClasses + draTemplates + sharedClaim
+	for i := range 12 {
+		switch i % 3 {
+		case 0:
+			snap += claimPod(fmt.Sprintf("t%d", i), "{name: gpu, resourceClaimTemplateName: one-gpu}", "2")
+		case 1:
+			snap += claimPod(fmt.Sprintf("s%d", i), "{name: gpu, resourceClaimName: shared}", "1")
+		default:
+			snap += claimPod(fmt.Sprintf("h%d", i), "{name: gpu, resourceClaimTemplateName: h100-else-a100}", "4")
+		}
+	}
+	pol := draPolicy("g6.xlarge, g6.12xlarge, p4d.24xlarge, p5.4xlarge", "")
+	var first []byte
+	for range 3 {
+		b, err := json.Marshal(simulateDRA(t, "aws-us-east-1", pol, snap, simulator.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			t.Fatal("plans differ between runs")
+		}
+	}
+}
+
+// TestConsumableMemoryPolicy: gpu.consumableMemory needs GPUs the DRA driver publishes.
+func TestConsumableMemoryPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		gpu, wantErr string
+	}{
+		{gpu: "{consumableMemory: true}"},
+		{gpu: "{sharing: exclusive, consumableMemory: true}"},
+		{gpu: "{sharing: dynamic-mig, consumableMemory: true}"},
+		{gpu: "{sharing: time-slicing, replicas: 4, consumableMemory: true}", wantErr: `pools[0]: gpu.consumableMemory needs sharing exclusive or dynamic-mig`},
+		{gpu: "{sharing: mig, consumableMemory: true}", wantErr: `pools[0]: gpu.consumableMemory needs sharing exclusive or dynamic-mig`},
+	} {
+		_, err := policy.Parse([]byte(draPolicy("a2-highgpu-1g", tc.gpu)))
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("gpu %s: error %v, want %q", tc.gpu, err, tc.wantErr)
+		}
+	}
+}
