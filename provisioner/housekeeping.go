@@ -17,7 +17,8 @@ func everything() labels.Selector { return labels.Everything() }
 
 // housekeeping deletes launches that did not register in time (marking their offering
 // unavailable) and managed nodes that stayed empty for EmptyNodeTTL (never below a pool's
-// minNodes), and updates the fleet gauges. It returns the names of deleted nodes.
+// minNodes), and updates the fleet gauges. It returns the names of deleted nodes. A node that
+// the pre-scaler's held reservations are planned onto is not empty (see reservedNodes).
 func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, pods []*corev1.Pod) []string {
 	byName := map[string]*corev1.Node{}
 	for _, n := range nodes {
@@ -29,6 +30,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 			busy[p.Spec.NodeName] = true
 		}
 	}
+	reserved := c.reservedNodes(log, recs, nodes, byName, pods, busy)
 	now := c.clock.Now()
 	poolNodes := map[string]int{}
 	for _, r := range recs {
@@ -46,7 +48,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 				poolNodes[r.Pool]--
 			}
 			continue
-		case n != nil && !busy[r.NodeName]:
+		case n != nil && !busy[r.NodeName] && !reserved[r.NodeName]:
 			since, seen := c.emptySince[r.NodeName]
 			if !seen {
 				c.emptySince[r.NodeName] = now

@@ -1,0 +1,541 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/forecast"
+	"github.com/tiler-dev/tiler/forecast/prom"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+)
+
+// ReservationLabel is the label every reservation pod carries; its value names the workload.
+const ReservationLabel = "tiler.dev/reservation"
+
+// ReservationPrefix starts the name of every reservation pod: tiler-reservation-<workload>-<i>.
+const ReservationPrefix = "tiler-reservation-"
+
+// Defaults of PrescalerConfig.
+const (
+	// DefaultPrescaleInterval is how often Prometheus is queried at most.
+	DefaultPrescaleInterval = 30 * time.Second
+	// DefaultPrescaleHistory is the history each forecast reads: four weeks hold the two weekly
+	// periods the forecaster needs to trust a weekly cycle plus two more for its profile, and at
+	// DefaultPrescaleStep they are 8,064 points, one query_range request.
+	DefaultPrescaleHistory = 4 * forecast.Week
+	// DefaultPrescaleStep is the grid of the history: five-minute means, the resolution the
+	// forecaster is tuned on (finer samples add noise no model predicts).
+	DefaultPrescaleStep = 5 * time.Minute
+	// DefaultBootTime is the node boot time assumed when a forecast declares no leadTime; the lead
+	// is then DefaultBootTime + forecast.LeadBuffer.
+	DefaultBootTime = 5 * time.Minute
+)
+
+// Event reasons of the pre-scaler.
+const (
+	// ReasonPreScale is the Normal Event on a workload that explains a reservation decision.
+	ReasonPreScale = "PreScale"
+	// ReasonForecastFailed is the Warning Event on the cost-policy ConfigMap when a workload's
+	// forecast could not be made (bad PromQL, empty result, missing workload, …).
+	ReasonForecastFailed = "ForecastFailed"
+)
+
+// PromAPI is the part of a Prometheus client the pre-scaler uses; *prom.Client implements it.
+type PromAPI interface {
+	// QueryRange returns the query's single series from start to end on a grid of step.
+	QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (forecast.Series, error)
+	// Query returns the query's single value at a time.
+	Query(ctx context.Context, query string, at time.Time) (float64, error)
+}
+
+var _ PromAPI = (*prom.Client)(nil)
+
+// ReservationHolder is implemented by a Prescaler that remembers the reservations it returned
+// last. Housekeeping does not count a managed node as empty while a plan of those reservations
+// puts reservation pods on it, so reserved capacity stays while the forecast still wants it.
+type ReservationHolder interface {
+	// HeldReservations returns (copies of) the reservation pods of the last Reservations call.
+	HeldReservations() []*corev1.Pod
+}
+
+// PrescalerConfig configures a ForecastPrescaler. Zero values take the defaults.
+type PrescalerConfig struct {
+	// Namespace holds the cost-policy ConfigMaps whose forecasts section is read.
+	Namespace string
+	// Interval is the least time between two rounds of Prometheus queries; between rounds,
+	// Reservations returns the last round's reservations.
+	Interval time.Duration
+	// History is how far back the load history is read.
+	History time.Duration
+	// Step is the grid of the history.
+	Step time.Duration
+	// BootTime is the node boot time the default lead time is derived from.
+	BootTime time.Duration
+	// Catalog, when set, prices GPUs so that a pool's budget caps the target.
+	Catalog *catalog.Catalog
+}
+
+func (c PrescalerConfig) withDefaults() (PrescalerConfig, error) {
+	if c.Namespace == "" {
+		return c, errors.New("prescaler namespace: must be set")
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultPrescaleInterval
+	}
+	if c.History == 0 {
+		c.History = DefaultPrescaleHistory
+	}
+	if c.Step == 0 {
+		c.Step = DefaultPrescaleStep
+	}
+	if c.BootTime == 0 {
+		c.BootTime = DefaultBootTime
+	}
+	switch {
+	case c.Interval < 0:
+		return c, fmt.Errorf("prescale interval %s: must be positive", c.Interval)
+	case c.Step < 0:
+		return c, fmt.Errorf("prescale step %s: must be positive", c.Step)
+	case c.History < 2*c.Step:
+		return c, fmt.Errorf("prescale history %s: must span at least two steps of %s", c.History, c.Step)
+	case c.BootTime < 0:
+		return c, fmt.Errorf("boot time %s: must not be negative", c.BootTime)
+	}
+	return c, nil
+}
+
+// Decision is the outcome of one workload's forecast in one round.
+type Decision struct {
+	// Workload is the workload's key (Kind/namespace/name, or template/namespace/name).
+	Workload string
+	// At is when the decision was made.
+	At time.Time
+	// Lead is how far ahead the capacity is sized.
+	Lead time.Duration
+	// Current is the workload's replicas when the decision was made.
+	Current int
+	// Reservation is the forecaster's answer; Reservation.Reserve pods were returned.
+	Reservation forecast.Reservation
+	// Err is why no reservation was made; nil on success.
+	Err error
+}
+
+// ForecastPrescaler is the Prescaler that reads the forecasts of the cost-policy ConfigMaps,
+// queries their history and current values in Prometheus, runs the forecast model and returns
+// one reservation pod, built from the workload's pod template, per replica the workload will
+// need a lead time ahead beyond its current replicas.
+//
+// For each declared forecast, in each round:
+//
+//	template, replicas ← the Deployment/StatefulSet (typed Get) or the inline template
+//	history            ← query_range(loadQuery, now−History … now, Step)
+//	actual             ← query(loadQuery, now); depth ← query(queueDepthQuery, now)
+//	forecast           ← forecast.Predict(history, now, horizon = lead)
+//	previous           ← forecast.Predict(history, now−lead, …).Point (the forecast made for now)
+//	reservation        ← WorkloadForecast.Reserve: max(upper forecast, queue need), clamped
+//
+// The queue model is fed with the arrival rate = actual load (loadQuery is in the units of
+// perReplica, e.g. requests/s) and the service rate per GPU = perReplica / gpusPerReplica.
+// A failed query, an empty result or a missing workload skips pre-scaling for that workload only
+// (reactive scaling continues) and raises a ForecastFailed Warning on the ConfigMap.
+type ForecastPrescaler struct {
+	cfg      PrescalerConfig
+	kube     kubernetes.Interface
+	prom     PromAPI
+	clock    clock.PassiveClock
+	log      *zap.Logger
+	recorder record.EventRecorder
+	metrics  *PrescaleMetrics
+
+	mu        sync.Mutex
+	refreshed time.Time
+	held      []*corev1.Pod
+	decisions []Decision
+	policies  map[string]*policy.CostPolicy // last valid policy of each ConfigMap, by namespace/name
+	told      map[string]told               // what the last Event said per workload, so a decision is told once
+	declared  map[string]bool
+}
+
+// NewPrescaler builds the forecast-driven pre-scaler. recorder may be nil: Events then go to the
+// API server through a broadcaster of its own. Its metrics are registered with reg.
+func NewPrescaler(cfg PrescalerConfig, kube kubernetes.Interface, api PromAPI, clk clock.PassiveClock, log *zap.Logger,
+	recorder record.EventRecorder, reg prometheus.Registerer) (*ForecastPrescaler, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if api == nil {
+		return nil, errors.New("prescaler: a Prometheus client is required")
+	}
+	if recorder == nil {
+		b := record.NewBroadcaster()
+		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+		recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"})
+	}
+	m, err := NewPrescaleMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &ForecastPrescaler{cfg: cfg, kube: kube, prom: api, clock: clk, log: log.Named("prescaler"), recorder: recorder,
+		metrics: m, policies: map[string]*policy.CostPolicy{}, told: map[string]told{}, declared: map[string]bool{}}, nil
+}
+
+// Reservations implements Prescaler. Prometheus is queried at most once per Interval; in between,
+// the last round's reservations are returned again. The error (the cost-policy ConfigMaps could
+// not be listed) skips pre-scaling for this batch.
+func (p *ForecastPrescaler) Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	if p.refreshed.IsZero() || now.Sub(p.refreshed) >= p.cfg.Interval || now.Before(p.refreshed) {
+		held, err := p.refresh(ctx, now, pods)
+		if err != nil {
+			p.held = nil
+			return nil, err
+		}
+		p.refreshed, p.held = now, held
+	}
+	return copyPods(p.held), nil
+}
+
+// HeldReservations implements ReservationHolder.
+func (p *ForecastPrescaler) HeldReservations() []*corev1.Pod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return copyPods(p.held)
+}
+
+// Metrics returns the pre-scaler's metrics.
+func (p *ForecastPrescaler) Metrics() *PrescaleMetrics { return p.metrics }
+
+// Decisions returns the decisions of the last round, one per declared forecast.
+func (p *ForecastPrescaler) Decisions() []Decision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Decision(nil), p.decisions...)
+}
+
+func copyPods(in []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(in))
+	for i, p := range in {
+		out[i] = p.DeepCopy()
+	}
+	return out
+}
+
+// declaredForecast is one forecast with the ConfigMap that declares it.
+type declaredForecast struct {
+	cm    *corev1.ConfigMap
+	index int
+	key   string
+	spec  forecast.WorkloadForecast
+}
+
+// refresh runs one round over every declared forecast.
+func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	decls, pools, budget, err := p.readForecasts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var held []*corev1.Pod
+	decisions := make([]Decision, 0, len(decls))
+	declared := map[string]bool{}
+	for _, d := range decls {
+		declared[d.key] = true
+		dec, res := p.decide(ctx, now, d, pods, pools, budget)
+		decisions = append(decisions, dec)
+		held = append(held, res...)
+	}
+	for key := range p.declared {
+		if !declared[key] {
+			p.metrics.forget(key)
+			delete(p.told, key)
+		}
+	}
+	p.declared, p.decisions = declared, decisions
+	return held, nil
+}
+
+// readForecasts lists the cost-policy ConfigMaps and returns their forecasts in ConfigMap name
+// order (a workload declared twice keeps its first declaration), with the pools and budget of the
+// policies. A ConfigMap that does not parse keeps its last valid forecasts: the controller already
+// reports it with an InvalidCostPolicy Event.
+func (p *ForecastPrescaler) readForecasts(ctx context.Context) ([]declaredForecast, []policy.Pool, *policy.Budget, error) {
+	list, err := p.kube.CoreV1().ConfigMaps(p.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: policy.ConfigMapLabel + "=true"})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listing cost-policy ConfigMaps for their forecasts: %w", err)
+	}
+	cms := list.Items
+	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
+	seen := map[string]bool{}
+	var decls []declaredForecast
+	var pools []policy.Pool
+	var budget *policy.Budget
+	for i := range cms {
+		cm := &cms[i]
+		id := cm.Namespace + "/" + cm.Name
+		seen[id] = true
+		if pol, err := policy.Parse(configMapDocument(cm)); err == nil {
+			p.policies[id] = pol
+		}
+		pol := p.policies[id]
+		if pol == nil {
+			continue
+		}
+		pools = append(pools, pol.Pools...)
+		if pol.Budget != nil {
+			budget = pol.Budget
+		}
+		for j, f := range pol.Forecasts {
+			key := policy.ForecastWorkloadKey(f.Workload)
+			if seen[key] {
+				p.log.Warn("workload forecast declared twice; the first declaration is used", zap.String(keyConfigMap, id), zap.String("workload", key))
+				continue
+			}
+			seen[key] = true
+			decls = append(decls, declaredForecast{cm: cm, index: j, key: key, spec: f})
+		}
+	}
+	for id := range p.policies {
+		if !seen[id] {
+			delete(p.policies, id)
+		}
+	}
+	return decls, pools, budget, nil
+}
+
+// workload is what the pre-scaler reads of a forecast's workload.
+type workload struct {
+	name, namespace string
+	template        *corev1.PodTemplateSpec
+	replicas        int
+	object          runtime.Object // where PreScale Events go
+}
+
+// decide makes one workload's decision and returns its reservation pods.
+func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declaredForecast, pods []*corev1.Pod,
+	pools []policy.Pool, budget *policy.Budget) (Decision, []*corev1.Pod) {
+	dec := Decision{Workload: d.key, At: now}
+	fail := func(stage string, err error) (Decision, []*corev1.Pod) {
+		dec.Err = fmt.Errorf("%s: %w", stage, err)
+		p.failed(d, dec.Err)
+		return dec, nil
+	}
+	w, err := p.workload(ctx, d, pods)
+	if err != nil {
+		return fail("reading the workload", &workloadError{err: err})
+	}
+	dec.Current = w.replicas
+	f := d.spec
+	pool := p.poolFor(pools, budget, w.template)
+	dec.Lead = f.Lead(pool)
+	opts := f.Options(pool)
+	end := now.Truncate(p.cfg.Step)
+	hist, err := p.prom.QueryRange(ctx, f.LoadQuery, end.Add(-p.cfg.History), end, p.cfg.Step)
+	if err != nil {
+		return fail("loadQuery history", err)
+	}
+	actual, err := p.prom.Query(ctx, f.LoadQuery, now)
+	if err != nil {
+		return fail("loadQuery now", err)
+	}
+	fc, err := forecast.Predict(hist, now, opts)
+	if err != nil {
+		return fail(fmt.Sprintf("forecasting %q", f.LoadQuery), err)
+	}
+	previous := math.NaN()
+	if pf, err := forecast.Predict(hist, now.Add(-dec.Lead), opts); err == nil {
+		previous = pf.Point
+	}
+	in := forecast.ReservationInput{Forecast: fc, Actual: actual, PreviousPoint: previous, CurrentReplicas: w.replicas, Pool: pool}
+	if f.QueueDepthQuery != "" {
+		depth, err := p.prom.Query(ctx, f.QueueDepthQuery, now)
+		if err != nil {
+			return fail("queueDepthQuery", err)
+		}
+		in.Queue = &forecast.QueueState{Depth: math.Max(0, depth), ArrivalRate: math.Max(0, actual),
+			ServiceRatePerGPU: f.PerReplica / float64(f.GPUsPerReplica), GPUs: w.replicas * f.GPUsPerReplica}
+	}
+	res, err := f.Reserve(in)
+	if err != nil {
+		return fail("sizing the reservation", err)
+	}
+	dec.Reservation = res
+	p.metrics.observe(d.key, res)
+	p.explain(d, w, dec)
+	out := make([]*corev1.Pod, res.Reserve)
+	for i := range out {
+		out[i] = reservationPod(w, i, now)
+	}
+	return dec, out
+}
+
+// workload reads the forecast's workload: the Deployment or StatefulSet through the API, or the
+// inline template (whose current replicas are the live pods carrying all of its labels).
+func (p *ForecastPrescaler) workload(ctx context.Context, d declaredForecast, pods []*corev1.Pod) (*workload, error) {
+	ref := d.spec.Workload
+	if len(ref.Template) > 0 {
+		t, err := policy.ForecastTemplate(ref)
+		if err != nil {
+			return nil, fmt.Errorf("workload.template: %w", err)
+		}
+		return &workload{name: t.Name, namespace: t.Namespace, template: t, replicas: matchingPods(pods, t), object: d.cm}, nil
+	}
+	switch ref.Kind {
+	case "Deployment":
+		dep, err := p.kube.AppsV1().Deployments(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		return &workload{name: dep.Name, namespace: dep.Namespace, template: &dep.Spec.Template, replicas: replicasOf(dep.Spec.Replicas), object: dep}, nil
+	case "StatefulSet":
+		sts, err := p.kube.AppsV1().StatefulSets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("statefulset %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		return &workload{name: sts.Name, namespace: sts.Namespace, template: &sts.Spec.Template, replicas: replicasOf(sts.Spec.Replicas), object: sts}, nil
+	}
+	return nil, fmt.Errorf("workload.kind %q: must be Deployment or StatefulSet", ref.Kind)
+}
+
+// workloadError marks a failure to read the workload (as opposed to Prometheus or the model).
+type workloadError struct{ err error }
+
+func (e *workloadError) Error() string { return e.err.Error() }
+func (e *workloadError) Unwrap() error { return e.err }
+
+func isWorkloadError(err error) bool {
+	var w *workloadError
+	return errors.As(err, &w)
+}
+
+func replicasOf(r *int32) int {
+	if r == nil {
+		return 1
+	}
+	return int(*r)
+}
+
+// matchingPods counts the live pods in the template's namespace that carry all its labels.
+func matchingPods(pods []*corev1.Pod, t *corev1.PodTemplateSpec) int {
+	if len(t.Labels) == 0 {
+		return 0
+	}
+	n := 0
+	for _, p := range pods {
+		if p.Namespace != t.Namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		match := true
+		for k, v := range t.Labels {
+			if p.Labels[k] != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			n++
+		}
+	}
+	return n
+}
+
+// reservationPod is the i-th pending pod that stands for a replica the forecast expects: the
+// workload's pod template, unbound, labelled tiler.dev/reservation=<workload>.
+func reservationPod(w *workload, i int, now time.Time) *corev1.Pod {
+	name := fmt.Sprintf("%s%s-%d", ReservationPrefix, w.name, i)
+	labels := map[string]string{}
+	for k, v := range w.template.Labels {
+		labels[k] = v
+	}
+	labels[ReservationLabel] = labelValue(w.name)
+	var annotations map[string]string
+	if len(w.template.Annotations) > 0 {
+		annotations = map[string]string{}
+		for k, v := range w.template.Annotations {
+			annotations[k] = v
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, UID: types.UID("tiler-reservation/" + w.namespace + "/" + name),
+			Labels: labels, Annotations: annotations, CreationTimestamp: metav1.NewTime(now)},
+		Spec:   *w.template.Spec.DeepCopy(),
+		Status: corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	pod.Spec.NodeName = ""
+	return pod
+}
+
+// labelValue fits a workload name into a label value (63 characters, alphanumeric at both ends).
+func labelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	if len(s) > validation.LabelValueMaxLength {
+		s = s[:validation.LabelValueMaxLength]
+	}
+	return strings.TrimRight(s, "-_.")
+}
+
+// told is the last decision a workload's Events reported.
+type told struct {
+	target, reserve int
+	err             string
+}
+
+// explain records a Normal PreScale Event on the workload when its decision changed: a new or
+// resized reservation, or the release of one.
+func (p *ForecastPrescaler) explain(d declaredForecast, w *workload, dec Decision) {
+	res := dec.Reservation
+	prev := p.told[d.key]
+	p.told[d.key] = told{target: res.TargetReplicas, reserve: res.Reserve}
+	exp := res.Explanation
+	var msg string
+	switch {
+	case res.Reserve > 0 && (prev.reserve != res.Reserve || prev.target != res.TargetReplicas || prev.err != ""):
+		msg = fmt.Sprintf("reserving %d pod(s): target %d replicas %s ahead (current %d)", res.Reserve, res.TargetReplicas, dec.Lead, dec.Current)
+	case res.Reserve == 0 && prev.reserve > 0:
+		msg = fmt.Sprintf("releasing the reservation: target %d replicas %s ahead (current %d)", res.TargetReplicas, dec.Lead, dec.Current)
+	default:
+		return
+	}
+	msg += fmt.Sprintf("; forecast %.4g (sized %.4g) for %s, actual %.4g; %s",
+		exp.Forecast, exp.Sized, exp.Target.Format(time.RFC3339), exp.Actual, exp.Message())
+	p.recorder.Event(w.object, corev1.EventTypeNormal, ReasonPreScale, msg)
+	p.log.Info("pre-scale", zap.String("workload", d.key), zap.Int("reserve", res.Reserve), zap.Int("target", res.TargetReplicas),
+		zap.Int("current", dec.Current), zap.Duration("lead", dec.Lead), zap.Float64("forecast", exp.Forecast), zap.Float64("actual", exp.Actual))
+}
+
+// failed records a Warning ForecastFailed Event on the ConfigMap that declares the forecast (once
+// per distinct error) and clears the workload's forecast metrics.
+func (p *ForecastPrescaler) failed(d declaredForecast, err error) {
+	p.metrics.fail(d.key, err)
+	if p.told[d.key].err == err.Error() {
+		return
+	}
+	p.told[d.key] = told{err: err.Error()}
+	p.log.Warn("no pre-scaling for this workload; reactive scaling continues", zap.String(keyConfigMap, d.cm.Namespace+"/"+d.cm.Name),
+		zap.String("workload", d.key), zap.Error(err))
+	p.recorder.Eventf(d.cm, corev1.EventTypeWarning, ReasonForecastFailed, "%s: forecasts[%d] (%s): %v; no pre-scaling for this workload, reactive scaling continues",
+		policy.ConfigMapKey, d.index, d.key, err)
+}

@@ -1,0 +1,70 @@
+package provisioner
+
+import (
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator"
+)
+
+// reservedNodes returns the managed nodes that hold no pod but that reserved capacity still
+// needs: the nodes a plan of the pre-scaler's held reservations (the reservation pods of the last
+// batch, planned with the real provisionable pods as a batch plans them, in-flight launches
+// counted) puts reservation pods on. Housekeeping does not count them as empty, so they are not
+// removed while the forecast still wants them and their empty-node TTL starts only once the
+// forecast falls and the reservations go. It plans only when some managed node is empty and
+// reservations are held; nil otherwise.
+func (c *Controller) reservedNodes(log *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, byName map[string]*corev1.Node,
+	pods []*corev1.Pod, busy map[string]bool) map[string]bool {
+	holder, ok := c.prescaler.(ReservationHolder)
+	if !ok {
+		return nil
+	}
+	empty := false
+	for _, r := range recs {
+		if byName[r.NodeName] != nil && !busy[r.NodeName] {
+			empty = true
+			break
+		}
+	}
+	if !empty {
+		return nil
+	}
+	held := holder.HeldReservations()
+	if len(held) == 0 {
+		return nil
+	}
+	keys := make(map[string]bool, len(held))
+	pending := make([]*corev1.Pod, 0, len(held))
+	for _, p := range pods {
+		if provisionable(p) {
+			pending = append(pending, p)
+		}
+	}
+	for _, p := range held {
+		keys[p.Namespace+"/"+p.Name] = true
+		pending = append(pending, p)
+	}
+	snap, err := c.snapshot(pods, pending, nodes)
+	if err != nil {
+		log.Warn("planning the held reservations; empty nodes are not kept for them this batch", zap.Error(err))
+		return nil
+	}
+	cat, _ := c.unavailable.apply(c.catalog)
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: c.currentPolicy(),
+		Options: simulator.Options{Now: c.clock.Now(), Seed: "reservations", InFlight: c.inFlight(recs, nodes)}})
+	if err != nil {
+		log.Warn("planning the held reservations; empty nodes are not kept for them this batch", zap.Error(err))
+		return nil
+	}
+	out := map[string]bool{}
+	for _, n := range plan.ExistingNodes {
+		for _, k := range n.Pods {
+			if keys[k] {
+				out[n.Name] = true
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package provisioner_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// heldPrescaler returns and holds a fixed set of reservation pods.
+type heldPrescaler struct {
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+func (h *heldPrescaler) set(pods ...*corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pods = pods
+}
+
+func (h *heldPrescaler) Reservations(context.Context, []*corev1.Pod) ([]*corev1.Pod, error) {
+	return h.HeldReservations(), nil
+}
+
+func (h *heldPrescaler) HeldReservations() []*corev1.Pod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*corev1.Pod, len(h.pods))
+	for i, p := range h.pods {
+		out[i] = p.DeepCopy()
+	}
+	return out
+}
+
+// nopCloud accepts every deletion; nothing is launched in these tests.
+type nopCloud struct{}
+
+func (nopCloud) Name() string { return "nop" }
+func (nopCloud) Create(context.Context, cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	return nil, &cloudprovider.QuotaError{}
+}
+func (nopCloud) Get(_ context.Context, id string) (*cloudprovider.Instance, error) {
+	return nil, &cloudprovider.NotFoundError{ID: id}
+}
+func (nopCloud) List(context.Context) ([]*cloudprovider.Instance, error) { return nil, nil }
+func (nopCloud) Delete(context.Context, string) error                    { return nil }
+
+// TestHousekeepingKeepsReservedNodes: two managed nodes stand empty. The one the held reservation
+// is planned onto is not empty while the reservation is held, however long it stays so; the other
+// is removed after EmptyNodeTTL. Once the forecast falls and the reservation goes, the kept node
+// is removed one EmptyNodeTTL later, like any empty node.
+func TestHousekeepingKeepsReservedNodes(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(now)
+	alloc := simtest.Resources("cpu", "15890m", "memory", "60Gi", "pods", "110")
+	recs := map[string]string{}
+	objs := []kruntime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}}
+	for _, name := range []string{"tiler-a", "tiler-b"} {
+		objs = append(objs, simtest.Node(name, "m7i.4xlarge", "us-east-1a", alloc))
+		b, _ := json.Marshal(provisioner.LaunchRecord{LaunchID: name, NodeName: name, Pool: "default", InstanceType: "m7i.4xlarge",
+			Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 0.8, InstanceID: "i-" + name, CreatedAt: now.Add(-time.Hour)})
+		recs[name] = string(b)
+	}
+	objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: provisioner.RecordsConfigMap, Namespace: "tiler-system"}, Data: recs})
+	kube := fake.NewClientset(objs...)
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := provisioner.DefaultConfig()
+	cfg.Nominate = false
+	cfg.EmptyNodeTTL = 10 * time.Minute
+	ctrl, err := provisioner.New(cfg, kube, nopCloud{}, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldPrescaler{}
+	held.set(simtest.Pod("tiler-reservation-web-0").Namespace("web").Label(provisioner.ReservationLabel, "web").CPU("4").Mem("8Gi").Obj())
+	ctrl.SetPrescaler(held)
+	ctx := context.Background()
+	if err := ctrl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reconcile := func() *provisioner.Result {
+		t.Helper()
+		res, err := ctrl.Reconcile(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	res := reconcile() // both nodes seen; the reservation is planned onto one of them
+	if res.Plan == nil || len(res.Plan.NewNodes) != 0 {
+		t.Fatalf("plan %+v: want the reservation placed on an existing node", res.Plan)
+	}
+	reservedOn := ""
+	for _, n := range res.Plan.ExistingNodes {
+		for _, p := range n.Pods {
+			if p == "web/tiler-reservation-web-0" {
+				reservedOn = n.Name
+			}
+		}
+	}
+	if reservedOn == "" {
+		t.Fatalf("the reservation is not planned onto an existing node: %+v", res.Plan)
+	}
+	other := map[string]string{"tiler-a": "tiler-b", "tiler-b": "tiler-a"}[reservedOn]
+
+	clk.Step(11 * time.Minute)
+	res = reconcile()
+	if len(res.Deleted) != 1 || res.Deleted[0] != other {
+		t.Fatalf("after EmptyNodeTTL: deleted %v, want only %s (%s holds the reservation)", res.Deleted, other, reservedOn)
+	}
+	for i := 0; i < 3; i++ {
+		clk.Step(time.Hour)
+		if res = reconcile(); len(res.Deleted) != 0 {
+			t.Fatalf("while the reservation is held: deleted %v", res.Deleted)
+		}
+	}
+
+	held.set() // the forecast fell
+	if res = reconcile(); len(res.Deleted) != 0 {
+		t.Fatalf("the released node was removed at once: %v; want one EmptyNodeTTL first", res.Deleted)
+	}
+	clk.Step(11 * time.Minute)
+	if res = reconcile(); len(res.Deleted) != 1 || res.Deleted[0] != reservedOn {
+		t.Fatalf("EmptyNodeTTL after the release: deleted %v, want %s", res.Deleted, reservedOn)
+	}
+}
