@@ -18,7 +18,7 @@
 //   - FGD, fragmentation gradient descent (Weng et al., USENIX ATC '23): the node and GPU whose
 //     fragmentation, measured against a PodMix of typical pods, grows least;
 //   - TilerPack, Tiler's policy: FGD's fragmentation delta plus the GPU a node's CPU can no
-//     longer feed, in FGD's integer score, and a lookahead on the pods to come for the GPU choice.
+//     longer feed and the GPU share the pods to come are expected to leave unused.
 //
 // Every scorer is a pure function of (node, pod): the same inputs always give the same result,
 // so callers may cache scores per node version. The package has no I/O, reads no clock and
