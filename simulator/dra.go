@@ -56,6 +56,8 @@ type draState struct {
 	valid map[string]bool
 	// owner is the node each claim the simulation allocated is allocated on.
 	owner map[string]*simNode
+	// epoch numbers the versions of nodes' allocations (nodeDRA.ver).
+	epoch int
 }
 
 // offeringClass is what DRA sees of an offering: the slices a node of it publishes and which of

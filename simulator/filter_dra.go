@@ -28,6 +28,17 @@ type nodeDRA struct {
 	pods []*podInfo
 	// commits are the allocations made on the node, in commit order.
 	commits []claimCommit
+	// ver identifies the node's allocations: it changes with every commit and release and
+	// returns to its old value when they are undone. memo remembers, per (class, claims
+	// signature), whether the claims fit at version ver — first fit and consolidation ask full
+	// nodes the same question over and over.
+	ver  int
+	memo map[[2]int]fitMemo
+}
+
+type fitMemo struct {
+	ver int
+	ok  bool
 }
 
 // claimCommit is one claim this simulation allocated on a node.
@@ -43,6 +54,51 @@ func (n *simNode) draState() *nodeDRA {
 		n.dra = &nodeDRA{class: -1}
 	}
 	return n.dra
+}
+
+// fitsOnNode fits the claim set on node n (seen as node, with slices) with what is allocated
+// there, remembering the answer for the node's current allocations when it depends on nothing
+// else (no claim allocated yet, no cluster-wide slices). class is the new node's offering class,
+// -1 for an existing node. Only the answer is kept, not the allocation.
+func (s *state) fitsOnNode(n *simNode, class int, node *corev1.Node, slices []*resourcev1.ResourceSlice, cs *claimSet) bool {
+	if m, ok := s.memoOf(n, class, cs); ok {
+		return m
+	}
+	_, r := s.dra.fit(node, slices, cs.claims)
+	s.remember(n, class, cs, r == nil)
+	return r == nil
+}
+
+// memoOf returns the remembered answer for the claim set on node n now, if any.
+func (s *state) memoOf(n *simNode, class int, cs *claimSet) (fit, known bool) {
+	if n.dra == nil || s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
+		return false, false
+	}
+	m, ok := n.dra.memo[[2]int{class, cs.sig}]
+	if !ok || m.ver != n.dra.ver {
+		return false, false
+	}
+	return m.ok, true
+}
+
+// remember records whether the claim set fits node n now, when the answer depends only on n.
+func (s *state) remember(n *simNode, class int, cs *claimSet, fit bool) {
+	if s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
+		return
+	}
+	nd := n.draState()
+	if nd.memo == nil {
+		nd.memo = map[[2]int]fitMemo{}
+	}
+	nd.memo[[2]int{class, cs.sig}] = fitMemo{ver: nd.ver, ok: fit}
+}
+
+// bump gives the node's allocations a new version, undoably.
+func (s *state) bump(nd *nodeDRA) {
+	prev := nd.ver
+	s.dra.epoch++
+	nd.ver = s.dra.epoch
+	s.undo = append(s.undo, func() { nd.ver = prev })
 }
 
 // holdsDRAPods reports whether DRA pods are placed on the node.
@@ -135,8 +191,12 @@ func (s *state) existingAllows(pi *podInfo, n *simNode) bool {
 		if !s.dra.mayHaveDevices(n) && !s.dra.anyAllocated(cs.claims) {
 			return false
 		}
+		if fit, known := s.memoOf(n, -1, cs); known && !fit {
+			return false
+		}
 		results, r := s.dra.fit(n.node, n.slices, cs.claims)
 		if r != nil {
+			s.remember(n, -1, cs, false)
 			return false
 		}
 		s.commitClaims(n, pi, cs.claims, results)
@@ -187,8 +247,7 @@ func (s *state) narrowClaims(pi *podInfo, n *simNode, cands []*offering) []*offe
 		ok, done := memo[k]
 		if !done {
 			if n.holdsDRAPods() || s.dra.anyAllocated(cs.claims) {
-				_, r := s.dra.fit(newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass), cs.claims)
-				ok = r == nil
+				ok = s.fitsOnNode(n, o.draClass, newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass), cs)
 			} else {
 				ok = s.emptyReason(cs, o.draClass) == nil
 			}
@@ -259,8 +318,13 @@ func (s *state) allocateOn(pi *podInfo, n *simNode, o *offering) bool {
 			s.revert(mark)
 			return false
 		}
+		if fit, known := s.memoOf(n, o.draClass, cs); known && !fit {
+			s.revert(mark)
+			return false
+		}
 		results, r := s.dra.fit(newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass), cs.claims)
 		if r != nil {
+			s.remember(n, o.draClass, cs, false)
 			s.revert(mark)
 			return false
 		}
@@ -309,6 +373,7 @@ func (s *state) commitClaims(n *simNode, pi *podInfo, claims []*resourcev1.Resou
 	if added == 0 {
 		return
 	}
+	s.bump(nd)
 	s.undo = append(s.undo, func() {
 		for range added {
 			last := nd.commits[len(nd.commits)-1]
@@ -338,6 +403,7 @@ func (s *state) releaseClaims(n *simNode) {
 		delete(s.dra.owner, claimKey(old[i].claim))
 	}
 	nd.commits = nil
+	s.bump(nd)
 	s.undo = append(s.undo, func() {
 		for i := range old {
 			old[i].undo = s.dra.alloc.Commit(old[i].claim, old[i].result)

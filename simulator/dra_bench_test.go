@@ -1,0 +1,77 @@
+package simulator_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// draBenchTemplates adds, to draTemplates, a claim for a GPU with at least 40Gi of memory.
+const draBenchTemplates = draTemplates + `
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {namespace: ml, name: big-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.nvidia.com
+          selectors:
+          - cel: {expression: "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"}
+`
+
+// BenchmarkSimulateDRA plans n pods that each claim a GPU through DRA (a third any GPU, a third
+// one with at least 40Gi, a third an H100 else an A100, with 1–8 CPU) on a pool of L4, L40S,
+// A100 and H100 types, and reports pods/s and the plan's gap.
+func BenchmarkSimulateDRA(b *testing.B) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, err := policy.Parse([]byte(draPolicy("g6.xlarge, g6.2xlarge, g6.12xlarge, g6.48xlarge, g6e.xlarge, g6e.12xlarge, p4d.24xlarge, p5.4xlarge, p5.48xlarge", "")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{100, 500} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			var sb strings.Builder
+			sb.WriteString(draClasses + draBenchTemplates)
+			templates := []string{"one-gpu", "big-gpu", "h100-else-a100"}
+			for i := range n {
+				sb.WriteString(claimPod(fmt.Sprintf("p%04d", i), "{name: gpu, resourceClaimTemplateName: "+templates[i%3]+"}", fmt.Sprint(1+i%8)))
+			}
+			snap, err := snapshot.Decode(strings.NewReader(sb.String()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol}
+			plan, err := simulator.Simulate(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(plan.Unschedulable) > 0 || len(plan.Warnings) > 0 {
+				b.Fatalf("%d pods unschedulable (%+v), warnings %v", len(plan.Unschedulable), plan.Unschedulable, plan.Warnings)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := simulator.Simulate(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+			b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
+			b.ReportMetric(plan.CostPerHour, "$/h")
+			b.ReportMetric(100*(plan.CostPerHour/plan.LowerBoundPerHour-1), "gap_%")
+		})
+	}
+}
