@@ -133,7 +133,7 @@ func gpuTemplate(app string) corev1.PodTemplateSpec {
 	}
 }
 
-func deployment(ns, name string, replicas int32) *appsv1.Deployment {
+func prescaleDeployment(ns, name string, replicas int32) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: gpuTemplate(name)}}
@@ -208,11 +208,13 @@ func newPrescaleEnv(t *testing.T, now time.Time, cfg provisioner.PrescalerConfig
 	return e
 }
 
-// at is a time on a weekday well after the four weeks of history the pre-scaler reads.
-func at(hour, minute int) time.Time { return time.Date(2026, 3, 4, hour, minute, 0, 0, time.UTC) }
+// prescaleAt is a time on a weekday well after the four weeks of history the pre-scaler reads.
+func prescaleAt(hour, minute int) time.Time {
+	return time.Date(2026, 3, 4, hour, minute, 0, 0, time.UTC)
+}
 
-// waitEvent polls the (fake) API for an Event with the reason on the object and returns it.
-func waitEvent(t *testing.T, kube kubernetes.Interface, ns, reason, kind, name string) corev1.Event {
+// waitPrescaleEvent polls the (fake) API for an Event with the reason on the object and returns it.
+func waitPrescaleEvent(t *testing.T, kube kubernetes.Interface, ns, reason, kind, name string) corev1.Event {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -235,8 +237,8 @@ func waitEvent(t *testing.T, kube kubernetes.Interface, ns, reason, kind, name s
 func TestPrescalerReservesBeforeTheRamp(t *testing.T) {
 	// 05:00, load flat at its night level: reactive scaling sees nothing coming; the forecast for
 	// 07:00 (40 requests/s) wants 4 replicas where 1 runs.
-	e := newPrescaleEnv(t, at(5, 0), provisioner.PrescalerConfig{},
-		policyConfigMap("cost-policy", chatPolicy), deployment("llm", "chat", 1))
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{},
+		policyConfigMap("cost-policy", chatPolicy), prescaleDeployment("llm", "chat", 1))
 	e.prom.series[chatQuery] = diurnal
 	pods, err := e.p.Reservations(context.Background(), nil)
 	if err != nil {
@@ -266,7 +268,7 @@ func TestPrescalerReservesBeforeTheRamp(t *testing.T) {
 			t.Errorf("pod %s does not carry the template's GPU request and node selector: %+v", p.Name, p.Spec)
 		}
 	}
-	ev := waitEvent(t, e.kube, "llm", provisioner.ReasonPreScale, "Deployment", "chat")
+	ev := waitPrescaleEvent(t, e.kube, "llm", provisioner.ReasonPreScale, "Deployment", "chat")
 	for _, want := range []string{"reserving", "target", "2h0m0s ahead", "current 1", "forecast", "actual 10"} {
 		if !strings.Contains(ev.Message, want) {
 			t.Errorf("PreScale message %q lacks %q", ev.Message, want)
@@ -294,8 +296,8 @@ func TestPrescalerReservesBeforeTheRamp(t *testing.T) {
 func TestPrescalerFallingLoadReservesNothing(t *testing.T) {
 	// 19:00, load falling from 100 to 10 by 21:00: 7 replicas run for 70 requests/s; the forecast
 	// for 21:00 wants 1.
-	e := newPrescaleEnv(t, at(19, 0), provisioner.PrescalerConfig{},
-		policyConfigMap("cost-policy", chatPolicy), deployment("llm", "chat", 7))
+	e := newPrescaleEnv(t, prescaleAt(19, 0), provisioner.PrescalerConfig{},
+		policyConfigMap("cost-policy", chatPolicy), prescaleDeployment("llm", "chat", 7))
 	e.prom.series[chatQuery] = diurnal
 	pods, err := e.p.Reservations(context.Background(), nil)
 	if err != nil {
@@ -316,8 +318,8 @@ func TestPrescalerFallingLoadReservesNothing(t *testing.T) {
 }
 
 func TestPrescalerReleasesWhenTheForecastFalls(t *testing.T) {
-	e := newPrescaleEnv(t, at(5, 0), provisioner.PrescalerConfig{},
-		policyConfigMap("cost-policy", chatPolicy), deployment("llm", "chat", 1))
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{},
+		policyConfigMap("cost-policy", chatPolicy), prescaleDeployment("llm", "chat", 1))
 	e.prom.series[chatQuery] = diurnal
 	if pods, _ := e.p.Reservations(context.Background(), nil); len(pods) == 0 {
 		t.Fatal("no reservation before the ramp")
@@ -354,8 +356,8 @@ func TestPrescalerReleasesWhenTheForecastFalls(t *testing.T) {
 }
 
 func TestPrescalerQueriesAtMostEveryInterval(t *testing.T) {
-	e := newPrescaleEnv(t, at(5, 0), provisioner.PrescalerConfig{Interval: 30 * time.Second},
-		policyConfigMap("cost-policy", chatPolicy), deployment("llm", "chat", 1))
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{Interval: 30 * time.Second},
+		policyConfigMap("cost-policy", chatPolicy), prescaleDeployment("llm", "chat", 1))
 	e.prom.series[chatQuery] = diurnal
 	first, _ := e.p.Reservations(context.Background(), nil)
 	r1, i1 := e.prom.calls()
@@ -386,8 +388,8 @@ func TestPrescalerPromQLErrorRaisesAnEventAndReservesNothing(t *testing.T) {
   leadTime: 2h
   maxReplicas: 20
 `
-	e := newPrescaleEnv(t, at(5, 0), provisioner.PrescalerConfig{},
-		policyConfigMap("cost-policy", doc), deployment("llm", "chat", 1), deployment("llm", "embed", 1), deployment("llm", "rerank", 1))
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{},
+		policyConfigMap("cost-policy", doc), prescaleDeployment("llm", "chat", 1), prescaleDeployment("llm", "embed", 1), prescaleDeployment("llm", "rerank", 1))
 	e.prom.series[chatQuery] = diurnal
 	e.prom.series[badQuery] = diurnal
 	e.prom.errs[badQuery] = &prom.QueryError{Kind: prom.KindBadQuery, Query: badQuery, Err: errors.New(`bad_data: 1:28: parse error: unclosed left parenthesis`)}
@@ -446,13 +448,13 @@ func TestPrescalerPromQLErrorRaisesAnEventAndReservesNothing(t *testing.T) {
 }
 
 func TestPrescalerMissingWorkload(t *testing.T) {
-	e := newPrescaleEnv(t, at(5, 0), provisioner.PrescalerConfig{}, policyConfigMap("cost-policy", chatPolicy))
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{}, policyConfigMap("cost-policy", chatPolicy))
 	e.prom.series[chatQuery] = diurnal
 	pods, err := e.p.Reservations(context.Background(), nil)
 	if err != nil || len(pods) != 0 {
 		t.Fatalf("pods %d, err %v", len(pods), err)
 	}
-	ev := waitEvent(t, e.kube, "tiler-system", provisioner.ReasonForecastFailed, "ConfigMap", "cost-policy")
+	ev := waitPrescaleEvent(t, e.kube, "tiler-system", provisioner.ReasonForecastFailed, "ConfigMap", "cost-policy")
 	if !strings.Contains(ev.Message, "deployment llm/chat") || !strings.Contains(ev.Message, "not found") {
 		t.Errorf("message %q", ev.Message)
 	}
@@ -465,7 +467,7 @@ func TestPrescalerQueueDepthRaisesTheTarget(t *testing.T) {
 	// Flat load of 10/s, but 200 requests queued: the queue model asks for 200/8 = 25 GPUs, the
 	// maximum of 20 replicas clamps it.
 	doc := strings.Replace(chatPolicy, "  perReplica: 10\n", "  queueDepthQuery: sum(vllm:num_requests_waiting)\n  perReplica: 10\n", 1)
-	e := newPrescaleEnv(t, at(12, 0), provisioner.PrescalerConfig{}, policyConfigMap("cost-policy", doc), deployment("llm", "chat", 1))
+	e := newPrescaleEnv(t, prescaleAt(12, 0), provisioner.PrescalerConfig{}, policyConfigMap("cost-policy", doc), prescaleDeployment("llm", "chat", 1))
 	e.prom.series[chatQuery] = func(time.Time) float64 { return 10 }
 	e.prom.series["sum(vllm:num_requests_waiting)"] = func(time.Time) float64 { return 200 }
 	pods, err := e.p.Reservations(context.Background(), nil)
@@ -500,7 +502,7 @@ forecasts:
   margin: {multiplier: 1.5}
   maxReplicas: 10
 `
-	now := at(12, 0)
+	now := prescaleAt(12, 0)
 	e := newPrescaleEnv(t, now, provisioner.PrescalerConfig{}, policyConfigMap("cost-policy", doc))
 	e.prom.series["sum(rate(embed_total[5m]))"] = func(t time.Time) float64 {
 		if t.Before(now.Add(-6 * time.Hour)) {
@@ -522,15 +524,15 @@ forecasts:
 	if pods[0].Name != "tiler-reservation-embed-0" || pods[0].Namespace != "llm" || pods[0].Labels[provisioner.ReservationLabel] != "embed" {
 		t.Errorf("pod %s/%s labels %v", pods[0].Namespace, pods[0].Name, pods[0].Labels)
 	}
-	ev := waitEvent(t, e.kube, "tiler-system", provisioner.ReasonPreScale, "ConfigMap", "cost-policy")
+	ev := waitPrescaleEvent(t, e.kube, "tiler-system", provisioner.ReasonPreScale, "ConfigMap", "cost-policy")
 	if !strings.Contains(ev.Message, "fallback") {
 		t.Errorf("PreScale message %q does not name the fallback", ev.Message)
 	}
 }
 
 func TestPrescalerForgetsRemovedForecasts(t *testing.T) {
-	e := newPrescaleEnv(t, at(5, 0), provisioner.PrescalerConfig{},
-		policyConfigMap("cost-policy", chatPolicy), deployment("llm", "chat", 1))
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{},
+		policyConfigMap("cost-policy", chatPolicy), prescaleDeployment("llm", "chat", 1))
 	e.prom.series[chatQuery] = diurnal
 	_, _ = e.p.Reservations(context.Background(), nil)
 	if n := seriesCount(t, e.reg, "tiler_forecast_reserved_pods"); n != 1 {
@@ -549,7 +551,7 @@ func TestPrescalerForgetsRemovedForecasts(t *testing.T) {
 
 func TestPrescalerConfig(t *testing.T) {
 	kube := fake.NewClientset()
-	clk := clocktesting.NewFakeClock(at(0, 0))
+	clk := clocktesting.NewFakeClock(prescaleAt(0, 0))
 	for _, tt := range []struct {
 		name string
 		cfg  provisioner.PrescalerConfig

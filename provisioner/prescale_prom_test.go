@@ -1,0 +1,299 @@
+package provisioner_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/forecast"
+	"github.com/tiler-dev/tiler/forecast/prom"
+	"github.com/tiler-dev/tiler/provisioner"
+)
+
+// traceServer is a real Prometheus started on loopback over a TSDB built from a trace of
+// testdata/traces, as forecast/prom's tests do.
+type traceServer struct {
+	URL   string
+	Trace forecast.Series
+}
+
+// startTracePrometheus loads the first span of a trace as tiler_trace_value{trace="…"} into a
+// fresh TSDB (promtool tsdb create-blocks-from openmetrics) and starts Prometheus over it. It is
+// skipped under -short and fails when prometheus or promtool is missing.
+func startTracePrometheus(t *testing.T, trace string, span time.Duration) *traceServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Prometheus server; skipped with -short")
+	}
+	for _, bin := range []string{"prometheus", "promtool"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s not found in PATH: run `make prometheus` (hack/install-prometheus.sh) first", bin)
+		}
+	}
+	f, err := os.Open(filepath.Join("..", "testdata", "traces", trace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	samples, err := forecast.ReadCSV(f, forecast.CSVOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := forecast.NewSeries(samples, forecast.InferStep(samples))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Values = s.Values[:s.Steps(span)]
+	dir := t.TempDir()
+	om := filepath.Join(dir, "trace.om.txt")
+	if err := writeTraceOpenMetrics(om, filepath.Base(trace), s); err != nil {
+		t.Fatalf("writing OpenMetrics: %v", err)
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", om, data).CombinedOutput(); err != nil {
+		t.Fatalf("promtool tsdb create-blocks-from openmetrics: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr,
+		// The blocks are old; 100 years keeps the retention sweep from deleting them.
+		"--storage.tsdb.retention.time=100y",
+		// The trace has a sample every step: an instant query between two samples sees the last.
+		fmt.Sprintf("--query.lookback-delta=%s", s.Step+time.Minute))
+	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting prometheus: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+	})
+	url := "http://" + addr
+	if err := waitPrometheusReady(url, 60*time.Second); err != nil {
+		log, _ := os.ReadFile(logFile.Name())
+		if len(log) > 2000 {
+			log = log[len(log)-2000:]
+		}
+		t.Fatalf("prometheus at %s: %v\n%s", url, err, log)
+	}
+	return &traceServer{URL: url, Trace: s}
+}
+
+// writeTraceOpenMetrics writes the series as a gauge with explicit timestamps (seconds); gaps are
+// no sample, not zero.
+func writeTraceOpenMetrics(path, name string, s forecast.Series) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintf(w, "# HELP tiler_trace_value replayed trace\n# TYPE tiler_trace_value gauge\n")
+	for i, v := range s.Values {
+		if !math.IsNaN(v) {
+			fmt.Fprintf(w, "tiler_trace_value{trace=%q} %g %d\n", strings.TrimSuffix(name, ".csv"), v, s.TimeAt(i).Unix())
+		}
+	}
+	fmt.Fprintln(w, "# EOF")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// waitPrometheusReady polls /-/ready until it answers 200 or the deadline passes.
+func waitPrometheusReady(url string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/-/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/-/ready: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s: %w", within, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// TestPrescalerAgainstPrometheus drives the pre-scaler end to end against a real Prometheus
+// serving four weeks of NYC taxi demand (30-minute samples, daily and weekly cycles): a taxi
+// dispatch Deployment needs one replica per 1,000 passengers per half hour and scales reactively
+// (its replicas follow the load now); the pre-scaler must reserve replicas two hours ahead of the
+// morning ramp, hold none while demand falls at night, and raise a ForecastFailed Event for a
+// forecast whose PromQL the server rejects.
+func TestPrescalerAgainstPrometheus(t *testing.T) {
+	srv := startTracePrometheus(t, "nab/nyc_taxi.csv", 4*forecast.Week)
+	client, err := prom.New(prom.Config{Address: srv.URL, Timeout: 10 * time.Second, Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perReplica = 1000.0
+	const badQuery = `sum(tiler_trace_value`
+	doc := `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools: [{name: dispatch, labels: {tiler.dev/gpu-pool: inference}}]
+forecasts:
+- workload: {kind: Deployment, namespace: taxi, name: dispatch}
+  loadQuery: sum(tiler_trace_value)
+  perReplica: 1000
+  gpusPerReplica: 1
+  leadTime: 2h
+  maxReplicas: 40
+- workload: {kind: Deployment, namespace: taxi, name: broken}
+  loadQuery: '` + badQuery + `'
+  perReplica: 1000
+  gpusPerReplica: 1
+  leadTime: 2h
+  maxReplicas: 40
+`
+	// Wednesday 23 July 2014, three weeks and a day into the trace; one minute past each sample.
+	day := time.Date(2014, 7, 23, 0, 1, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(day)
+	kube := fake.NewClientset(policyConfigMap("cost-policy", doc), prescaleDeployment("taxi", "dispatch", 1), prescaleDeployment("taxi", "broken", 1))
+	reg := prometheus.NewRegistry()
+	p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system", Step: srv.Trace.Step, History: 3 * forecast.Week},
+		kube, client, clk, zaptest.NewLogger(t), nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := func(at time.Time) float64 { return srv.Trace.Values[srv.Trace.Index(at)] }
+	need := func(load float64) int { return int(math.Ceil(load/perReplica - 1e-9)) }
+	ctx := context.Background()
+
+	type row struct {
+		now              time.Time
+		actual, fc, real float64
+		current, target  int
+		reserved         int
+		model            string
+	}
+	var rows []row
+	var absErr, sumReal float64
+	for now := day; now.Before(day.Add(24 * time.Hour)); now = now.Add(30 * time.Minute) {
+		clk.SetTime(now)
+		// Reactive scaling: the Deployment runs what the load needs now.
+		dep, _ := kube.AppsV1().Deployments("taxi").Get(ctx, "dispatch", metav1.GetOptions{})
+		r := int32(need(trace(now)))
+		dep.Spec.Replicas = &r
+		if _, err := kube.AppsV1().Deployments("taxi").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pods, err := p.Reservations(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := p.Decisions()
+		if len(d) != 2 || d[0].Err != nil {
+			t.Fatalf("%s: decisions %+v", now.Format("15:04"), d)
+		}
+		if !prom.IsBadQuery(d[1].Err) {
+			t.Fatalf("%s: the broken forecast's error is %v, want a rejected query", now.Format("15:04"), d[1].Err)
+		}
+		for _, pod := range pods {
+			if pod.Labels[provisioner.ReservationLabel] != "dispatch" || pod.Namespace != "taxi" {
+				t.Fatalf("reservation pod %s/%s labels %v", pod.Namespace, pod.Name, pod.Labels)
+			}
+		}
+		e := d[0].Reservation.Explanation
+		target := e.Target
+		rw := row{now: now, actual: e.Actual, fc: e.Forecast, real: math.NaN(), current: d[0].Current, target: d[0].Reservation.TargetReplicas,
+			reserved: len(pods), model: e.Model}
+		if i := srv.Trace.Index(target); i < srv.Trace.Len() {
+			rw.real = srv.Trace.Values[i]
+			absErr += math.Abs(rw.fc - rw.real)
+			sumReal += rw.real
+		}
+		if e.Actual != trace(now) {
+			t.Fatalf("%s: actual %g, the trace says %g", now.Format("15:04"), e.Actual, trace(now))
+		}
+		rows = append(rows, rw)
+	}
+	t.Logf("NYC taxi, Wed 2014-07-23, lead 2h (the forecast is for the first sample ≥ now+2h), 1 replica per %g passengers/30min (model %s):", perReplica, rows[0].model)
+	t.Logf("%-6s %8s %9s %14s %8s %7s %9s", "now", "actual", "forecast", "actual@target", "current", "target", "reserved")
+	for _, r := range rows {
+		t.Logf("%-6s %8.0f %9.0f %14.0f %8d %7d %9d", r.now.Format("15:04"), r.actual, r.fc, r.real, r.current, r.target, r.reserved)
+	}
+	wape := absErr / sumReal
+	t.Logf("WAPE of the 2-hour forecast over the day: %.1f%%", 100*wape)
+	if wape > 0.2 {
+		t.Errorf("WAPE %.1f%%: the forecast does not follow the trace", 100*wape)
+	}
+
+	at := func(hhmm string) row {
+		for _, r := range rows {
+			if r.now.Format("15:04") == hhmm[:5] {
+				return r
+			}
+		}
+		t.Fatalf("no row at %s", hhmm)
+		return row{}
+	}
+	// Before the morning ramp (demand bottoms out around 05:00 and triples by 08:00), the
+	// reactive Deployment runs for the night while the reservation covers the ramp.
+	early := 0
+	for _, hhmm := range []string{"04:01", "04:31", "05:01", "05:31", "06:01"} {
+		r := at(hhmm)
+		early += r.reserved
+		if r.reserved == 0 {
+			t.Errorf("%s: no reservation before the ramp (actual %.0f, forecast %.0f for +2h)", hhmm, r.actual, r.fc)
+		}
+	}
+	// At night demand falls: the forecast two hours ahead is below what runs, nothing is reserved.
+	for _, hhmm := range []string{"00:01", "00:31", "01:01", "01:31", "02:01"} {
+		if r := at(hhmm); r.reserved != 0 {
+			t.Errorf("%s: %d reserved while demand falls (actual %.0f, forecast %.0f for +2h)", hhmm, r.reserved, r.actual, r.fc)
+		}
+	}
+	t.Logf("reservation pods made 04:00–06:00 ahead of the ramp: %d in total over 5 rounds", early)
+
+	ev := waitPrescaleEvent(t, kube, "tiler-system", provisioner.ReasonForecastFailed, "ConfigMap", "cost-policy")
+	if !strings.Contains(ev.Message, badQuery) || !strings.Contains(ev.Message, "BadQuery") {
+		t.Errorf("ForecastFailed message %q does not name the query and the error", ev.Message)
+	}
+	pre := waitPrescaleEvent(t, kube, "taxi", provisioner.ReasonPreScale, "Deployment", "dispatch")
+	t.Logf("PreScale Event: %s", pre.Message)
+	if got, ok := metricValue(t, reg, "tiler_forecast_value", "workload", "Deployment/taxi/dispatch"); !ok || got != rows[len(rows)-1].fc {
+		t.Errorf("tiler_forecast_value = %g (present %v), want the last forecast %g", got, ok, rows[len(rows)-1].fc)
+	}
+	if _, ok := metricValue(t, reg, "tiler_forecast_value", "workload", "Deployment/taxi/broken"); ok {
+		t.Error("the broken forecast has a tiler_forecast_value series")
+	}
+}
