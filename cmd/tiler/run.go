@@ -26,6 +26,7 @@ import (
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/forecast/prom"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
@@ -40,6 +41,10 @@ type runFlags struct {
 	leaderElect                                                                    bool
 	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
 	awsSubnets                                                                     map[string]string
+	// prometheusURL, when set, turns on forecast-driven pre-scaling; prescaleInterval is the least
+	// time between two rounds of its Prometheus queries.
+	prometheusURL    string
+	prescaleInterval time.Duration
 }
 
 func newRunCmd() *cobra.Command {
@@ -86,6 +91,8 @@ func newRunCmd() *cobra.Command {
 	f.Duration("empty-node-ttl", d.EmptyNodeTTL, "remove a managed node that stayed empty this long")
 	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes")
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
+	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy reserve capacity ahead of load")
+	f.Duration("prescale-interval", provisioner.DefaultPrescaleInterval, "query Prometheus for the forecasts at most this often")
 	_ = v.BindPFlags(f)
 	v.SetEnvPrefix("TILER")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -109,7 +116,11 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		leaseNamespace: v.GetString("leader-election-namespace"), simBootDelay: v.GetDuration("sim-boot-delay"),
 		simDeviceDelay: v.GetDuration("sim-device-delay"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
 		awsLaunchTemplate: v.GetString("aws-launch-template"), awsSubnets: v.GetStringMapString("aws-subnets"),
-		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork")}
+		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
+		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval")}
+	if rf.prescaleInterval <= 0 {
+		return cfg, rf, fmt.Errorf("--prescale-interval %s: must be positive", rf.prescaleInterval)
+	}
 	return cfg, rf, cfg.Validate()
 }
 
@@ -150,6 +161,13 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 	}); ok {
 		ctrl.SetInterruptionSource(src.Interruptions())
 	}
+	if rf.prometheusURL != "" {
+		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
+		if err != nil {
+			return err
+		}
+		ctrl.SetPrescaler(ps)
+	}
 	ready := &readiness{}
 	go serveHTTP(ctx, rf.metricsAddr, reg, ready, log)
 	if runCloud != nil {
@@ -164,6 +182,22 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 		return runWithLeaderElection(ctx, kube, rf.leaseNamespace, run, log)
 	}
 	return run(ctx)
+}
+
+// newPrescaler builds the forecast-driven pre-scaler over the Prometheus at --prometheus-url.
+func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kube kubernetes.Interface, clk clock.PassiveClock,
+	log *zap.Logger, reg prometheus.Registerer) (*provisioner.ForecastPrescaler, error) {
+	client, err := prom.New(prom.Config{Address: rf.prometheusURL})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	ps, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat},
+		kube, client, clk, log, nil, reg)
+	if err != nil {
+		return nil, fmt.Errorf("forecast pre-scaler: %w", err)
+	}
+	log.Info("forecast pre-scaling on", zap.String("prometheus", rf.prometheusURL), zap.Duration("interval", rf.prescaleInterval))
+	return ps, nil
 }
 
 // newProvider returns the cloud provider and, for the simulated cloud, its kubelet loop.
