@@ -42,6 +42,7 @@ type Controller struct {
 	policy     *policy.CostPolicy // last valid policy; nil means the default
 	policyRV   map[string]string  // ConfigMap resourceVersion already judged
 	emptySince map[string]time.Time
+	announced  map[string]bool
 	batches    int
 	trigger    chan struct{}
 
@@ -81,6 +82,7 @@ func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider,
 		unavailable: newUnavailable(clk, cfg.UnavailableTTL),
 		policyRV:    map[string]string{},
 		emptySince:  map[string]time.Time{},
+		announced:   map[string]bool{},
 		trigger:     make(chan struct{}, 1),
 	}
 	c.registerInformers()

@@ -2,12 +2,14 @@ package provisioner
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/snapshot"
@@ -40,6 +42,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 	var cost float64
 	for _, r := range recs {
 		n := byName[r.NodeName]
+		c.announce(r, n, now)
 		switch {
 		case (n == nil || !ready(n)) && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
 			c.unavailable.mark(cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType})
@@ -77,6 +80,8 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 // remove deletes the instance, the Node and the record of a launch.
 func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord, reason string) bool {
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyLaunchID, r.LaunchID), zap.String(keyReason, reason))
+	c.recorder.Eventf(nodeRef(r.NodeName), corev1.EventTypeNormal, "Deprovisioning", "removing node %s (%s, %s, %s): %s",
+		r.NodeName, r.InstanceType, r.Zone, r.CapacityType, reason)
 	id := r.InstanceID
 	if id == "" {
 		id = c.instanceByLaunchID(ctx, r.LaunchID)
@@ -147,4 +152,18 @@ func gpuAllocationRatio(recs []LaunchRecord, nodes map[string]*corev1.Node, pods
 		}
 	}
 	return float64(used) / float64(alloc)
+}
+
+// announce records a Normal "Provisioned" Event on a launched node the first time it is Ready.
+func (c *Controller) announce(r LaunchRecord, n *corev1.Node, now time.Time) {
+	if n == nil || !ready(n) || c.announced[r.NodeName] {
+		return
+	}
+	c.announced[r.NodeName] = true
+	c.recorder.Eventf(n, corev1.EventTypeNormal, "Provisioned", "launched by Tiler as %s in %s (%s, $%.4f/h) for %d pods; Ready %.0fs after launch",
+		r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour, len(r.Pods), now.Sub(r.CreatedAt).Seconds())
+}
+
+func nodeRef(name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: name, UID: types.UID(name)}
 }
