@@ -194,7 +194,7 @@ func waitAllBound(ctx context.Context, kube kubernetes.Interface, w io.Writer, t
 			fmt.Fprintln(w, line)
 			last = line
 		}
-		if len(pods.Items) >= 34 && bound == len(pods.Items) {
+		if len(pods.Items) >= 35 && bound == len(pods.Items) {
 			return nil
 		}
 		if time.Now().After(deadline) {
