@@ -46,6 +46,8 @@ type Controller struct {
 	batches    int
 	trigger    chan struct{}
 
+	// catalogSource, when set, supplies each batch's catalog (live prices).
+	catalogSource func() *catalog.Catalog
 	// interruptions, when set, delivers the cloud's interruption notices.
 	interruptions cloudprovider.InterruptionSource
 	// prescaler, when set, adds capacity reservations (pods the forecast expects) to each batch.
@@ -58,6 +60,20 @@ type Prescaler interface {
 	// Reservations returns the pods to plan in addition to the real pending ones. It is called once
 	// per batch with the cluster's current pods; an error skips pre-scaling for this batch only.
 	Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error)
+}
+
+// SetCatalogSource makes each batch read its catalog from fn (live prices from a
+// pricing.Refresher) instead of the catalog given to New.
+func (c *Controller) SetCatalogSource(fn func() *catalog.Catalog) { c.catalogSource = fn }
+
+// currentCatalog returns the catalog of this batch.
+func (c *Controller) currentCatalog() *catalog.Catalog {
+	if c.catalogSource != nil {
+		if cat := c.catalogSource(); cat != nil {
+			return cat
+		}
+	}
+	return c.catalog
 }
 
 // SetPrescaler installs the forecast-driven pre-scaler (call before Run).

@@ -152,9 +152,20 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 	if err != nil {
 		return err
 	}
+	if rf.cloud != "sim" {
+		// Live catalog and prices: types from the cloud's API, prices refreshed in the background,
+		// the last good prices kept when a refresh fails, the embedded catalog as the fallback.
+		if cat, err = liveCatalog(ctx, rf, cfg, cat, reg, log); err != nil {
+			return err
+		}
+	}
 	ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, log, metrics)
 	if err != nil {
 		return err
+	}
+	if refresher != nil {
+		base := cat
+		ctrl.SetCatalogSource(func() *catalog.Catalog { return refresher.Catalog(base) })
 	}
 	if src, ok := provider.(interface {
 		Interruptions() *sim.Interruptions
