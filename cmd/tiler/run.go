@@ -41,6 +41,7 @@ type runFlags struct {
 	leaderElect                                                                    bool
 	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
 	awsSubnets                                                                     map[string]string
+	awsQueueURL                                                                    string
 	// prometheusURL, when set, turns on forecast-driven pre-scaling; prescaleInterval is the least
 	// time between two rounds of its Prometheus queries.
 	prometheusURL    string
@@ -73,6 +74,7 @@ func newRunCmd() *cobra.Command {
 	f.String("endpoint", "", "override the cloud API endpoint")
 	f.String("aws-launch-template", "tiler-nodes", "aws: launch template name")
 	f.StringToString("aws-subnets", nil, "aws: zone=subnet-id pairs")
+	f.String("aws-queue-url", "", "aws: SQS queue that EventBridge sends EC2 interruption events to")
 	f.String("gcp-project", "", "gcp: project ID")
 	f.String("gcp-image", "projects/cos-cloud/global/images/family/cos-stable", "gcp: boot image")
 	f.String("gcp-subnetwork", "", "gcp: subnetwork, e.g. regions/us-central1/subnetworks/default")
@@ -115,7 +117,7 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		metricsAddr: v.GetString("metrics-addr"), logLevel: v.GetString("log-level"), leaderElect: v.GetBool("leader-elect"),
 		leaseNamespace: v.GetString("leader-election-namespace"), simBootDelay: v.GetDuration("sim-boot-delay"),
 		simDeviceDelay: v.GetDuration("sim-device-delay"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
-		awsLaunchTemplate: v.GetString("aws-launch-template"), awsSubnets: v.GetStringMapString("aws-subnets"),
+		awsLaunchTemplate: v.GetString("aws-launch-template"), awsQueueURL: v.GetString("aws-queue-url"), awsSubnets: v.GetStringMapString("aws-subnets"),
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval")}
 	if rf.prescaleInterval <= 0 {
@@ -167,10 +169,10 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 		base := cat
 		ctrl.SetCatalogSource(func() *catalog.Catalog { return refresher.Catalog(base) })
 	}
-	if src, ok := provider.(interface {
-		Interruptions() *sim.Interruptions
-	}); ok {
-		ctrl.SetInterruptionSource(src.Interruptions())
+	if src, err := interruptionSource(ctx, rf, provider); err != nil {
+		return err
+	} else if src != nil {
+		ctrl.SetInterruptionSource(src)
 	}
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
@@ -282,4 +284,19 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("metrics server", zap.Error(err))
 	}
+}
+
+// interruptionSource returns the cloud's interruption notices: the simulated cloud's own, AWS's
+// SQS queue (when --aws-queue-url is set) or GCP's preemption operations.
+func interruptionSource(ctx context.Context, rf runFlags, provider cloudprovider.Provider) (cloudprovider.InterruptionSource, error) {
+	switch p := provider.(type) {
+	case *sim.Provider:
+		return p.Interruptions(), nil
+	case *gcpcloud.Provider:
+		return p.Preemptions(10 * time.Minute), nil
+	}
+	if rf.cloud == "aws" && rf.awsQueueURL != "" {
+		return awscloud.NewInterruptionSource(ctx, awscloud.Config{Region: or(rf.region, "us-east-1"), Endpoint: rf.endpoint, QueueURL: rf.awsQueueURL})
+	}
+	return nil, nil
 }
