@@ -1,0 +1,40 @@
+// Package fidelity is differential testing of Tiler's plans against the real kube-scheduler.
+//
+// An autoscaler's plan is only worth what the scheduler then does with it. For every scenario —
+// existing nodes partly filled, pending pods with a mix of sizes and constraints, and a cost policy
+// — the harness puts the objects on a real local control plane (internal/controlplane), waits
+// until kube-scheduler marks the pending pods Unschedulable, builds the controller
+// (provisioner.New) on the simulated cloud (cloudprovider/sim), calls Reconcile once to get the
+// plan and launch it, lets the nodes boot, and then compares, pod by pod, where the plan put each
+// pod with where the real scheduler bound it:
+//
+//   - not bound: the plan placed the pod but the scheduler could not bind it within a timeout;
+//   - moved: the scheduler bound the pod to another node than the one planned;
+//   - pessimistic: the plan called the pod unschedulable but the scheduler bound it on a bought node.
+//
+// Every pod is tagged with the constraint kinds it carries (Kinds), and Report tallies the three
+// rates per kind, once with provisioner.Config.Nominate on and once off.
+//
+// # Scenarios
+//
+// Generate builds a random but valid Scenario from a seed: CPU and memory sizes, node selectors
+// and required node affinity, taints and tolerations, zone and hostname topology spread, pod
+// (anti-)affinity, priorities, whole GPUs, MIG slices (pool policy gpu: {sharing: mig}),
+// time-sliced GPUs (gpu: {sharing: time-slicing, replicas: K}) and tiler.dev gangs; DRA claims only
+// when GenOptions.DRA is set. Scenarios are written to and read from a sectioned text format
+// (Scenario.Encode, DecodeScenario) so that every disagreement found is kept as a regression case
+// in testdata/.
+//
+// # Timeline of one run
+//
+// The simulated kubelet is held between registering a Node and posting Ready (a gate on the
+// cloud's client), which is when a real node's kubelet, CNI and device plugin start. In that
+// window the harness calls Reconcile a second time, as the controller loop would on the Node
+// events, so that the controller sets its nominations (status.nominatedNodeName); the harness
+// checks that this second call launches nothing. Then the gate opens, the nodes turn Ready, their
+// devices appear after the device delay, and the scheduler binds.
+//
+// The tests need the control-plane binaries (make controlplane). TestFidelity runs a few fixed
+// seeds in `make test`; `make fidelity SEEDS=N` runs TestFidelitySeeds over N seeds and prints the
+// agreement per constraint kind.
+package fidelity

@@ -1,0 +1,169 @@
+package fidelity
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tiler-dev/tiler/internal/controlplane"
+)
+
+// fixedSeeds run in `make test`: a few seeds that together cover CPU pools with spread,
+// anti-affinity, selectors and tolerations, whole GPUs, time-sliced GPUs and MIG slices.
+var fixedSeeds = []uint64{3, 7, 12}
+
+// TestFidelity runs the fixed seeds, with nominations on and off, and every regression scenario in
+// testdata/ on one real control plane. In the fixed seeds a planned pod the scheduler does not bind,
+// or an unplanned pod it binds on a bought node, fails the test; pods bound elsewhere than planned
+// are reported (nodes turn Ready one after the other, and the scheduler uses the first with room).
+// Regression scenarios that name a known bug are skipped; the others fail on any disagreement
+// they do not accept.
+func TestFidelity(t *testing.T) {
+	cp := controlplane.ForTest(t, controlplane.Options{})
+	h := newTestHarness(t, cp)
+	t.Run("seeds", func(t *testing.T) {
+		var rep Report
+		for _, seed := range fixedSeeds {
+			sc := Generate(seed, GenOptions{})
+			for _, nominate := range []bool{true, false} {
+				out, err := h.Run(context.Background(), sc, nominate)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep.Add(out)
+				for _, p := range out.Disagreements() {
+					if p.Verdict != VerdictMoved {
+						t.Errorf("%s [nominations %s]: %s %s: planned %s, bound %q (%s)", sc.Name, modeName(nominate),
+							p.Verdict, p.Pod, p.Planned, p.Bound, p.Message)
+					}
+				}
+			}
+		}
+		var b strings.Builder
+		_ = rep.Write(&b)
+		t.Logf("\n%s", b.String())
+	})
+	files, _ := filepath.Glob("testdata/*.txt")
+	for _, f := range files {
+		t.Run("regression/"+strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			runRegression(t, h, f)
+		})
+	}
+}
+
+func runRegression(t *testing.T, h *Harness, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := DecodeScenario(data)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if sc.Skip != "" {
+		t.Skip("known bug: " + sc.Skip)
+	}
+	for _, nominate := range []bool{true, false} {
+		out, err := h.Run(context.Background(), sc, nominate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range out.Disagreements() {
+			if !slices.Contains(sc.Accept, p.Verdict) {
+				t.Errorf("[nominations %s] %s %s %v: planned %s, bound %q (%s)", modeName(nominate), p.Verdict, p.Pod,
+					p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
+			}
+		}
+		for _, n := range out.Notes {
+			t.Errorf("[nominations %s] %s", modeName(nominate), n)
+		}
+	}
+}
+
+// TestFidelitySeeds runs FIDELITY_SEEDS generated scenarios (from seed FIDELITY_FIRST, default 1),
+// each with nominations on and off, and prints the agreement per constraint kind; `make fidelity
+// SEEDS=N` runs it. FIDELITY_DRA=1 adds DRA claim workloads; FIDELITY_OUT names a folder that
+// receives every scenario with a disagreement (as a regression file) and the report. A fresh
+// control plane replaces one whose cleanup failed.
+func TestFidelitySeeds(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FIDELITY_SEEDS"))
+	if n <= 0 {
+		t.Skip("set FIDELITY_SEEDS=N (make fidelity SEEDS=N) to run N generated scenarios")
+	}
+	first, _ := strconv.ParseUint(os.Getenv("FIDELITY_FIRST"), 10, 64)
+	if first == 0 {
+		first = 1
+	}
+	opts := GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1"}
+	out := os.Getenv("FIDELITY_OUT")
+	if out != "" {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if testing.Short() {
+		t.Skip("skipping control-plane test in -short mode")
+	}
+	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cp.Stop() }()
+	h := newTestHarness(t, cp)
+	var rep Report
+	start := time.Now()
+	for seed := first; seed < first+uint64(n); seed++ {
+		sc := Generate(seed, opts)
+		disagree := false
+		for _, nominate := range []bool{true, false} {
+			o, err := h.Run(context.Background(), sc, nominate)
+			if errors.Is(err, errCleanup) {
+				t.Logf("%v; starting a fresh control plane", err)
+				cp.Stop()
+				if cp, err = controlplane.Start(context.Background(), controlplane.Options{}); err != nil {
+					t.Fatal(err)
+				}
+				h = newTestHarness(t, cp)
+				continue
+			}
+			if err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			rep.Add(o)
+			disagree = disagree || len(o.Disagreements()) > 0 || len(o.Notes) > 0
+		}
+		if disagree && out != "" {
+			if b, err := sc.Encode(); err == nil {
+				_ = os.WriteFile(filepath.Join(out, sc.Name+".txt"), b, 0o644)
+			}
+		}
+		t.Logf("seed %d done (%s elapsed)", seed, time.Since(start).Round(time.Second))
+	}
+	var b strings.Builder
+	if err := rep.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("\n" + b.String())
+	if out != "" {
+		_ = os.WriteFile(filepath.Join(out, "report.txt"), []byte(b.String()), 0o644)
+	}
+}
+
+func newTestHarness(t *testing.T, cp *controlplane.ControlPlane) *Harness {
+	var log *zap.Logger
+	if os.Getenv("FIDELITY_LOG") == "1" {
+		log = zaptest.NewLogger(t)
+	}
+	return NewHarness(kubernetes.NewForConfigOrDie(cp.RESTConfig()), t.TempDir(), log, Timing{})
+}

@@ -1,0 +1,427 @@
+package fidelity
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// GenOptions tune Generate. The zero value is the default.
+type GenOptions struct {
+	// DRA adds workloads that get their GPU through a DRA ResourceClaimTemplate (DeviceClass
+	// gpu.nvidia.com). Off by default: the simulator's DRA support is still being integrated.
+	DRA bool
+	// MaxPods bounds the number of pending pods; default DefaultMaxPods.
+	MaxPods int
+}
+
+// DefaultMaxPods is the default bound on the pending pods of a generated scenario.
+const DefaultMaxPods = 14
+
+// Priority classes of generated scenarios. Both never preempt: the local control plane has no
+// kubelet, so a preempted pod would stay Terminating for ever, and the plan does not model
+// preemption either.
+const (
+	PriorityHigh = "fidelity-high"
+	PriorityLow  = "fidelity-low"
+)
+
+// Labels and taints of generated scenarios.
+const (
+	// LabelApp groups the replicas of one workload; spread and (anti-)affinity select on it.
+	LabelApp = "app"
+	// LabelWorkload marks the nodes of the tainted "batch" pool (label and taint key).
+	LabelWorkload = "workload"
+	// LabelDedicated marks tainted existing nodes (label and taint key).
+	LabelDedicated = "dedicated"
+	// DRAClaimTemplate names the ResourceClaimTemplate of DRA workloads.
+	DRAClaimTemplate = "single-gpu"
+	// DRADeviceClass is the DeviceClass of the NVIDIA DRA driver's full GPUs.
+	DRADeviceClass = "gpu.nvidia.com"
+)
+
+// gpuMode is how a generated scenario's GPU pool exposes its GPUs.
+type gpuMode int
+
+const (
+	gpuNone gpuMode = iota
+	gpuExclusive
+	gpuTimeSliced
+	gpuMIG
+)
+
+type gen struct {
+	r       *rand.Rand
+	opts    GenOptions
+	cat     *catalog.Catalog
+	mode    gpuMode
+	batch   bool     // the policy has the tainted batch pool
+	cpuPool bool     // the catalog has types without GPUs
+	profile []string // MIG profiles of the MIG pool's GPU model
+	snap    *snapshot.Snapshot
+	apps    []string
+	pods    int
+}
+
+// Generate builds a random but valid scenario from a seed: a catalog, a cost policy with a general
+// pool, sometimes a tainted "batch" pool and a GPU pool (whole GPUs, time-sliced or MIG), zero to
+// three existing nodes partly filled with bound pods (some tainted), sometimes a DaemonSet, and
+// two to five workloads of one to four replicas whose pods mix CPU/memory sizes with node
+// selectors, required node affinity, tolerations, zone and hostname spread, pod (anti-)affinity,
+// priorities, GPUs, MIG slices and gangs. The same seed and options give the same scenario.
+func Generate(seed uint64, opts GenOptions) *Scenario {
+	if opts.MaxPods <= 0 {
+		opts.MaxPods = DefaultMaxPods
+	}
+	g := &gen{r: rand.New(rand.NewPCG(seed, 0xf1de1171)), opts: opts, snap: &snapshot.Snapshot{}}
+	g.mode = gpuMode(g.pick([]int{25, 30, 20, 25}))
+	catName := "aws-us-east-1"
+	if g.mode == gpuMIG && g.r.IntN(2) == 0 || g.mode == gpuExclusive && g.r.IntN(5) == 0 {
+		catName = "gcp-us-central1"
+	}
+	cat, err := catalog.Embedded(catName)
+	if err != nil {
+		panic(fmt.Sprintf("fidelity: embedded catalog %s: %v", catName, err)) // the catalogs are compiled in
+	}
+	g.cat = cat
+	for _, it := range cat.Types {
+		if it.GPU.Count == 0 {
+			g.cpuPool = true
+			break
+		}
+	}
+	s := &Scenario{Name: fmt.Sprintf("seed-%d", seed), Seed: seed, Catalog: catName, Snapshot: g.snap}
+	s.Policy = g.policy()
+	g.priorityClasses()
+	g.existingNodes()
+	if g.r.IntN(10) < 3 {
+		g.daemonSet()
+	}
+	if g.opts.DRA && g.mode == gpuExclusive {
+		g.draObjects()
+	}
+	for i := 0; i < 2+g.r.IntN(4) && g.pods < opts.MaxPods; i++ {
+		g.workload(i)
+	}
+	return s
+}
+
+// pick returns an index drawn with the given weights.
+func (g *gen) pick(weights []int) int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	x := g.r.IntN(total)
+	for i, w := range weights {
+		if x < w {
+			return i
+		}
+		x -= w
+	}
+	return len(weights) - 1
+}
+
+func (g *gen) chance(percent int) bool { return g.r.IntN(100) < percent }
+
+func oneOf[T any](g *gen, xs ...T) T { return xs[g.r.IntN(len(xs))] }
+
+// policy writes the cost policy YAML.
+func (g *gen) policy() string {
+	var b strings.Builder
+	b.WriteString("apiVersion: tiler.dev/v1alpha1\nkind: CostPolicy\npools:\n")
+	aws := g.cat.Provider == "aws"
+	if g.cpuPool {
+		b.WriteString("- name: general\n")
+		if g.chance(60) {
+			fams := []string{"m7i", "c7i", "r7i", "m6i", "c6i"}
+			g.r.Shuffle(len(fams), func(i, j int) { fams[i], fams[j] = fams[j], fams[i] })
+			fmt.Fprintf(&b, "  instanceFamilies: [%s]\n", strings.Join(fams[:1+g.r.IntN(3)], ", "))
+		}
+		if g.chance(20) {
+			zones := append([]string(nil), g.cat.Zones...)
+			g.r.Shuffle(len(zones), func(i, j int) { zones[i], zones[j] = zones[j], zones[i] })
+			fmt.Fprintf(&b, "  zones: [%s]\n", strings.Join(zones[:2], ", "))
+		}
+		b.WriteString("  requirements: [{key: tiler.dev/gpu-count, operator: DoesNotExist}]\n")
+		if g.chance(30) {
+			g.batch = true
+			fmt.Fprintf(&b, "- name: batch\n  instanceFamilies: [c7i, m7i]\n  labels: {%s: batch}\n", LabelWorkload)
+			fmt.Fprintf(&b, "  taints: [{key: %s, value: batch, effect: NoSchedule}]\n", LabelWorkload)
+			b.WriteString("  requirements: [{key: tiler.dev/gpu-count, operator: DoesNotExist}]\n")
+		}
+	}
+	if g.mode == gpuNone {
+		return b.String()
+	}
+	b.WriteString("- name: gpu\n")
+	switch g.mode {
+	case gpuExclusive:
+		if aws {
+			fams := []string{"g6", "g5", "g4dn"}
+			fmt.Fprintf(&b, "  instanceFamilies: [%s]\n", strings.Join(fams[:1+g.r.IntN(3)], ", "))
+		} else {
+			b.WriteString("  instanceFamilies: [g2]\n")
+		}
+	case gpuTimeSliced:
+		fmt.Fprintf(&b, "  instanceFamilies: [%s]\n", oneOf(g, "g6", "g5", "g6, g5"))
+	case gpuMIG:
+		if aws {
+			b.WriteString("  instanceTypes: [p4d.24xlarge]\n")
+		} else {
+			b.WriteString("  instanceTypes: [a2-highgpu-1g, a2-highgpu-2g]\n")
+		}
+		g.profile = []string{"1g.5gb", "2g.10gb", "3g.20gb"}
+	}
+	b.WriteString("  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]\n")
+	switch g.mode {
+	case gpuTimeSliced:
+		fmt.Fprintf(&b, "  gpu: {sharing: time-slicing, replicas: %d}\n", 2+g.r.IntN(3))
+	case gpuMIG:
+		b.WriteString("  gpu: {sharing: mig}\n")
+	}
+	return b.String()
+}
+
+func (g *gen) priorityClasses() {
+	never := corev1.PreemptNever
+	for name, v := range map[string]int32{PriorityHigh: 1000, PriorityLow: 100} {
+		pc := &schedulingv1.PriorityClass{Value: v, PreemptionPolicy: &never}
+		pc.Name = name
+		g.snap.PriorityClasses = append(g.snap.PriorityClasses, pc)
+	}
+	if g.snap.PriorityClasses[0].Name != PriorityHigh {
+		g.snap.PriorityClasses[0], g.snap.PriorityClasses[1] = g.snap.PriorityClasses[1], g.snap.PriorityClasses[0]
+	}
+}
+
+// existingNodes adds zero to three unmanaged nodes, some tainted, filled to at most about 60 %.
+func (g *gen) existingNodes() {
+	aws := g.cat.Provider == "aws"
+	for i := 0; i < g.r.IntN(4); i++ {
+		var it catalog.InstanceType
+		if aws {
+			name := oneOf(g, "m7i.xlarge", "m7i.2xlarge", "c7i.2xlarge")
+			t, _ := g.cat.Type(catalog.InstanceTypeName(name))
+			it = *t
+		} else {
+			it = catalog.InstanceType{Name: "e2-standard-8", VCPU: 8, MemoryMiB: 32768, Arch: "amd64", MaxPods: 110}
+		}
+		cpu, mem, pods := catalog.Allocatable(g.cat.Provider, &it)
+		alloc := corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewMilliQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
+		}
+		name := fmt.Sprintf("existing-%d", i)
+		n := simtest.Node(name, string(it.Name), oneOf(g, g.cat.Zones...), alloc)
+		n.Labels[corev1.LabelTopologyRegion] = g.cat.Region
+		if g.chance(25) {
+			n.Labels[LabelDedicated] = "infra"
+			n.Spec.Taints = []corev1.Taint{{Key: LabelDedicated, Value: "infra", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		g.snap.Nodes = append(g.snap.Nodes, n)
+		usedCPU, usedMem := int64(0), int64(0)
+		for j := 0; j < g.r.IntN(4); j++ {
+			c := int64(250 * (1 + g.r.IntN(8)))
+			m := int64(256<<20) * int64(1+g.r.IntN(16))
+			if usedCPU+c > cpu*6/10 || usedMem+m > mem*6/10 {
+				break
+			}
+			usedCPU, usedMem = usedCPU+c, usedMem+m
+			app := "bound"
+			if g.chance(40) {
+				app = fmt.Sprintf("a%d", g.r.IntN(4))
+			}
+			p := simtest.Pod(fmt.Sprintf("bound-%d-%d", i, j)).Namespace(Namespace).Label(LabelApp, app).
+				CPU(fmt.Sprintf("%dm", c)).Mem(fmt.Sprintf("%d", m)).On(name)
+			if len(n.Spec.Taints) > 0 {
+				p.Tolerate(LabelDedicated)
+			}
+			g.snap.Pods = append(g.snap.Pods, p.Obj())
+		}
+	}
+}
+
+// daemonSet adds a small agent DaemonSet that runs on every untainted node.
+func (g *gen) daemonSet() {
+	ds := &appsv1.DaemonSet{}
+	ds.Name, ds.Namespace = "agent", Namespace
+	sel := map[string]string{LabelApp: "agent"}
+	ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+	ds.Spec.Template.Labels = sel
+	ds.Spec.Template.Spec = corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "registry.k8s.io/pause:3.10",
+		Resources: corev1.ResourceRequirements{Requests: simtest.Resources("cpu", "100m", "memory", "128Mi")}}}}
+	g.snap.DaemonSets = append(g.snap.DaemonSets, ds)
+}
+
+// draObjects adds the NVIDIA DRA driver's GPU DeviceClass and a one-GPU claim template.
+func (g *gen) draObjects() {
+	dc := &resourcev1.DeviceClass{}
+	dc.Name = DRADeviceClass
+	dc.Spec.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}
+	g.snap.DeviceClasses = append(g.snap.DeviceClasses, dc)
+	t := &resourcev1.ResourceClaimTemplate{}
+	t.Name, t.Namespace = DRAClaimTemplate, Namespace
+	t.Spec.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu",
+		Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: DRADeviceClass}}}
+	g.snap.ResourceClaimTemplates = append(g.snap.ResourceClaimTemplates, t)
+}
+
+// workload adds the replicas of workload i.
+func (g *gen) workload(i int) {
+	app := fmt.Sprintf("a%d", i)
+	replicas := 1 + g.r.IntN(4)
+	replicas = min(replicas, g.opts.MaxPods-g.pods)
+	base := g.base()
+	huge := g.chance(4)
+	mods := g.modifiers(i, replicas, base)
+	gang, topo := "", ""
+	if replicas >= 2 && g.chance(12) {
+		gang, topo = app, oneOf(g, "", "node", "zone")
+	}
+	prio := ""
+	if g.chance(20) {
+		prio = oneOf(g, PriorityHigh, PriorityLow)
+	}
+	cpu, mem := g.size(base)
+	profile := ""
+	if base == "mig" {
+		profile = oneOf(g, g.profile...)
+	}
+	gpus := 1
+	if base == "gpu" && g.chance(25) {
+		gpus = 2
+	}
+	for k := 0; k < replicas; k++ {
+		b := simtest.Pod(fmt.Sprintf("%s-%d", app, k)).Namespace(Namespace).Label(LabelApp, app).CPU(cpu).Mem(mem)
+		if huge {
+			b.CPU("200")
+		}
+		switch base {
+		case "gpu", "shared":
+			b.GPU(gpus)
+		case "mig":
+			extended(b, "nvidia.com/mig-"+profile, 1).Tolerate(gpuTaintKey)
+		case "dra":
+			p := b.Obj()
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new(DRAClaimTemplate)}}
+			p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+			b.Tolerate(gpuTaintKey)
+		}
+		for _, m := range mods {
+			m(b)
+		}
+		if gang != "" {
+			b.Gang(gang, replicas, topo)
+		}
+		if prio != "" {
+			b.Obj().Spec.PriorityClassName = prio
+		}
+		g.snap.Pods = append(g.snap.Pods, b.Obj())
+	}
+	g.apps = append(g.apps, app)
+	g.pods += replicas
+}
+
+// base picks what the workload's pods consume: "cpu", "gpu" (whole GPUs), "shared" (time-sliced
+// replicas), "mig" (a MIG slice) or "dra" (a GPU through a claim).
+func (g *gen) base() string {
+	gpu := map[gpuMode]string{gpuExclusive: "gpu", gpuTimeSliced: "shared", gpuMIG: "mig"}[g.mode]
+	switch {
+	case g.mode == gpuNone:
+		return "cpu"
+	case g.mode == gpuExclusive && g.opts.DRA && g.chance(40):
+		return "dra"
+	case !g.cpuPool || g.chance(55):
+		return gpu
+	}
+	return "cpu"
+}
+
+// size picks the CPU and memory requests.
+func (g *gen) size(base string) (cpu, mem string) {
+	if base == "cpu" {
+		return oneOf(g, "100m", "250m", "500m", "1", "1500m", "2", "3", "4", "7"),
+			oneOf(g, "128Mi", "512Mi", "1Gi", "2Gi", "4Gi", "8Gi", "16Gi")
+	}
+	return oneOf(g, "500m", "1", "2", "4"), oneOf(g, "2Gi", "4Gi", "8Gi", "16Gi")
+}
+
+// modifiers picks the workload's placement constraints.
+func (g *gen) modifiers(i, replicas int, base string) []func(*simtest.PodBuilder) {
+	var out []func(*simtest.PodBuilder)
+	app := fmt.Sprintf("a%d", i)
+	zone := oneOf(g, g.cat.Zones...)
+	if g.chance(15) {
+		out = append(out, func(b *simtest.PodBuilder) { b.NodeSelector(corev1.LabelTopologyZone, zone) })
+	}
+	if g.chance(12) {
+		var key string
+		var op corev1.NodeSelectorOperator
+		var values []string
+		switch {
+		case base == "cpu" && g.cat.Provider == "aws" && g.chance(50):
+			key, op, values = "tiler.dev/instance-family", corev1.NodeSelectorOpIn, []string{oneOf(g, "m7i", "c7i", "r7i"), "m6i"}
+		case g.chance(50):
+			key, op, values = corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, []string{zone}
+		default:
+			key, op, values = corev1.LabelArchStable, corev1.NodeSelectorOpIn, []string{"amd64"}
+		}
+		out = append(out, func(b *simtest.PodBuilder) { b.Require(key, op, values...) })
+	}
+	if g.batch && base == "cpu" && g.chance(25) {
+		sel := g.chance(60)
+		out = append(out, func(b *simtest.PodBuilder) {
+			b.Tolerate(LabelWorkload)
+			if sel {
+				b.NodeSelector(LabelWorkload, "batch")
+			}
+		})
+	}
+	if g.chance(8) {
+		out = append(out, func(b *simtest.PodBuilder) { b.Tolerate(LabelDedicated) })
+	}
+	if replicas >= 2 && g.chance(18) {
+		out = append(out, func(b *simtest.PodBuilder) { b.Spread(corev1.LabelTopologyZone, 1, true) })
+	}
+	if replicas >= 2 && g.chance(12) {
+		skew := int32(1 + g.r.IntN(2))
+		out = append(out, func(b *simtest.PodBuilder) { b.Spread(corev1.LabelHostname, skew, true) })
+	}
+	if replicas >= 2 && g.chance(12) {
+		out = append(out, func(b *simtest.PodBuilder) { b.AntiAffinity(corev1.LabelHostname, app) })
+	}
+	if replicas <= 3 && g.chance(6) {
+		out = append(out, func(b *simtest.PodBuilder) { b.AntiAffinity(corev1.LabelTopologyZone, app) })
+	}
+	if i > 0 && g.chance(8) {
+		other := fmt.Sprintf("a%d", g.r.IntN(i))
+		out = append(out, func(b *simtest.PodBuilder) { b.Affinity(corev1.LabelTopologyZone, other) })
+	}
+	return out
+}
+
+// extended requests n of an extended resource (requests and limits, as the API demands).
+func extended(b *simtest.PodBuilder, name string, n int64) *simtest.PodBuilder {
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	c := &b.Obj().Spec.Containers[0]
+	c.Resources.Requests[corev1.ResourceName(name)] = q
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Limits[corev1.ResourceName(name)] = q
+	return b
+}
