@@ -26,8 +26,8 @@ var fixedSeeds = []uint64{3, 7, 12}
 // testdata/ on one real control plane. In the fixed seeds a planned pod the scheduler does not bind,
 // or an unplanned pod it binds on a bought node, fails the test; pods bound elsewhere than planned
 // are reported (nodes turn Ready one after the other, and the scheduler uses the first with room).
-// Regression scenarios that name a known bug are skipped; the others fail on any disagreement
-// they do not accept.
+// Regression scenarios that name a known bug are skipped (FIDELITY_RUN_SKIPPED=1 runs them and logs
+// what they show); the others fail on any disagreement they do not accept.
 func TestFidelity(t *testing.T) {
 	cp := controlplane.ForTest(t, controlplane.Options{})
 	h := newTestHarness(t, cp)
@@ -70,9 +70,17 @@ func runRegression(t *testing.T, h *Harness, file string) {
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	if sc.Skip != "" {
+	skipped := sc.Skip != ""
+	if skipped && os.Getenv("FIDELITY_RUN_SKIPPED") != "1" {
 		t.Skip("known bug: " + sc.Skip)
 	}
+	// A skipped scenario run on request (FIDELITY_RUN_SKIPPED=1) logs what it finds and is
+	// skipped again, so that one can see whether the bug still shows.
+	report := t.Errorf
+	if skipped {
+		report = t.Logf
+	}
+	found := 0
 	for _, nominate := range []bool{true, false} {
 		out, err := h.Run(context.Background(), sc, nominate)
 		if err != nil {
@@ -80,13 +88,18 @@ func runRegression(t *testing.T, h *Harness, file string) {
 		}
 		for _, p := range out.Disagreements() {
 			if !slices.Contains(sc.Accept, p.Verdict) {
-				t.Errorf("[nominations %s] %s %s %v: planned %s, bound %q (%s)", modeName(nominate), p.Verdict, p.Pod,
+				found++
+				report("[nominations %s] %s %s %v: planned %s, bound %q (%s)", modeName(nominate), p.Verdict, p.Pod,
 					p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
 			}
 		}
 		for _, n := range out.Notes {
-			t.Errorf("[nominations %s] %s", modeName(nominate), n)
+			found++
+			report("[nominations %s] %s", modeName(nominate), n)
 		}
+	}
+	if skipped {
+		t.Skipf("known bug (%d disagreements seen in this run): %s", found, sc.Skip)
 	}
 }
 
