@@ -20,6 +20,7 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
@@ -180,7 +181,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	r.out.Plan = res.Plan
 	for _, f := range res.Failed {
-		r.out.Notes = append(r.out.Notes, "launch of planned node "+f+" failed")
+		r.out.Notes = append(r.out.Notes, fmt.Sprintf("launch of planned node %s (%s) failed", f, plannedType(res.Plan, f)))
 	}
 	if r.out.Launches, err = r.launches(); err != nil {
 		return err
@@ -205,6 +206,18 @@ func (r *run) run(ctx context.Context) error {
 	}
 	r.classify(pol, preBound, nominated, bound, messages, shapes)
 	return nil
+}
+
+// plannedType returns the instance type of a planned new node.
+func plannedType(p *simulator.Plan, node string) string {
+	if p != nil {
+		for _, n := range p.NewNodes {
+			if n.Name == node {
+				return string(n.InstanceType)
+			}
+		}
+	}
+	return "?"
 }
 
 // launches counts the cloud's launches.
@@ -296,11 +309,17 @@ func (r *run) waitRegistered(ctx context.Context, nodes []string) error {
 // bound (or Timing.Bind has passed), then Timing.Settle more, and returns pod → node of the bound
 // pending pods and pod → scheduler message of the others.
 func (r *run) waitBound(ctx context.Context, launched []string) (bound, messages map[string]string, err error) {
+	// Wait for the pods planned on the nodes that launched and on existing nodes; those planned
+	// on a node whose launch failed cannot bind there.
+	up := map[string]bool{}
+	for _, n := range launched {
+		up[n] = true
+	}
 	planned := map[string]bool{}
 	if r.out.Plan != nil {
 		for _, n := range r.out.Plan.NewNodes {
 			for _, k := range n.Pods {
-				planned[podName(k)] = true
+				planned[podName(k)] = up[n.Name]
 			}
 		}
 		for _, n := range r.out.Plan.ExistingNodes {
@@ -315,8 +334,8 @@ func (r *run) waitBound(ctx context.Context, launched []string) (bound, messages
 			return nil, nil, err
 		}
 		done := r.nodesUp(ctx, launched)
-		for p := range planned {
-			if bound[p] == "" {
+		for p, wait := range planned {
+			if wait && bound[p] == "" {
 				done = false
 			}
 		}
