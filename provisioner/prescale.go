@@ -169,7 +169,8 @@ type ForecastPrescaler struct {
 
 	mu        sync.Mutex
 	refreshed time.Time
-	held      []*corev1.Pod
+	reserved  []heldReservation // per workload, from the last round
+	held      []*corev1.Pod     // returned by the last Reservations call
 	decisions []Decision
 	policies  map[string]*policy.CostPolicy // last valid policy of each ConfigMap, by namespace/name
 	told      map[string]told               // what the last Event said per workload, so a decision is told once
@@ -201,21 +202,37 @@ func NewPrescaler(cfg PrescalerConfig, kube kubernetes.Interface, api PromAPI, c
 }
 
 // Reservations implements Prescaler. Prometheus is queried at most once per Interval; in between,
-// the last round's reservations are returned again. The error (the cost-policy ConfigMaps could
-// not be listed) skips pre-scaling for this batch.
+// the last round's reservations are returned again, less one for each pod the workload gained
+// since (a replica that arrived, pending or not, takes the place of its reservation at once, so
+// that a scale-up between two rounds is not bought twice). The error (the cost-policy ConfigMaps
+// could not be listed) skips pre-scaling for this batch.
 func (p *ForecastPrescaler) Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
 	if p.refreshed.IsZero() || now.Sub(p.refreshed) >= p.cfg.Interval || now.Before(p.refreshed) {
-		held, err := p.refresh(ctx, now, pods)
+		rounds, err := p.refresh(ctx, now, pods)
 		if err != nil {
-			p.held = nil
+			p.reserved, p.held = nil, nil
 			return nil, err
 		}
-		p.refreshed, p.held = now, held
+		p.refreshed, p.reserved = now, rounds
+	}
+	p.held = p.held[:0]
+	for _, r := range p.reserved {
+		gained := max(0, matchingPods(pods, r.namespace, r.labels)-r.baseline)
+		p.held = append(p.held, r.pods[:max(0, len(r.pods)-gained)]...)
 	}
 	return copyPods(p.held), nil
+}
+
+// heldReservation is one workload's reservation pods of the last round, with the workload's live
+// pods then.
+type heldReservation struct {
+	namespace string
+	labels    map[string]string
+	baseline  int
+	pods      []*corev1.Pod
 }
 
 // HeldReservations implements ReservationHolder.
@@ -252,19 +269,21 @@ type declaredForecast struct {
 }
 
 // refresh runs one round over every declared forecast.
-func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]heldReservation, error) {
 	decls, pools, budget, err := p.readForecasts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var held []*corev1.Pod
+	var out []heldReservation
 	decisions := make([]Decision, 0, len(decls))
 	declared := map[string]bool{}
 	for _, d := range decls {
 		declared[d.key] = true
 		dec, res := p.decide(ctx, now, d, pods, pools, budget)
 		decisions = append(decisions, dec)
-		held = append(held, res...)
+		if res != nil {
+			out = append(out, *res)
+		}
 	}
 	for key := range p.declared {
 		if !declared[key] {
@@ -273,7 +292,7 @@ func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*
 		}
 	}
 	p.declared, p.decisions = declared, decisions
-	return held, nil
+	return out, nil
 }
 
 // readForecasts lists the cost-policy ConfigMaps and returns their forecasts in ConfigMap name
@@ -332,11 +351,11 @@ type workload struct {
 	object          runtime.Object // where PreScale Events go
 }
 
-// decide makes one workload's decision and returns its reservation pods.
+// decide makes one workload's decision and returns its reservation (nil when it failed).
 func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declaredForecast, pods []*corev1.Pod,
-	pools []policy.Pool, budget *policy.Budget) (Decision, []*corev1.Pod) {
+	pools []policy.Pool, budget *policy.Budget) (Decision, *heldReservation) {
 	dec := Decision{Workload: d.key, At: now}
-	fail := func(stage string, err error) (Decision, []*corev1.Pod) {
+	fail := func(stage string, err error) (Decision, *heldReservation) {
 		dec.Err = fmt.Errorf("%s: %w", stage, err)
 		p.failed(d, dec.Err)
 		return dec, nil
@@ -383,9 +402,10 @@ func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declare
 	dec.Reservation = res
 	p.metrics.observe(d.key, res)
 	p.explain(d, w, dec)
-	out := make([]*corev1.Pod, res.Reserve)
-	for i := range out {
-		out[i] = reservationPod(w, i, now)
+	out := &heldReservation{namespace: w.namespace, labels: w.template.Labels, baseline: matchingPods(pods, w.namespace, w.template.Labels),
+		pods: make([]*corev1.Pod, res.Reserve)}
+	for i := range out.pods {
+		out.pods[i] = reservationPod(w, i, now)
 	}
 	return dec, out
 }
@@ -399,7 +419,7 @@ func (p *ForecastPrescaler) workload(ctx context.Context, d declaredForecast, po
 		if err != nil {
 			return nil, fmt.Errorf("workload.template: %w", err)
 		}
-		return &workload{name: t.Name, namespace: t.Namespace, template: t, replicas: matchingPods(pods, t), object: d.cm}, nil
+		return &workload{name: t.Name, namespace: t.Namespace, template: t, replicas: matchingPods(pods, t.Namespace, t.Labels), object: d.cm}, nil
 	}
 	switch ref.Kind {
 	case "Deployment":
@@ -436,18 +456,18 @@ func replicasOf(r *int32) int {
 	return int(*r)
 }
 
-// matchingPods counts the live pods in the template's namespace that carry all its labels.
-func matchingPods(pods []*corev1.Pod, t *corev1.PodTemplateSpec) int {
-	if len(t.Labels) == 0 {
+// matchingPods counts the live pods in the namespace that carry all the (template's) labels.
+func matchingPods(pods []*corev1.Pod, namespace string, labels map[string]string) int {
+	if len(labels) == 0 {
 		return 0
 	}
 	n := 0
 	for _, p := range pods {
-		if p.Namespace != t.Namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Namespace != namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		match := true
-		for k, v := range t.Labels {
+		for k, v := range labels {
 			if p.Labels[k] != v {
 				match = false
 				break

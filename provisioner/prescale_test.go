@@ -373,6 +373,32 @@ func TestPrescalerQueriesAtMostEveryInterval(t *testing.T) {
 	}
 }
 
+func TestPrescalerArrivingReplicasTakeTheirReservationsPlace(t *testing.T) {
+	// Between two rounds the Deployment scales up by two pods (pending, as the HPA made them):
+	// two reservations go at once, without waiting for the next round.
+	e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{},
+		policyConfigMap("cost-policy", chatPolicy), prescaleDeployment("llm", "chat", 1))
+	e.prom.series[chatQuery] = diurnal
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "chat-a", Namespace: "llm", Labels: map[string]string{"app": "chat", "pod-template-hash": "x"}},
+		Spec: corev1.PodSpec{NodeName: "n1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	first, _ := e.p.Reservations(context.Background(), []*corev1.Pod{running})
+	r1, _ := e.prom.calls()
+	if len(first) < 3 {
+		t.Fatalf("%d reservations, want ≥ 3", len(first))
+	}
+	pods := []*corev1.Pod{running}
+	for _, name := range []string{"chat-b", "chat-c"} {
+		p := running.DeepCopy()
+		p.Name, p.Spec.NodeName, p.Status.Phase = name, "", corev1.PodPending
+		pods = append(pods, p)
+	}
+	e.clock.Step(5 * time.Second)
+	now, _ := e.p.Reservations(context.Background(), pods)
+	if r, _ := e.prom.calls(); r != r1 || len(now) != len(first)-2 || len(e.p.HeldReservations()) != len(now) {
+		t.Errorf("after two replicas arrived: %d reservations (held %d, %d range queries), want %d and no query", len(now), len(e.p.HeldReservations()), r-r1, len(first)-2)
+	}
+}
+
 func TestPrescalerPromQLErrorRaisesAnEventAndReservesNothing(t *testing.T) {
 	badQuery := `sum(rate(requests_total[5m]`
 	doc := chatPolicy + `- workload: {kind: Deployment, namespace: llm, name: embed}
