@@ -70,7 +70,9 @@ func liveCatalog(ctx context.Context, rf runFlags, cfg provisioner.Config, embed
 	if _, err := pricemetrics.Register(reg, r); err != nil {
 		return nil, err
 	}
-	go func() { _ = r.Run(ctx, func(err error) { log.Warn("price refresh failed; keeping the last good prices", zap.Error(err)) }) }()
+	go func() {
+		_ = r.Run(ctx, func(err error) { log.Warn("price refresh failed; keeping the last good prices", zap.Error(err)) })
+	}()
 	refresher = r
 	return base, nil
 }
