@@ -149,9 +149,9 @@ func TestDRAPlansHold(t *testing.T) {
 	for i := range pol.Pools {
 		poolGPU[pol.Pools[i].Name] = pol.Pools[i].GPU
 	}
-	seeds := 25
+	seeds := 15
 	if testing.Short() {
-		seeds = 6
+		seeds = 5
 	}
 	for seed := 1; seed <= seeds; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
