@@ -255,22 +255,7 @@ func (s *state) narrowClaims(pi *podInfo, n *simNode, cands []*offering) []*offe
 		}
 		return ok
 	}
-	kept := 0
-	for _, o := range cands {
-		if keep(o) {
-			kept++
-		}
-	}
-	if kept == len(cands) {
-		return cands
-	}
-	out := make([]*offering, 0, kept)
-	for _, o := range cands {
-		if keep(o) {
-			out = append(out, o)
-		}
-	}
-	return out
+	return filterShared(cands, keep)
 }
 
 // allocateOnNew allocates, on new node n, the pod's claims for the cheapest candidate's class,

@@ -155,22 +155,7 @@ func (s *state) narrow(pi *podInfo, cands []*offering, used vec, r restriction) 
 	keep := func(o *offering) bool {
 		return r.allows(o) && s.podFits(pi, used, o.alloc) && s.offeringCompatible(pi.sig, o)
 	}
-	kept := 0
-	for _, o := range cands {
-		if keep(o) {
-			kept++
-		}
-	}
-	if kept == len(cands) {
-		return cands
-	}
-	out := make([]*offering, 0, kept)
-	for _, o := range cands {
-		if keep(o) {
-			out = append(out, o)
-		}
-	}
-	return out
+	return filterShared(cands, keep)
 }
 
 // maxAlloc is the element-wise maximum of the candidates' allocatable: a pod that does not fit
@@ -322,4 +307,25 @@ func (s *state) placeGang(g *gang) {
 	for _, m := range g.members {
 		s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
 	}
+}
+
+// filterShared returns the candidates keep accepts; when it accepts all of them, the slice itself
+// (candidate slices are never modified in place, so sharing is safe and undo keeps the old one).
+func filterShared(cands []*offering, keep func(*offering) bool) []*offering {
+	kept := 0
+	for _, o := range cands {
+		if keep(o) {
+			kept++
+		}
+	}
+	if kept == len(cands) {
+		return cands
+	}
+	out := make([]*offering, 0, kept)
+	for _, o := range cands {
+		if keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
