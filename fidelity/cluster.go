@@ -326,7 +326,7 @@ func (r *run) cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w after scenario %s: %w", errCleanup, r.sc.Name, err)
+		return fmt.Errorf("%w after scenario %s: %w", ErrCleanup, r.sc.Name, err)
 	}
 	return nil
 }

@@ -2,14 +2,12 @@ package fidelity
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -106,70 +104,35 @@ func runRegression(t *testing.T, h *Harness, file string) {
 // TestFidelitySeeds runs FIDELITY_SEEDS generated scenarios (from seed FIDELITY_FIRST, default 1),
 // each with nominations on and off, and prints the agreement per constraint kind; `make fidelity
 // SEEDS=N` runs it. FIDELITY_DRA=1 adds DRA claim workloads; FIDELITY_OUT names a folder that
-// receives every scenario with a disagreement (as a regression file) and the report. A fresh
-// control plane replaces one whose cleanup failed.
+// receives every scenario with a disagreement (as a regression file) and the report.
 func TestFidelitySeeds(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FIDELITY_SEEDS"))
 	if n <= 0 {
 		t.Skip("set FIDELITY_SEEDS=N (make fidelity SEEDS=N) to run N generated scenarios")
 	}
+	if testing.Short() {
+		t.Skip("skipping control-plane test in -short mode")
+	}
 	first, _ := strconv.ParseUint(os.Getenv("FIDELITY_FIRST"), 10, 64)
 	if first == 0 {
 		first = 1
 	}
-	opts := GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1"}
-	out := os.Getenv("FIDELITY_OUT")
-	if out != "" {
-		if err := os.MkdirAll(out, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	c := Campaign{First: first, Seeds: n, Gen: GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1"},
+		Out: os.Getenv("FIDELITY_OUT"), Dir: t.TempDir(), Progress: t.Logf}
+	if os.Getenv("FIDELITY_LOG") == "1" {
+		c.Log = zaptest.NewLogger(t)
 	}
-	if testing.Short() {
-		t.Skip("skipping control-plane test in -short mode")
-	}
-	cp, err := controlplane.Start(context.Background(), controlplane.Options{})
+	rep, err := c.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer func() { cp.Stop() }()
-	h := newTestHarness(t, cp)
-	var rep Report
-	start := time.Now()
-	for seed := first; seed < first+uint64(n); seed++ {
-		sc := Generate(seed, opts)
-		disagree := false
-		for _, nominate := range []bool{true, false} {
-			o, err := h.Run(context.Background(), sc, nominate)
-			if errors.Is(err, errCleanup) {
-				t.Logf("%v; starting a fresh control plane", err)
-				cp.Stop()
-				if cp, err = controlplane.Start(context.Background(), controlplane.Options{}); err != nil {
-					t.Fatal(err)
-				}
-				h = newTestHarness(t, cp)
-				continue
-			}
-			if err != nil {
-				t.Errorf("%v", err)
-				continue
-			}
-			rep.Add(o)
-			disagree = disagree || len(o.Disagreements()) > 0 || len(o.Notes) > 0
-		}
-		if disagree && out != "" {
-			if b, err := sc.Encode(); err == nil {
-				_ = os.WriteFile(filepath.Join(out, sc.Name+".txt"), b, 0o644)
-			}
-		}
-		t.Logf("seed %d done (%s elapsed)", seed, time.Since(start).Round(time.Second))
 	}
 	var b strings.Builder
 	if err := rep.Write(&b); err != nil {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("\n" + b.String())
-	if out != "" {
-		_ = os.WriteFile(filepath.Join(out, "report.txt"), []byte(b.String()), 0o644)
+	if err := c.WriteReport(rep); err != nil {
+		t.Fatal(err)
 	}
 }
 

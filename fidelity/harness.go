@@ -501,4 +501,6 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-var errCleanup = errors.New("cleanup incomplete")
+// ErrCleanup is wrapped by the error of a run that could not delete everything it created; the
+// cluster should not be used for further runs.
+var ErrCleanup = errors.New("cleanup incomplete")
