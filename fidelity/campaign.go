@@ -82,6 +82,10 @@ func (c Campaign) Run(ctx context.Context) (*Report, error) {
 		for _, nominate := range []bool{true, false} {
 			out, err := h.Run(ctx, sc, nominate)
 			if errors.Is(err, ErrCleanup) {
+				if out != nil {
+					rep.Add(out)
+					keep = keep || len(out.Disagreements()) > 0 || len(out.Notes) > 0
+				}
 				progress("%v; starting a fresh control plane", err)
 				cp.Stop()
 				if cp, h, err = start(); err != nil {

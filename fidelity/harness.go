@@ -98,7 +98,8 @@ type run struct {
 }
 
 // Run runs the scenario once with nominations on or off and returns the outcome. It cleans up
-// everything it created before it returns, also on error.
+// everything it created before it returns, also on error; when only the cleanup fails, it returns
+// the outcome with an error that wraps ErrCleanup.
 func (h *Harness) Run(ctx context.Context, sc *Scenario, nominate bool) (out *Outcome, err error) {
 	if err := h.setup(ctx); err != nil {
 		return nil, err
@@ -110,8 +111,8 @@ func (h *Harness) Run(ctx context.Context, sc *Scenario, nominate bool) (out *Ou
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
-		if cerr := r.cleanup(context.WithoutCancel(ctx)); cerr != nil && err == nil {
-			err = cerr
+		if cerr := r.cleanup(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}()
 	if err := r.run(runCtx); err != nil {

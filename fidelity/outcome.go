@@ -202,7 +202,7 @@ func (r *Report) Tally(nominate bool, k Kind) Tally {
 // and moved over the pods the plan placed (with how many moves were to a node of the planned
 // node's type and zone), pessimistic over the pods it did not — and then the findings.
 func (r *Report) Write(w io.Writer) error {
-	fmt.Fprintf(w, "%d scenarios, %d runs, %d pending pods\n", r.Scenarios(), r.Runs, r.Pods)
+	fmt.Fprintf(w, "%d scenarios, %d runs, %d pending pods over all runs\n", r.Scenarios(), r.Runs, r.Pods)
 	for _, nominate := range []bool{true, false} {
 		byKind := r.tallies[nominate]
 		if byKind == nil {

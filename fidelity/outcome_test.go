@@ -79,7 +79,7 @@ func TestReport(t *testing.T) {
 	if err := r.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"1 scenarios, 1 runs, 4 pending pods", "nominations on", "zone-spread",
+	for _, want := range []string{"1 scenarios, 1 runs, 4 pending pods over all runs", "nominations on", "zone-spread",
 		"1 (50.0%)", "s [on] not-bound c [zone-spread]: planned n2, bound nowhere (0/3 nodes)",
 		"s [on] pessimistic d [gang]: planned nowhere (GangIncomplete), bound n2", "s [on] note: launch of planned node n3"} {
 		if !strings.Contains(b.String(), want) {
