@@ -34,7 +34,12 @@
 // checks that this second call launches nothing. Then the gate opens, the nodes turn Ready, their
 // devices appear after the device delay, and the scheduler binds.
 //
+// # Running
+//
 // The tests need the control-plane binaries (make controlplane). TestFidelity runs a few fixed
-// seeds in `make test`; `make fidelity SEEDS=N` runs TestFidelitySeeds over N seeds and prints the
-// agreement per constraint kind.
+// seeds and the regression scenarios of testdata/ in `make test`; `make fidelity SEEDS=N` (or
+// `tiler fidelity --seeds N`) runs a Campaign over N seeds and prints the agreement per constraint
+// kind. Regression scenarios that show a known bug name it in their skip field and are skipped
+// (FIDELITY_RUN_SKIPPED=1 runs them and logs what they show); scenarios of a deliberate difference
+// list the verdicts they accept.
 package fidelity

@@ -43,7 +43,7 @@ const gpuTaintKey = "nvidia.com/gpu"
 
 // Kinds returns the constraint kinds of a pod, sorted, without KindAll. pol decides what an
 // nvidia.com/gpu request is: a time-sliced replica when a pool of the policy shares its GPUs by
-// time-slicing or MPS, else a whole GPU.
+// time-slicing or MPS, else a whole GPU (nvidia.com/gpu.shared is always a replica).
 func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 	set := map[Kind]bool{}
 	if len(p.Spec.NodeSelector) > 0 {
@@ -87,7 +87,7 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
 		for name := range c.Resources.Limits {
 			switch {
-			case name == simulator.ResourceGPU && sharesGPUs(pol):
+			case name == simulator.ResourceGPUShared, name == simulator.ResourceGPU && sharesGPUs(pol):
 				set[KindTimeSlicedGPU] = true
 			case name == simulator.ResourceGPU:
 				set[KindGPU] = true
