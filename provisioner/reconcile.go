@@ -166,7 +166,7 @@ func (c *Controller) inFlight(recs []LaunchRecord, nodes []*corev1.Node) []simul
 			continue
 		}
 		out = append(out, simulator.InFlightNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType,
-			Zone: r.Zone, CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, GPU: r.Plan})
+			Zone: r.Zone, CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, GPU: r.Plan, Pods: r.Pods})
 	}
 	return out
 }

@@ -30,8 +30,13 @@ type failure struct {
 // decreasing, and since a new node keeps every offering that can still hold its pods, packing
 // fixes the node's contents and price picks its type at the end.
 func (s *state) placeAll() {
+	s.placeAssigned()
 	for i := 0; i < len(s.pending); {
 		pi := s.pending[i]
+		if pi.assigned {
+			i++
+			continue
+		}
 		if pi.gang != nil {
 			n := len(pi.gang.members)
 			s.placeGang(pi.gang)
@@ -56,6 +61,30 @@ func (s *state) fail(pi *podInfo, f failure) {
 	default:
 		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
 	}
+}
+
+// placeAssigned puts pending pods back on the in-flight nodes that were bought for them, with every
+// filter checked, before anything else is placed. Gang members are left to the gang logic.
+func (s *state) placeAssigned() {
+	byKey := map[string]*podInfo{}
+	for _, pi := range s.pending {
+		if pi.gang == nil {
+			byKey[pi.key] = pi
+		}
+	}
+	for _, f := range s.in.Options.InFlight {
+		i := s.nodeIndex(f.Name)
+		if i < 0 || !s.nodes[i].inFlight {
+			continue
+		}
+		n := s.nodes[i]
+		for _, key := range f.Pods {
+			if pi := byKey[key]; pi != nil && !pi.assigned && s.tryNode(pi, n, restriction{node: n}) {
+				pi.assigned = true
+			}
+		}
+	}
+	s.undo = s.undo[:0]
 }
 
 // placeOne places a pod on an existing, in-flight or new node, or opens a new node for it.

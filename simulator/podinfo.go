@@ -39,7 +39,9 @@ type podInfo struct {
 	// antiAgainst lists the anti-affinity terms of other pods that select this pod.
 	antiAgainst []int
 	gang        *gang
-	order       int // position in the input, for stable ordering
+	// assigned marks a pod placed back on the in-flight node bought for it.
+	assigned bool
+	order    int // position in the input, for stable ordering
 	// dra is what the pod asks of DRA (claims, DRA-served extended resources); nil if nothing.
 	dra *podClaims
 }

@@ -38,6 +38,10 @@ type InFlightNode struct {
 	PricePerHour float64
 	// GPU is the GPU configuration the node was bought with (nil: the pool's first variant).
 	GPU *GPUPlan
+	// Pods are the pods (namespace/name) the node was bought for. Re-planning places those still
+	// pending there first, so that a later batch never re-packs in-flight nodes differently and buys
+	// again.
+	Pods []string
 }
 
 // Input is everything a simulation reads.
