@@ -1,7 +1,7 @@
 // Package forecast predicts the capacity a GPU workload will need a lead time ahead, so that Tiler
 // can buy nodes before pods go pending. It is pure: samples and the current time come in as data,
 // forecasts come out as values; nothing here reads the clock, the network or Prometheus (the
-// forecast/prom adapter does that and hands Samples to this package).
+// promsource adapter does that and hands Samples to this package).
 //
 // # Pipeline
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # install-prometheus: make /usr/bin/prometheus and /usr/bin/promtool available for the tests of
-# forecast/prom. Idempotent and fast when both binaries are present. Uses Debian's package; the
+# promsource. Idempotent and fast when both binaries are present. Uses Debian's package; the
 # package's systemd service does not matter: the tests start their own server on loopback.
 set -euo pipefail
 

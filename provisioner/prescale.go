@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/forecast/prom"
+	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/policy"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/forecast/prom"
+	prom "github.com/tiler-dev/tiler/promsource"
 )
 
 // PrescaleMetrics are the pre-scaler's metrics. Every series is labelled by workload (its key,

@@ -21,12 +21,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/forecast/prom"
+	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
 )
 
 // traceServer is a real Prometheus started on loopback over a TSDB built from a trace of
-// testdata/traces, as forecast/prom's tests do.
+// testdata/traces, as promsource's tests do.
 type traceServer struct {
 	URL   string
 	Trace forecast.Series

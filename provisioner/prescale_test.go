@@ -22,7 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/forecast/prom"
+	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/policy"
 )

@@ -26,7 +26,7 @@ import (
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
-	"github.com/tiler-dev/tiler/forecast/prom"
+	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )

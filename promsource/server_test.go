@@ -1,4 +1,4 @@
-package prom
+package promsource
 
 import (
 	"bufio"
@@ -158,7 +158,7 @@ func tail(s string, n int) string {
 // loadTrace reads a trace of testdata/traces onto its natural grid.
 func loadTrace(t *testing.T, name string) forecast.Series {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "traces", name))
+	f, err := os.Open(filepath.Join("..", "testdata", "traces", name))
 	if err != nil {
 		t.Fatal(err)
 	}
