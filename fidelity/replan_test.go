@@ -2,7 +2,6 @@ package fidelity
 
 import (
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/tiler-dev/tiler/simulator"
@@ -10,16 +9,12 @@ import (
 
 // TestReplanWithPlanInFlightBuysNothing is the offline side of the regression case
 // testdata/replan-with-in-flight-buys-again.txt: planning the same pending pods again, with the
-// nodes of the first plan in flight (as the controller does at its next batch, before the nodes
-// are Ready), must place again every pod the first plan placed, and buy no node for any of them.
+// nodes of the first plan in flight and the pods they were bought for (as the controller does at
+// its next batch, before the nodes are Ready), must place again every pod the first plan placed,
+// and buy no node for any of them.
 // (The re-plan may place pods the first plan had no place for: that shows a pessimistic first
 // plan, which TestFidelity's regression cases cover, and is only logged.)
 func TestReplanWithPlanInFlightBuysNothing(t *testing.T) {
-	if os.Getenv("FIDELITY_RUN_SKIPPED") != "1" {
-		t.Skip("known bug: simulator/provisioner: re-planning with the launched nodes in flight re-packs them " +
-			"greedily and buys more (in-flight nodes do not carry the pods they were bought for); " +
-			"FIDELITY_RUN_SKIPPED=1 runs it")
-	}
 	bad := 0
 	const seeds = 300
 	for seed := uint64(1); seed <= seeds; seed++ {
@@ -40,7 +35,7 @@ func TestReplanWithPlanInFlightBuysNothing(t *testing.T) {
 		var inFlight []simulator.InFlightNode
 		for _, n := range first.NewNodes {
 			inFlight = append(inFlight, simulator.InFlightNode{Name: n.Name, Pool: n.Pool, InstanceType: n.InstanceType,
-				Zone: n.Zone, CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPU: n.GPU})
+				Zone: n.Zone, CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPU: n.GPU, Pods: n.Pods})
 		}
 		again, err := simulator.Simulate(simulator.Input{Snapshot: sc.Snapshot, Catalog: cat, Policy: pol,
 			Options: simulator.Options{Seed: "again", InFlight: inFlight}})
