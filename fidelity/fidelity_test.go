@@ -79,7 +79,7 @@ func runRegression(t *testing.T, h *Harness, file string) {
 		report = t.Logf
 	}
 	found := 0
-	for _, nominate := range []bool{true, false} {
+	for _, nominate := range sc.NominationModes() {
 		out, err := h.Run(context.Background(), sc, nominate)
 		if err != nil {
 			t.Fatal(err)

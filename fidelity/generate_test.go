@@ -26,6 +26,9 @@ func TestGenerateIsDeterministicAndRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, a)
 		}
+		if len(s.Snapshot.PriorityClasses) != 2 {
+			t.Fatalf("seed %d: %d PriorityClasses after decoding, want 2", seed, len(s.Snapshot.PriorityClasses))
+		}
 		c, err := s.Encode()
 		if err != nil {
 			t.Fatal(err)

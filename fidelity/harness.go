@@ -306,8 +306,15 @@ func (r *run) waitRegistered(ctx context.Context, nodes []string) error {
 	})
 }
 
+// stallAfter is how long, once the nodes are up, the harness waits without any new binding before
+// it takes the unbound planned pods as stuck: longer than kube-scheduler's maximum pod backoff
+// (podMaxBackoffSeconds, 10 s), so a pod that failed many times during the boot is retried first.
+const stallAfter = 12 * time.Second
+
 // waitBound waits until the launched nodes are Ready with their devices and the planned pods are
-// bound (or Timing.Bind has passed), then Timing.Settle more, and returns pod → node of the bound
+// bound — or, once the nodes are up, no pod has been bound for stallAfter, or Timing.Bind has
+// passed — then Timing.Settle more (until stallAfter after the nodes came up when the plan left
+// pods without a place that more capacity could help), and returns pod → node of the bound
 // pending pods and pod → scheduler message of the others.
 func (r *run) waitBound(ctx context.Context, launched []string) (bound, messages map[string]string, err error) {
 	// Wait for the pods planned on the nodes that launched and on existing nodes; those planned
@@ -330,24 +337,70 @@ func (r *run) waitBound(ctx context.Context, launched []string) (bound, messages
 		}
 	}
 	deadline := time.Now().Add(r.h.timing.Bind)
+	var upSince, lastChange time.Time
+	lastBound := -1
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if bound, messages, err = r.bindings(ctx); err != nil {
 			return nil, nil, err
 		}
-		done := r.nodesUp(ctx, launched)
+		up := r.nodesUp(ctx, launched)
+		if up && upSince.IsZero() {
+			upSince = time.Now()
+		}
+		if len(bound) != lastBound {
+			lastBound, lastChange = len(bound), time.Now()
+		}
+		done := up
 		for p, wait := range planned {
 			if wait && bound[p] == "" {
 				done = false
 			}
 		}
-		if done {
+		// Once the nodes are up, a planned pod still unbound when no pod has been bound for
+		// longer than the scheduler's longest backoff is stuck.
+		stuck := up && time.Since(upSince) > stallAfter && time.Since(lastChange) > stallAfter
+		if done || stuck {
 			break
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}
-	sleep(ctx, r.h.timing.Settle)
+	// Pods the plan had no place for but that more capacity could help may be in the scheduler's
+	// backoff when the nodes come up: watch them until stallAfter has passed since then.
+	var open []string
+	if p := r.out.Plan; p != nil {
+		for _, u := range p.Unschedulable {
+			if u.Code != simulator.NeverFits && u.Code != simulator.InvalidRequest {
+				open = append(open, podName(u.Pod))
+			}
+		}
+	}
+	settled := time.Now().Add(r.h.timing.Settle)
+	end := settled
+	if len(open) > 0 && !upSince.IsZero() {
+		end = later(settled, upSince.Add(stallAfter))
+	}
+	for time.Now().Before(end) && ctx.Err() == nil {
+		sleep(ctx, 200*time.Millisecond)
+		if bound, messages, err = r.bindings(ctx); err != nil {
+			return nil, nil, err
+		}
+		all := true
+		for _, p := range open {
+			all = all && bound[p] != ""
+		}
+		if all && time.Now().After(settled) {
+			break
+		}
+	}
 	bound, messages, err = r.bindings(ctx)
 	return bound, messages, err
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // nodesUp reports whether every launched node is Ready and advertises the devices it was bought

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -41,6 +42,20 @@ type Scenario struct {
 	// case documents as a deliberate difference between the simulation and the scheduler; the
 	// regression test does not fail on them.
 	Accept []Verdict
+	// Modes lists the nomination modes ("on", "off") a regression case runs in; empty means both.
+	Modes []string
+}
+
+// NominationModes returns the nomination settings the scenario runs with, from Modes.
+func (s *Scenario) NominationModes() []bool {
+	if len(s.Modes) == 0 {
+		return []bool{true, false}
+	}
+	var out []bool
+	for _, m := range s.Modes {
+		out = append(out, m == "on")
+	}
+	return out
 }
 
 // Namespace is the namespace generated and regression scenarios put their objects in.
@@ -85,10 +100,11 @@ type meta struct {
 	Catalog string    `json:"catalog"`
 	Skip    string    `json:"skip,omitempty"`
 	Accept  []Verdict `json:"accept,omitempty"`
+	Modes   []string  `json:"modes,omitempty"`
 }
 
 // Encode renders the scenario as a sectioned text file: the description, then "-- meta --"
-// (name, seed, catalog, skip, accept), "-- policy.yaml --" (when set) and "-- objects.yaml --"
+// (name, seed, catalog, skip, accept, modes), "-- policy.yaml --" (when set) and "-- objects.yaml --"
 // (a v1 List of every object).
 func (s *Scenario) Encode() ([]byte, error) {
 	var b bytes.Buffer
@@ -96,7 +112,7 @@ func (s *Scenario) Encode() ([]byte, error) {
 	if desc != "" {
 		b.WriteString(desc + "\n")
 	}
-	m, err := yaml.Marshal(meta{Name: s.Name, Seed: s.Seed, Catalog: s.Catalog, Skip: s.Skip, Accept: s.Accept})
+	m, err := yaml.Marshal(meta{Name: s.Name, Seed: s.Seed, Catalog: s.Catalog, Skip: s.Skip, Accept: s.Accept, Modes: s.Modes})
 	if err != nil {
 		return nil, fmt.Errorf("encoding scenario %s meta: %w", s.Name, err)
 	}
@@ -130,6 +146,11 @@ func DecodeScenario(data []byte) (*Scenario, error) {
 			return nil, fmt.Errorf("section meta: accept: %q is not %s, %s or %s", v, VerdictMoved, VerdictNotBound, VerdictPessimistic)
 		}
 	}
+	for _, v := range m.Modes {
+		if v != "on" && v != "off" {
+			return nil, fmt.Errorf("section meta: modes: %q is not on or off", v)
+		}
+	}
 	objs, ok := sections["objects.yaml"]
 	if !ok {
 		return nil, fmt.Errorf("section objects.yaml is missing")
@@ -138,7 +159,7 @@ func DecodeScenario(data []byte) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("section objects.yaml: %w", err)
 	}
-	s := &Scenario{Name: m.Name, Seed: m.Seed, Catalog: m.Catalog, Skip: m.Skip, Accept: m.Accept,
+	s := &Scenario{Name: m.Name, Seed: m.Seed, Catalog: m.Catalog, Skip: m.Skip, Accept: m.Accept, Modes: m.Modes,
 		Policy: sections["policy.yaml"], Snapshot: snap, Description: strings.TrimSpace(head)}
 	if _, err := s.ParsedPolicy(); err != nil {
 		return nil, fmt.Errorf("section policy.yaml: %w", err)
@@ -172,13 +193,17 @@ func parseSections(s string) (head string, sections map[string]string) {
 	return head, sections
 }
 
-// encodeObjects renders the snapshot's objects as one v1 List, in a stable order: DeviceClasses,
-// nodes, DaemonSets, ResourceClaimTemplates, then pods (bound first, then pending, by name).
+// encodeObjects renders the snapshot's objects as one v1 List, in a stable order: PriorityClasses,
+// DeviceClasses, nodes, DaemonSets, ResourceClaimTemplates, then pods (bound first, then pending,
+// by name).
 func encodeObjects(s *snapshot.Snapshot) ([]byte, error) {
 	var items []any
 	add := func(o runtime.Object, apiVersion, kind string) {
 		o.GetObjectKind().SetGroupVersionKind(gvk(apiVersion, kind))
 		items = append(items, o)
+	}
+	for _, o := range s.PriorityClasses {
+		add(o.DeepCopy(), schedulingv1.SchemeGroupVersion.String(), "PriorityClass")
 	}
 	for _, o := range s.DeviceClasses {
 		add(o.DeepCopy(), resourcev1.SchemeGroupVersion.String(), "DeviceClass")
