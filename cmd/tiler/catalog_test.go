@@ -3,10 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
+	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // TestCatalogGCPWire runs `tiler catalog --cloud gcp` against a local server speaking the GCE and
@@ -46,4 +52,109 @@ func TestCatalogEmbeddedJSON(t *testing.T) {
 	if _, err := loadCloudCatalog(context.Background(), catalogFlags{cloud: "azure"}); err == nil {
 		t.Error("--cloud azure accepted")
 	}
+}
+
+// TestCatalogAWSWire runs `tiler catalog --cloud aws --endpoint URL` against the fake EC2 and
+// Pricing server, built on the recorded payloads: DescribeInstanceTypes (g4dn.8xlarge, g5.12xlarge;
+// then p5.48xlarge, g4ad.16xlarge, trn1.2xlarge), DescribeInstanceTypeOfferings, GetProducts and
+// DescribeSpotPriceHistory. Credentials come from the environment, as the SDK's default chain
+// reads them; no shared config file or IMDS is consulted.
+func TestCatalogAWSWire(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRETTEST")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	run := func(t *testing.T, output string) string {
+		srv := awstest.NewServer(t)
+		scriptAWSCatalog(t, srv)
+		cmd := newCatalogCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"--cloud", "aws", "--region", awstest.Region, "--endpoint", srv.URL, "-o", output})
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("tiler catalog: %v\n%s", err, out.String())
+		}
+		if got := len(srv.Requests("GetProducts")); got != 2 {
+			t.Errorf("GetProducts calls = %d, want 2 (both pages)", got)
+		}
+		return out.String()
+	}
+
+	t.Run("table", func(t *testing.T) {
+		out := run(t, "table")
+		// TYPE VCPU MEMORY-GIB GPUS GPU-MEMORY-GIB ON-DEMAND SPOT ZONES. On-demand prices are the
+		// GetProducts items; the only spot price is the recorded history's p5.48xlarge in
+		// us-east-1d. A10G memory is 22888 MiB = 22 GiB; g4ad (AMD) and trn1 (Neuron) have no
+		// NVIDIA GPU count.
+		want := map[string]string{
+			"p5.48xlarge":  "192 2048 8×H100 80 55.0400 26.4192 us-east-1a,us-east-1d",
+			"g5.12xlarge":  "48 192 4×A10G 22 5.6720 - us-east-1b",
+			"g4dn.8xlarge": "32 128 1×T4 16 2.1760 - us-east-1a",
+			"trn1.2xlarge": "8 32 - - 1.3438 - us-east-1a",
+		}
+		rows := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 1 {
+				rows[f[0]] = strings.Join(f[1:], " ")
+			}
+		}
+		if !strings.HasPrefix(out, "catalog aws-us-east-1 (aws us-east-1), 5 types") {
+			t.Errorf("header:\n%s", out)
+		}
+		for typ, w := range want {
+			if rows[typ] != w {
+				t.Errorf("%s row = %q, want %q\n%s", typ, rows[typ], w, out)
+			}
+		}
+	})
+
+	t.Run("json", func(t *testing.T) {
+		out := run(t, "json")
+		var cat catalog.Catalog
+		if err := json.Unmarshal([]byte(out), &cat); err != nil {
+			t.Fatalf("decoding the json output: %v\n%s", err, out)
+		}
+		if cat.Provider != "aws" || len(cat.Types) != 5 {
+			t.Fatalf("provider %q, %d types; want aws, 5", cat.Provider, len(cat.Types))
+		}
+		p5, ok := cat.Type("p5.48xlarge")
+		if !ok {
+			t.Fatal("p5.48xlarge missing")
+		}
+		if p5.GPU.Model != "H100" || p5.GPU.Count != 8 || p5.GPU.MemoryMiB != 81920 {
+			t.Errorf("p5.48xlarge GPU = %+v, want 8×H100 with 81920 MiB", p5.GPU)
+		}
+		want := []catalog.Offering{
+			{Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 55.04},
+			{Zone: "us-east-1d", CapacityType: catalog.OnDemand, PricePerHour: 55.04},
+			{Zone: "us-east-1d", CapacityType: catalog.Spot, PricePerHour: 26.4192},
+		}
+		if diff := cmp.Diff(want, p5.Offerings); diff != "" {
+			t.Errorf("p5.48xlarge offerings (-want +got):\n%s", diff)
+		}
+		if g5, _ := cat.Type("g5.12xlarge"); g5.GPU.Model != "A10G" || g5.GPU.Count != 4 || g5.Offerings[0].PricePerHour != 5.672 {
+			t.Errorf("g5.12xlarge = %+v", g5)
+		}
+	})
+}
+
+// scriptAWSCatalog queues the recorded discovery and price pages, as cloudprovider/aws's catalog
+// test does: the offerings fixture gets a nextToken so that the second page (the zones of the
+// other types) is read; GetProducts page 2 prices the types the recorded page 1 does not.
+func scriptAWSCatalog(t *testing.T, srv *awstest.Server) {
+	srv.Enqueue("DescribeInstanceTypes",
+		awstest.XMLFixture(t, "DescribeInstanceTypes.page1.xml"), awstest.XMLFixture(t, "DescribeInstanceTypes.page2.xml"))
+	first := bytes.Replace(awstest.Fixture(t, "DescribeInstanceTypeOfferings.xml"),
+		[]byte("</instanceTypeOfferingSet>"), []byte("</instanceTypeOfferingSet><nextToken>offerings-2</nextToken>"), 1)
+	srv.Enqueue("DescribeInstanceTypeOfferings", awstest.XML(first), awstest.XMLFixture(t, "DescribeInstanceTypeOfferings.page2.xml"))
+	srv.Enqueue("GetProducts", awstest.PricingJSON(awstest.Fixture(t, "GetProducts.page1.json")),
+		awstest.GetProducts("",
+			awstest.PriceItem(awstest.Region, "g4dn.8xlarge", "2.176"), awstest.PriceItem(awstest.Region, "g5.12xlarge", "5.672"),
+			awstest.PriceItem(awstest.Region, "g4ad.16xlarge", "3.468"), awstest.PriceItem(awstest.Region, "trn1.2xlarge", "1.34375")))
+	srv.Enqueue("DescribeSpotPriceHistory", awstest.XMLFixture(t, "DescribeSpotPriceHistory.xml"),
+		awstest.XMLFixture(t, "DescribeSpotPriceHistory.lastpage.xml"))
 }
