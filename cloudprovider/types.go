@@ -1,7 +1,9 @@
 package cloudprovider
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +92,32 @@ type Provider interface {
 	// Delete terminates the instance. Deleting an instance that is already gone returns a
 	// *NotFoundError, which callers treat as success.
 	Delete(ctx context.Context, id string) error
+}
+
+// UnavailableReporter is a Provider whose Create can launch one offering of a request after the
+// cloud refused others: an EC2 instant fleet whose errorSet names the pools that failed while
+// another pool launched (HTTP 200, partial success), or GCE fallbacks tried in turn. Create alone
+// would lose those refusals, and the next plan could pick a refused offering again. The
+// controller calls CreateReportingUnavailable instead of Create when the provider has it.
+type UnavailableReporter interface {
+	Provider
+	// CreateReportingUnavailable is Create, with the same idempotence and error contract, that
+	// also returns the offerings the cloud refused during this call for capacity or an account
+	// limit, whether or not another offering launched, each once and in type, zone, capacity
+	// type order. The caller keeps them out of its plans for as long as it keeps out those an
+	// *InsufficientCapacityError names. Offerings refused for other reasons (a bad launch
+	// template, permissions) are not listed; they are in the error.
+	CreateReportingUnavailable(ctx context.Context, req LaunchRequest) (*Instance, []OfferingRef, error)
+}
+
+// SortOfferings orders offerings by instance type, zone and capacity type and drops repeats.
+func SortOfferings(refs []OfferingRef) []OfferingRef {
+	out := slices.Clone(refs)
+	slices.SortFunc(out, func(a, b OfferingRef) int {
+		return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
+			cmp.Compare(a.CapacityType, b.CapacityType))
+	})
+	return slices.Compact(out)
 }
 
 // InterruptionKind says what the cloud announced.

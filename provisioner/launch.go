@@ -17,6 +17,8 @@ import (
 // launch buys the plan's new nodes. All launch records are written in one update BEFORE any cloud
 // call, then the launches run in parallel. A refused offering is marked unavailable and its record
 // dropped, and a new batch is requested so that its pods are re-planned on the next offering.
+// Offerings a provider reports refused on the way to a successful launch (UnavailableReporter)
+// are marked unavailable too.
 func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulator.Plan, snap *snapshot.Snapshot) (launched, failed []string) {
 	if len(plan.NewNodes) == 0 {
 		return nil, nil
@@ -77,8 +79,9 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 	off := cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType}
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
-	inst, err := c.provider.Create(ctx, cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.NodeName,
+	inst, refused, err := c.create(ctx, cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.NodeName,
 		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU})
+	c.markRefused(log, r.NodeName, refused)
 	if err != nil && ctx.Err() != nil {
 		// Shutting down: the cloud may have accepted the launch. Keep the record; Recover links
 		// or relaunches it (idempotently) on the next start.
@@ -115,6 +118,29 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		}
 	}
 	return true
+}
+
+// create launches through the provider's UnavailableReporter when it has one, so that offerings
+// the cloud refused on the way to a launch are known too; otherwise through Create.
+func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+	if r, ok := c.provider.(cloudprovider.UnavailableReporter); ok {
+		return r.CreateReportingUnavailable(ctx, req)
+	}
+	inst, err := c.provider.Create(ctx, req)
+	return inst, nil, err
+}
+
+// markRefused keeps offerings the cloud refused during a launch out of the next plans, for the
+// same TTL as those an *InsufficientCapacityError names, whether or not the launch succeeded
+// (an EC2 fleet can launch one pool and refuse others in the same answer). One line per offering:
+// a request names few.
+func (c *Controller) markRefused(log *zap.Logger, node string, refused []cloudprovider.OfferingRef) {
+	for _, o := range refused {
+		c.unavailable.mark(o)
+		log.Info("offering refused during the launch; kept out of plans", zap.String(keyNode, node),
+			zap.String(keyInstanceType, string(o.InstanceType)), zap.String(keyZone, o.Zone),
+			zap.String(keyCapacityType, string(o.CapacityType)))
+	}
 }
 
 // markUnavailable marks the offerings an error names, or the requested one.

@@ -11,6 +11,8 @@
 // with HTTP 200 and a per-pool errorSet: capacity codes become an *InsufficientCapacityError
 // naming each failed offering, account limits a *QuotaError, and every failed offering goes into
 // the UnavailableOfferings cache, also when another pool did launch (partial success).
+// CreateReportingUnavailable (cloudprovider.UnavailableReporter) hands those refusals to the
+// controller with the launched instance, so that its next plan avoids them too.
 //
 // Catalog: DiscoverTypes reads DescribeInstanceTypes and DescribeInstanceTypeOfferings (both
 // paginated), maps NVIDIA GPUs to the catalog's model names, records Neuron and other non-NVIDIA

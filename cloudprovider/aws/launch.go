@@ -40,6 +40,27 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	return inst, err
 }
 
+// CreateReportingUnavailable launches like Create and also returns the offerings EC2 refused for
+// capacity or an account limit during the call, also when another pool launched: the errorSet
+// items of a fleet that launched, and the fleets of an earlier capacity type that launched
+// nothing (see cloudprovider.UnavailableReporter). Offerings skipped because they were already
+// in the Unavailable cache were reported when EC2 refused them and are not listed again.
+func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+	inst, failed, err := p.CreateWithReport(ctx, req)
+	return inst, unavailableRefs(failed), err
+}
+
+// unavailableRefs returns the offerings of the capacity and quota failures, sorted, each once.
+func unavailableRefs(failed []FailedOffering) []cloudprovider.OfferingRef {
+	var refs []cloudprovider.OfferingRef
+	for _, f := range failed {
+		if f.Kind != FailureOther {
+			refs = append(refs, f.Offering)
+		}
+	}
+	return cloudprovider.SortOfferings(refs)
+}
+
 // CreateWithReport launches one instance for req and also returns the offerings EC2 refused on
 // the way, including when another offering did launch (partial success); they are in the
 // Unavailable cache as well.

@@ -46,7 +46,10 @@ type Provider struct {
 	prices map[cloudprovider.OfferingRef]float64
 }
 
-var _ cloudprovider.Provider = (*Provider)(nil)
+var (
+	_ cloudprovider.Provider            = (*Provider)(nil)
+	_ cloudprovider.UnavailableReporter = (*Provider)(nil)
+)
 
 // NewProvider builds a Provider with an EC2 client from the default AWS configuration (optFns
 // are applied last; tests pass static credentials and a fast retryer). Only cmd/ passes the real
@@ -78,7 +81,8 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 func (p *Provider) Name() string { return "aws" }
 
 // Unavailable returns the cache of offerings EC2 recently refused. Create fills it, including on
-// partial success; the controller calls Apply on its catalog copy before planning.
+// partial success, and skips the offerings in it; the controller learns of the same refusals
+// from CreateReportingUnavailable and keeps them out of its plans.
 func (p *Provider) Unavailable() *UnavailableOfferings { return p.unavailable }
 
 // SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on. The

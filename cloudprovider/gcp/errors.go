@@ -124,9 +124,12 @@ func errorMessage(err error) string {
 type launchFailures struct {
 	capacity *cloudprovider.InsufficientCapacityError
 	quota    []error
+	// refused lists every offering added, capacity and quota alike.
+	refused []cloudprovider.OfferingRef
 }
 
 func (f *launchFailures) add(kind errorKind, code string, off cloudprovider.OfferingRef, err error) {
+	f.refused = append(f.refused, off)
 	msg := fmt.Sprintf("%s/%s/%s: %s", off.InstanceType, off.Zone, off.CapacityType, errorMessage(err))
 	if kind == quotaError {
 		f.quota = append(f.quota, &cloudprovider.QuotaError{Code: code, Message: msg})
@@ -137,6 +140,11 @@ func (f *launchFailures) add(kind errorKind, code string, off cloudprovider.Offe
 	}
 	f.capacity.Offerings = append(f.capacity.Offerings, off)
 	f.capacity.Message = strings.TrimPrefix(f.capacity.Message+"; "+msg, "; ")
+}
+
+// offerings returns the offerings that failed for capacity or quota, sorted, each once.
+func (f *launchFailures) offerings() []cloudprovider.OfferingRef {
+	return cloudprovider.SortOfferings(f.refused)
 }
 
 // err returns the failure to report when every offering failed: the capacity error (naming every

@@ -22,25 +22,33 @@ import (
 // through the join). Other errors (bad input, I/O after retries, a name taken by another launch)
 // stop at once.
 func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	inst, _, err := p.CreateReportingUnavailable(ctx, req)
+	return inst, err
+}
+
+// CreateReportingUnavailable launches like Create and also returns the offerings that failed for
+// capacity or quota before the one that launched, or before the failure that stopped the
+// launch (see cloudprovider.UnavailableReporter).
+func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
 	if err := p.checkRequest(req); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if inst, err := p.findLaunch(ctx, req.LaunchID); err != nil || inst != nil {
-		return inst, err
+		return inst, nil, err
 	}
 	var failures launchFailures
 	for _, off := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
 		inst, err := p.launch(ctx, req, off)
 		if err == nil {
-			return inst, nil
+			return inst, failures.offerings(), nil
 		}
 		kind, code := classify(err)
 		if kind != capacityError && kind != quotaError {
-			return nil, fmt.Errorf("gcp: launching %s as %s/%s/%s: %w", req.NodeName, off.InstanceType, off.Zone, off.CapacityType, err)
+			return nil, failures.offerings(), fmt.Errorf("gcp: launching %s as %s/%s/%s: %w", req.NodeName, off.InstanceType, off.Zone, off.CapacityType, err)
 		}
 		failures.add(kind, code, off, err)
 	}
-	return nil, fmt.Errorf("gcp: launching %s: %w", req.NodeName, failures.err())
+	return nil, failures.offerings(), fmt.Errorf("gcp: launching %s: %w", req.NodeName, failures.err())
 }
 
 // checkRequest rejects requests Compute Engine would reject, with errors naming the field.

@@ -29,7 +29,10 @@ type Provider struct {
 	catalog atomic.Pointer[catalog.Catalog]
 }
 
-var _ cloudprovider.Provider = (*Provider)(nil)
+var (
+	_ cloudprovider.Provider            = (*Provider)(nil)
+	_ cloudprovider.UnavailableReporter = (*Provider)(nil)
+)
 
 // NewProvider returns a Provider. cat (which may be nil) prices the instances it returns; clk
 // times the operation polls (only cmd/ passes the real clock); opts go to the Compute Engine
