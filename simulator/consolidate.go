@@ -9,7 +9,7 @@ import "sort"
 func (s *state) consolidate() {
 	var order []*simNode
 	for _, n := range s.nodes {
-		if !n.existing && len(n.pods) > 0 && !hasGang(n) {
+		if !n.existing && !n.removed && len(n.pods) > 0 && !hasGang(n) {
 			order = append(order, n)
 		}
 	}

@@ -130,6 +130,16 @@ func (s *state) boundGroups() []*boundGroup {
 // lpBound solves the group's covering LP. Rows are scaled by the demand so that every right-hand
 // side is 1 (CPU in milli-cores and memory in bytes differ by 10^8).
 func (s *state) lpBound(g *boundGroup) float64 {
+	v, _, _, ok := s.lpSolution(g)
+	if !ok {
+		return 0
+	}
+	return v
+}
+
+// lpSolution solves the group's covering LP and returns its value, the group's offerings and
+// an optimal basic solution: how many nodes of each offering, fractionally.
+func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool) {
 	demand := make(vec, len(s.dims.names))
 	for _, pi := range g.pods {
 		demand.add(pi.req)
@@ -191,11 +201,8 @@ func (s *state) lpBound(g *boundGroup) float64 {
 		}
 		A, b = append(A, row), append(b, 1)
 	}
-	v, ok := lpMinCover(A, b, c)
-	if !ok {
-		return 0
-	}
-	return v
+	v, x, ok := lpSolve(A, b, c)
+	return v, offs, x, ok
 }
 
 // singleNodeBound is the price of the cheapest offering that can hold the group's most demanding

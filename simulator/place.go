@@ -11,11 +11,15 @@ type restriction struct {
 	// pool and maxPrice restrict the offerings of nodes opened under the restriction (split).
 	pool     *poolInfo
 	maxPrice float64
+	// offs, when set, are the only offerings nodes opened under the restriction may be bought as
+	// (repack).
+	offs map[int]bool
 }
 
 // allows reports whether a node opened under the restriction may be bought as o.
 func (r restriction) allows(o *offering) bool {
-	return (r.zone == "" || o.zone == r.zone) && (r.pool == nil || o.pool == r.pool) && (r.maxPrice == 0 || o.price <= r.maxPrice)
+	return (r.zone == "" || o.zone == r.zone) && (r.pool == nil || o.pool == r.pool) && (r.maxPrice == 0 || o.price <= r.maxPrice) &&
+		(r.offs == nil || r.offs[o.idx])
 }
 
 // failure remembers why a pod found no place, to pick its reason code.

@@ -9,9 +9,16 @@ const lpEps = 1e-9
 // offering, so the tableau stays small (a handful of rows). It returns false when the demand
 // cannot be covered.
 func lpMinCover(A [][]float64, b, c []float64) (float64, bool) {
+	v, _, ok := lpSolve(A, b, c)
+	return v, ok
+}
+
+// lpSolve is lpMinCover that also returns an optimal basic solution x.
+func lpSolve(A [][]float64, b, c []float64) (float64, []float64, bool) {
 	m, n := len(A), len(c)
+	x := make([]float64, n)
 	if m == 0 {
-		return 0, true
+		return 0, x, true
 	}
 	// Columns: x (n), surplus s (m), artificial a (m), right-hand side.
 	width := n + 2*m + 1
@@ -31,18 +38,23 @@ func lpMinCover(A [][]float64, b, c []float64) (float64, bool) {
 		phase1[n+m+i] = 1
 	}
 	if !runSimplex(T, basis, phase1, width-1) {
-		return 0, false
+		return 0, nil, false
 	}
 	if objective(T, basis, phase1) > 1e-7 {
-		return 0, false
+		return 0, nil, false
 	}
 	driveOutArtificials(T, basis, n+m)
 	phase2 := make([]float64, n+m) // artificials may not re-enter
 	copy(phase2, c)
 	if !runSimplex(T, basis, phase2, n+m) {
-		return 0, false
+		return 0, nil, false
 	}
-	return objective(T, basis, phase2), true
+	for i, bj := range basis {
+		if bj < n {
+			x[bj] = T[i][rhs]
+		}
+	}
+	return objective(T, basis, phase2), x, true
 }
 
 // runSimplex pivots until no column below limit has a negative reduced cost.

@@ -65,6 +65,11 @@ func Simulate(in Input) (*Plan, error) {
 	s.placeAll()
 	s.consolidate()
 	s.split()
+	if s.repackLP() {
+		// The classes' last nodes are partly filled; the full ones have a little room left.
+		s.consolidate()
+		s.split()
+	}
 	s.exactSmall()
 	s.addMinNodes()
 	return s.buildPlan(), nil
