@@ -96,6 +96,11 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 	if r.node != nil {
 		return failure{newNode: "the gang's node is full"}, s.tryNode(pi, r.node, r)
 	}
+	for _, n := range s.rankedGPUNodes(pi) {
+		if s.tryNode(pi, n, r) {
+			return failure{}, true
+		}
+	}
 	for _, n := range s.nodes {
 		if !n.removed && s.tryNode(pi, n, r) {
 			return failure{}, true

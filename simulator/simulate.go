@@ -97,7 +97,9 @@ type state struct {
 	keys       map[string]int
 	undo       []func()
 	// dra is the DRA working set, nil when no pending pod uses DRA.
-	dra      *draState
+	dra *draState
+	// gpuRank ranks existing nodes for device-plugin GPU pods (gpupack.go), nil when unused.
+	gpuRank  *gpuRank
 	newCount int
 	budget   float64 // $/h of managed nodes, existing and new
 	warnings []string
@@ -167,6 +169,7 @@ func (s *state) setup() error {
 	}
 	s.addExistingNodes()
 	s.addInFlightNodes()
+	s.gpuRank = s.setupGPURank()
 	if err := s.buildConstraints(); err != nil {
 		return err
 	}
