@@ -36,6 +36,9 @@ type GPUConfig struct {
 	Sharing string
 	// Replicas is the time-slicing or MPS replica count per GPU.
 	Replicas int
+	// RenameShared advertises the time-slicing or MPS replicas as nvidia.com/gpu.shared instead
+	// of nvidia.com/gpu (the pool's gpu.renameShared; the device plugin's renameByDefault).
+	RenameShared bool
 	// MIGStrategy is single or mixed.
 	MIGStrategy string
 	// MIGLayout lists, per GPU, the MIG profiles to create.

@@ -68,8 +68,8 @@ func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 		CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPUs: gpus, Pods: n.Pods, Labels: n.Labels,
 		Taints: n.Taints, CreatedAt: now}
 	if g := n.GPU; g != nil {
-		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, MIGStrategy: g.MIGStrategy,
-			MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig}
+		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
+			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig}
 		r.Plan = g
 	}
 	return r

@@ -38,6 +38,9 @@ type GPUPlan struct {
 	Sharing     policy.Sharing `json:"sharing,omitempty"`
 	Replicas    int            `json:"replicasPerGPU,omitempty"`
 	MIGStrategy string         `json:"migStrategy,omitempty"`
+	// RenameShared: the replicas are advertised as nvidia.com/gpu.shared instead of
+	// nvidia.com/gpu (the pool's gpu.renameShared, the device plugin's renameByDefault).
+	RenameShared bool `json:"renameShared,omitempty"`
 	// MIGLayout lists the MIG profiles of each GPU.
 	MIGLayout [][]string `json:"migLayout,omitempty"`
 	// MIGConfig is the nvidia.com/mig.config value; MigPartedConfig the mig-parted file for it.
@@ -90,7 +93,7 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 		}
 		return []deviceVariant{{resources: corev1.ResourceList{name: qty(it.GPU.Count * k)},
 			labels: map[string]string{LabelGPUReplicas: strconv.Itoa(k), LabelSharingStrategy: string(g.Sharing)},
-			gpu:    GPUPlan{Sharing: g.Sharing, Replicas: k}}}, nil
+			gpu:    GPUPlan{Sharing: g.Sharing, Replicas: k, RenameShared: g.RenameShared}}}, nil
 	}
 	return s.migVariants(pl, it)
 }

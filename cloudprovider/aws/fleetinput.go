@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
+	"strconv"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -24,6 +25,25 @@ const (
 
 // TagName is the EC2 console's name tag; it is set to the node name.
 const TagName = "Name"
+
+// GPU tags carry the launch's GPU configuration (cloudprovider.GPUConfig) to the launch
+// template's bootstrap, which reads the instance's tags (instance metadata tags) to configure
+// the device plugin and mig-manager. Each is set only when the request sets the field; GCE
+// carries the same configuration as JSON in the tiler-gpu-config metadata item. The per-GPU MIG
+// layout is not a tag (EC2 tag values hold 256 characters): the mig-parted config name is.
+const (
+	// TagGPUSharing is exclusive, time-slicing, mps, mig or dynamic-mig.
+	TagGPUSharing = "tiler.dev/gpu-sharing"
+	// TagGPUReplicas is the time-slicing or MPS replica count per GPU.
+	TagGPUReplicas = "tiler.dev/gpu-replicas"
+	// TagGPURenameShared is "true" when the replicas are advertised as nvidia.com/gpu.shared
+	// (the device plugin's renameByDefault).
+	TagGPURenameShared = "tiler.dev/gpu-rename-shared"
+	// TagMIGStrategy is single or mixed.
+	TagMIGStrategy = "tiler.dev/mig-strategy"
+	// TagMIGConfig is the nvidia.com/mig.config value, a mig-parted config name.
+	TagMIGConfig = "tiler.dev/mig-config"
+)
 
 // ClientToken returns the CreateFleet idempotency token of a launch ID and capacity type:
 // "tiler-", 32 hex digits of SHA-256 over both, and the capacity type, at most 48 characters
@@ -79,7 +99,8 @@ func (p *Provider) templateSpec() *ec2types.FleetLaunchTemplateSpecificationRequ
 }
 
 // tags are the tags every launched instance and its volumes carry: cluster, pool, launch ID and
-// node name (the tiler.dev/* keys of package cloudprovider), plus Name for the console.
+// node name (the tiler.dev/* keys of package cloudprovider), Name for the console, and the GPU
+// tags of the request's GPU configuration.
 func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 	tags := map[string]string{
 		cloudprovider.TagCluster:  p.cfg.ClusterName,
@@ -92,7 +113,26 @@ func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 		tags[cloudprovider.TagNodeName] = req.NodeName
 		tags[TagName] = req.NodeName
 	}
+	addGPUTags(tags, req.GPU)
 	return tags
+}
+
+// addGPUTags adds the GPU tags of the fields g sets.
+func addGPUTags(tags map[string]string, g cloudprovider.GPUConfig) {
+	set := func(key, value string) {
+		if value != "" {
+			tags[key] = value
+		}
+	}
+	set(TagGPUSharing, g.Sharing)
+	if g.Replicas > 0 {
+		set(TagGPUReplicas, strconv.Itoa(g.Replicas))
+	}
+	if g.RenameShared {
+		set(TagGPURenameShared, "true")
+	}
+	set(TagMIGStrategy, g.MIGStrategy)
+	set(TagMIGConfig, g.MIGConfig)
 }
 
 func (p *Provider) tagSpecs(req cloudprovider.LaunchRequest) []ec2types.TagSpecification {

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -209,5 +210,48 @@ func TestCreateWithoutSubnetForAnyZone(t *testing.T) {
 	}
 	if n := len(srv.Requests("CreateFleet")); n != 0 {
 		t.Errorf("CreateFleet called %d times", n)
+	}
+}
+
+// TestCreateFleetGPUTags: the request's GPU configuration reaches the instance (and its volumes)
+// as tags for the launch template's bootstrap, among them the pool's renameShared.
+func TestCreateFleetGPUTags(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		gpu  cloudprovider.GPUConfig
+		want map[string]string
+	}{
+		{"time-slicing renamed", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true},
+			map[string]string{TagGPUSharing: "time-slicing", TagGPUReplicas: "4", TagGPURenameShared: "true"}},
+		{"time-slicing", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 2},
+			map[string]string{TagGPUSharing: "time-slicing", TagGPUReplicas: "2"}},
+		{"mig", cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGConfig: "tiler-1g.5gb-8gpu-mixed",
+			MIGLayout: [][]string{{"1g.5gb"}}},
+			map[string]string{TagGPUSharing: "mig", TagMIGStrategy: "mixed", TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
+		{"none", cloudprovider.GPUConfig{}, map[string]string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := awstest.NewServer(t)
+			srv.Enqueue("DescribeInstances", noInstances())
+			srv.Enqueue("CreateFleet", awstest.XMLFixture(t, "CreateFleet.instant.success.xml"))
+			p, _ := newTestProvider(t, srv)
+			req := cloudprovider.LaunchRequest{LaunchID: "l-gpu", NodeName: "gpu-node", Pool: "shared",
+				Offering: ref("g6.xlarge", "us-east-1b", catalog.Spot), GPU: tt.gpu}
+			if _, err := p.Create(context.Background(), req); err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			specs := srv.Requests("CreateFleet")[0].TagSpecifications()
+			for _, rt := range []string{"instance", "volume"} {
+				got := map[string]string{}
+				for k, v := range specs[rt] {
+					if strings.HasPrefix(k, "tiler.dev/gpu-") || strings.HasPrefix(k, "tiler.dev/mig-") {
+						got[k] = v
+					}
+				}
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("%s GPU tags (-want +got):\n%s", rt, diff)
+				}
+			}
+		})
 	}
 }

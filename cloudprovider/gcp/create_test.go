@@ -166,3 +166,34 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateCarriesGPUConfig: the request's GPU configuration, renameShared included, reaches the
+// bootstrap as the tiler-gpu-config metadata item.
+func TestCreateCarriesGPUConfig(t *testing.T) {
+	srv := gcptest.NewServer(t, project)
+	p := newTestProvider(t, srv, nil)
+	req := t4Request()
+	req.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
+	if _, err := p.Create(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := insertBodies(t, srv)[0]["metadata"].(map[string]any)
+	items, _ := md["items"].([]any)
+	var got cloudprovider.GPUConfig
+	found := false
+	for _, it := range items {
+		item, _ := it.(map[string]any)
+		if item["key"] == MetadataGPUConfig {
+			found = true
+			if err := json.Unmarshal([]byte(item["value"].(string)), &got); err != nil {
+				t.Fatalf("decoding %s: %v", MetadataGPUConfig, err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("metadata %s has no %s", mustJSON(t, md), MetadataGPUConfig)
+	}
+	if d := cmp.Diff(req.GPU, got); d != "" {
+		t.Errorf("%s (-want +got):\n%s", MetadataGPUConfig, d)
+	}
+}

@@ -51,7 +51,8 @@ type Config struct {
 	// InterruptionGrace is the time from Interrupt until the cloud reclaims the instance.
 	InterruptionGrace time.Duration
 	// RenameSharedGPUs advertises time-sliced and MPS GPUs as nvidia.com/gpu.shared instead of
-	// nvidia.com/gpu, like the device plugin's renameByDefault.
+	// nvidia.com/gpu on every node, like a device plugin deployed with renameByDefault everywhere.
+	// Without it, each launch's GPUConfig.RenameShared decides (the pool's gpu.renameShared).
 	RenameSharedGPUs bool
 	// MaxInstances and MaxGPUs are account quotas over the instances of every cluster in the
 	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.

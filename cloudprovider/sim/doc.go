@@ -36,7 +36,8 @@
 // # GPUs
 //
 // GPUConfig decides the extended resources: nvidia.com/gpu per GPU (exclusive), GPUs × replicas
-// as nvidia.com/gpu or nvidia.com/gpu.shared (time-slicing, mps; Config.RenameSharedGPUs),
+// as nvidia.com/gpu or nvidia.com/gpu.shared (time-slicing, mps; GPUConfig.RenameShared per
+// launch, or Config.RenameSharedGPUs for every node),
 // per-profile nvidia.com/mig-<profile> (mig, mixed) or nvidia.com/gpu per MIG device (mig,
 // single), and none under dynamic-mig, where only the DRA driver advertises. GPUSlices, in
 // slices.go, builds the ResourceSlices the DRA driver publishes (one full-GPU device per GPU); it

@@ -20,7 +20,8 @@ const (
 	// ResourceGPU is a whole GPU, a time-slicing or MPS replica (without renaming), or a MIG
 	// device under the single strategy.
 	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
-	// ResourceGPUShared is a time-slicing or MPS replica when Config.RenameSharedGPUs is set.
+	// ResourceGPUShared is a time-slicing or MPS replica when the launch's GPUConfig.RenameShared
+	// or Config.RenameSharedGPUs is set.
 	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
 	// ResourceMIGPrefix prefixes the MIG profile in a mixed-strategy resource: nvidia.com/mig-1g.5gb.
 	ResourceMIGPrefix = "nvidia.com/mig-"
@@ -95,14 +96,15 @@ func validateMIG(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
 
 // gpuResources returns the extended resources the device plugin advertises for a node of the
 // type configured as g, or nil for a type without GPUs or under dynamic MIG (where only the DRA
-// driver advertises devices).
+// driver advertises devices). Replicas are renamed when the launch asks (g.RenameShared) or when
+// renameByDefault (Config.RenameSharedGPUs) says every node does.
 //
 //	exclusive:             nvidia.com/gpu = GPUs
 //	time-slicing, mps:     nvidia.com/gpu (or .shared when renamed) = GPUs × replicas
 //	mig, mixed strategy:   nvidia.com/mig-<profile> = MIG devices of the profile,
 //	                       nvidia.com/gpu = GPUs without a layout entry
 //	mig, single strategy:  nvidia.com/gpu = MIG devices + GPUs without a layout entry
-func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameShared bool) corev1.ResourceList {
+func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameByDefault bool) corev1.ResourceList {
 	n := int64(it.GPU.Count)
 	if n == 0 {
 		return nil
@@ -112,7 +114,7 @@ func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameSha
 		return nil
 	case policy.TimeSlicing, policy.MPS:
 		name := ResourceGPU
-		if renameShared {
+		if g.RenameShared || renameByDefault {
 			name = ResourceGPUShared
 		}
 		return corev1.ResourceList{name: *resource.NewQuantity(n*int64(g.Replicas), resource.DecimalSI)}

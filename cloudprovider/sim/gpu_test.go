@@ -31,8 +31,14 @@ func TestGPUResources(t *testing.T) {
 		// 8 GPUs × 4 replicas = 32
 		{"time-slicing", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false,
 			corev1.ResourceList{ResourceGPU: n(32)}},
-		{"time-slicing renamed", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, true,
+		{"time-slicing renamed by default", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, true,
 			corev1.ResourceList{ResourceGPUShared: n(32)}},
+		{"time-slicing renamed by the launch", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}, false,
+			corev1.ResourceList{ResourceGPUShared: n(32)}},
+		{"mps renamed by the launch", a100, cloudprovider.GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, false,
+			corev1.ResourceList{ResourceGPUShared: n(16)}},
+		// Renaming concerns replicas only: whole GPUs stay nvidia.com/gpu.
+		{"exclusive ignores renaming", a100, cloudprovider.GPUConfig{RenameShared: true}, true, corev1.ResourceList{ResourceGPU: n(8)}},
 		// 8 × 2 = 16
 		{"mps", a100, cloudprovider.GPUConfig{Sharing: "mps", Replicas: 2}, false, corev1.ResourceList{ResourceGPU: n(16)}},
 		// GPU 0: 7 × 1g.5gb; GPU 1: 3g.20gb + 2 × 2g.10gb; GPUs 2-7 whole.

@@ -133,6 +133,28 @@ func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 	}
 }
 
+// TestStepRenamesSharedGPUsPerLaunch: one process, renameShared off by default; the launch that
+// asks for renamed replicas gets nvidia.com/gpu.shared, the other nvidia.com/gpu. The choice is
+// part of the record, so it survives a restart.
+func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
+	e := newEnv(t, nil)
+	renamed := gpuRequest("renamed", "renamed-node")
+	renamed.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
+	plain := gpuRequest("plain", "plain-node")
+	plain.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}
+	e.create(renamed)
+	e.create(plain)
+	e.p = e.restart()
+	e.step(testBootDelay + testDeviceDelay)
+	// g6.xlarge: 1 L4 × 4 replicas.
+	for node, want := range map[string][2]int64{"renamed-node": {-1, 4}, "plain-node": {4, -1}} {
+		alloc := e.node(node).Status.Allocatable
+		if got := [2]int64{quantity(alloc, ResourceGPU), quantity(alloc, ResourceGPUShared)}; got != want {
+			t.Errorf("%s: nvidia.com/gpu, nvidia.com/gpu.shared = %v, want %v (-1: absent)", node, got, want)
+		}
+	}
+}
+
 // TestRunSteps drives the provider through Run on the fake clock.
 func TestRunSteps(t *testing.T) {
 	e := newEnv(t, nil)
