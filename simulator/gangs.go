@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // gang is a set of pods planned all-or-nothing.
@@ -13,6 +15,11 @@ type gang struct {
 	members []*podInfo
 	// topology is "node" (all members on one node), "zone" (one zone) or "".
 	topology string
+	// bound counts the members the scheduler has already bound: they count towards size, and
+	// with a topology the pending members must join them (boundNode / boundZone, "" when the
+	// bound members are spread over several).
+	bound                int
+	boundNode, boundZone string
 }
 
 // buildGangs groups pending pods by tiler.dev/gang or the coscheduling pod-group label. A gang's
@@ -37,6 +44,7 @@ func (s *state) buildGangs() {
 		}
 		pi.gang = g
 	}
+	s.countBoundMembers(gangs)
 	names := make([]string, 0, len(gangs))
 	for k := range gangs {
 		names = append(names, k)
@@ -53,14 +61,47 @@ func (s *state) buildGangs() {
 		for _, m := range g.members {
 			m.priority = top
 		}
-		if g.size > len(g.members) {
+		if g.size > len(g.members)+g.bound {
+			why := fmt.Sprintf("gang %s needs %d members, %d are pending", g.name, g.size, len(g.members))
+			if g.bound > 0 {
+				why += fmt.Sprintf(" and %d bound", g.bound)
+			}
 			for _, m := range g.members {
-				s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete,
-					Reason: fmt.Sprintf("gang %s needs %d members, %d are pending", g.name, g.size, len(g.members))}
+				s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
 			}
 		}
 	}
 	s.dropReasoned()
+}
+
+// countBoundMembers counts, for each gang with pending members, the members already bound to a
+// node (active, not terminating), and where they are.
+func (s *state) countBoundMembers(gangs map[string]*gang) {
+	nodeZone := map[string]string{}
+	for _, n := range s.in.Snapshot.Nodes {
+		nodeZone[n.Name] = n.Labels[LabelZone]
+	}
+	for _, p := range s.in.Snapshot.Pods {
+		if !snapshot.IsActive(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		name, _, _ := gangOf(&podInfo{pod: p})
+		g := gangs[p.Namespace+"/"+name]
+		if name == "" || g == nil {
+			continue
+		}
+		zone := nodeZone[p.Spec.NodeName]
+		if g.bound == 0 {
+			g.boundNode, g.boundZone = p.Spec.NodeName, zone
+		}
+		if g.boundNode != p.Spec.NodeName {
+			g.boundNode = ""
+		}
+		if g.boundZone != zone {
+			g.boundZone = ""
+		}
+		g.bound++
+	}
 }
 
 func gangOf(pi *podInfo) (name string, size int, topology string) {

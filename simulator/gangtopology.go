@@ -3,8 +3,19 @@ package simulator
 import "sort"
 
 // placeGangOnNode puts every member on one node: an existing or in-flight node if one can take
-// them all, else one new node opened by the first member and restricted to it.
+// them all, else one new node opened by the first member and restricted to it. Members already
+// bound fix the node.
 func (s *state) placeGangOnNode(g *gang) (failure, bool) {
+	if g.bound > 0 {
+		i := s.nodeIndex(g.boundNode)
+		if g.boundNode == "" || i < 0 {
+			return failure{newNode: "the gang's bound members are not on one known node"}, false
+		}
+		if s.placeMembers(g, restriction{node: s.nodes[i]}) {
+			return failure{}, true
+		}
+		return failure{newNode: "the node of the gang's bound members cannot hold the rest"}, false
+	}
 	for _, n := range s.nodes {
 		if !n.existing {
 			continue
@@ -43,7 +54,9 @@ func (s *state) placeGangInZone(g *gang) (failure, bool) {
 	}
 	zones := make([]string, 0, len(zoneSet))
 	for z := range zoneSet {
-		zones = append(zones, z)
+		if g.bound == 0 || z == g.boundZone {
+			zones = append(zones, z)
+		}
 	}
 	sort.Strings(zones)
 	var f failure

@@ -1,0 +1,64 @@
+package simulator_test
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"strings"
+	"testing"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// TestGangCountsBoundMembers: members the scheduler already bound count towards the gang's size,
+// and with topology node the pending members join them on their node.
+func TestGangCountsBoundMembers(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := simtest.Node("existing-0", "m7i.4xlarge", "us-east-1a", simtest.Resources("cpu", "15", "memory", "60Gi", "pods", "50"))
+	for _, c := range []struct {
+		name, topology string
+		size, pending  int
+		wantOnExisting int  // pending members planned on existing-0
+		wantIncomplete bool // GangIncomplete for the pending members
+	}{
+		{"three, one bound", "", 3, 2, 0, false},
+		{"three, one bound, node topology", "node", 3, 2, 2, false},
+		{"four, one bound, two pending", "", 4, 2, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			snap := &snapshot.Snapshot{Nodes: []*corev1.Node{node}}
+			snap.Pods = append(snap.Pods, simtest.Pod("train-0").CPU("4").Mem("8Gi").Gang("train", c.size, c.topology).On("existing-0").Obj())
+			for i := 1; i <= c.pending; i++ {
+				snap.Pods = append(snap.Pods, simtest.Pod("train-"+string(rune('0'+i))).CPU("4").Mem("8Gi").Gang("train", c.size, c.topology).Obj())
+			}
+			plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.wantIncomplete {
+				if len(plan.Unschedulable) != c.pending || plan.Unschedulable[0].Code != simulator.GangIncomplete ||
+					!strings.Contains(plan.Unschedulable[0].Reason, "1 bound") {
+					t.Fatalf("unschedulable %+v; want GangIncomplete counting the bound member", plan.Unschedulable)
+				}
+				return
+			}
+			if len(plan.Unschedulable) != 0 {
+				t.Fatalf("unschedulable %+v", plan.Unschedulable)
+			}
+			on := 0
+			for _, e := range plan.ExistingNodes {
+				on += len(e.Pods)
+			}
+			if c.wantOnExisting > 0 && on != c.wantOnExisting {
+				t.Errorf("%d members on existing-0, want %d (with their bound member)", on, c.wantOnExisting)
+			}
+			for _, v := range simtest.Check(snap, plan) {
+				t.Error(v)
+			}
+		})
+	}
+}
