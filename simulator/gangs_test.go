@@ -62,3 +62,27 @@ func TestGangCountsBoundMembers(t *testing.T) {
 		})
 	}
 }
+
+// TestAffinityToLowerPriorityPending: a high-priority pod with required pod affinity (zone) to a
+// lower-priority workload that is pending too is placed next to it, not reported Unschedulable.
+func TestAffinityToLowerPriorityPending(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &snapshot.Snapshot{Pods: []*corev1.Pod{
+		simtest.Pod("sidecar-0").CPU("1").Mem("1Gi").Priority(1000).Affinity("topology.kubernetes.io/zone", "web").Obj(),
+		simtest.Pod("web-0").Label("app", "web").CPU("2").Mem("4Gi").Obj(),
+		simtest.Pod("web-1").Label("app", "web").CPU("2").Mem("4Gi").Obj(),
+	}}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("unschedulable %+v; want sidecar-0 in the zone of web", plan.Unschedulable)
+	}
+	for _, v := range simtest.Check(snap, plan) {
+		t.Error(v)
+	}
+}

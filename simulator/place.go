@@ -35,6 +35,8 @@ type failure struct {
 // fixes the node's contents and price picks its type at the end.
 func (s *state) placeAll() {
 	s.placeAssigned()
+	var deferred []*podInfo
+	var failures []failure
 	for i := 0; i < len(s.pending); {
 		pi := s.pending[i]
 		if pi.assigned {
@@ -48,9 +50,32 @@ func (s *state) placeAll() {
 			continue
 		}
 		if f, ok := s.placeOne(pi, restriction{}); !ok {
-			s.fail(pi, f)
+			if len(pi.affinity) > 0 {
+				deferred = append(deferred, pi)
+				failures = append(failures, f)
+			} else {
+				s.fail(pi, f)
+			}
 		}
 		i++
+	}
+	// A pod whose required pod affinity targets pods placed after it (of lower priority, or
+	// smaller) is tried again once they are placed, as the scheduler binds it once they are bound;
+	// again while that places more of them.
+	for progress := true; progress && len(deferred) > 0; {
+		progress = false
+		kept, keptF := deferred[:0], failures[:0]
+		for _, pi := range deferred {
+			if f, ok := s.placeOne(pi, restriction{}); ok {
+				progress = true
+			} else {
+				kept, keptF = append(kept, pi), append(keptF, f)
+			}
+		}
+		deferred, failures = kept, keptF
+	}
+	for j, pi := range deferred {
+		s.fail(pi, failures[j])
 	}
 }
 
