@@ -88,19 +88,29 @@ func (s *state) addExistingNodes() {
 			sn.used.add(s.dims.grow(s.dims.fromList(podRequests(p), false)))
 		}
 		if pl := s.poolNamed(n.Labels[LabelPool]); pl != nil {
-			s.countManaged(pl, n.Labels[LabelInstanceType], sn)
+			s.countManaged(pl, CatalogTypeOf(n.Labels), sn)
 		}
 		sn.idx = len(s.nodes)
 		s.nodes = append(s.nodes, sn)
 	}
 }
 
-// countManaged adds an existing node of a pool to the pool's limit counters and the budget.
-func (s *state) countManaged(pl *poolInfo, typeName string, sn *simNode) {
+// CatalogTypeOf returns the label form of the catalog type of a node with the given labels (see
+// InstanceTypeLabels): tiler.dev/instance-type when set, else node.kubernetes.io/instance-type.
+func CatalogTypeOf(labels map[string]string) string {
+	if v := labels[LabelCatalogInstanceType]; v != "" {
+		return v
+	}
+	return labels[LabelInstanceType]
+}
+
+// countManaged adds an existing node of a pool to the pool's limit counters and the budget;
+// typeLabel is CatalogTypeOf the node.
+func (s *state) countManaged(pl *poolInfo, typeLabel string, sn *simNode) {
 	pl.nodes++
 	for ti := range s.cat.Types {
 		it := &s.cat.Types[ti]
-		if string(it.Name) != typeName {
+		if catalogTypeLabel(it.Name) != typeLabel {
 			continue
 		}
 		pl.vcpu += it.VCPU

@@ -32,6 +32,11 @@ const (
 	LabelGPUMemory      = "nvidia.com/gpu.memory"
 	LabelGPUFamily      = "nvidia.com/gpu.family"
 	LabelGPUCountNVIDIA = "nvidia.com/gpu.count"
+	// LabelCatalogInstanceType is the catalog name of a node's type, in the label-safe form of
+	// InstanceTypeLabels, on nodes whose catalog name is not node.kubernetes.io/instance-type.
+	LabelCatalogInstanceType = "tiler.dev/instance-type"
+	// LabelGKEAccelerator is GKE's label of the accelerator attached to a node's machine type.
+	LabelGKEAccelerator = "cloud.google.com/gke-accelerator"
 	// ResourceGPU is the device plugin's whole-GPU resource.
 	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 )
@@ -81,7 +86,6 @@ func family(name catalog.InstanceTypeName) string {
 // offeringLabels returns the labels a node of the offering carries (hostname excluded).
 func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
 	l := map[string]string{
-		LabelInstanceType:   string(it.Name),
 		LabelZone:           zone,
 		LabelRegion:         cat.Region,
 		LabelArch:           it.Arch,
@@ -91,6 +95,9 @@ func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType
 		LabelInstanceFamily: family(it.Name),
 		LabelInstanceCPU:    strconv.Itoa(it.VCPU),
 		LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
+	}
+	for k, v := range InstanceTypeLabels(it.Name) {
+		l[k] = v
 	}
 	if it.GPU.Count > 0 {
 		l[LabelGPUModel] = it.GPU.Model
@@ -108,6 +115,30 @@ func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType
 		l[k] = v
 	}
 	return l
+}
+
+// InstanceTypeLabels returns the labels that name a node's instance type. A catalog name is
+// node.kubernetes.io/instance-type itself, except GCP's attached-accelerator shapes such as
+// "n1-standard-4+1xnvidia-tesla-t4", which are not label values ('+'). GKE labels such a node
+// with the machine type, n1-standard-4, and the accelerator, cloud.google.com/gke-accelerator =
+// nvidia-tesla-t4; tiler.dev/instance-type keeps the catalog name with '+' written '_',
+// n1-standard-4_1xnvidia-tesla-t4, so that shapes of one machine type stay apart (CatalogTypeOf).
+func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
+	machine, attached, ok := strings.Cut(string(name), "+")
+	if !ok {
+		return map[string]string{LabelInstanceType: string(name)}
+	}
+	l := map[string]string{LabelInstanceType: machine, LabelCatalogInstanceType: catalogTypeLabel(name)}
+	if _, accelerator, ok := strings.Cut(attached, "x"); ok && accelerator != "" {
+		l[LabelGKEAccelerator] = accelerator
+	}
+	return l
+}
+
+// catalogTypeLabel is the label-safe form of a catalog name: '+' becomes '_', which no catalog
+// name holds, so two names never share a form.
+func catalogTypeLabel(name catalog.InstanceTypeName) string {
+	return strings.ReplaceAll(string(name), "+", "_")
 }
 
 // poolAllows applies the pool's type, family, zone and capacity-type restrictions.

@@ -24,7 +24,7 @@ func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off cloudprovide
 	if err != nil {
 		return nil, err
 	}
-	meta, err := p.metadata(req)
+	meta, err := p.metadata(req, off)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +113,11 @@ func (p *Provider) labels(req cloudprovider.LaunchRequest) map[string]string {
 
 // metadata is the configured metadata plus Tiler's: the exact launch ID, and the node's labels,
 // taints and GPU configuration for the bootstrap script (labels as k=v,…; taints as
-// key=value:Effect,…; GPU as JSON). Keys are sorted so that the body is deterministic.
-func (p *Provider) metadata(req cloudprovider.LaunchRequest) (*computepb.Metadata, error) {
+// key=value:Effect,…; GPU as JSON). Keys are sorted so that the body is deterministic. The
+// instance-type labels are those of the offering tried (cloudprovider.InstanceTypeLabels), not
+// of the request's: a fallback may be another shape, and a catalog name with an attached
+// accelerator (n1-standard-4+1xnvidia-tesla-t4) is not a label value.
+func (p *Provider) metadata(req cloudprovider.LaunchRequest, off cloudprovider.OfferingRef) (*computepb.Metadata, error) {
 	gpu, err := json.Marshal(req.GPU)
 	if err != nil {
 		return nil, fmt.Errorf("gcp: encoding the GPU configuration: %w", err)
@@ -124,7 +127,7 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest) (*computepb.Metadat
 		kv[k] = v
 	}
 	var labels, taints []string
-	for k, v := range req.Labels {
+	for k, v := range cloudprovider.WithInstanceTypeLabels(req.Labels, off.InstanceType) {
 		labels = append(labels, k+"="+v)
 	}
 	for _, t := range req.Taints {

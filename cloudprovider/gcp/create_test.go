@@ -177,23 +177,58 @@ func TestCreateCarriesGPUConfig(t *testing.T) {
 	if _, err := p.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	md, _ := insertBodies(t, srv)[0]["metadata"].(map[string]any)
-	items, _ := md["items"].([]any)
 	var got cloudprovider.GPUConfig
-	found := false
-	for _, it := range items {
-		item, _ := it.(map[string]any)
-		if item["key"] == MetadataGPUConfig {
-			found = true
-			if err := json.Unmarshal([]byte(item["value"].(string)), &got); err != nil {
-				t.Fatalf("decoding %s: %v", MetadataGPUConfig, err)
-			}
-		}
-	}
-	if !found {
-		t.Fatalf("metadata %s has no %s", mustJSON(t, md), MetadataGPUConfig)
+	if err := json.Unmarshal([]byte(metadataItem(t, insertBodies(t, srv)[0], MetadataGPUConfig)), &got); err != nil {
+		t.Fatalf("decoding %s: %v", MetadataGPUConfig, err)
 	}
 	if d := cmp.Diff(req.GPU, got); d != "" {
 		t.Errorf("%s (-want +got):\n%s", MetadataGPUConfig, d)
 	}
+}
+
+// TestCreateLabelsTheOfferingTried: the bootstrap's node labels name the type of the offering
+// each insert tries, in label-safe form, not the request's: the planned labels of the
+// n1-standard-8 T4 shape (zone A, out of stock) are replaced by g2-standard-4's when the fallback
+// is tried.
+func TestCreateLabelsTheOfferingTried(t *testing.T) {
+	srv := gcptest.NewServer(t, project)
+	failure := stockout(t)
+	failure.Zone = zoneA
+	srv.FailInserts(failure)
+	p := newTestProvider(t, srv, nil)
+	req := t4Request()
+	req.Fallbacks = []cloudprovider.OfferingRef{offering("g2-standard-4", zoneB, catalog.Spot)}
+	req.Labels = map[string]string{"team": "ml", "node.kubernetes.io/instance-type": "n1-standard-8",
+		cloudprovider.LabelCatalogInstanceType: "n1-standard-8_1xnvidia-tesla-t4", cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4"}
+	if _, err := p.Create(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	bodies := insertBodies(t, srv)
+	if len(bodies) != 2 {
+		t.Fatalf("%d inserts, want 2", len(bodies))
+	}
+	want := []string{
+		"cloud.google.com/gke-accelerator=nvidia-tesla-t4,node.kubernetes.io/instance-type=n1-standard-8,team=ml,tiler.dev/instance-type=n1-standard-8_1xnvidia-tesla-t4",
+		"node.kubernetes.io/instance-type=g2-standard-4,team=ml",
+	}
+	for i, body := range bodies {
+		if got := metadataItem(t, body, MetadataNodeLabels); got != want[i] {
+			t.Errorf("insert %d: %s = %q, want %q", i, MetadataNodeLabels, got, want[i])
+		}
+	}
+}
+
+// metadataItem returns the value of an insert body's metadata item, failing the test without it.
+func metadataItem(t *testing.T, body map[string]any, key string) string {
+	t.Helper()
+	md, _ := body["metadata"].(map[string]any)
+	items, _ := md["items"].([]any)
+	for _, it := range items {
+		if item, _ := it.(map[string]any); item["key"] == key {
+			v, _ := item["value"].(string)
+			return v
+		}
+	}
+	t.Fatalf("metadata %s has no %s", mustJSON(t, md), key)
+	return ""
 }

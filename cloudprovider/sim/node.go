@@ -65,19 +65,15 @@ func internalIP(id string) string {
 
 // nodeLabels merges the request's labels with the well-known ones of the launched offering.
 func nodeLabels(r *record, cat *catalog.Catalog, it *catalog.InstanceType) map[string]string {
-	labels := copyMap(r.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloudprovider.WithInstanceTypeLabels(r.Labels, r.Offering.InstanceType)
 	for k, v := range map[string]string{
-		corev1.LabelHostname:           r.NodeName,
-		corev1.LabelInstanceTypeStable: string(r.Offering.InstanceType),
-		corev1.LabelTopologyZone:       r.Offering.Zone,
-		corev1.LabelTopologyRegion:     cat.Region,
-		corev1.LabelArchStable:         it.Arch,
-		corev1.LabelOSStable:           "linux",
-		LabelCapacityType:              string(r.Offering.CapacityType),
-		LabelInstanceID:                r.ID,
+		corev1.LabelHostname:       r.NodeName,
+		corev1.LabelTopologyZone:   r.Offering.Zone,
+		corev1.LabelTopologyRegion: cat.Region,
+		corev1.LabelArchStable:     it.Arch,
+		corev1.LabelOSStable:       "linux",
+		LabelCapacityType:          string(r.Offering.CapacityType),
+		LabelInstanceID:            r.ID,
 	} {
 		if v != "" {
 			labels[k] = v
