@@ -1,6 +1,9 @@
 package simulator
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // lowerBound returns a lower bound on the $/h of any set of new nodes that holds the pods this
 // plan puts on new nodes.
@@ -162,10 +165,15 @@ func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool
 	for j, o := range offs {
 		c[j] = o.price
 	}
+	smallest := s.smallestRequest(g.pods)
 	for i, r := range rows {
 		A[i] = make([]float64, len(offs))
 		for j, o := range offs {
-			A[i][j] = float64(max(o.alloc[r], 0)) / float64(demand[r])
+			a := float64(max(o.alloc[r], 0))
+			if r == dimPods {
+				a = min(a, podSlots(o.alloc, smallest))
+			}
+			A[i][j] = a / float64(demand[r])
 		}
 		b[i] = 1
 	}
@@ -203,6 +211,31 @@ func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool
 	}
 	v, x, ok := lpSolve(A, b, c)
 	return v, offs, x, ok
+}
+
+// smallestRequest is the component-wise smallest request of the pods.
+func (s *state) smallestRequest(pods []*podInfo) vec {
+	m := pods[0].req.clone()
+	for _, pi := range pods[1:] {
+		for d, x := range pi.req {
+			m[d] = min(m[d], x)
+		}
+	}
+	return m
+}
+
+// podSlots bounds how many of the group's pods a node with allocatable alloc can hold whatever
+// their mix: its max pods, and for each resource every pod asks for, the allocatable over the
+// smallest request. In the LP's pods row it keeps small nodes from selling pod slots their CPU
+// and memory could never fill (110 slots on a 2-core node).
+func podSlots(alloc, smallest vec) float64 {
+	slots := float64(alloc[dimPods])
+	for d, x := range smallest {
+		if d != dimPods && x > 0 {
+			slots = min(slots, math.Floor(float64(max(alloc[d], 0))/float64(x)))
+		}
+	}
+	return slots
 }
 
 // singleNodeBound is the price of the cheapest offering that can hold the group's most demanding

@@ -192,7 +192,7 @@ func (s *state) deal(pods []*podInfo, classes []*repackClass) []*podInfo {
 				was = max(was, c.used[d]/t)
 				after = max(after, (c.used[d]+float64(pi.req[d]))/t)
 			}
-			if score := after - was; best == nil || score < bestScore-1e-12 || score < bestScore+1e-12 && after < bestAfter {
+			if score := after - was; best == nil || after < bestAfter-1e-12 || after < bestAfter+1e-12 && score < bestScore {
 				best, bestScore, bestAfter = c, score, after
 			}
 		}
