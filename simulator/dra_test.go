@@ -440,3 +440,36 @@ func TestConsumableMemoryPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestAnyGPUPodsLeaveA100sToA100Pods: eight pods whose claims need an A100 (no H100 in the
+// pool) and eight that any GPU will do, sizes interleaved. The A100 pods are placed first (they
+// fit fewer offerings), fill one p4d.24xlarge, and the any-GPU pods go to L4 nodes; in plain
+// size order the any-GPU pods took A100s and a second p4d was bought.
+func TestAnyGPUPodsLeaveA100sToA100Pods(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(draClasses + draTemplates)
+	for i := range 16 {
+		tmpl := []string{"h100-else-a100", "one-gpu"}[i%2]
+		sb.WriteString(claimPod(fmt.Sprintf("p%02d", i), "{name: gpu, resourceClaimTemplateName: "+tmpl+"}", fmt.Sprint(1+i/2%4)))
+	}
+	plan := simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge, g6.2xlarge, p4d.24xlarge", ""), sb.String(), simulator.Options{})
+	if len(plan.Unschedulable) > 0 {
+		t.Fatalf("unschedulable: %+v", plan.Unschedulable)
+	}
+	p4d := 0
+	for _, n := range plan.NewNodes {
+		if n.InstanceType == "p4d.24xlarge" {
+			p4d++
+			for _, p := range n.Pods {
+				var i int
+				fmt.Sscanf(p, "ml/p%d", &i)
+				if i%2 == 1 {
+					t.Errorf("any-GPU pod %s on the A100 node %s", p, n.Name)
+				}
+			}
+		}
+	}
+	if p4d != 1 {
+		t.Errorf("%d p4d.24xlarge nodes, want 1 (plan $%.2f/h)", p4d, plan.CostPerHour)
+	}
+}

@@ -44,6 +44,9 @@ type podInfo struct {
 	order    int // position in the input, for stable ordering
 	// dra is what the pod asks of DRA (claims, DRA-served extended resources); nil if nothing.
 	dra *podClaims
+	// flex counts the offerings a GPU pod fits alone (0 for pods without GPUs): among GPU pods
+	// of one size, the least flexible are placed first (sortPods).
+	flex int
 }
 
 // size is the sort key of first-fit decreasing: GPUs (device-plugin resources and the devices
@@ -58,6 +61,21 @@ func (p *podInfo) size(gpuDims []int) (int64, int64) {
 	}
 	// CPU in milli plus memory in MiB/4 weighs a core about like 4 GiB.
 	return g, p.req[dimCPU] + p.req[dimMemory]>>22
+}
+
+// countFlex sets flex on the pending GPU pods.
+func (s *state) countFlex() {
+	zero := make(vec, len(s.dims.names))
+	for _, pi := range s.pending {
+		if g, _ := pi.size(s.gpuDims); g == 0 {
+			continue
+		}
+		for _, o := range s.offerings {
+			if s.offeringCompatible(pi.sig, o) && s.fitsEmpty(pi, zero, o) {
+				pi.flex++
+			}
+		}
+	}
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -105,6 +123,11 @@ func sortPods(pods []*podInfo, gpuDims []int) {
 		bg, bc := b.size(gpuDims)
 		if ag != bg {
 			return ag > bg
+		}
+		if ag > 0 && a.flex != b.flex {
+			// Pods that only some GPU types can hold open their nodes first; pods that any GPU
+			// will do then fill what those nodes have left instead of taking it from them.
+			return a.flex < b.flex
 		}
 		if ac != bc {
 			return ac > bc

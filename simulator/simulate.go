@@ -174,6 +174,7 @@ func (s *state) setup() error {
 		return err
 	}
 	s.buildGangs()
+	s.countFlex()
 	sortPods(s.pending, s.gpuDims)
 	return nil
 }
