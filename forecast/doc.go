@@ -7,7 +7,8 @@
 //
 //	samples ─▶ Series (regular grid, gaps are NaN, never zero)
 //	        ─▶ DetectPeriod (day, week or none)
-//	        ─▶ SeasonalModel (or the non-seasonal Holt fallback) ─▶ Forecast{Point, Upper}
+//	        ─▶ profile stacks, combined by their recent errors (or the non-seasonal Holt
+//	           fallback) ─▶ Forecast{Point, Upper}
 //	queue depth + arrival rate + service rate ─▶ QueueNeed
 //	max(Upper, QueueNeed) clamped by min/max and budget ─▶ Target ─▶ Reservation
 //
@@ -49,8 +50,25 @@
 // the profile terms when history is short. The fit is a 7×7 linear solve, so it is cheap and
 // deterministic, and refitting daily as history grows never looks ahead.
 //
-// The upper forecast is Point·(1+q), where q is the margin quantile of the model's past relative
-// errors at the same horizon; it is the value capacity is bought for.
+// # Model combination
+//
+// Two weeks of history are needed to confirm a weekly cycle, but one week already allows a
+// forecast from the same time last week, and on workloads whose weekends differ it can beat the
+// daily model long before the cycle can be confirmed (crane's input2: two weeks of CPU usage, a
+// busier weekend, daily jobs at fixed minutes). So while the detected cycle is a day — or a week
+// not yet confirmable — and a week and a horizon of history exist, the daily stack has two
+// rivals: the weekly stack, and the weekly profile alone (the median of the same time in the past
+// weeks; with little history the stack's level terms add more noise than they remove). At every
+// refit each expert's forecasts for the targets of the last week are replayed as they would have
+// been made — from their own origins, with the weights of the last refit before them — and the
+// forecast is the mix weighted by the inverse of each expert's mean absolute error there.
+// Weighing rather than picking keeps a rival in play while the evidence is a few days old; a
+// confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names the expert with
+// the largest weight.
+//
+// The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
+// relative errors over the fit window (busy targets only); it is the value capacity is bought
+// for.
 //
 // With no period, or less than two periods of history, the model falls back to Holt's linear
 // exponential smoothing with a damped trend and says so in Forecast.Fallback.

@@ -52,7 +52,8 @@ type Forecast struct {
 	Point float64
 	// Upper is the value the margin quantile covers; capacity is bought for this.
 	Upper float64
-	// Model names the model: "seasonal/day", "seasonal/week" or "holt".
+	// Model names the model: "seasonal/day", "seasonal/week", "profile/week" (the weekly profile
+	// alone) or "holt"; when several are combined, the one with the largest weight.
 	Model string
 	// Period is the period the model used.
 	Period Period

@@ -21,12 +21,13 @@ const (
 // fair forecaster on its own (its WAPE on NYC taxi is within 10 % of the fitted one) and so a
 // safe start when history is short; persistence starts at zero because it only helps at short
 // horizons, which the fit finds out.
-var priorWeights = [nFeatures]float64{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0}
+var priorWeights = weights{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0}
 
 // seasonal is the profile-stack model for one period over one series. Every quantity for target
 // index T reads values at indices ≤ T−h only, so building it over a whole series and asking for a
 // target never looks past that target's forecast origin.
 type seasonal struct {
+	period Period
 	y      []float64
 	per    int // period in steps
 	shift  int // the latest same-time-of-day lag usable at this horizon, in steps
@@ -40,10 +41,21 @@ type seasonal struct {
 	prof   []float64 // memoised profile; NaN until computed or where undefined
 	done   []bool
 	cy, cp []float64 // prefix sums of y and profile over points where both are defined
-	w      [nFeatures]float64
-	q      float64 // margin quantile of relative errors
-	fitAt  int     // origin of the last fit, -1 before the first
+	cn     []int     // prefix counts of those points
+	wa, wb []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
+	feats  []featureRow
+	fits   map[int]weights
 }
+
+// featureRow memoises the predictors of one target: every fit and every past forecast replayed
+// to weigh the experts reads them again.
+type featureRow struct {
+	x     [nFeatures]float64
+	state int8 // 0 not computed, 1 defined, −1 undefined
+}
+
+// weights are the stack's fitted weights.
+type weights [nFeatures]float64
 
 func newSeasonal(s Series, period Period, h, cycles int) *seasonal {
 	per := s.Steps(period.Duration())
@@ -53,11 +65,13 @@ func newSeasonal(s Series, period Period, h, cycles int) *seasonal {
 		k0:     max(1, (h+per-1)/per),
 		shift:  day * max(1, (h+day-1)/day),
 		wshift: s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
+		last:   max(1, s.Steps(lastRatioWindow)),
 		short:  max(1, s.Steps(shortRatioWindow)),
 		long:   max(1, s.Steps(longRatioWindow)),
 		prof:   make([]float64, len(s.Values)+h+1),
 		done:   make([]bool, len(s.Values)+h+1),
-		w:      priorWeights, fitAt: -1,
+		feats:  make([]featureRow, len(s.Values)+h+1),
+		period: period, fits: map[int]weights{},
 	}
 	m.prefixSums()
 	return m
@@ -82,14 +96,21 @@ func (m *seasonal) profile(t int) float64 {
 }
 
 func (m *seasonal) prefixSums() {
-	m.cy = make([]float64, len(m.y)+1)
-	m.cp = make([]float64, len(m.y)+1)
+	n := len(m.y)
+	m.cy, m.cp, m.cn = make([]float64, n+1), make([]float64, n+1), make([]int, n+1)
+	m.wa, m.wb = make([]float64, n+1), make([]float64, n+1)
 	for i, v := range m.y {
 		p := m.profile(i)
-		m.cy[i+1], m.cp[i+1] = m.cy[i], m.cp[i]
+		m.cy[i+1], m.cp[i+1], m.cn[i+1] = m.cy[i], m.cp[i], m.cn[i]
 		if !math.IsNaN(v) && !math.IsNaN(p) {
 			m.cy[i+1] += v
 			m.cp[i+1] += p
+			m.cn[i+1]++
+		}
+		m.wa[i+1], m.wb[i+1] = m.wa[i], m.wb[i]
+		if j := i - m.wshift; j >= 0 && !math.IsNaN(v) && !math.IsNaN(m.y[j]) {
+			m.wa[i+1] += v
+			m.wb[i+1] += m.y[j]
 		}
 	}
 }
@@ -107,6 +128,21 @@ func (m *seasonal) ratio(o, l int) float64 {
 // features returns the predictors for target T, whose origin is T−h; ok is false when the
 // profile is undefined (no value at this phase in the known cycles).
 func (m *seasonal) features(T int) ([nFeatures]float64, bool) {
+	if T < 0 || T >= len(m.feats) {
+		return [nFeatures]float64{}, false
+	}
+	r := &m.feats[T]
+	if r.state == 0 {
+		x, ok := m.computeFeatures(T)
+		r.x, r.state = x, 1
+		if !ok {
+			r.state = -1
+		}
+	}
+	return r.x, r.state > 0
+}
+
+func (m *seasonal) computeFeatures(T int) ([nFeatures]float64, bool) {
 	o := T - m.h
 	p := m.profile(T)
 	if math.IsNaN(p) || o < 0 || o >= len(m.y) {
@@ -130,29 +166,35 @@ func (m *seasonal) lastWeek(T int, p float64) float64 {
 	if i < 0 || math.IsNaN(m.y[i]) || o-m.long+1-m.wshift < 0 {
 		return p
 	}
-	var now, before float64
-	for j := o - m.long + 1; j <= o; j++ {
-		if a, b := m.y[j], m.y[j-m.wshift]; !math.IsNaN(a) && !math.IsNaN(b) {
-			now, before = now+a, before+b
-		}
-	}
+	lo := o - m.long + 1
+	now, before := m.wa[o+1]-m.wa[lo], m.wb[o+1]-m.wb[lo]
 	if before <= 0 {
 		return p
 	}
 	return m.y[i] * now / before
 }
 
-// predict returns the point and upper forecasts for target T.
-func (m *seasonal) predict(T int) (point, upper float64, ok bool) {
+// predict returns the point forecast for target T with weights w.
+func (m *seasonal) predict(T int, w weights) (point float64, ok bool) {
 	x, ok := m.features(T)
 	if !ok {
-		return 0, 0, false
+		return 0, false
 	}
 	for i, v := range x {
-		point += m.w[i] * v
+		point += w[i] * v
 	}
-	point = math.Max(point, 0)
-	return point, point * (1 + m.q), true
+	return math.Max(point, 0), true
+}
+
+// weightsAt returns the weights fitted at origin o on the last window targets, memoised: the
+// walker and the model selection ask for the same origins again and again.
+func (m *seasonal) weightsAt(o, window int) weights {
+	if w, ok := m.fits[o]; ok {
+		return w
+	}
+	w := m.fit(o, window)
+	m.fits[o] = w
+	return w
 }
 
 // fit sets the weights by ridge regression on the targets whose values are known at origin o
@@ -160,12 +202,11 @@ func (m *seasonal) predict(T int) (point, upper float64, ok bool) {
 // absolute error, so busy hours count more than idle ones as they do in WAPE, with quiet hours
 // slightly favoured — plus λ‖w−prior‖². λ is a
 // tenth of the mean diagonal of the normal matrix: enough to keep collinear predictors stable,
-// little enough to let the data speak after a couple of periods. It then sets the margin quantile
-// from the relative errors of the fitted model on the same targets.
-func (m *seasonal) fit(o, window int, margin float64) {
+// little enough to let the data speak after a couple of periods.
+func (m *seasonal) fit(o, window int) weights {
 	var a [nFeatures][nFeatures]float64
 	var b [nFeatures]float64
-	scale := m.meanAbs(o, window)
+	scale := meanObserved(m.y[max(0, o-window+1) : o+1])
 	rows := 0
 	for T := max(0, o-window+1); T <= o; T++ {
 		x, ok := m.features(T)
@@ -181,44 +222,10 @@ func (m *seasonal) fit(o, window int, margin float64) {
 		}
 		rows++
 	}
-	m.fitAt = o
 	if rows < nFeatures {
-		m.w = priorWeights
-	} else {
-		m.w = ridge(a, b, priorWeights)
+		return priorWeights
 	}
-	m.q = m.errorQuantile(o, window, margin)
-}
-
-func (m *seasonal) meanAbs(o, window int) float64 {
-	var sum, n float64
-	for T := max(0, o-window+1); T <= o; T++ {
-		if !math.IsNaN(m.y[T]) {
-			sum += math.Abs(m.y[T])
-			n++
-		}
-	}
-	if n == 0 {
-		return 1
-	}
-	return sum / n
-}
-
-// errorQuantile is the margin quantile of (y−ŷ)/ŷ over the known targets, floored at 0 so the
-// upper forecast never undercuts the point forecast. Only targets forecast at half the mean level
-// or more count: capacity is sized by busy hours, and the relative errors of a quiet night
-// (a jump from 8 to 20 is +150 %) would otherwise inflate the margin of every busy hour.
-func (m *seasonal) errorQuantile(o, window int, margin float64) float64 {
-	var errs []float64
-	busy := 0.5 * m.meanAbs(o, window)
-	for T := max(0, o-window+1); T <= o; T++ {
-		p, _, ok := m.predict(T)
-		if !ok || p <= 0 || p < busy || math.IsNaN(m.y[T]) {
-			continue
-		}
-		errs = append(errs, (m.y[T]-p)/p)
-	}
-	return math.Max(0, quantile(errs, margin))
+	return ridge(a, b, priorWeights)
 }
 
 // quantile returns the q-quantile of x by linear interpolation, reordering x; 0 when empty.
@@ -235,7 +242,7 @@ func quantile(x []float64, q float64) float64 {
 
 // ridge solves (A+λI)w = b+λ·prior by Gaussian elimination with partial pivoting, λ being a
 // tenth of A's mean diagonal.
-func ridge(a [nFeatures][nFeatures]float64, b, prior [nFeatures]float64) [nFeatures]float64 {
+func ridge(a [nFeatures][nFeatures]float64, b [nFeatures]float64, prior weights) weights {
 	lambda := 0.0
 	for i := range a {
 		lambda += a[i][i]
@@ -268,7 +275,7 @@ func ridge(a [nFeatures][nFeatures]float64, b, prior [nFeatures]float64) [nFeatu
 			}
 		}
 	}
-	var w [nFeatures]float64
+	var w weights
 	for i := range w {
 		w[i] = m[i][nFeatures] / m[i][i]
 	}
@@ -278,14 +285,9 @@ func ridge(a [nFeatures][nFeatures]float64, b, prior [nFeatures]float64) [nFeatu
 // recent is the mean of the last hour before the origin (persistence), p when nothing is known;
 // it carries short horizons, and the fit gives it no weight at long ones.
 func (m *seasonal) recent(o int, p float64) float64 {
-	if v := m.cy[o+1] - m.cy[max(0, o+1-m.last)]; v > 0 {
-		n := 0
-		for j := max(0, o+1-m.last); j <= o; j++ {
-			if !math.IsNaN(m.y[j]) && !math.IsNaN(m.profile(j)) {
-				n++
-			}
-		}
-		return v / float64(max(n, 1))
+	lo := max(0, o+1-m.last)
+	if v := m.cy[o+1] - m.cy[lo]; v > 0 {
+		return v / float64(max(m.cn[o+1]-m.cn[lo], 1))
 	}
 	return p
 }

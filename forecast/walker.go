@@ -6,8 +6,9 @@ import (
 )
 
 // Walker makes walk-forward forecasts over one series: At(o) uses only the values at indices ≤ o,
-// refitting the weights and re-detecting the period every Options.RefitEvery as o advances. It is
-// what Predict uses for a single forecast and what a backtest uses for thousands.
+// refitting the models and their combination every Options.RefitEvery, and re-detecting the
+// period at least a week apart, as o advances. It is what Predict uses for a single forecast and what a
+// backtest uses for thousands.
 type Walker struct {
 	s     Series
 	opts  Options
@@ -20,7 +21,8 @@ type Walker struct {
 	models   map[Period]*seasonal
 	period   Period
 	reason   string
-	checked  int // origin of the last period decision, -1 before the first
+	checked  int       // origin of the last period decision, -1 before the first
+	ens      *ensemble // the last refit's, nil before the first
 }
 
 // NewWalker prepares walk-forward forecasts of s with the given options.
@@ -52,13 +54,13 @@ func (w *Walker) At(o int) (Forecast, error) {
 	fc := Forecast{Origin: w.s.TimeAt(o), Target: w.s.TimeAt(o + w.h)}
 	w.decidePeriod(o)
 	if w.period != PeriodNone {
-		m := w.model(w.period)
-		if m.fitAt < 0 || o-m.fitAt >= w.refit || o < m.fitAt {
-			m.fit(o, w.s.Steps(fitWindow), w.opts.Margin)
+		if e := w.ens; e == nil || o-e.at >= w.refit || o < e.at || e.experts[0].m.period != w.period {
+			ens := w.refitAt(o)
+			w.ens = &ens
 		}
-		if p, u, ok := m.predict(o + w.h); ok {
-			fc.Point, fc.Upper, fc.Model, fc.Period = p, u, "seasonal/"+w.period.String(), w.period
-			fc.Fallback = w.reason
+		if p, ok := w.ens.predict(o+w.h, false); ok {
+			m := w.ens.model()
+			fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, p*(1+w.ens.q), m.name(), m.m.period, w.reason
 			return fc, nil
 		}
 		w.reason = fmt.Sprintf("no value at this phase in the last %d %ss", w.opts.Cycles, w.period)
