@@ -29,18 +29,31 @@ func loadTrace(tb testing.TB, name string) forecast.Series {
 	return s
 }
 
-// wapeTargets are the accuracy targets: one-day-ahead hourly WAPE at most 0.8× the best
-// seasonal-naive baseline. knownMiss marks a target the model does not reach yet; the figure is
-// still computed and logged (and reported by BenchmarkBacktest) so a regression or a fix shows.
+// The targets: one-day-ahead hourly WAPE at most 0.8× the best seasonal-naive baseline,
+// and in the replay at least 80 % fewer under-provisioned GPU-minutes than reactive scaling for
+// at most 10 % more GPU-hours.
+const (
+	targetRatio     = 0.8
+	targetReduction = 0.8
+	targetIncrease  = 0.1
+)
+
+// wapeTargets: maxRatio is what the test asserts, the target itself where the model reaches it.
+// knownMiss explains a target the model does not reach; maxRatio is then the ratio it does reach
+// plus a little slack, so that a regression still fails. beyondOracle marks a miss that
+// forecasters peeking at the future miss too (TestMissesBeyondOracles).
 var wapeTargets = []struct {
-	trace     string
-	maxRatio  float64
-	knownMiss string
+	trace        string
+	maxRatio     float64
+	knownMiss    string
+	beyondOracle bool
 }{
-	{"nab/nyc_taxi.csv", 0.8, ""},
-	// 16 days: the weekly cycle cannot be confirmed (two weeks) until day 14, so the scored days
-	// 8–16 run the daily model, and the weekend of days 10–11 is 20 % above the one before.
-	{"crane-dsp/input2.csv", 0.8, "16 days are too few for the weekly profile; see the forecast package doc"},
+	{"nab/nyc_taxi.csv", targetRatio, "", false},
+	// 16 days, scored on days 8–16: one week of history cannot confirm a weekly cycle, so the daily
+	// model leads and the weekly rivals earn weight only once they have out-forecast it (the
+	// second weekend, days 11–12, is the first evidence), and the afternoon plateau ends at 14:00,
+	// 15:00 or 16:00 from one day to the next. Reached: 0.163 against 0.144 (ratio 1.13).
+	{"crane-dsp/input2.csv", 1.2, "a week of history cannot confirm the weekly cycle, and forecasters that peek at the calendar and every other day of the trace reach only 0.84×", true},
 }
 
 func TestWAPETargets(t *testing.T) {
@@ -53,30 +66,34 @@ func TestWAPETargets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("WAPE %.4f, best baseline %.4f (%v), ratio %.3f, model %s", r.WAPE, r.BestBaseline, r.Baselines, r.Ratio, r.Model)
+			t.Logf("WAPE %.4f, best baseline %.4f (%v), ratio %.3f, models %v", r.WAPE, r.BestBaseline, r.Baselines, r.Ratio, r.Models)
 			if r.Ratio > tt.maxRatio {
-				if tt.knownMiss != "" {
-					t.Logf("known miss: ratio %.3f > %.2f: %s", r.Ratio, tt.maxRatio, tt.knownMiss)
-					return
-				}
 				t.Errorf("WAPE %.4f is %.3f× the best baseline %.4f, want ≤ %.2f×", r.WAPE, r.Ratio, r.BestBaseline, tt.maxRatio)
+			}
+			if tt.knownMiss != "" {
+				t.Logf("known miss of the %.1f× target: %s", targetRatio, tt.knownMiss)
 			}
 		})
 	}
 }
 
-// replayTargets: forecast-driven pre-scaling must cut under-provisioned GPU-minutes by ≥ 80 %
-// versus reactive scaling for at most 10 % more GPU-hours. perGPU puts the mean demand at about
-// ten to twenty GPUs.
+// replayTargets: the test asserts minReduction and maxIncrease, the targets themselves where the
+// forecast reaches them, else the figures it does reach with a little slack (knownMiss says why).
+// perGPU puts the mean demand at about ten to twenty GPUs.
 var replayTargets = []struct {
-	trace     string
-	perGPU    float64
-	knownMiss string
+	trace                     string
+	perGPU                    float64
+	minReduction, maxIncrease float64
+	knownMiss                 string
+	beyondOracle              bool
 }{
-	{"nab/nyc_taxi.csv", 1500, ""},
-	{"crane-dsp/input0.csv", 6, "one-minute CPU samples: most shortfall is minute-scale noise no forecast sees"},
-	{"crane-dsp/input1.csv", 0.25, "one-minute CPU samples with 40× spikes: the margin that covers them costs GPU-hours"},
-	{"crane-dsp/input2.csv", 25, "one-minute CPU samples: the margin that covers their noise costs GPU-hours"},
+	{"nab/nyc_taxi.csv", 1500, targetReduction, targetIncrease, "", false},
+	{"crane-dsp/input0.csv", 6, targetReduction, targetIncrease, "", false},
+	// Reached: −72.8 % for +38.7 %. A clairvoyant policy reaches the target (+7.4 %) only by
+	// knowing which minutes of the next quarter-hour spike.
+	{"crane-dsp/input1.csv", 0.25, 0.7, 0.42, "one-minute CPU samples with 40× spikes: 15 minutes ahead the forecast of their five-minute means is 29 % off (WAPE), and the margin that covers that costs GPU-hours", false},
+	// Reached: −98.7 % for +36.4 %; the cheapest clairvoyant policy cutting 80 % costs +12.2 %.
+	{"crane-dsp/input2.csv", 25, 0.95, 0.4, "ramps of twelve GPUs within five minutes, several times an hour: covering them a lead ahead costs more than 10 % even with perfect foresight", true},
 }
 
 func TestReplayTargets(t *testing.T) {
@@ -91,12 +108,12 @@ func TestReplayTargets(t *testing.T) {
 			}
 			t.Logf("under GPU-min reactive %.0f forecast %.0f (−%.1f %%); GPU-h reactive %.1f forecast %.1f (%+.1f %%)",
 				r.Reactive.UnderGPUMinutes, r.Forecast.UnderGPUMinutes, 100*r.UnderReduction, r.Reactive.GPUHours, r.Forecast.GPUHours, 100*r.GPUHoursIncrease)
-			if r.UnderReduction < 0.8 || r.GPUHoursIncrease > 0.1 {
-				if tt.knownMiss != "" {
-					t.Logf("known miss: %s", tt.knownMiss)
-					return
-				}
-				t.Errorf("under-provisioning −%.1f %% (want ≥ 80 %%), GPU-hours %+.1f %% (want ≤ +10 %%)", 100*r.UnderReduction, 100*r.GPUHoursIncrease)
+			if r.UnderReduction < tt.minReduction || r.GPUHoursIncrease > tt.maxIncrease {
+				t.Errorf("under-provisioning −%.1f %% (want ≥ %.0f %%), GPU-hours %+.1f %% (want ≤ %+.0f %%)",
+					100*r.UnderReduction, 100*tt.minReduction, 100*r.GPUHoursIncrease, 100*tt.maxIncrease)
+			}
+			if tt.knownMiss != "" {
+				t.Logf("known miss of the −%.0f %% / %+.0f %% target: %s", 100*targetReduction, 100*targetIncrease, tt.knownMiss)
 			}
 		})
 	}

@@ -86,7 +86,7 @@ func Replay(name string, s forecast.Series, cfg ReplayConfig) (ReplayResult, err
 	d := demand{s: s}
 	reactive := func(t time.Time) int { return d.need(t, cfg.PerGPU) }
 	fc := forecastPolicy{w: w, s: fs, perGPU: cfg.PerGPU, cache: map[int]int{}, averaged: fs.Step != s.Step}
-	predictive := func(t time.Time) int { return max(d.need(t, cfg.PerGPU), fc.need(t, d.at(t))) }
+	predictive := func(t time.Time) int { return max(d.need(t, cfg.PerGPU), fc.need(t)) }
 	res := ReplayResult{Series: name, PerGPU: cfg.PerGPU, Boot: cfg.Boot.String(), Lead: cfg.Lead.String(), From: from, To: to}
 	res.Reactive = simulate(d, cfg, from, to, reactive)
 	res.Forecast = simulate(d, cfg, from, to, predictive)
@@ -162,8 +162,8 @@ func forecastGrid(s forecast.Series) (forecast.Series, error) {
 
 // forecastPolicy asks the walker, standing at the grid point containing t (whose value the
 // controller has just observed; with an averaged grid, the last complete bucket), for the
-// forecast one lead ahead: the upper one when the load is expected to rise, the point one
-// otherwise, so the margin buys capacity ahead of ramps rather than around the clock.
+// forecast one lead ahead and sizes capacity for its upper value, as the controller's
+// reservations do (forecast.WorkloadForecast.Reserve).
 type forecastPolicy struct {
 	w      *forecast.Walker
 	s      forecast.Series
@@ -173,7 +173,7 @@ type forecastPolicy struct {
 	averaged bool
 }
 
-func (p forecastPolicy) need(t time.Time, now float64) int {
+func (p forecastPolicy) need(t time.Time) int {
 	o := p.s.Index(t)
 	if p.averaged {
 		o = p.s.Index(t.Add(time.Nanosecond - p.s.Step)) // the last bucket complete at t
@@ -183,10 +183,7 @@ func (p forecastPolicy) need(t time.Time, now float64) int {
 	}
 	n := 0
 	if fc, err := p.w.At(o); err == nil {
-		n = gpusFor(fc.Point, p.perGPU)
-		if fc.Point > now {
-			n = gpusFor(fc.Upper, p.perGPU)
-		}
+		n = gpusFor(fc.Upper, p.perGPU)
 	}
 	p.cache[o] = n
 	return n
