@@ -51,6 +51,7 @@ type boundGroup struct {
 type deviceRow struct {
 	need float64
 	offs map[int]bool
+	pods []*podInfo // the claim group's pods
 }
 
 // boundGroups groups the pods on new nodes by signature and claim specs. A group's offerings are
@@ -103,7 +104,7 @@ func (s *state) boundGroups() []*boundGroup {
 				for idx := range g.offs {
 					offs[idx] = true
 				}
-				g.devices = append(g.devices, deviceRow{need: float64(need), offs: offs})
+				g.devices = append(g.devices, deviceRow{need: float64(need), offs: offs, pods: g.pods})
 			}
 		}
 		for idx := range g.offs {
@@ -179,9 +180,10 @@ func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool
 	}
 	devRows := g.devices
 	if len(devRows) > 1 {
+		devRows = append(devRows[:len(devRows):len(devRows)], s.nestedDeviceRows(g.devices)...)
 		// The claim groups together: all their devices are on the group's nodes.
 		if need := s.claimDeviceNeed(g.pods); need > 0 {
-			devRows = append(devRows[:len(devRows):len(devRows)], deviceRow{need: float64(need), offs: g.offs})
+			devRows = append(devRows, deviceRow{need: float64(need), offs: g.offs})
 		}
 	}
 	for _, row := range devRows {
@@ -211,6 +213,38 @@ func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool
 	}
 	v, x, ok := lpSolve(A, b, c)
 	return v, offs, x, ok
+}
+
+// nestedDeviceRows adds Hall-type rows for unions of claim groups: the devices of the groups in
+// a set S can only be on offerings some group of S may use, so their devices there are at least
+// what S's pods need together (claimDeviceNeed, which counts a shared claim once).
+// One row per group alone says less when groups overlap (an A100-only group and an any-GPU
+// group can both count the same A100s). Rows are added for the prefixes of the groups sorted by
+// how few offerings they may use (A100-only ⊂ ≥ 40 GiB ⊂ any GPU), k − 2 rows for k groups
+// (the single group and the whole set have theirs already).
+func (s *state) nestedDeviceRows(rows []deviceRow) []deviceRow {
+	sorted := append([]deviceRow(nil), rows...)
+	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i].offs) < len(sorted[j].offs) })
+	var out []deviceRow
+	union := map[int]bool{}
+	var pods []*podInfo
+	for i, r := range sorted[:len(sorted)-1] {
+		for o := range r.offs {
+			union[o] = true
+		}
+		pods = append(pods, r.pods...)
+		if i == 0 {
+			continue
+		}
+		if need := s.claimDeviceNeed(pods); need > 0 {
+			offs := make(map[int]bool, len(union))
+			for o := range union {
+				offs[o] = true
+			}
+			out = append(out, deviceRow{need: float64(need), offs: offs})
+		}
+	}
+	return out
 }
 
 // smallestRequest is the component-wise smallest request of the pods.
