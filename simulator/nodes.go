@@ -45,6 +45,10 @@ type simNode struct {
 	// slices are the ResourceSlices an in-flight node will publish, while the snapshot has none
 	// of it.
 	slices []*resourcev1.ResourceSlice
+	// compatBySig caches anyCompatible for the candidates identified by compatCands/compatLen.
+	compatBySig map[int]bool
+	compatCands **offering
+	compatLen   int
 }
 
 // domain returns the node's value of a topology key, and false when the node has none yet (a

@@ -165,7 +165,7 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 	if n.zone != "" && !s.topologyAllows(pi, n, n.zone) || n.zone == "" && !s.topologyAllows(pi, n, "") {
 		return false
 	}
-	if !s.anyCandidateFits(pi, n, r) {
+	if !s.anyCompatible(pi.sig, n) || !s.anyCandidateFits(pi, n, r) {
 		return false
 	}
 	useDRA := s.dra != nil && (pi.dra != nil || n.holdsDRAPods())
@@ -199,6 +199,34 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 	}
 	s.commit(pi, n, cands, zone)
 	return true
+}
+
+// anyCompatible reports whether the pod signature accepts any of a new node's candidates,
+// remembered per node until its candidates change: pods that can never join a node (a CPU pod
+// and a tainted GPU node with hundreds of candidates) are turned away without a scan.
+func (s *state) anyCompatible(sig int, n *simNode) bool {
+	if len(n.cands) == 0 {
+		return false
+	}
+	if n.compatCands != &n.cands[0] || n.compatLen != len(n.cands) {
+		n.compatCands, n.compatLen = &n.cands[0], len(n.cands)
+		clear(n.compatBySig)
+	}
+	if v, ok := n.compatBySig[sig]; ok {
+		return v
+	}
+	v := false
+	for _, o := range n.cands {
+		if s.offeringCompatible(sig, o) {
+			v = true
+			break
+		}
+	}
+	if n.compatBySig == nil {
+		n.compatBySig = map[int]bool{}
+	}
+	n.compatBySig[sig] = v
+	return v
 }
 
 // anyCandidateFits is the allocation-free fast path of narrow.
