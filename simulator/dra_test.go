@@ -12,6 +12,7 @@ import (
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/simtest"
 	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
@@ -138,6 +139,11 @@ func simulateDRA(t *testing.T, catalogName, pol, snap string, opts simulator.Opt
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: s, Catalog: cat, Policy: p, Options: opts})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(opts.InFlight) == 0 { // the checker knows the snapshot's nodes and the plan's only
+		for _, v := range simtest.Check(s, plan) {
+			t.Errorf("checker: %s", v)
+		}
 	}
 	if len(plan.Warnings) > 0 {
 		t.Errorf("warnings: %v", plan.Warnings)

@@ -142,6 +142,9 @@ func (c *checker) checkNode(n *corev1.Node) {
 			continue
 		}
 		a, ok := n.Status.Allocatable[name]
+		if !ok && c.draServed(name) {
+			continue // DRA devices serve it where the node does not advertise it (claims are checked apart)
+		}
 		if !ok && !q.IsZero() || ok && q.Cmp(a) > 0 {
 			c.errorf("node %s: %s requested %s > allocatable %s", n.Name, name, q.String(), a.String())
 		}
@@ -149,6 +152,18 @@ func (c *checker) checkNode(n *corev1.Node) {
 	if maxPods, ok := n.Status.Allocatable[corev1.ResourcePods]; ok && int64(count) > maxPods.Value() {
 		c.errorf("node %s: %d pods > %d", n.Name, count, maxPods.Value())
 	}
+}
+
+// draServed reports whether a DeviceClass serves the extended resource (its
+// extendedResourceName, or the implicit deviceclass.resource.kubernetes.io/<class> name).
+func (c *checker) draServed(name corev1.ResourceName) bool {
+	for _, dc := range c.snap.DeviceClasses {
+		if dc.Spec.ExtendedResourceName != nil && corev1.ResourceName(*dc.Spec.ExtendedResourceName) == name ||
+			name == corev1.ResourceName("deviceclass.resource.kubernetes.io/"+dc.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) isNew(name string) bool {
