@@ -43,6 +43,7 @@ type Controller struct {
 	policyRV   map[string]string  // ConfigMap resourceVersion already judged
 	emptySince map[string]time.Time
 	announced  map[string]bool
+	boot       *bootTimes // launch-to-Ready times per pool (boottime.go)
 	batches    int
 	trigger    chan struct{}
 
@@ -99,6 +100,7 @@ func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider,
 		policyRV:    map[string]string{},
 		emptySince:  map[string]time.Time{},
 		announced:   map[string]bool{},
+		boot:        newBootTimes(),
 		trigger:     make(chan struct{}, 1),
 	}
 	c.registerInformers()

@@ -160,6 +160,7 @@ func (c *Controller) announce(r LaunchRecord, n *corev1.Node, now time.Time) {
 		return
 	}
 	c.announced[r.NodeName] = true
+	c.observeBoot(r, n, now)
 	c.recorder.Eventf(n, corev1.EventTypeNormal, "Provisioned", "launched by Tiler as %s in %s (%s, $%.4f/h) for %d pods; Ready %.0fs after launch",
 		r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour, len(r.Pods), now.Sub(r.CreatedAt).Seconds())
 }

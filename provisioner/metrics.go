@@ -6,6 +6,8 @@ import (
 
 // Metrics are the controller's Prometheus metrics, namespace tiler, subsystem provisioner.
 type Metrics struct {
+	// NodeBoot is the time from launch to Ready of Tiler's nodes, per pool.
+	NodeBoot             *prometheus.HistogramVec
 	PendingPods          prometheus.Gauge
 	BatchDuration        prometheus.Histogram
 	SimulationDuration   prometheus.Histogram
@@ -33,6 +35,9 @@ var (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	offering := []string{"instance_type", "zone", "capacity_type"}
 	m := &Metrics{
+		NodeBoot: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "node_boot_seconds", Help: "Time from launch to Ready of nodes Tiler launched.",
+			Buckets: []float64{15, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200}}, []string{"pool"}),
 		PendingPods: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "pending_pods", Help: "Provisionable pods seen by the last batch."}),
 		BatchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
@@ -60,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Interruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "interruptions_total", Help: "Cloud interruption notices handled, by kind."}, []string{"kind"}),
 	}
-	reg.MustRegister(m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
+	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions)
 	return m
 }

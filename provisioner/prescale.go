@@ -89,7 +89,8 @@ type PrescalerConfig struct {
 	History time.Duration
 	// Step is the grid of the history.
 	Step time.Duration
-	// BootTime is the node boot time the default lead time is derived from.
+	// BootTime is the node boot time the default lead time is derived from, for pools whose
+	// boot time has not been observed yet (SetBootTimes).
 	BootTime time.Duration
 	// Catalog, when set, prices GPUs so that a pool's budget caps the target.
 	Catalog *catalog.Catalog
@@ -175,6 +176,15 @@ type ForecastPrescaler struct {
 	policies  map[string]*policy.CostPolicy // last valid policy of each ConfigMap, by namespace/name
 	told      map[string]told               // what the last Event said per workload, so a decision is told once
 	declared  map[string]bool
+	// bootTimes, when set, gives a pool's observed boot time (Controller.ObservedBootTime).
+	bootTimes func(pool string) (time.Duration, bool)
+}
+
+// SetBootTimes makes the default lead time follow each pool's observed boot time (call before
+// the first round), e.g. with Controller.ObservedBootTime; PrescalerConfig.BootTime stays the
+// value for pools with no boot seen yet.
+func (p *ForecastPrescaler) SetBootTimes(fn func(pool string) (time.Duration, bool)) {
+	p.bootTimes = fn
 }
 
 // NewPrescaler builds the forecast-driven pre-scaler. recorder may be nil: Events then go to the

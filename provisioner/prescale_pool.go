@@ -16,7 +16,8 @@ import (
 // pool the template's nodeSelector names (tiler.dev/pool) or whose labels it asks for all of.
 // MaxGPUs is the pool's limits.maxGPUs; the budget is the smaller of the pool's
 // limits.maxPricePerHour and the policy budget, priced at the cheapest GPU the pool may buy (from
-// the catalog, when the pre-scaler has one). The boot time is the configured one. Without a
+// the catalog, when the pre-scaler has one). The boot time is the pool's observed one (SetBootTimes),
+// else the configured one. Without a
 // matching pool only the policy budget applies. The bounds cap the workload's own target: the
 // simulation still enforces every pool limit and the budget across workloads when it plans.
 func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, t *corev1.PodTemplateSpec) forecast.Pool {
@@ -26,6 +27,11 @@ func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, 
 		if selectsPool(t.Spec.NodeSelector, &pools[i]) {
 			pool = &pools[i]
 			break
+		}
+	}
+	if pool != nil && p.bootTimes != nil {
+		if d, ok := p.bootTimes(pool.Name); ok {
+			out.BootTime = d
 		}
 	}
 	if budget != nil {

@@ -179,6 +179,7 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 		if err != nil {
 			return err
 		}
+		ps.SetBootTimes(ctrl.ObservedBootTime)
 		ctrl.SetPrescaler(ps)
 	}
 	ready := &readiness{}
