@@ -45,6 +45,11 @@ type GPUConfig struct {
 	MIGLayout [][]string
 	// MIGConfig is the nvidia.com/mig.config label value (a mig-parted config name).
 	MIGConfig string
+	// ConsumableMemory has the NVIDIA DRA driver publish the GPUs (or, under dynamic-mig, the MIG
+	// partitions) as shareable devices whose memory is consumable capacity (the pool's
+	// gpu.consumableMemory; the driver's --consumable-shares=memory). Only with exclusive or
+	// dynamic-mig sharing.
+	ConsumableMemory bool
 }
 
 // LaunchRequest asks for one instance for one planned node.

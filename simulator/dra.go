@@ -13,7 +13,6 @@ import (
 
 	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/dra"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // DRA in the simulation. Whether claims fit a node is decided only by simulator/dra, which runs
@@ -22,10 +21,12 @@ import (
 //
 //   - Existing nodes use their real slices (the snapshot's, already in the allocator). An
 //     in-flight node whose driver has not published yet gets the slices its type will publish.
-//   - A new node of a GPU type gets dra.Slices(node, type, mode, consumable): mode DynamicMIG in
-//     a dynamic-mig pool, else Full; consumable when the pool's gpu.consumableMemory is set. Types
-//     without GPUs and statically partitioned MIG pools publish none (the driver would publish
-//     the MIG devices, which are not modelled; cloudprovider/sim publishes none either).
+//   - A new node of a GPU type gets dra.Slices(node, type, mode, consumable) in the mode
+//     dra.PublishMode gives its pool's GPU configuration: DynamicMIG in a dynamic-mig pool, else
+//     Full; consumable when the pool's gpu.consumableMemory is set. Types without GPUs and
+//     statically partitioned MIG pools publish none (the driver would publish the MIG devices,
+//     which are not modelled). These are dra.NodeSlices of the node, which cloudprovider/sim
+//     publishes on the node launched for the plan.
 //   - Extended resources a DeviceClass serves (spec.extendedResourceName, e.g. nvidia.com/gpu)
 //     count as resources on a node that advertises them (the device plugin wins) and become a
 //     claim, dra.Allocator.ExtendedResourceClaim, on a node that does not.
@@ -166,7 +167,7 @@ func (s *state) setupDRA() error {
 	}
 	s.dra = d
 	for _, o := range s.offerings {
-		mode, consumable, publishes := sliceMode(o.gpu.Sharing, o.gpu.ConsumableMemory)
+		mode, consumable, publishes := dra.PublishMode(o.gpu.Sharing, o.gpu.ConsumableMemory)
 		o.draClass = s.classOf(o.it, publishes, mode, consumable, o.alloc)
 	}
 	valid := s.pending[:0]
@@ -179,17 +180,6 @@ func (s *state) setupDRA() error {
 	}
 	s.pending = valid
 	return nil
-}
-
-// sliceMode is how the DRA driver publishes the GPUs of a node configured with the sharing mode.
-func sliceMode(sharing policy.Sharing, consumable bool) (dra.Mode, bool, bool) {
-	switch sharing {
-	case policy.MIG:
-		return dra.Full, false, false
-	case policy.DynamicMIG:
-		return dra.DynamicMIG, consumable, true
-	}
-	return dra.Full, consumable, true
 }
 
 // classOf interns the DRA class of a node of the type whose allocatable is alloc.

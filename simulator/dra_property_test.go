@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/catalog"
@@ -225,6 +226,13 @@ func checkNodeClaims(t *testing.T, snap *snapshot.Snapshot, index *dra.ClaimInde
 		}
 	}
 	slices := dra.Slices(n.Name, it, mode, consumable)
+	// The launch carries n.GPU to the cloud, and cloudprovider/sim publishes dra.NodeSlices of
+	// it: they must be the slices checked here.
+	if n.GPU == nil {
+		t.Errorf("node %s has claims but no GPU plan", n.Name)
+	} else if launched := dra.NodeSlices(n.Name, it, n.GPU.Sharing, n.GPU.ConsumableMemory); !equality.Semantic.DeepEqual(launched, slices) {
+		t.Errorf("node %s: the slices of its GPU plan %+v are not those of its pool's policy", n.Name, *n.GPU)
+	}
 	a, err := dra.NewAllocator(snap.DeviceClasses, nil, nil)
 	if err != nil {
 		t.Fatal(err)

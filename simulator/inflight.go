@@ -6,6 +6,7 @@ import (
 	"github.com/tiler-dev/tiler/simulator/mig"
 
 	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/dra"
 	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
@@ -48,7 +49,7 @@ func (s *state) addInFlightNodes() {
 			if f.GPU != nil {
 				g = *f.GPU
 			}
-			mode, consumable, publishes := sliceMode(g.Sharing, g.ConsumableMemory)
+			mode, consumable, publishes := dra.PublishMode(g.Sharing, g.ConsumableMemory)
 			sn.slices = s.dra.slicesFor(f.Name, s.classOf(it, publishes, mode, consumable, off.alloc))
 		}
 		if prev := s.nodeIndex(f.Name); prev >= 0 {

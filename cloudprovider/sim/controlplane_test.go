@@ -25,6 +25,9 @@ func TestAgainstControlPlane(t *testing.T) {
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
 	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 
+	// The planned DRA subtests come first: their pods have no node selector (planned_test.go).
+	t.Run("PlannedConsumableMemory", func(t *testing.T) { testPlannedConsumableMemory(t, client) })
+	t.Run("PlannedDynamicMIG", func(t *testing.T) { testPlannedDynamicMIG(t, client) })
 	t.Run("GPUPodBindsOnlyAfterDeviceDelay", func(t *testing.T) { testGPUPodBindsAfterDeviceDelay(t, client) })
 	t.Run("DRAClaimAllocatedFromPublishedSlice", func(t *testing.T) { testDRAClaim(t, client) })
 	t.Run("RestartIdempotencyFallbackDelete", func(t *testing.T) { testRestartFallbackDelete(t, client) })

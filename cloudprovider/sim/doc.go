@@ -39,8 +39,13 @@
 // as nvidia.com/gpu or nvidia.com/gpu.shared (time-slicing, mps; GPUConfig.RenameShared per
 // launch, or Config.RenameSharedGPUs for every node),
 // per-profile nvidia.com/mig-<profile> (mig, mixed) or nvidia.com/gpu per MIG device (mig,
-// single), and none under dynamic-mig, where only the DRA driver advertises. GPUSlices, in
-// slices.go, builds the ResourceSlices the DRA driver publishes (one full-GPU device per GPU); it
-// depends only on k8s.io/api types, so the simulator can reuse the shape. Statically partitioned
-// MIG nodes get no slices: the driver would publish their MIG devices, which are not modelled.
+// single), and none under dynamic-mig, where only the DRA driver advertises.
+//
+// The ResourceSlices the DRA driver publishes (NodeSlices, in slices.go) are simulator/dra's
+// NodeSlices of the node name, type, GPUConfig.Sharing and GPUConfig.ConsumableMemory: the very
+// function the simulator plans the node with, so the scheduler allocates claims from the devices
+// the plan allocated them. Full GPUs (shareable, with consumable memory, when the launch asks);
+// under dynamic-mig every MIG (profile, placement) as a partition device over the GPU's shared
+// counters. Statically partitioned MIG nodes get no slices: the driver would publish their MIG
+// devices, which are not modelled (by the simulator either).
 package sim

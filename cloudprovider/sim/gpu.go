@@ -48,24 +48,30 @@ const (
 )
 
 // validateGPU checks a request's GPU configuration against an instance type. Types without GPUs
-// ignore it, since a pool's GPU settings travel with every request of the pool.
+// ignore it, since a pool's GPU settings travel with every request of the pool. Consumable memory
+// needs GPUs the DRA driver publishes whole or as dynamic MIG partitions, as the policy demands.
 func validateGPU(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
 	if it.GPU.Count == 0 {
 		return nil
 	}
-	switch policy.Sharing(g.Sharing) {
-	case "", policy.Exclusive, policy.DynamicMIG:
-		return nil
+	sharing := policy.Sharing(g.Sharing)
+	switch sharing {
+	case "", policy.Exclusive, policy.DynamicMIG, policy.TimeSlicing, policy.MPS, policy.MIG:
+	default:
+		return fmt.Errorf("Sharing %q is not exclusive, time-slicing, mps, mig or dynamic-mig", g.Sharing)
+	}
+	if g.ConsumableMemory && sharing != "" && sharing != policy.Exclusive && sharing != policy.DynamicMIG {
+		return fmt.Errorf("ConsumableMemory needs Sharing exclusive or dynamic-mig, not %q", g.Sharing)
+	}
+	switch sharing {
 	case policy.TimeSlicing, policy.MPS:
 		if g.Replicas < 1 {
 			return fmt.Errorf("Replicas is %d; %s needs at least 1", g.Replicas, g.Sharing)
 		}
-		return nil
 	case policy.MIG:
 		return validateMIG(g, it)
-	default:
-		return fmt.Errorf("Sharing %q is not exclusive, time-slicing, mps, mig or dynamic-mig", g.Sharing)
 	}
+	return nil
 }
 
 // validateMIG checks the strategy and the layout: at most one entry per GPU, and under the single
@@ -164,13 +170,6 @@ func gpuLabels(g cloudprovider.GPUConfig, it *catalog.InstanceType) map[string]s
 	default:
 		return nil
 	}
-}
-
-// publishesSlices reports whether the DRA driver publishes full-GPU devices for the node. A
-// statically partitioned MIG GPU is published as its MIG devices instead, which this simulation
-// does not model, so such nodes get no slices.
-func publishesSlices(g cloudprovider.GPUConfig, it *catalog.InstanceType) bool {
-	return it.GPU.Count > 0 && policy.Sharing(g.Sharing) != policy.MIG
 }
 
 // resourceNames returns the names of a resource list in order, for messages.

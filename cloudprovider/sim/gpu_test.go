@@ -2,16 +2,19 @@ package sim
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/dra"
 )
 
 func TestGPUResources(t *testing.T) {
@@ -70,19 +73,19 @@ func TestGPUResources(t *testing.T) {
 	}
 }
 
-// TestGPUSlicesShape compares the devices GPUSlices builds with the NVIDIA driver's documented
-// slice (testdata/resourceslice-static.yaml, copied from /work/shared/testdata/dra): every
-// attribute the simulation sets must exist there with the same value type, and the capacity
-// must be memory.
-func TestGPUSlicesShape(t *testing.T) {
+// TestNodeSlicesShape compares the full-GPU devices NodeSlices publishes for an exclusive pool
+// with the NVIDIA driver's documented slice (testdata/resourceslice-static.yaml, copied from
+// /work/shared/testdata/dra): every attribute the simulation sets must exist there with the same
+// value type, and the capacity must be memory.
+func TestNodeSlicesShape(t *testing.T) {
 	cat, _ := catalog.Embedded("aws-us-east-1")
 	a100, _ := cat.Type("p4d.24xlarge")
-	slices := GPUSlices("a100-node", a100)
+	slices := NodeSlices("a100-node", a100, cloudprovider.GPUConfig{Sharing: "exclusive"})
 	if len(slices) != 1 {
 		t.Fatalf("%d slices, want 1", len(slices))
 	}
 	s := slices[0]
-	if s.Name != "a100-node-gpu.nvidia.com" || s.Spec.Driver != DRADriver || *s.Spec.NodeName != "a100-node" ||
+	if s.Name != "a100-node-gpu.nvidia.com-0" || s.Spec.Driver != DRADriver || *s.Spec.NodeName != "a100-node" ||
 		s.Spec.Pool != (resourcev1.ResourcePool{Name: "a100-node", Generation: 1, ResourceSliceCount: 1}) {
 		t.Fatalf("slice header %+v %+v", s.ObjectMeta, s.Spec.Pool)
 	}
@@ -126,8 +129,50 @@ func TestGPUSlicesShape(t *testing.T) {
 	if want := ref.Capacity["memory"].Value; mem.Cmp(want) != 0 || mem.String() != "40Gi" {
 		t.Errorf("memory capacity %s, want %s like the driver's A100-40GB", mem.String(), want.String())
 	}
-	if GPUSlices("cpu-node", &catalog.InstanceType{Name: "cpu", VCPU: 2, MemoryMiB: 1024}) != nil {
+	if NodeSlices("cpu-node", &catalog.InstanceType{Name: "cpu", VCPU: 2, MemoryMiB: 1024}, cloudprovider.GPUConfig{}) != nil {
 		t.Error("slices for a type without GPUs")
+	}
+}
+
+// TestNodeSlicesAreThePlanners: for every GPU configuration a launch carries, the simulated
+// driver publishes the slices simulator/dra builds for the simulator's plan of that node, in the
+// mode the pool's sharing and consumable memory give (dra.PublishMode).
+func TestNodeSlicesAreThePlanners(t *testing.T) {
+	cat, _ := catalog.Embedded("aws-us-east-1")
+	a100, _ := cat.Type("p4d.24xlarge") // 8 × A100-40GB
+	for _, tc := range []struct {
+		name string
+		gpu  cloudprovider.GPUConfig
+		mode dra.Mode
+		cons bool
+		// slices: full GPUs fit one slice; dynamic MIG has one counter-set slice (8 sets) and
+		// one device slice per GPU (25 partitions each).
+		slices int
+	}{
+		{"exclusive", cloudprovider.GPUConfig{Sharing: "exclusive"}, dra.Full, false, 1},
+		{"unset", cloudprovider.GPUConfig{}, dra.Full, false, 1},
+		{"consumable memory", cloudprovider.GPUConfig{Sharing: "exclusive", ConsumableMemory: true}, dra.Full, true, 1},
+		{"time-slicing", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, dra.Full, false, 1},
+		{"dynamic mig", cloudprovider.GPUConfig{Sharing: "dynamic-mig"}, dra.DynamicMIG, false, 9},
+		{"dynamic mig, consumable", cloudprovider.GPUConfig{Sharing: "dynamic-mig", ConsumableMemory: true}, dra.DynamicMIG, true, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := validateGPU(tc.gpu, a100); err != nil {
+				t.Fatal(err)
+			}
+			got := NodeSlices("tiler-gpu-x1", a100, tc.gpu)
+			want := dra.Slices("tiler-gpu-x1", a100, tc.mode, tc.cons)
+			if len(got) != tc.slices || !equality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("NodeSlices: %d slices, not the %d of dra.Slices(%s, consumable %t)", len(got), len(want), tc.mode, tc.cons)
+			}
+		})
+	}
+	if got := NodeSlices("n", a100, cloudprovider.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"7g.40gb"}}}); got != nil {
+		t.Errorf("static MIG publishes %d slices, want none (MIG devices are not modelled)", len(got))
+	}
+	err := validateGPU(cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 2, ConsumableMemory: true}, a100)
+	if err == nil || !strings.Contains(err.Error(), "ConsumableMemory") {
+		t.Errorf("validateGPU accepted consumable memory with time-slicing: %v", err)
 	}
 }
 

@@ -196,31 +196,6 @@ func (p *Provider) ensureDevices(ctx context.Context, r *record, it *catalog.Ins
 	return node, nil
 }
 
-// ensureSlices publishes the node's GPU ResourceSlices, owned by the Node so that the garbage
-// collector removes them with it, unless they exist.
-func (p *Provider) ensureSlices(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node) error {
-	if !publishesSlices(r.GPU, it) {
-		return nil
-	}
-	api := p.kube.ResourceV1().ResourceSlices()
-	for _, slice := range GPUSlices(node.Name, it) {
-		_, err := api.Get(ctx, slice.Name, metav1.GetOptions{})
-		if err == nil {
-			continue
-		}
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("getting ResourceSlice %s: %w", slice.Name, err)
-		}
-		slice.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: new(true),
-		}}
-		if _, err := api.Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("publishing ResourceSlice %s: %w", slice.Name, err)
-		}
-	}
-	return nil
-}
-
 // mutateNode reads the Node, applies fn and, when fn reports a change, writes it back through the
 // status subresource (status) or the main resource, retrying on conflicts with the node lifecycle
 // controller and the admission plugins.

@@ -7,10 +7,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/dra"
+	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // TestStepLifecycle follows one GPU instance through boot and the device delay on the fake
@@ -152,6 +157,53 @@ func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
 		if got := [2]int64{quantity(alloc, ResourceGPU), quantity(alloc, ResourceGPUShared)}; got != want {
 			t.Errorf("%s: nvidia.com/gpu, nvidia.com/gpu.shared = %v, want %v (-1: absent)", node, got, want)
 		}
+	}
+}
+
+// TestStepPublishesPlannedSlices: past the device delay, a dynamic-MIG p4d.24xlarge and a
+// consumable-memory one publish exactly dra.NodeSlices of their launch (9 and 1 slices), owned by
+// their Node, and no nvidia.com/gpu under dynamic MIG; a restarted provider publishes nothing
+// twice.
+func TestStepPublishesPlannedSlices(t *testing.T) {
+	e := newEnv(t, nil)
+	gpus := map[string]cloudprovider.GPUConfig{
+		"mig-node":  {Sharing: "dynamic-mig"},
+		"cons-node": {Sharing: "exclusive", ConsumableMemory: true},
+	}
+	for node, g := range gpus {
+		req := gpuRequest("launch-"+node, node)
+		req.Offering, req.GPU = a100OD1c, g
+		e.create(req)
+	}
+	e.step(testBootDelay + testDeviceDelay)
+	e.p = e.restart()
+	e.step(time.Second)
+	cat, _ := catalog.Embedded("aws-us-east-1")
+	a100, _ := cat.Type(a100OD1c.InstanceType)
+	for node, g := range gpus {
+		got := e.slicesOf(node)
+		want := dra.NodeSlices(node, a100, policy.Sharing(g.Sharing), g.ConsumableMemory)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d slices published, want %d", node, len(got), len(want))
+		}
+		byName := map[string]resourcev1.ResourceSlice{}
+		for _, s := range got {
+			if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Name != node {
+				t.Errorf("%s: slice %s owners %+v", node, s.Name, s.OwnerReferences)
+			}
+			byName[s.Name] = s
+		}
+		for _, w := range want {
+			if !equality.Semantic.DeepEqual(byName[w.Name].Spec, w.Spec) {
+				t.Errorf("%s: slice %s is not the planned one", node, w.Name)
+			}
+		}
+	}
+	if q := quantity(e.node("mig-node").Status.Allocatable, ResourceGPU); q != -1 {
+		t.Errorf("dynamic MIG node advertises nvidia.com/gpu = %d", q)
+	}
+	if q := quantity(e.node("cons-node").Status.Allocatable, ResourceGPU); q != 8 {
+		t.Errorf("consumable-memory node advertises nvidia.com/gpu = %d, want 8", q)
 	}
 }
 

@@ -1,128 +1,77 @@
 package sim
 
-// This file builds ResourceSlices from catalog data only. It must stay free of client-go (only
-// k8s.io/api and apimachinery value types), so that the simulator can reuse GPUSlices.
-
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"fmt"
-	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/dra"
+	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // DRADriver is the driver name of the DRA Driver for NVIDIA GPUs.
-const DRADriver = "gpu.nvidia.com"
+const DRADriver = dra.DriverName
 
-// Versions the simulated driver stack reports, as in the driver's documented example slice.
-const (
-	// DriverVersion is the NVIDIA kernel driver version (attribute driverVersion).
-	DriverVersion = "580.126.20"
-	// CUDADriverVersion is the CUDA version the driver supports (attribute cudaDriverVersion).
-	CUDADriverVersion = "13.0.0"
-)
+// NodeSlices returns the ResourceSlices the NVIDIA DRA driver publishes on the node of a launch
+// of the type configured as g: simulator/dra's NodeSlices, the function the simulator plans the
+// node with, so the scheduler allocates from exactly the devices the plan did. Full GPUs (with
+// g.ConsumableMemory, shareable GPUs whose memory is consumable capacity), every MIG partition
+// over shared counters under dynamic-mig, nothing under static MIG (the driver would publish the
+// MIG devices mig-manager created, which are not modelled) or for a type without GPUs. The slices
+// have no owner reference; ensureSlices adds the Node's.
+func NodeSlices(nodeName string, it *catalog.InstanceType, g cloudprovider.GPUConfig) []*resourcev1.ResourceSlice {
+	return dra.NodeSlices(nodeName, it, policy.Sharing(g.Sharing), g.ConsumableMemory)
+}
 
-// GPUSlices returns the ResourceSlices the NVIDIA DRA driver publishes for a node of the type
-// (nil for a type without GPUs): one slice in a pool named after the node, with one device per
-// GPU named gpu-<i> carrying the attributes type=gpu, productName, architecture, brand,
-// cudaComputeCapability, driverVersion, cudaDriverVersion, a uuid derived from the node name and
-// index, and index, and the capacity memory. The slice has a fixed name (SliceName) and no owner
-// reference; the caller adds the Node's.
-func GPUSlices(nodeName string, it *catalog.InstanceType) []*resourcev1.ResourceSlice {
-	if it == nil || it.GPU.Count <= 0 {
+// ensureSlices publishes the node's ResourceSlices (NodeSlices), owned by the Node so that the
+// garbage collector removes them with it, unless they exist. One List per call finds the
+// slices already published.
+func (p *Provider) ensureSlices(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node) error {
+	want := NodeSlices(node.Name, it, r.GPU)
+	if len(want) == 0 {
 		return nil
 	}
-	devices := make([]resourcev1.Device, it.GPU.Count)
-	for i := range devices {
-		devices[i] = gpuDevice(nodeName, i, &it.GPU)
+	have, err := p.publishedSlices(ctx, node.Name)
+	if err != nil {
+		return err
 	}
-	node := nodeName
-	return []*resourcev1.ResourceSlice{{
-		TypeMeta:   metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "ResourceSlice"},
-		ObjectMeta: metav1.ObjectMeta{Name: SliceName(nodeName)},
-		Spec: resourcev1.ResourceSliceSpec{
-			Driver:   DRADriver,
-			Pool:     resourcev1.ResourcePool{Name: nodeName, Generation: 1, ResourceSliceCount: 1},
-			NodeName: &node,
-			Devices:  devices,
-		},
-	}}
+	api := p.kube.ResourceV1().ResourceSlices()
+	for _, slice := range want {
+		if have[slice.Name] {
+			continue
+		}
+		slice.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: new(true),
+		}}
+		if _, err := api.Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("publishing ResourceSlice %s: %w", slice.Name, err)
+		}
+	}
+	return nil
 }
 
-// SliceName returns the name of the node's GPU slice: <node>-gpu.nvidia.com, or a hash of the
-// node name in its place when that would exceed the 253 characters of an object name.
-func SliceName(nodeName string) string {
-	const maxName = 253
-	name := nodeName + "-" + DRADriver
-	if len(name) <= maxName {
-		return name
+// publishedSlices returns the names of the driver's ResourceSlices of the node.
+func (p *Provider) publishedSlices(ctx context.Context, nodeName string) (map[string]bool, error) {
+	list, err := p.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermEqualSelector(resourcev1.ResourceSliceSelectorNodeName, nodeName),
+		fields.OneTermEqualSelector(resourcev1.ResourceSliceSelectorDriver, DRADriver),
+	).String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices of node %s: %w", nodeName, err)
 	}
-	sum := sha256.Sum256([]byte(nodeName))
-	return hex.EncodeToString(sum[:16]) + "-" + DRADriver
-}
-
-// gpuDevice returns device gpu-<index>.
-func gpuDevice(nodeName string, index int, g *catalog.GPU) resourcev1.Device {
-	product := g.Product
-	if product == "" {
-		product = g.Model
+	out := make(map[string]bool, len(list.Items))
+	for _, s := range list.Items {
+		// Filter again: not every client (the fake clientset) honours field selectors.
+		if s.Spec.NodeName != nil && *s.Spec.NodeName == nodeName && s.Spec.Driver == DRADriver {
+			out[s.Name] = true
+		}
 	}
-	attrs := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-		"type":              stringAttr("gpu"),
-		"productName":       stringAttr(product),
-		"brand":             stringAttr("Nvidia"),
-		"uuid":              stringAttr(gpuUUID(nodeName, index)),
-		"index":             {IntValue: new(int64(index))},
-		"driverVersion":     versionAttr(DriverVersion),
-		"cudaDriverVersion": versionAttr(CUDADriverVersion),
-	}
-	if g.Architecture != "" {
-		attrs["architecture"] = stringAttr(g.Architecture)
-	}
-	if g.CUDAComputeCapability != "" {
-		attrs["cudaComputeCapability"] = versionAttr(semver(g.CUDAComputeCapability))
-	}
-	return resourcev1.Device{
-		Name:       fmt.Sprintf("gpu-%d", index),
-		Attributes: attrs,
-		Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
-			"memory": {Value: *resource.NewQuantity(g.MemoryMiB*1024*1024, resource.BinarySI)},
-		},
-	}
-}
-
-// stringAttr returns a string attribute.
-func stringAttr(s string) resourcev1.DeviceAttribute {
-	return resourcev1.DeviceAttribute{StringValue: &s}
-}
-
-// versionAttr returns a semantic-version attribute.
-func versionAttr(v string) resourcev1.DeviceAttribute {
-	return resourcev1.DeviceAttribute{VersionValue: &v}
-}
-
-// semver pads a compute capability like "8.0" to the semantic version "8.0.0" that DRA version
-// attributes require.
-func semver(v string) string {
-	switch strings.Count(v, ".") {
-	case 0:
-		return v + ".0.0"
-	case 1:
-		return v + ".0"
-	default:
-		return v
-	}
-}
-
-// gpuUUID derives a stable, UUID-shaped GPU ID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) from the
-// node name and the GPU index, so repeated publications of a node agree.
-func gpuUUID(nodeName string, index int) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s/gpu-%d", nodeName, index))
-	h := hex.EncodeToString(sum[:16])
-	return fmt.Sprintf("GPU-%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+	return out, nil
 }

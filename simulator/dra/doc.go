@@ -34,7 +34,9 @@
 // (optionally consumable, --consumable-shares=memory). DynamicMIG: every MIG partition as a
 // device consuming the GPU's shared counters (memory, engines, one counter per memory slot), as
 // in testdata/dra/resourceslice-dynamic-mig-a100-40gb.constructed.yaml; the MIG profiles and
-// placements come from simulator/mig.
+// placements come from simulator/mig. NodeSlices picks the mode from a pool's GPU configuration
+// (PublishMode); the simulator plans new nodes with it and cloudprovider/sim publishes it on the
+// nodes it launches, so plan and scheduler see the same devices.
 //
 // The package does not import client-go. It does import net/http (through k8s.io/api's
 // apimachinery, like every package using core/v1 types) and prometheus/client_golang (through

@@ -170,11 +170,23 @@ func (b *sliceBuilder) finish() []*resourcev1.ResourceSlice {
 		spec.NodeName = &node
 		spec.Pool = resourcev1.ResourcePool{Name: b.node, Generation: 1, ResourceSliceCount: int64(len(b.slices))}
 		out[i] = &resourcev1.ResourceSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", b.node, DriverName, i)},
+			ObjectMeta: metav1.ObjectMeta{Name: SliceName(b.node, i)},
 			Spec:       spec,
 		}
 	}
 	return out
+}
+
+// SliceName is the name of the node's i-th slice: "<node>-gpu.nvidia.com-<i>", or, when that
+// would exceed the 253 characters of an object name, a hash of the node name in its place.
+func SliceName(nodeName string, i int) string {
+	const maxName = 253
+	name := fmt.Sprintf("%s-%s-%d", nodeName, DriverName, i)
+	if len(name) <= maxName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(nodeName))
+	return fmt.Sprintf("%s-%s-%d", hex.EncodeToString(sum[:16]), DriverName, i)
 }
 
 // consumableMemory is the driver's applyConsumableShares for --consumable-shares=memory: the
