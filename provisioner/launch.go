@@ -69,7 +69,7 @@ func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 		Taints: n.Taints, CreatedAt: now}
 	if g := n.GPU; g != nil {
 		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
-			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig}
+			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig, ConsumableMemory: g.ConsumableMemory}
 		r.Plan = g
 	}
 	return r
