@@ -64,9 +64,23 @@ type LaunchRequest struct {
 	// Offering is the preferred offering; Fallbacks are acceptable alternatives in order.
 	Offering  OfferingRef
 	Fallbacks []OfferingRef
-	Labels    map[string]string
-	Taints    []corev1.Taint
-	GPU       GPUConfig
+	// Labels are the labels of the node launched as Offering.
+	Labels map[string]string
+	// FallbackLabels are the labels of the node launched as a fallback, for each fallback whose
+	// labels differ from Labels (another instance type, zone or capacity type changes the labels
+	// that name them). Providers read them through LabelsFor.
+	FallbackLabels map[OfferingRef]map[string]string
+	Taints         []corev1.Taint
+	GPU            GPUConfig
+}
+
+// LabelsFor returns the labels of the node when it is launched as o: FallbackLabels[o] when the
+// request has them, else Labels.
+func (r LaunchRequest) LabelsFor(o OfferingRef) map[string]string {
+	if l, ok := r.FallbackLabels[o]; ok {
+		return l
+	}
+	return r.Labels
 }
 
 // Instance is a cloud instance owned by this cluster.

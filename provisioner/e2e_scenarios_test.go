@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -129,8 +130,10 @@ func testRestartMidLaunch(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanup(pods)
 }
 
-// testInsufficientCapacity: the cloud refuses the offering the plan prefers; the controller marks
-// it unavailable and the pod lands on the next one.
+// testInsufficientCapacity: the cloud refuses every offering of the type the plan prefers. The
+// launch falls back, in the same call, to the plan's first fallback of another type: the pod is
+// bound after one launch attempt and no failure, on a node labelled as the type launched, and
+// the launch record names that type, zone, capacity type and price.
 func testInsufficientCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	pod := simtest.Pod("ice-a").Label("app", "ice").CPU("3").Mem("6Gi").Obj()
 	first := preferredType(t, pod)
@@ -143,10 +146,34 @@ func testInsufficientCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := node.Labels[corev1.LabelInstanceTypeStable]; got == string(first) {
+	got := node.Labels[corev1.LabelInstanceTypeStable]
+	if got == string(first) {
 		t.Errorf("pod landed on %s, which the cloud refused", got)
 	}
+	if n := e.launches(); n != 1 {
+		t.Errorf("%d launches, want 1", n)
+	}
+	if n := collectorSeries(e.metrics.LaunchFailures); n != 0 {
+		t.Errorf("%d launch failure series, want none: the fallback launched in the same call", n)
+	}
+	rec := launchRecord(t, e.kube, e.cfg.Namespace, node.Name)
+	if string(rec.InstanceType) != got || rec.Zone != node.Labels[corev1.LabelTopologyZone] ||
+		string(rec.CapacityType) != node.Labels[simulator.LabelCapacityType] || rec.PricePerHour <= 0 {
+		t.Errorf("launch record %s %s %s $%v; the node is %s in %s, %s", rec.InstanceType, rec.Zone, rec.CapacityType,
+			rec.PricePerHour, got, node.Labels[corev1.LabelTopologyZone], node.Labels[simulator.LabelCapacityType])
+	}
+	if fam := node.Labels[simulator.LabelInstanceFamily]; !strings.HasPrefix(got, fam+".") {
+		t.Errorf("node of type %s is labelled family %s", got, fam)
+	}
 	e.cleanup([]*corev1.Pod{pod})
+}
+
+// collectorSeries is the number of series a collector has.
+func collectorSeries(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
+	close(ch)
+	return len(ch)
 }
 
 // preferredType is the instance type the simulation picks for the pod on the default policy.

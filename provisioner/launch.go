@@ -66,7 +66,7 @@ func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 	}
 	r := LaunchRecord{LaunchID: n.Name, NodeName: n.Name, Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone,
 		CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPUs: gpus, Pods: n.Pods, Labels: n.Labels,
-		Taints: n.Taints, CreatedAt: now}
+		Taints: n.Taints, Fallbacks: n.Fallbacks, CreatedAt: now}
 	if g := n.GPU; g != nil {
 		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
 			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig, ConsumableMemory: g.ConsumableMemory}
@@ -76,11 +76,13 @@ func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 }
 
 func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ simulator.NewNode, pods map[string]*corev1.Pod) bool {
-	off := cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType}
+	off := offeringOfRecord(r)
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
-	inst, refused, err := c.create(ctx, cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.NodeName,
-		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU})
+	req := cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.NodeName,
+		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU}
+	c.addFallbacks(l, &req, r)
+	inst, refused, err := c.create(ctx, req)
 	c.markRefused(log, r.NodeName, refused)
 	if err != nil && ctx.Err() != nil {
 		// Shutting down: the cloud may have accepted the launch. Keep the record; Recover links
@@ -106,6 +108,13 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		return false
 	}
 	r.InstanceID = inst.ID
+	if bought, ok := c.boughtAs(r, inst.Offering, inst.PricePerHour); ok {
+		l.Info("the cloud launched a fallback offering", zap.String(keyLaunchedType, string(bought.InstanceType)),
+			zap.String(keyLaunchedZone, bought.Zone), zap.String(keyLaunchedCapacityType, string(bought.CapacityType)),
+			zap.Float64(keyLaunchedPrice, bought.PricePerHour))
+		r = bought
+		off = offeringOfRecord(r)
+	}
 	if err := c.records.Put(ctx, r); err != nil {
 		l.Error("recording the instance ID", zap.Error(err))
 	}
@@ -181,5 +190,6 @@ func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
 // simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
 func simulatorNode(r LaunchRecord) simulator.NewNode {
 	return simulator.NewNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,
-		CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, Pods: r.Pods, Labels: r.Labels, Taints: r.Taints}
+		CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, Pods: r.Pods, Labels: r.Labels, Taints: r.Taints,
+		Fallbacks: r.Fallbacks}
 }

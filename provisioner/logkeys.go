@@ -20,4 +20,10 @@ const (
 	keyInstanceID    = "instance_id"
 	keyError         = "error_kind"
 	keyConfigMap     = "configmap"
+	// The offering the cloud launched when it was a fallback, not the planned one.
+	keyLaunchedType         = "launched_instance_type"
+	keyLaunchedZone         = "launched_zone"
+	keyLaunchedCapacityType = "launched_capacity_type"
+	keyLaunchedPrice        = "launched_price_per_hour"
+	keyFallback             = "fallback"
 )

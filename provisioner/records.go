@@ -22,6 +22,9 @@ import (
 const RecordsConfigMap = "tiler-launches"
 
 // LaunchRecord is the durable record of one planned node, written before the cloud is called.
+// Its offering (InstanceType, Zone, CapacityType), PricePerHour, Labels and GPUs are the plan's
+// until the cloud launched the node, and then those of what the cloud launched, which may be one
+// of the Fallbacks: in-flight accounting and housekeeping count what was really bought.
 type LaunchRecord struct {
 	LaunchID     string                   `json:"launchID"`
 	NodeName     string                   `json:"nodeName"`
@@ -35,6 +38,9 @@ type LaunchRecord struct {
 	Labels       map[string]string        `json:"labels,omitempty"`
 	Taints       []corev1.Taint           `json:"taints,omitempty"`
 	GPU          cloudprovider.GPUConfig  `json:"gpu,omitempty"`
+	// Fallbacks are the plan's fallback offerings, tried in order when the cloud refuses the
+	// node's own.
+	Fallbacks []simulator.Fallback `json:"fallbacks,omitempty"`
 	// Plan is the simulator's GPU plan for the node, handed back as in-flight capacity.
 	Plan      *simulator.GPUPlan `json:"plan,omitempty"`
 	CreatedAt time.Time          `json:"createdAt"`

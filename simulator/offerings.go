@@ -83,15 +83,56 @@ func family(name catalog.InstanceTypeName) string {
 	return s
 }
 
-// offeringLabels returns the labels a node of the offering carries (hostname excluded).
+// offeringLabels returns the labels a node of the offering carries (hostname excluded): those of
+// its type, zone and capacity type (typeLabels), the pool's name and the pool's labels.
 func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
+	l := typeLabels(cat, it, zone, ct)
+	l[LabelPool] = pl.Name
+	for k, v := range pl.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+// OfferingLabels returns the labels a planned node has for being bought as the instance type in
+// the zone at the capacity type, whatever its pool: zone, region, architecture, OS, capacity
+// type, the instance-type labels (InstanceTypeLabels), family, CPU, memory and the GPU labels.
+// It returns false when the catalog has no such type. With WithOfferingLabels, a launcher
+// relabels a node that the cloud launched as a fallback offering.
+func OfferingLabels(cat *catalog.Catalog, name catalog.InstanceTypeName, zone string, ct catalog.CapacityType) (map[string]string, bool) {
+	it, ok := cat.Type(name)
+	if !ok {
+		return nil, false
+	}
+	return typeLabels(cat, it, zone, ct), true
+}
+
+// WithOfferingLabels returns a copy of the labels of a node planned as one offering, for the node
+// bought as another; from and to are the OfferingLabels of the two. A label with from's value
+// takes to's, or goes when to has none; a label of another value (a pool's own) stays.
+func WithOfferingLabels(labels, from, to map[string]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		if fv, ok := from[k]; !ok || fv != v {
+			out[k] = v
+		}
+	}
+	for k, v := range to {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// typeLabels returns the labels that follow from the offering alone (see OfferingLabels).
+func typeLabels(cat *catalog.Catalog, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
 	l := map[string]string{
 		LabelZone:           zone,
 		LabelRegion:         cat.Region,
 		LabelArch:           it.Arch,
 		LabelOS:             "linux",
 		LabelCapacityType:   string(ct),
-		LabelPool:           pl.Name,
 		LabelInstanceFamily: family(it.Name),
 		LabelInstanceCPU:    strconv.Itoa(it.VCPU),
 		LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
@@ -110,9 +151,6 @@ func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType
 		if it.GPU.Architecture != "" {
 			l[LabelGPUFamily] = strings.ToLower(strings.ReplaceAll(it.GPU.Architecture, " ", "-"))
 		}
-	}
-	for k, v := range pl.Labels {
-		l[k] = v
 	}
 	return l
 }

@@ -63,6 +63,18 @@ type NewNode struct {
 	MIGLayout [][]string `json:"migLayout,omitempty"`
 	// Claims lists the DRA devices each claim would get on the node.
 	Claims []ClaimAllocation `json:"claims,omitempty"`
+	// Fallbacks are other offerings the node may be bought as when the cloud refuses this one,
+	// cheapest first (see Fallbacks in fallbacks.go for the rule).
+	Fallbacks []Fallback `json:"fallbacks,omitempty"`
+}
+
+// Fallback is an offering a new node may be bought as instead of its own: it holds all the
+// node's pods with the same pool and GPU configuration.
+type Fallback struct {
+	InstanceType catalog.InstanceTypeName `json:"instanceType"`
+	Zone         string                   `json:"zone"`
+	CapacityType catalog.CapacityType     `json:"capacityType"`
+	PricePerHour float64                  `json:"pricePerHour"`
 }
 
 // GPUInfo is the model, count and memory of a node's GPUs.

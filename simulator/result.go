@@ -72,6 +72,7 @@ func (s *state) newNode(n *simNode) NewNode {
 	if n.dra != nil && len(n.dra.commits) > 0 {
 		nn.Claims = claimAllocations(n.name, n.dra.commits)
 	}
+	nn.Fallbacks = s.fallbacks(n)
 	return nn
 }
 

@@ -123,26 +123,44 @@ func TestCreatePartialSuccessReportsFailedOfferings(t *testing.T) {
 	}
 }
 
+// TestCreateOnDemandFleet: an on-demand node and its on-demand fallbacks (the plan's, cheapest
+// first) are one lowest-price fleet with an override per (type, subnet, zone) in the request's
+// order; the instance is the offering EC2 launched, here the second fallback.
 func TestCreateOnDemandFleet(t *testing.T) {
 	srv := awstest.NewServer(t)
 	srv.Enqueue("DescribeInstances", noInstances())
-	pool := awstest.FleetPool{Type: "g5.xlarge", SubnetID: subnetA, Zone: "us-east-1a", Lifecycle: "on-demand"}
+	pool := awstest.FleetPool{Type: "g6.xlarge", SubnetID: subnetC, Zone: "us-east-1c", Lifecycle: "on-demand"}
 	srv.Enqueue("CreateFleet", awstest.CreateFleet([]awstest.FleetLaunch{{Pool: pool, InstanceIDs: []string{"i-0od"}}}, nil))
 	p, _ := newTestProvider(t, srv)
-	req := cloudprovider.LaunchRequest{LaunchID: "l-od", Offering: ref("g5.xlarge", "us-east-1a", catalog.OnDemand)}
+	req := cloudprovider.LaunchRequest{LaunchID: "l-od", Offering: ref("g5.xlarge", "us-east-1a", catalog.OnDemand),
+		Fallbacks: []cloudprovider.OfferingRef{ref("g5.xlarge", "us-east-1b", catalog.OnDemand), ref("g6.xlarge", "us-east-1c", catalog.OnDemand)}}
 	inst, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if inst.ID != "i-0od" || inst.Offering != req.Offering {
-		t.Errorf("instance = %+v", inst)
+	if inst.ID != "i-0od" || inst.Offering != req.Fallbacks[1] {
+		t.Errorf("instance = %+v, want %v", inst, req.Fallbacks[1])
+	}
+	if n := len(srv.Requests("CreateFleet")); n != 1 {
+		t.Fatalf("%d CreateFleet calls, want one fleet for the on-demand offerings", n)
 	}
 	form := srv.Requests("CreateFleet")[0].Form
 	for k, v := range map[string]string{
 		"OnDemandOptions.AllocationStrategy":                    "lowest-price",
 		"TargetCapacitySpecification.DefaultTargetCapacityType": "on-demand",
+		"TargetCapacitySpecification.TotalTargetCapacity":       "1",
 		"SpotOptions.AllocationStrategy":                        "",
 		"ClientToken":                                           ClientToken("l-od", catalog.OnDemand),
+		"LaunchTemplateConfigs.1.Overrides.1.InstanceType":      "g5.xlarge",
+		"LaunchTemplateConfigs.1.Overrides.1.AvailabilityZone":  "us-east-1a",
+		"LaunchTemplateConfigs.1.Overrides.1.SubnetId":          subnetA,
+		"LaunchTemplateConfigs.1.Overrides.2.InstanceType":      "g5.xlarge",
+		"LaunchTemplateConfigs.1.Overrides.2.AvailabilityZone":  "us-east-1b",
+		"LaunchTemplateConfigs.1.Overrides.2.SubnetId":          subnetB,
+		"LaunchTemplateConfigs.1.Overrides.3.InstanceType":      "g6.xlarge",
+		"LaunchTemplateConfigs.1.Overrides.3.AvailabilityZone":  "us-east-1c",
+		"LaunchTemplateConfigs.1.Overrides.3.SubnetId":          subnetC,
+		"LaunchTemplateConfigs.1.Overrides.4.InstanceType":      "",
 	} {
 		if got := form.Get(k); got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)

@@ -127,7 +127,7 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest, off cloudprovider.O
 		kv[k] = v
 	}
 	var labels, taints []string
-	for k, v := range cloudprovider.WithInstanceTypeLabels(req.Labels, off.InstanceType) {
+	for k, v := range cloudprovider.WithInstanceTypeLabels(req.LabelsFor(off), off.InstanceType) {
 		labels = append(labels, k+"="+v)
 	}
 	for _, t := range req.Taints {

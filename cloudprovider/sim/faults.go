@@ -159,7 +159,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloud
 			cloudprovider.TagLaunchID: req.LaunchID, cloudprovider.TagCluster: p.cfg.ClusterName,
 			cloudprovider.TagPool: req.Pool, cloudprovider.TagNodeName: req.NodeName,
 		},
-		Labels: copyMap(req.Labels), Taints: append(req.Taints[:0:0], req.Taints...), GPU: req.GPU,
+		Labels: copyMap(req.LabelsFor(o)), Taints: append(req.Taints[:0:0], req.Taints...), GPU: req.GPU,
 	}
 }
 

@@ -125,15 +125,27 @@ func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
 	e := newEnv(t, nil, func(c *Config) { c.Faults.InsufficientCapacity = []cloudprovider.OfferingRef{l4Spot1a} })
 	req := gpuRequest("launch-1", "gpu-node-1")
 	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b, a100OD1c}
+	// The node launched as a fallback gets that fallback's labels (the planner's, for the type,
+	// zone and capacity type launched), not those planned for the request's offering.
+	req.Labels = map[string]string{"team": "ml", LabelCapacityType: "spot"}
+	req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{
+		l4OD1b: {"team": "ml", LabelCapacityType: "on-demand"}, a100OD1c: {"team": "ml", "tiler.dev/gpu-model": "A100"}}
 	if inst := e.create(req); inst.Offering != l4OD1b || inst.PricePerHour != 0.8048 {
 		t.Fatalf("launched %+v at %v, want the first fallback %+v", inst.Offering, inst.PricePerHour, l4OD1b)
+	}
+	recs, err := e.p.ownRecords()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records: %v, %d", err, len(recs))
+	}
+	if diff := cmp.Diff(req.FallbackLabels[l4OD1b], recs[0].Labels); diff != "" {
+		t.Errorf("labels of the node launched as %v (-want +got):\n%s", l4OD1b, diff)
 	}
 
 	// A pattern with only the type refuses every zone and capacity type of it.
 	e.p.InjectInsufficientCapacity(cloudprovider.OfferingRef{InstanceType: "g6.xlarge"}, a100OD1c)
 	req = gpuRequest("launch-2", "gpu-node-2")
 	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b, a100OD1c}
-	_, err := e.p.Create(context.Background(), req)
+	_, err = e.p.Create(context.Background(), req)
 	var ice *cloudprovider.InsufficientCapacityError
 	if !errors.As(err, &ice) {
 		t.Fatalf("Create: got %v, want an InsufficientCapacityError", err)

@@ -1,0 +1,187 @@
+package provisioner_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// fleetCloud answers like an EC2 instant fleet: it launches the first offering of the request,
+// its own or a fallback, whose instance type is not refused, and reports the refused ones it
+// passed. It records every request.
+type fleetCloud struct {
+	mu       sync.Mutex
+	refuse   catalog.InstanceTypeName
+	requests []cloudprovider.LaunchRequest
+}
+
+var _ cloudprovider.UnavailableReporter = (*fleetCloud)(nil)
+
+func (c *fleetCloud) Name() string { return "fleet" }
+
+func (c *fleetCloud) Create(ctx context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	inst, _, err := c.CreateReportingUnavailable(ctx, r)
+	return inst, err
+}
+
+func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests = append(c.requests, r)
+	var refused []cloudprovider.OfferingRef
+	for _, o := range append([]cloudprovider.OfferingRef{r.Offering}, r.Fallbacks...) {
+		if o.InstanceType == c.refuse {
+			refused = append(refused, o)
+			continue
+		}
+		return &cloudprovider.Instance{ID: "i-" + r.LaunchID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool,
+			Offering: o, State: "pending"}, cloudprovider.SortOfferings(refused), nil
+	}
+	return nil, refused, &cloudprovider.InsufficientCapacityError{Offerings: refused, Code: "InsufficientInstanceCapacity"}
+}
+
+func (c *fleetCloud) Get(_ context.Context, id string) (*cloudprovider.Instance, error) {
+	return nil, &cloudprovider.NotFoundError{ID: id}
+}
+func (c *fleetCloud) List(context.Context) ([]*cloudprovider.Instance, error) { return nil, nil }
+func (c *fleetCloud) Delete(context.Context, string) error                    { return nil }
+
+// TestLaunchFallbackRecordsWhatWasBought: the cloud refuses every offering of the planned
+// instance type and launches the first fallback of another type. The request carries the plan's
+// fallbacks, each with the labels of a node of that offering; the launch record then names the
+// fallback's type, zone, capacity type, price and labels; and the next batch counts that node as
+// in flight, planning the still-pending pod onto it instead of launching again.
+func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := pendingPod(simtest.Pod("fallback-a").Label("app", "fb").CPU("3").Mem("6Gi").Obj())
+	first := planned(t, cat, pod)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}, pod)
+	cloud := &fleetCloud{refuse: first.InstanceType}
+	cfg := provisioner.DefaultConfig()
+	cfg.Nominate = false
+	reg := prometheus.NewRegistry()
+	ctrl, err := provisioner.New(cfg, kube, cloud, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	res := reconcileUntil(t, ctrl, 1)
+	if len(res.Launched) != 1 || len(cloud.requests) != 1 {
+		t.Fatalf("launched %v with %d requests, want one node and one request", res.Launched, len(cloud.requests))
+	}
+	node := res.Plan.NewNodes[0]
+	req := cloud.requests[0]
+	var want []cloudprovider.OfferingRef
+	for _, f := range node.Fallbacks {
+		want = append(want, cloudprovider.OfferingRef{InstanceType: f.InstanceType, Zone: f.Zone, CapacityType: f.CapacityType})
+	}
+	if len(want) == 0 {
+		t.Fatalf("the plan's node (%v) has no fallbacks", first)
+	}
+	if diff := cmp.Diff(want, req.Fallbacks); diff != "" {
+		t.Errorf("request fallbacks (-plan +request):\n%s", diff)
+	}
+	for _, f := range req.Fallbacks {
+		l := req.LabelsFor(f)
+		if l[corev1.LabelInstanceTypeStable] != string(f.InstanceType) || l[corev1.LabelTopologyZone] != f.Zone ||
+			l[simulator.LabelCapacityType] != string(f.CapacityType) || l[corev1.LabelHostname] != node.Name {
+			t.Errorf("labels of fallback %v: %v", f, l)
+		}
+	}
+
+	// The first fallback of another type is what the cloud launched.
+	var bought simulator.Fallback
+	for _, f := range node.Fallbacks {
+		if f.InstanceType != first.InstanceType {
+			bought = f
+			break
+		}
+	}
+	if bought.InstanceType == "" {
+		t.Fatalf("every fallback is of the refused type %s: %+v", first.InstanceType, node.Fallbacks)
+	}
+	rec := launchRecord(t, kube, cfg.Namespace, node.Name)
+	if rec.InstanceType != bought.InstanceType || rec.Zone != bought.Zone || rec.CapacityType != bought.CapacityType ||
+		rec.PricePerHour != bought.PricePerHour || rec.InstanceID != "i-"+node.Name {
+		t.Errorf("record %s %s %s $%v %s, want the launched %+v and instance i-%s", rec.InstanceType, rec.Zone, rec.CapacityType,
+			rec.PricePerHour, rec.InstanceID, bought, node.Name)
+	}
+	wantLabels, _ := simulator.OfferingLabels(cat, bought.InstanceType, bought.Zone, bought.CapacityType)
+	for k, v := range wantLabels {
+		if rec.Labels[k] != v {
+			t.Errorf("record label %s = %q, want %q (the launched offering's)", k, rec.Labels[k], v)
+		}
+	}
+	if rec.Labels[simulator.LabelPool] != node.Pool || rec.Labels[corev1.LabelHostname] != node.Name {
+		t.Errorf("record lost the pool or hostname label: %v", rec.Labels)
+	}
+	if gauge := unavailableGauge(t, reg); gauge != 0 {
+		t.Errorf("unavailable offerings after the first batch = %v, want 0 until a batch plans", gauge)
+	}
+
+	// The pod is still pending (the node has not registered): the next batch plans it onto the
+	// in-flight node, with the type that was bought, and launches nothing.
+	res = reconcileUntil(t, ctrl, 1)
+	if len(res.Launched) != 0 || len(cloud.requests) != 1 {
+		t.Errorf("second batch launched %v (%d requests), want nothing", res.Launched, len(cloud.requests))
+	}
+	if len(res.Plan.ExistingNodes) != 1 || res.Plan.ExistingNodes[0].Name != node.Name {
+		t.Errorf("second plan's existing nodes %+v, want the in-flight %s", res.Plan.ExistingNodes, node.Name)
+	}
+	// The offerings the cloud refused before the one it launched (all of the planned type) are
+	// kept out of plans.
+	refused := 0
+	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+		if o.InstanceType != first.InstanceType {
+			break
+		}
+		refused++
+	}
+	if gauge := unavailableGauge(t, reg); int(gauge) != refused {
+		t.Errorf("unavailable offerings = %v, want the %d refused", gauge, refused)
+	}
+}
+
+// launchRecord reads the launch record of a node from the records ConfigMap.
+func launchRecord(t *testing.T, kube kubernetes.Interface, namespace, node string) provisioner.LaunchRecord {
+	t.Helper()
+	cm, err := kube.CoreV1().ConfigMaps(namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range cm.Data {
+		var r provisioner.LaunchRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.NodeName == node {
+			return r
+		}
+	}
+	t.Fatalf("no launch record of %s in %v", node, cm.Data)
+	return provisioner.LaunchRecord{}
+}

@@ -1,0 +1,109 @@
+package provisioner
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+)
+
+// offeringOfRecord is the offering a record names: the plan's until the cloud launched the node,
+// then the one it launched.
+func offeringOfRecord(r LaunchRecord) cloudprovider.OfferingRef {
+	return cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType}
+}
+
+// addFallbacks adds the record's fallback offerings to the request, in the plan's order, each
+// with the labels of the node launched as it (its type, zone and capacity type labels instead of
+// the planned offering's). A fallback the catalog does not know is left out: the node could not
+// be labelled as the simulation would plan it.
+func (c *Controller) addFallbacks(log *zap.Logger, req *cloudprovider.LaunchRequest, r LaunchRecord) {
+	if len(r.Fallbacks) == 0 {
+		return
+	}
+	cat := c.currentCatalog()
+	planned := offeringOfRecord(r)
+	for _, f := range r.Fallbacks {
+		ref := cloudprovider.OfferingRef{InstanceType: f.InstanceType, Zone: f.Zone, CapacityType: f.CapacityType}
+		labels, ok := relabel(cat, r.Labels, planned, ref)
+		if !ok {
+			log.Warn("fallback offering not in the catalog; left out", zap.String(keyFallback, string(f.InstanceType)))
+			continue
+		}
+		if req.FallbackLabels == nil {
+			req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{}
+		}
+		req.Fallbacks = append(req.Fallbacks, ref)
+		req.FallbackLabels[ref] = labels
+	}
+}
+
+// boughtAs returns the record of a node the cloud launched as got, and true when got is not the
+// record's offering (the cloud launched a fallback): offering, price, labels and GPU count become
+// those of got, so that in-flight accounting plans with the node that is really coming. The price
+// is the plan's price of the fallback, else the one the cloud reported, else the catalog's. A
+// provider that does not say what it launched (no instance type) leaves the record as it is;
+// one that leaves out the zone or capacity type keeps the record's.
+func (c *Controller) boughtAs(r LaunchRecord, got cloudprovider.OfferingRef, reportedPrice float64) (LaunchRecord, bool) {
+	planned := offeringOfRecord(r)
+	if got.InstanceType == "" {
+		return r, false
+	}
+	if got.Zone == "" {
+		got.Zone = planned.Zone
+	}
+	if got.CapacityType == "" {
+		got.CapacityType = planned.CapacityType
+	}
+	if got == planned {
+		return r, false
+	}
+	cat := c.currentCatalog()
+	price := reportedPrice
+	for _, f := range r.Fallbacks {
+		if f.InstanceType == got.InstanceType && f.Zone == got.Zone && f.CapacityType == got.CapacityType {
+			price = f.PricePerHour
+		}
+	}
+	if price <= 0 {
+		price = catalogPrice(cat, got)
+	}
+	if labels, ok := relabel(cat, r.Labels, planned, got); ok {
+		r.Labels = labels
+	} else {
+		r.Labels = cloudprovider.WithInstanceTypeLabels(r.Labels, got.InstanceType)
+	}
+	if it, ok := cat.Type(got.InstanceType); ok && r.GPUs > 0 {
+		r.GPUs = it.GPU.Count
+	}
+	r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour = got.InstanceType, got.Zone, got.CapacityType, price
+	return r, true
+}
+
+// relabel returns the labels of a node planned as from, for the node launched as to.
+func relabel(cat *catalog.Catalog, labels map[string]string, from, to cloudprovider.OfferingRef) (map[string]string, bool) {
+	fromLabels, ok := simulator.OfferingLabels(cat, from.InstanceType, from.Zone, from.CapacityType)
+	if !ok {
+		return nil, false
+	}
+	toLabels, ok := simulator.OfferingLabels(cat, to.InstanceType, to.Zone, to.CapacityType)
+	if !ok {
+		return nil, false
+	}
+	return simulator.WithOfferingLabels(labels, fromLabels, toLabels), true
+}
+
+// catalogPrice is the catalog's price of an offering, 0 when it has none.
+func catalogPrice(cat *catalog.Catalog, o cloudprovider.OfferingRef) float64 {
+	it, ok := cat.Type(o.InstanceType)
+	if !ok {
+		return 0
+	}
+	for _, off := range it.Offerings {
+		if off.Zone == o.Zone && off.CapacityType == o.CapacityType {
+			return off.PricePerHour
+		}
+	}
+	return 0
+}
