@@ -39,11 +39,17 @@ type Config struct {
 	// Subnets maps availability zone to the subnet ID launches in that zone use. When set, the
 	// catalog only offers these zones.
 	Subnets map[string]string
-	// LaunchTemplateID or LaunchTemplateName names the launch template (exactly one).
+	// LaunchTemplateID or LaunchTemplateName names a launch template of your own whose user data
+	// bootstraps the node (reading the instance's tags for its pool and GPU configuration), or
+	// Bootstrap has Tiler manage the launch templates; exactly one of the three is set.
 	LaunchTemplateID   string
 	LaunchTemplateName string
-	// LaunchTemplateVersion defaults to $Default.
+	// LaunchTemplateVersion is the version of the template of your own; default $Default.
 	LaunchTemplateVersion string
+	// Bootstrap, when set, has Tiler create a launch template per pool and bootstrap
+	// configuration whose nodeadm user data registers the node with its planned labels and
+	// taints (see NodeBootstrap).
+	Bootstrap *NodeBootstrap
 	// QueueURL is the SQS queue EventBridge sends EC2 interruption events to.
 	QueueURL string
 	// InstanceTypes is the catalog's allow-list of families, types or patterns; empty allows all.
@@ -72,8 +78,17 @@ func (c Config) ValidateProvider() error {
 			errs = append(errs, fmt.Errorf("subnets[%s] %q is not a subnet ID", z, c.Subnets[z]))
 		}
 	}
-	if (c.LaunchTemplateID == "") == (c.LaunchTemplateName == "") {
-		errs = append(errs, errors.New("exactly one of launchTemplateID and launchTemplateName must be set"))
+	set := 0
+	for _, b := range []bool{c.LaunchTemplateID != "", c.LaunchTemplateName != "", c.Bootstrap != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		errs = append(errs, errors.New("exactly one of launchTemplateID, launchTemplateName and bootstrap must be set"))
+	}
+	if c.Bootstrap != nil {
+		errs = append(errs, c.Bootstrap.validate())
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,19 @@
 // CreateReportingUnavailable (cloudprovider.UnavailableReporter) hands those refusals to the
 // controller with the launched instance, so that its next plan avoids them too.
 //
+// Bootstrap: with Config.Bootstrap, Tiler manages the launch templates. Each offering of a
+// launch gets the template of its bootstrap configuration, tiler-<pool>-<hash> (16 hex digits of
+// SHA-256 over the template's AMI, instance profile, security groups and user data), ensured
+// idempotently by name (DescribeLaunchTemplates, then CreateLaunchTemplate; AlreadyExists from a
+// concurrent replica is success) and remembered, and CreateFleet lists one launch template
+// config per template with its overrides. The user data is a MIME multi-part document with an
+// EKS Amazon Linux 2023 nodeadm NodeConfig (node.eks.aws/v1alpha1): spec.cluster from
+// NodeBootstrap, and spec.kubelet.flags --node-labels (cloudprovider.KubeletLabels: the planned
+// labels less those the kubelet and the cloud set, plus nvidia.com/mig.config or
+// nvidia.com/device-plugin.config for the GPU configuration) and --register-with-taints. Without
+// it, a launch template of your own (LaunchTemplateID or LaunchTemplateName) boots the node and
+// reads its pool and GPU configuration from the instance tags.
+//
 // Catalog: DiscoverTypes reads DescribeInstanceTypes and DescribeInstanceTypeOfferings (both
 // paginated), maps NVIDIA GPUs to the catalog's model names, records Neuron and other non-NVIDIA
 // accelerators in TypeInfo.Accelerator, and BuildCatalog merges prices from a pricing.Source.

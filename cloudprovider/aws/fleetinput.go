@@ -55,24 +55,29 @@ func ClientToken(launchID string, ct catalog.CapacityType) string {
 	return "tiler-" + hex.EncodeToString(sum[:16]) + "-" + string(ct)
 }
 
-// fleetInput builds the instant-fleet request for one group: one launch template config with
+// fleetInput builds the instant-fleet request for one group: a launch template config per
+// launch template (one, unless managed templates differ by offering, in order of first use) with
 // an override per (type, subnet, zone), in the request's order.
 func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec2.CreateFleetInput {
-	overrides := make([]ec2types.FleetLaunchTemplateOverridesRequest, 0, len(g.targets))
+	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	index := map[string]int{}
 	for _, t := range g.targets {
-		overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+		i, ok := index[t.template]
+		if !ok {
+			i = len(configs)
+			index[t.template] = i
+			configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{LaunchTemplateSpecification: p.templateSpec(t.template)})
+		}
+		configs[i].Overrides = append(configs[i].Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 			InstanceType:     ec2types.InstanceType(t.ref.InstanceType),
 			SubnetId:         awssdk.String(t.subnet),
 			AvailabilityZone: awssdk.String(t.ref.Zone),
 		})
 	}
 	in := &ec2.CreateFleetInput{
-		Type:        ec2types.FleetTypeInstant,
-		ClientToken: awssdk.String(ClientToken(req.LaunchID, g.capacityType)),
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: p.templateSpec(),
-			Overrides:                   overrides,
-		}},
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           awssdk.String(ClientToken(req.LaunchID, g.capacityType)),
+		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       awssdk.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
@@ -88,7 +93,13 @@ func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec
 	return in
 }
 
-func (p *Provider) templateSpec() *ec2types.FleetLaunchTemplateSpecificationRequest {
+// templateSpec names a managed launch template (its default version: Tiler never adds versions)
+// or, for "", the configured one.
+func (p *Provider) templateSpec(managed string) *ec2types.FleetLaunchTemplateSpecificationRequest {
+	if managed != "" {
+		return &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: awssdk.String(managed),
+			Version: awssdk.String(DefaultLaunchTemplateVersion)}
+	}
 	spec := &ec2types.FleetLaunchTemplateSpecificationRequest{Version: awssdk.String(p.cfg.launchTemplateVersion())}
 	if p.cfg.LaunchTemplateID != "" {
 		spec.LaunchTemplateId = awssdk.String(p.cfg.LaunchTemplateID)

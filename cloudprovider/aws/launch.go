@@ -24,6 +24,8 @@ type fleetGroup struct {
 type fleetTarget struct {
 	ref    cloudprovider.OfferingRef
 	subnet string
+	// template is the managed launch template of the offering, "" for the configured one.
+	template string
 }
 
 func (g fleetGroup) refs() []cloudprovider.OfferingRef {
@@ -92,6 +94,9 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	}
 	groups, skipped, err := p.fleetGroups(req)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.assignTemplates(ctx, req, groups); err != nil {
 		return nil, nil, err
 	}
 	var failed []FailedOffering

@@ -24,6 +24,8 @@ type EC2API interface {
 	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
 	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
 	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
+	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
+	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
 }
 
 // SQSAPI is the part of the SQS client the interruption source uses; *sqs.Client satisfies it.
@@ -44,6 +46,10 @@ type Provider struct {
 
 	mu     sync.RWMutex
 	prices map[cloudprovider.OfferingRef]float64
+
+	// templates are the managed launch templates known to exist (Config.Bootstrap).
+	tmplMu    sync.Mutex
+	templates map[string]bool
 }
 
 var (
@@ -74,7 +80,7 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 		return nil, errors.New("aws provider: EC2 client and clock must be set")
 	}
 	return &Provider{cfg: cfg, ec2: client, clock: clk,
-		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL())}, nil
+		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{}}, nil
 }
 
 // Name returns "aws".

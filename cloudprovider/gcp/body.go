@@ -8,6 +8,8 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
@@ -113,7 +115,8 @@ func (p *Provider) labels(req cloudprovider.LaunchRequest) map[string]string {
 
 // metadata is the configured metadata plus Tiler's: the exact launch ID, and the node's labels,
 // taints and GPU configuration for the bootstrap script (labels as k=v,…; taints as
-// key=value:Effect,…; GPU as JSON). Keys are sorted so that the body is deterministic. The
+// key=value:Effect,…; GPU as JSON), and the kubelet's labels and taints in kube-labels and
+// kube-env (kubeletMetadata). Keys are sorted so that the body is deterministic. The
 // instance-type labels are those of the offering tried (cloudprovider.InstanceTypeLabels), not
 // of the request's: a fallback may be another shape, and a catalog name with an attached
 // accelerator (n1-standard-4+1xnvidia-tesla-t4) is not a label value.
@@ -127,7 +130,8 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest, off cloudprovider.O
 		kv[k] = v
 	}
 	var labels, taints []string
-	for k, v := range cloudprovider.WithInstanceTypeLabels(req.LabelsFor(off), off.InstanceType) {
+	nodeLabels := cloudprovider.WithInstanceTypeLabels(req.LabelsFor(off), off.InstanceType)
+	for k, v := range nodeLabels {
 		labels = append(labels, k+"="+v)
 	}
 	for _, t := range req.Taints {
@@ -136,6 +140,9 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest, off cloudprovider.O
 	sort.Strings(labels)
 	sort.Strings(taints)
 	kv[MetadataNodeLabels], kv[MetadataNodeTaints] = strings.Join(labels, ","), strings.Join(taints, ",")
+	if err := kubeletMetadata(kv, cloudprovider.KubeletLabels(nodeLabels, req.GPU), req.Taints); err != nil {
+		return nil, err
+	}
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)
@@ -146,4 +153,23 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest, off cloudprovider.O
 		md.Items = append(md.Items, &computepb.Items{Key: proto.String(k), Value: proto.String(kv[k])})
 	}
 	return md, nil
+}
+
+// kubeletMetadata sets the kube-labels and kube-env items of the metadata kv to the node's kubelet
+// labels and taints (see MetadataKubeEnv), keeping the other keys of a kube-env already in kv.
+func kubeletMetadata(kv map[string]string, labels map[string]string, taints []corev1.Taint) error {
+	env := map[string]any{}
+	if base := kv[MetadataKubeEnv]; base != "" {
+		if err := yaml.Unmarshal([]byte(base), &env); err != nil {
+			return fmt.Errorf("gcp: metadata %s is not a YAML map: %w", MetadataKubeEnv, err)
+		}
+	}
+	env[KubeEnvNodeLabels] = cloudprovider.LabelsFlag(labels)
+	env[KubeEnvNodeTaints] = cloudprovider.TaintsFlag(taints)
+	b, err := yaml.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("gcp: encoding %s: %w", MetadataKubeEnv, err)
+	}
+	kv[MetadataKubeLabels], kv[MetadataKubeEnv] = cloudprovider.LabelsFlag(labels), string(b)
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
 )
@@ -88,6 +90,10 @@ func (c Config) Validate() error {
 	check(c.SpotTerminationAction != "DELETE" && c.SpotTerminationAction != "STOP",
 		"spotTerminationAction %q is not DELETE or STOP", c.SpotTerminationAction)
 	check(c.PollInterval <= 0, "pollInterval must be positive")
+	if env := c.Metadata[MetadataKubeEnv]; env != "" {
+		var m map[string]any
+		check(yaml.Unmarshal([]byte(env), &m) != nil, "metadata %s is not a YAML map", MetadataKubeEnv)
+	}
 	return errors.Join(errs...)
 }
 

@@ -9,7 +9,10 @@
 // Provider: Create inserts one instance per planned node (instances.insert), named after the
 // node, labelled tiler-dev-cluster, tiler-dev-pool and tiler-dev-launch-id, SPOT or STANDARD,
 // with onHostMaintenance=TERMINATE for GPUs, and waits for the zone operation on an injected
-// clock. Failures are typed:
+// clock. The metadata carries the node's kubelet labels and taints the way GKE passes them,
+// kube-labels and kube-env's NODE_LABELS and NODE_TAINTS (see MetadataKubeEnv), for the image's
+// bootstrap (Config.Metadata's startup-script or kube-env), plus Tiler's own tiler-* items.
+// Failures are typed:
 //
 //	ZONE_RESOURCE_POOL_EXHAUSTED[_WITH_DETAILS], resourcePoolExhausted, stockout → InsufficientCapacityError (next offering is tried)
 //	QUOTA_EXCEEDED, quotaExceeded                                                 → QuotaError (next offering is tried)

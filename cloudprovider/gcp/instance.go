@@ -32,6 +32,19 @@ const (
 	MetadataGPUConfig  = "tiler-gpu-config"
 )
 
+// Instance metadata the kubelet's bootstrap reads, the way GKE and the kube-up GCE scripts pass
+// a node's labels and taints (see kubeletMetadata): kube-labels is the kubelet's --node-labels
+// value (k=v,… of cloudprovider.KubeletLabels); kube-env is the YAML map of the node's
+// environment, where NODE_LABELS and NODE_TAINTS become --node-labels and --register-with-taints
+// (key=value:Effect,…). Tiler sets both keys of kube-env and keeps the others of a kube-env
+// given in Config.Metadata.
+const (
+	MetadataKubeLabels = "kube-labels"
+	MetadataKubeEnv    = "kube-env"
+	KubeEnvNodeLabels  = "NODE_LABELS"
+	KubeEnvNodeTaints  = "NODE_TAINTS"
+)
+
 // maxLabelValue is GCE's limit on a label value's length.
 const maxLabelValue = 63
 

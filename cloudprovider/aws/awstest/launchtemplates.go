@@ -1,0 +1,141 @@
+package awstest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"sort"
+	"text/template"
+	"time"
+)
+
+// LaunchTemplate is a launch template as CreateLaunchTemplate and DescribeLaunchTemplates render
+// it (the shape of the EC2 API reference's LaunchTemplate element).
+type LaunchTemplate struct {
+	ID, Name   string
+	CreateTime time.Time
+	Tags       map[string]string
+}
+
+// SortedTags returns the template's tags in key order.
+func (lt LaunchTemplate) SortedTags() []Tag {
+	return Instance{Tags: lt.Tags}.SortedTags()
+}
+
+// ltFields are the elements of a LaunchTemplate, inside <launchTemplate> or a list's <item>.
+const ltFields = `{{define "fields"}}
+            <createTime>{{.CreateTime.UTC.Format "2006-01-02T15:04:05.000Z"}}</createTime>
+            <createdBy>arn:aws:iam::123456789012:root</createdBy>
+            <defaultVersionNumber>1</defaultVersionNumber>
+            <latestVersionNumber>1</latestVersionNumber>
+            <launchTemplateId>{{.ID}}</launchTemplateId>
+            <launchTemplateName>{{esc .Name}}</launchTemplateName>
+            <tagSet>{{range .SortedTags}}
+                <item><key>{{esc .Key}}</key><value>{{esc .Value}}</value></item>{{end}}
+            </tagSet>{{end}}`
+
+var createLaunchTemplateTmpl = template.Must(template.New("clt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+<CreateLaunchTemplateResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>awstest-request</requestId>
+    <launchTemplate>{{template "fields" .}}
+    </launchTemplate>
+</CreateLaunchTemplateResponse>
+` + ltFields))
+
+var describeLaunchTemplatesTmpl = template.Must(template.New("dlt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+<DescribeLaunchTemplatesResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>awstest-request</requestId>
+    <launchTemplates>{{range .}}
+        <item>{{template "fields" .}}
+        </item>{{end}}
+    </launchTemplates>
+</DescribeLaunchTemplatesResponse>
+` + ltFields))
+
+// CreateLaunchTemplate renders a CreateLaunchTemplateResponse for lt.
+func CreateLaunchTemplate(lt LaunchTemplate) Response {
+	var buf bytes.Buffer
+	if err := createLaunchTemplateTmpl.Execute(&buf, lt); err != nil {
+		panic(err)
+	}
+	return XML(buf.Bytes())
+}
+
+// DescribeLaunchTemplates renders a DescribeLaunchTemplatesResponse listing lts (none: an empty
+// list, EC2's answer to a name filter that matches nothing).
+func DescribeLaunchTemplates(lts ...LaunchTemplate) Response {
+	var buf bytes.Buffer
+	if err := describeLaunchTemplatesTmpl.Execute(&buf, lts); err != nil {
+		panic(err)
+	}
+	return XML(buf.Bytes())
+}
+
+// CodeLaunchTemplateExists is EC2's error code for CreateLaunchTemplate with a taken name.
+const CodeLaunchTemplateExists = "InvalidLaunchTemplateName.AlreadyExistsException"
+
+// LaunchTemplateStore answers CreateLaunchTemplate and DescribeLaunchTemplates from memory, like
+// EC2 does: created templates are listed (by the launch-template-name filter or
+// LaunchTemplateName.N), and creating a taken name fails with CodeLaunchTemplateExists.
+type LaunchTemplateStore struct {
+	srv   *Server
+	now   time.Time
+	byKey map[string]LaunchTemplate
+}
+
+// ServeLaunchTemplates installs a LaunchTemplateStore on the server, holding existing.
+func (s *Server) ServeLaunchTemplates(existing ...LaunchTemplate) *LaunchTemplateStore {
+	st := &LaunchTemplateStore{srv: s, now: time.Date(2026, 7, 20, 12, 0, 0, 0, time.UTC), byKey: map[string]LaunchTemplate{}}
+	for _, lt := range existing {
+		st.byKey[lt.Name] = lt
+	}
+	s.Handle("CreateLaunchTemplate", st.create)
+	s.Handle("DescribeLaunchTemplates", st.describe)
+	return st
+}
+
+func (st *LaunchTemplateStore) create(r Request) Response {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	name := r.Form.Get("LaunchTemplateName")
+	if _, ok := st.byKey[name]; ok {
+		return EC2Error(http.StatusBadRequest, CodeLaunchTemplateExists,
+			fmt.Sprintf("Launch template name already in use: %s", name))
+	}
+	tags := r.TagSpecifications()["launch-template"]
+	lt := LaunchTemplate{ID: fmt.Sprintf("lt-%017x", len(st.byKey)+1), Name: name, CreateTime: st.now, Tags: tags}
+	st.byKey[name] = lt
+	return CreateLaunchTemplate(lt)
+}
+
+func (st *LaunchTemplateStore) describe(r Request) Response {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	names := append(r.EC2Filters()["launch-template-name"], r.FormList("LaunchTemplateName")...)
+	var out []LaunchTemplate
+	for _, n := range names {
+		if lt, ok := st.byKey[n]; ok {
+			out = append(out, lt)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return DescribeLaunchTemplates(out...)
+}
+
+// Names returns the names of the templates in the store, sorted.
+func (st *LaunchTemplateStore) Names() []string {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	var out []string
+	for n := range st.byKey {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UserData decodes the base64 LaunchTemplateData.UserData of a CreateLaunchTemplate request.
+func (r Request) UserData() ([]byte, error) {
+	return base64.StdEncoding.DecodeString(r.Form.Get("LaunchTemplateData.UserData"))
+}

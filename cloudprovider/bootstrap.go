@@ -1,0 +1,118 @@
+package cloudprovider
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// GPU configuration labels that the NVIDIA GPU operator's components read from the Node.
+const (
+	// LabelMIGConfig selects the mig-parted configuration the MIG manager applies.
+	LabelMIGConfig = "nvidia.com/mig.config"
+	// LabelDevicePluginConfig selects, by name, the device plugin's configuration (time-slicing or
+	// MPS replicas) among those of the operator's device-plugin ConfigMap.
+	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
+)
+
+// Labels the kubelet registers a node with only because the kubelet or the cloud sets them
+// itself: the hostname (the node's own, so a label here would make the bootstrap per node), and
+// the topology, instance-type, architecture and OS labels that the cloud provider (EKS's and
+// GKE's cloud controller managers) sets from the instance.
+var cloudSetLabels = map[string]bool{
+	corev1.LabelHostname:           true,
+	corev1.LabelTopologyZone:       true,
+	corev1.LabelTopologyRegion:     true,
+	corev1.LabelInstanceTypeStable: true,
+	corev1.LabelArchStable:         true,
+	corev1.LabelOSStable:           true,
+}
+
+// KubeletLabels returns the labels a node's bootstrap passes to the kubelet (--node-labels): the
+// node's planned labels, less those the kubelet or the cloud sets itself (cloudSetLabels) and
+// less any other label of the kubernetes.io and k8s.io namespaces outside node.kubernetes.io and
+// kubelet.kubernetes.io, which the kubelet refuses to start with; plus the labels that make the
+// GPU operator configure the GPUs as planned: LabelMIGConfig for a MIG layout, and
+// LabelDevicePluginConfig (DevicePluginConfig) for time-slicing and MPS.
+func KubeletLabels(labels map[string]string, gpu GPUConfig) map[string]string {
+	out := make(map[string]string, len(labels)+2)
+	for k, v := range labels {
+		if !cloudSetLabels[k] && kubeletMaySet(k) {
+			out[k] = v
+		}
+	}
+	if gpu.MIGConfig != "" {
+		out[LabelMIGConfig] = gpu.MIGConfig
+	}
+	if name := DevicePluginConfig(gpu); name != "" {
+		out[LabelDevicePluginConfig] = name
+	}
+	return out
+}
+
+// kubeletMaySet reports whether the kubelet accepts the label key in --node-labels: keys outside
+// the kubernetes.io and k8s.io namespaces, and those under node.kubernetes.io and
+// kubelet.kubernetes.io (the kubelet's own list of well-known labels is excluded by the caller).
+func kubeletMaySet(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	domain := strings.ToLower(prefix)
+	reserved := domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") ||
+		domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io")
+	if !reserved {
+		return true
+	}
+	for _, ns := range []string{"node.kubernetes.io", "kubelet.kubernetes.io"} {
+		if domain == ns || strings.HasSuffix(domain, "."+ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// DevicePluginConfig names the NVIDIA device plugin configuration a node's GPU sharing needs:
+// "tiler-<sharing>-<replicas>", with "-renamed" when the replicas are advertised as
+// nvidia.com/gpu.shared, e.g. "tiler-time-slicing-4"; "" for whole GPUs, MIG and no GPUs. The
+// cluster's device-plugin ConfigMap (the GPU operator's devicePlugin.config) must hold a
+// configuration of that name for each sharing the cost policy's pools use.
+func DevicePluginConfig(gpu GPUConfig) string {
+	if gpu.Sharing != "time-slicing" && gpu.Sharing != "mps" || gpu.Replicas <= 0 {
+		return ""
+	}
+	name := "tiler-" + gpu.Sharing + "-" + strconv.Itoa(gpu.Replicas)
+	if gpu.RenameShared {
+		name += "-renamed"
+	}
+	return name
+}
+
+// LabelsFlag renders labels as the kubelet's --node-labels takes them: key=value pairs, sorted,
+// comma-separated.
+func LabelsFlag(labels map[string]string) string {
+	pairs := make([]string, 0, len(labels))
+	for k, v := range labels {
+		pairs = append(pairs, k+"="+v)
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+// TaintsFlag renders taints as the kubelet's --register-with-taints takes them: key=value:Effect
+// (key:Effect without a value), sorted, comma-separated.
+func TaintsFlag(taints []corev1.Taint) string {
+	out := make([]string, 0, len(taints))
+	for _, t := range taints {
+		if t.Value == "" {
+			out = append(out, fmt.Sprintf("%s:%s", t.Key, t.Effect))
+		} else {
+			out = append(out, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}

@@ -1,0 +1,59 @@
+package cloudprovider
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestKubeletLabels(t *testing.T) {
+	labels := map[string]string{
+		corev1.LabelHostname: "n1", corev1.LabelTopologyZone: "us-east-1a", corev1.LabelTopologyRegion: "us-east-1",
+		corev1.LabelInstanceTypeStable: "g5.xlarge", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+		"tiler.dev/pool": "gpu", "team": "ml", "node.kubernetes.io/lifecycle": "spot", "kubelet.kubernetes.io/x": "y",
+		"node-role.kubernetes.io/gpu": "", "example.k8s.io/z": "1", "cloud.google.com/gke-accelerator": "nvidia-l4",
+		"nvidia.com/gpu.replicas": "4",
+	}
+	got := KubeletLabels(labels, GPUConfig{Sharing: "time-slicing", Replicas: 4})
+	// The cloud's and the kubelet's own labels go, so do reserved namespaces other than
+	// node.kubernetes.io and kubelet.kubernetes.io; the device plugin's config is added.
+	want := map[string]string{"tiler.dev/pool": "gpu", "team": "ml", "node.kubernetes.io/lifecycle": "spot",
+		"kubelet.kubernetes.io/x": "y", "cloud.google.com/gke-accelerator": "nvidia-l4", "nvidia.com/gpu.replicas": "4",
+		LabelDevicePluginConfig: "tiler-time-slicing-4"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	mig := KubeletLabels(nil, GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"})
+	if diff := cmp.Diff(map[string]string{LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
+		t.Errorf("MIG (-want +got):\n%s", diff)
+	}
+}
+
+func TestDevicePluginConfig(t *testing.T) {
+	for _, tt := range []struct {
+		gpu  GPUConfig
+		want string
+	}{
+		{GPUConfig{}, ""},
+		{GPUConfig{Sharing: "exclusive"}, ""},
+		{GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"}, ""},
+		{GPUConfig{Sharing: "time-slicing", Replicas: 6}, "tiler-time-slicing-6"},
+		{GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, "tiler-mps-2-renamed"},
+	} {
+		if got := DevicePluginConfig(tt.gpu); got != tt.want {
+			t.Errorf("DevicePluginConfig(%+v) = %q, want %q", tt.gpu, got, tt.want)
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	if got := LabelsFlag(map[string]string{"b": "2", "a": "1", "c": ""}); got != "a=1,b=2,c=" {
+		t.Errorf("LabelsFlag = %q", got)
+	}
+	taints := []corev1.Taint{{Key: "z", Effect: corev1.TaintEffectNoExecute},
+		{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+	if got := TaintsFlag(taints); got != "nvidia.com/gpu=present:NoSchedule,z:NoExecute" {
+		t.Errorf("TaintsFlag = %q", got)
+	}
+}
