@@ -20,18 +20,16 @@ import (
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
-// refresher is the live price refresher of `tiler run --cloud aws|gcp` (nil for sim).
-var refresher *pricing.Refresher
-
-// liveCatalog reads the cloud's instance types and prices and starts the price refresher. When the
-// API cannot be read, the embedded catalog serves (with a log line), so the controller still runs.
-func liveCatalog(ctx context.Context, rf runFlags, cfg provisioner.Config, embedded *catalog.Catalog, reg prometheus.Registerer, log *zap.Logger) (*catalog.Catalog, error) {
+// liveCatalog reads the cloud's instance types and prices and starts the price refresher, which
+// it returns with the catalog of types (nil for sim). When the API cannot be read, the embedded
+// catalog serves (with a log line), so the controller still runs.
+func liveCatalog(ctx context.Context, rf runFlags, cfg provisioner.Config, embedded *catalog.Catalog, reg prometheus.Registerer, log *zap.Logger) (*catalog.Catalog, *pricing.Refresher, error) {
 	var base *catalog.Catalog
 	var live pricing.Source
 	var err error
 	switch rf.cloud {
 	case "aws":
-		c := awscloud.Config{Region: or(rf.region, "us-east-1"), Endpoint: rf.endpoint, ClusterName: cfg.ClusterName, Subnets: rf.awsSubnets}
+		c := awscloud.Config{Region: awsRegion(rf), Endpoint: rf.endpoint, ClusterName: cfg.ClusterName, Subnets: rf.awsSubnets}
 		base, err = awscloud.NewCatalogFromAPI(ctx, c, clock.RealClock{})
 		if err == nil {
 			live, err = awspricing.New(ctx, awspricing.Config{Region: c.Region, Endpoint: rf.endpoint}, clock.RealClock{})
@@ -49,7 +47,7 @@ func liveCatalog(ctx context.Context, rf runFlags, cfg provisioner.Config, embed
 			live, err = gcppricing.NewSource(ctx, gcppricing.Config{Region: c.Region, Zones: c.Zones}, machines, []option.ClientOption{}...)
 		}
 	default:
-		return embedded, nil
+		return embedded, nil, nil
 	}
 	if err != nil {
 		log.Error("reading the cloud's catalog; using the embedded one", zap.Error(err))
@@ -57,7 +55,7 @@ func liveCatalog(ctx context.Context, rf runFlags, cfg provisioner.Config, embed
 	}
 	emb, err := pricing.NewEmbeddedSource(base, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("pricing: %w", err)
+		return nil, nil, fmt.Errorf("pricing: %w", err)
 	}
 	var sources []pricing.Source
 	if live != nil {
@@ -65,14 +63,13 @@ func liveCatalog(ctx context.Context, rf runFlags, cfg provisioner.Config, embed
 	}
 	r, err := pricing.NewRefresher(ctx, emb, sources, pricing.RefresherConfig{Clock: clock.RealClock{}})
 	if err != nil {
-		return nil, fmt.Errorf("pricing: %w", err)
+		return nil, nil, fmt.Errorf("pricing: %w", err)
 	}
 	if _, err := pricemetrics.Register(reg, r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	go func() {
 		_ = r.Run(ctx, func(err error) { log.Warn("price refresh failed; keeping the last good prices", zap.Error(err)) })
 	}()
-	refresher = r
-	return base, nil
+	return base, r, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -42,13 +41,20 @@ type runFlags struct {
 	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
 	awsSubnets                                                                     map[string]string
 	awsQueueURL                                                                    string
+	// awsBootstrap is what the --aws-* node bootstrap flags set: when any is, Tiler manages the
+	// launch templates (awscloud.NodeBootstrap) instead of using --aws-launch-template.
+	awsBootstrap awscloud.NodeBootstrap
 	// prometheusURL, when set, turns on forecast-driven pre-scaling; prescaleInterval is the least
 	// time between two rounds of its Prometheus queries.
 	prometheusURL    string
 	prescaleInterval time.Duration
 }
 
-func newRunCmd() *cobra.Command {
+func newRunCmd() *cobra.Command { return runCmd(runController) }
+
+// runCmd is `tiler run` with its flags, handing the loaded configuration to run (tests pass their
+// own run to get the configuration the flags make).
+func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobra.Command {
 	v := viper.New()
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -59,7 +65,7 @@ func newRunCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runController(cmd.Context(), cfg, rf)
+			return run(cmd.Context(), cfg, rf)
 		},
 	}
 	d := provisioner.DefaultConfig()
@@ -72,9 +78,17 @@ func newRunCmd() *cobra.Command {
 	f.Duration("sim-device-delay", 2*time.Second, "simulated cloud: Ready to GPUs published")
 	f.String("region", "", "cloud region (aws: us-east-1, gcp: us-central1)")
 	f.String("endpoint", "", "override the cloud API endpoint")
-	f.String("aws-launch-template", "tiler-nodes", "aws: launch template name")
+	f.String("aws-launch-template", "", "aws: a launch template of your own that bootstraps nodes from their tags (instead of the node bootstrap flags)")
 	f.StringToString("aws-subnets", nil, "aws: zone=subnet-id pairs")
 	f.String("aws-queue-url", "", "aws: SQS queue that EventBridge sends EC2 interruption events to")
+	f.String("aws-eks-cluster", "", "aws node bootstrap: the EKS cluster's name (default --cluster-name)")
+	f.String("aws-cluster-endpoint", "", "aws node bootstrap: the EKS API server URL (describe-cluster cluster.endpoint)")
+	f.String("aws-cluster-ca", "", "aws node bootstrap: the cluster's base64 CA bundle (cluster.certificateAuthority.data)")
+	f.String("aws-service-cidr", "", "aws node bootstrap: the cluster's service CIDR (cluster.kubernetesNetworkConfig.serviceIpv4Cidr)")
+	f.String("aws-image-id", "", "aws node bootstrap: EKS-optimized Amazon Linux 2023 AMI of nodes")
+	f.String("aws-gpu-image-id", "", "aws node bootstrap: AMI of GPU nodes (default --aws-image-id)")
+	f.String("aws-instance-profile", "", "aws node bootstrap: the nodes' IAM instance profile, name or ARN")
+	f.StringSlice("aws-security-groups", nil, "aws node bootstrap: the nodes' security group IDs")
 	f.String("gcp-project", "", "gcp: project ID")
 	f.String("gcp-image", "projects/cos-cloud/global/images/family/cos-stable", "gcp: boot image")
 	f.String("gcp-subnetwork", "", "gcp: subnetwork, e.g. regions/us-central1/subnetworks/default")
@@ -119,7 +133,11 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		simDeviceDelay: v.GetDuration("sim-device-delay"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
 		awsLaunchTemplate: v.GetString("aws-launch-template"), awsQueueURL: v.GetString("aws-queue-url"), awsSubnets: v.GetStringMapString("aws-subnets"),
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
-		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval")}
+		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
+		awsBootstrap: awscloud.NodeBootstrap{ClusterName: v.GetString("aws-eks-cluster"), APIServerEndpoint: v.GetString("aws-cluster-endpoint"),
+			CertificateAuthority: v.GetString("aws-cluster-ca"), ServiceCIDR: v.GetString("aws-service-cidr"),
+			ImageID: v.GetString("aws-image-id"), GPUImageID: v.GetString("aws-gpu-image-id"),
+			InstanceProfile: v.GetString("aws-instance-profile"), SecurityGroupIDs: v.GetStringSlice("aws-security-groups")}}
 	if rf.prescaleInterval <= 0 {
 		return cfg, rf, fmt.Errorf("--prescale-interval %s: must be positive", rf.prescaleInterval)
 	}
@@ -134,66 +152,22 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 	defer func() { _ = log.Sync() }()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	restCfg, err := restConfig(rf.kubeconfig)
+	rt, err := newRuntime(ctx, cfg, rf, log)
 	if err != nil {
 		return err
-	}
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return err
-	}
-	cat, err := catalog.Embedded(cfg.Catalog)
-	if err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := provisioner.NewMetrics(reg)
-	clk := clock.RealClock{}
-	provider, runCloud, err := newProvider(rf, cfg, cat, kube, log)
-	if err != nil {
-		return err
-	}
-	if rf.cloud != "sim" {
-		// Live catalog and prices: types from the cloud's API, prices refreshed in the background,
-		// the last good prices kept when a refresh fails, the embedded catalog as the fallback.
-		if cat, err = liveCatalog(ctx, rf, cfg, cat, reg, log); err != nil {
-			return err
-		}
-	}
-	ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, log, metrics)
-	if err != nil {
-		return err
-	}
-	if refresher != nil {
-		base := cat
-		ctrl.SetCatalogSource(func() *catalog.Catalog { return refresher.Catalog(base) })
-	}
-	if src, err := interruptionSource(ctx, rf, provider); err != nil {
-		return err
-	} else if src != nil {
-		ctrl.SetInterruptionSource(src)
-	}
-	if rf.prometheusURL != "" {
-		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
-		if err != nil {
-			return err
-		}
-		ps.SetBootTimes(ctrl.ObservedBootTime)
-		ctrl.SetPrescaler(ps)
 	}
 	ready := &readiness{}
-	go serveHTTP(ctx, rf.metricsAddr, reg, ready, log)
-	if runCloud != nil {
-		go func() { _ = runCloud(ctx) }()
+	go serveHTTP(ctx, rf.metricsAddr, rt.registry, ready, log)
+	if rt.runCloud != nil {
+		go func() { _ = rt.runCloud(ctx) }()
 	}
 	run := func(ctx context.Context) error {
 		ready.set(true)
-		log.Info("controller running", zap.String("cloud", provider.Name()), zap.String("catalog", cat.Name))
-		return ctrl.Run(ctx)
+		log.Info("controller running", zap.String("cloud", rt.provider.Name()), zap.String("catalog", rt.catalog.Name))
+		return rt.ctrl.Run(ctx)
 	}
 	if rf.leaderElect {
-		return runWithLeaderElection(ctx, kube, rf.leaseNamespace, run, log)
+		return runWithLeaderElection(ctx, rt.kube, rf.leaseNamespace, run, log)
 	}
 	return run(ctx)
 }
@@ -212,33 +186,6 @@ func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kub
 	}
 	log.Info("forecast pre-scaling on", zap.String("prometheus", rf.prometheusURL), zap.Duration("interval", rf.prescaleInterval))
 	return ps, nil
-}
-
-// newProvider returns the cloud provider and, for the simulated cloud, its kubelet loop.
-func newProvider(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kube kubernetes.Interface, log *zap.Logger) (cloudprovider.Provider, func(context.Context) error, error) {
-	switch rf.cloud {
-	case "sim":
-		sc := sim.DefaultConfig(cat, cfg.ClusterName, rf.simState)
-		sc.BootDelay, sc.DeviceDelay, sc.Logger = rf.simBootDelay, rf.simDeviceDelay, log.Named("sim")
-		p, err := sim.New(sc, kube, clock.RealClock{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return p, p.Run, nil
-	case "aws":
-		c := awscloud.Config{Region: or(rf.region, "us-east-1"), Endpoint: rf.endpoint, ClusterName: cfg.ClusterName,
-			Subnets: rf.awsSubnets, LaunchTemplateName: rf.awsLaunchTemplate}
-		p, err := awscloud.NewProvider(context.Background(), c, clock.RealClock{})
-		return p, nil, err
-	case "gcp":
-		c := gcpcloud.DefaultConfig()
-		c.Project, c.Region, c.ClusterName, c.Endpoint = rf.gcpProject, or(rf.region, "us-central1"), cfg.ClusterName, rf.endpoint
-		c.Zones = []string{c.Region + "-a", c.Region + "-b", c.Region + "-c"}
-		c.Image, c.Subnetwork = rf.gcpImage, rf.gcpSubnetwork
-		p, err := gcpcloud.NewProvider(context.Background(), c, cat, clock.RealClock{})
-		return p, nil, err
-	}
-	return nil, nil, fmt.Errorf("--cloud %q must be sim, aws or gcp", rf.cloud)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -297,7 +244,7 @@ func interruptionSource(ctx context.Context, rf runFlags, provider cloudprovider
 		return p.Preemptions(10 * time.Minute), nil
 	}
 	if rf.cloud == "aws" && rf.awsQueueURL != "" {
-		return awscloud.NewInterruptionSource(ctx, awscloud.Config{Region: or(rf.region, "us-east-1"), Endpoint: rf.endpoint, QueueURL: rf.awsQueueURL})
+		return awscloud.NewInterruptionSource(ctx, awscloud.Config{Region: awsRegion(rf), Endpoint: rf.endpoint, QueueURL: rf.awsQueueURL})
 	}
 	return nil, nil
 }
