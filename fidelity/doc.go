@@ -20,8 +20,11 @@
 // Generate builds a random but valid Scenario from a seed: CPU and memory sizes, node selectors
 // and required node affinity, taints and tolerations, zone and hostname topology spread, pod
 // (anti-)affinity, priorities, whole GPUs, MIG slices (pool policy gpu: {sharing: mig}),
-// time-sliced GPUs (gpu: {sharing: time-slicing, replicas: K}) and tiler.dev gangs; DRA claims only
-// when GenOptions.DRA is set. Scenarios are written to and read from a sectioned text format
+// time-sliced GPUs (gpu: {sharing: time-slicing, replicas: K}) and tiler.dev gangs; DRA only
+// when GenOptions.DRA is set: claims for whole GPUs, consumable-memory pools (gpu:
+// {consumableMemory: true}) with claims for part of a GPU's memory, and dynamic-MIG pools (gpu:
+// {sharing: dynamic-mig}) with claims for a partition of a MIG profile. The simulated cloud
+// publishes on each bought node the ResourceSlices the plan was made with (dra.NodeSlices). Scenarios are written to and read from a sectioned text format
 // (Scenario.Encode, DecodeScenario) so that every disagreement found is kept as a regression case
 // in testdata/.
 //

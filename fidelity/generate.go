@@ -21,7 +21,11 @@ import (
 // GenOptions tune Generate. The zero value is the default.
 type GenOptions struct {
 	// DRA adds workloads that get their GPU through a DRA ResourceClaimTemplate (DeviceClass
-	// gpu.nvidia.com). Off by default: the simulator's DRA support is still being integrated.
+	// gpu.nvidia.com), and turns some GPU pools into pools only DRA serves well: whole-GPU pools
+	// into consumable-memory pools (gpu: {consumableMemory: true}; claims for part of a GPU's
+	// memory) and MIG pools into dynamic-MIG pools (gpu: {sharing: dynamic-mig}; claims for a
+	// partition of a profile, DeviceClass mig.nvidia.com). Off by default: the simulator's DRA
+	// support is still being integrated.
 	DRA bool
 	// MaxPods bounds the number of pending pods; default DefaultMaxPods.
 	MaxPods int
@@ -50,6 +54,8 @@ const (
 	DRAClaimTemplate = "single-gpu"
 	// DRADeviceClass is the DeviceClass of the NVIDIA DRA driver's full GPUs.
 	DRADeviceClass = "gpu.nvidia.com"
+	// DRAMIGDeviceClass is the DeviceClass of the NVIDIA DRA driver's MIG devices.
+	DRAMIGDeviceClass = "mig.nvidia.com"
 )
 
 // gpuMode is how a generated scenario's GPU pool exposes its GPUs.
@@ -60,7 +66,16 @@ const (
 	gpuExclusive
 	gpuTimeSliced
 	gpuMIG
+	// gpuConsumable (whole GPUs whose memory DRA claims share) and gpuDynamicMIG (MIG partitions
+	// DRA claims create) exist only with GenOptions.DRA; they replace some gpuExclusive and gpuMIG
+	// scenarios.
+	gpuConsumable
+	gpuDynamicMIG
 )
+
+// Memory sizes that claims on consumable GPU memory request; the smallest GPU of the generated
+// pools has 16 GiB (T4).
+var draMemorySizes = []string{"2Gi", "4Gi", "6Gi", "10Gi", "12Gi"}
 
 type gen struct {
 	r       *rand.Rand
@@ -71,9 +86,12 @@ type gen struct {
 	batch   bool     // the policy has the tainted batch pool
 	cpuPool bool     // the catalog has types without GPUs
 	profile []string // MIG profiles of the MIG pool's GPU model
-	snap    *snapshot.Snapshot
-	apps    []string
-	pods    int
+	// migConsumable: the dynamic-MIG pool also publishes its partitions' memory as consumable.
+	migConsumable bool
+	templates     map[string]bool // claim templates added
+	snap          *snapshot.Snapshot
+	apps          []string
+	pods          int
 }
 
 // Generate builds a random but valid scenario from a seed: a catalog, a cost policy with a general
@@ -82,7 +100,8 @@ type gen struct {
 // two to five workloads of one to four replicas whose pods mix CPU/memory sizes with node
 // selectors, required node affinity, tolerations, zone and hostname spread, pod (anti-)affinity,
 // priorities, GPUs (time-sliced replicas sometimes renamed nvidia.com/gpu.shared), MIG slices and
-// gangs. The same seed and options give the same scenario.
+// gangs; with opts.DRA, also DRA claims for whole GPUs, for part of a consumable-memory GPU and
+// for dynamic MIG partitions. The same seed and options give the same scenario.
 func Generate(seed uint64, opts GenOptions) *Scenario {
 	if opts.MaxPods <= 0 {
 		opts.MaxPods = DefaultMaxPods
@@ -96,6 +115,9 @@ func Generate(seed uint64, opts GenOptions) *Scenario {
 	catName := "aws-us-east-1"
 	if g.mode == gpuMIG && g.r.IntN(2) == 0 || g.mode == gpuExclusive && g.r.IntN(5) == 0 {
 		catName = "gcp-us-central1"
+	}
+	if opts.DRA {
+		g.draPools(rand.New(rand.NewPCG(seed, 0xd7a)))
 	}
 	cat, err := catalog.Embedded(catName)
 	if err != nil {
@@ -115,7 +137,7 @@ func Generate(seed uint64, opts GenOptions) *Scenario {
 	if g.r.IntN(10) < 3 {
 		g.daemonSet()
 	}
-	if g.opts.DRA && g.mode == gpuExclusive {
+	if g.opts.DRA && (g.mode == gpuExclusive || g.mode == gpuConsumable || g.mode == gpuDynamicMIG) {
 		g.draObjects()
 	}
 	for i := 0; i < 2+g.r.IntN(4) && g.pods < opts.MaxPods; i++ {
@@ -174,7 +196,7 @@ func (g *gen) policy() string {
 	}
 	b.WriteString("- name: gpu\n")
 	switch g.mode {
-	case gpuExclusive:
+	case gpuExclusive, gpuConsumable:
 		if aws {
 			fams := []string{"g6", "g5", "g4dn"}
 			fmt.Fprintf(&b, "  instanceFamilies: [%s]\n", strings.Join(fams[:1+g.r.IntN(3)], ", "))
@@ -183,7 +205,7 @@ func (g *gen) policy() string {
 		}
 	case gpuTimeSliced:
 		fmt.Fprintf(&b, "  instanceFamilies: [%s]\n", oneOf(g, "g6", "g5", "g6, g5"))
-	case gpuMIG:
+	case gpuMIG, gpuDynamicMIG:
 		if aws {
 			b.WriteString("  instanceTypes: [p4d.24xlarge]\n")
 		} else {
@@ -201,6 +223,14 @@ func (g *gen) policy() string {
 		fmt.Fprintf(&b, "  gpu: {sharing: time-slicing, replicas: %d%s}\n", 2+g.r.IntN(3), rename)
 	case gpuMIG:
 		b.WriteString("  gpu: {sharing: mig}\n")
+	case gpuConsumable:
+		b.WriteString("  gpu: {sharing: exclusive, consumableMemory: true}\n")
+	case gpuDynamicMIG:
+		if g.migConsumable {
+			b.WriteString("  gpu: {sharing: dynamic-mig, consumableMemory: true}\n")
+		} else {
+			b.WriteString("  gpu: {sharing: dynamic-mig}\n")
+		}
 	}
 	return b.String()
 }
@@ -277,18 +307,72 @@ func (g *gen) daemonSet() {
 	g.snap.DaemonSets = append(g.snap.DaemonSets, ds)
 }
 
-// draObjects adds the NVIDIA DRA driver's GPU DeviceClass and a one-GPU claim template.
+// draPools turns, with DRA on, half of the whole-GPU pools into consumable-memory pools and half
+// of the MIG pools into dynamic-MIG pools (a quarter of those with consumable memory too). The
+// draws come from a stream of their own, so the other draws of a seed stay as they were.
+func (g *gen) draPools(r *rand.Rand) {
+	switch {
+	case g.mode == gpuExclusive && r.IntN(2) == 0:
+		g.mode = gpuConsumable
+	case g.mode == gpuMIG && r.IntN(2) == 0:
+		g.mode = gpuDynamicMIG
+		g.migConsumable = r.IntN(4) == 0
+	}
+}
+
+// draObjects adds the NVIDIA DRA driver's GPU DeviceClass (and, for a dynamic-MIG pool, its MIG
+// DeviceClass, as in the driver's Helm chart) and, for whole GPUs, a one-GPU claim template.
+// Templates for part of a GPU's memory or for a MIG profile are added as workloads use them
+// (claimTemplate).
 func (g *gen) draObjects() {
 	dc := &resourcev1.DeviceClass{}
 	dc.Name = DRADeviceClass
 	dc.Spec.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 		Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}
 	g.snap.DeviceClasses = append(g.snap.DeviceClasses, dc)
+	if g.mode == gpuDynamicMIG {
+		mc := &resourcev1.DeviceClass{}
+		mc.Name = DRAMIGDeviceClass
+		mc.Spec.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"}}}
+		g.snap.DeviceClasses = append(g.snap.DeviceClasses, mc)
+		return
+	}
+	g.claimTemplate(DRAClaimTemplate, resourcev1.ExactDeviceRequest{DeviceClassName: DRADeviceClass})
+}
+
+// memoryTemplate returns the claim template for size of one GPU's consumable memory
+// ("gpu-mem-10gi"), adding it on first use.
+func (g *gen) memoryTemplate(size string) string {
+	name := "gpu-mem-" + strings.ToLower(size)
+	return g.claimTemplate(name, resourcev1.ExactDeviceRequest{DeviceClassName: DRADeviceClass,
+		Capacity: &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{
+			"memory": resource.MustParse(size)}}})
+}
+
+// migTemplate returns the claim template for one MIG partition of the profile ("mig-1g5gb"),
+// selected by the profile attribute as the simulator's tests do, adding it on first use.
+func (g *gen) migTemplate(profile string) string {
+	name := "mig-" + strings.ReplaceAll(profile, ".", "")
+	return g.claimTemplate(name, resourcev1.ExactDeviceRequest{DeviceClassName: DRAMIGDeviceClass,
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.attributes['gpu.nvidia.com'].profile == '%s'", profile)}}}})
+}
+
+// claimTemplate adds a template with one request, "gpu", unless it exists, and returns its name.
+func (g *gen) claimTemplate(name string, req resourcev1.ExactDeviceRequest) string {
+	if g.templates[name] {
+		return name
+	}
+	if g.templates == nil {
+		g.templates = map[string]bool{}
+	}
+	g.templates[name] = true
 	t := &resourcev1.ResourceClaimTemplate{}
-	t.Name, t.Namespace = DRAClaimTemplate, Namespace
-	t.Spec.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu",
-		Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: DRADeviceClass}}}
+	t.Name, t.Namespace = name, Namespace
+	t.Spec.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &req}}
 	g.snap.ResourceClaimTemplates = append(g.snap.ResourceClaimTemplates, t)
+	return name
 }
 
 // workload adds the replicas of workload i.
@@ -308,9 +392,12 @@ func (g *gen) workload(i int) {
 		prio = oneOf(g, PriorityHigh, PriorityLow)
 	}
 	cpu, mem := g.size(base)
-	profile := ""
-	if base == "mig" {
+	profile, memory := "", ""
+	switch base {
+	case "mig", "dra-mig":
 		profile = oneOf(g, g.profile...)
+	case "dra-mem":
+		memory = oneOf(g, draMemorySizes...)
 	}
 	gpus := 1
 	if base == "gpu" && g.chance(25) {
@@ -329,10 +416,11 @@ func (g *gen) workload(i int) {
 		case base == "mig":
 			extended(b, "nvidia.com/mig-"+profile, 1).Tolerate(gpuTaintKey)
 		case base == "dra":
-			p := b.Obj()
-			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new(DRAClaimTemplate)}}
-			p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
-			b.Tolerate(gpuTaintKey)
+			claim(b, DRAClaimTemplate)
+		case base == "dra-mem":
+			claim(b, g.memoryTemplate(memory))
+		case base == "dra-mig":
+			claim(b, g.migTemplate(profile))
 		}
 		for _, m := range mods {
 			m(b)
@@ -350,14 +438,23 @@ func (g *gen) workload(i int) {
 }
 
 // base picks what the workload's pods consume: "cpu", "gpu" (whole GPUs), "shared" (time-sliced
-// replicas), "mig" (a MIG slice) or "dra" (a GPU through a claim).
+// replicas), "mig" (a MIG slice), "dra" (a GPU through a claim), "dra-mem" (part of a GPU's
+// consumable memory through a claim) or "dra-mig" (a dynamic MIG partition through a claim).
 func (g *gen) base() string {
-	gpu := map[gpuMode]string{gpuExclusive: "gpu", gpuTimeSliced: "shared", gpuMIG: "mig"}[g.mode]
+	gpu := map[gpuMode]string{gpuExclusive: "gpu", gpuTimeSliced: "shared", gpuMIG: "mig",
+		gpuConsumable: "gpu", gpuDynamicMIG: "dra-mig"}[g.mode]
 	switch {
 	case g.mode == gpuNone:
 		return "cpu"
 	case g.mode == gpuExclusive && g.opts.DRA && g.chance(40):
 		return "dra"
+	case g.mode == gpuConsumable && g.chance(60):
+		// Mostly part of a GPU's memory; sometimes a claim that names no memory, which takes
+		// all of it (the driver's default).
+		if g.chance(20) {
+			return "dra"
+		}
+		return "dra-mem"
 	case !g.cpuPool || g.chance(55):
 		return gpu
 	}
@@ -425,6 +522,15 @@ func (g *gen) modifiers(i, replicas int, base string) []func(*simtest.PodBuilder
 		out = append(out, func(b *simtest.PodBuilder) { b.Affinity(corev1.LabelTopologyZone, other) })
 	}
 	return out
+}
+
+// claim gives the pod a claim named "gpu" from the template, used by its container, and the GPU
+// toleration.
+func claim(b *simtest.PodBuilder, template string) {
+	p := b.Obj()
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: new(template)}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	b.Tolerate(gpuTaintKey)
 }
 
 // extended requests n of an extended resource (requests and limits, as the API demands).

@@ -35,6 +35,10 @@ const (
 	KindGangNode         Kind = "gang-node"
 	KindGangZone         Kind = "gang-zone"
 	KindDRA              Kind = "dra"
+	// KindDRAConsumable is a DRA pod where a pool publishes GPUs with consumable memory;
+	// KindDRADynamicMIG one where a pool publishes dynamic MIG partitions.
+	KindDRAConsumable Kind = "dra-consumable"
+	KindDRADynamicMIG Kind = "dra-dynamic-mig"
 )
 
 // gpuTaintKey is the taint key GPU pools carry and GPU pods tolerate; tolerating it does not make
@@ -43,7 +47,8 @@ const gpuTaintKey = "nvidia.com/gpu"
 
 // Kinds returns the constraint kinds of a pod, sorted, without KindAll. pol decides what an
 // nvidia.com/gpu request is: a time-sliced replica when a pool of the policy shares its GPUs by
-// time-slicing or MPS, else a whole GPU (nvidia.com/gpu.shared is always a replica).
+// time-slicing or MPS, else a whole GPU (nvidia.com/gpu.shared is always a replica); and which
+// kind of DRA pool a pod's claims meet.
 func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 	set := map[Kind]bool{}
 	if len(p.Spec.NodeSelector) > 0 {
@@ -98,6 +103,13 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 	}
 	if len(p.Spec.ResourceClaims) > 0 {
 		set[KindDRA] = true
+		consumable, dynamicMIG := draPools(pol)
+		if consumable {
+			set[KindDRAConsumable] = true
+		}
+		if dynamicMIG {
+			set[KindDRADynamicMIG] = true
+		}
 	}
 	if p.Labels[simulator.LabelGang] != "" {
 		set[KindGang] = true
@@ -130,6 +142,22 @@ func sharesGPUs(pol *policy.CostPolicy) bool {
 		}
 	}
 	return false
+}
+
+// draPools reports whether a pool of the policy publishes consumable GPU memory, and whether
+// one publishes dynamic MIG partitions.
+func draPools(pol *policy.CostPolicy) (consumable, dynamicMIG bool) {
+	if pol == nil {
+		return false, false
+	}
+	for _, pl := range pol.Pools {
+		if pl.GPU == nil {
+			continue
+		}
+		consumable = consumable || pl.GPU.ConsumableMemory
+		dynamicMIG = dynamicMIG || pl.GPU.Sharing == policy.DynamicMIG
+	}
+	return consumable, dynamicMIG
 }
 
 func gvk(apiVersion, kind string) schema.GroupVersionKind {
