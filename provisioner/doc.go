@@ -6,4 +6,9 @@
 // gets a launch ID that is written to durable state (a ConfigMap) before the cloud is called, and
 // the cloud tags the instance with it, so a restarted controller reconciles instances with records
 // and neither buys twice nor leaks an instance.
+//
+// A launch's Node is found by its spec.providerID naming the record's instance, else by name
+// (nodeIndex): the simulated cloud and GCE register Nodes under the planned name, but an EKS node
+// registers under its EC2 private DNS name. The record then keeps that name (NodeName), while the
+// launch ID stays the planned one.
 package provisioner

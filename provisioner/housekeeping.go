@@ -20,19 +20,18 @@ func everything() labels.Selector { return labels.Everything() }
 // housekeeping deletes launches that did not register in time (marking their offering
 // unavailable) and managed nodes that stayed empty for EmptyNodeTTL (never below a pool's
 // minNodes), and updates the fleet gauges. It returns the names of deleted nodes. A node that
-// the pre-scaler's held reservations are planned onto is not empty (see reservedNodes).
-func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, pods []*corev1.Pod) []string {
-	byName := map[string]*corev1.Node{}
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
+// the pre-scaler's held reservations are planned onto is not empty (see reservedNodes). Each
+// record's Node is looked up in idx, so a Node registered under another name than the planned one
+// counts as the launch's.
+func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []LaunchRecord, idx nodeIndex,
+	nodes []*corev1.Node, pods []*corev1.Pod) []string {
 	busy := map[string]bool{}
 	for _, p := range pods {
 		if snapshot.IsActive(p) && !snapshot.IsDaemonSetPod(p) {
 			busy[p.Spec.NodeName] = true
 		}
 	}
-	reserved := c.reservedNodes(log, recs, nodes, byName, pods, busy)
+	reserved := c.reservedNodes(log, recs, idx, nodes, pods, busy)
 	now := c.clock.Now()
 	poolNodes := map[string]int{}
 	for _, r := range recs {
@@ -41,44 +40,44 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 	var deleted []string
 	var cost float64
 	for _, r := range recs {
-		n := byName[r.NodeName]
+		n := idx.forRecord(r)
 		c.announce(r, n, now)
 		switch {
 		case (n == nil || !ready(n)) && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
 			c.unavailable.mark(cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType})
-			if c.remove(ctx, log, r, "registration-timeout") {
+			if c.remove(ctx, log, r, idx.nodeToDelete(r), "registration-timeout") {
 				deleted = append(deleted, r.NodeName)
 				poolNodes[r.Pool]--
 			}
 			continue
-		case n != nil && !busy[r.NodeName] && !reserved[r.NodeName]:
-			since, seen := c.emptySince[r.NodeName]
+		case n != nil && !busy[n.Name] && !reserved[n.Name]:
+			since, seen := c.emptySince[n.Name]
 			if !seen {
-				c.emptySince[r.NodeName] = now
+				c.emptySince[n.Name] = now
 			} else if now.Sub(since) >= c.cfg.EmptyNodeTTL && poolNodes[r.Pool] > c.minNodes(r.Pool) {
-				if c.remove(ctx, log, r, "empty") {
-					deleted = append(deleted, r.NodeName)
+				if c.remove(ctx, log, r, n.Name, "empty") {
+					deleted = append(deleted, n.Name)
 					poolNodes[r.Pool]--
-					delete(c.emptySince, r.NodeName)
+					delete(c.emptySince, n.Name)
 					continue
 				}
 			}
 		default:
-			delete(c.emptySince, r.NodeName)
+			delete(c.emptySince, r.NodeName) // relinked: n.Name when n != nil
 		}
 		cost += r.PricePerHour
 	}
 	c.metrics.ManagedNodes.Set(float64(len(recs) - len(deleted)))
 	c.metrics.ManagedCost.Set(cost)
-	c.metrics.GPUAllocationRatio.Set(gpuAllocationRatio(recs, byName, pods))
+	c.metrics.GPUAllocationRatio.Set(gpuAllocationRatio(recs, idx, pods))
 	if len(deleted) > 0 {
 		c.poke()
 	}
 	return deleted
 }
 
-// remove deletes the instance, the Node and the record of a launch.
-func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord, reason string) bool {
+// remove deletes the instance, the Node named node (none when "") and the record of a launch.
+func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord, node, reason string) bool {
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyLaunchID, r.LaunchID), zap.String(keyReason, reason))
 	c.recorder.Eventf(nodeRef(r.NodeName), corev1.EventTypeNormal, "Deprovisioning", "removing node %s (%s, %s, %s): %s",
 		r.NodeName, r.InstanceType, r.Zone, r.CapacityType, reason)
@@ -92,8 +91,10 @@ func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord
 			return false
 		}
 	}
-	if err := c.kube.CoreV1().Nodes().Delete(ctx, r.NodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		l.Error("deleting node", zap.Error(err))
+	if node != "" {
+		if err := c.kube.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			l.Error("deleting node", zap.Error(err))
+		}
 	}
 	if err := c.records.Delete(ctx, r.LaunchID); err != nil {
 		l.Error("deleting launch record", zap.Error(err))
@@ -129,12 +130,12 @@ func (c *Controller) minNodes(pool string) int {
 }
 
 // gpuAllocationRatio is requested over allocatable nvidia.com/gpu on the managed nodes.
-func gpuAllocationRatio(recs []LaunchRecord, nodes map[string]*corev1.Node, pods []*corev1.Pod) float64 {
+func gpuAllocationRatio(recs []LaunchRecord, idx nodeIndex, pods []*corev1.Pod) float64 {
 	managed := map[string]bool{}
 	var alloc int64
 	for _, r := range recs {
-		if n := nodes[r.NodeName]; n != nil {
-			managed[r.NodeName] = true
+		if n := idx.forRecord(r); n != nil {
+			managed[n.Name] = true
 			q := n.Status.Allocatable["nvidia.com/gpu"]
 			alloc += q.Value()
 		}

@@ -25,8 +25,9 @@ func (c *Controller) SetInterruptionSource(src cloudprovider.InterruptionSource)
 // offering marked unavailable — so the replacement is planned on another spot pool or on-demand
 // when the pool allows it — and its pods are evicted so that their controllers recreate them and
 // the next batch re-plans them. A rebalance recommendation only cordons the node: no new pods
-// land there, running ones stay.
-func (c *Controller) handleInterruptions(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods []*corev1.Pod) {
+// land there, running ones stay. The node is the record's Node in idx, which may have registered
+// under another name than the planned one; a launch without a Node has nothing to cordon or drain.
+func (c *Controller) handleInterruptions(ctx context.Context, log *zap.Logger, recs []LaunchRecord, idx nodeIndex, pods []*corev1.Pod) {
 	if c.interruptions == nil {
 		return
 	}
@@ -40,14 +41,18 @@ func (c *Controller) handleInterruptions(ctx context.Context, log *zap.Logger, r
 		if !ok {
 			continue // another cluster's, or already gone
 		}
-		l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceID, n.InstanceID), zap.String(keyReason, string(n.Kind)))
-		c.cordon(ctx, l, r.NodeName)
+		node := ""
+		if nd := idx.forRecord(r); nd != nil {
+			node = nd.Name
+		}
+		l := log.With(zap.String(keyNode, node), zap.String(keyInstanceID, n.InstanceID), zap.String(keyReason, string(n.Kind)))
+		c.cordon(ctx, l, node)
 		c.metrics.Interruptions.WithLabelValues(string(n.Kind)).Inc()
 		if n.Kind == cloudprovider.RebalanceRecommendation || n.Kind == cloudprovider.StateChange && n.State == "running" {
 			continue
 		}
 		c.unavailable.mark(cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType})
-		c.drain(ctx, l, r.NodeName, pods)
+		c.drain(ctx, l, node, pods)
 		l.Info("instance interrupted: node cordoned and drained, pods re-planned")
 	}
 	if len(notices) > 0 {
@@ -65,6 +70,9 @@ func recordByInstance(recs []LaunchRecord, id string) (LaunchRecord, bool) {
 }
 
 func (c *Controller) cordon(ctx context.Context, log *zap.Logger, node string) {
+	if node == "" {
+		return
+	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": true}})
 	if _, err := c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		log.Error("cordoning", zap.Error(err))
@@ -75,6 +83,9 @@ func (c *Controller) cordon(ctx context.Context, log *zap.Logger, node string) {
 // PodDisruptionBudgets; a pod that cannot be evicted now is retried on the next notice or left to
 // the cloud's termination.
 func (c *Controller) drain(ctx context.Context, log *zap.Logger, node string, pods []*corev1.Pod) {
+	if node == "" {
+		return
+	}
 	for _, p := range pods {
 		if p.Spec.NodeName != node || snapshot.IsDaemonSetPod(p) || !snapshot.IsActive(p) {
 			continue

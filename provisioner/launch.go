@@ -79,7 +79,9 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 	off := offeringOfRecord(r)
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
-	req := cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.NodeName,
+	// The launch asks for the planned name, the launch ID: a relaunch after a restart must not ask
+	// for the name a Node of the first launch registered under (see relink).
+	req := cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.LaunchID,
 		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU}
 	c.addFallbacks(l, &req, r)
 	inst, refused, err := c.create(ctx, req)
@@ -189,7 +191,7 @@ func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
 
 // simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
 func simulatorNode(r LaunchRecord) simulator.NewNode {
-	return simulator.NewNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,
+	return simulator.NewNode{Name: r.LaunchID, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,
 		CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, Pods: r.Pods, Labels: r.Labels, Taints: r.Taints,
 		Fallbacks: r.Fallbacks}
 }

@@ -14,7 +14,7 @@ import (
 // removed while the forecast still wants them and their empty-node TTL starts only once the
 // forecast falls and the reservations go. It plans only when some managed node is empty and
 // reservations are held; nil otherwise.
-func (c *Controller) reservedNodes(log *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, byName map[string]*corev1.Node,
+func (c *Controller) reservedNodes(log *zap.Logger, recs []LaunchRecord, idx nodeIndex, nodes []*corev1.Node,
 	pods []*corev1.Pod, busy map[string]bool) map[string]bool {
 	holder, ok := c.prescaler.(ReservationHolder)
 	if !ok {
@@ -22,7 +22,7 @@ func (c *Controller) reservedNodes(log *zap.Logger, recs []LaunchRecord, nodes [
 	}
 	empty := false
 	for _, r := range recs {
-		if byName[r.NodeName] != nil && !busy[r.NodeName] {
+		if n := idx.forRecord(r); n != nil && !busy[n.Name] {
 			empty = true
 			break
 		}
@@ -52,7 +52,7 @@ func (c *Controller) reservedNodes(log *zap.Logger, recs []LaunchRecord, nodes [
 	}
 	cat, _ := c.unavailable.apply(c.currentCatalog())
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: c.currentPolicy(),
-		Options: simulator.Options{Now: c.clock.Now(), Seed: "reservations", InFlight: c.inFlight(recs, nodes)}})
+		Options: simulator.Options{Now: c.clock.Now(), Seed: "reservations", InFlight: c.inFlight(recs, idx)}})
 	if err != nil {
 		log.Warn("planning the held reservations; empty nodes are not kept for them this batch", zap.Error(err))
 		return nil

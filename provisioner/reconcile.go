@@ -44,12 +44,15 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.handleInterruptions(ctx, log, recs, pods)
-	res.Deleted = c.housekeeping(ctx, log, recs, nodes, pods)
+	idx := newNodeIndex(nodes)
+	recs = c.relink(ctx, log, recs, idx)
+	c.handleInterruptions(ctx, log, recs, idx, pods)
+	res.Deleted = c.housekeeping(ctx, log, recs, idx, nodes, pods)
 	if len(res.Deleted) > 0 {
 		if recs, err = c.records.List(ctx); err != nil {
 			return nil, err
 		}
+		recs = c.relink(ctx, log, recs, idx)
 	}
 	c.nominate(ctx, log, recs, nodes, pods)
 	pending := c.provisionablePods(pods)
@@ -73,7 +76,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	c.metrics.UnavailableOfferings.Set(float64(unavailable))
 	simStart := c.clock.Now()
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: c.currentPolicy(),
-		Options: simulator.Options{Now: start, Seed: batch, InFlight: c.inFlight(recs, nodes)}})
+		Options: simulator.Options{Now: start, Seed: batch, InFlight: c.inFlight(recs, idx)}})
 	c.metrics.SimulationDuration.Observe(c.clock.Since(simStart).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("simulating batch %s: %w", batch, err)
@@ -154,18 +157,20 @@ func (c *Controller) snapshot(pods, pending []*corev1.Pod, nodes []*corev1.Node)
 
 // inFlight turns launch records into capacity the simulation counts: records whose Node has not
 // registered, is not Ready, or has not published the GPUs it was bought for (the device-plugin
-// gap, when a node looks GPU-less and peers buy again).
-func (c *Controller) inFlight(recs []LaunchRecord, nodes []*corev1.Node) []simulator.InFlightNode {
-	byName := map[string]*corev1.Node{}
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
+// gap, when a node looks GPU-less and peers buy again). An in-flight node is named as its Node,
+// once registered (under whatever name), so that the simulator takes it for that Node and counts
+// the pods bound there; until then it keeps the planned name.
+func (c *Controller) inFlight(recs []LaunchRecord, idx nodeIndex) []simulator.InFlightNode {
 	var out []simulator.InFlightNode
 	for _, r := range recs {
-		if n := byName[r.NodeName]; n != nil && ready(n) && devicesPublished(n, r) {
-			continue
+		name := r.NodeName
+		if n := idx.forRecord(r); n != nil {
+			if ready(n) && devicesPublished(n, r) {
+				continue
+			}
+			name = n.Name
 		}
-		out = append(out, simulator.InFlightNode{Name: r.NodeName, Pool: r.Pool, InstanceType: r.InstanceType,
+		out = append(out, simulator.InFlightNode{Name: name, Pool: r.Pool, InstanceType: r.InstanceType,
 			Zone: r.Zone, CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, GPU: r.Plan, Pods: r.Pods})
 	}
 	return out

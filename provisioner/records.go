@@ -26,7 +26,11 @@ const RecordsConfigMap = "tiler-launches"
 // until the cloud launched the node, and then those of what the cloud launched, which may be one
 // of the Fallbacks: in-flight accounting and housekeeping count what was really bought.
 type LaunchRecord struct {
-	LaunchID     string                   `json:"launchID"`
+	// LaunchID is the planned node name, the name the launch asks the cloud for; launches are
+	// idempotent on it.
+	LaunchID string `json:"launchID"`
+	// NodeName is the name of the node's Node: the planned name until the Node registers under
+	// another (an EKS node registers as its EC2 private DNS name), then that one (see nodeIndex).
 	NodeName     string                   `json:"nodeName"`
 	Pool         string                   `json:"pool"`
 	InstanceType catalog.InstanceTypeName `json:"instanceType"`
@@ -96,6 +100,33 @@ func (s *recordStore) Put(ctx context.Context, recs ...LaunchRecord) error {
 				return err
 			}
 			data[r.LaunchID] = string(b)
+		}
+		return nil
+	})
+}
+
+// SetNodeNames sets the NodeName of the records named by launch ID (launch ID → node name) in one
+// update, keeping the rest of each record as stored; a record that is gone stays gone.
+func (s *recordStore) SetNodeNames(ctx context.Context, names map[string]string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	return s.update(ctx, func(data map[string]string) error {
+		for id, name := range names {
+			v, ok := data[id]
+			if !ok {
+				continue
+			}
+			var r LaunchRecord
+			if err := json.Unmarshal([]byte(v), &r); err != nil {
+				return fmt.Errorf("launch record %s: %w", id, err)
+			}
+			r.NodeName = name
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			data[id] = string(b)
 		}
 		return nil
 	})

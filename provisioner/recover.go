@@ -13,11 +13,17 @@ import (
 // instance is launched again with the same launch ID (the provider returns the instance if the
 // first call got through, so nothing is bought twice); a record that is older than the
 // registration timeout and has no instance is dropped; an instance of this cluster that no record
-// names is an orphan and is deleted, so nothing leaks.
+// names is an orphan and is deleted, so nothing leaks. A record whose Node registered under
+// another name than the planned one (found by its provider ID) is relinked to it (see relink).
+// Call it after Start: it reads the Nodes from the informer.
 func (c *Controller) Recover(ctx context.Context) error {
 	recs, err := c.records.List(ctx)
 	if err != nil {
 		return err
+	}
+	nodes, err := c.nodes()
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
 	}
 	insts, err := c.provider.List(ctx)
 	if err != nil {
@@ -29,6 +35,7 @@ func (c *Controller) Recover(ctx context.Context) error {
 	}
 	known := map[string]bool{}
 	now := c.clock.Now()
+	var kept []LaunchRecord
 	for _, r := range recs {
 		known[r.LaunchID] = true
 		inst := byLaunch[r.LaunchID]
@@ -42,11 +49,15 @@ func (c *Controller) Recover(ctx context.Context) error {
 			if err := c.records.Delete(ctx, r.LaunchID); err != nil {
 				return err
 			}
+			continue
 		case inst == nil:
 			c.log.Info("relaunching a recorded launch", zap.String(keyLaunchID, r.LaunchID))
 			c.launchOne(ctx, c.log, r, simulatorNode(r), nil)
+			continue
 		}
+		kept = append(kept, r)
 	}
+	c.relink(ctx, c.log, kept, newNodeIndex(nodes))
 	for _, i := range insts {
 		if !known[i.LaunchID] {
 			c.log.Warn("deleting an orphan instance", zap.String(keyInstanceID, i.ID), zap.String(keyLaunchID, i.LaunchID))

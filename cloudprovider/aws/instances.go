@@ -46,6 +46,12 @@ func NormaliseState(ec2State string) string {
 	}
 }
 
+// ProviderID returns the spec.providerID the AWS cloud provider gives the Node of an instance,
+// aws:///<zone>/<instance-id>. The Node's name is the instance's private DNS name
+// (ip-10-0-1-23.ec2.internal), not the planned name Tiler tags it with, so the controller finds a
+// launch's Node by this ID (cloudprovider.InstanceIDOfProviderID).
+func ProviderID(zone, instanceID string) string { return "aws:///" + zone + "/" + instanceID }
+
 // Get returns the cluster's instance with the given ID. It returns a *NotFoundError when EC2 does
 // not know the ID or the instance belongs to another cluster; a terminated instance (visible for
 // about an hour) is returned with state terminated.
