@@ -1,6 +1,7 @@
 package simulator_test
 
 import (
+	"fmt"
 	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
@@ -81,6 +82,35 @@ func TestAffinityToLowerPriorityPending(t *testing.T) {
 	}
 	if len(plan.Unschedulable) != 0 {
 		t.Fatalf("unschedulable %+v; want sidecar-0 in the zone of web", plan.Unschedulable)
+	}
+	for _, v := range simtest.Check(snap, plan) {
+		t.Error(v)
+	}
+}
+
+// TestGangAffinityToLaterPods: a high-priority gang (topology node) with required pod affinity
+// (zone) to a pending workload placed after it is tried again once that workload is placed, and
+// lands whole in its zone instead of GangIncomplete (fidelity regression
+// gang-affinity-to-later-pods).
+func TestGangAffinityToLaterPods(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &snapshot.Snapshot{Pods: []*corev1.Pod{
+		simtest.Pod("web-0").Label("app", "web").CPU("1").Mem("2Gi").Obj(),
+		simtest.Pod("web-1").Label("app", "web").CPU("1").Mem("2Gi").Obj(),
+	}}
+	for i := range 2 {
+		snap.Pods = append(snap.Pods, simtest.Pod(fmt.Sprintf("g-%d", i)).CPU("500m").Mem("1Gi").Priority(1000).
+			Affinity("topology.kubernetes.io/zone", "web").Gang("g", 2, "node").Obj())
+	}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("unschedulable %+v; want the gang on one node in the zone of web", plan.Unschedulable)
 	}
 	for _, v := range simtest.Check(snap, plan) {
 		t.Error(v)

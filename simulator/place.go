@@ -35,48 +35,79 @@ type failure struct {
 // fixes the node's contents and price picks its type at the end.
 func (s *state) placeAll() {
 	s.placeAssigned()
-	var deferred []*podInfo
-	var failures []failure
+	var deferred []deferredPlacement
 	for i := 0; i < len(s.pending); {
 		pi := s.pending[i]
 		if pi.assigned {
 			i++
 			continue
 		}
-		if pi.gang != nil {
-			n := len(pi.gang.members)
-			s.placeGang(pi.gang)
-			i += n
+		if g := pi.gang; g != nil {
+			i += len(g.members)
+			if f, ok := s.tryGang(g); !ok {
+				if gangHasAffinity(g) {
+					deferred = append(deferred, deferredPlacement{gang: g, f: f})
+				} else {
+					s.failGang(g, f)
+				}
+			}
 			continue
 		}
 		if f, ok := s.placeOne(pi, restriction{}); !ok {
 			if len(pi.affinity) > 0 {
-				deferred = append(deferred, pi)
-				failures = append(failures, f)
+				deferred = append(deferred, deferredPlacement{pod: pi, f: f})
 			} else {
 				s.fail(pi, f)
 			}
 		}
 		i++
 	}
-	// A pod whose required pod affinity targets pods placed after it (of lower priority, or
-	// smaller) is tried again once they are placed, as the scheduler binds it once they are bound;
-	// again while that places more of them.
+	// A pod or gang whose required pod affinity targets pods placed after it (of lower priority,
+	// or smaller) is tried again once they are placed, as the scheduler binds it once they are
+	// bound; again while that places more of them.
 	for progress := true; progress && len(deferred) > 0; {
 		progress = false
-		kept, keptF := deferred[:0], failures[:0]
-		for _, pi := range deferred {
-			if f, ok := s.placeOne(pi, restriction{}); ok {
+		kept := deferred[:0]
+		for _, d := range deferred {
+			var ok bool
+			if d.gang != nil {
+				d.f, ok = s.tryGang(d.gang)
+			} else {
+				d.f, ok = s.placeOne(d.pod, restriction{})
+			}
+			if ok {
 				progress = true
 			} else {
-				kept, keptF = append(kept, pi), append(keptF, f)
+				kept = append(kept, d)
 			}
 		}
-		deferred, failures = kept, keptF
+		deferred = kept
 	}
-	for j, pi := range deferred {
-		s.fail(pi, failures[j])
+	for _, d := range deferred {
+		if d.gang != nil {
+			s.failGang(d.gang, d.f)
+		} else {
+			s.fail(d.pod, d.f)
+		}
 	}
+}
+
+// deferredPlacement is a pod or a whole gang placeAll tries again after the others, and why its
+// last try failed.
+type deferredPlacement struct {
+	pod  *podInfo
+	gang *gang
+	f    failure
+}
+
+// gangHasAffinity reports whether a member of the gang has required pod affinity.
+func gangHasAffinity(g *gang) bool {
+	for _, m := range g.members {
+		if len(m.affinity) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *state) fail(pi *podInfo, f failure) {
@@ -362,9 +393,9 @@ func (s *state) revert(mark int) {
 	}
 }
 
-// placeGang places every member of a gang or none. With topology "node" all members go to one
-// node; with "zone" to one zone.
-func (s *state) placeGang(g *gang) {
+// tryGang places every member of a gang or none (what it placed is undone when it fails). With
+// topology "node" all members go to one node; with "zone" to one zone.
+func (s *state) tryGang(g *gang) (failure, bool) {
 	mark := s.checkpoint()
 	var f failure
 	ok := false
@@ -381,10 +412,14 @@ func (s *state) placeGang(g *gang) {
 			}
 		}
 	}
-	if ok {
-		return
+	if !ok {
+		s.revert(mark)
 	}
-	s.revert(mark)
+	return f, ok
+}
+
+// failGang records why the gang cannot be placed: GangIncomplete for every member.
+func (s *state) failGang(g *gang, f failure) {
 	why := fmt.Sprintf("gang %s (%d pods, topology %q) cannot be placed whole", g.name, len(g.members), g.topology)
 	if f.limit {
 		why += ": a pool limit or the budget stops it"
