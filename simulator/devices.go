@@ -63,8 +63,8 @@ func loadMIG() (*mig.Table, error) {
 }
 
 // deviceVariants lists the GPU configurations a node of the type may be bought with in the pool:
-// whole GPUs; no device-plugin resource under dynamic-mig (the DRA driver alone publishes the
-// GPUs, see dra.go); K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
+// whole GPUs; no device-plugin resource under dynamic-mig or consumable memory (the DRA driver
+// alone publishes the GPUs, see dra.go); K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
 // the layout that best covers the pending MIG demand and each homogeneous layout of a demanded
 // profile, so that packing can choose among them like among instance types.
 func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVariant, error) {
@@ -74,8 +74,14 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 	g := pl.GPU
 	consumable := g != nil && g.ConsumableMemory
 	if g == nil || g.Sharing == "" || g.Sharing == policy.Exclusive {
+		if consumable {
+			// Shared GPU memory is a DRA feature: the DRA driver publishes the GPUs and the device
+			// plugin does not run, or each GPU would be handed out twice (plain nvidia.com/gpu
+			// requests are served by DRA when a DeviceClass names that extended resource).
+			return []deviceVariant{{gpu: GPUPlan{Sharing: policy.Exclusive, ConsumableMemory: true}}}, nil
+		}
 		return []deviceVariant{{resources: corev1.ResourceList{ResourceGPU: qty(it.GPU.Count)},
-			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive), ConsumableMemory: consumable}}}, nil
+			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive)}}}, nil
 	}
 	switch g.Sharing {
 	case policy.DynamicMIG:

@@ -115,6 +115,9 @@ func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameByD
 	if n == 0 {
 		return nil
 	}
+	if g.ConsumableMemory {
+		return nil // the DRA driver alone publishes the GPUs (as in simulator.deviceVariants)
+	}
 	switch policy.Sharing(g.Sharing) {
 	case policy.DynamicMIG:
 		return nil

@@ -202,8 +202,8 @@ func TestStepPublishesPlannedSlices(t *testing.T) {
 	if q := quantity(e.node("mig-node").Status.Allocatable, ResourceGPU); q != -1 {
 		t.Errorf("dynamic MIG node advertises nvidia.com/gpu = %d", q)
 	}
-	if q := quantity(e.node("cons-node").Status.Allocatable, ResourceGPU); q != 8 {
-		t.Errorf("consumable-memory node advertises nvidia.com/gpu = %d, want 8", q)
+	if q := quantity(e.node("cons-node").Status.Allocatable, ResourceGPU); q != -1 {
+		t.Errorf("consumable-memory node advertises nvidia.com/gpu = %d; its GPUs are DRA devices only", q)
 	}
 }
 
