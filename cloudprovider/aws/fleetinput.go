@@ -39,6 +39,9 @@ const (
 	// TagGPURenameShared is "true" when the replicas are advertised as nvidia.com/gpu.shared
 	// (the device plugin's renameByDefault).
 	TagGPURenameShared = "tiler.dev/gpu-rename-shared"
+	// TagGPUConsumableMemory is "true" when the DRA driver publishes the GPUs' memory as
+	// consumable capacity (several claims share a GPU; no device plugin).
+	TagGPUConsumableMemory = "tiler.dev/gpu-consumable-memory"
 	// TagMIGStrategy is single or mixed.
 	TagMIGStrategy = "tiler.dev/mig-strategy"
 	// TagMIGConfig is the nvidia.com/mig.config value, a mig-parted config name.
@@ -141,6 +144,9 @@ func addGPUTags(tags map[string]string, g cloudprovider.GPUConfig) {
 	}
 	if g.RenameShared {
 		set(TagGPURenameShared, "true")
+	}
+	if g.ConsumableMemory {
+		set(TagGPUConsumableMemory, "true")
 	}
 	set(TagMIGStrategy, g.MIGStrategy)
 	set(TagMIGConfig, g.MIGConfig)

@@ -246,6 +246,8 @@ func TestCreateFleetGPUTags(t *testing.T) {
 		{"mig", cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGConfig: "tiler-1g.5gb-8gpu-mixed",
 			MIGLayout: [][]string{{"1g.5gb"}}},
 			map[string]string{TagGPUSharing: "mig", TagMIGStrategy: "mixed", TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
+		{"consumable memory", cloudprovider.GPUConfig{Sharing: "exclusive", ConsumableMemory: true},
+			map[string]string{TagGPUSharing: "exclusive", TagGPUConsumableMemory: "true"}},
 		{"none", cloudprovider.GPUConfig{}, map[string]string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
