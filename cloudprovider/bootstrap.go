@@ -16,6 +16,9 @@ const (
 	// LabelDevicePluginConfig selects, by name, the device plugin's configuration (time-slicing or
 	// MPS replicas) among those of the operator's device-plugin ConfigMap.
 	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
+	// LabelDeployDevicePlugin set to "false" keeps the GPU operator from running the device plugin
+	// on the node: its GPUs are the DRA driver's alone (dynamic MIG, consumable memory).
+	LabelDeployDevicePlugin = "nvidia.com/gpu.deploy.device-plugin"
 )
 
 // Labels the kubelet registers a node with only because the kubelet or the cloud sets them
@@ -49,6 +52,9 @@ func KubeletLabels(labels map[string]string, gpu GPUConfig) map[string]string {
 	}
 	if name := DevicePluginConfig(gpu); name != "" {
 		out[LabelDevicePluginConfig] = name
+	}
+	if gpu.ConsumableMemory || gpu.Sharing == "dynamic-mig" {
+		out[LabelDeployDevicePlugin] = "false"
 	}
 	return out
 }

@@ -28,6 +28,12 @@ func TestKubeletLabels(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
 		t.Errorf("MIG (-want +got):\n%s", diff)
 	}
+	// GPUs that only the DRA driver publishes: the operator must not run the device plugin.
+	for _, g := range []GPUConfig{{Sharing: "exclusive", ConsumableMemory: true}, {Sharing: "dynamic-mig"}} {
+		if diff := cmp.Diff(map[string]string{LabelDeployDevicePlugin: "false"}, KubeletLabels(nil, g)); diff != "" {
+			t.Errorf("%+v (-want +got):\n%s", g, diff)
+		}
+	}
 }
 
 func TestDevicePluginConfig(t *testing.T) {
