@@ -53,6 +53,8 @@ type Controller struct {
 	interruptions cloudprovider.InterruptionSource
 	// prescaler, when set, adds capacity reservations (pods the forecast expects) to each batch.
 	prescaler Prescaler
+	// nominations keeps the nominations of planned pods in force between batches.
+	nominations *nominationWatch
 }
 
 // Prescaler turns forecasts into reservations: pending pods that do not exist yet, planned like
@@ -128,6 +130,8 @@ func (c *Controller) registerInformers() {
 	f.Resource().V1().ResourceSlices().Informer()
 	f.Resource().V1().DeviceClasses().Informer()
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
+	c.nominations = newNominationWatch(c)
+	c.nominations.register()
 }
 
 func (c *Controller) pokeIfProvisionable(o any) {
@@ -158,7 +162,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			return fmt.Errorf("informer cache for %v did not sync", t)
 		}
 	}
-	return nil
+	return c.nominations.start(ctx)
 }
 
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first

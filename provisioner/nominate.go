@@ -3,62 +3,285 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
-// nominate tells the scheduler where each planned pod is expected to land (KEP-5278,
-// NominatedNodeNameForExpectation): once a launched node exists, every still-pending pod planned
-// onto it gets status.nominatedNodeName set to it, and the annotation tiler.dev/nominated-by so
-// that Tiler never mistakes its own nomination for the scheduler's preemption nomination (which it
-// never overwrites). A nomination that points at a node that is gone is cleared.
-func (c *Controller) nominate(ctx context.Context, log *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, pods []*corev1.Pod) {
-	if !c.cfg.Nominate {
-		return
+// Nominations (KEP-5278, NominatedNodeNameForExpectation) tell kube-scheduler where each planned
+// pod is expected to land: status.nominatedNodeName names the node bought for it. The scheduler
+// tries a pod's nominated node first, and when it evaluates any other pod on a node it counts the
+// pods nominated there (of equal or higher priority) as if they ran there — the protection that
+// keeps pods planned for later nodes off the room of a node that came up first.
+//
+// kube-scheduler v1.37 clears a nomination at the pod's next failed attempt (DefaultPreemption's
+// PostFilter: "preemption is not helpful", NewPostFilterResultWithNominatedNode("")), and each
+// such clear of a non-empty nomination makes it retry every pending pod of equal or lower
+// priority (hasNominatedNodeNameChanged → MoveAllToActiveOrBackoffQueue as for a deleted pod,
+// popped at once while the active queue is empty, SchedulerPopFromBackoffQ). A nomination set
+// again at once is cleared again by that round of retries, which starts the next round: a loop
+// that keeps the scheduler busy for as long as the nodes boot. So Tiler:
+//
+//   - nominates a pod as soon as the cloud accepted the launch of its node (the launch record has
+//     an instance ID) or the Node registered, from the launch-record events, before the node can
+//     turn Ready;
+//   - sets a nomination the scheduler cleared again from the pod's update event, after a per-pod
+//     delay that starts at nominationRetryMin and doubles with every clear up to
+//     nominationRetryMax — long enough for the round of retries to have ended, so the nomination
+//     stays — and restarts from the minimum when the node advances (registers, turns Ready
+//     without start-up taints, becomes usable: GPUs advertised);
+//   - stops once the pod is bound, its launch record is gone (the launch failed or was deleted:
+//     Tiler's nomination is cleared, or moved to the pod's new planned node), or its node has been
+//     usable for nominationGrace.
+//
+// Tiler only writes a nomination that is empty or its own: the annotations tiler.dev/nominated-by
+// and tiler.dev/nominated-node record which node Tiler nominated, and a pod whose
+// nominatedNodeName names another node (the scheduler's preemption nomination) is never
+// overwritten; Tiler drops its annotations there instead, so that provisionable sees the
+// scheduler's nomination. Every write carries the pod's resourceVersion, so a nomination the
+// scheduler made after Tiler read the pod is not overwritten either (the write fails with a
+// conflict and the pod is looked at again).
+
+// AnnotationNominatedNode records the node Tiler nominated a pod for, next to
+// AnnotationNominatedBy, so that a nominatedNodeName the scheduler set since is told apart.
+const AnnotationNominatedNode = "tiler.dev/nominated-node"
+
+// nominatedByTiler is the value of AnnotationNominatedBy on pods Tiler nominated.
+const nominatedByTiler = "tiler"
+
+// nominationGrace is how long after a planned node became usable Tiler still nominates the pods
+// planned onto it that have no nomination: longer than kube-scheduler's maximum pod backoff
+// (podMaxBackoffSeconds, 10 s), so a pod whose attempt failed just before its node came up is
+// retried with its nomination in force.
+const nominationGrace = 15 * time.Second
+
+// nominationRetryMin and nominationRetryMax bound the delay before a nomination the scheduler
+// cleared is set again. A round of retries after a clear takes milliseconds for a few pods and
+// about a second for a thousand (each attempt that fails takes ~1 ms); the maximum, the
+// scheduler's maximum pod backoff, bounds the writes to one per pod every 10 s while the pods keep
+// failing.
+const (
+	nominationRetryMin = 250 * time.Millisecond
+	nominationRetryMax = 10 * time.Second
+)
+
+// nodePhase is how far a launched node has come, as far as its planned pods are concerned.
+type nodePhase int
+
+const (
+	// phaseLaunched: the cloud accepted the launch; no Node yet.
+	phaseLaunched nodePhase = iota
+	// phaseRegistered: the Node exists but is not Ready, or still has a start-up taint.
+	phaseRegistered
+	// phaseReady: Ready and untainted, GPUs not advertised yet (the device-plugin gap).
+	phaseReady
+	// phaseUsable: the node can take its planned pods.
+	phaseUsable
+)
+
+// phaseOf returns the phase of the node n (nil: not registered) launched for the record r;
+// sliced reports whether DRA ResourceSlices exist for the node (GPUs that only the DRA driver
+// publishes: dynamic MIG, consumable memory).
+func phaseOf(n *corev1.Node, r LaunchRecord, sliced bool) nodePhase {
+	switch {
+	case n == nil:
+		return phaseLaunched
+	case !ready(n) || hasStartupTaint(n):
+		return phaseRegistered
+	case !devicesPublished(n, r) && !sliced:
+		return phaseReady
 	}
-	exists := map[string]bool{}
-	for _, n := range nodes {
-		exists[n.Name] = true
+	return phaseUsable
+}
+
+// hasStartupTaint reports whether the node still carries a taint that keeps pods off a node that
+// is coming up.
+func hasStartupTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		switch t.Key {
+		case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, corev1.TaintNodeNetworkUnavailable,
+			"node.cloudprovider.kubernetes.io/uninitialized":
+			return true
+		}
 	}
-	planned := map[string]string{}
+	return false
+}
+
+// nominationOp is what the controller does to one pod's nomination.
+type nominationOp int
+
+const (
+	// nominationKeep leaves the pod alone.
+	nominationKeep nominationOp = iota
+	// nominationSet sets nominatedNodeName to the planned node, with Tiler's annotations.
+	nominationSet
+	// nominationClear clears Tiler's stale nomination and its annotations.
+	nominationClear
+	// nominationRelease drops Tiler's annotations from a pod the scheduler nominated elsewhere.
+	nominationRelease
+)
+
+func (o nominationOp) String() string {
+	return [...]string{"keep", "set", "clear", "release"}[o]
+}
+
+// nominationChange is a decision about one pod: the operation and, for nominationSet, the node.
+// again marks a nominationSet that restores Tiler's nomination after the scheduler cleared it.
+type nominationChange struct {
+	op    nominationOp
+	node  string
+	again bool
+}
+
+// plannedNode is one launch record as nominations see it: the record and the pods planned onto it.
+type plannedNode struct {
+	record LaunchRecord
+	pods   map[string]bool
+}
+
+// nominationPlan indexes the launch records by node and by planned pod (namespace/name).
+type nominationPlan struct {
+	nodes map[string]*plannedNode
+	pods  map[string]*plannedNode
+}
+
+// newNominationPlan indexes recs. A pod listed by several records is planned onto the last one in
+// launch-ID order.
+func newNominationPlan(recs []LaunchRecord) *nominationPlan {
+	pl := &nominationPlan{nodes: map[string]*plannedNode{}, pods: map[string]*plannedNode{}}
 	for _, r := range recs {
-		if exists[r.NodeName] {
-			for _, p := range r.Pods {
-				planned[p] = r.NodeName
-			}
+		pn := &plannedNode{record: r, pods: map[string]bool{}}
+		for _, key := range r.Pods {
+			pn.pods[key] = true
+			pl.pods[key] = pn
 		}
+		pl.nodes[r.NodeName] = pn
 	}
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
-			continue
-		}
-		key := p.Namespace + "/" + p.Name
-		ours := p.Annotations[AnnotationNominatedBy] == "tiler"
-		want, ok := planned[key]
-		switch {
-		case ok && p.Status.NominatedNodeName == "" || ok && ours && p.Status.NominatedNodeName != want:
-			c.setNomination(ctx, log, p, want)
-		case ours && p.Status.NominatedNodeName != "" && !exists[p.Status.NominatedNodeName]:
-			c.setNomination(ctx, log, p, "")
-		}
+	return pl
+}
+
+// lists reports whether a launch record for node plans the pod key onto it.
+func (pl *nominationPlan) lists(node, key string) bool {
+	pn := pl.nodes[node]
+	return pn != nil && pn.pods[key]
+}
+
+// nominationView is what a decision reads: the plan, the Nodes, and how far each planned node has
+// come.
+type nominationView struct {
+	plan *nominationPlan
+	node func(name string) *corev1.Node
+	// observe returns the phase of the node n (nil: not registered) launched for r and, when it is
+	// usable, for how long it has been.
+	observe func(n *corev1.Node, r LaunchRecord) (nodePhase, time.Duration)
+}
+
+// target returns the node the pod key should be nominated for now, or "": the node of its launch
+// record once the cloud accepted the launch or the Node registered, until the node has been usable
+// for nominationGrace.
+func (v nominationView) target(key string) string {
+	pn := v.plan.pods[key]
+	if pn == nil {
+		return ""
+	}
+	r := pn.record
+	n := v.node(r.NodeName)
+	if n == nil && r.InstanceID == "" {
+		return "" // the cloud has not accepted the launch yet
+	}
+	if phase, usableFor := v.observe(n, r); phase == phaseUsable && usableFor > nominationGrace {
+		return ""
+	}
+	return r.NodeName
+}
+
+// decide returns what to do with the pod's nomination (see the comment at the top of this file).
+func (v nominationView) decide(p *corev1.Pod) nominationChange {
+	if !snapshot.IsPending(p) {
+		return nominationChange{}
+	}
+	key := p.Namespace + "/" + p.Name
+	want := v.target(key)
+	nnn := p.Status.NominatedNodeName
+	tagged := p.Annotations[AnnotationNominatedBy] == nominatedByTiler
+	// Pods nominated by an older Tiler carry only AnnotationNominatedBy.
+	recorded, hasRecorded := p.Annotations[AnnotationNominatedNode]
+	ours := tagged && (!hasRecorded || recorded == nnn)
+	switch {
+	case nnn == want:
+		return nominationChange{}
+	case nnn == "":
+		// With Tiler's annotations for the same node, the scheduler cleared Tiler's nomination.
+		return nominationChange{op: nominationSet, node: want, again: tagged && recorded == want}
+	case !tagged:
+		return nominationChange{} // someone else's nomination, e.g. the scheduler's preemption
+	case !ours:
+		return nominationChange{op: nominationRelease}
+	case v.plan.lists(nnn, key):
+		return nominationChange{} // ours, for a node still planned for the pod
+	case want != "":
+		return nominationChange{op: nominationSet, node: want} // ours, for a launch that is gone
+	default:
+		return nominationChange{op: nominationClear}
 	}
 }
 
-func (c *Controller) setNomination(ctx context.Context, log *zap.Logger, p *corev1.Pod, node string) {
-	meta, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationNominatedBy: "tiler"}}})
-	if _, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, meta, metav1.PatchOptions{}); err != nil {
-		log.Debug("annotating nomination", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
+// nominate runs the nomination decisions over every pod once per batch, with the batch's launch
+// records and Nodes, and queues the pods whose nomination should change; the nomination workers
+// (nominate_watch.go) write them, at the pace that holds for the events in between.
+func (c *Controller) nominate(_ context.Context, _ *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, pods []*corev1.Pod) {
+	if !c.cfg.Nominate {
 		return
 	}
-	var nn any = node
-	if node == "" {
-		nn = nil
+	byName := make(map[string]*corev1.Node, len(nodes))
+	for _, n := range nodes {
+		byName[n.Name] = n
 	}
-	status, _ := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": nn}})
-	if _, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
-		log.Debug("setting nominatedNodeName", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
+	v := c.nominations.view(newNominationPlan(recs), func(name string) *corev1.Node { return byName[name] })
+	for _, p := range pods {
+		c.nominations.enqueue(p, v.decide(p))
 	}
+}
+
+// applyNomination writes a decision in one patch of the pod's status subresource (which also
+// takes metadata.annotations), conditional on the pod's resourceVersion.
+func (c *Controller) applyNomination(ctx context.Context, p *corev1.Pod, ch nominationChange) error {
+	body, err := nominationPatch(p, ch)
+	if err != nil {
+		return err
+	}
+	if _, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("%s nomination of %s/%s: %w", ch.op, p.Namespace, p.Name, err)
+	}
+	c.log.Debug("nomination", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Stringer(keyReason, ch.op),
+		zap.String(keyNode, ch.node))
+	return nil
+}
+
+// nominationPatch renders a decision as a JSON merge patch.
+func nominationPatch(p *corev1.Pod, ch nominationChange) ([]byte, error) {
+	meta := map[string]any{}
+	if p.ResourceVersion != "" {
+		meta["resourceVersion"] = p.ResourceVersion
+	}
+	patch := map[string]any{"metadata": meta}
+	switch ch.op {
+	case nominationSet:
+		meta["annotations"] = map[string]any{AnnotationNominatedBy: nominatedByTiler, AnnotationNominatedNode: ch.node}
+		patch["status"] = map[string]any{"nominatedNodeName": ch.node}
+	case nominationClear:
+		meta["annotations"] = map[string]any{AnnotationNominatedBy: nil, AnnotationNominatedNode: nil}
+		patch["status"] = map[string]any{"nominatedNodeName": nil}
+	case nominationRelease:
+		meta["annotations"] = map[string]any{AnnotationNominatedBy: nil, AnnotationNominatedNode: nil}
+	default:
+		return nil, fmt.Errorf("no patch for nomination op %s", ch.op)
+	}
+	return json.Marshal(patch)
 }

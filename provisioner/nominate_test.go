@@ -1,0 +1,220 @@
+package provisioner
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// nominationFixture is a plan over five launches and the Nodes that exist:
+//
+//	n-boot     accepted by the cloud (instance ID), Node not registered    ns/a, ns/b
+//	n-wait     launch call not answered yet, Node not registered           ns/c
+//	n-reg      no instance ID recorded, Node registered but not Ready      ns/f
+//	n-fresh    usable for 5 s (inside the grace)                           ns/d
+//	n-old      usable for 1 min (past the grace)                           ns/e
+//
+// and existing-1, a Node Tiler did not buy.
+func nominationFixture() nominationView {
+	recs := []LaunchRecord{
+		{LaunchID: "1", NodeName: "n-boot", InstanceID: "i-1", Pods: []string{"ns/a", "ns/b"}},
+		{LaunchID: "2", NodeName: "n-wait", Pods: []string{"ns/c"}},
+		{LaunchID: "3", NodeName: "n-reg", Pods: []string{"ns/f"}},
+		{LaunchID: "4", NodeName: "n-fresh", InstanceID: "i-4", Pods: []string{"ns/d"}},
+		{LaunchID: "5", NodeName: "n-old", InstanceID: "i-5", Pods: []string{"ns/e"}},
+	}
+	nodes := map[string]*corev1.Node{"n-reg": {ObjectMeta: metav1.ObjectMeta{Name: "n-reg"}}}
+	for _, name := range []string{"n-fresh", "n-old", "existing-1"} {
+		nodes[name] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	}
+	usableFor := map[string]time.Duration{"n-fresh": 5 * time.Second, "n-old": time.Minute}
+	return nominationView{
+		plan: newNominationPlan(recs),
+		node: func(name string) *corev1.Node { return nodes[name] },
+		observe: func(n *corev1.Node, r LaunchRecord) (nodePhase, time.Duration) {
+			if n == nil {
+				return phaseLaunched, 0
+			}
+			return phaseOf(n, r, false), usableFor[n.Name]
+		},
+	}
+}
+
+// nominated returns a pending pod ns/name with nominatedNodeName nnn and, when by is set, Tiler's
+// annotations naming the node recorded.
+func nominated(name, nnn string, by bool, recorded string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{}}}
+	p.Status.NominatedNodeName = nnn
+	if by {
+		p.Annotations[AnnotationNominatedBy] = nominatedByTiler
+		if recorded != "" {
+			p.Annotations[AnnotationNominatedNode] = recorded
+		}
+	}
+	return p
+}
+
+func TestDecideNomination(t *testing.T) {
+	bound := nominated("a", "", false, "")
+	bound.Spec.NodeName = "n-boot"
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want nominationChange
+	}{
+		{"accepted launch: nominated before its Node registers", nominated("a", "", false, ""),
+			nominationChange{op: nominationSet, node: "n-boot"}},
+		{"launch not accepted yet: wait", nominated("c", "", false, ""), nominationChange{}},
+		{"registered Node without instance ID: nominated", nominated("f", "", false, ""),
+			nominationChange{op: nominationSet, node: "n-reg"}},
+		{"already nominated for its node", nominated("a", "n-boot", true, "n-boot"), nominationChange{}},
+		{"cleared by the scheduler while the node boots: set again (after the retry delay)", nominated("b", "", true, "n-boot"),
+			nominationChange{op: nominationSet, node: "n-boot", again: true}},
+		{"cleared 5 s after the node became usable (grace 15 s): set again", nominated("d", "", true, "n-fresh"),
+			nominationChange{op: nominationSet, node: "n-fresh", again: true}},
+		{"cleared 1 min after the node became usable: left to the scheduler", nominated("e", "", true, "n-old"),
+			nominationChange{}},
+		{"ours, node usable past the grace: kept", nominated("e", "n-old", true, "n-old"), nominationChange{}},
+		{"the scheduler's preemption nomination: never overwritten", nominated("a", "existing-1", false, ""),
+			nominationChange{}},
+		{"tagged, then nominated elsewhere by the scheduler: annotations dropped", nominated("a", "existing-1", true, "n-boot"),
+			nominationChange{op: nominationRelease}},
+		{"tagged, the scheduler nominated another bought node: annotations dropped", nominated("a", "n-fresh", true, "n-boot"),
+			nominationChange{op: nominationRelease}},
+		{"ours for a launch that is gone, pod planned again: moved", nominated("a", "n-gone", true, "n-gone"),
+			nominationChange{op: nominationSet, node: "n-boot"}},
+		{"ours for a launch that is gone, pod not planned: cleared", nominated("z", "n-gone", true, "n-gone"),
+			nominationChange{op: nominationClear}},
+		{"ours (older Tiler, no node annotation) for a launch that is gone: cleared", nominated("z", "n-gone", true, ""),
+			nominationChange{op: nominationClear}},
+		{"not planned, not nominated", nominated("z", "", false, ""), nominationChange{}},
+		{"bound pod", bound, nominationChange{}},
+	}
+	v := nominationFixture()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := v.decide(tc.pod)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(nominationChange{})); diff != "" {
+				t.Errorf("decide (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPhaseOf(t *testing.T) {
+	readyNode := func(taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{Spec: corev1.NodeSpec{Taints: taints}, Status: corev1.NodeStatus{
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Allocatable: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}}}
+	}
+	notReady := readyNode()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	noGPUs := readyNode()
+	noGPUs.Status.Allocatable = nil
+	gpu := LaunchRecord{GPUs: 2}
+	cases := []struct {
+		name   string
+		node   *corev1.Node
+		rec    LaunchRecord
+		sliced bool
+		want   nodePhase
+	}{
+		{"no Node yet", nil, gpu, false, phaseLaunched},
+		{"not Ready", notReady, gpu, false, phaseRegistered},
+		{"Ready, still tainted not-ready", readyNode(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}), gpu, false, phaseRegistered},
+		{"Ready, GPUs not advertised yet", noGPUs, gpu, false, phaseReady},
+		{"Ready with its GPUs", readyNode(), gpu, false, phaseUsable},
+		{"Ready, GPUs only in DRA ResourceSlices", noGPUs, gpu, true, phaseUsable},
+		{"Ready CPU node", noGPUs, LaunchRecord{}, false, phaseUsable},
+	}
+	for _, tc := range cases {
+		if got := phaseOf(tc.node, tc.rec, tc.sliced); got != tc.want {
+			t.Errorf("%s: phase = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNominationRetryAt(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		clears int
+		want   time.Duration
+	}{
+		{1, 250 * time.Millisecond}, // nominationRetryMin
+		{2, 500 * time.Millisecond},
+		{3, time.Second},
+		{6, 8 * time.Second},
+		{7, 10 * time.Second}, // 16 s, capped at nominationRetryMax
+		{40, 10 * time.Second},
+	} {
+		if got := (nominationLoss{count: tc.clears, at: at}).retryAt().Sub(at); got != tc.want {
+			t.Errorf("%d clears: retry after %s, want %s", tc.clears, got, tc.want)
+		}
+	}
+	if !(nominationLoss{}).retryAt().IsZero() {
+		t.Error("no clear: want no wait")
+	}
+}
+
+func TestNominationPatch(t *testing.T) {
+	p := nominated("a", "", true, "n-boot")
+	p.ResourceVersion = "42"
+	cases := []struct {
+		ch   nominationChange
+		want string
+	}{
+		{nominationChange{op: nominationSet, node: "n-boot"},
+			`{"metadata":{"annotations":{"tiler.dev/nominated-by":"tiler","tiler.dev/nominated-node":"n-boot"},"resourceVersion":"42"},"status":{"nominatedNodeName":"n-boot"}}`},
+		{nominationChange{op: nominationClear},
+			`{"metadata":{"annotations":{"tiler.dev/nominated-by":null,"tiler.dev/nominated-node":null},"resourceVersion":"42"},"status":{"nominatedNodeName":null}}`},
+		{nominationChange{op: nominationRelease},
+			`{"metadata":{"annotations":{"tiler.dev/nominated-by":null,"tiler.dev/nominated-node":null},"resourceVersion":"42"}}`},
+	}
+	for _, tc := range cases {
+		got, err := nominationPatch(p, tc.ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("%s: patch\n got %s\nwant %s", tc.ch.op, got, tc.want)
+		}
+	}
+	if _, err := nominationPatch(p, nominationChange{}); err == nil {
+		t.Error("keep: want an error, there is nothing to write")
+	}
+}
+
+func TestChangedPods(t *testing.T) {
+	before := newNominationPlan([]LaunchRecord{
+		{NodeName: "n1", Pods: []string{"ns/a", "ns/b"}},
+		{NodeName: "n2", InstanceID: "i-2", Pods: []string{"ns/c"}},
+		{NodeName: "n3", InstanceID: "i-3", Pods: []string{"ns/d"}},
+	})
+	after := newNominationPlan([]LaunchRecord{
+		{NodeName: "n1", InstanceID: "i-1", Pods: []string{"ns/a", "ns/b"}}, // the cloud accepted n1
+		{NodeName: "n2", InstanceID: "i-2", Pods: []string{"ns/c"}},         // unchanged
+		{NodeName: "n4", Pods: []string{"ns/e"}},                            // n3 failed; n4 planned
+	})
+	want := map[string]bool{"ns/a": true, "ns/b": true, "ns/d": true, "ns/e": true}
+	if diff := cmp.Diff(want, changedPods(before, after)); diff != "" {
+		t.Errorf("changedPods (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseRecords(t *testing.T) {
+	good, _ := json.Marshal(LaunchRecord{LaunchID: "l1", NodeName: "n1", Pods: []string{"ns/a"}})
+	cm := &corev1.ConfigMap{Data: map[string]string{"l1": string(good), "l2": "{"}}
+	recs, err := parseRecords(cm)
+	if err == nil {
+		t.Error("want an error for the unreadable record l2")
+	}
+	if len(recs) != 1 || recs[0].NodeName != "n1" {
+		t.Errorf("records = %+v, want the readable one", recs)
+	}
+}
