@@ -149,12 +149,15 @@ type plannedNode struct {
 type nominationPlan struct {
 	nodes map[string]*plannedNode
 	pods  map[string]*plannedNode
+	// byInstance finds a record by its cloud instance, for a Node that registers under another
+	// name than the planned one (EKS names nodes after the instance's private DNS name).
+	byInstance map[string]*plannedNode
 }
 
 // newNominationPlan indexes recs. A pod listed by several records is planned onto the last one in
 // launch-ID order.
 func newNominationPlan(recs []LaunchRecord) *nominationPlan {
-	pl := &nominationPlan{nodes: map[string]*plannedNode{}, pods: map[string]*plannedNode{}}
+	pl := &nominationPlan{nodes: map[string]*plannedNode{}, pods: map[string]*plannedNode{}, byInstance: map[string]*plannedNode{}}
 	for _, r := range recs {
 		pn := &plannedNode{record: r, pods: map[string]bool{}}
 		for _, key := range r.Pods {
@@ -162,6 +165,9 @@ func newNominationPlan(recs []LaunchRecord) *nominationPlan {
 			pl.pods[key] = pn
 		}
 		pl.nodes[r.NodeName] = pn
+		if r.InstanceID != "" {
+			pl.byInstance[r.InstanceID] = pn
+		}
 	}
 	return pl
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
@@ -264,6 +265,9 @@ func (w *nominationWatch) onNode(o any) {
 	}
 	w.mu.Lock()
 	pn := w.plan.nodes[n.Name]
+	if pn == nil {
+		pn = w.plan.byInstance[cloudprovider.InstanceIDOfNode(n)]
+	}
 	w.mu.Unlock()
 	if pn == nil {
 		return

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/snapshot"
@@ -76,7 +77,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	c.metrics.UnavailableOfferings.Set(float64(unavailable))
 	simStart := c.clock.Now()
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: c.currentPolicy(),
-		Options: simulator.Options{Now: start, Seed: batch, InFlight: c.inFlight(recs, idx)}})
+		Options: simulator.Options{Now: start, Seed: batch, InFlight: c.inFlight(recs, idx, snap.ResourceSlices)}})
 	c.metrics.SimulationDuration.Observe(c.clock.Since(simStart).Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("simulating batch %s: %w", batch, err)
@@ -160,12 +161,20 @@ func (c *Controller) snapshot(pods, pending []*corev1.Pod, nodes []*corev1.Node)
 // gap, when a node looks GPU-less and peers buy again). An in-flight node is named as its Node,
 // once registered (under whatever name), so that the simulator takes it for that Node and counts
 // the pods bound there; until then it keeps the planned name.
-func (c *Controller) inFlight(recs []LaunchRecord, idx nodeIndex) []simulator.InFlightNode {
+func (c *Controller) inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceSlice) []simulator.InFlightNode {
+	sliced := map[string]bool{}
+	for _, s := range slices {
+		if s.Spec.NodeName != nil {
+			sliced[*s.Spec.NodeName] = true
+		}
+	}
 	var out []simulator.InFlightNode
 	for _, r := range recs {
 		name := r.NodeName
 		if n := idx.forRecord(r); n != nil {
-			if ready(n) && devicesPublished(n, r) {
+			// A GPU node is in flight until its devices show: device-plugin resources in its
+			// allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
+			if ready(n) && (devicesPublished(n, r) || sliced[n.Name]) {
 				continue
 			}
 			name = n.Name
