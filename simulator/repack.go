@@ -102,7 +102,8 @@ func (s *state) repackGroup(g *boundGroup) bool {
 	rest := s.deal(pods, classes)
 	placed := true
 	for _, c := range classes {
-		if !s.placeStream(s.stream(c), c) {
+		// Nodes opened for the class may only be bought as one of its offerings.
+		if !s.placeOnOpened(s.stream(c), restriction{pool: c.pool, offs: c.offs}) {
 			placed = false
 			break
 		}
@@ -253,28 +254,4 @@ func (s *state) stream(c *repackClass) []*podInfo {
 		}
 	}
 	return out
-}
-
-// placeStream places the pods first fit on nodes opened for the class, opening one (bought only
-// as an offering of the class) when none has room.
-func (s *state) placeStream(pods []*podInfo, c *repackClass) bool {
-	r := restriction{pool: c.pool, offs: c.offs}
-	var opened []*simNode
-	for _, pi := range pods {
-		placed := false
-		for _, m := range opened {
-			if s.tryNode(pi, m, r) {
-				placed = true
-				break
-			}
-		}
-		if placed {
-			continue
-		}
-		if _, ok := s.openNode(pi, r); !ok {
-			return false
-		}
-		opened = append(opened, s.nodes[len(s.nodes)-1])
-	}
-	return true
 }

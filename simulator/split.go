@@ -102,8 +102,13 @@ func (s *state) splitCaps(n *simNode) []float64 {
 func (s *state) repack(n *simNode, capPrice float64) bool {
 	pods := s.clear(n)
 	sortPods(pods, s.gpuDims)
+	return s.placeOnOpened(pods, restriction{zone: n.zone, pool: n.pool, maxPrice: capPrice})
+}
+
+// placeOnOpened places the pods in order, first fit on the nodes it has opened, opening one under
+// r when none has room. It reports false when a pod finds no place.
+func (s *state) placeOnOpened(pods []*podInfo, r restriction) bool {
 	var opened []*simNode
-	r := restriction{zone: n.zone, pool: n.pool, maxPrice: capPrice}
 	for _, pi := range pods {
 		placed := false
 		for _, m := range opened {
