@@ -1,14 +1,8 @@
 package provisioner_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"math"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,136 +15,17 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/forecast"
+	"github.com/tiler-dev/tiler/internal/promtest"
 	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
 )
 
-// traceServer is a real Prometheus started on loopback over a TSDB built from a trace of
-// testdata/traces, as promsource's tests do.
-type traceServer struct {
-	URL   string
-	Trace forecast.Series
-}
-
 // startTracePrometheus loads the first span of a trace as tiler_trace_value{trace="…"} into a
-// fresh TSDB (promtool tsdb create-blocks-from openmetrics) and starts Prometheus over it. It is
-// skipped under -short and fails when prometheus or promtool is missing.
-func startTracePrometheus(t *testing.T, trace string, span time.Duration) *traceServer {
+// fresh TSDB and starts a real Prometheus over it (internal/promtest).
+func startTracePrometheus(t *testing.T, trace string, span time.Duration) *promtest.Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Prometheus server; skipped with -short")
-	}
-	for _, bin := range []string{"prometheus", "promtool"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s not found in PATH: run `make prometheus` (hack/install-prometheus.sh) first", bin)
-		}
-	}
-	f, err := os.Open(filepath.Join("..", "testdata", "traces", trace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	samples, err := forecast.ReadCSV(f, forecast.CSVOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := forecast.NewSeries(samples, forecast.InferStep(samples))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Values = s.Values[:s.Steps(span)]
-	dir := t.TempDir()
-	om := filepath.Join(dir, "trace.om.txt")
-	if err := writeTraceOpenMetrics(om, filepath.Base(trace), s); err != nil {
-		t.Fatalf("writing OpenMetrics: %v", err)
-	}
-	data := filepath.Join(dir, "data")
-	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", om, data).CombinedOutput(); err != nil {
-		t.Fatalf("promtool tsdb create-blocks-from openmetrics: %v\n%s", err, out)
-	}
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+data, "--web.listen-address="+addr,
-		// The blocks are old; 100 years keeps the retention sweep from deleting them.
-		"--storage.tsdb.retention.time=100y",
-		// The trace has a sample every step: an instant query between two samples sees the last.
-		fmt.Sprintf("--query.lookback-delta=%s", s.Step+time.Minute))
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting prometheus: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
-	})
-	url := "http://" + addr
-	if err := waitPrometheusReady(url, 60*time.Second); err != nil {
-		log, _ := os.ReadFile(logFile.Name())
-		if len(log) > 2000 {
-			log = log[len(log)-2000:]
-		}
-		t.Fatalf("prometheus at %s: %v\n%s", url, err, log)
-	}
-	return &traceServer{URL: url, Trace: s}
-}
-
-// writeTraceOpenMetrics writes the series as a gauge with explicit timestamps (seconds); gaps are
-// no sample, not zero.
-func writeTraceOpenMetrics(path, name string, s forecast.Series) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	fmt.Fprintf(w, "# HELP tiler_trace_value replayed trace\n# TYPE tiler_trace_value gauge\n")
-	for i, v := range s.Values {
-		if !math.IsNaN(v) {
-			fmt.Fprintf(w, "tiler_trace_value{trace=%q} %g %d\n", strings.TrimSuffix(name, ".csv"), v, s.TimeAt(i).Unix())
-		}
-	}
-	fmt.Fprintln(w, "# EOF")
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// waitPrometheusReady polls /-/ready until it answers 200 or the deadline passes.
-func waitPrometheusReady(url string, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/-/ready", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/-/ready: %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s: %w", within, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	// The trace has a sample every step: an instant query between two samples sees the last.
+	return promtest.Start(t, filepath.Join("..", "testdata", "traces", trace), span, promtest.Options{LookbackOneStep: true})
 }
 
 // TestPrescalerAgainstPrometheus drives the pre-scaler end to end against a real Prometheus

@@ -1,0 +1,206 @@
+// Package promtest starts a real Prometheus server on loopback for tests, over a TSDB built
+// from a trace (promtool tsdb create-blocks-from openmetrics), as the Prometheus-facing tests of
+// promsource and provisioner need. The Debian package `prometheus` provides both binaries
+// (`make prometheus`).
+package promtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/forecast"
+)
+
+// Server is a running Prometheus and the trace it serves.
+type Server struct {
+	URL   string
+	Trace forecast.Series
+}
+
+// Family is one gauge written from the trace: one series per label set (e.g. `trace="nyc_taxi"`),
+// each value multiplied by Scale (0 means 1).
+type Family struct {
+	Name      string
+	LabelSets []string
+	Scale     float64
+}
+
+// Options adds to the defaults of Start.
+type Options struct {
+	// Families are the gauges written; default tiler_trace_value{trace="<file name>"}.
+	Families []Family
+	// LookbackOneStep sets --query.lookback-delta to the trace's step plus a minute, so that an
+	// instant query between two samples sees the last one.
+	LookbackOneStep bool
+}
+
+// LoadTrace reads a trace CSV (path relative to the test's package) onto its natural grid.
+func LoadTrace(t *testing.T, path string) forecast.Series {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	samples, err := forecast.ReadCSV(f, forecast.CSVOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := forecast.NewSeries(samples, forecast.InferStep(samples))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// RequireBinaries skips under -short and fails (not skips) when prometheus or promtool is
+// missing: these tests are part of the suite.
+func RequireBinaries(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Prometheus server; skipped with -short")
+	}
+	for _, bin := range []string{"prometheus", "promtool"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s not found in PATH: run `make prometheus` (hack/install-prometheus.sh) first", bin)
+		}
+	}
+}
+
+// Start loads the first span of the trace at path into a fresh TSDB and starts Prometheus over
+// it; the server is stopped when the test ends.
+func Start(t *testing.T, path string, span time.Duration, opts Options) *Server {
+	t.Helper()
+	RequireBinaries(t)
+	s := LoadTrace(t, path)
+	s.Values = s.Values[:s.Steps(span)]
+	families := opts.Families
+	if len(families) == 0 {
+		name := strings.TrimSuffix(filepath.Base(path), ".csv")
+		families = []Family{{Name: "tiler_trace_value", LabelSets: []string{fmt.Sprintf("trace=%q", name)}}}
+	}
+	dir := t.TempDir()
+	om := filepath.Join(dir, "trace.om.txt")
+	if err := writeOpenMetrics(om, s, families); err != nil {
+		t.Fatalf("writing OpenMetrics: %v", err)
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", om, data).CombinedOutput(); err != nil {
+		t.Fatalf("promtool tsdb create-blocks-from openmetrics: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	// No scrape jobs: the server only serves the imported blocks.
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddr(t)
+	args := []string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + data,
+		"--web.listen-address=" + addr,
+		// The blocks are years old; retention counts back from the newest block, and 100 years
+		// keeps the retention sweep from deleting them whatever the clock says.
+		"--storage.tsdb.retention.time=100y",
+	}
+	if opts.LookbackOneStep {
+		args = append(args, fmt.Sprintf("--query.lookback-delta=%s", s.Step+time.Minute))
+	}
+	cmd := exec.Command("prometheus", args...)
+	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting prometheus: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+	})
+	url := "http://" + addr
+	if err := waitReady(url, 60*time.Second); err != nil {
+		log, _ := os.ReadFile(logFile.Name())
+		if len(log) > 2000 {
+			log = log[len(log)-2000:]
+		}
+		t.Fatalf("prometheus at %s: %v\n%s", url, err, log)
+	}
+	return &Server{URL: url, Trace: s}
+}
+
+// writeOpenMetrics writes the families as gauges with explicit timestamps (seconds); a gap is
+// no sample, not a zero.
+func writeOpenMetrics(path string, s forecast.Series, families []Family) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, fam := range families {
+		scale := fam.Scale
+		if scale == 0 {
+			scale = 1
+		}
+		fmt.Fprintf(w, "# HELP %s replayed trace\n# TYPE %s gauge\n", fam.Name, fam.Name)
+		for _, l := range fam.LabelSets {
+			for i, v := range s.Values {
+				if !math.IsNaN(v) {
+					fmt.Fprintf(w, "%s{%s} %g %d\n", fam.Name, l, v*scale, s.TimeAt(i).Unix())
+				}
+			}
+		}
+	}
+	fmt.Fprintln(w, "# EOF")
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// FreeAddr returns a loopback address nothing listens on (at the time of the call).
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitReady polls /-/ready until it answers 200 or the deadline passes.
+func waitReady(url string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/-/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/-/ready: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s: %w", within, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
