@@ -41,6 +41,7 @@ type ensemble struct {
 	w       []weights // each expert's weights at the refit
 	mix     []float64 // combination weights, summing to 1
 	q       float64   // margin quantile of relative errors
+	ceiling float64   // the saturation level the margin does not size past, +Inf when none
 }
 
 // candidates returns the experts that may forecast at o, the detected period's stack first. A
@@ -67,6 +68,7 @@ func (w *Walker) refitAt(o int) ensemble {
 	}
 	e.mix = w.mixWeights(o, e.experts)
 	e.q = e.marginQuantile(w.s.Values, window, w.opts.Margin)
+	e.ceiling = ceiling(w.s.Values[max(0, o-window+1) : o+1])
 	return e
 }
 

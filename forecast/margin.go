@@ -42,3 +42,47 @@ func meanObserved(v []float64) float64 {
 	}
 	return sum / n
 }
+
+// Saturation test of the ceiling: a load that sits within saturationBand of its largest value for
+// at least saturationShare of the window is pinned at a limit (a CPU limit, a replica cap, a rate
+// limit). crane's input2 spends 21 % of its five-minute means within 3 % of its maximum; NYC taxi
+// and crane's input0 and input1, whose peaks are one-off, spend under 0.1 % there.
+const (
+	saturationBand  = 0.03
+	saturationShare = 0.05
+)
+
+// ceiling is the largest value of the window ending at the refit origin when the load saturates
+// there (see saturationBand), +Inf otherwise. The upper forecast is not raised above it by the
+// margin: a saturated load does not exceed its limit, and on crane's input2 the margin on its
+// four-hour plateau at the limit bought six idle GPUs out of 27 (replay: +36 % GPU-hours before,
+// +24 % after, for the same 99 % fewer GPU-minutes short). The point forecast is never cut, so a
+// load that grows past an old limit still gets capacity; only the margin above it goes.
+func ceiling(v []float64) float64 {
+	top, n := math.Inf(-1), 0
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			top = math.Max(top, x)
+			n++
+		}
+	}
+	if n == 0 || top <= 0 {
+		return math.Inf(1)
+	}
+	near := 0
+	for _, x := range v {
+		if x >= (1-saturationBand)*top {
+			near++
+		}
+	}
+	if float64(near) < saturationShare*float64(n) {
+		return math.Inf(1)
+	}
+	return top
+}
+
+// upper is the upper forecast for point forecast p: p·(1+q), not raised by the margin above the
+// ceiling, never below p.
+func (e ensemble) upper(p float64) float64 {
+	return math.Max(p, math.Min(p*(1+e.q), e.ceiling))
+}
