@@ -67,11 +67,14 @@
 // the largest weight.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
-// relative errors over the fit window (busy targets only); it is the value capacity is bought
-// for. When the load saturates — it sits within 3 % of its largest value for at least 5 % of the
-// fit window, as a CPU limit or a replica cap pins it — the margin does not raise the upper
-// forecast past that level: the load does not exceed its limit, so capacity above it idles (crane's
-// input2 sits at its limit four hours a day). The point forecast is never cut.
+// relative errors over the fit window (busy targets only) at the target's time of day, in
+// two-hour bins: a workload that bursts at noon and idles in the evening is uncertain at noon
+// only, and one margin for the whole day buys capacity all evening for the errors of noon (a bin
+// with fewer than 30 targets takes the quantile over the whole day). It is the value capacity is
+// bought for. When the load saturates — it sits within 3 % of its largest value for at least 5 %
+// of the fit window, as a CPU limit or a replica cap pins it — the margin does not raise the
+// upper forecast past that level: the load does not exceed its limit, so capacity above it idles
+// (crane's input2 sits at its limit four hours a day). The point forecast is never cut.
 //
 // With no period, or less than two periods of history, the model falls back to Holt's linear
 // exponential smoothing with a damped trend and says so in Forecast.Fallback.

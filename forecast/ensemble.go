@@ -40,7 +40,9 @@ type ensemble struct {
 	experts []expert
 	w       []weights // each expert's weights at the refit
 	mix     []float64 // combination weights, summing to 1
-	q       float64   // margin quantile of relative errors
+	q       float64   // margin quantile of relative errors over all bins
+	bins    phaseBins
+	qBin    []float64 // margin quantile per time-of-day bin
 	ceiling float64   // the saturation level the margin does not size past, +Inf when none
 }
 
@@ -62,12 +64,12 @@ func (w *Walker) candidates(o int) []expert {
 // absolute error over the last evalWindow of targets that all of them forecast (mixWeights).
 func (w *Walker) refitAt(o int) ensemble {
 	window := w.s.Steps(fitWindow)
-	e := ensemble{at: o, experts: w.candidates(o)}
+	e := ensemble{at: o, experts: w.candidates(o), bins: newPhaseBins(w.s)}
 	for _, x := range e.experts {
 		e.w = append(e.w, x.weightsAt(o, window))
 	}
 	e.mix = w.mixWeights(o, e.experts)
-	e.q = e.marginQuantile(w.s.Values, window, w.opts.Margin)
+	e.marginQuantiles(w.s.Values, window, w.opts.Margin)
 	e.ceiling = ceiling(w.s.Values[max(0, o-window+1) : o+1])
 	return e
 }

@@ -60,7 +60,7 @@ func (w *Walker) At(o int) (Forecast, error) {
 		}
 		if p, ok := w.ens.predict(o+w.h, false); ok {
 			m := w.ens.model()
-			fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, w.ens.upper(p), m.name(), m.m.period, w.reason
+			fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, w.ens.upper(o+w.h, p), m.name(), m.m.period, w.reason
 			return fc, nil
 		}
 		w.reason = fmt.Sprintf("no value at this phase in the last %d %ss", w.opts.Cycles, w.period)
