@@ -32,7 +32,7 @@
 // Holt-Winters updates each seasonal index once per period, so with a weekly period on hourly data
 // one anomalous week (a holiday, a marathon) corrupts 168 indices for many weeks, and its
 // smoothing parameters must be fitted by a non-convex search. The profile stack instead builds,
-// for each target time T, seven predictors that use only samples at or before the forecast
+// for each target time T, eight predictors that use only samples at or before the forecast
 // origin T−h:
 //
 //   - p(T): the median of the same phase in the last K periods (robust to one-off anomalies);
@@ -42,12 +42,14 @@
 //   - y(T−d)·p(T)/p(T−d): the latest same-time-of-day observation, re-shaped by the profile;
 //   - y(T−w)·(last day / same day a week before): last week's value at the same time, scaled by
 //     the week-over-week growth, so a daily model sees weekday/weekend differences;
-//   - the mean of the last hour (persistence), which carries short horizons.
+//   - the mean of the last hour and the latest value (persistence), which carry short horizons:
+//     a pre-scaler forecasts 15–20 minutes ahead, where the last value beats any profile when a
+//     burst has just started or ended.
 //
 // The forecast is a weighted sum of these predictors whose weights are fitted by ridge-regularised
 // least squares on the past targets of the same horizon (each weighted by 1/(y+4·mean): close to
 // the absolute error WAPE counts, slightly favouring quiet hours), shrunk towards a fixed blend of
-// the profile terms when history is short. The fit is a 7×7 linear solve, so it is cheap and
+// the profile terms when history is short. The fit is an 8×8 linear solve, so it is cheap and
 // deterministic, and refitting daily as history grows never looks ahead.
 //
 // # Model combination

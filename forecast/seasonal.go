@@ -7,7 +7,7 @@ import (
 )
 
 // nFeatures is the number of predictors of the profile stack (see the package doc).
-const nFeatures = 7
+const nFeatures = 8
 
 // Windows of the level ratios: the last hour tracks a short-horizon surge, 6 hours reacts to a
 // ramp within a morning, 24 hours to a level shift without chasing one noisy hour.
@@ -21,7 +21,7 @@ const (
 // fair forecaster on its own (its WAPE on NYC taxi is within 10 % of the fitted one) and so a
 // safe start when history is short; persistence starts at zero because it only helps at short
 // horizons, which the fit finds out.
-var priorWeights = weights{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0}
+var priorWeights = weights{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0, 0}
 
 // seasonal is the profile-stack model for one period over one series. Every quantity for target
 // index T reads values at indices ≤ T−h only, so building it over a whole series and asking for a
@@ -154,7 +154,7 @@ func (m *seasonal) computeFeatures(T int) ([nFeatures]float64, bool) {
 			same = m.y[i] * p / pi
 		}
 	}
-	return [nFeatures]float64{p, p * m.ratio(o, m.short), p * m.ratio(o, m.long), same, m.lastWeek(T, p), p * m.ratio(o, m.last), m.recent(o, p)}, true
+	return [nFeatures]float64{p, p * m.ratio(o, m.short), p * m.ratio(o, m.long), same, m.lastWeek(T, p), p * m.ratio(o, m.last), m.recent(o, p), m.lastValue(o, p)}, true
 }
 
 // lastWeek is the value one week (or the first whole number of weeks ≥ h) before T, scaled by
@@ -288,6 +288,20 @@ func (m *seasonal) recent(o int, p float64) float64 {
 	lo := max(0, o+1-m.last)
 	if v := m.cy[o+1] - m.cy[lo]; v > 0 {
 		return v / float64(max(m.cn[o+1]-m.cn[lo], 1))
+	}
+	return p
+}
+
+// lastValue is the value at the origin, or the latest one within the last hour, p when none:
+// persistence of the latest step. The hour's mean (recent) lags a step change by half an hour,
+// which at a 15-minute horizon is most of the error on crane's input1, whose batch bursts lift
+// the load 5 → 45 GPUs within a minute and hold it for an hour; the fit gives it weight only at
+// horizons where the latest value still says something.
+func (m *seasonal) lastValue(o int, p float64) float64 {
+	for i := o; i >= max(0, o+1-m.last); i-- {
+		if !math.IsNaN(m.y[i]) {
+			return m.y[i]
+		}
 	}
 	return p
 }
