@@ -7,7 +7,28 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator"
 )
+
+// ReservationPending is the value the reservation taint (simulator.TaintReserved) registers with
+// on clouds where nodes of a pool share one bootstrap (AWS: a launch template per pool and
+// bootstrap configuration, not per launch): no pod tolerates it, and the controller replaces it
+// with the launch ID — the value the planned pods tolerate — once it has matched the Node to its
+// launch.
+const ReservationPending = "pending"
+
+// SharedTaints returns the taints with the reservation taint's per-launch value replaced by
+// ReservationPending, for a bootstrap that nodes of many launches share.
+func SharedTaints(taints []corev1.Taint) []corev1.Taint {
+	out := append([]corev1.Taint(nil), taints...)
+	for i := range out {
+		if out[i].Key == simulator.TaintReserved {
+			out[i].Value = ReservationPending
+		}
+	}
+	return out
+}
 
 // GPU configuration labels that the NVIDIA GPU operator's components read from the Node.
 const (

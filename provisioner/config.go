@@ -28,6 +28,11 @@ type Config struct {
 	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`
 	// Nominate sets status.nominatedNodeName on pods planned onto new nodes.
 	Nominate bool `mapstructure:"nominate"`
+	// Reserve launches nodes with the taint tiler.dev/reserved=<launch ID> that only the pods
+	// planned there tolerate (Tiler adds the toleration), until they are bound or the node has been
+	// Ready for ReservationTTL (see reserve.go).
+	Reserve        bool          `mapstructure:"reserve"`
+	ReservationTTL time.Duration `mapstructure:"reservation-ttl"`
 	// ResyncPeriod re-runs housekeeping (timeouts, empty nodes) even without events.
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
 }
@@ -45,6 +50,8 @@ func DefaultConfig() Config {
 		UnavailableTTL:      3 * time.Minute,
 		EmptyNodeTTL:        10 * time.Minute,
 		Nominate:            true,
+		Reserve:             true,
+		ReservationTTL:      2 * time.Minute,
 		ResyncPeriod:        10 * time.Second,
 	}
 }
@@ -68,6 +75,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unavailable-ttl must be positive")
 	case c.EmptyNodeTTL < 0:
 		return fmt.Errorf("empty-node-ttl must not be negative")
+	case c.Reserve && c.ReservationTTL <= 0:
+		return fmt.Errorf("reservation-ttl must be positive when reserve is on")
 	case c.ResyncPeriod <= 0:
 		return fmt.Errorf("resync-period must be positive")
 	}

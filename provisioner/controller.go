@@ -55,6 +55,8 @@ type Controller struct {
 	prescaler Prescaler
 	// nominations keeps the nominations of planned pods in force between batches.
 	nominations *nominationWatch
+	// reservations adds reservation tolerations to planned pods and ends reservations.
+	reservations *reservationWatch
 }
 
 // Prescaler turns forecasts into reservations: pending pods that do not exist yet, planned like
@@ -132,6 +134,8 @@ func (c *Controller) registerInformers() {
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
 	c.nominations = newNominationWatch(c)
 	c.nominations.register()
+	c.reservations = newReservationWatch(c)
+	c.reservations.register()
 }
 
 func (c *Controller) pokeIfProvisionable(o any) {
@@ -162,6 +166,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			return fmt.Errorf("informer cache for %v did not sync", t)
 		}
 	}
+	c.reservations.start(ctx)
 	return c.nominations.start(ctx)
 }
 

@@ -83,6 +83,9 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 	// for the name a Node of the first launch registered under (see relink).
 	req := cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.LaunchID,
 		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU}
+	if c.cfg.Reserve && validReservation(r.LaunchID) {
+		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
+	}
 	c.addFallbacks(l, &req, r)
 	inst, refused, err := c.create(ctx, req)
 	c.markRefused(log, r.NodeName, refused)

@@ -21,6 +21,7 @@ type Metrics struct {
 	PlanLowerBound       prometheus.Gauge
 	Deletions            *prometheus.CounterVec
 	Interruptions        *prometheus.CounterVec
+	ReservationsEnded    *prometheus.CounterVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -64,8 +65,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "deletions_total", Help: "Instances deleted, by reason (empty, registration-timeout, orphan)."}, []string{"reason"}),
 		Interruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "interruptions_total", Help: "Cloud interruption notices handled, by kind."}, []string{"kind"}),
+		ReservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl)."}, []string{"reason"}),
 	}
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
-		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions)
+		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded)
 	return m
 }

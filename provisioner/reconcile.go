@@ -91,6 +91,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	for _, u := range plan.Unschedulable {
 		log.Debug("no place", zap.String(keyPod, u.Pod), zap.String(keyReason, string(u.Code)+": "+u.Reason))
 	}
+	c.reservations.tolerate(ctx, log, plan, recs, idx)
 	res.Launched, res.Failed = c.launch(ctx, log, plan, snap)
 	c.metrics.BatchDuration.Observe(c.clock.Since(start).Seconds())
 	return res, nil

@@ -161,8 +161,14 @@ func (s *state) nodeCompatible(sig int, n *simNode) bool {
 	return row[n.idx] == 1
 }
 
+// TaintReserved is the key of the taint a node Tiler bought carries while the pods planned onto it
+// are on their way (value: the launch ID): only those pods tolerate it, so that pods planned for
+// other nodes cannot take their room. The simulation ignores it — the controller adds the
+// toleration to every pod a plan puts on a reserved node (see provisioner/reserve.go).
+const TaintReserved = "tiler.dev/reserved"
+
 // podMatchesNode checks node selector, required node affinity and NoSchedule/NoExecute taints
-// with the scheduler's own helpers.
+// (except TaintReserved) with the scheduler's own helpers.
 func podMatchesNode(p *corev1.Pod, n *corev1.Node) bool {
 	if unschedulableNode(n) && !toleratesUnschedulable(p) {
 		return false
@@ -172,7 +178,7 @@ func podMatchesNode(p *corev1.Pod, n *corev1.Node) bool {
 	}
 	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
-			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+			return t.Key != TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 		}, true)
 	return !untolerated
 }

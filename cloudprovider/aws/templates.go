@@ -35,7 +35,8 @@ var templateNameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9().\-/_]`)
 
 // templateFor builds the managed launch template of a node launched as offering o: the AMI,
 // instance profile, security groups, IMDSv2 with instance tags readable (the GPU tags), and the
-// nodeadm user data with the kubelet labels of the node launched as o and its taints. Its name
+// nodeadm user data with the kubelet labels of the node launched as o and its taints (the
+// reservation taint with the shared value cloudprovider.ReservationPending). Its name
 // is tiler-<pool>-<hash>, the hash being the first 16 hex digits of SHA-256 over the template's
 // data: nodes of a pool that boot alike share one template, and any change of the bootstrap
 // (labels, taints, GPU configuration, AMI, cluster coordinates) makes another.
@@ -45,7 +46,8 @@ func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o cloudprovider.
 	if cluster == "" {
 		cluster = p.cfg.ClusterName
 	}
-	userData, err := b.UserData(cluster, cloudprovider.KubeletLabels(req.LabelsFor(o), req.GPU), req.Taints)
+	userData, err := b.UserData(cluster, cloudprovider.KubeletLabels(req.LabelsFor(o), req.GPU),
+		cloudprovider.SharedTaints(req.Taints))
 	if err != nil {
 		return managedTemplate{}, err
 	}

@@ -13,12 +13,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
+	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
@@ -58,8 +60,11 @@ func webRequest(launchID string) cloudprovider.LaunchRequest {
 		Labels:    labels("c7i.xlarge", "us-east-1a", "c7i"),
 		FallbackLabels: map[cloudprovider.OfferingRef]map[string]string{
 			same: labels("c7i.xlarge", "us-east-1b", "c7i"), other: labels("m7i.xlarge", "us-east-1b", "m7i")},
+		// The controller's reservation taint carries the launch ID; the shared template the
+		// value cloudprovider.ReservationPending.
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule},
-			{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}},
+			{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule},
+			{Key: simulator.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}},
 	}
 }
 
@@ -135,7 +140,7 @@ func TestManagedLaunchTemplates(t *testing.T) {
 					// No hostname, zone, region, instance type, arch or OS (the kubelet and the
 					// cloud set them), no node-role.kubernetes.io (the kubelet refuses it).
 					"--node-labels=node.kubernetes.io/lifecycle=spot,team=web,tiler.dev/capacity-type=spot,tiler.dev/instance-family=" + family + ",tiler.dev/pool=web",
-					"--register-with-taints=dedicated=web:NoSchedule,spot:PreferNoSchedule",
+					"--register-with-taints=dedicated=web:NoSchedule,spot:PreferNoSchedule,tiler.dev/reserved=pending:NoSchedule",
 				}},
 			},
 		}
@@ -143,7 +148,7 @@ func TestManagedLaunchTemplates(t *testing.T) {
 			t.Errorf("NodeConfig of template %d (-want +got):\n%s", i, diff)
 		}
 	}
-	if diff := cmp.Diff(names, store.Names()); diff != "" {
+	if diff := cmp.Diff(names, store.Names(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("templates in EC2 (-created +stored):\n%s", diff)
 	}
 
@@ -168,7 +173,8 @@ func TestManagedLaunchTemplates(t *testing.T) {
 		}
 	}
 
-	// The same configuration again: the templates are known, no template call.
+	// The same configuration again (another launch, so another reservation value): the
+	// templates are known, no template call.
 	if _, err := p.Create(context.Background(), webRequest("web-2")); err != nil {
 		t.Fatal(err)
 	}

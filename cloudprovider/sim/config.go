@@ -54,6 +54,10 @@ type Config struct {
 	// nvidia.com/gpu on every node, like a device plugin deployed with renameByDefault everywhere.
 	// Without it, each launch's GPUConfig.RenameShared decides (the pool's gpu.renameShared).
 	RenameSharedGPUs bool
+	// SharedBootstrap registers nodes with the taints of a bootstrap that the nodes of many launches
+	// share (cloudprovider.SharedTaints), as AWS's per-pool launch templates do: the reservation
+	// taint carries cloudprovider.ReservationPending instead of the launch ID.
+	SharedBootstrap bool
 	// MaxInstances and MaxGPUs are account quotas over the instances of every cluster in the
 	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.
 	MaxInstances int

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 )
@@ -159,8 +161,16 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloud
 			cloudprovider.TagLaunchID: req.LaunchID, cloudprovider.TagCluster: p.cfg.ClusterName,
 			cloudprovider.TagPool: req.Pool, cloudprovider.TagNodeName: req.NodeName,
 		},
-		Labels: copyMap(req.LabelsFor(o)), Taints: append(req.Taints[:0:0], req.Taints...), GPU: req.GPU,
+		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
 	}
+}
+
+// registerTaints returns the taints a node launched with taints registers with.
+func (p *Provider) registerTaints(taints []corev1.Taint) []corev1.Taint {
+	if p.cfg.SharedBootstrap {
+		return cloudprovider.SharedTaints(taints)
+	}
+	return append(taints[:0:0], taints...)
 }
 
 // copyMap returns a copy of m (nil for an empty map).

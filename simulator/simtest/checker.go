@@ -179,8 +179,9 @@ func matches(p *corev1.Pod, n *corev1.Node) bool {
 	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); !ok {
 		return false
 	}
+	// A reservation taint is tolerated by every pod the plan puts there (the controller adds it).
 	_, bad := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+		return t.Key != simulator.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 	}, true)
 	return !bad
 }

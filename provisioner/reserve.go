@@ -1,0 +1,466 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator"
+)
+
+// Reservations keep a bought node's room for the pods planned onto it.
+//
+// Nominations alone cannot: kube-scheduler v1.37 clears an external nomination at each failed
+// attempt (nominate.go), so while nodes boot, a pod planned for a node that is still booting can
+// be bound on another one that came up first, on the room planned for that node's own pods — which
+// then stay pending (a GPU planned for a whole-GPU claim taken by a 4 GiB claim, the MIG slice of
+// another zone's pod, …) and a second node is bought. So each node Tiler launches registers with
+// the taint tiler.dev/reserved=<launch ID>:NoSchedule (simulator.TaintReserved), and before the
+// launch the controller adds the matching toleration to every pod planned there (the API allows
+// adding tolerations to a pod). The scheduler then binds only planned pods on a reserved node; a
+// pod planned elsewhere may still land on a node without the taint (an existing node, or one whose
+// reservation ended) — a move, but one that strands no planned pod on a new node.
+//
+// The simulation ignores the taint: a later batch may plan more pods into a reserved node's spare
+// room (leftover GPUs of an in-flight node), and the controller adds their tolerations as well.
+//
+// On AWS, nodes of a pool share a launch template, so the taint registers with the value
+// cloudprovider.ReservationPending, which no pod tolerates; the controller sets the launch ID as
+// soon as it matches the Node to its launch record (by provider ID), and removes a pending
+// reservation of a Node no record claims.
+//
+// A reservation ends, and the taint is removed, as soon as no unbound pod tolerates it — every pod
+// planned there is bound (there or elsewhere) or gone — or when the node has been Ready for
+// Config.ReservationTTL, so that a pod that cannot bind there (or a DaemonSet that does not
+// tolerate the taint) holds the node's room for a bounded time only. DaemonSets that must run
+// before the planned pods can (the GPU device plugin, the DRA driver) must tolerate
+// tiler.dev/reserved (operator Exists); until the reservation ends they are not scheduled there.
+// Config.Reserve switches reservations off, to measure their effect.
+
+// reservationWorkers bounds the concurrent pod updates that add tolerations.
+const reservationWorkers = 8
+
+// reservationTaint is the taint a node launched as launchID registers with.
+func reservationTaint(launchID string) corev1.Taint {
+	return corev1.Taint{Key: simulator.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}
+}
+
+// reservationValue returns the value of the node's reservation taint, if it has one.
+func reservationValue(n *corev1.Node) (string, bool) {
+	for _, t := range n.Spec.Taints {
+		if t.Key == simulator.TaintReserved {
+			return t.Value, true
+		}
+	}
+	return "", false
+}
+
+// toleratesReservation reports whether p tolerates the reservation value.
+func toleratesReservation(p *corev1.Pod, value string) bool {
+	t := reservationTaint(value)
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(klog.Background(), &t, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// reservedValues returns the reservation values p tolerates by an Equal toleration of
+// TaintReserved (an Exists toleration tolerates every reservation and holds none).
+func reservedValues(p *corev1.Pod) []string {
+	var out []string
+	for _, t := range p.Spec.Tolerations {
+		if t.Key == simulator.TaintReserved && t.Operator == corev1.TolerationOpEqual && t.Value != "" {
+			out = append(out, t.Value)
+		}
+	}
+	return out
+}
+
+// reservationWatch adds reservation tolerations to planned pods and ends reservations.
+type reservationWatch struct {
+	c    *Controller
+	log  *zap.Logger
+	wake chan struct{}
+
+	mu sync.Mutex
+	// held: reservation value → keys of the pods this process gave its toleration, so that a
+	// reservation is not ended on a pod cache that has not seen the toleration yet.
+	held map[string]map[string]bool
+}
+
+func newReservationWatch(c *Controller) *reservationWatch {
+	return &reservationWatch{c: c, log: c.log.Named("reservations"), wake: make(chan struct{}, 1),
+		held: map[string]map[string]bool{}}
+}
+
+func (w *reservationWatch) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// register wakes the release loop on the events that can end a reservation: a reserved node's
+// changes (registered, Ready) and the binding or deletion of a pod that holds a reservation.
+func (w *reservationWatch) register() {
+	if !w.c.cfg.Reserve {
+		return
+	}
+	f := w.c.factory
+	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) {
+			if p, ok := o.(*corev1.Pod); ok && len(reservedValues(p)) > 0 && !waitingPod(p) {
+				w.poke()
+			}
+		},
+		DeleteFunc: func(any) { w.poke() },
+	})
+	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { w.pokeNode(o) },
+		UpdateFunc: func(_, o any) {
+			w.pokeNode(o)
+		},
+	})
+}
+
+func (w *reservationWatch) pokeNode(o any) {
+	if n, ok := o.(*corev1.Node); ok {
+		if _, reserved := reservationValue(n); reserved {
+			w.poke()
+		}
+	}
+}
+
+// start runs the release loop until ctx ends.
+func (w *reservationWatch) start(ctx context.Context) {
+	if !w.c.cfg.Reserve {
+		return
+	}
+	go func() {
+		for {
+			next := w.release(ctx)
+			wait := w.c.cfg.ResyncPeriod
+			if next > 0 && next < wait {
+				wait = next
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.wake:
+			case <-w.c.clock.After(wait):
+			}
+		}
+	}()
+}
+
+// tolerate adds, before the plan's launches, the reservation toleration of each reserved node
+// the plan puts pods on: the new nodes (value: launch ID = planned name) and existing or in-flight
+// nodes still reserved (value: the Node's taint, or the launch ID of a record whose Node has not
+// registered). Pods already bound or gone are skipped; a pod that cannot be updated is logged —
+// it waits for the reservation to end.
+func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *simulator.Plan, recs []LaunchRecord, idx nodeIndex) {
+	if !w.c.cfg.Reserve || plan == nil {
+		return
+	}
+	values := map[string][]string{} // pod key → reservation values
+	for _, n := range plan.NewNodes {
+		if !validReservation(n.Name) {
+			continue
+		}
+		for _, key := range n.Pods {
+			values[key] = append(values[key], n.Name)
+		}
+	}
+	// Node name in the plan → reservation value: a launch whose Node has not registered is in the
+	// plan under its launch ID; a registered Node under its name, reserved while it has the taint
+	// (whose value may still be cloudprovider.ReservationPending: the launch ID is what it becomes).
+	reserved := map[string]string{}
+	for _, r := range recs {
+		if !validReservation(r.LaunchID) {
+			continue
+		}
+		if n := idx.forRecord(r); n == nil {
+			reserved[r.NodeName] = r.LaunchID
+		} else if _, ok := reservationValue(n); ok {
+			reserved[n.Name] = r.LaunchID
+		}
+	}
+	for _, en := range plan.ExistingNodes {
+		v, ok := reserved[en.Name]
+		if !ok {
+			if n, err := w.c.factory.Core().V1().Nodes().Lister().Get(en.Name); err == nil {
+				v, ok = reservationValue(n)
+				ok = ok && v != cloudprovider.ReservationPending
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, key := range en.Pods {
+			values[key] = append(values[key], v)
+		}
+	}
+	if len(values) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(reservationWorkers, len(keys)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for key := range work {
+				if err := w.addTolerations(ctx, key, values[key]); err != nil {
+					log.Warn("adding the reservation toleration; the pod waits for the reservation to end",
+						zap.String(keyPod, key), zap.Strings("reservations", values[key]), zap.Error(err))
+				}
+			}
+		}()
+	}
+	for _, k := range keys {
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+}
+
+func validReservation(v string) bool {
+	return len(validation.IsValidLabelValue(v)) == 0 && v != ""
+}
+
+// addTolerations adds to the pod key the tolerations of the reservation values it lacks.
+func (w *reservationWatch) addTolerations(ctx context.Context, key string, values []string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	pods := w.c.kube.CoreV1().Pods(ns)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+			return nil
+		}
+		changed := false
+		for _, v := range values {
+			if !toleratesReservation(p, v) {
+				p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: simulator.TaintReserved,
+					Operator: corev1.TolerationOpEqual, Value: v, Effect: corev1.TaintEffectNoSchedule})
+				changed = true
+			}
+		}
+		if changed {
+			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, v := range values {
+		if w.held[v] == nil {
+			w.held[v] = map[string]bool{}
+		}
+		w.held[v][key] = true
+	}
+	return nil
+}
+
+// release ends the reservations that are over and returns how long until the next one may end by
+// its TTL (0: none pending).
+func (w *reservationWatch) release(ctx context.Context) time.Duration {
+	nodes, err := w.c.factory.Core().V1().Nodes().Lister().List(everything())
+	if err != nil {
+		return 0
+	}
+	pods, err := w.c.factory.Core().V1().Pods().Lister().List(everything())
+	if err != nil {
+		return 0
+	}
+	waiting := map[string]bool{} // reservation values an unbound pod holds
+	for _, p := range pods {
+		if !waitingPod(p) {
+			continue
+		}
+		for _, v := range reservedValues(p) {
+			waiting[v] = true
+		}
+	}
+	podIndexer := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
+	w.mu.Lock()
+	for v, keys := range w.held {
+		for k := range keys {
+			if o, exists, _ := podIndexer.GetByKey(k); exists && waitingPod(o.(*corev1.Pod)) {
+				waiting[v] = true
+			} else {
+				delete(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			delete(w.held, v)
+		}
+	}
+	w.mu.Unlock()
+	launchIDs := w.launchIDs(ctx, nodes)
+	var next time.Duration
+	now := w.c.clock.Now()
+	for _, n := range nodes {
+		v, ok := reservationValue(n)
+		if !ok {
+			continue
+		}
+		if v == cloudprovider.ReservationPending {
+			if id := launchIDs[n.Name]; id != "" {
+				if err := w.setTaint(ctx, n.Name, id); err != nil {
+					w.log.Warn("setting the reservation of a registered node", zap.String(keyNode, n.Name), zap.Error(err))
+				}
+				continue
+			}
+			if launchIDs == nil {
+				continue // the launch records could not be read: try again later
+			}
+		}
+		reason := ""
+		switch since, isReady := readySince(n); {
+		case v == cloudprovider.ReservationPending:
+			reason = "unknown-launch"
+		case !waiting[v]:
+			reason = "planned-pods-bound"
+		case isReady && now.Sub(since) >= w.c.cfg.ReservationTTL:
+			reason = "ttl"
+		case isReady:
+			if d := w.c.cfg.ReservationTTL - now.Sub(since); next == 0 || d < next {
+				next = d
+			}
+		}
+		if reason == "" {
+			continue
+		}
+		if err := w.untaint(ctx, n.Name); err != nil {
+			w.log.Warn("ending the reservation", zap.String(keyNode, n.Name), zap.Error(err))
+			continue
+		}
+		w.c.metrics.ReservationsEnded.WithLabelValues(reason).Inc()
+		w.log.Info("reservation ended", zap.String(keyNode, n.Name), zap.String(keyReason, reason))
+		w.c.recorder.Eventf(n, corev1.EventTypeNormal, "ReservationEnded", "reservation %s ended (%s): any pod may use the node", v, reason)
+	}
+	return next
+}
+
+// launchIDs maps the nodes whose reservation registered as cloudprovider.ReservationPending to
+// the launch ID of their launch record (matched by provider ID or name); nil when the records
+// cannot be read.
+func (w *reservationWatch) launchIDs(ctx context.Context, nodes []*corev1.Node) map[string]string {
+	pending := false
+	for _, n := range nodes {
+		if v, ok := reservationValue(n); ok && v == cloudprovider.ReservationPending {
+			pending = true
+		}
+	}
+	if !pending {
+		return map[string]string{}
+	}
+	recs, err := w.c.records.List(ctx)
+	if err != nil {
+		w.log.Warn("reading the launch records to match reserved nodes", zap.Error(err))
+		return nil
+	}
+	idx := newNodeIndex(nodes)
+	out := map[string]string{}
+	for _, r := range recs {
+		if n := idx.forRecord(r); n != nil && validReservation(r.LaunchID) {
+			out[n.Name] = r.LaunchID
+		}
+	}
+	return out
+}
+
+// untaint removes the reservation taint from the node.
+func (w *reservationWatch) untaint(ctx context.Context, name string) error {
+	return w.mutateReservation(ctx, name, func(t *corev1.Taint) bool { return false })
+}
+
+// setTaint sets the value of the node's reservation taint.
+func (w *reservationWatch) setTaint(ctx context.Context, name, value string) error {
+	return w.mutateReservation(ctx, name, func(t *corev1.Taint) bool { t.Value = value; return true })
+}
+
+// mutateReservation applies fn to the node's reservation taint (false: remove it) and updates the
+// node when that changed it.
+func (w *reservationWatch) mutateReservation(ctx context.Context, name string, fn func(*corev1.Taint) bool) error {
+	nodes := w.c.kube.CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		kept := make([]corev1.Taint, 0, len(n.Spec.Taints))
+		changed := false
+		for _, t := range n.Spec.Taints {
+			if t.Key == simulator.TaintReserved {
+				before := t
+				if !fn(&t) {
+					changed = true
+					continue
+				}
+				changed = changed || t != before
+			}
+			kept = append(kept, t)
+		}
+		if !changed {
+			return nil
+		}
+		n.Spec.Taints = kept
+		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("updating taint %s: %w", simulator.TaintReserved, err)
+	}
+	return nil
+}
+
+// waitingPod reports whether p may still be scheduled: not bound, not finished, not being deleted.
+func waitingPod(p *corev1.Pod) bool {
+	return p.Spec.NodeName == "" && p.DeletionTimestamp == nil &&
+		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// readySince returns when the node last turned Ready, if it is.
+func readySince(n *corev1.Node) (time.Time, bool) {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastTransitionTime.Time, c.Status == corev1.ConditionTrue
+		}
+	}
+	return time.Time{}, false
+}
