@@ -38,6 +38,6 @@ verify: ## gofmt, vet, go mod tidy, import boundaries
 demo: build ## the main job on the embedded default
 	@hack/demo.sh
 
-fidelity: tools ## differential test of plans against the real kube-scheduler: make fidelity SEEDS=N [FIRST=1] [DRA=1] [OUT=dir]
-	FIDELITY_SEEDS=$(or $(SEEDS),50) FIDELITY_FIRST=$(FIRST) FIDELITY_DRA=$(DRA) FIDELITY_OUT=$(OUT) \
+fidelity: tools ## differential test of plans against the real kube-scheduler: make fidelity SEEDS=N [FIRST=1] [DRA=1] [OUT=dir] [MODES=on,nominations,off]
+	FIDELITY_SEEDS=$(or $(SEEDS),50) FIDELITY_FIRST=$(FIRST) FIDELITY_DRA=$(DRA) FIDELITY_OUT=$(OUT) FIDELITY_MODES=$(MODES) \
 		$(GO) test -count=1 -run '^TestFidelitySeeds$$' -timeout 0 -v ./fidelity/

@@ -14,7 +14,7 @@ import (
 	"github.com/tiler-dev/tiler/internal/controlplane"
 )
 
-// Campaign runs many generated scenarios, each with nominations on and off, on a local control
+// Campaign runs many generated scenarios, each in several modes (default AllModes), on a local control
 // plane it starts itself (and replaces when a run could not clean up after itself).
 type Campaign struct {
 	// First is the first seed; Seeds how many consecutive seeds to run.
@@ -22,6 +22,8 @@ type Campaign struct {
 	Seeds int
 	// Gen tunes the generator.
 	Gen GenOptions
+	// Modes are the modes each scenario runs in (default AllModes).
+	Modes []Mode
 	// Out, when set, is a folder that receives every scenario with a disagreement or a note, as a
 	// regression file named <scenario>.txt, and the report as report.txt.
 	Out string
@@ -79,8 +81,12 @@ func (c Campaign) Run(ctx context.Context) (*Report, error) {
 	for seed := c.First; seed < c.First+uint64(c.Seeds) && ctx.Err() == nil; seed++ {
 		sc := Generate(seed, c.Gen)
 		keep := false
-		for _, nominate := range []bool{true, false} {
-			out, err := h.Run(ctx, sc, nominate)
+		modes := c.Modes
+		if len(modes) == 0 {
+			modes = AllModes
+		}
+		for _, mode := range modes {
+			out, err := h.Run(ctx, sc, mode)
 			if errors.Is(err, ErrCleanup) {
 				if out != nil {
 					rep.Add(out)

@@ -20,7 +20,7 @@ import (
 // anti-affinity, selectors and tolerations, whole GPUs, time-sliced GPUs and MIG slices.
 var fixedSeeds = []uint64{7, 27, 35, 44}
 
-// TestFidelity runs the fixed seeds, with nominations on and off, and every regression scenario in
+// TestFidelity runs the fixed seeds in ModeOn and ModeOff, and every regression scenario in
 // testdata/ on one real control plane. In the fixed seeds a planned pod the scheduler does not bind,
 // or an unplanned pod it binds on a bought node, fails the test; pods bound elsewhere than planned
 // are reported (nodes turn Ready one after the other, and the scheduler uses the first with room).
@@ -33,15 +33,15 @@ func TestFidelity(t *testing.T) {
 		var rep Report
 		for _, seed := range fixedSeeds {
 			sc := Generate(seed, GenOptions{})
-			for _, nominate := range []bool{true, false} {
-				out, err := h.Run(context.Background(), sc, nominate)
+			for _, mode := range []Mode{ModeOn, ModeOff} {
+				out, err := h.Run(context.Background(), sc, mode)
 				if err != nil {
 					t.Fatal(err)
 				}
 				rep.Add(out)
 				for _, p := range out.Disagreements() {
 					if p.Verdict != VerdictMoved {
-						t.Errorf("%s [nominations %s]: %s %s: planned %s, bound %q (%s)", sc.Name, modeName(nominate),
+						t.Errorf("%s [mode %s]: %s %s: planned %s, bound %q (%s)", sc.Name, mode,
 							p.Verdict, p.Pod, p.Planned, p.Bound, p.Message)
 					}
 				}
@@ -79,21 +79,21 @@ func runRegression(t *testing.T, h *Harness, file string) {
 		report = t.Logf
 	}
 	found := 0
-	for _, nominate := range sc.NominationModes() {
-		out, err := h.Run(context.Background(), sc, nominate)
+	for _, mode := range sc.RunModes() {
+		out, err := h.Run(context.Background(), sc, mode)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range out.Disagreements() {
 			if !slices.Contains(sc.Accept, p.Verdict) {
 				found++
-				report("[nominations %s] %s %s %v: planned %s, bound %q (%s)", modeName(nominate), p.Verdict, p.Pod,
+				report("[mode %s] %s %s %v: planned %s, bound %q (%s)", mode, p.Verdict, p.Pod,
 					p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
 			}
 		}
 		for _, n := range out.Notes {
 			found++
-			report("[nominations %s] %s", modeName(nominate), n)
+			report("[mode %s] %s", mode, n)
 		}
 	}
 	if skipped {
@@ -102,7 +102,7 @@ func runRegression(t *testing.T, h *Harness, file string) {
 }
 
 // TestFidelitySeeds runs FIDELITY_SEEDS generated scenarios (from seed FIDELITY_FIRST, default 1),
-// each with nominations on and off, and prints the agreement per constraint kind; `make fidelity
+// each in the modes FIDELITY_MODES lists (comma-separated; default all), and prints the agreement per constraint kind; `make fidelity
 // SEEDS=N` runs it. FIDELITY_DRA=1 adds DRA claim workloads; FIDELITY_OUT names a folder that
 // receives every scenario with a disagreement (as a regression file) and the report.
 func TestFidelitySeeds(t *testing.T) {
@@ -119,6 +119,15 @@ func TestFidelitySeeds(t *testing.T) {
 	}
 	c := Campaign{First: first, Seeds: n, Gen: GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1"},
 		Out: os.Getenv("FIDELITY_OUT"), Dir: t.TempDir(), Progress: t.Logf}
+	if s := os.Getenv("FIDELITY_MODES"); s != "" {
+		for _, name := range strings.Split(s, ",") {
+			m, err := ParseMode(strings.TrimSpace(name))
+			if err != nil {
+				t.Fatalf("FIDELITY_MODES: %v", err)
+			}
+			c.Modes = append(c.Modes, m)
+		}
+	}
 	if os.Getenv("FIDELITY_LOG") == "1" {
 		c.Log = zaptest.NewLogger(t)
 	}

@@ -88,7 +88,7 @@ func NewHarness(kube kubernetes.Interface, dir string, log *zap.Logger, timing T
 type run struct {
 	h        *Harness
 	sc       *Scenario
-	nominate bool
+	mode     Mode
 	id       string // prefix of existing node names, and the simulated cloud's cluster name
 	ns       string
 	pending  []*corev1.Pod
@@ -97,17 +97,17 @@ type run struct {
 	out      *Outcome
 }
 
-// Run runs the scenario once with nominations on or off and returns the outcome. It cleans up
+// Run runs the scenario once in a mode (nominations and reservations on or off) and returns the outcome. It cleans up
 // everything it created before it returns, also on error; when only the cleanup fails, it returns
 // the outcome with an error that wraps ErrCleanup.
-func (h *Harness) Run(ctx context.Context, sc *Scenario, nominate bool) (out *Outcome, err error) {
+func (h *Harness) Run(ctx context.Context, sc *Scenario, mode Mode) (out *Outcome, err error) {
 	if err := h.setup(ctx); err != nil {
 		return nil, err
 	}
 	h.runs++
-	r := &run{h: h, sc: sc, nominate: nominate, id: fmt.Sprintf("f%d-%d", os.Getpid()%1000, h.runs),
+	r := &run{h: h, sc: sc, mode: mode, id: fmt.Sprintf("f%d-%d", os.Getpid()%1000, h.runs),
 		ns: fmt.Sprintf("%s-%d", Namespace, h.runs), existing: map[string]bool{},
-		out: &Outcome{Scenario: sc.Name, Nominate: nominate}}
+		out: &Outcome{Scenario: sc.Name, Mode: mode}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -116,7 +116,7 @@ func (h *Harness) Run(ctx context.Context, sc *Scenario, nominate bool) (out *Ou
 		}
 	}()
 	if err := r.run(runCtx); err != nil {
-		return nil, fmt.Errorf("scenario %s (nominations %s): %w", sc.Name, modeName(nominate), err)
+		return nil, fmt.Errorf("scenario %s (mode %s): %w", sc.Name, mode, err)
 	}
 	return r.out, nil
 }
@@ -165,7 +165,8 @@ func (r *run) run(ctx context.Context) error {
 		return fmt.Errorf("starting the simulated cloud: %w", err)
 	}
 	cfg := provisioner.DefaultConfig()
-	cfg.ClusterName, cfg.Namespace, cfg.Catalog, cfg.Nominate = r.id, ControllerNamespace, r.sc.Catalog, r.nominate
+	cfg.ClusterName, cfg.Namespace, cfg.Catalog = r.id, ControllerNamespace, r.sc.Catalog
+	cfg.Nominate, cfg.Reserve = r.mode.Nominate(), r.mode.Reserve()
 	cfg.RegistrationTimeout, cfg.EmptyNodeTTL = 5*time.Minute, time.Hour
 	ctrl, err := provisioner.New(cfg, h.kube, r.cloud, cat, clock.RealClock{}, h.log.With(zap.String("run", r.id)),
 		provisioner.NewMetrics(prometheus.NewRegistry()))
@@ -191,7 +192,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	nominated := map[string]string{}
-	if r.nominate && res.Plan != nil {
+	if r.mode.Nominate() && res.Plan != nil {
 		if nominated, err = r.nominations(ctx, ctrl); err != nil {
 			return err
 		}

@@ -60,7 +60,7 @@ type PodOutcome struct {
 // Outcome is the result of one run of one scenario.
 type Outcome struct {
 	Scenario string
-	Nominate bool
+	Mode     Mode
 	Pods     []PodOutcome
 	// Plan is the plan of the first Reconcile (nil when no pod was pending).
 	Plan *simulator.Plan
@@ -144,7 +144,7 @@ type Report struct {
 	// Runs counts the outcomes added; Scenarios the distinct scenarios; Pods the pending pods.
 	Runs, Pods int
 	scenarios  map[string]bool
-	tallies    map[bool]map[Kind]*Tally
+	tallies    map[Mode]map[Kind]*Tally
 	// Findings lists each disagreement and run note as one line.
 	Findings []string
 }
@@ -152,17 +152,17 @@ type Report struct {
 // Add adds an outcome.
 func (r *Report) Add(o *Outcome) {
 	if r.tallies == nil {
-		r.tallies = map[bool]map[Kind]*Tally{}
+		r.tallies = map[Mode]map[Kind]*Tally{}
 		r.scenarios = map[string]bool{}
 	}
 	r.Runs++
 	r.scenarios[o.Scenario] = true
-	byKind := r.tallies[o.Nominate]
+	byKind := r.tallies[o.Mode]
 	if byKind == nil {
 		byKind = map[Kind]*Tally{}
-		r.tallies[o.Nominate] = byKind
+		r.tallies[o.Mode] = byKind
 	}
-	mode := modeName(o.Nominate)
+	mode := o.Mode
 	for _, p := range o.Pods {
 		r.Pods++
 		for _, k := range append([]Kind{KindAll}, p.Kinds...) {
@@ -191,8 +191,8 @@ func (r *Report) Add(o *Outcome) {
 func (r *Report) Scenarios() int { return len(r.scenarios) }
 
 // Tally returns the tally of a kind in a mode (zero when none).
-func (r *Report) Tally(nominate bool, k Kind) Tally {
-	if t := r.tallies[nominate][k]; t != nil {
+func (r *Report) Tally(mode Mode, k Kind) Tally {
+	if t := r.tallies[mode][k]; t != nil {
 		return *t
 	}
 	return Tally{}
@@ -203,12 +203,12 @@ func (r *Report) Tally(nominate bool, k Kind) Tally {
 // node's type and zone), pessimistic over the pods it did not — and then the findings.
 func (r *Report) Write(w io.Writer) error {
 	fmt.Fprintf(w, "%d scenarios, %d runs, %d pending pods over all runs\n", r.Scenarios(), r.Runs, r.Pods)
-	for _, nominate := range []bool{true, false} {
-		byKind := r.tallies[nominate]
+	for _, mode := range AllModes {
+		byKind := r.tallies[mode]
 		if byKind == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\nnominations %s\n", modeName(nominate))
+		fmt.Fprintf(w, "\nmode %s (%s)\n", mode, mode.Describe())
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "kind\tplaced\tnot bound\tmoved\t(same shape)\tunplaced\tpessimistic\tpre-bound\t")
 		kinds := make([]Kind, 0, len(byKind))
@@ -244,13 +244,6 @@ func rate(n, of int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d (%.1f%%)", n, 100*float64(n)/float64(of))
-}
-
-func modeName(nominate bool) string {
-	if nominate {
-		return "on"
-	}
-	return "off"
 }
 
 func orNone(s, why string) string {

@@ -62,24 +62,24 @@ func TestKinds(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	var r Report
-	r.Add(&Outcome{Scenario: "s", Nominate: true, Pods: []PodOutcome{
+	r.Add(&Outcome{Scenario: "s", Mode: ModeOn, Pods: []PodOutcome{
 		{Pod: "a", Kinds: []Kind{KindPlain}, Planned: "n1", Bound: "n1", BoundNew: true, Verdict: VerdictAgree},
 		{Pod: "b", Kinds: []Kind{KindZoneSpread}, Planned: "n1", Bound: "n2", BoundNew: true, Verdict: VerdictMoved},
 		{Pod: "c", Kinds: []Kind{KindZoneSpread}, Planned: "n2", Verdict: VerdictNotBound, Message: "0/3 nodes"},
 		{Pod: "d", Kinds: []Kind{KindGang}, Reason: "GangIncomplete", Bound: "n2", BoundNew: true, Verdict: VerdictPessimistic},
 	}, Notes: []string{"launch of planned node n3 (m7i.large) failed"}})
-	all := r.Tally(true, KindAll)
+	all := r.Tally(ModeOn, KindAll)
 	if all.Placed != 3 || all.NotBound != 1 || all.Moved != 1 || all.Unplaced != 1 || all.Pessimistic != 1 {
 		t.Errorf("tally of all = %+v", all)
 	}
-	if z := r.Tally(true, KindZoneSpread); z.Placed != 2 || z.Moved != 1 || z.NotBound != 1 {
+	if z := r.Tally(ModeOn, KindZoneSpread); z.Placed != 2 || z.Moved != 1 || z.NotBound != 1 {
 		t.Errorf("tally of zone-spread = %+v", z)
 	}
 	var b strings.Builder
 	if err := r.Write(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"1 scenarios, 1 runs, 4 pending pods over all runs", "nominations on", "zone-spread",
+	for _, want := range []string{"1 scenarios, 1 runs, 4 pending pods over all runs", "mode on (nominations and reservations)", "zone-spread",
 		"1 (50.0%)", "s [on] not-bound c [zone-spread]: planned n2, bound nowhere (0/3 nodes)",
 		"s [on] pessimistic d [gang]: planned nowhere (GangIncomplete), bound n2", "s [on] note: launch of planned node n3"} {
 		if !strings.Contains(b.String(), want) {

@@ -42,18 +42,60 @@ type Scenario struct {
 	// case documents as a deliberate difference between the simulation and the scheduler; the
 	// regression test does not fail on them.
 	Accept []Verdict
-	// Modes lists the nomination modes ("on", "off") a regression case runs in; empty means both.
+	// Modes lists the modes (ModeOn, ModeNominations, ModeOff) a regression case runs in; empty
+	// means ModeOn and ModeOff.
 	Modes []string
 }
 
-// NominationModes returns the nomination settings the scenario runs with, from Modes.
-func (s *Scenario) NominationModes() []bool {
-	if len(s.Modes) == 0 {
-		return []bool{true, false}
+// Mode is how the controller tells the scheduler what it planned: ModeOn (the production
+// default: nominations and node reservations), ModeNominations (nominations only) or ModeOff
+// (neither), so that the effect of each can be measured.
+type Mode string
+
+const (
+	ModeOn          Mode = "on"
+	ModeNominations Mode = "nominations"
+	ModeOff         Mode = "off"
+)
+
+// AllModes lists the modes in report order.
+var AllModes = []Mode{ModeOn, ModeNominations, ModeOff}
+
+// Nominate reports whether the mode sets nominations (provisioner.Config.Nominate).
+func (m Mode) Nominate() bool { return m == ModeOn || m == ModeNominations }
+
+// Reserve reports whether the mode reserves bought nodes (provisioner.Config.Reserve).
+func (m Mode) Reserve() bool { return m == ModeOn }
+
+// Describe says what the mode turns on.
+func (m Mode) Describe() string {
+	switch m {
+	case ModeOn:
+		return "nominations and reservations"
+	case ModeNominations:
+		return "nominations only"
 	}
-	var out []bool
+	return "neither nominations nor reservations"
+}
+
+// ParseMode parses a mode name.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range AllModes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("mode %q is not one of on, nominations, off", s)
+}
+
+// RunModes returns the modes the scenario runs in, from Modes.
+func (s *Scenario) RunModes() []Mode {
+	if len(s.Modes) == 0 {
+		return []Mode{ModeOn, ModeOff}
+	}
+	var out []Mode
 	for _, m := range s.Modes {
-		out = append(out, m == "on")
+		out = append(out, Mode(m))
 	}
 	return out
 }
@@ -147,8 +189,8 @@ func DecodeScenario(data []byte) (*Scenario, error) {
 		}
 	}
 	for _, v := range m.Modes {
-		if v != "on" && v != "off" {
-			return nil, fmt.Errorf("section meta: modes: %q is not on or off", v)
+		if _, err := ParseMode(v); err != nil {
+			return nil, fmt.Errorf("section meta: modes: %w", err)
 		}
 	}
 	objs, ok := sections["objects.yaml"]

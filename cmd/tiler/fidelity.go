@@ -18,7 +18,8 @@ func newFidelityCmd() *cobra.Command {
 		Short: "Compare Tiler's plans with what the real kube-scheduler binds, over generated scenarios",
 		Long: `fidelity starts a local control plane (make controlplane builds it), and for every seed
 generates a scenario, plans and launches it with the controller on the simulated cloud, lets the real
-kube-scheduler bind, and compares pod by pod — with nominations on and off. It prints, per constraint
+kube-scheduler bind, and compares pod by pod — in each mode: "on" (nominations and node reservations,
+the default), "nominations" (nominations only) and "off". It prints, per constraint
 kind, how many planned pods were not bound, how many were bound elsewhere than planned, and how many
 pods the plan had no place for were bound on bought nodes.`,
 		Args: cobra.NoArgs,
@@ -42,10 +43,19 @@ pods the plan had no place for were bound on bought nodes.`,
 	f.Uint64Var(&c.First, "first", 1, "first seed")
 	f.BoolVar(&c.Gen.DRA, "dra", false, "add workloads that get their GPU through a DRA claim")
 	f.IntVar(&c.Gen.MaxPods, "max-pods", fidelity.DefaultMaxPods, "pending pods per scenario at most")
+	modes := f.StringSlice("modes", []string{"on", "nominations", "off"}, "modes to run each scenario in: on, nominations, off")
 	f.StringVar(&c.Out, "out", "", "folder for the report and the scenarios that showed a disagreement (regression files)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if c.Seeds <= 0 {
 			return fmt.Errorf("--seeds must be positive")
+		}
+		c.Modes = nil
+		for _, s := range *modes {
+			m, err := fidelity.ParseMode(s)
+			if err != nil {
+				return fmt.Errorf("--modes: %w", err)
+			}
+			c.Modes = append(c.Modes, m)
 		}
 		if c.Out != "" {
 			if err := os.MkdirAll(c.Out, 0o755); err != nil {
