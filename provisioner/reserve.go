@@ -214,12 +214,16 @@ func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *
 			values[key] = append(values[key], v)
 		}
 	}
-	if len(values) == 0 {
-		return
-	}
+	// Only pods the API server has: pre-scale reservations are pods of the simulation alone.
+	pods := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
 	keys := make([]string, 0, len(values))
 	for k := range values {
-		keys = append(keys, k)
+		if _, exists, _ := pods.GetByKey(k); exists {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return
 	}
 	sort.Strings(keys)
 	work := make(chan string)
