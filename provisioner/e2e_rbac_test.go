@@ -1,0 +1,447 @@
+package provisioner_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// deployManifest is the manifest whose RBAC TestRBAC checks.
+var deployManifest = filepath.Join("..", "deploy", "tiler.yaml")
+
+// tilerServiceAccount is the user the API server sees for the pods of deploy/tiler.yaml.
+const tilerServiceAccount = "system:serviceaccount:tiler-system:tiler"
+
+// TestRBAC runs the controller as the service account of deploy/tiler.yaml, with only the
+// manifest's Roles and bindings, on a real control plane (kube-apiserver authorizes with
+// Node,RBAC); the simulated cloud plays kubelet with the admin client. It drives every API call
+// the controller makes: the informers, launch records, reservation tolerations and taints,
+// nominations, Events in the pods' namespace and on nodes, cordoning and evicting on a spot
+// interruption, and removing empty nodes; then the pre-scaler reads a Deployment. It fails on any
+// 403 the API server answered the service account, and on any "forbidden" in the logs.
+func TestRBAC(t *testing.T) {
+	cp := controlplane.ForTest(t, controlplane.Options{})
+	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	applyManifestRBAC(t, admin, deployManifest)
+	denied := &deniedRequests{}
+	tiler := kubernetes.NewForConfigOrDie(impersonate(cp.RESTConfig(), denied.wrap))
+	waitRBACActive(t, impersonate(cp.RESTConfig(), nil))
+
+	logs, observed := observer.New(zapcore.DebugLevel)
+	log := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, logs) })))
+	// Runs also when a step below gives up waiting, to name the missing permission.
+	t.Cleanup(func() { reportRefusals(t, denied, observed) })
+	e := startRBACController(t, cp, admin, tiler, log)
+
+	bound := testRBACProvisions(t, e)
+	testRBACInterruption(t, e, bound)
+	testRBACRemovesEmptyNodes(t, e)
+	e.stop()
+	testRBACPrescaler(t, admin, tiler, log)
+	// Events go out asynchronously; give the last ones time to be refused.
+	time.Sleep(2 * time.Second)
+}
+
+// reportRefusals fails the test for each request the API server refused with 403 and each log
+// entry that mentions "forbidden".
+func reportRefusals(t *testing.T, denied *deniedRequests, observed *observer.ObservedLogs) {
+	if reqs := denied.list(); len(reqs) > 0 {
+		t.Errorf("the API server refused %s %d distinct requests (deploy/tiler.yaml lacks a rule):\n  %s",
+			tilerServiceAccount, len(reqs), strings.Join(reqs, "\n  "))
+	}
+	var refusals []string
+	for _, entry := range observed.All() {
+		if line := fmt.Sprint(entry.Message, " ", entry.ContextMap()); strings.Contains(strings.ToLower(line), "forbidden") {
+			refusals = append(refusals, line)
+		}
+	}
+	if len(refusals) > 0 {
+		t.Errorf("the controller logged %d refusals, the first:\n  %s", len(refusals), strings.Join(refusals[:min(len(refusals), 5)], "\n  "))
+	}
+}
+
+// startRBACController starts the simulated cloud with the admin client and the controller with
+// the service account's, in an env the e2e helpers accept. Empty nodes go after 10 s so that the
+// test can see the controller delete them; spot interruptions keep the node for 2 min (the
+// simulated cloud's default), long enough to see it cordoned and drained.
+func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger) *env {
+	t.Helper()
+	cfg := testConfig()
+	cfg.EmptyNodeTTL = 10 * time.Second
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	simCfg := sim.DefaultConfig(cat, cfg.ClusterName, filepath.Join(t.TempDir(), "cloud.json"))
+	simCfg.BootDelay, simCfg.DeviceDelay, simCfg.StepInterval = time.Second, time.Second, 200*time.Millisecond
+	cloud, err := sim.New(simCfg, admin, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := provisioner.NewMetrics(prometheus.NewRegistry())
+	ctrl, err := provisioner.New(cfg, tiler, cloud, cat, clock.RealClock{}, log, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl.SetInterruptionSource(cloud.Interruptions())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = cloud.Run(ctx) }()
+	go func() {
+		if err := ctrl.Run(ctx); err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	return &env{t: t, cp: cp, kube: admin, cat: cat, simCfg: simCfg, cloud: cloud, ctrl: ctrl, metrics: metrics,
+		cancel: cancel, cfg: cfg, started: time.Now()}
+}
+
+// testRBACProvisions: CPU pods and a GPU pod in a namespace of their own are bound by the real
+// kube-scheduler on nodes Tiler bought; they carry the reservation tolerations Tiler added, the
+// reservations end (taints removed), and the Events reached the pods' namespace and the nodes'.
+func testRBACProvisions(t *testing.T, e *env) map[string]string {
+	ctx := context.Background()
+	const ns = "rbac"
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	for i := range 4 {
+		pods = append(pods, simtest.Pod(named("web", i)).Namespace(ns).Label("app", "web").CPU("1").Mem("2Gi").
+			Spread(corev1.LabelTopologyZone, 1, true).Obj())
+	}
+	pods = append(pods, simtest.Pod("infer").Namespace(ns).Label("app", "infer").CPU("2").Mem("8Gi").GPU(1).Obj())
+	e.create(pods...)
+	bound := e.waitBound(2*time.Minute, pods...)
+	for pod, node := range bound {
+		if !strings.HasPrefix(node, "tiler-") {
+			t.Errorf("%s is bound to %s, not a node Tiler bought", pod, node)
+		}
+	}
+	for _, p := range pods {
+		got, err := e.kube.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasReservationToleration(got) {
+			t.Errorf("%s/%s has no %s toleration: Tiler did not update it", ns, p.Name, simulator.TaintReserved)
+		}
+	}
+	waitFor(t, "the reservation taints to be removed", time.Minute, func() bool {
+		for _, n := range e.managedNodes() {
+			for _, taint := range n.Spec.Taints {
+				if taint.Key == simulator.TaintReserved {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	waitEvent(t, e.kube, ns, "TriggeredScaleUp")
+	waitEvent(t, e.kube, metav1.NamespaceDefault, "Provisioned")
+	waitEvent(t, e.kube, metav1.NamespaceDefault, "ReservationEnded")
+	return bound
+}
+
+// testRBACInterruption interrupts the spot instance of a bound pod: Tiler cordons its node and
+// evicts the pods there while the node still exists.
+func testRBACInterruption(t *testing.T, e *env, bound map[string]string) {
+	ctx := context.Background()
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id, node string
+	for _, i := range insts {
+		if i.Offering.CapacityType == catalog.Spot && i.NodeName != "" && containsValue(bound, i.NodeName) {
+			id, node = i.ID, i.NodeName
+			break
+		}
+	}
+	if id == "" {
+		t.Fatalf("no bound pod is on a spot instance: %+v", insts)
+	}
+	if err := e.cloud.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node "+node+" to be cordoned and drained", time.Minute, func() bool {
+		n, err := e.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil || !n.Spec.Unschedulable {
+			return false
+		}
+		for pod, on := range bound {
+			if on != node {
+				continue
+			}
+			ns, name, _ := strings.Cut(pod, "/")
+			p, err := e.kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && p.DeletionTimestamp == nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// testRBACRemovesEmptyNodes deletes the pods; Tiler removes the empty nodes, their instances and
+// launch records.
+func testRBACRemovesEmptyNodes(t *testing.T, e *env) {
+	ctx := context.Background()
+	zero := int64(0)
+	if err := e.kube.CoreV1().Pods("rbac").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the empty nodes and their launch records to be removed", 90*time.Second, func() bool {
+		cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(ctx, provisioner.RecordsConfigMap, metav1.GetOptions{})
+		return err == nil && len(cm.Data) == 0 && len(e.managedNodes()) == 0
+	})
+}
+
+// testRBACPrescaler has the pre-scaler read its policy and a Deployment in another namespace as
+// the service account, and raise its Event there. Prometheus is the test's fakeProm: the API
+// server is what is under test. The controller has stopped, so the policy does not steer it.
+func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap.Logger) {
+	ctx := context.Background()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "llm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zeroReplicas := prescaleDeployment("llm", "chat", 0)
+	if _, err := admin.AppsV1().Deployments("llm").Create(ctx, zeroReplicas, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", chatPolicy), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fp := newFakeProm()
+	fp.series[chatQuery] = diurnal
+	p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, tiler, fp,
+		clocktesting.NewFakeClock(prescaleAt(5, 0)), log, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Reservations(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decisions(); len(d) != 1 || d[0].Err != nil {
+		t.Fatalf("pre-scaler decisions = %+v, want one without error", d)
+	}
+	waitEvent(t, admin, "llm", provisioner.ReasonPreScale)
+}
+
+// applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the
+// admin client; the Deployment and Service are not needed to run the controller in the test.
+func applyManifestRBAC(t *testing.T, admin kubernetes.Interface, path string) {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := decodeManifest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Namespace:
+			_, err = admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.ServiceAccount:
+			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment, *corev1.Service:
+			continue
+		default:
+			t.Fatalf("%s: unexpected %T", path, o)
+		}
+		if err != nil {
+			t.Fatalf("%s: creating %T: %v", path, o, err)
+		}
+		kinds[fmt.Sprintf("%T", o)]++
+	}
+	for _, k := range []string{"*v1.Namespace", "*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.Role", "*v1.RoleBinding"} {
+		if kinds[k] == 0 {
+			t.Fatalf("%s has no %s", path, strings.TrimPrefix(k, "*v1."))
+		}
+	}
+}
+
+// decodeManifest decodes every document of a multi-document YAML file into typed objects.
+func decodeManifest(path string) ([]runtime.Object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	var objs []runtime.Object
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if strings.TrimSpace(stripComments(string(doc))) == "" {
+			continue
+		}
+		o, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		objs = append(objs, o)
+	}
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for line := range strings.Lines(doc) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+// impersonate returns the admin configuration acting as the manifest's service account, with the
+// groups a token of that account carries; wrap, when set, sees every round trip.
+func impersonate(admin *rest.Config, wrap func(http.RoundTripper) http.RoundTripper) *rest.Config {
+	c := rest.CopyConfig(admin)
+	c.Impersonate = rest.ImpersonationConfig{UserName: tilerServiceAccount,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tiler-system", "system:authenticated"}}
+	if wrap != nil {
+		c.Wrap(wrap)
+	}
+	return c
+}
+
+// waitRBACActive waits until the API server's authorizer has the new bindings (it reads them
+// through an informer) and checks that the impersonation really narrows the admin's rights.
+func waitRBACActive(t *testing.T, c *rest.Config) {
+	t.Helper()
+	kube := kubernetes.NewForConfigOrDie(c)
+	ctx := context.Background()
+	waitFor(t, "the RBAC bindings to take effect", 30*time.Second, func() bool {
+		_, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil
+	})
+	if _, err := kube.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{Limit: 1}); !apierrors.IsForbidden(err) {
+		t.Fatalf("listing Secrets as %s: %v, want forbidden (is the impersonation in effect?)", tilerServiceAccount, err)
+	}
+}
+
+// deniedRequests records the requests the API server answered with 403 Forbidden.
+type deniedRequests struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (d *deniedRequests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			d.mu.Lock()
+			d.reqs = append(d.reqs, r.Method+" "+r.URL.RequestURI())
+			d.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+// list returns the distinct refused requests, each with how often it was refused, sorted.
+func (d *deniedRequests) list() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := map[string]int{}
+	for _, r := range d.reqs {
+		n[r]++
+	}
+	out := make([]string, 0, len(n))
+	for r, k := range n {
+		out = append(out, fmt.Sprintf("%s (%d×)", r, k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func hasReservationToleration(p *corev1.Pod) bool {
+	for _, tol := range p.Spec.Tolerations {
+		if tol.Key == simulator.TaintReserved {
+			return true
+		}
+	}
+	return false
+}
+
+func containsValue(m map[string]string, v string) bool {
+	for _, x := range m {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// waitFor polls ok every 200 ms until it holds, failing the test after timeout.
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitEvent waits for an Event with the reason in the namespace, as the admin sees them.
+func waitEvent(t *testing.T, kube kubernetes.Interface, ns, reason string) {
+	t.Helper()
+	waitFor(t, "a "+reason+" Event in "+ns, 30*time.Second, func() bool {
+		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
+		return err == nil && len(list.Items) > 0
+	})
+}
