@@ -232,13 +232,31 @@ func (r *run) launches() (int, error) {
 }
 
 // nominations calls Reconcile again, as the controller loop would on the Node events, until the
-// controller has nominated every planned pod whose node has registered (at most four times), and
-// returns pod → nominated node as the API server has it. A launch by these calls is noted.
+// controller has nominated every planned pod whose node has registered (at most four times) —
+// except those whose nomination would block another pod planned there
+// (provisioner.NominationBlocksSpread) — and returns pod → nominated node as the API server has
+// it. A launch by these calls is noted.
 func (r *run) nominations(ctx context.Context, ctrl *provisioner.Controller) (map[string]string, error) {
+	list, err := r.h.kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	pods := map[string]*corev1.Pod{}
+	for i := range list.Items {
+		pods[list.Items[i].Name] = &list.Items[i]
+	}
 	want := map[string]string{}
 	for _, n := range r.out.Plan.NewNodes {
+		var together []*corev1.Pod
 		for _, key := range n.Pods {
-			want[podName(key)] = n.Name
+			if p := pods[podName(key)]; p != nil {
+				together = append(together, p)
+			}
+		}
+		for _, key := range n.Pods {
+			if p := pods[podName(key)]; p == nil || !provisioner.NominationBlocksSpread(p, together) {
+				want[podName(key)] = n.Name
+			}
 		}
 	}
 	var got map[string]string

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tiler-dev/tiler/simulator/snapshot"
@@ -186,6 +188,8 @@ type nominationView struct {
 	// observe returns the phase of the node n (nil: not registered) launched for r and, when it is
 	// usable, for how long it has been.
 	observe func(n *corev1.Node, r LaunchRecord) (nodePhase, time.Duration)
+	// pod returns the pod namespace/name (nil: unknown); nil pod means none is known.
+	pod func(key string) *corev1.Pod
 }
 
 // target returns the node the pod key should be nominated for now, or "": the node of its launch
@@ -204,7 +208,69 @@ func (v nominationView) target(key string) string {
 	if phase, usableFor := v.observe(n, r); phase == phaseUsable && usableFor > nominationGrace {
 		return ""
 	}
+	if v.blocksSpread(key, pn) {
+		return ""
+	}
 	return r.NodeName
+}
+
+// blocksSpread reports whether nominating the pod key onto its planned node would keep another
+// pod planned there from being scheduled. When kube-scheduler evaluates a pod on a node, it counts
+// the pods nominated to that node (of equal or higher priority) as if they ran there, but not the
+// pods nominated to other nodes: for a pod whose hard topology spread constraint selects a pod
+// nominated to the same node, that node's domain looks one pod fuller than every other domain —
+// whose planned pods are only nominated — and two such pods planned together on one node block
+// each other for as long as their nominations stand (seed-75: four zone-spread pods planned two
+// per zone were never bound). Such pods are not nominated; the node's reservation keeps their
+// room.
+func (v nominationView) blocksSpread(key string, pn *plannedNode) bool {
+	if v.pod == nil {
+		return false
+	}
+	x := v.pod(key)
+	if x == nil {
+		return false
+	}
+	var together []*corev1.Pod
+	for other := range pn.pods {
+		if y := v.pod(other); y != nil && other != key {
+			together = append(together, y)
+		}
+	}
+	return NominationBlocksSpread(x, together)
+}
+
+// NominationBlocksSpread reports whether nominating pod x to a node would keep one of the pending
+// pods planned onto the same node from being scheduled there: a hard topology spread constraint of
+// that pod counts x, and x's priority is not lower than its (see nominationView.blocksSpread).
+func NominationBlocksSpread(x *corev1.Pod, together []*corev1.Pod) bool {
+	for _, y := range together {
+		if y == x || y.Namespace != x.Namespace || !snapshot.IsPending(y) ||
+			corev1helpers.PodPriority(x) < corev1helpers.PodPriority(y) {
+			continue
+		}
+		for _, c := range y.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable == corev1.DoNotSchedule && spreadSelects(c, y, x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// spreadSelects reports whether the topology spread constraint c of pod y counts pod x (same
+// namespace): its label selector, with y's values of its matchLabelKeys, matches x's labels.
+func spreadSelects(c corev1.TopologySpreadConstraint, y, x *corev1.Pod) bool {
+	sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	if err != nil || c.LabelSelector == nil || !sel.Matches(labels.Set(x.Labels)) {
+		return false
+	}
+	for _, k := range c.MatchLabelKeys {
+		if v, ok := y.Labels[k]; ok && x.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // decide returns what to do with the pod's nomination (see the comment at the top of this file).

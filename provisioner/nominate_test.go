@@ -218,3 +218,46 @@ func TestParseRecords(t *testing.T) {
 		t.Errorf("records = %+v, want the readable one", recs)
 	}
 }
+
+// TestNominationSpreadPairs: pods planned onto one node that a hard topology spread constraint of
+// another pod there counts (equal or higher priority) are not nominated — the scheduler would count
+// them on that node only and refuse the other pod — while pods the constraint does not count, or
+// counts from another node, are.
+func TestNominationSpreadPairs(t *testing.T) {
+	spread := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a1"}}}
+	pod := func(name, app string, prio int32, spreads bool) *corev1.Pod {
+		p := nominated(name, "", false, "")
+		p.Labels = map[string]string{"app": app}
+		p.Spec.Priority = &prio
+		if spreads {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{spread}
+		}
+		return p
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range []*corev1.Pod{
+		pod("pair-0", "a1", 100, true), pod("pair-1", "a1", 100, true), // one node: block each other
+		pod("alone", "a1", 100, true), // its node holds no other a1 pod
+		pod("hi", "a1", 100, true), pod("lo", "a1", 0, false), // lo is not counted for hi (lower priority)
+		pod("soft", "a1", 0, false), pod("other", "web", 0, false), // no constraint on that node counts them
+	} {
+		pods["ns/"+p.Name] = p
+	}
+	recs := []LaunchRecord{
+		{LaunchID: "1", NodeName: "n-pair", InstanceID: "i-1", Pods: []string{"ns/pair-0", "ns/pair-1"}},
+		{LaunchID: "2", NodeName: "n-alone", InstanceID: "i-2", Pods: []string{"ns/alone"}},
+		{LaunchID: "3", NodeName: "n-prio", InstanceID: "i-3", Pods: []string{"ns/hi", "ns/lo"}},
+		{LaunchID: "4", NodeName: "n-plain", InstanceID: "i-4", Pods: []string{"ns/soft", "ns/other"}},
+	}
+	v := nominationView{plan: newNominationPlan(recs), node: func(string) *corev1.Node { return nil },
+		observe: func(*corev1.Node, LaunchRecord) (nodePhase, time.Duration) { return phaseLaunched, 0 },
+		pod:     func(key string) *corev1.Pod { return pods[key] }}
+	want := map[string]string{"pair-0": "", "pair-1": "", "alone": "n-alone", "hi": "n-prio", "lo": "n-prio",
+		"soft": "n-plain", "other": "n-plain"}
+	for name, node := range want {
+		if got := v.target("ns/" + name); got != node {
+			t.Errorf("%s: nominated for %q, want %q", name, got, node)
+		}
+	}
+}

@@ -153,7 +153,14 @@ func (w *nominationWatch) synced() bool {
 
 // view returns the decision inputs over plan and the Nodes node returns.
 func (w *nominationWatch) view(plan *nominationPlan, node func(string) *corev1.Node) nominationView {
-	return nominationView{plan: plan, node: node, observe: w.observe}
+	pods := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
+	return nominationView{plan: plan, node: node, observe: w.observe, pod: func(key string) *corev1.Pod {
+		if o, ok, _ := pods.GetByKey(key); ok {
+			p, _ := o.(*corev1.Pod)
+			return p
+		}
+		return nil
+	}}
 }
 
 // enqueue queues the pod when its nomination should change; the worker decides again and waits
