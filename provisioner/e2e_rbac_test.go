@@ -1,17 +1,10 @@
 package provisioner_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,16 +18,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/manifest"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/catalog"
@@ -44,8 +35,11 @@ import (
 // deployManifest is the manifest whose RBAC TestRBAC checks.
 var deployManifest = filepath.Join("..", "deploy", "tiler.yaml")
 
+// The namespace and service account of the pods of deploy/tiler.yaml.
+const tilerNamespace, tilerServiceAccountName = "tiler-system", "tiler"
+
 // tilerServiceAccount is the user the API server sees for the pods of deploy/tiler.yaml.
-const tilerServiceAccount = "system:serviceaccount:tiler-system:tiler"
+var tilerServiceAccount = manifest.User(tilerNamespace, tilerServiceAccountName)
 
 // TestRBAC runs the controller as the service account of deploy/tiler.yaml, with only the
 // manifest's Roles and bindings, on a real control plane (kube-apiserver authorizes with
@@ -58,9 +52,9 @@ func TestRBAC(t *testing.T) {
 	cp := controlplane.ForTest(t, controlplane.Options{})
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	applyManifestRBAC(t, admin, deployManifest)
-	denied := &deniedRequests{}
-	tiler := kubernetes.NewForConfigOrDie(impersonate(cp.RESTConfig(), denied.wrap))
-	waitRBACActive(t, impersonate(cp.RESTConfig(), nil))
+	denied := &manifest.Denied{}
+	tiler := kubernetes.NewForConfigOrDie(manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, denied.Wrap))
+	waitRBACActive(t, manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, nil))
 
 	logs, observed := observer.New(zapcore.DebugLevel)
 	log := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, logs) })))
@@ -79,8 +73,8 @@ func TestRBAC(t *testing.T) {
 
 // reportRefusals fails the test for each request the API server refused with 403 and each log
 // entry that mentions "forbidden".
-func reportRefusals(t *testing.T, denied *deniedRequests, observed *observer.ObservedLogs) {
-	if reqs := denied.list(); len(reqs) > 0 {
+func reportRefusals(t *testing.T, denied *manifest.Denied, observed *observer.ObservedLogs) {
+	if reqs := denied.List(); len(reqs) > 0 {
 		t.Errorf("the API server refused %s %d distinct requests (deploy/tiler.yaml lacks a rule):\n  %s",
 			tilerServiceAccount, len(reqs), strings.Join(reqs, "\n  "))
 	}
@@ -264,94 +258,32 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 }
 
 // applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the
-// admin client; the Deployment and Service are not needed to run the controller in the test.
+// admin client; the Deployment and Service are not needed to run the controller in the test. The
+// manifest must have only these kinds, and each of the RBAC ones.
 func applyManifestRBAC(t *testing.T, admin kubernetes.Interface, path string) {
 	t.Helper()
-	ctx := context.Background()
-	objs, err := decodeManifest(path)
+	objs, err := manifest.Decode(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
 	for _, o := range objs {
-		switch o := o.(type) {
-		case *corev1.Namespace:
-			_, err = admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.ServiceAccount:
-			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		switch o.(type) {
+		case *corev1.Namespace, *corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
+			kinds[fmt.Sprintf("%T", o)]++
 		case *appsv1.Deployment, *corev1.Service:
-			continue
 		default:
 			t.Fatalf("%s: unexpected %T", path, o)
 		}
-		if err != nil {
-			t.Fatalf("%s: creating %T: %v", path, o, err)
-		}
-		kinds[fmt.Sprintf("%T", o)]++
 	}
 	for _, k := range []string{"*v1.Namespace", "*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.Role", "*v1.RoleBinding"} {
 		if kinds[k] == 0 {
 			t.Fatalf("%s has no %s", path, strings.TrimPrefix(k, "*v1."))
 		}
 	}
-}
-
-// decodeManifest decodes every document of a multi-document YAML file into typed objects.
-func decodeManifest(path string) ([]runtime.Object, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	if err := manifest.ApplyRBAC(context.Background(), admin, objs); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	var objs []runtime.Object
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if strings.TrimSpace(stripComments(string(doc))) == "" {
-			continue
-		}
-		o, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		objs = append(objs, o)
-	}
-}
-
-func stripComments(doc string) string {
-	var b strings.Builder
-	for line := range strings.Lines(doc) {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			b.WriteString(line)
-		}
-	}
-	return b.String()
-}
-
-// impersonate returns the admin configuration acting as the manifest's service account, with the
-// groups a token of that account carries; wrap, when set, sees every round trip.
-func impersonate(admin *rest.Config, wrap func(http.RoundTripper) http.RoundTripper) *rest.Config {
-	c := rest.CopyConfig(admin)
-	c.Impersonate = rest.ImpersonationConfig{UserName: tilerServiceAccount,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tiler-system", "system:authenticated"}}
-	if wrap != nil {
-		c.Wrap(wrap)
-	}
-	return c
 }
 
 // waitRBACActive waits until the API server's authorizer has the new bindings (it reads them
@@ -368,44 +300,6 @@ func waitRBACActive(t *testing.T, c *rest.Config) {
 		t.Fatalf("listing Secrets as %s: %v, want forbidden (is the impersonation in effect?)", tilerServiceAccount, err)
 	}
 }
-
-// deniedRequests records the requests the API server answered with 403 Forbidden.
-type deniedRequests struct {
-	mu   sync.Mutex
-	reqs []string
-}
-
-func (d *deniedRequests) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(r)
-		if err == nil && resp.StatusCode == http.StatusForbidden {
-			d.mu.Lock()
-			d.reqs = append(d.reqs, r.Method+" "+r.URL.RequestURI())
-			d.mu.Unlock()
-		}
-		return resp, err
-	})
-}
-
-// list returns the distinct refused requests, each with how often it was refused, sorted.
-func (d *deniedRequests) list() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := map[string]int{}
-	for _, r := range d.reqs {
-		n[r]++
-	}
-	out := make([]string, 0, len(n))
-	for r, k := range n {
-		out = append(out, fmt.Sprintf("%s (%d×)", r, k))
-	}
-	sort.Strings(out)
-	return out
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func hasReservationToleration(p *corev1.Pod) bool {
 	for _, tol := range p.Spec.Tolerations {

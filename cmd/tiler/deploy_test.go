@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,13 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/manifest"
 )
 
 // deployManifest is the manifest of `tiler run` in a cluster.
@@ -97,26 +90,13 @@ func TestDeployLeaderElectionRBAC(t *testing.T) {
 	cp := controlplane.ForTest(t, controlplane.Options{})
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	objs := decodeDeployManifest(t)
-	applyRBAC(t, admin, objs)
+	if err := manifest.ApplyRBAC(context.Background(), admin, objs); err != nil {
+		t.Fatalf("%s: %v", deployManifest, err)
+	}
 	sa := only[*corev1.ServiceAccount](t, objs)
-	user := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
-	var mu sync.Mutex
-	var denied []string
-	c := rest.CopyConfig(cp.RESTConfig())
-	c.Impersonate = rest.ImpersonationConfig{UserName: user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"}}
-	probe := kubernetes.NewForConfigOrDie(rest.CopyConfig(c))
-	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			resp, err := rt.RoundTrip(r)
-			if err == nil && resp.StatusCode == http.StatusForbidden {
-				mu.Lock()
-				denied = append(denied, r.Method+" "+r.URL.RequestURI())
-				mu.Unlock()
-			}
-			return resp, err
-		})
-	})
+	denied := &manifest.Denied{}
+	c := manifest.Impersonate(cp.RESTConfig(), sa.Namespace, sa.Name, denied.Wrap)
+	probe := kubernetes.NewForConfigOrDie(manifest.Impersonate(cp.RESTConfig(), sa.Namespace, sa.Name, nil))
 	// The authorizer reads new bindings through an informer.
 	waitFor(t, 30*time.Second, "the RBAC bindings to take effect", func() bool {
 		_, err := probe.CoreV1().ConfigMaps(sa.Namespace).List(context.Background(), metav1.ListOptions{Limit: 1})
@@ -151,10 +131,9 @@ func TestDeployLeaderElectionRBAC(t *testing.T) {
 	if err != nil || (lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "") {
 		t.Errorf("the Lease was not released on shutdown: %+v, %v", lease.Spec, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(denied) > 0 {
-		t.Errorf("the API server refused %s:\n  %s", user, strings.Join(denied, "\n  "))
+	if reqs := denied.List(); len(reqs) > 0 {
+		t.Errorf("the API server refused %s %d distinct requests:\n  %s",
+			manifest.User(sa.Namespace, sa.Name), len(reqs), strings.Join(reqs, "\n  "))
 	}
 }
 
@@ -205,10 +184,6 @@ func awsProviderConfig(t *testing.T, args []string) (awscloud.Config, error) {
 	}
 	return c, c.ValidateProvider()
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func checkSecurityContext(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 	t.Helper()
@@ -292,32 +267,6 @@ func refersTo(ref intstr.IntOrString, port corev1.ContainerPort) bool {
 	return ref.IntVal == port.ContainerPort
 }
 
-// applyRBAC creates the manifest's Namespace, ServiceAccount and RBAC objects.
-func applyRBAC(t *testing.T, admin kubernetes.Interface, objs []kruntime.Object) {
-	t.Helper()
-	ctx := context.Background()
-	for _, o := range objs {
-		var err error
-		switch o := o.(type) {
-		case *corev1.Namespace:
-			_, err = admin.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
-		case *corev1.ServiceAccount:
-			_, err = admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = admin.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.Role:
-			_, err = admin.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = admin.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		}
-		if err != nil {
-			t.Fatalf("creating %T: %v", o, err)
-		}
-	}
-}
-
 // only returns the one object of type T in objs.
 func only[T kruntime.Object](t *testing.T, objs []kruntime.Object) T {
 	t.Helper()
@@ -337,38 +286,9 @@ func only[T kruntime.Object](t *testing.T, objs []kruntime.Object) T {
 // decodeDeployManifest decodes every document of deploy/tiler.yaml into a typed object.
 func decodeDeployManifest(t *testing.T) []kruntime.Object {
 	t.Helper()
-	f, err := os.Open(deployManifest)
+	objs, err := manifest.Decode(deployManifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	var objs []kruntime.Object
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", deployManifest, err)
-		}
-		if !hasContent(doc) {
-			continue
-		}
-		o, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: document %d: %v", deployManifest, len(objs)+1, err)
-		}
-		objs = append(objs, o)
-	}
-}
-
-// hasContent reports whether a YAML document has more than comments and blank lines.
-func hasContent(doc []byte) bool {
-	for line := range strings.Lines(string(doc)) {
-		if s := strings.TrimSpace(line); s != "" && s != "---" && !strings.HasPrefix(s, "#") {
-			return true
-		}
-	}
-	return false
+	return objs
 }
