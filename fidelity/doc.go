@@ -13,7 +13,8 @@
 //   - pessimistic: the plan called the pod unschedulable but the scheduler bound it on a bought node.
 //
 // Every pod is tagged with the constraint kinds it carries (Kinds), and Report tallies the three
-// rates per kind, once with provisioner.Config.Nominate on and once off.
+// rates per kind and Mode: ModeOn (the production default: nominations and node reservations,
+// provisioner.Config.Nominate and Reserve), ModeNominations (nominations only) and ModeOff.
 //
 // # Scenarios
 //
@@ -35,14 +36,17 @@
 // window the harness calls Reconcile a second time, as the controller loop would on the Node
 // events, so that the controller sets its nominations (status.nominatedNodeName); the harness
 // checks that this second call launches nothing. Then the gate opens, the nodes turn Ready, their
-// devices appear after the device delay, and the scheduler binds.
+// devices appear after the device delay, and the scheduler binds. In ModeOn the Nodes register with
+// their reservation taints and the planned pods carry the tolerations, added before the launch;
+// the controller's reservation loop (started with its informers) ends each reservation once its
+// pods are bound.
 //
 // # Running
 //
 // The tests need the control-plane binaries (make controlplane). TestFidelity runs a few fixed
 // seeds and the regression scenarios of testdata/ in `make test`; `make fidelity SEEDS=N` (or
 // `tiler fidelity --seeds N`) runs a Campaign over N seeds and prints the agreement per constraint
-// kind. Regression scenarios that show a known bug name it in their skip field and are skipped
+// kind and mode (MODES=on,nominations,off or --modes choose them). Regression scenarios that show a known bug name it in their skip field and are skipped
 // (FIDELITY_RUN_SKIPPED=1 runs them and logs what they show); scenarios of a deliberate difference
 // list the verdicts they accept.
 package fidelity

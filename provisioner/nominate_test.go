@@ -238,7 +238,7 @@ func TestNominationSpreadPairs(t *testing.T) {
 	pods := map[string]*corev1.Pod{}
 	for _, p := range []*corev1.Pod{
 		pod("pair-0", "a1", 100, true), pod("pair-1", "a1", 100, true), // one node: block each other
-		pod("alone", "a1", 100, true), // its node holds no other a1 pod
+		pod("alone", "a1", 100, true),                         // its node holds no other a1 pod
 		pod("hi", "a1", 100, true), pod("lo", "a1", 0, false), // lo is not counted for hi (lower priority)
 		pod("soft", "a1", 0, false), pod("other", "web", 0, false), // no constraint on that node counts them
 	} {
