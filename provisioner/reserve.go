@@ -176,44 +176,11 @@ func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *
 	if !w.c.cfg.Reserve || plan == nil {
 		return
 	}
-	values := map[string][]string{} // pod key → reservation values
-	for _, n := range plan.NewNodes {
-		if !validReservation(n.Name) {
-			continue
-		}
-		for _, key := range n.Pods {
-			values[key] = append(values[key], n.Name)
-		}
-	}
-	// Node name in the plan → reservation value: a launch whose Node has not registered is in the
-	// plan under its launch ID; a registered Node under its name, reserved while it has the taint
-	// (whose value may still be cloudprovider.ReservationPending: the launch ID is what it becomes).
-	reserved := map[string]string{}
-	for _, r := range recs {
-		if !validReservation(r.LaunchID) {
-			continue
-		}
-		if n := idx.forRecord(r); n == nil {
-			reserved[r.NodeName] = r.LaunchID
-		} else if _, ok := reservationValue(n); ok {
-			reserved[n.Name] = r.LaunchID
-		}
-	}
-	for _, en := range plan.ExistingNodes {
-		v, ok := reserved[en.Name]
-		if !ok {
-			if n, err := w.c.factory.Core().V1().Nodes().Lister().Get(en.Name); err == nil {
-				v, ok = reservationValue(n)
-				ok = ok && v != cloudprovider.ReservationPending
-			}
-		}
-		if !ok {
-			continue
-		}
-		for _, key := range en.Pods {
-			values[key] = append(values[key], v)
-		}
-	}
+	nodes := w.c.factory.Core().V1().Nodes().Lister()
+	values := reservationValues(plan, recs, idx, func(name string) *corev1.Node {
+		n, _ := nodes.Get(name)
+		return n
+	})
 	// Only pods the API server has: pre-scale reservations are pods of the simulation alone.
 	pods := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
 	keys := make([]string, 0, len(values))
@@ -467,4 +434,63 @@ func readySince(n *corev1.Node) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// reservationValues returns, for each pod the plan puts on a reserved node, the reservation values
+// it must tolerate: the new nodes' (value: launch ID = planned name) and those of existing or
+// in-flight nodes still reserved (value: the launch ID of their record, or the Node's taint) —
+// except, for a pod whose own planned node is still reserved for it, another reserved node's.
+// node returns a Node by name (nil: none).
+func reservationValues(plan *simulator.Plan, recs []LaunchRecord, idx nodeIndex, node func(string) *corev1.Node) map[string][]string {
+	values := map[string][]string{} // pod key → reservation values
+	for _, n := range plan.NewNodes {
+		if !validReservation(n.Name) {
+			continue
+		}
+		for _, key := range n.Pods {
+			values[key] = append(values[key], n.Name)
+		}
+	}
+	// Node name in the plan → reservation value: a launch whose Node has not registered is in the
+	// plan under its launch ID; a registered Node under its name, reserved while it has the taint
+	// (whose value may still be cloudprovider.ReservationPending: the launch ID is what it becomes).
+	reserved := map[string]string{}
+	holds := map[string]string{} // pod key → launch ID of the reservation it was planned into, still standing
+	for _, r := range recs {
+		if !validReservation(r.LaunchID) {
+			continue
+		}
+		if n := idx.forRecord(r); n == nil {
+			reserved[r.NodeName] = r.LaunchID
+		} else if _, ok := reservationValue(n); ok {
+			reserved[n.Name] = r.LaunchID
+		} else {
+			continue
+		}
+		for _, key := range r.Pods {
+			holds[key] = r.LaunchID
+		}
+	}
+	for _, en := range plan.ExistingNodes {
+		v, ok := reserved[en.Name]
+		if !ok {
+			if n := node(en.Name); n != nil {
+				v, ok = reservationValue(n)
+				ok = ok && v != cloudprovider.ReservationPending
+			}
+		}
+		if !ok {
+			continue
+		}
+		for _, key := range en.Pods {
+			// A pod whose own planned node is still reserved for it keeps that one: a later plan
+			// that shuffles in-flight pods between reserved nodes would only let the scheduler
+			// swap them (the launch records and the nominations keep the first plan).
+			if lid, ok := holds[key]; ok && lid != v {
+				continue
+			}
+			values[key] = append(values[key], v)
+		}
+	}
+	return values
 }
