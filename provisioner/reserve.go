@@ -121,13 +121,24 @@ func (w *reservationWatch) register() {
 		return
 	}
 	f := w.c.factory
+	// Only the transition matters: a bound pod keeps its tolerations, and its later status updates
+	// must not rescan every pod.
 	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, o any) {
-			if p, ok := o.(*corev1.Pod); ok && len(reservedValues(p)) > 0 && !waitingPod(p) {
+		UpdateFunc: func(old, o any) {
+			before, ok1 := old.(*corev1.Pod)
+			p, ok2 := o.(*corev1.Pod)
+			if ok1 && ok2 && waitingPod(before) && !waitingPod(p) && len(reservedValues(p)) > 0 {
 				w.poke()
 			}
 		},
-		DeleteFunc: func(any) { w.poke() },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if p, ok := o.(*corev1.Pod); !ok || len(reservedValues(p)) > 0 {
+				w.poke()
+			}
+		},
 	})
 	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { w.pokeNode(o) },
@@ -181,12 +192,21 @@ func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *
 		n, _ := nodes.Get(name)
 		return n
 	})
-	// Only pods the API server has: pre-scale reservations are pods of the simulation alone.
+	// Only pods the API server has (pre-scale reservations are pods of the simulation alone) and
+	// that lack a toleration in the cache (a re-plan of in-flight pods mostly finds them there).
 	pods := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
 	keys := make([]string, 0, len(values))
-	for k := range values {
-		if _, exists, _ := pods.GetByKey(k); exists {
-			keys = append(keys, k)
+	for k, vs := range values {
+		o, exists, _ := pods.GetByKey(k)
+		if !exists {
+			continue
+		}
+		p := o.(*corev1.Pod)
+		for _, v := range vs {
+			if !toleratesReservation(p, v) {
+				keys = append(keys, k)
+				break
+			}
 		}
 	}
 	if len(keys) == 0 {
