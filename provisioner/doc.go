@@ -11,4 +11,9 @@
 // (nodeIndex): the simulated cloud and GCE register Nodes under the planned name, but an EKS node
 // registers under its EC2 private DNS name. The record then keeps that name (NodeName), while the
 // launch ID stays the planned one.
+//
+// While its nodes boot, the controller tells kube-scheduler what it planned, so that the pods land
+// where the plan put them: each planned pod is nominated to its node (status.nominatedNodeName,
+// nominate.go), and each bought node is reserved for its planned pods by the taint
+// tiler.dev/reserved=<launch ID>, which only they tolerate, until they are bound (reserve.go).
 package provisioner
