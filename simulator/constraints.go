@@ -59,6 +59,7 @@ func (s *state) parsePodConstraints(pi *podInfo) error {
 		if c.MinDomains != nil {
 			sc.minDomains = *c.MinDomains
 		}
+		sc.honorTaints = c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 		pi.spread = append(pi.spread, sc)
 	}
 	if p.Spec.Affinity != nil && p.Spec.Affinity.PodAffinity != nil {

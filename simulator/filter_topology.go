@@ -64,7 +64,7 @@ func (s *state) minCount(pi *podInfo, c *spreadConstraint) int32 {
 	if c.key == LabelHostname {
 		return 0
 	}
-	domains := s.eligibleDomains(pi.sig, c.key)
+	domains := s.eligibleDomains(pi.sig, c.key, c.honorTaints)
 	if int32(len(domains)) < c.minDomains || len(domains) == 0 {
 		return 0
 	}
@@ -76,10 +76,16 @@ func (s *state) minCount(pi *podInfo, c *spreadConstraint) int32 {
 	return m
 }
 
-// eligibleDomains lists, cached per signature and key, the key's values on the nodes and
-// offerings that pods of the signature may use.
-func (s *state) eligibleDomains(sig int, key string) []string {
-	k := [2]int{sig, s.keyIndex(key)}
+// eligibleDomains lists, cached per signature and key, the key's values on the existing nodes
+// that count as domains for pods of the signature — those matching their node affinity, and,
+// only with nodeTaintsPolicy Honor, whose taints they tolerate (kube-scheduler's default Ignore
+// counts a tainted node's domain) — and on the offerings they may use.
+func (s *state) eligibleDomains(sig int, key string, honorTaints bool) []string {
+	honor := 0
+	if honorTaints {
+		honor = 1
+	}
+	k := [3]int{sig, s.keyIndex(key), honor}
 	if d, ok := s.eligible[k]; ok {
 		return d
 	}
@@ -92,7 +98,7 @@ func (s *state) eligibleDomains(sig int, key string) []string {
 		}
 	}
 	for _, n := range s.nodes {
-		if n.existing && s.nodeCompatible(sig, n) {
+		if n.existing && (honorTaints && s.nodeCompatible(sig, n) || !honorTaints && s.affinityMatches(sig, n.node)) {
 			v, ok := n.labels[key]
 			add(v, ok)
 		}

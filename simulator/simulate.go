@@ -71,6 +71,7 @@ func Simulate(in Input) (*Plan, error) {
 		s.split()
 	}
 	s.exactSmall()
+	s.keepSpreadDomains()
 	s.addMinNodes()
 	return s.buildPlan(), nil
 }
@@ -91,7 +92,7 @@ type state struct {
 	sigPods    []*corev1.Pod // a representative pod per signature
 	compat     [][]bool      // per signature, per offering
 	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
-	eligible   map[[2]int][]string
+	eligible   map[[3]int][]string
 	reasons    map[*podInfo]UnschedulablePod
 	matchCache map[string][2][]int
 	keys       map[string]int
@@ -123,7 +124,7 @@ func newState(in Input) (*state, error) {
 		in.Options.NodeNamePrefix = "tiler-"
 	}
 	s := &state{in: in, cat: in.Catalog, dims: newDims(), trackers: newTrackers(), sigs: map[string]int{},
-		eligible: map[[2]int][]string{}, reasons: map[*podInfo]UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
+		eligible: map[[3]int][]string{}, reasons: map[*podInfo]UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
 	s.in.Policy = pol
 	for i := range pol.Pools {
 		s.pools = append(s.pools, &poolInfo{Pool: &pol.Pools[i], index: i})

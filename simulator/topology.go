@@ -34,6 +34,9 @@ type spreadConstraint struct {
 	hard       bool // DoNotSchedule
 	minDomains int32
 	selfMatch  bool
+	// honorTaints: nodeTaintsPolicy Honor (default Ignore: nodes whose taints the pod does not
+	// tolerate still count as domains).
+	honorTaints bool
 }
 
 // podAffinityTerm is a parsed required pod affinity or anti-affinity term.

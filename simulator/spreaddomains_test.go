@@ -1,0 +1,83 @@
+package simulator_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
+)
+
+// TestNewNodesKeepSpreadDomains (fidelity regression spread-domain-of-tainted-gpu-node):
+// kube-scheduler counts every node matching a spread pod's node affinity as a domain, tainted or
+// not, so the GPU nodes bought for other pods must not open a zone the zone-spread pods cannot
+// use (their pool buys in 1b and 1c only): with maxSkew 1, that empty domain would leave room for
+// one spread pod per zone. An existing tainted node in another zone counts as a domain too.
+func TestNewNodesKeepSpreadDomains(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Parse([]byte(`apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: general
+  instanceFamilies: [m6i]
+  zones: [us-east-1b, us-east-1c]
+  requirements: [{key: tiler.dev/gpu-count, operator: DoesNotExist}]
+- name: gpu
+  instanceFamilies: [g6]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spreadPods := func(snap *snapshot.Snapshot) {
+		for i := 0; i < 4; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("web-"+itoa(i)).Label("app", "web").CPU("100m").Mem("2Gi").
+				Spread(corev1.LabelTopologyZone, 1, true).Obj())
+		}
+	}
+	t.Run("new GPU nodes", func(t *testing.T) {
+		snap := &snapshot.Snapshot{}
+		spreadPods(snap)
+		for i := 0; i < 2; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("infer-"+itoa(i)).CPU("4").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").Obj())
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range plan.NewNodes {
+			if n.Zone != "us-east-1b" && n.Zone != "us-east-1c" {
+				t.Errorf("node %s (%s) bought in %s: a zone-spread domain the web pods cannot use", n.Name, n.Pool, n.Zone)
+			}
+		}
+		if len(plan.Unschedulable) != 0 {
+			t.Errorf("unschedulable: %v", plan.Unschedulable)
+		}
+	})
+	t.Run("existing tainted node", func(t *testing.T) {
+		snap := &snapshot.Snapshot{}
+		n := simtest.Node("infra-0", "m7i.2xlarge", "us-east-1a", simtest.Resources("cpu", "8", "memory", "32Gi", "pods", "110"))
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}}
+		snap.Nodes = append(snap.Nodes, n)
+		spreadPods(snap)
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Domains 1a (0 pods, tainted), 1b, 1c: one web pod per zone fits, the others do not.
+		placed := 0
+		for _, n := range plan.NewNodes {
+			placed += len(n.Pods)
+		}
+		if placed != 2 || len(plan.Unschedulable) != 2 {
+			t.Errorf("%d web pods placed, %d unschedulable; want 2 and 2 (the tainted node's zone is a domain)", placed, len(plan.Unschedulable))
+		}
+	})
+}
