@@ -24,12 +24,14 @@ import (
 )
 
 // fleetCloud answers like an EC2 instant fleet: it launches the first offering of the request,
-// its own or a fallback, whose instance type is not refused, and reports the refused ones it
-// passed. It records every request.
+// its own or a fallback, whose instance type is not refuseType, and reports the refused ones it
+// passed — plus, once, the offerings in report (as a fleet that launched one pool and refused
+// others in the same answer). It records every request.
 type fleetCloud struct {
-	mu       sync.Mutex
-	refuse   catalog.InstanceTypeName
-	requests []cloudprovider.LaunchRequest
+	mu         sync.Mutex
+	refuseType catalog.InstanceTypeName
+	report     []cloudprovider.OfferingRef
+	requests   []cloudprovider.LaunchRequest
 }
 
 var _ cloudprovider.UnavailableReporter = (*fleetCloud)(nil)
@@ -45,9 +47,10 @@ func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovid
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests = append(c.requests, r)
-	var refused []cloudprovider.OfferingRef
+	refused := c.report
+	c.report = nil
 	for _, o := range append([]cloudprovider.OfferingRef{r.Offering}, r.Fallbacks...) {
-		if o.InstanceType == c.refuse {
+		if o.InstanceType == c.refuseType {
 			refused = append(refused, o)
 			continue
 		}
@@ -77,7 +80,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	first := planned(t, cat, pod)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
 	kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}, pod)
-	cloud := &fleetCloud{refuse: first.InstanceType}
+	cloud := &fleetCloud{refuseType: first.InstanceType}
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
 	reg := prometheus.NewRegistry()

@@ -2,7 +2,6 @@ package provisioner_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,40 +19,6 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
-
-// reportingCloud launches every request as asked and, like an EC2 instant fleet that launched one
-// pool and refused others in the same answer, reports the offerings in refuse as refused by its
-// next launch. It records every request.
-type reportingCloud struct {
-	mu       sync.Mutex
-	refuse   []cloudprovider.OfferingRef
-	requests []cloudprovider.LaunchRequest
-}
-
-var _ cloudprovider.UnavailableReporter = (*reportingCloud)(nil)
-
-func (c *reportingCloud) Name() string { return "reporting" }
-
-func (c *reportingCloud) Create(ctx context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
-	inst, _, err := c.CreateReportingUnavailable(ctx, r)
-	return inst, err
-}
-
-func (c *reportingCloud) CreateReportingUnavailable(_ context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.requests = append(c.requests, r)
-	refused := c.refuse
-	c.refuse = nil
-	return &cloudprovider.Instance{ID: "i-" + r.LaunchID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool,
-		Offering: r.Offering, State: "pending"}, refused, nil
-}
-
-func (c *reportingCloud) Get(_ context.Context, id string) (*cloudprovider.Instance, error) {
-	return nil, &cloudprovider.NotFoundError{ID: id}
-}
-func (c *reportingCloud) List(context.Context) ([]*cloudprovider.Instance, error) { return nil, nil }
-func (c *reportingCloud) Delete(context.Context, string) error                    { return nil }
 
 // plainCloud hides CreateReportingUnavailable: a provider that only has Create.
 type plainCloud struct{ cloudprovider.Provider }
@@ -79,7 +44,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
 			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}, podA)
-			cloud := &reportingCloud{refuse: []cloudprovider.OfferingRef{refused}}
+			cloud := &fleetCloud{report: []cloudprovider.OfferingRef{refused}}
 			var provider cloudprovider.Provider = cloud
 			if !tt.reporting {
 				provider = plainCloud{cloud}
