@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,13 +59,7 @@ func TestCatalogEmbeddedJSON(t *testing.T) {
 // DescribeSpotPriceHistory. Credentials come from the environment, as the SDK's default chain
 // reads them; no shared config file or IMDS is consulted.
 func TestCatalogAWSWire(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRETTEST")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "credentials"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	setAWSTestEnv(t)
 	run := func(t *testing.T, output string) string {
 		srv := awstest.NewServer(t)
 		scriptAWSCatalog(t, srv)
