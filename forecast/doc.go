@@ -58,12 +58,17 @@
 // forecast from the same time last week, and on workloads whose weekends differ it can beat the
 // daily model long before the cycle can be confirmed (crane's input2: two weeks of CPU usage, a
 // busier weekend, daily jobs at fixed minutes). So while the detected cycle is a day — or a week
-// not yet confirmable — and a week and a horizon of history exist, the daily stack has two
-// rivals: the weekly stack, and the weekly profile alone (the median of the same time in the past
-// weeks; with little history the stack's level terms add more noise than they remove). At every
-// refit each expert's forecasts for the targets of the last week are replayed as they would have
-// been made — from their own origins, with the weights of the last refit before them — and the
-// forecast is the mix weighted by the inverse of each expert's mean absolute error there.
+// not yet confirmable — and a week and a horizon of history exist, the daily stack has four
+// rivals: the weekly stack; the weekly profile alone (the median of the same time in the past
+// weeks; with little history the stack's level terms add more noise than they remove); and the
+// weekday/weekend stack and profile, whose profile is the median of the same time of day on the
+// last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in UTC) — it
+// knows the weekend from one week of history like the weekly rivals, but takes its median over
+// five weekdays instead of copying last Tuesday's one-off batch job. At every refit each
+// expert's forecasts for the targets of the last week are replayed as they would have been
+// made — from their own origins, with the weights of the last refit before them — and the
+// forecast is the mix weighted by (1/MAE)⁸ of each expert's mean absolute error there: an
+// expert 10 % worse than the best keeps half the weight, 25 % worse a sixth.
 // Weighing rather than picking keeps a rival in play while the evidence is a few days old; a
 // confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names the expert with
 // the largest weight.

@@ -26,12 +26,17 @@ func (e expert) weightsAt(o, window int) weights {
 	return e.m.weightsAt(o, window)
 }
 
-// name is the model name forecasts carry: "seasonal/day", "seasonal/week" or "profile/week".
+// name is the model name forecasts carry: "seasonal/" or "profile/" followed by "day", "week"
+// or "weekday-weekend".
 func (e expert) name() string {
-	if e.profile {
-		return "profile/" + e.m.period.String()
+	p := e.m.period.String()
+	if e.m.weekend != nil {
+		p = "weekday-weekend"
 	}
-	return "seasonal/" + e.m.period.String()
+	if e.profile {
+		return "profile/" + p
+	}
+	return "seasonal/" + p
 }
 
 // ensemble is what a refit decides: the experts, how much each counts, and the margin.
@@ -48,20 +53,21 @@ type ensemble struct {
 
 // candidates returns the experts that may forecast at o, the detected period's stack first. A
 // week of history is enough to forecast from the same time last week, though not to confirm a
-// weekly cycle (that takes two), so while the cycle is daily or unconfirmed the weekly stack and
-// the weekly profile alone join as rivals once a week and a horizon of history exist — unless
-// Options.Period forces the day.
+// weekly cycle (that takes two), so while the cycle is daily or unconfirmed the weekly and the
+// weekday/weekend stacks and profiles join as rivals once a week and a horizon of history
+// exist — unless Options.Period forces the day.
 func (w *Walker) candidates(o int) []expert {
 	c := []expert{{m: w.model(w.period)}}
 	if w.period == PeriodDay && w.opts.Period != PeriodDay && observedSpan(w.s.Values[:o+1]) >= w.s.Steps(Week)+w.h {
 		wk := w.model(PeriodWeek)
 		c = append(c, expert{m: wk}, expert{m: wk, profile: true})
+		dk := w.dayKinds()
+		c = append(c, expert{m: dk}, expert{m: dk, profile: true})
 	}
 	return c
 }
 
-// refitAt fits every candidate at origin o and weighs them by the inverse of their out-of-sample
-// absolute error over the last evalWindow of targets that all of them forecast (mixWeights).
+// refitAt fits every candidate at origin o and weighs them by their out-of-sample absolute error over the last evalWindow of targets that all of them forecast (mixWeights).
 func (w *Walker) refitAt(o int) ensemble {
 	window := w.s.Steps(fitWindow)
 	e := ensemble{at: o, experts: w.candidates(o), bins: newPhaseBins(w.s)}
@@ -74,8 +80,14 @@ func (w *Walker) refitAt(o int) ensemble {
 	return e
 }
 
-// mixWeights returns the combination weights of the experts at origin o: 1/MAEᵢ normalised,
-// where MAEᵢ is expert i's mean absolute error over the targets of the last evalWindow, each
+// mixSharpness is the power the experts' inverse errors are raised to: an expert 10 % worse than
+// the best gets 0.47× its weight, 25 % worse 0.17×. Plain inverse errors (power 1) still gave an
+// expert twice as bad a third of the weight, which on crane's input2 mixed the daily stack's
+// weekend misses into every forecast (1-day WAPE 0.154 against 0.144 with power 8).
+const mixSharpness = 8
+
+// mixWeights returns the combination weights of the experts at origin o: (1/MAEᵢ)^mixSharpness
+// normalised, where MAEᵢ is expert i's mean absolute error over the targets of the last evalWindow, each
 // forecast as the walker would have made it (pastForecasts). Weighing by inverse error rather
 // than picking the best keeps a rival in play when the evidence is a few days old, which is all
 // there is before a second week confirms or refutes a weekly cycle. With one expert, or less
@@ -101,9 +113,13 @@ func (w *Walker) mixWeights(o int, experts []expert) []float64 {
 	if n < w.s.Steps(Day) {
 		return mix
 	}
+	best := math.Inf(1)
+	for _, e := range errs {
+		best = math.Min(best, math.Max(e, 1e-12))
+	}
 	sum := 0.0
 	for i, e := range errs {
-		mix[i] = 1 / math.Max(e/float64(n), 1e-12)
+		mix[i] = math.Pow(best/math.Max(e, 1e-12), mixSharpness)
 		sum += mix[i]
 	}
 	for i := range mix {

@@ -53,7 +53,9 @@ type Forecast struct {
 	// Upper is the value the margin quantile covers; capacity is bought for this.
 	Upper float64
 	// Model names the model: "seasonal/day", "seasonal/week", "profile/week" (the weekly profile
-	// alone) or "holt"; when several are combined, the one with the largest weight.
+	// alone), "seasonal/weekday-weekend", "profile/weekday-weekend" (the daily model whose profile
+	// takes only days of the target's kind) or "holt"; when several are combined, the one with
+	// the largest weight.
 	Model string
 	// Period is the period the model used.
 	Period Period

@@ -28,23 +28,26 @@ var priorWeights = weights{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0, 0}
 // target never looks past that target's forecast origin.
 type seasonal struct {
 	period Period
-	y      []float64
-	per    int // period in steps
-	shift  int // the latest same-time-of-day lag usable at this horizon, in steps
-	wshift int // the latest same-time-of-week lag usable at this horizon, in steps
-	h      int // horizon in steps
-	k0     int // first cycle back whose value is known at the origin
-	cycles int
-	last   int
-	short  int
-	long   int
-	prof   []float64 // memoised profile; NaN until computed or where undefined
-	done   []bool
-	cy, cp []float64 // prefix sums of y and profile over points where both are defined
-	cn     []int     // prefix counts of those points
-	wa, wb []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
-	feats  []featureRow
-	fits   map[int]weights
+	// weekend, when set, makes this a daily model whose profile takes only days of the target's
+	// kind (weekend[i] tells whether index i falls on a Saturday or Sunday): see dayKinds.
+	weekend []bool
+	y       []float64
+	per     int // period in steps
+	shift   int // the latest same-time-of-day lag usable at this horizon, in steps
+	wshift  int // the latest same-time-of-week lag usable at this horizon, in steps
+	h       int // horizon in steps
+	k0      int // first cycle back whose value is known at the origin
+	cycles  int
+	last    int
+	short   int
+	long    int
+	prof    []float64 // memoised profile; NaN until computed or where undefined
+	done    []bool
+	cy, cp  []float64 // prefix sums of y and profile over points where both are defined
+	cn      []int     // prefix counts of those points
+	wa, wb  []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
+	feats   []featureRow
+	fits    map[int]weights
 }
 
 // featureRow memoises the predictors of one target: every fit and every past forecast replayed
@@ -57,7 +60,7 @@ type featureRow struct {
 // weights are the stack's fitted weights.
 type weights [nFeatures]float64
 
-func newSeasonal(s Series, period Period, h, cycles int) *seasonal {
+func newSeasonal(s Series, period Period, h, cycles int, kinds bool) *seasonal {
 	per := s.Steps(period.Duration())
 	day := s.Steps(Day)
 	m := &seasonal{
@@ -73,9 +76,20 @@ func newSeasonal(s Series, period Period, h, cycles int) *seasonal {
 		feats:  make([]featureRow, len(s.Values)+h+1),
 		period: period, fits: map[int]weights{},
 	}
+	if kinds {
+		m.weekend = make([]bool, len(m.prof))
+		for i := range m.weekend {
+			d := s.TimeAt(i).Weekday()
+			m.weekend[i] = d == time.Saturday || d == time.Sunday
+		}
+	}
 	m.prefixSums()
 	return m
 }
+
+// dayKindLookback is how many days back a weekday/weekend profile looks for days of the
+// target's kind: five weeks hold ten weekend days.
+const dayKindLookback = 35
 
 // profile is the median of the values at the same phase k0..k0+cycles−1 periods before t.
 func (m *seasonal) profile(t int) float64 {
@@ -86,6 +100,20 @@ func (m *seasonal) profile(t int) float64 {
 		return m.prof[t]
 	}
 	vals := make([]float64, 0, m.cycles)
+	if m.weekend != nil {
+		// The same time of day on the last cycles days of the target's kind, within five weeks.
+		for k := m.k0; k < m.k0+dayKindLookback && len(vals) < m.cycles; k++ {
+			i := t - k*m.per
+			if i < 0 {
+				break
+			}
+			if i < len(m.y) && m.weekend[i] == m.weekend[t] && !math.IsNaN(m.y[i]) {
+				vals = append(vals, m.y[i])
+			}
+		}
+		m.prof[t], m.done[t] = median(vals), true
+		return m.prof[t]
+	}
 	for k := m.k0; k < m.k0+m.cycles; k++ {
 		if i := t - k*m.per; i >= 0 && i < len(m.y) && !math.IsNaN(m.y[i]) {
 			vals = append(vals, m.y[i])

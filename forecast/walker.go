@@ -19,6 +19,7 @@ type Walker struct {
 	redetect int
 	holt     *holt
 	models   map[Period]*seasonal
+	kinds    *seasonal // the weekday/weekend daily model, nil until a rival needs it
 	period   Period
 	reason   string
 	checked  int       // origin of the last period decision, -1 before the first
@@ -108,9 +109,18 @@ func (w *Walker) model(p Period) *seasonal {
 	if m, ok := w.models[p]; ok {
 		return m
 	}
-	m := newSeasonal(w.s, p, w.h, w.opts.Cycles)
+	m := newSeasonal(w.s, p, w.h, w.opts.Cycles, false)
 	w.models[p] = m
 	return m
+}
+
+// dayKinds returns the daily model whose profile takes weekdays for weekday targets and weekend
+// days for weekend ones.
+func (w *Walker) dayKinds() *seasonal {
+	if w.kinds == nil {
+		w.kinds = newSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, true)
+	}
+	return w.kinds
 }
 
 // observedSpan is the number of points from the first observed value to the end.
