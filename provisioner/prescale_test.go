@@ -264,6 +264,11 @@ func TestPrescalerReservesBeforeTheRamp(t *testing.T) {
 		if p.Labels[provisioner.ReservationLabel] != "chat" || p.Labels["app"] != "chat" || p.Spec.NodeName != "" {
 			t.Errorf("pod %s labels %v, node %q", p.Name, p.Labels, p.Spec.NodeName)
 		}
+		// The template gives the GPU as a limit only; the API server would default the request
+		// to it, and the simulation counts requests.
+		if q := p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]; q.Value() != 1 {
+			t.Errorf("pod %s requests %s GPUs, want the template's limit 1 as its request", p.Name, q.String())
+		}
 		if q := p.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; q.Value() != 1 || p.Spec.NodeSelector["tiler.dev/gpu-pool"] != "inference" {
 			t.Errorf("pod %s does not carry the template's GPU request and node selector: %+v", p.Name, p.Spec)
 		}
