@@ -34,6 +34,10 @@ type WorkloadForecast struct {
 	// MinReplicas and MaxReplicas bound the reservation; MaxReplicas is required.
 	MinReplicas int `json:"minReplicas,omitempty"`
 	MaxReplicas int `json:"maxReplicas"`
+	// Placeholders materialises the reservation as real pods of the lowest priority, one per
+	// reserved replica, with the template's resources: the room bought ahead is then held by pods
+	// the scheduler preempts the moment the workload's (or any other) pods need it.
+	Placeholders bool `json:"placeholders,omitempty"`
 }
 
 // WorkloadRef names a Deployment or StatefulSet, or carries an inline pod template for a

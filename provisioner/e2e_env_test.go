@@ -35,6 +35,8 @@ type env struct {
 	cancel  context.CancelFunc
 	cfg     provisioner.Config
 	started time.Time
+	// setup, when set, configures each controller before it runs (e.g. its pre-scaler).
+	setup func(*provisioner.Controller)
 }
 
 func testConfig() provisioner.Config {
@@ -49,6 +51,12 @@ func testConfig() provisioner.Config {
 }
 
 func newEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config)) *env {
+	t.Helper()
+	return newEnvSetup(t, cp, cfg, tweak, nil)
+}
+
+// newEnvSetup is newEnv with setup run on the controller before it starts.
+func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Controller)) *env {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	ctx := context.Background()
@@ -67,7 +75,7 @@ func newEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config,
 	if tweak != nil {
 		tweak(&simCfg)
 	}
-	e := &env{t: t, cp: cp, kube: kube, cat: cat, simCfg: simCfg, cfg: cfg}
+	e := &env{t: t, cp: cp, kube: kube, cat: cat, simCfg: simCfg, cfg: cfg, setup: setup}
 	e.start()
 	return e
 }
@@ -81,6 +89,9 @@ func (e *env) start() {
 	}
 	ctrl := e.newController(cloud)
 	ctrl.SetInterruptionSource(cloud.Interruptions())
+	if e.setup != nil {
+		e.setup(ctrl)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
 	go func() { _ = cloud.Run(ctx) }()

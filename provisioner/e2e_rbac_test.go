@@ -60,13 +60,14 @@ func TestRBAC(t *testing.T) {
 	log := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, logs) })))
 	// Runs also when a step below gives up waiting, to name the missing permission.
 	t.Cleanup(func() { reportRefusals(t, denied, observed) })
-	e := startRBACController(t, cp, admin, tiler, log)
+	e := startRBACController(t, cp, admin, tiler, log, nil)
 
 	bound := testRBACProvisions(t, e)
 	testRBACInterruption(t, e, bound)
 	testRBACRemovesEmptyNodes(t, e)
 	e.stop()
 	testRBACPrescaler(t, admin, tiler, log)
+	testRBACPlaceholders(t, cp, admin, tiler, log)
 	// Events go out asynchronously; give the last ones time to be refused.
 	time.Sleep(2 * time.Second)
 }
@@ -93,7 +94,8 @@ func reportRefusals(t *testing.T, denied *manifest.Denied, observed *observer.Ob
 // the service account's, in an env the e2e helpers accept. Empty nodes go after 10 s so that the
 // test can see the controller delete them; spot interruptions keep the node for 2 min (the
 // simulated cloud's default), long enough to see it cordoned and drained.
-func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger) *env {
+func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger,
+	setup func(*provisioner.Controller)) *env {
 	t.Helper()
 	cfg := testConfig()
 	cfg.EmptyNodeTTL = 10 * time.Second
@@ -113,6 +115,9 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 		t.Fatal(err)
 	}
 	ctrl.SetInterruptionSource(cloud.Interruptions())
+	if setup != nil {
+		setup(ctrl)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = cloud.Run(ctx) }()
@@ -255,6 +260,33 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 		t.Fatalf("pre-scaler decisions = %+v, want one without error", d)
 	}
 	waitEvent(t, admin, "llm", provisioner.ReasonPreScale)
+}
+
+// testRBACPlaceholders runs the controller with a pre-scaler whose forecast asks for placeholder
+// pods, as the service account: it creates their PriorityClass and the pods in tiler-system, and
+// deletes them once the forecast is gone.
+func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger) {
+	ctx := context.Background()
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", placeholderPolicy), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fp := newFakeProm()
+	fp.series[chatQuery] = diurnal
+	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
+	e := startRBACController(t, cp, admin, tiler, log, func(c *provisioner.Controller) {
+		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetPrescaler(p)
+	})
+	defer e.stop()
+	waitFor(t, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
 }
 
 // applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the

@@ -22,6 +22,8 @@ type Metrics struct {
 	Deletions            *prometheus.CounterVec
 	Interruptions        *prometheus.CounterVec
 	ReservationsEnded    *prometheus.CounterVec
+	// Placeholders counts placeholder pods created and deleted (action).
+	Placeholders *prometheus.CounterVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -67,8 +69,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "interruptions_total", Help: "Cloud interruption notices handled, by kind."}, []string{"kind"}),
 		ReservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl)."}, []string{"reason"}),
+		Placeholders: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "placeholder_pods_total", Help: "Placeholder pods created and deleted, by action (created, deleted)."}, []string{"action"}),
 	}
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
-		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded)
+		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
+		m.Placeholders)
 	return m
 }

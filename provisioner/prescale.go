@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/forecast"
 	prom "github.com/tiler-dev/tiler/promsource"
@@ -55,6 +57,9 @@ const (
 const (
 	// ReasonPreScale is the Normal Event on a workload that explains a reservation decision.
 	ReasonPreScale = "PreScale"
+	// ReasonNoPlaceholders is the Warning Event on a workload whose forecast asks for placeholder
+	// pods its template cannot have (it claims DRA devices).
+	ReasonNoPlaceholders = "NoPlaceholders"
 	// ReasonForecastFailed is the Warning Event on the cost-policy ConfigMap when a workload's
 	// forecast could not be made (bad PromQL, empty result, missing workload, …).
 	ReasonForecastFailed = "ForecastFailed"
@@ -94,6 +99,15 @@ type PrescalerConfig struct {
 	BootTime time.Duration
 	// Catalog, when set, prices GPUs so that a pool's budget caps the target.
 	Catalog *catalog.Catalog
+	// PlaceholderImage is the image placeholder pods run (forecasts with placeholders: true);
+	// empty means DefaultPlaceholderImage.
+	PlaceholderImage string
+	// PlaceholderPriorityClass is the PriorityClass of placeholder pods, created with
+	// PlaceholderPriority when missing; empty means DefaultPlaceholderPriorityClass.
+	PlaceholderPriorityClass string
+	// PlaceholderPriority is the value of a created PriorityClass; nil means
+	// DefaultPlaceholderPriority. It must be below the priority of every real workload.
+	PlaceholderPriority *int32
 }
 
 func (c PrescalerConfig) withDefaults() (PrescalerConfig, error) {
@@ -112,6 +126,15 @@ func (c PrescalerConfig) withDefaults() (PrescalerConfig, error) {
 	if c.BootTime == 0 {
 		c.BootTime = DefaultBootTime
 	}
+	if c.PlaceholderImage == "" {
+		c.PlaceholderImage = DefaultPlaceholderImage
+	}
+	if c.PlaceholderPriorityClass == "" {
+		c.PlaceholderPriorityClass = DefaultPlaceholderPriorityClass
+	}
+	if c.PlaceholderPriority == nil {
+		c.PlaceholderPriority = ptr.To[int32](DefaultPlaceholderPriority)
+	}
 	switch {
 	case c.Interval < 0:
 		return c, fmt.Errorf("prescale interval %s: must be positive", c.Interval)
@@ -121,6 +144,11 @@ func (c PrescalerConfig) withDefaults() (PrescalerConfig, error) {
 		return c, fmt.Errorf("prescale history %s: must span at least two steps of %s", c.History, c.Step)
 	case c.BootTime < 0:
 		return c, fmt.Errorf("boot time %s: must not be negative", c.BootTime)
+	case *c.PlaceholderPriority >= 0:
+		return c, fmt.Errorf("placeholder priority %d: must be negative, below the default priority 0 of pods without a class", *c.PlaceholderPriority)
+	}
+	if errs := validation.IsDNS1123Subdomain(c.PlaceholderPriorityClass); len(errs) > 0 {
+		return c, fmt.Errorf("placeholder priority class %q: %s", c.PlaceholderPriorityClass, strings.Join(errs, "; "))
 	}
 	return c, nil
 }
@@ -172,10 +200,14 @@ type ForecastPrescaler struct {
 	refreshed time.Time
 	reserved  []heldReservation // per workload, from the last round
 	held      []*corev1.Pod     // returned by the last Reservations call
-	decisions []Decision
-	policies  map[string]*policy.CostPolicy // last valid policy of each ConfigMap, by namespace/name
-	told      map[string]told               // what the last Event said per workload, so a decision is told once
-	declared  map[string]bool
+	// placeholders are the placeholder pods the last Reservations call wants.
+	placeholders []*corev1.Pod
+	// noPlaceholders is, per workload, why its placeholders cannot be made (told once).
+	noPlaceholders map[string]string
+	decisions      []Decision
+	policies       map[string]*policy.CostPolicy // last valid policy of each ConfigMap, by namespace/name
+	told           map[string]told               // what the last Event said per workload, so a decision is told once
+	declared       map[string]bool
 	// bootTimes, when set, gives a pool's observed boot time (Controller.ObservedBootTime).
 	bootTimes func(pool string) (time.Duration, bool)
 }
@@ -208,7 +240,8 @@ func NewPrescaler(cfg PrescalerConfig, kube kubernetes.Interface, api PromAPI, c
 		return nil, err
 	}
 	return &ForecastPrescaler{cfg: cfg, kube: kube, prom: api, clock: clk, log: log.Named("prescaler"), recorder: recorder,
-		metrics: m, policies: map[string]*policy.CostPolicy{}, told: map[string]told{}, declared: map[string]bool{}}, nil
+		metrics: m, policies: map[string]*policy.CostPolicy{}, told: map[string]told{}, declared: map[string]bool{},
+		noPlaceholders: map[string]string{}}, nil
 }
 
 // Reservations implements Prescaler. Prometheus is queried at most once per Interval; in between,
@@ -228,12 +261,22 @@ func (p *ForecastPrescaler) Reservations(ctx context.Context, pods []*corev1.Pod
 		}
 		p.refreshed, p.reserved = now, rounds
 	}
-	p.held = p.held[:0]
+	p.held, p.placeholders = p.held[:0], p.placeholders[:0]
 	for _, r := range p.reserved {
 		gained := max(0, matchingPods(pods, r.namespace, r.labels)-r.baseline)
-		p.held = append(p.held, r.pods[:max(0, len(r.pods)-gained)]...)
+		keep := max(0, len(r.pods)-gained)
+		p.held = append(p.held, r.pods[:keep]...)
+		p.placeholders = append(p.placeholders, r.placeholders[:min(keep, len(r.placeholders))]...)
 	}
 	return copyPods(p.held), nil
+}
+
+// Placeholders implements PlaceholderSource: the placeholder pods of the forecasts that ask for
+// them, one per reservation pod the last Reservations call returned for their workload.
+func (p *ForecastPrescaler) Placeholders() (*schedulingv1.PriorityClass, []*corev1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return placeholderClass(p.cfg.PlaceholderPriorityClass, *p.cfg.PlaceholderPriority), copyPods(p.placeholders)
 }
 
 // heldReservation is one workload's reservation pods of the last round, with the workload's live
@@ -243,6 +286,8 @@ type heldReservation struct {
 	labels    map[string]string
 	baseline  int
 	pods      []*corev1.Pod
+	// placeholders, when the forecast asks for them, has one placeholder pod per pod.
+	placeholders []*corev1.Pod
 }
 
 // HeldReservations implements ReservationHolder.
@@ -417,7 +462,31 @@ func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declare
 	for i := range out.pods {
 		out.pods[i] = reservationPod(w, i, now)
 	}
+	if f.Placeholders {
+		out.placeholders = p.placeholdersFor(d, w, res.Reserve)
+	}
 	return dec, out
+}
+
+// placeholdersFor builds n placeholder pods for the workload, or none, with a Warning Event on
+// the workload the first time, when its template cannot be held by placeholders.
+func (p *ForecastPrescaler) placeholdersFor(d declaredForecast, w *workload, n int) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		pod, err := placeholderPod(w, d.key, i, p.cfg.Namespace, p.cfg.PlaceholderImage, p.cfg.PlaceholderPriorityClass)
+		if err != nil {
+			if p.noPlaceholders[d.key] != err.Error() {
+				p.noPlaceholders[d.key] = err.Error()
+				p.log.Warn("no placeholder pods for this workload; its reservation stays in the simulation", zap.String("workload", d.key), zap.Error(err))
+				p.recorder.Eventf(w.object, corev1.EventTypeWarning, ReasonNoPlaceholders,
+					"placeholders: %v; the reservation is planned and bought without placeholder pods", err)
+			}
+			return nil
+		}
+		out = append(out, pod)
+	}
+	delete(p.noPlaceholders, d.key)
+	return out
 }
 
 // workload reads the forecast's workload: the Deployment or StatefulSet through the API, or the

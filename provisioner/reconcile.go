@@ -33,10 +33,12 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	log := c.log.With(zap.String(keyBatch, batch))
 	c.refreshPolicy(ctx)
 	res := &Result{}
-	pods, err := c.pods()
+	all, err := c.pods()
 	if err != nil {
 		return nil, err
 	}
+	// Placeholder pods stand for reservations the pre-scaler returns anyway: no batch sees them.
+	pods, placeholders := splitPlaceholders(all)
 	nodes, err := c.nodes()
 	if err != nil {
 		return nil, err
@@ -61,8 +63,12 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 		extra, err := c.prescaler.Reservations(ctx, pods)
 		if err != nil {
 			log.Warn("pre-scaling skipped for this batch", zap.Error(err))
+		} else {
+			c.syncPlaceholders(ctx, log, placeholders)
 		}
 		pending = append(pending, extra...)
+	} else if len(placeholders) > 0 {
+		c.syncPlaceholders(ctx, log, placeholders) // pre-scaling is off: none is wanted
 	}
 	res.Pending = len(pending)
 	c.metrics.PendingPods.Set(float64(len(pending)))

@@ -48,6 +48,9 @@ type runFlags struct {
 	// time between two rounds of its Prometheus queries.
 	prometheusURL    string
 	prescaleInterval time.Duration
+	// placeholders configures the placeholder pods of forecasts with placeholders: true.
+	placeholderImage, placeholderClass string
+	placeholderPriority                int32
 }
 
 func newRunCmd() *cobra.Command { return runCmd(runController) }
@@ -111,6 +114,9 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
 	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy reserve capacity ahead of load")
 	f.Duration("prescale-interval", provisioner.DefaultPrescaleInterval, "query Prometheus for the forecasts at most this often")
+	f.String("placeholder-image", provisioner.DefaultPlaceholderImage, "image of the placeholder pods that hold reserved capacity (forecasts with placeholders: true)")
+	f.String("placeholder-priority-class", provisioner.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
+	f.Int32("placeholder-priority", provisioner.DefaultPlaceholderPriority, "value of the placeholder PriorityClass when Tiler creates it; must be below every real workload's priority")
 	_ = v.BindPFlags(f)
 	v.SetEnvPrefix("TILER")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -136,6 +142,8 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		awsLaunchTemplate: v.GetString("aws-launch-template"), awsQueueURL: v.GetString("aws-queue-url"), awsSubnets: v.GetStringMapString("aws-subnets"),
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
+		placeholderImage: v.GetString("placeholder-image"), placeholderClass: v.GetString("placeholder-priority-class"),
+		placeholderPriority: v.GetInt32("placeholder-priority"),
 		awsBootstrap: awscloud.NodeBootstrap{ClusterName: v.GetString("aws-eks-cluster"), APIServerEndpoint: v.GetString("aws-cluster-endpoint"),
 			CertificateAuthority: v.GetString("aws-cluster-ca"), ServiceCIDR: v.GetString("aws-service-cidr"),
 			ImageID: v.GetString("aws-image-id"), GPUImageID: v.GetString("aws-gpu-image-id"),
@@ -181,7 +189,8 @@ func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kub
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-url: %w", err)
 	}
-	ps, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat},
+	ps, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat,
+		PlaceholderImage: rf.placeholderImage, PlaceholderPriorityClass: rf.placeholderClass, PlaceholderPriority: &rf.placeholderPriority},
 		kube, client, clk, log, nil, reg)
 	if err != nil {
 		return nil, fmt.Errorf("forecast pre-scaler: %w", err)

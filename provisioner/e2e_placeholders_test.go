@@ -1,0 +1,164 @@
+package provisioner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/provisioner"
+)
+
+// placeholderPolicy is chatPolicy with at most three replicas and placeholders: at 05:00 the
+// forecast for 07:00 wants four or more, so three are reserved while the Deployment runs none.
+var placeholderPolicy = strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n  placeholders: true\n", 1)
+
+// testPlaceholders: a forecast with placeholders: true on the real control plane.
+//  1. The reservation (three one-GPU replicas) is bought and held by three placeholder pods of
+//     the tiler-placeholder PriorityClass (created by the controller), bound by the real
+//     kube-scheduler on the nodes bought for the reservation.
+//  2. The Deployment scales to two replicas: the scheduler preempts placeholders for them, they
+//     bind on the nodes bought ahead, nothing more is bought, and one placeholder remains.
+//  3. The forecast is removed: the last placeholder is deleted.
+func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	for _, ns := range []string{"llm", "tiler-system"} {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	dep := prescaleDeployment("llm", "chat", 0)
+	if _, err := kube.AppsV1().Deployments("llm").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", placeholderPolicy), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	fp := newFakeProm()
+	fp.series[chatQuery] = diurnal
+	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
+	e := newEnvSetup(t, cp, testConfig(), nil, func(c *provisioner.Controller) {
+		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, kube, fp, clk,
+			zaptest.NewLogger(t), nil, prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetPrescaler(p)
+	})
+	defer func() {
+		_ = kube.AppsV1().Deployments("llm").Delete(ctx, "chat", metav1.DeleteOptions{})
+		e.cleanup(e.placeholders())
+	}()
+
+	// 1. Three placeholders bound on the nodes bought for the reservation.
+	var bought int
+	waitFor(t, "three placeholder pods bound", 60*time.Second, func() bool {
+		ps := e.placeholders()
+		for _, p := range ps {
+			if p.Spec.NodeName == "" {
+				return false
+			}
+		}
+		bought = e.launches()
+		return len(ps) == 3 && bought > 0
+	})
+	pc, err := kube.SchedulingV1().PriorityClasses().Get(ctx, provisioner.DefaultPlaceholderPriorityClass, metav1.GetOptions{})
+	if err != nil || pc.Value != provisioner.DefaultPlaceholderPriority || pc.PreemptionPolicy == nil || *pc.PreemptionPolicy != corev1.PreemptNever {
+		t.Fatalf("placeholder PriorityClass = %+v, %v; want value %d, preemption Never", pc, err, provisioner.DefaultPlaceholderPriority)
+	}
+	managed, gpus := map[string]bool{}, int64(0)
+	for _, n := range e.managedNodes() {
+		managed[n.Name] = true
+		gpus += n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).Value()
+	}
+	if gpus != 3 {
+		// Pending placeholders planned as pods of their own would buy the reservation twice.
+		t.Errorf("%d GPUs bought for a reservation of three one-GPU replicas", gpus)
+	}
+	for _, p := range e.placeholders() {
+		if !managed[p.Spec.NodeName] || p.Spec.Priority == nil || *p.Spec.Priority != provisioner.DefaultPlaceholderPriority {
+			t.Errorf("placeholder %s on %q (managed %v), priority %v", p.Name, p.Spec.NodeName, managed, p.Spec.Priority)
+		}
+		if q := p.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; q.Value() != 1 || p.Labels["app"] != "" {
+			t.Errorf("placeholder %s: GPU limit %s, labels %v; want 1 GPU and none of the workload's labels", p.Name, q.String(), p.Labels)
+		}
+	}
+	t.Logf("reservation of 3 replicas: %d instance(s) bought, placeholders bound", bought)
+
+	// 2. Two real replicas preempt placeholders and bind where they were; nothing more is bought.
+	scale(t, kube, "llm", "chat", 2)
+	var real []corev1.Pod
+	waitFor(t, "two replicas bound and one placeholder left", 60*time.Second, func() bool {
+		list, err := kube.CoreV1().Pods("llm").List(ctx, metav1.ListOptions{LabelSelector: "app=chat"})
+		if err != nil {
+			return false
+		}
+		real = real[:0]
+		for _, p := range list.Items {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				real = append(real, p)
+			}
+		}
+		ps := e.placeholders()
+		return len(real) == 2 && len(ps) == 1 && ps[0].Spec.NodeName != ""
+	})
+	for _, p := range real {
+		if !managed[p.Spec.NodeName] {
+			t.Errorf("replica %s bound on %s, not on a node bought for the reservation %v", p.Name, p.Spec.NodeName, managed)
+		}
+	}
+	time.Sleep(2 * time.Second) // a batch or two more: no purchase for the replicas
+	if n := e.launches(); n != bought {
+		t.Errorf("%d instances bought after the replicas arrived, want still %d", n, bought)
+	}
+
+	// 3. The forecast goes away: so does the last placeholder.
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute) // the pre-scaler's next round
+	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+}
+
+// placeholders lists the placeholder pods that are not being deleted.
+func (e *env) placeholders() []*corev1.Pod {
+	list, err := e.kube.CoreV1().Pods("tiler-system").List(context.Background(), metav1.ListOptions{LabelSelector: provisioner.PlaceholderLabel})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp == nil {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out
+}
+
+// scale sets a Deployment's replicas.
+func scale(t *testing.T, kube kubernetes.Interface, ns, name string, replicas int32) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := kube.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = &replicas
+		_, err = kube.AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

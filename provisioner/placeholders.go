@@ -1,0 +1,276 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Placeholder pods materialise a forecast's reservation (WorkloadForecast.Placeholders) as real
+// pods of the lowest priority, so the room Tiler bought ahead is held by pods the real scheduler
+// preempts the moment the workload's replicas — or any other pod — need it, without waiting for
+// a controller round. This is the cluster autoscaler's "overprovisioning" pattern, sized by the
+// forecast instead of by hand.
+//
+// How they fit the rest of the controller:
+//   - The simulation never sees them. The reservation pods the pre-scaler returns already stand
+//     for the same replicas, so a placeholder, pending or bound, is left out of every batch
+//     (splitPlaceholders): a pending one triggers no second purchase, and the room a bound one
+//     holds counts as free for real pods, as it is once the scheduler preempts it.
+//   - Their count follows the reservation: a replica that arrives takes its reservation's place
+//     at once (ForecastPrescaler.Reservations), so one placeholder is deleted; one the scheduler
+//     preempted for another workload is created again and, pending, makes the reservation plan a
+//     node for it, restoring the headroom.
+//   - They live in the controller's namespace, not the workload's: they do not count against
+//     the workload namespace's ResourceQuota, and they carry none of the workload's labels, so no
+//     ReplicaSet adopts them and no spread or anti-affinity rule counts them.
+//   - They copy the template's node selector, node affinity, tolerations and resource requests
+//     (the effective ones: the larger of the containers' sum and any init container), run the
+//     pause image, and are deleted without grace. Pod affinity and spread constraints are
+//     dropped (they name the workload's labels). Templates that claim DRA devices keep their
+//     reservation in the simulation only: a placeholder would need claims of its own.
+
+// Placeholder labels and defaults.
+const (
+	// PlaceholderLabel marks a placeholder pod; its value names the workload (namespace.name).
+	PlaceholderLabel = "tiler.dev/placeholder"
+	// PlaceholderWorkloadAnnotation holds the workload's key (Kind/namespace/name).
+	PlaceholderWorkloadAnnotation = "tiler.dev/workload"
+	// PlaceholderPrefix starts the name of every placeholder pod.
+	PlaceholderPrefix = "tiler-placeholder-"
+	// DefaultPlaceholderImage is the image placeholders run: it does nothing and weighs 300 KB.
+	DefaultPlaceholderImage = "registry.k8s.io/pause:3.10"
+	// DefaultPlaceholderPriorityClass is the PriorityClass placeholders use; the controller
+	// creates it when it is missing.
+	DefaultPlaceholderPriorityClass = "tiler-placeholder"
+	// DefaultPlaceholderPriority is the priority the created class gets: below the default 0 of
+	// every pod without a class, so any real pod preempts a placeholder.
+	DefaultPlaceholderPriority = -10
+)
+
+// PlaceholderSource is implemented by a Prescaler that asks for placeholder pods (the
+// ForecastPrescaler does). The controller creates and deletes pods in its namespace to match.
+type PlaceholderSource interface {
+	// Placeholders returns the PriorityClass placeholders use and the placeholder pods the last
+	// Reservations call wants, by name.
+	Placeholders() (*schedulingv1.PriorityClass, []*corev1.Pod)
+}
+
+// isPlaceholder reports whether p is a placeholder pod.
+func isPlaceholder(p *corev1.Pod) bool {
+	_, ok := p.Labels[PlaceholderLabel]
+	return ok
+}
+
+// splitPlaceholders separates the placeholder pods from the others.
+func splitPlaceholders(all []*corev1.Pod) (pods, placeholders []*corev1.Pod) {
+	for _, p := range all {
+		if isPlaceholder(p) {
+			placeholders = append(placeholders, p)
+		} else {
+			pods = append(pods, p)
+		}
+	}
+	return pods, placeholders
+}
+
+// placeholderPod is the i-th placeholder of workload w, in namespace ns: see the type comment
+// above for what it copies from the template. It returns an error naming why w's template cannot
+// be held by a placeholder.
+func placeholderPod(w *workload, key string, i int, ns, image, class string) (*corev1.Pod, error) {
+	t := w.template
+	if len(t.Spec.ResourceClaims) > 0 {
+		return nil, fmt.Errorf("the pod template claims DRA devices (spec.resourceClaims); a placeholder would need claims of its own")
+	}
+	id := labelValue(w.namespace + "." + w.name)
+	name := fmt.Sprintf("%s%s-%s-%d", PlaceholderPrefix, w.namespace, w.name, i)
+	req := effectiveRequests(&t.Spec)
+	limits := corev1.ResourceList{}
+	for name, q := range req {
+		if !isNativeUnlimited(name) {
+			limits[name] = q // extended resources and hugepages: limits must equal requests
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels:      map[string]string{PlaceholderLabel: id},
+			Annotations: map[string]string{PlaceholderWorkloadAnnotation: key}},
+		Spec: corev1.PodSpec{
+			PriorityClassName:             class,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			NodeSelector:                  t.Spec.NodeSelector,
+			Tolerations:                   t.Spec.Tolerations,
+			RuntimeClassName:              t.Spec.RuntimeClassName,
+			SchedulerName:                 t.Spec.SchedulerName,
+			Containers: []corev1.Container{{Name: "placeholder", Image: image,
+				Resources: corev1.ResourceRequirements{Requests: req, Limits: limits},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), RunAsNonRoot: ptr.To(true),
+					RunAsUser: ptr.To[int64](65535), ReadOnlyRootFilesystem: ptr.To(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+		},
+	}
+	if a := t.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+	}
+	return pod.DeepCopy(), nil
+}
+
+// effectiveRequests is what the scheduler counts for a pod spec: per resource, the larger of
+// the containers' sum and the largest init container (restartable init containers, sidecars,
+// add to the sum). A resource with only a limit requests its limit, as the API server defaults.
+func effectiveRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	requests := func(c *corev1.Container) corev1.ResourceList {
+		r := c.Resources.Requests.DeepCopy()
+		if r == nil {
+			r = corev1.ResourceList{}
+		}
+		for name, q := range c.Resources.Limits {
+			if _, ok := r[name]; !ok {
+				r[name] = q
+			}
+		}
+		return r
+	}
+	add := func(into corev1.ResourceList, r corev1.ResourceList) {
+		for name, q := range r {
+			v := into[name].DeepCopy()
+			v.Add(q)
+			into[name] = v
+		}
+	}
+	atLeast := func(into corev1.ResourceList, r corev1.ResourceList) {
+		for name, q := range r {
+			if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
+				into[name] = q.DeepCopy()
+			}
+		}
+	}
+	out := corev1.ResourceList{}
+	for i := range spec.Containers {
+		add(out, requests(&spec.Containers[i]))
+	}
+	sidecars, peak := corev1.ResourceList{}, corev1.ResourceList{}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		running := sidecars.DeepCopy() // an init container runs alongside the sidecars started before it
+		add(running, requests(c))
+		atLeast(peak, running)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			add(sidecars, requests(c))
+		}
+	}
+	add(out, sidecars)
+	atLeast(out, peak)
+	return out
+}
+
+// isNativeUnlimited reports whether a resource may have a request without a limit (cpu, memory,
+// ephemeral storage); extended resources and hugepages must have equal requests and limits.
+func isNativeUnlimited(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return true
+	}
+	return false
+}
+
+// placeholderClass is the PriorityClass placeholders use when the controller has to create it.
+func placeholderClass(name string, value int32) *schedulingv1.PriorityClass {
+	never := corev1.PreemptNever
+	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "tiler"}},
+		Value: value, PreemptionPolicy: &never,
+		Description: "Tiler's placeholder pods: the room bought ahead of a forecast, preempted by any real pod."}
+}
+
+// syncPlaceholders creates the placeholder pods the pre-scaler wants that do not exist and
+// deletes those not wanted any more (existing: the placeholders the informer has; with no
+// pre-scaler, or one that wants no placeholders, every one is deleted). It creates the PriorityClass
+// first when it is missing. Errors are logged; the next batch tries again.
+func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, existing []*corev1.Pod) {
+	var class *schedulingv1.PriorityClass
+	var wanted []*corev1.Pod
+	if src, ok := c.prescaler.(PlaceholderSource); ok {
+		class, wanted = src.Placeholders()
+	}
+	want := map[string]*corev1.Pod{}
+	for _, p := range wanted {
+		want[p.Namespace+"/"+p.Name] = p
+	}
+	have := map[string]bool{}
+	for _, p := range existing {
+		key := p.Namespace + "/" + p.Name
+		if p.DeletionTimestamp != nil {
+			have[key] = true // still terminating: create it again once it is gone
+			continue
+		}
+		have[key] = true
+		if _, ok := want[key]; ok {
+			continue
+		}
+		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			log.Warn("deleting a placeholder pod", zap.String(keyPod, key), zap.Error(err))
+			continue
+		}
+		c.metrics.Placeholders.WithLabelValues("deleted").Inc()
+	}
+	var missing []*corev1.Pod
+	for key, p := range want {
+		if !have[key] {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	sort.Slice(missing, func(i, j int) bool { return placeholderLess(missing[i].Name, missing[j].Name) })
+	if err := c.ensurePriorityClass(ctx, class); err != nil {
+		log.Warn("no placeholder pods: their PriorityClass is missing and could not be created", zap.String("priorityClass", class.Name), zap.Error(err))
+		return
+	}
+	for _, p := range missing {
+		_, err := c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+		case err != nil:
+			log.Warn("creating a placeholder pod", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
+		default:
+			c.metrics.Placeholders.WithLabelValues("created").Inc()
+		}
+	}
+}
+
+// ensurePriorityClass creates class unless a PriorityClass of its name exists (an operator's own,
+// with whatever value, is kept).
+func (c *Controller) ensurePriorityClass(ctx context.Context, class *schedulingv1.PriorityClass) error {
+	if _, err := c.factory.Scheduling().V1().PriorityClasses().Lister().Get(class.Name); err == nil {
+		return nil
+	}
+	_, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, class, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// placeholderLess orders placeholder names by workload, then by index as a number.
+func placeholderLess(a, b string) bool {
+	ia, ib := strings.LastIndexByte(a, '-'), strings.LastIndexByte(b, '-')
+	if a[:ia] != b[:ib] {
+		return a[:ia] < b[:ib]
+	}
+	na, _ := strconv.Atoi(a[ia+1:])
+	nb, _ := strconv.Atoi(b[ib+1:])
+	return na < nb
+}
