@@ -3,6 +3,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
 
@@ -92,7 +94,7 @@ func placeholderPod(w *workload, key string, i int, ns, image, class string) (*c
 		return nil, fmt.Errorf("the pod template claims DRA devices (spec.resourceClaims); a placeholder would need claims of its own")
 	}
 	id := labelValue(w.namespace + "." + w.name)
-	name := fmt.Sprintf("%s%s-%s-%d", PlaceholderPrefix, w.namespace, w.name, i)
+	name := placeholderName(w.namespace, w.name, i)
 	req := effectiveRequests(&t.Spec)
 	limits := corev1.ResourceList{}
 	for name, q := range req {
@@ -124,6 +126,19 @@ func placeholderPod(w *workload, key string, i int, ns, image, class string) (*c
 		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
 	}
 	return pod.DeepCopy(), nil
+}
+
+// placeholderName is tiler-placeholder-<namespace>-<name>-<hash>-<i>: the hash of namespace/name
+// keeps llm/chat-a and llm-chat/a apart, and a long name is cut so the whole stays a valid
+// DNS subdomain of at most 253 characters.
+func placeholderName(namespace, name string, i int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(namespace + "/" + name))
+	base := namespace + "-" + name
+	if limit := validation.DNS1123SubdomainMaxLength - len(PlaceholderPrefix) - 20; len(base) > limit {
+		base = strings.TrimRight(base[:limit], "-.")
+	}
+	return fmt.Sprintf("%s%s-%08x-%d", PlaceholderPrefix, base, h.Sum32(), i)
 }
 
 // effectiveRequests is what the scheduler counts for a pod spec: per resource, the larger of

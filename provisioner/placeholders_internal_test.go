@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 )
 
@@ -39,8 +40,15 @@ func TestPlaceholderPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "tiler-placeholder-llm-chat-2" || p.Namespace != "tiler-system" || p.Labels[PlaceholderLabel] != "llm.chat" || len(p.Labels) != 1 {
-		t.Errorf("placeholder %s/%s labels %v: want tiler-system/tiler-placeholder-llm-chat-2 with only %s=llm.chat", p.Namespace, p.Name, p.Labels, PlaceholderLabel)
+	if !strings.HasPrefix(p.Name, "tiler-placeholder-llm-chat-") || !strings.HasSuffix(p.Name, "-2") || p.Namespace != "tiler-system" ||
+		p.Labels[PlaceholderLabel] != "llm.chat" || len(p.Labels) != 1 {
+		t.Errorf("placeholder %s/%s labels %v: want tiler-system/tiler-placeholder-llm-chat-<hash>-2 with only %s=llm.chat", p.Namespace, p.Name, p.Labels, PlaceholderLabel)
+	}
+	if a, b := placeholderName("llm", "chat-a", 0), placeholderName("llm-chat", "a", 0); a == b {
+		t.Errorf("llm/chat-a and llm-chat/a share the placeholder name %s", a)
+	}
+	if long := placeholderName("llm", strings.Repeat("x", 253), 12); len(long) > 253 || len(validation.IsDNS1123Subdomain(long)) > 0 {
+		t.Errorf("placeholder name of a 253-character workload name: %q (%d characters) is not a valid name", long, len(long))
 	}
 	if p.Spec.PriorityClassName != DefaultPlaceholderPriorityClass || p.Spec.TerminationGracePeriodSeconds == nil || *p.Spec.TerminationGracePeriodSeconds != 0 {
 		t.Errorf("priority class %q, grace %v", p.Spec.PriorityClassName, p.Spec.TerminationGracePeriodSeconds)
@@ -73,7 +81,7 @@ func TestPlaceholderPod(t *testing.T) {
 }
 
 func TestPlaceholderLess(t *testing.T) {
-	names := []string{"tiler-placeholder-llm-chat-10", "tiler-placeholder-llm-chat-9", "tiler-placeholder-a-b-0"}
+	names := []string{placeholderName("llm", "chat", 10), placeholderName("llm", "chat", 9), placeholderName("a", "b", 0)}
 	if !placeholderLess(names[1], names[0]) || placeholderLess(names[0], names[1]) || !placeholderLess(names[2], names[1]) {
 		t.Errorf("placeholderLess does not order by workload, then index as a number")
 	}
