@@ -25,18 +25,21 @@ import (
 
 // Controller is the provisioner. Build it with New, then call Run (or, in tests, Reconcile).
 type Controller struct {
-	cfg         Config
-	kube        kubernetes.Interface
-	provider    cloudprovider.Provider
-	clock       clock.WithTicker
-	log         *zap.Logger
-	metrics     *Metrics
-	recorder    record.EventRecorder
-	factory     informers.SharedInformerFactory
-	policyInf   informers.SharedInformerFactory
-	catalog     *catalog.Catalog
-	records     *recordStore
-	unavailable *unavailableOfferings
+	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
+	// Debug); only Reconcile, which runs one batch at a time, touches it.
+	placeholderErr string
+	cfg            Config
+	kube           kubernetes.Interface
+	provider       cloudprovider.Provider
+	clock          clock.WithTicker
+	log            *zap.Logger
+	metrics        *Metrics
+	recorder       record.EventRecorder
+	factory        informers.SharedInformerFactory
+	policyInf      informers.SharedInformerFactory
+	catalog        *catalog.Catalog
+	records        *recordStore
+	unavailable    *unavailableOfferings
 
 	mu         sync.Mutex
 	policy     *policy.CostPolicy // last valid policy; nil means the default

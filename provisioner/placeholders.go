@@ -251,9 +251,15 @@ func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, exis
 	}
 	sort.Slice(missing, func(i, j int) bool { return placeholderLess(missing[i].Name, missing[j].Name) })
 	if err := c.ensurePriorityClass(ctx, class); err != nil {
-		log.Warn("no placeholder pods: their PriorityClass is missing and could not be created", zap.String("priorityClass", class.Name), zap.Error(err))
+		level := zap.WarnLevel
+		if err.Error() == c.placeholderErr {
+			level = zap.DebugLevel // said already; it is retried every batch
+		}
+		c.placeholderErr = err.Error()
+		log.Log(level, "no placeholder pods: their PriorityClass is missing and could not be created", zap.String("priorityClass", class.Name), zap.Error(err))
 		return
 	}
+	c.placeholderErr = ""
 	for _, p := range missing {
 		_, err := c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		switch {
