@@ -88,11 +88,11 @@ func TestWalkerNoLookAhead(t *testing.T) {
 // TestWeeklyRivalsBeforeTheCycleIsConfirmed: 13 days of a daily shape whose weekends run at
 // twice the weekday level, forecast a day ahead. Twelve days cannot confirm a weekly cycle, so
 // the daily stack leads; its profile (the median of the last six days, four or five of them
-// weekdays) sees the second Saturday as a weekday and misses it by about half. The weekly rivals
-// forecast it from the Saturday before; on the weekdays before it they erred by the noise only
-// (±2), while the daily stack carried the weekend's level into Monday and Tuesday, so they hold
-// nearly all the weight (98 %) and the Saturday's error drops far below half of the daily
-// stack's.
+// weekdays) sees the second Saturday as a weekday and misses it by about half. The rivals that
+// know the weekend (weekly, weekday/weekend) forecast it from the weekend before; on the weekdays
+// before it they erred by the noise only (±2), while the daily stack carried the weekend's level
+// into Monday and Tuesday, so they hold nearly all the weight and the Saturday's error drops far
+// below half of the daily stack's.
 func TestWeeklyRivalsBeforeTheCycleIsConfirmed(t *testing.T) {
 	// 2024-01-01 is a Monday: days 5, 6 and 12 are weekend days.
 	s := synthetic(13*24, func(i int) float64 {
@@ -102,24 +102,8 @@ func TestWeeklyRivalsBeforeTheCycleIsConfirmed(t *testing.T) {
 		}
 		return level*daily(i) + 2*noise(i)
 	}, nil)
-	saturdayError := func(opts Options) (float64, map[string]int) {
-		w, err := NewWalker(s, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, models := 0.0, map[string]int{}
-		for T := 12 * 24; T < s.Len(); T++ {
-			fc, err := w.At(T - w.HorizonSteps())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum += math.Abs(s.Values[T] - fc.Point)
-			models[fc.Model]++
-		}
-		return sum, models
-	}
-	auto, models := saturdayError(Options{Horizon: Day})
-	daily, _ := saturdayError(Options{Horizon: Day, Period: PeriodDay})
+	auto, models := walkError(t, s, Options{Horizon: Day}, 12*24)
+	daily, _ := walkError(t, s, Options{Horizon: Day, Period: PeriodDay}, 12*24)
 	t.Logf("absolute error on the second Saturday: %.0f with the rivals (%v), %.0f with the daily stack alone", auto, models, daily)
 	if auto > 0.5*daily {
 		t.Errorf("error with the weekly rivals %.0f, want at most half of the daily stack's %.0f", auto, daily)
@@ -166,24 +150,8 @@ func TestWeekdayWeekendProfile(t *testing.T) {
 		}
 		return v
 	}, nil)
-	score := func(opts Options) (float64, map[string]int) {
-		w, err := NewWalker(s, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, models := 0.0, map[string]int{}
-		for T := 9 * 24; T < s.Len(); T++ {
-			fc, err := w.At(T - w.HorizonSteps())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum += math.Abs(s.Values[T] - fc.Point)
-			models[fc.Model]++
-		}
-		return sum, models
-	}
-	auto, models := score(Options{Horizon: Day})
-	daily, _ := score(Options{Horizon: Day, Period: PeriodDay})
+	auto, models := walkError(t, s, Options{Horizon: Day}, 9*24)
+	daily, _ := walkError(t, s, Options{Horizon: Day, Period: PeriodDay}, 9*24)
 	naiveWeek := 0.0
 	for T := 9 * 24; T < s.Len(); T++ {
 		naiveWeek += math.Abs(s.Values[T] - s.Values[T-7*24])
@@ -192,4 +160,24 @@ func TestWeekdayWeekendProfile(t *testing.T) {
 	if models["profile/weekday-weekend"]+models["seasonal/weekday-weekend"] < s.Len()-9*24 || auto > 0.8*min(daily, naiveWeek) {
 		t.Errorf("combined error %.0f (models %v), want the weekday/weekend model to lead and at most 0.8× the daily stack's %.0f and last week's %.0f", auto, models, daily, naiveWeek)
 	}
+}
+
+// walkError walks a forecaster with opts over s and returns the absolute error summed over the
+// targets from index `from` on, with how many of them each model led.
+func walkError(t *testing.T, s Series, opts Options, from int) (float64, map[string]int) {
+	t.Helper()
+	w, err := NewWalker(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, models := 0.0, map[string]int{}
+	for T := from; T < s.Len(); T++ {
+		fc, err := w.At(T - w.HorizonSteps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += math.Abs(s.Values[T] - fc.Point)
+		models[fc.Model]++
+	}
+	return sum, models
 }

@@ -14,7 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // Placeholder pods materialise a forecast's reservation (WorkloadForecast.Placeholders) as real
@@ -95,7 +98,11 @@ func placeholderPod(w *workload, key string, i int, ns, image, class string) (*c
 	}
 	id := labelValue(w.namespace + "." + w.name)
 	name := placeholderName(w.namespace, w.name, i)
-	req := effectiveRequests(&t.Spec)
+	// What the scheduler counts: requests defaulted from limits, the larger of the containers'
+	// sum and any init container, sidecars added (overhead is the RuntimeClass's to add again).
+	spec := t.Spec.DeepCopy()
+	snapshot.DefaultRequests(spec)
+	req := resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{ExcludeOverhead: true})
 	limits := corev1.ResourceList{}
 	for name, q := range req {
 		if !isNativeUnlimited(name) {
@@ -139,55 +146,6 @@ func placeholderName(namespace, name string, i int) string {
 		base = strings.TrimRight(base[:limit], "-.")
 	}
 	return fmt.Sprintf("%s%s-%08x-%d", PlaceholderPrefix, base, h.Sum32(), i)
-}
-
-// effectiveRequests is what the scheduler counts for a pod spec: per resource, the larger of
-// the containers' sum and the largest init container (restartable init containers, sidecars,
-// add to the sum). A resource with only a limit requests its limit, as the API server defaults.
-func effectiveRequests(spec *corev1.PodSpec) corev1.ResourceList {
-	requests := func(c *corev1.Container) corev1.ResourceList {
-		r := c.Resources.Requests.DeepCopy()
-		if r == nil {
-			r = corev1.ResourceList{}
-		}
-		for name, q := range c.Resources.Limits {
-			if _, ok := r[name]; !ok {
-				r[name] = q
-			}
-		}
-		return r
-	}
-	add := func(into corev1.ResourceList, r corev1.ResourceList) {
-		for name, q := range r {
-			v := into[name].DeepCopy()
-			v.Add(q)
-			into[name] = v
-		}
-	}
-	atLeast := func(into corev1.ResourceList, r corev1.ResourceList) {
-		for name, q := range r {
-			if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
-				into[name] = q.DeepCopy()
-			}
-		}
-	}
-	out := corev1.ResourceList{}
-	for i := range spec.Containers {
-		add(out, requests(&spec.Containers[i]))
-	}
-	sidecars, peak := corev1.ResourceList{}, corev1.ResourceList{}
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		running := sidecars.DeepCopy() // an init container runs alongside the sidecars started before it
-		add(running, requests(c))
-		atLeast(peak, running)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			add(sidecars, requests(c))
-		}
-	}
-	add(out, sidecars)
-	atLeast(out, peak)
-	return out
 }
 
 // isNativeUnlimited reports whether a resource may have a request without a limit (cpu, memory,

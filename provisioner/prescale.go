@@ -29,6 +29,7 @@ import (
 	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // ReservationLabel is the label every reservation pod carries; its value names the workload.
@@ -582,28 +583,10 @@ func reservationPod(w *workload, i int, now time.Time) *corev1.Pod {
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
 	}
 	pod.Spec.NodeName = ""
-	defaultRequests(&pod.Spec)
+	// Templates often give GPUs as limits only (nvidia.com/gpu: 1 under limits); the API server
+	// defaults the request to the limit, and the simulation counts requests.
+	snapshot.DefaultRequests(&pod.Spec)
 	return pod
-}
-
-// defaultRequests does what the API server does to a pod it admits: a container resource with
-// a limit and no request requests its limit. Templates often give GPUs as limits only
-// (nvidia.com/gpu: 1 under limits), and the simulation counts requests.
-func defaultRequests(spec *corev1.PodSpec) {
-	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
-		for i := range cs {
-			r := &cs[i].Resources
-			for name, q := range r.Limits {
-				if _, ok := r.Requests[name]; ok {
-					continue
-				}
-				if r.Requests == nil {
-					r.Requests = corev1.ResourceList{}
-				}
-				r.Requests[name] = q.DeepCopy()
-			}
-		}
-	}
 }
 
 // labelValue fits a workload name into a label value (63 characters, alphanumeric at both ends).

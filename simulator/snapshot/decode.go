@@ -141,7 +141,7 @@ func (s *Snapshot) add(where, id string, obj runtime.Object) error {
 		if o.Namespace == "" {
 			o.Namespace = "default"
 		}
-		defaultRequests(&o.Spec)
+		DefaultRequests(&o.Spec)
 		s.Pods = append(s.Pods, o)
 	case *schedulingv1.PriorityClass:
 		s.PriorityClasses = append(s.PriorityClasses, o)
@@ -167,9 +167,10 @@ func (s *Snapshot) add(where, id string, obj runtime.Object) error {
 	return nil
 }
 
-// defaultRequests applies the API server's defaulting that a hand-written snapshot may lack: a
-// container with a limit and no request for a resource requests its limit.
-func defaultRequests(spec *corev1.PodSpec) {
+// DefaultRequests applies the API server's defaulting that a pod never admitted by it lacks (a
+// hand-written snapshot, a pod built from a template): a container with a limit and no request
+// for a resource requests its limit.
+func DefaultRequests(spec *corev1.PodSpec) {
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for i := range cs {
 			r := &cs[i].Resources
