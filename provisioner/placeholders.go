@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
-	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -183,12 +182,8 @@ func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, exis
 	have := map[string]bool{}
 	for _, p := range existing {
 		key := p.Namespace + "/" + p.Name
-		if p.DeletionTimestamp != nil {
-			have[key] = true // still terminating: create it again once it is gone
-			continue
-		}
-		have[key] = true
-		if _, ok := want[key]; ok {
+		have[key] = true // a terminating one is created again once it is gone
+		if _, ok := want[key]; ok || p.DeletionTimestamp != nil {
 			continue
 		}
 		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
@@ -207,7 +202,7 @@ func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, exis
 	if len(missing) == 0 {
 		return
 	}
-	sort.Slice(missing, func(i, j int) bool { return placeholderLess(missing[i].Name, missing[j].Name) })
+	sort.Slice(missing, func(i, j int) bool { return missing[i].Name < missing[j].Name })
 	if err := c.ensurePriorityClass(ctx, class); err != nil {
 		level := zap.WarnLevel
 		if err.Error() == c.placeholderErr {
@@ -241,15 +236,4 @@ func (c *Controller) ensurePriorityClass(ctx context.Context, class *schedulingv
 		return nil
 	}
 	return err
-}
-
-// placeholderLess orders placeholder names by workload, then by index as a number.
-func placeholderLess(a, b string) bool {
-	ia, ib := strings.LastIndexByte(a, '-'), strings.LastIndexByte(b, '-')
-	if a[:ia] != b[:ib] {
-		return a[:ia] < b[:ib]
-	}
-	na, _ := strconv.Atoi(a[ia+1:])
-	nb, _ := strconv.Atoi(b[ib+1:])
-	return na < nb
 }

@@ -79,10 +79,3 @@ func TestPlaceholderPod(t *testing.T) {
 		t.Errorf("DRA template: error %v, want one naming spec.resourceClaims", err)
 	}
 }
-
-func TestPlaceholderLess(t *testing.T) {
-	names := []string{placeholderName("llm", "chat", 10), placeholderName("llm", "chat", 9), placeholderName("a", "b", 0)}
-	if !placeholderLess(names[1], names[0]) || placeholderLess(names[0], names[1]) || !placeholderLess(names[2], names[1]) {
-		t.Errorf("placeholderLess does not order by workload, then index as a number")
-	}
-}
