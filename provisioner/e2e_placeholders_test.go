@@ -32,30 +32,7 @@ var placeholderPolicy = strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  ma
 //  3. The forecast is removed: the last placeholder is deleted.
 func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 	ctx := context.Background()
-	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
-	for _, ns := range []string{"llm", "tiler-system"} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	dep := prescaleDeployment("llm", "chat", 0)
-	if _, err := kube.AppsV1().Deployments("llm").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", placeholderPolicy), metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	fp := newFakeProm()
-	fp.series[chatQuery] = diurnal
-	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
-	e := newEnvSetup(t, cp, testConfig(), nil, func(c *provisioner.Controller) {
-		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, kube, fp, clk,
-			zaptest.NewLogger(t), nil, prometheus.NewRegistry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.SetPrescaler(p)
-	})
+	e, kube, clk := startPrescaleEnv(t, cp, "chat", placeholderPolicy)
 	defer func() {
 		_ = kube.AppsV1().Deployments("llm").Delete(ctx, "chat", metav1.DeleteOptions{})
 		e.cleanup(e.placeholders())
@@ -129,6 +106,90 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	clk.Step(time.Minute) // the pre-scaler's next round
 	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+}
+
+// testPrescaleBuysAhead: the same forecast without placeholders. The reservation (three
+// one-GPU replicas) is bought while the Deployment runs none, the nodes stay while the forecast
+// wants them, and when the Deployment scales to three its pods are bound by the real
+// kube-scheduler on those nodes with nothing more bought.
+func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
+	policy := strings.Replace(strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n", 1), "name: chat}", "name: ahead}", 1)
+	e, kube, _ := startPrescaleEnv(t, cp, "ahead", policy)
+	defer func() {
+		_ = kube.AppsV1().Deployments("llm").Delete(context.Background(), "ahead", metav1.DeleteOptions{})
+		e.cleanup(nil)
+	}()
+	var gpus int64
+	waitFor(t, "three GPUs bought and Ready", 60*time.Second, func() bool {
+		gpus = 0
+		for _, n := range e.managedNodes() {
+			if isReady(&n) {
+				gpus += n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).Value()
+			}
+		}
+		return gpus >= 3
+	})
+	bought := e.launches()
+	time.Sleep(2 * time.Second) // more batches while the reservation is held: nothing more
+	if n := e.launches(); n != bought || gpus != 3 {
+		t.Fatalf("%d GPUs in %d launches, then %d launches; want 3 GPUs bought once", gpus, bought, n)
+	}
+	managed := map[string]bool{}
+	for _, n := range e.managedNodes() {
+		managed[n.Name] = true
+	}
+	scale(t, kube, "llm", "ahead", 3)
+	waitFor(t, "three replicas bound", 60*time.Second, func() bool {
+		list, err := kube.CoreV1().Pods("llm").List(context.Background(), metav1.ListOptions{LabelSelector: "app=ahead"})
+		if err != nil {
+			return false
+		}
+		bound := 0
+		for _, p := range list.Items {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				if !managed[p.Spec.NodeName] {
+					t.Fatalf("replica %s bound on %s, not on a node bought ahead %v", p.Name, p.Spec.NodeName, managed)
+				}
+				bound++
+			}
+		}
+		return bound == 3
+	})
+	if n := e.launches(); n != bought {
+		t.Errorf("%d launches after the replicas arrived, want still %d", n, bought)
+	}
+}
+
+// startPrescaleEnv creates the Deployment llm/<name> with no replica and the cost policy, and
+// starts the controller with a pre-scaler reading fake Prometheus series (the diurnal request
+// rate) at 05:00 on the returned fake clock.
+func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, name, policy string) (*env, kubernetes.Interface, *clocktesting.FakeClock) {
+	t.Helper()
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	for _, ns := range []string{"llm", "tiler-system"} {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kube.AppsV1().Deployments("llm").Create(ctx, prescaleDeployment("llm", name, 0), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", policy), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fp := newFakeProm()
+	fp.series[chatQuery] = diurnal
+	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
+	e := newEnvSetup(t, cp, testConfig(), nil, func(c *provisioner.Controller) {
+		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, kube, fp, clk,
+			zaptest.NewLogger(t), nil, prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetPrescaler(p)
+	})
+	return e, kube, clk
 }
 
 // placeholders lists the placeholder pods that are not being deleted.

@@ -30,6 +30,7 @@ func TestE2E(t *testing.T) {
 	t.Run("Reservation", func(t *testing.T) { testReservation(t, cp, false) })
 	t.Run("ReservationSharedBootstrap", func(t *testing.T) { testReservation(t, cp, true) })
 	t.Run("ReservationTTL", func(t *testing.T) { testReservationTTL(t, cp) })
+	t.Run("PrescaleBuysAhead", func(t *testing.T) { testPrescaleBuysAhead(t, cp) })
 	t.Run("Placeholders", func(t *testing.T) { testPlaceholders(t, cp) })
 }
 
