@@ -62,16 +62,16 @@
 // rivals: the weekly stack; the weekly profile alone (the median of the same time in the past
 // weeks; with little history the stack's level terms add more noise than they remove); and the
 // weekday/weekend stack and profile, whose profile is the median of the same time of day on the
-// last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in UTC) — it
-// knows the weekend from one week of history like the weekly rivals, but takes its median over
-// five weekdays instead of copying last Tuesday's one-off batch job. At every refit each
-// expert's forecasts for the targets of the last week are replayed as they would have been
-// made — from their own origins, with the weights of the last refit before them — and the
-// forecast is the mix weighted by (1/MAE)⁸ of each expert's mean absolute error there: an
-// expert 10 % worse than the best keeps half the weight, 25 % worse a sixth.
-// Weighing rather than picking keeps a rival in play while the evidence is a few days old; a
-// confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names the expert with
-// the largest weight.
+// last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in
+// Options.Location: the forecast's timeZone, UTC by default) — it knows the weekend from one week
+// of history like the weekly rivals, but takes its median over five weekdays instead of copying
+// last Tuesday's one-off batch job. At every refit each expert's forecasts for the targets of the
+// last week are replayed as they would have been made — from their own origins, with the weights
+// of the last refit before them — and the forecast is the mix weighted by (1/MAE)⁸ of each
+// expert's mean absolute error there: an expert 10 % worse than the best keeps half the weight,
+// 25 % worse a sixth. Weighing rather than picking keeps a rival in play while the evidence is a few
+// days old; a confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names the
+// expert with the largest weight.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
 // relative errors over the fit window (busy targets only) at the target's time of day, in

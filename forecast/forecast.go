@@ -40,6 +40,9 @@ type Options struct {
 	Cycles int
 	// RefitEvery is how often a Walker refits weights and re-detects the period; zero means one day.
 	RefitEvery time.Duration
+	// Location is the time zone whose Saturday and Sunday are the weekend of the weekday/weekend
+	// model; nil means UTC.
+	Location *time.Location
 }
 
 // Forecast is one forecast value with what produced it.
@@ -82,6 +85,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RefitEvery == 0 {
 		o.RefitEvery = Day
+	}
+	if o.Location == nil {
+		o.Location = time.UTC
 	}
 	return o, nil
 }

@@ -162,6 +162,30 @@ func TestWeekdayWeekendProfile(t *testing.T) {
 	}
 }
 
+// TestWeekdayWeekendTimeZone: the weekday/weekend series of TestWeekdayWeekendProfile shifted
+// to a workload whose week runs in Tokyo (UTC+9: its Saturday starts Friday 15:00 UTC). With
+// Options.Location the model's weekend is the workload's and the error drops well below the UTC
+// reading, which takes nine hours of each Saturday for a weekday and nine of Monday for weekend.
+func TestWeekdayWeekendTimeZone(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := synthetic(15*24, func(i int) float64 {
+		local := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour).In(tokyo)
+		if d := local.Weekday(); d == time.Saturday || d == time.Sunday {
+			return 2*daily(i) + 2*noise(i)
+		}
+		return daily(i) + 2*noise(i)
+	}, nil)
+	utc, _ := walkError(t, s, Options{Horizon: Day}, 9*24)
+	local, models := walkError(t, s, Options{Horizon: Day, Location: tokyo}, 9*24)
+	t.Logf("absolute error over days 9–14: %.0f with the weekend in Asia/Tokyo (%v), %.0f in UTC", local, models, utc)
+	if local > 0.7*utc {
+		t.Errorf("error with the workload's time zone %.0f, want at most 0.7× the UTC reading's %.0f", local, utc)
+	}
+}
+
 // walkError walks a forecaster with opts over s and returns the absolute error summed over the
 // targets from index `from` on, with how many of them each model led.
 func walkError(t *testing.T, s Series, opts Options, from int) (float64, map[string]int) {

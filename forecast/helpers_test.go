@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	// Time zone tests resolve zones on machines without /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 // traceDir is the repository copy of the shared traces (testdata/traces/README.md).

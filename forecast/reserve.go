@@ -132,9 +132,14 @@ func (f WorkloadForecast) queueTarget() float64 {
 	return DefaultQueueTargetPerGPU
 }
 
-// Options returns the forecaster options the declaration implies for a pool.
+// Options returns the forecaster options the declaration implies for a pool (a TimeZone that
+// Validate refuses falls back to UTC).
 func (f WorkloadForecast) Options(pool Pool) Options {
-	return Options{Horizon: f.Lead(pool), Margin: f.Margin.Quantile}
+	loc, err := f.location()
+	if err != nil {
+		loc = time.UTC
+	}
+	return Options{Horizon: f.Lead(pool), Margin: f.Margin.Quantile, Location: loc}
 }
 
 func (f WorkloadForecast) clampReplicas(r int) (int, Bound) {

@@ -29,7 +29,8 @@ var priorWeights = weights{0.2, 0.2, 0.2, 0.2, 0.1, 0.1, 0, 0}
 type seasonal struct {
 	period Period
 	// weekend, when set, makes this a daily model whose profile takes only days of the target's
-	// kind (weekend[i] tells whether index i falls on a Saturday or Sunday): see dayKinds.
+	// kind (weekend[i] tells whether index i falls on a Saturday or Sunday in the forecast's
+	// time zone): see dayKinds.
 	weekend []bool
 	y       []float64
 	per     int // period in steps
@@ -60,7 +61,7 @@ type featureRow struct {
 // weights are the stack's fitted weights.
 type weights [nFeatures]float64
 
-func newSeasonal(s Series, period Period, h, cycles int, kinds bool) *seasonal {
+func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *seasonal {
 	per := s.Steps(period.Duration())
 	day := s.Steps(Day)
 	m := &seasonal{
@@ -76,10 +77,10 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds bool) *seasonal {
 		feats:  make([]featureRow, len(s.Values)+h+1),
 		period: period, fits: map[int]weights{},
 	}
-	if kinds {
+	if kinds != nil {
 		m.weekend = make([]bool, len(m.prof))
 		for i := range m.weekend {
-			d := s.TimeAt(i).Weekday()
+			d := s.TimeAt(i).In(kinds).Weekday()
 			m.weekend[i] = d == time.Saturday || d == time.Sunday
 		}
 	}

@@ -109,16 +109,16 @@ func (w *Walker) model(p Period) *seasonal {
 	if m, ok := w.models[p]; ok {
 		return m
 	}
-	m := newSeasonal(w.s, p, w.h, w.opts.Cycles, false)
+	m := newSeasonal(w.s, p, w.h, w.opts.Cycles, nil)
 	w.models[p] = m
 	return m
 }
 
 // dayKinds returns the daily model whose profile takes weekdays for weekday targets and weekend
-// days for weekend ones.
+// days for weekend ones, in Options.Location.
 func (w *Walker) dayKinds() *seasonal {
 	if w.kinds == nil {
-		w.kinds = newSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, true)
+		w.kinds = newSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, w.opts.Location)
 	}
 	return w.kinds
 }

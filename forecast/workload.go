@@ -38,6 +38,9 @@ type WorkloadForecast struct {
 	// reserved replica, with the template's resources: the room bought ahead is then held by pods
 	// the scheduler preempts the moment the workload's (or any other) pods need it.
 	Placeholders bool `json:"placeholders,omitempty"`
+	// TimeZone is the IANA time zone (e.g. Asia/Tokyo) of the workload's week: its Saturday and
+	// Sunday are the weekend the weekday/weekend model tells apart. Empty means UTC.
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // WorkloadRef names a Deployment or StatefulSet, or carries an inline pod template for a
@@ -141,6 +144,9 @@ func (f WorkloadForecast) Validate() error {
 	if f.MaxReplicas < 1 || f.MaxReplicas < f.MinReplicas {
 		bad("maxReplicas", "must be at least 1 and at least minReplicas (%d), got %d", f.MinReplicas, f.MaxReplicas)
 	}
+	if _, err := f.location(); err != nil {
+		bad("timeZone", "%v", err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -187,4 +193,16 @@ func (w WorkloadRef) String() string {
 		return "inline template"
 	}
 	return w.Kind + "/" + w.Namespace + "/" + w.Name
+}
+
+// location is the time zone of TimeZone, UTC when empty.
+func (f WorkloadForecast) location() (*time.Location, error) {
+	if f.TimeZone == "" {
+		return time.UTC, nil
+	}
+	loc, err := time.LoadLocation(f.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not an IANA time zone name (e.g. Europe/Berlin)", f.TimeZone)
+	}
+	return loc, nil
 }

@@ -18,6 +18,7 @@ const goodForecasts = `
   queueTargetPerGPU: 8
   minReplicas: 1
   maxReplicas: 20
+  timeZone: Asia/Tokyo
 - workload:
     template: {metadata: {labels: {app: batch}}, spec: {containers: [{name: w, image: x}]}}
   loadQuery: sum(rate(jobs_total[5m]))
@@ -34,6 +35,12 @@ func TestParseWorkloadForecastsGood(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].LeadTime.Duration != 15*time.Minute || got[0].Workload.String() != "Deployment/llm/chat" || got[1].Margin.Multiplier != 1.2 {
 		t.Errorf("decoded %+v", got)
+	}
+	if loc := got[0].Options(Pool{}).Location; loc == nil || loc.String() != "Asia/Tokyo" {
+		t.Errorf("Options location %v, want Asia/Tokyo", loc)
+	}
+	if loc := got[1].Options(Pool{}).Location; loc != time.UTC {
+		t.Errorf("Options location without timeZone %v, want UTC", loc)
 	}
 }
 
@@ -52,6 +59,7 @@ func TestParseWorkloadForecastsBad(t *testing.T) {
 		{"both margins", base + "  margin: {quantile: 0.9, multiplier: 2}\n", "margin: set quantile or multiplier"},
 		{"quantile range", base + "  margin: {quantile: 1.5}\n", "margin.quantile: must be in [0.5, 1)"},
 		{"min above max", base + "  minReplicas: 5\n", "maxReplicas: must be at least 1 and at least minReplicas"},
+		{"unknown time zone", base + "  timeZone: Mars/Olympus\n", `timeZone: "Mars/Olympus" is not an IANA time zone name`},
 		{"template without spec", "- workload: {template: {metadata: {}}}\n  loadQuery: q\n  perReplica: 1\n  gpusPerReplica: 1\n  maxReplicas: 3\n", "workload.template: must be a pod template"},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ package main
 import (
 	"fmt"
 	"os"
+	// Forecast time zones (timeZone: Asia/Tokyo) resolve in images without /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/spf13/cobra"
 )

@@ -39,6 +39,7 @@ func TestBadPolicies(t *testing.T) {
 		"forecast-template.bad.yaml":        `forecasts[0].workload.template: unknown field "spec.containerz"`,
 		"forecast-template-name.bad.yaml":   "forecasts[0].workload.template.metadata.name: must be set",
 		"forecast-duplicate.bad.yaml":       "forecasts[1].workload: Deployment/llm/chat is already forecast by forecasts[0]",
+		"forecast-time-zone.bad.yaml":       `forecasts[0].timeZone: "CET+1" is not an IANA time zone name`,
 	}
 	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
 	if len(files) != len(want) {
