@@ -69,9 +69,9 @@
 // last week are replayed as they would have been made — from their own origins, with the weights
 // of the last refit before them — and the forecast is the mix weighted by (1/MAE)⁸ of each
 // expert's mean absolute error there: an expert 10 % worse than the best keeps half the weight,
-// 25 % worse a sixth. Weighing rather than picking keeps a rival in play while the evidence is a few
-// days old; a confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names the
-// expert with the largest weight.
+// 25 % worse a sixth. Weighing rather than picking keeps a rival in play while the evidence is
+// a few days old; a confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names
+// the expert with the largest weight.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
 // relative errors over the fit window (busy targets only) at the target's time of day, in
