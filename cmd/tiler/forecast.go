@@ -34,6 +34,7 @@ type traceFlags struct {
 	csv, timeCol, valueCol, output string
 	repair                         bool
 	margin                         float64
+	timeZone                       string
 }
 
 func (f *traceFlags) register(fs *pflag.FlagSet) {
@@ -42,7 +43,17 @@ func (f *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.valueCol, "value-col", "", "value column (default: value, else the second)")
 	fs.BoolVar(&f.repair, "repair", false, "sort rows by time and average duplicate timestamps instead of failing")
 	fs.Float64Var(&f.margin, "margin", forecast.DefaultMargin, "quantile of past relative errors the upper forecast covers")
+	fs.StringVar(&f.timeZone, "time-zone", "UTC", "IANA time zone of the workload's week (the weekday/weekend model's weekend)")
 	fs.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+}
+
+// options are the forecaster options of the flags.
+func (f *traceFlags) options() (forecast.Options, error) {
+	loc, err := time.LoadLocation(f.timeZone)
+	if err != nil {
+		return forecast.Options{}, fmt.Errorf("--time-zone %q: not an IANA time zone name (e.g. Europe/Berlin)", f.timeZone)
+	}
+	return forecast.Options{Margin: f.margin, Location: loc}, nil
 }
 
 // load reads the trace onto its natural grid.
@@ -90,7 +101,11 @@ func newBacktestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: forecast.Options{Margin: tf.margin}})
+			opts, err := tf.options()
+			if err != nil {
+				return err
+			}
+			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: opts})
 			if err != nil {
 				return fmt.Errorf("backtesting %s: %w", name, err)
 			}
@@ -116,7 +131,9 @@ func newReplayCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg.Options.Margin = tf.margin
+			if cfg.Options, err = tf.options(); err != nil {
+				return err
+			}
 			res, err := backtest.Replay(name, s, cfg)
 			if err != nil {
 				return fmt.Errorf("replaying %s: %w", name, err)

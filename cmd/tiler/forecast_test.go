@@ -81,6 +81,7 @@ func TestForecastBadInput(t *testing.T) {
 		{"bad horizon", []string{"backtest", "--csv", write("c.csv", "ts,value\n60,1\n"), "--horizon", "soon"}, "soon"},
 		{"bad output", []string{"backtest", "--csv", write("d.csv", "ts,value\n60,1\n"), "-o", "yaml"}, "--output"},
 		{"no per-gpu", []string{"replay", "--csv", write("e.csv", "ts,value\n60,1\n120,2\n")}, "perGPU"},
+		{"bad time zone", []string{"replay", "--csv", write("g.csv", "ts,value\n60,1\n120,2\n"), "--per-gpu", "1", "--time-zone", "Mars/Olympus"}, `--time-zone "Mars/Olympus"`},
 		{"env twin", []string{"replay", "--csv", write("f.csv", "ts,value\n60,1\n120,2\n"), "--per-gpu", "1"}, "TILER_FORECAST_BOOT"},
 	}
 	t.Setenv("TILER_FORECAST_BOOT", "")
