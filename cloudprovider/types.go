@@ -116,6 +116,15 @@ type Provider interface {
 	Delete(ctx context.Context, id string) error
 }
 
+// GarbageCollector is implemented by providers that leave cloud objects of their own behind
+// launches (the AWS provider's managed launch templates). The controller calls CollectGarbage
+// periodically, on the leader only: a standby does not know what the leader still uses.
+type GarbageCollector interface {
+	// CollectGarbage deletes the provider's objects no launch needs any more and returns what
+	// it deleted, by name.
+	CollectGarbage(ctx context.Context) ([]string, error)
+}
+
 // UnavailableReporter is a Provider whose Create can launch one offering of a request after the
 // cloud refused others: an EC2 instant fleet whose errorSet names the pools that failed while
 // another pool launched (HTTP 200, partial success), or GCE fallbacks tried in turn. Create alone

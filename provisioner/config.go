@@ -35,24 +35,28 @@ type Config struct {
 	ReservationTTL time.Duration `mapstructure:"reservation-ttl"`
 	// ResyncPeriod re-runs housekeeping (timeouts, empty nodes) even without events.
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
+	// GarbageCollectPeriod is how often the cloud provider deletes what no launch needs any more
+	// (cloudprovider.GarbageCollector: the AWS provider's unused launch templates); 0 turns it off.
+	GarbageCollectPeriod time.Duration `mapstructure:"garbage-collect-period"`
 }
 
 // DefaultConfig returns the production defaults.
 func DefaultConfig() Config {
 	return Config{
-		ClusterName:         "tiler",
-		Namespace:           "tiler-system",
-		Catalog:             "aws-us-east-1",
-		BatchIdle:           time.Second,
-		BatchMax:            10 * time.Second,
-		GPUTriggerDelay:     0,
-		RegistrationTimeout: 10 * time.Minute,
-		UnavailableTTL:      3 * time.Minute,
-		EmptyNodeTTL:        10 * time.Minute,
-		Nominate:            true,
-		Reserve:             true,
-		ReservationTTL:      2 * time.Minute,
-		ResyncPeriod:        10 * time.Second,
+		ClusterName:          "tiler",
+		Namespace:            "tiler-system",
+		Catalog:              "aws-us-east-1",
+		BatchIdle:            time.Second,
+		BatchMax:             10 * time.Second,
+		GPUTriggerDelay:      0,
+		RegistrationTimeout:  10 * time.Minute,
+		UnavailableTTL:       3 * time.Minute,
+		EmptyNodeTTL:         10 * time.Minute,
+		Nominate:             true,
+		Reserve:              true,
+		ReservationTTL:       2 * time.Minute,
+		ResyncPeriod:         10 * time.Second,
+		GarbageCollectPeriod: time.Hour,
 	}
 }
 
@@ -79,6 +83,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("reservation-ttl must be positive when reserve is on")
 	case c.ResyncPeriod <= 0:
 		return fmt.Errorf("resync-period must be positive")
+	case c.GarbageCollectPeriod < 0:
+		return fmt.Errorf("garbage-collect-period must not be negative")
 	}
 	return nil
 }

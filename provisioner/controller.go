@@ -185,6 +185,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()
+	var gcTick <-chan time.Time
+	if _, ok := c.provider.(cloudprovider.GarbageCollector); ok && c.cfg.GarbageCollectPeriod > 0 {
+		t := c.clock.NewTicker(c.cfg.GarbageCollectPeriod)
+		defer t.Stop()
+		gcTick = t.C()
+		c.CollectGarbage(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -192,10 +199,30 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-c.trigger:
 			c.waitForBatch(ctx)
 		case <-resync.C():
+		case <-gcTick:
+			c.CollectGarbage(ctx)
+			continue
 		}
 		if _, err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("reconcile", zap.Error(err))
 		}
+	}
+}
+
+// CollectGarbage has the cloud provider delete what no launch needs any more, when it can
+// (cloudprovider.GarbageCollector), and logs what went. Run calls it every GarbageCollectPeriod,
+// on the leader only.
+func (c *Controller) CollectGarbage(ctx context.Context) {
+	gc, ok := c.provider.(cloudprovider.GarbageCollector)
+	if !ok {
+		return
+	}
+	deleted, err := gc.CollectGarbage(ctx)
+	if len(deleted) > 0 {
+		c.log.Info("deleted cloud objects no launch needs", zap.String("provider", c.provider.Name()), zap.Strings("deleted", deleted))
+	}
+	if err != nil && ctx.Err() == nil {
+		c.log.Warn("collecting the cloud provider's garbage", zap.Error(err))
 	}
 }
 

@@ -23,6 +23,9 @@ const (
 	// DefaultVisibilityTimeoutSeconds hides a received message from other pollers while Tiler
 	// parses and deletes it.
 	DefaultVisibilityTimeoutSeconds = 20
+	// DefaultTemplateRetention is how long a managed launch template no launch used is kept:
+	// a week covers a pool that scales up once a weekend.
+	DefaultTemplateRetention = 7 * 24 * time.Hour
 )
 
 // Config is what a CLI fills from flags to build the provider, the catalog and the interruption
@@ -56,6 +59,9 @@ type Config struct {
 	InstanceTypes awspricing.InstanceTypeFilter
 	// UnavailableTTL defaults to DefaultUnavailableTTL.
 	UnavailableTTL time.Duration
+	// TemplateRetention is how long a managed launch template (Bootstrap) that no launch used
+	// is kept before CollectGarbage deletes it; zero means DefaultTemplateRetention.
+	TemplateRetention time.Duration
 	// WaitTimeSeconds and VisibilityTimeoutSeconds tune the SQS long poll (defaults above).
 	WaitTimeSeconds          int32
 	VisibilityTimeoutSeconds int32
@@ -121,6 +127,13 @@ func (c Config) launchTemplateVersion() string {
 		return c.LaunchTemplateVersion
 	}
 	return DefaultLaunchTemplateVersion
+}
+
+func (c Config) templateRetention() time.Duration {
+	if c.TemplateRetention > 0 {
+		return c.TemplateRetention
+	}
+	return DefaultTemplateRetention
 }
 
 func (c Config) unavailableTTL() time.Duration {

@@ -96,6 +96,8 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	if err != nil {
 		return nil, nil, err
 	}
+	p.gcMu.RLock() // no template is deleted between ensuring it and CreateFleet
+	defer p.gcMu.RUnlock()
 	if err := p.assignTemplates(ctx, req, groups); err != nil {
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -26,6 +27,7 @@ type EC2API interface {
 	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
 	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
 	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
+	DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
 }
 
 // SQSAPI is the part of the SQS client the interruption source uses; *sqs.Client satisfies it.
@@ -47,14 +49,21 @@ type Provider struct {
 	mu     sync.RWMutex
 	prices map[cloudprovider.OfferingRef]float64
 
-	// templates are the managed launch templates known to exist (Config.Bootstrap).
+	// templates are the managed launch templates known to exist (Config.Bootstrap), used when
+	// each was last needed by a launch; gcSince is the first CollectGarbage call.
 	tmplMu    sync.Mutex
 	templates map[string]bool
+	used      map[string]time.Time
+	gcSince   time.Time
+	// gcMu keeps CollectGarbage from deleting a template between a launch's ensuring it and
+	// CreateFleet: launches hold it for reading, deletions for writing.
+	gcMu sync.RWMutex
 }
 
 var (
 	_ cloudprovider.Provider            = (*Provider)(nil)
 	_ cloudprovider.UnavailableReporter = (*Provider)(nil)
+	_ cloudprovider.GarbageCollector    = (*Provider)(nil)
 )
 
 // NewProvider builds a Provider with an EC2 client from the default AWS configuration (optFns
@@ -80,7 +89,8 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 		return nil, errors.New("aws provider: EC2 client and clock must be set")
 	}
 	return &Provider{cfg: cfg, ec2: client, clock: clk,
-		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{}}, nil
+		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
+		used: map[string]time.Time{}}, nil
 }
 
 // Name returns "aws".

@@ -97,6 +97,7 @@ const codeTemplateExists = "InvalidLaunchTemplateName.AlreadyExistsException"
 func (p *Provider) ensureTemplate(ctx context.Context, t managedTemplate) error {
 	p.tmplMu.Lock()
 	known := p.templates[t.name]
+	p.used[t.name] = p.clock.Now()
 	p.tmplMu.Unlock()
 	if known {
 		return nil

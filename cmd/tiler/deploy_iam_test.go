@@ -43,8 +43,8 @@ func stringOrList(t *testing.T, raw json.RawMessage) []string {
 // Tiler's clients make (each method of the SDK interfaces the AWS cloud provider, its interruption
 // queue and the AWS price source are written against), plus what those calls need besides
 // (CreateFleet launches through RunInstances, tags through CreateTags and passes the node role),
-// and nothing else; instances can be terminated only when tagged with Tiler's cluster tag, and
-// tags created only with the resources Tiler creates.
+// and nothing else; instances can be terminated and launch templates deleted only when tagged
+// with Tiler's cluster tag, and tags created only with the resources Tiler creates.
 func TestIAMPolicy(t *testing.T) {
 	data, err := os.ReadFile(iamPolicy)
 	if err != nil {
@@ -101,8 +101,10 @@ func TestIAMPolicy(t *testing.T) {
 	if len(missing) > 0 || len(extra) > 0 {
 		t.Errorf("%s: missing %v (called by the code), not called by the code %v", iamPolicy, missing, extra)
 	}
-	if s := allowed["ec2:TerminateInstances"]; s.Condition["StringEquals"]["aws:ResourceTag/"+cloudprovider.TagCluster] == nil {
-		t.Errorf("ec2:TerminateInstances is not limited to instances tagged %s: %+v", cloudprovider.TagCluster, s.Condition)
+	for _, a := range []string{"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"} {
+		if s := allowed[a]; s.Condition["StringEquals"]["aws:ResourceTag/"+cloudprovider.TagCluster] == nil {
+			t.Errorf("%s is not limited to resources tagged %s: %+v", a, cloudprovider.TagCluster, s.Condition)
+		}
 	}
 	if s := allowed["ec2:CreateTags"]; s.Condition["StringEquals"]["ec2:CreateAction"] == nil {
 		t.Errorf("ec2:CreateTags is not limited to tagging on create: %+v", s.Condition)

@@ -41,6 +41,7 @@ type runFlags struct {
 	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
 	awsSubnets                                                                     map[string]string
 	awsQueueURL                                                                    string
+	awsTemplateRetention                                                           time.Duration
 	// awsBootstrap is what the --aws-* node bootstrap flags set: when any is, Tiler manages the
 	// launch templates (awscloud.NodeBootstrap) instead of using --aws-launch-template.
 	awsBootstrap awscloud.NodeBootstrap
@@ -82,6 +83,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.String("region", "", "cloud region (aws: us-east-1, gcp: us-central1)")
 	f.String("endpoint", "", "override the cloud API endpoint")
 	f.String("aws-launch-template", "", "aws: a launch template of your own that bootstraps nodes from their tags (instead of the node bootstrap flags)")
+	f.Duration("aws-template-retention", awscloud.DefaultTemplateRetention, "aws: delete a launch template Tiler created once no launch has used it this long")
 	f.StringToString("aws-subnets", nil, "aws: zone=subnet-id pairs")
 	f.String("aws-queue-url", "", "aws: SQS queue that EventBridge sends EC2 interruption events to")
 	f.String("aws-eks-cluster", "", "aws node bootstrap: the EKS cluster's name (default --cluster-name)")
@@ -112,6 +114,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Bool("reserve", d.Reserve, "launch nodes with the taint tiler.dev/reserved that only the pods planned there tolerate, until they are bound")
 	f.Duration("reservation-ttl", d.ReservationTTL, "end a node's reservation once it has been Ready this long")
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
+	f.Duration("garbage-collect-period", d.GarbageCollectPeriod, "how often the cloud's objects no launch needs (unused launch templates) are deleted; 0 turns it off")
 	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy reserve capacity ahead of load")
 	f.Duration("prescale-interval", provisioner.DefaultPrescaleInterval, "query Prometheus for the forecasts at most this often")
 	f.String("placeholder-image", provisioner.DefaultPlaceholderImage, "image of the placeholder pods that hold reserved capacity (forecasts with placeholders: true)")
@@ -143,13 +146,16 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
 		placeholderImage: v.GetString("placeholder-image"), placeholderClass: v.GetString("placeholder-priority-class"),
-		placeholderPriority: v.GetInt32("placeholder-priority"),
+		placeholderPriority: v.GetInt32("placeholder-priority"), awsTemplateRetention: v.GetDuration("aws-template-retention"),
 		awsBootstrap: awscloud.NodeBootstrap{ClusterName: v.GetString("aws-eks-cluster"), APIServerEndpoint: v.GetString("aws-cluster-endpoint"),
 			CertificateAuthority: v.GetString("aws-cluster-ca"), ServiceCIDR: v.GetString("aws-service-cidr"),
 			ImageID: v.GetString("aws-image-id"), GPUImageID: v.GetString("aws-gpu-image-id"),
 			InstanceProfile: v.GetString("aws-instance-profile"), SecurityGroupIDs: v.GetStringSlice("aws-security-groups")}}
 	if rf.prescaleInterval <= 0 {
 		return cfg, rf, fmt.Errorf("--prescale-interval %s: must be positive", rf.prescaleInterval)
+	}
+	if rf.awsTemplateRetention <= 0 {
+		return cfg, rf, fmt.Errorf("--aws-template-retention %s: must be positive", rf.awsTemplateRetention)
 	}
 	return cfg, rf, cfg.Validate()
 }

@@ -323,6 +323,13 @@ func TestRunAWSBootstrapFlags(t *testing.T) {
 	if err := c.ValidateProvider(); err != nil {
 		t.Errorf("valid bootstrap flags: %v", err)
 	}
+	if c.TemplateRetention != awscloud.DefaultTemplateRetention || cfg.GarbageCollectPeriod != time.Hour {
+		t.Errorf("template retention %s, garbage-collect period %s; want the defaults", c.TemplateRetention, cfg.GarbageCollectPeriod)
+	}
+	cfg, rf = runConfig(t, append(append(base, bootstrap...), "--aws-template-retention", "72h", "--garbage-collect-period", "30m")...)
+	if c, _ := awsConfig(rf, cfg); c.TemplateRetention != 72*time.Hour || cfg.GarbageCollectPeriod != 30*time.Minute {
+		t.Errorf("--aws-template-retention 72h --garbage-collect-period 30m: %s, %s", c.TemplateRetention, cfg.GarbageCollectPeriod)
+	}
 
 	cfg, rf = runConfig(t, append(base, "--aws-launch-template", "my-nodes")...)
 	if c, err := awsConfig(rf, cfg); err != nil || c.LaunchTemplateName != "my-nodes" || c.Bootstrap != nil {

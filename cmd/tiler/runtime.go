@@ -127,7 +127,7 @@ func awsRegion(rf runFlags) string { return or(rf.region, "us-east-1") }
 // names one of your own instead. One of the two is needed.
 func awsConfig(rf runFlags, cfg provisioner.Config) (awscloud.Config, error) {
 	c := awscloud.Config{Region: awsRegion(rf), Endpoint: rf.endpoint, ClusterName: cfg.ClusterName,
-		Subnets: rf.awsSubnets, QueueURL: rf.awsQueueURL}
+		Subnets: rf.awsSubnets, QueueURL: rf.awsQueueURL, TemplateRetention: rf.awsTemplateRetention}
 	b := rf.awsBootstrap
 	bootstrap := b.ClusterName != "" || b.APIServerEndpoint != "" || b.CertificateAuthority != "" || b.ServiceCIDR != "" ||
 		b.ImageID != "" || b.GPUImageID != "" || b.InstanceProfile != "" || len(b.SecurityGroupIDs) > 0

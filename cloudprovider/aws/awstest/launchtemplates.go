@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 	"text/template"
 	"time"
 )
@@ -53,6 +55,14 @@ var describeLaunchTemplatesTmpl = template.Must(template.New("dlt").Funcs(funcs)
 </DescribeLaunchTemplatesResponse>
 ` + ltFields))
 
+var deleteLaunchTemplateTmpl = template.Must(template.New("dellt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+<DeleteLaunchTemplateResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+    <requestId>awstest-request</requestId>
+    <launchTemplate>{{template "fields" .}}
+    </launchTemplate>
+</DeleteLaunchTemplateResponse>
+` + ltFields))
+
 // CreateLaunchTemplate renders a CreateLaunchTemplateResponse for lt.
 func CreateLaunchTemplate(lt LaunchTemplate) Response {
 	var buf bytes.Buffer
@@ -72,16 +82,38 @@ func DescribeLaunchTemplates(lts ...LaunchTemplate) Response {
 	return XML(buf.Bytes())
 }
 
+// DeleteLaunchTemplate renders a DeleteLaunchTemplateResponse for lt.
+func DeleteLaunchTemplate(lt LaunchTemplate) Response {
+	var buf bytes.Buffer
+	if err := deleteLaunchTemplateTmpl.Execute(&buf, lt); err != nil {
+		panic(err)
+	}
+	return XML(buf.Bytes())
+}
+
 // CodeLaunchTemplateExists is EC2's error code for CreateLaunchTemplate with a taken name.
 const CodeLaunchTemplateExists = "InvalidLaunchTemplateName.AlreadyExistsException"
 
-// LaunchTemplateStore answers CreateLaunchTemplate and DescribeLaunchTemplates from memory, like
-// EC2 does: created templates are listed (by the launch-template-name filter or
-// LaunchTemplateName.N), and creating a taken name fails with CodeLaunchTemplateExists.
+// CodeLaunchTemplateIDNotFound is EC2's error code for a launch template ID that does not exist.
+const CodeLaunchTemplateIDNotFound = "InvalidLaunchTemplateId.NotFound"
+
+// LaunchTemplateStore answers CreateLaunchTemplate, DescribeLaunchTemplates and
+// DeleteLaunchTemplate from memory, like EC2 does: created templates are listed (by the
+// launch-template-name filter or LaunchTemplateName.N, else all, narrowed by tag:<key> and
+// tag-key filters), creating a taken name fails with CodeLaunchTemplateExists, and deleting an
+// unknown ID with CodeLaunchTemplateIDNotFound. Templates are created at Now.
 type LaunchTemplateStore struct {
-	srv   *Server
-	now   time.Time
-	byKey map[string]LaunchTemplate
+	srv     *Server
+	now     time.Time
+	byKey   map[string]LaunchTemplate
+	created int
+}
+
+// SetNow sets the creation time of the templates created from now on.
+func (st *LaunchTemplateStore) SetNow(t time.Time) {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	st.now = t
 }
 
 // ServeLaunchTemplates installs a LaunchTemplateStore on the server, holding existing.
@@ -92,6 +124,7 @@ func (s *Server) ServeLaunchTemplates(existing ...LaunchTemplate) *LaunchTemplat
 	}
 	s.Handle("CreateLaunchTemplate", st.create)
 	s.Handle("DescribeLaunchTemplates", st.describe)
+	s.Handle("DeleteLaunchTemplate", st.delete)
 	return st
 }
 
@@ -104,7 +137,8 @@ func (st *LaunchTemplateStore) create(r Request) Response {
 			fmt.Sprintf("Launch template name already in use: %s", name))
 	}
 	tags := r.TagSpecifications()["launch-template"]
-	lt := LaunchTemplate{ID: fmt.Sprintf("lt-%017x", len(st.byKey)+1), Name: name, CreateTime: st.now, Tags: tags}
+	st.created++
+	lt := LaunchTemplate{ID: fmt.Sprintf("lt-%017x", st.created), Name: name, CreateTime: st.now, Tags: tags}
 	st.byKey[name] = lt
 	return CreateLaunchTemplate(lt)
 }
@@ -112,15 +146,53 @@ func (st *LaunchTemplateStore) create(r Request) Response {
 func (st *LaunchTemplateStore) describe(r Request) Response {
 	st.srv.mu.Lock()
 	defer st.srv.mu.Unlock()
-	names := append(r.EC2Filters()["launch-template-name"], r.FormList("LaunchTemplateName")...)
+	filters := r.EC2Filters()
+	names := append(filters["launch-template-name"], r.FormList("LaunchTemplateName")...)
+	if len(names) == 0 {
+		for n := range st.byKey {
+			names = append(names, n)
+		}
+	}
 	var out []LaunchTemplate
 	for _, n := range names {
-		if lt, ok := st.byKey[n]; ok {
+		if lt, ok := st.byKey[n]; ok && lt.matchesTags(filters) {
 			out = append(out, lt)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return DescribeLaunchTemplates(out...)
+}
+
+// matchesTags applies the tag:<key> (value in the list) and tag-key (key present) filters.
+func (lt LaunchTemplate) matchesTags(filters map[string][]string) bool {
+	for name, values := range filters {
+		key, isTag := strings.CutPrefix(name, "tag:")
+		switch {
+		case isTag:
+			if v, ok := lt.Tags[key]; !ok || !slices.Contains(values, v) {
+				return false
+			}
+		case name == "tag-key":
+			if !slices.ContainsFunc(values, func(k string) bool { _, ok := lt.Tags[k]; return ok }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (st *LaunchTemplateStore) delete(r Request) Response {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	id := r.Form.Get("LaunchTemplateId")
+	for name, lt := range st.byKey {
+		if lt.ID == id {
+			delete(st.byKey, name)
+			return DeleteLaunchTemplate(lt)
+		}
+	}
+	return EC2Error(http.StatusBadRequest, CodeLaunchTemplateIDNotFound,
+		fmt.Sprintf("The specified launch template, with template ID %s, does not exist.", id))
 }
 
 // Names returns the names of the templates in the store, sorted.
