@@ -101,8 +101,9 @@ func (p *Provider) Name() string { return "aws" }
 // from CreateReportingUnavailable and keeps them out of its plans.
 func (p *Provider) Unavailable() *UnavailableOfferings { return p.unavailable }
 
-// SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on. The
-// controller calls it after each price refresh; without it PricePerHour is zero.
+// SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on; without
+// it PricePerHour is zero. The controller does not need it: it prices what it launched from the
+// plan's offering and fallbacks, or its catalog (provisioner boughtAs).
 func (p *Provider) SetPrices(c *catalog.Catalog) {
 	prices := map[cloudprovider.OfferingRef]float64{}
 	for _, t := range c.Types {
