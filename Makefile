@@ -7,7 +7,7 @@ BIN := bin/tiler
 TILER_CONTROLPLANE_DIR ?= $(HOME)/.cache/tiler/controlplane/v1.37.2
 export TILER_CONTROLPLANE_DIR
 
-.PHONY: help build test test-unit bench verify demo tools controlplane prometheus fidelity
+.PHONY: help build test test-unit bench verify demo tools controlplane prometheus fidelity forecast-report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -41,3 +41,6 @@ demo: build ## the main job on the embedded default
 fidelity: tools ## differential test of plans against the real kube-scheduler: make fidelity SEEDS=N [FIRST=1] [DRA=1] [OUT=dir] [MODES=on,nominations,off]
 	FIDELITY_SEEDS=$(or $(SEEDS),50) FIDELITY_FIRST=$(FIRST) FIDELITY_DRA=$(DRA) FIDELITY_OUT=$(OUT) FIDELITY_MODES=$(MODES) \
 		$(GO) test -count=1 -run '^TestFidelitySeeds$$' -timeout 0 -v ./fidelity/
+
+forecast-report: ## the forecaster's backtest and replay figures on every trace of testdata/traces
+	@hack/forecast-report.sh
