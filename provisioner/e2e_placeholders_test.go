@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/provisioner"
@@ -32,7 +33,7 @@ var placeholderPolicy = strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  ma
 //  3. The forecast is removed: the last placeholder is deleted.
 func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 	ctx := context.Background()
-	e, kube, clk := startPrescaleEnv(t, cp, "chat", placeholderPolicy)
+	e, kube, clk := startPrescaleEnv(t, cp, testConfig(), "chat", placeholderPolicy)
 	defer func() {
 		_ = kube.AppsV1().Deployments("llm").Delete(ctx, "chat", metav1.DeleteOptions{})
 		e.cleanup(e.placeholders())
@@ -108,15 +109,19 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
 }
 
-// testPrescaleBuysAhead: the same forecast without placeholders. The reservation (three
-// one-GPU replicas) is bought while the Deployment runs none, the nodes stay while the forecast
-// wants them, and when the Deployment scales to three its pods are bound by the real
-// kube-scheduler on those nodes with nothing more bought.
+// testPrescaleBuysAhead: the same forecast without placeholders, through its whole life. The
+// reservation (three one-GPU replicas) is bought while the Deployment runs none; the nodes stay
+// empty well past EmptyNodeTTL because the forecast still wants them; when the Deployment scales
+// to three its pods are bound by the real kube-scheduler on those nodes with nothing more bought;
+// once the replicas are gone and the forecast with them, the nodes are removed like any empty node.
 func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
+	ctx := context.Background()
 	policy := strings.Replace(strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n", 1), "name: chat}", "name: ahead}", 1)
-	e, kube, _ := startPrescaleEnv(t, cp, "ahead", policy)
+	cfg := testConfig()
+	cfg.EmptyNodeTTL = 2 * time.Second
+	e, kube, clk := startPrescaleEnv(t, cp, cfg, "ahead", policy)
 	defer func() {
-		_ = kube.AppsV1().Deployments("llm").Delete(context.Background(), "ahead", metav1.DeleteOptions{})
+		_ = kube.AppsV1().Deployments("llm").Delete(ctx, "ahead", metav1.DeleteOptions{})
 		e.cleanup(nil)
 	}()
 	var gpus int64
@@ -130,17 +135,18 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 		return gpus >= 3
 	})
 	bought := e.launches()
-	time.Sleep(2 * time.Second) // more batches while the reservation is held: nothing more
-	if n := e.launches(); n != bought || gpus != 3 {
-		t.Fatalf("%d GPUs in %d launches, then %d launches; want 3 GPUs bought once", gpus, bought, n)
-	}
 	managed := map[string]bool{}
 	for _, n := range e.managedNodes() {
 		managed[n.Name] = true
 	}
+	time.Sleep(2*cfg.EmptyNodeTTL + time.Second) // empty, past EmptyNodeTTL, reservation held
+	if n, left := e.launches(), len(e.managedNodes()); n != bought || gpus != 3 || left != len(managed) {
+		t.Fatalf("%d GPUs in %d launches; then %d launches and %d of %d nodes left; want 3 GPUs bought once and kept",
+			gpus, bought, n, left, len(managed))
+	}
 	scale(t, kube, "llm", "ahead", 3)
 	waitFor(t, "three replicas bound", 60*time.Second, func() bool {
-		list, err := kube.CoreV1().Pods("llm").List(context.Background(), metav1.ListOptions{LabelSelector: "app=ahead"})
+		list, err := kube.CoreV1().Pods("llm").List(ctx, metav1.ListOptions{LabelSelector: "app=ahead"})
 		if err != nil {
 			return false
 		}
@@ -158,12 +164,24 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 	if n := e.launches(); n != bought {
 		t.Errorf("%d launches after the replicas arrived, want still %d", n, bought)
 	}
+
+	// The load is gone: no replica (deleted at once, as a kubelet would confirm), no forecast.
+	scale(t, kube, "llm", "ahead", 0)
+	if err := kube.CoreV1().Pods("llm").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+		metav1.ListOptions{LabelSelector: "app=ahead"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(policy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute) // the pre-scaler's next round
+	waitFor(t, "the nodes bought ahead removed", 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
 }
 
 // startPrescaleEnv creates the Deployment llm/<name> with no replica and the cost policy, and
 // starts the controller with a pre-scaler reading fake Prometheus series (the diurnal request
 // rate) at 05:00 on the returned fake clock.
-func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, name, policy string) (*env, kubernetes.Interface, *clocktesting.FakeClock) {
+func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, name, policy string) (*env, kubernetes.Interface, *clocktesting.FakeClock) {
 	t.Helper()
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
@@ -181,7 +199,7 @@ func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, name, policy 
 	fp := newFakeProm()
 	fp.series[chatQuery] = diurnal
 	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
-	e := newEnvSetup(t, cp, testConfig(), nil, func(c *provisioner.Controller) {
+	e := newEnvSetup(t, cp, cfg, nil, func(c *provisioner.Controller) {
 		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, kube, fp, clk,
 			zaptest.NewLogger(t), nil, prometheus.NewRegistry())
 		if err != nil {
