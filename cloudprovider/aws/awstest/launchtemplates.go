@@ -37,12 +37,14 @@ const ltFields = `{{define "fields"}}
                 <item><key>{{esc .Key}}</key><value>{{esc .Value}}</value></item>{{end}}
             </tagSet>{{end}}`
 
-var createLaunchTemplateTmpl = template.Must(template.New("clt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
-<CreateLaunchTemplateResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
+// oneLaunchTemplateTmpl renders the response of an action that returns one launch template
+// (CreateLaunchTemplate, DeleteLaunchTemplate): <{{.Action}}Response><launchTemplate>.
+var oneLaunchTemplateTmpl = template.Must(template.New("lt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+<{{.Action}}Response xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
     <requestId>awstest-request</requestId>
-    <launchTemplate>{{template "fields" .}}
+    <launchTemplate>{{template "fields" .LT}}
     </launchTemplate>
-</CreateLaunchTemplateResponse>
+</{{.Action}}Response>
 ` + ltFields))
 
 var describeLaunchTemplatesTmpl = template.Must(template.New("dlt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
@@ -55,18 +57,22 @@ var describeLaunchTemplatesTmpl = template.Must(template.New("dlt").Funcs(funcs)
 </DescribeLaunchTemplatesResponse>
 ` + ltFields))
 
-var deleteLaunchTemplateTmpl = template.Must(template.New("dellt").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
-<DeleteLaunchTemplateResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">
-    <requestId>awstest-request</requestId>
-    <launchTemplate>{{template "fields" .}}
-    </launchTemplate>
-</DeleteLaunchTemplateResponse>
-` + ltFields))
-
 // CreateLaunchTemplate renders a CreateLaunchTemplateResponse for lt.
 func CreateLaunchTemplate(lt LaunchTemplate) Response {
+	return oneLaunchTemplate("CreateLaunchTemplate", lt)
+}
+
+// DeleteLaunchTemplate renders a DeleteLaunchTemplateResponse for lt.
+func DeleteLaunchTemplate(lt LaunchTemplate) Response {
+	return oneLaunchTemplate("DeleteLaunchTemplate", lt)
+}
+
+func oneLaunchTemplate(action string, lt LaunchTemplate) Response {
 	var buf bytes.Buffer
-	if err := createLaunchTemplateTmpl.Execute(&buf, lt); err != nil {
+	if err := oneLaunchTemplateTmpl.Execute(&buf, struct {
+		Action string
+		LT     LaunchTemplate
+	}{action, lt}); err != nil {
 		panic(err)
 	}
 	return XML(buf.Bytes())
@@ -77,15 +83,6 @@ func CreateLaunchTemplate(lt LaunchTemplate) Response {
 func DescribeLaunchTemplates(lts ...LaunchTemplate) Response {
 	var buf bytes.Buffer
 	if err := describeLaunchTemplatesTmpl.Execute(&buf, lts); err != nil {
-		panic(err)
-	}
-	return XML(buf.Bytes())
-}
-
-// DeleteLaunchTemplate renders a DeleteLaunchTemplateResponse for lt.
-func DeleteLaunchTemplate(lt LaunchTemplate) Response {
-	var buf bytes.Buffer
-	if err := deleteLaunchTemplateTmpl.Execute(&buf, lt); err != nil {
 		panic(err)
 	}
 	return XML(buf.Bytes())
