@@ -12,6 +12,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
@@ -39,8 +40,9 @@ import (
 //     ReplicaSet adopts them and no spread or anti-affinity rule counts them.
 //   - They copy the template's node selector, node affinity, tolerations and resource requests
 //     (the effective ones: the larger of the containers' sum and any init container), run the
-//     pause image, and are deleted without grace. Pod affinity and spread constraints are
-//     dropped (they name the workload's labels). Templates that claim DRA devices keep their
+//     pause image, and are deleted without grace. A required anti-affinity of the replicas
+//     against each other (one per node or zone) becomes the same among the placeholders; other
+//     pod affinity and spread constraints are dropped (they name the workload's labels). Templates that claim DRA devices keep their
 //     reservation in the simulation only: a placeholder would need claims of its own.
 
 // Placeholder labels and defaults.
@@ -131,7 +133,35 @@ func placeholderPod(w *workload, key string, i int, ns, image, class string) (*c
 	if a := t.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
 	}
+	if terms := selfAntiAffinity(t, pod.Labels); len(terms) > 0 {
+		if pod.Spec.Affinity == nil {
+			pod.Spec.Affinity = &corev1.Affinity{}
+		}
+		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: terms}
+	}
 	return pod.DeepCopy(), nil
+}
+
+// selfAntiAffinity carries over the template's required pod anti-affinity against its own
+// replicas (one per node, one per zone), rewritten to select the placeholders of the same
+// workload: the placeholders then spread as the replicas they stand for would. Terms about other
+// workloads are dropped with the rest of the pod affinity.
+func selfAntiAffinity(t *corev1.PodTemplateSpec, placeholderLabels map[string]string) []corev1.PodAffinityTerm {
+	a := t.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return nil
+	}
+	var out []corev1.PodAffinityTerm
+	for _, term := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil || term.LabelSelector == nil || sel.Empty() || !sel.Matches(labels.Set(t.Labels)) ||
+			len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+			continue
+		}
+		out = append(out, corev1.PodAffinityTerm{TopologyKey: term.TopologyKey,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: placeholderLabels}})
+	}
+	return out
 }
 
 // placeholderName is tiler-placeholder-<namespace>-<name>-<hash>-<i>: the hash of namespace/name

@@ -56,8 +56,14 @@ func TestPlaceholderPod(t *testing.T) {
 	if p.Spec.NodeSelector["tiler.dev/gpu-pool"] != "inference" || len(p.Spec.Tolerations) != 1 || p.Spec.Affinity.NodeAffinity == nil {
 		t.Errorf("node constraints not copied: %+v", p.Spec)
 	}
-	if p.Spec.Affinity.PodAntiAffinity != nil || len(p.Spec.TopologySpreadConstraints) != 0 || len(p.Spec.InitContainers) != 0 {
-		t.Errorf("pod (anti-)affinity, spread constraints or init containers copied: %+v", p.Spec)
+	// The replicas' one-per-node anti-affinity holds among the placeholders, by their own label.
+	if anti := p.Spec.Affinity.PodAntiAffinity; anti == nil || len(anti.RequiredDuringSchedulingIgnoredDuringExecution) != 1 ||
+		anti.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != "kubernetes.io/hostname" ||
+		anti.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels[PlaceholderLabel] != "llm.chat" {
+		t.Errorf("placeholder anti-affinity %+v, want one per node among the workload's placeholders", p.Spec.Affinity.PodAntiAffinity)
+	}
+	if len(p.Spec.TopologySpreadConstraints) != 0 || len(p.Spec.InitContainers) != 0 {
+		t.Errorf("spread constraints or init containers copied: %+v", p.Spec)
 	}
 	if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != DefaultPlaceholderImage {
 		t.Fatalf("containers %+v, want one running the pause image", p.Spec.Containers)
@@ -72,6 +78,18 @@ func TestPlaceholderPod(t *testing.T) {
 	}
 	if len(res.Limits) != 1 || res.Limits.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 1 {
 		t.Errorf("limits %v, want only nvidia.com/gpu: 1 (extended resources need limit = request)", res.Limits)
+	}
+
+	// Anti-affinity against another workload is not carried over.
+	other := tmpl.DeepCopy()
+	other.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels = map[string]string{"app": "batch"}
+	p, err = placeholderPod(&workload{name: "chat", namespace: "llm", template: other}, "Deployment/llm/chat", 0, "tiler-system",
+		DefaultPlaceholderImage, DefaultPlaceholderPriorityClass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Affinity.PodAntiAffinity != nil {
+		t.Errorf("anti-affinity against app=batch carried over: %+v", p.Spec.Affinity.PodAntiAffinity)
 	}
 
 	tmpl.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("one-gpu")}}
