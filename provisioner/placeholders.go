@@ -17,6 +17,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
@@ -29,8 +30,10 @@ import (
 // How they fit the rest of the controller:
 //   - The simulation never sees them. The reservation pods the pre-scaler returns already stand
 //     for the same replicas, so a placeholder, pending or bound, is left out of every batch
-//     (splitPlaceholders): a pending one triggers no second purchase, and the room a bound one
-//     holds counts as free for real pods, as it is once the scheduler preempts it.
+//     (splitPlaceholders, and simulator.Simulate itself, so `tiler plan` on a snapshot agrees):
+//     a pending one triggers no second purchase, and the room a bound one holds counts as free
+//     for real pods, as it is once the scheduler preempts it. Housekeeping does not count them
+//     either: a node only they occupy is kept by the reservation, not by them.
 //   - Their count follows the reservation: a replica that arrives takes its reservation's place
 //     at once (ForecastPrescaler.Reservations), so one placeholder is deleted; one the scheduler
 //     preempted for another workload is created again and, pending, makes the reservation plan a
@@ -48,7 +51,8 @@ import (
 // Placeholder labels and defaults.
 const (
 	// PlaceholderLabel marks a placeholder pod; its value names the workload (namespace.name).
-	PlaceholderLabel = "tiler.dev/placeholder"
+	// The simulation leaves such pods out (simulator.LabelPlaceholder).
+	PlaceholderLabel = simulator.LabelPlaceholder
 	// PlaceholderWorkloadAnnotation holds the workload's key (Kind/namespace/name).
 	PlaceholderWorkloadAnnotation = "tiler.dev/workload"
 	// PlaceholderPrefix starts the name of every placeholder pod.

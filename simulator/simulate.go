@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,6 +77,24 @@ func Simulate(in Input) (*Plan, error) {
 	return s.buildPlan(), nil
 }
 
+// LabelPlaceholder marks Tiler's placeholder pods: lowest-priority pods that hold the room bought
+// ahead of a forecast until the scheduler preempts them (provisioner/placeholders.go). The
+// simulation leaves them out: the reservations they stand for are planned as pods of their own,
+// so a pending placeholder needs no room, and the room a bound one holds is free for any pod, as
+// it is once the scheduler preempts it.
+const LabelPlaceholder = "tiler.dev/placeholder"
+
+// withoutPlaceholders returns the snapshot without placeholder pods (itself when it has none).
+func withoutPlaceholders(snap *snapshot.Snapshot) *snapshot.Snapshot {
+	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[LabelPlaceholder]; return ok }
+	if !slices.ContainsFunc(snap.Pods, isPlaceholder) {
+		return snap
+	}
+	out := *snap
+	out.Pods = slices.DeleteFunc(slices.Clone(snap.Pods), isPlaceholder)
+	return &out
+}
+
 // state is one simulation's working set.
 type state struct {
 	in         Input
@@ -123,6 +142,7 @@ func newState(in Input) (*state, error) {
 	if in.Options.NodeNamePrefix == "" {
 		in.Options.NodeNamePrefix = "tiler-"
 	}
+	in.Snapshot = withoutPlaceholders(in.Snapshot)
 	s := &state{in: in, cat: in.Catalog, dims: newDims(), trackers: newTrackers(), sigs: map[string]int{},
 		eligible: map[[3]int][]string{}, reasons: map[*podInfo]UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
 	s.in.Policy = pol
