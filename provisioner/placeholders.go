@@ -42,11 +42,12 @@ import (
 //     the workload namespace's ResourceQuota, and they carry none of the workload's labels, so no
 //     ReplicaSet adopts them and no spread or anti-affinity rule counts them.
 //   - They copy the template's node selector, node affinity, tolerations and resource requests
-//     (the effective ones: the larger of the containers' sum and any init container), run the
-//     pause image, and are deleted without grace. A required anti-affinity of the replicas
-//     against each other (one per node or zone) becomes the same among the placeholders; other
-//     pod affinity and spread constraints are dropped (they name the workload's labels). Templates that claim DRA devices keep their
-//     reservation in the simulation only: a placeholder would need claims of its own.
+//     (the effective ones, as the scheduler counts them), run the pause image, and are deleted
+//     without grace. A required anti-affinity of the replicas against each other (one per node
+//     or zone) becomes the same among the placeholders; other pod affinity and spread
+//     constraints are dropped (they name the workload's labels). Templates that claim DRA
+//     devices keep their reservation in the simulation only: a placeholder would need claims of
+//     its own.
 
 // Placeholder labels and defaults.
 const (
@@ -93,8 +94,8 @@ func splitPlaceholders(all []*corev1.Pod) (pods, placeholders []*corev1.Pod) {
 	return pods, placeholders
 }
 
-// placeholderPod is the i-th placeholder of workload w, in namespace ns: see the type comment
-// above for what it copies from the template. It returns an error naming why w's template cannot
+// placeholderPod is the i-th placeholder of workload w, in namespace ns: see the comment at the
+// top of this file for what it copies from the template. It returns an error naming why w's template cannot
 // be held by a placeholder.
 func placeholderPod(w *workload, key string, i int, ns, image, class string) (*corev1.Pod, error) {
 	t := w.template
