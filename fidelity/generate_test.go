@@ -2,6 +2,7 @@ package fidelity
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -85,4 +86,42 @@ func TestGeneratedScenariosPlan(t *testing.T) {
 		}
 	}
 	t.Logf("pods per kind: %v", kinds)
+}
+
+// TestGenerateNarrowZones: GenOptions.NarrowZones confines the general pool to two zones in most
+// scenarios that have one (about a fifth without it), and changes nothing else of the scenario.
+func TestGenerateNarrowZones(t *testing.T) {
+	narrowed := func(s *Scenario) bool {
+		general := strings.Index(s.Policy, "- name: general\n")
+		if general < 0 {
+			return false
+		}
+		rest := s.Policy[general+len("- name: general\n"):]
+		if next := strings.Index(rest, "- name:"); next >= 0 {
+			rest = rest[:next]
+		}
+		return strings.Contains(rest, "  zones: [")
+	}
+	var withPool, plain, narrow int
+	for seed := uint64(1); seed <= 200; seed++ {
+		a, b := Generate(seed, GenOptions{}), Generate(seed, GenOptions{NarrowZones: true})
+		if !strings.Contains(a.Policy, "- name: general\n") {
+			continue
+		}
+		withPool++
+		if narrowed(a) {
+			plain++
+		}
+		if narrowed(b) {
+			narrow++
+		}
+		if len(a.Snapshot.Pods) != len(b.Snapshot.Pods) || len(a.Snapshot.Nodes) != len(b.Snapshot.Nodes) {
+			t.Fatalf("seed %d: NarrowZones changed the workload: %d/%d pods, %d/%d nodes", seed,
+				len(a.Snapshot.Pods), len(b.Snapshot.Pods), len(a.Snapshot.Nodes), len(b.Snapshot.Nodes))
+		}
+	}
+	t.Logf("general pool limited to two zones: %d of %d scenarios by default, %d with NarrowZones", plain, withPool, narrow)
+	if plain*100 > withPool*35 || narrow*100 < withPool*65 {
+		t.Errorf("general pool narrowed in %d (default) and %d (NarrowZones) of %d scenarios; want about 20 %% and 80 %%", plain, narrow, withPool)
+	}
 }
