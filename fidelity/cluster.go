@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // createObjects puts the scenario on the cluster: cluster-wide classes, the run's namespace, the

@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // EmbeddedSourceName is the Name of an EmbeddedSource, in logs and metrics.

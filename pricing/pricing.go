@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // Price is one observed price of one offering.

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // DefaultRefreshInterval is how often a Refresher asks its sources by default. Cloud list prices

@@ -3,9 +3,9 @@ package provisioner
 import (
 	"go.uber.org/zap"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // offeringOfRecord is the offering a record names: the plan's until the cloud launched the node,

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // Nominations (KEP-5278, NominatedNodeNameForExpectation) tell kube-scheduler where each planned

@@ -17,8 +17,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // Placeholder pods materialise a forecast's reservation (WorkloadForecast.Placeholders) as real

@@ -3,7 +3,7 @@ package provisioner
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // provisionable reports whether a pod waits for capacity: the scheduler marked it

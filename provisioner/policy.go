@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // refreshPolicy reads the cost-policy ConfigMaps (label tiler.dev/cost-policy=true in the

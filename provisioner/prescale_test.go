@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/forecast"
 	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // fakeProm answers queries from functions of time, like a Prometheus whose every series is known.

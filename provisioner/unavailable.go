@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // unavailableOfferings remembers offerings the cloud refused, for a TTL.

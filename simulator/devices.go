@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator/mig"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // GPU labels the NVIDIA GPU feature discovery and MIG manager put on nodes.

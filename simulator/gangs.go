@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // gang is a set of pods planned all-or-nothing.

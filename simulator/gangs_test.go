@@ -2,14 +2,15 @@ package simulator_test
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestGangCountsBoundMembers: members the scheduler already bound count towards the gang's size,

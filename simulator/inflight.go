@@ -5,9 +5,9 @@ import (
 
 	"github.com/tiler-dev/tiler/simulator/mig"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator/dra"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // addInFlightNodes adds nodes that are being launched as if they existed with their full

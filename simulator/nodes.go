@@ -10,7 +10,7 @@ import (
 
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // simNode is a node in the simulation: an existing Node, an in-flight launch, or a new node the

@@ -5,10 +5,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestPlaceholdersLeftOut: a one-GPU node held by a bound placeholder pod takes a pending GPU pod

@@ -3,7 +3,7 @@ package simulator
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // ReasonCode classifies why a pod has no place in a plan.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // WriteJSON writes the plan's JSON contract, indented, with a trailing newline.

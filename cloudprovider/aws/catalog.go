@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
 	awspricing "github.com/tiler-dev/tiler/pricing/aws"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // NewCatalogFromAPI discovers the region's instance types and prices them live: the catalog

@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	awspricing "github.com/tiler-dev/tiler/pricing/aws"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // scriptDiscovery queues the recorded DescribeInstanceTypes pages (g4dn.8xlarge and g5.12xlarge,

@@ -7,9 +7,9 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 var testNow = time.Date(2026, 7, 20, 12, 0, 0, 0, time.UTC)

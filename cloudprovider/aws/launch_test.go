@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // gpuRequest is the request the recorded CreateFleet.request.txt was made for: spot p5.48xlarge

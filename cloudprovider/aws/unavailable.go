@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // UnavailableOfferings remembers offerings that EC2 recently refused, each for a TTL, so that the

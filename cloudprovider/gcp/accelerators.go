@@ -3,7 +3,7 @@ package gcp
 import (
 	"math/bits"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // gpus maps GCE accelerator types to the catalog's GPU descriptions (models as in the embedded

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Shapes are the instance types offered in the configured zones, without prices: the result of

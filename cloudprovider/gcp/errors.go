@@ -9,7 +9,7 @@ import (
 	"cloud.google.com/go/compute/apiv1/computepb"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 )
 
 // OperationError is a zone operation that ended with errors, e.g. an insert that found no

@@ -10,9 +10,9 @@ import (
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // GCE label keys Tiler writes. GCE label keys and values allow only lowercase letters, digits,

@@ -12,9 +12,9 @@ import (
 	"google.golang.org/api/option"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 func init() { register(newCatalogCmd) }

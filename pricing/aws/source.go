@@ -13,8 +13,8 @@ import (
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // PricingAPI is the part of the Pricing API client the Source uses; *pricing.Client satisfies it,

@@ -9,7 +9,7 @@ import (
 
 	"cloud.google.com/go/billing/apiv1/billingpb"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // part is what a SKU prices: one vCPU or one GiB of RAM of a machine family, or one GPU of an

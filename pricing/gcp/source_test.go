@@ -10,11 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 	"github.com/tiler-dev/tiler/pricing"
 	"github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // fastRetry keeps throttling tests fast: 1 ms backoff, three attempts in all.

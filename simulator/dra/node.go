@@ -3,8 +3,8 @@ package dra
 import (
 	resourcev1 "k8s.io/api/resource/v1"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // The one place that turns a pool's GPU configuration into what the driver publishes. The

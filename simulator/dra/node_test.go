@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // TestNodeSlices: each pool configuration publishes Slices in its mode, static MIG and types

@@ -12,8 +12,8 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // Check is an independent, deliberately simple checker of a plan: it rebuilds every node (existing

@@ -7,7 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // RandomSnapshot builds a random but valid snapshot for the embedded aws-us-east-1 catalog from a

@@ -3,8 +3,8 @@ package policy
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // APIVersion and Kind identify a cost policy document.

@@ -11,8 +11,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Parse reads a cost policy from YAML or JSON: either a CostPolicy document or a ConfigMap whose

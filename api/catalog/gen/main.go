@@ -1,5 +1,5 @@
-// Command gen builds the embedded catalogs (simulator/catalog/data/*.json) from the CSV files in
-// testdata/catalog. Run it through `go generate ./simulator/catalog`.
+// Command gen builds the embedded catalogs (api/catalog/data/*.json) from the CSV files in
+// testdata/catalog. Run it through `go generate ./api/catalog`.
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // gpuFacts maps the catalog's GPU model names to what the NVIDIA driver and GPU feature discovery
