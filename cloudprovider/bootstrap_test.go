@@ -3,6 +3,8 @@ package cloudprovider
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -20,17 +22,17 @@ func TestKubeletLabels(t *testing.T) {
 	// node.kubernetes.io and kubelet.kubernetes.io; the device plugin's config is added.
 	want := map[string]string{"tiler.dev/pool": "gpu", "team": "ml", "node.kubernetes.io/lifecycle": "spot",
 		"kubelet.kubernetes.io/x": "y", "cloud.google.com/gke-accelerator": "nvidia-l4", "nvidia.com/gpu.replicas": "4",
-		LabelDevicePluginConfig: "tiler-time-slicing-4"}
+		api.LabelDevicePluginConfig: "tiler-time-slicing-4"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	mig := KubeletLabels(nil, GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"})
-	if diff := cmp.Diff(map[string]string{LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
+	if diff := cmp.Diff(map[string]string{api.LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
 		t.Errorf("MIG (-want +got):\n%s", diff)
 	}
 	// GPUs that only the DRA driver publishes: the operator must not run the device plugin.
 	for _, g := range []GPUConfig{{Sharing: "exclusive", ConsumableMemory: true}, {Sharing: "dynamic-mig"}} {
-		if diff := cmp.Diff(map[string]string{LabelDeployDevicePlugin: "false"}, KubeletLabels(nil, g)); diff != "" {
+		if diff := cmp.Diff(map[string]string{api.LabelDeployDevicePlugin: "false"}, KubeletLabels(nil, g)); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", g, diff)
 		}
 	}

@@ -3,19 +3,15 @@ package cloudprovider
 import (
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // Labels that name a node's instance type besides node.kubernetes.io/instance-type.
-const (
-	// LabelCatalogInstanceType is the catalog name of a node's type with '+' written '_', on
-	// nodes whose catalog name is not a label value (GCP attached accelerators).
-	LabelCatalogInstanceType = "tiler.dev/instance-type"
-	// LabelGKEAccelerator is the accelerator attached to a GCE machine, as GKE labels it.
-	LabelGKEAccelerator = "cloud.google.com/gke-accelerator"
-)
+const ()
 
 // InstanceTypeLabels returns the labels naming the instance type of a node launched as the
 // catalog type name. They are the simulator's (simulator.InstanceTypeLabels), which plans with
@@ -30,9 +26,9 @@ func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
 		return map[string]string{corev1.LabelInstanceTypeStable: string(name)}
 	}
 	l := map[string]string{corev1.LabelInstanceTypeStable: machine,
-		LabelCatalogInstanceType: strings.ReplaceAll(string(name), "+", "_")}
+		api.LabelCatalogInstanceType: strings.ReplaceAll(string(name), "+", "_")}
 	if _, accelerator, ok := strings.Cut(attached, "x"); ok && accelerator != "" {
-		l[LabelGKEAccelerator] = accelerator
+		l[api.LabelGKEAccelerator] = accelerator
 	}
 	return l
 }
@@ -44,7 +40,7 @@ func WithInstanceTypeLabels(labels map[string]string, name catalog.InstanceTypeN
 	out := make(map[string]string, len(labels)+3)
 	for k, v := range labels {
 		switch k {
-		case corev1.LabelInstanceTypeStable, LabelCatalogInstanceType, LabelGKEAccelerator:
+		case corev1.LabelInstanceTypeStable, api.LabelCatalogInstanceType, api.LabelGKEAccelerator:
 		default:
 			out[k] = v
 		}

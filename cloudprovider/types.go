@@ -12,16 +12,7 @@ import (
 )
 
 // Tag and label keys that every provider puts on the instances it launches.
-const (
-	// TagLaunchID carries the launch ID; listing by it makes launches idempotent.
-	TagLaunchID = "tiler.dev/launch-id"
-	// TagCluster names the cluster that owns the instance.
-	TagCluster = "tiler.dev/cluster"
-	// TagPool names the cost-policy pool the node belongs to.
-	TagPool = "tiler.dev/pool"
-	// TagNodeName is the Kubernetes Node name the instance registers as.
-	TagNodeName = "tiler.dev/node-name"
-)
+const ()
 
 // OfferingRef names one way to buy capacity.
 type OfferingRef struct {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -430,7 +432,7 @@ func (r *run) nodesUp(ctx context.Context, launched []string) bool {
 		if err != nil || !isReady(n) {
 			return false
 		}
-		if n.Labels[policy.LabelGPUCount] != "" && !hasGPUResources(n) {
+		if n.Labels[api.LabelGPUCount] != "" && !hasGPUResources(n) {
 			return false
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,7 +102,7 @@ func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
 		factory:  informers.NewSharedInformerFactory(kube, 0),
 		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = policy.ConfigMapLabel + "=true" })),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" })),
 		catalog:     cat,
 		records:     &recordStore{kube: kube, namespace: cfg.Namespace},
 		unavailable: newUnavailable(clk, cfg.UnavailableTTL),

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -212,7 +214,7 @@ func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provision
 
 // placeholders lists the placeholder pods that are not being deleted.
 func (e *env) placeholders() []*corev1.Pod {
-	list, err := e.kube.CoreV1().Pods("tiler-system").List(context.Background(), metav1.ListOptions{LabelSelector: provisioner.PlaceholderLabel})
+	list, err := e.kube.CoreV1().Pods("tiler-system").List(context.Background(), metav1.ListOptions{LabelSelector: api.LabelPlaceholder})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -28,7 +30,6 @@ import (
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/manifest"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -158,13 +159,13 @@ func testRBACProvisions(t *testing.T, e *env) map[string]string {
 			t.Fatal(err)
 		}
 		if !hasReservationToleration(got) {
-			t.Errorf("%s/%s has no %s toleration: Tiler did not update it", ns, p.Name, simulator.TaintReserved)
+			t.Errorf("%s/%s has no %s toleration: Tiler did not update it", ns, p.Name, api.TaintReserved)
 		}
 	}
 	waitFor(t, "the reservation taints to be removed", time.Minute, func() bool {
 		for _, n := range e.managedNodes() {
 			for _, taint := range n.Spec.Taints {
-				if taint.Key == simulator.TaintReserved {
+				if taint.Key == api.TaintReserved {
 					return false
 				}
 			}
@@ -335,7 +336,7 @@ func waitRBACActive(t *testing.T, c *rest.Config) {
 
 func hasReservationToleration(p *corev1.Pod) bool {
 	for _, tol := range p.Spec.Tolerations {
-		if tol.Key == simulator.TaintReserved {
+		if tol.Key == api.TaintReserved {
 			return true
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,11 +160,11 @@ func testInsufficientCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	rec := launchRecord(t, e.kube, e.cfg.Namespace, node.Name)
 	if string(rec.InstanceType) != got || rec.Zone != node.Labels[corev1.LabelTopologyZone] ||
-		string(rec.CapacityType) != node.Labels[simulator.LabelCapacityType] || rec.PricePerHour <= 0 {
+		string(rec.CapacityType) != node.Labels[api.LabelCapacityType] || rec.PricePerHour <= 0 {
 		t.Errorf("launch record %s %s %s $%v; the node is %s in %s, %s", rec.InstanceType, rec.Zone, rec.CapacityType,
-			rec.PricePerHour, got, node.Labels[corev1.LabelTopologyZone], node.Labels[simulator.LabelCapacityType])
+			rec.PricePerHour, got, node.Labels[corev1.LabelTopologyZone], node.Labels[api.LabelCapacityType])
 	}
-	if fam := node.Labels[simulator.LabelInstanceFamily]; !strings.HasPrefix(got, fam+".") {
+	if fam := node.Labels[api.LabelInstanceFamily]; !strings.HasPrefix(got, fam+".") {
 		t.Errorf("node of type %s is labelled family %s", got, fam)
 	}
 	e.cleanup([]*corev1.Pod{pod})

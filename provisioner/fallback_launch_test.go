@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -111,7 +113,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	for _, f := range req.Fallbacks {
 		l := req.LabelsFor(f)
 		if l[corev1.LabelInstanceTypeStable] != string(f.InstanceType) || l[corev1.LabelTopologyZone] != f.Zone ||
-			l[simulator.LabelCapacityType] != string(f.CapacityType) || l[corev1.LabelHostname] != node.Name {
+			l[api.LabelCapacityType] != string(f.CapacityType) || l[corev1.LabelHostname] != node.Name {
 			t.Errorf("labels of fallback %v: %v", f, l)
 		}
 	}
@@ -139,7 +141,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 			t.Errorf("record label %s = %q, want %q (the launched offering's)", k, rec.Labels[k], v)
 		}
 	}
-	if rec.Labels[simulator.LabelPool] != node.Pool || rec.Labels[corev1.LabelHostname] != node.Name {
+	if rec.Labels[api.LabelPool] != node.Pool || rec.Labels[corev1.LabelHostname] != node.Name {
 		t.Errorf("record lost the pool or hostname label: %v", rec.Labels)
 	}
 	if gauge := unavailableGauge(t, reg); gauge != 0 {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
@@ -58,7 +60,7 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulato
 
 func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 	gpus := 0
-	if q, ok := n.Allocatable[simulator.ResourceGPU]; ok {
+	if q, ok := n.Allocatable[api.ResourceGPU]; ok {
 		gpus = int(q.Value())
 	}
 	if n.GPUs != nil {

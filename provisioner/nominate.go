@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,11 +52,7 @@ import (
 // scheduler made after Tiler read the pod is not overwritten either (the write fails with a
 // conflict and the pod is looked at again).
 
-// AnnotationNominatedNode records the node Tiler nominated a pod for, next to
-// AnnotationNominatedBy, so that a nominatedNodeName the scheduler set since is told apart.
-const AnnotationNominatedNode = "tiler.dev/nominated-node"
-
-// nominatedByTiler is the value of AnnotationNominatedBy on pods Tiler nominated.
+// nominatedByTiler is the value of api.AnnotationNominatedBy on pods Tiler nominated.
 const nominatedByTiler = "tiler"
 
 // nominationGrace is how long after a planned node became usable Tiler still nominates the pods
@@ -281,9 +279,9 @@ func (v nominationView) decide(p *corev1.Pod) nominationChange {
 	key := p.Namespace + "/" + p.Name
 	want := v.target(key)
 	nnn := p.Status.NominatedNodeName
-	tagged := p.Annotations[AnnotationNominatedBy] == nominatedByTiler
-	// Pods nominated by an older Tiler carry only AnnotationNominatedBy.
-	recorded, hasRecorded := p.Annotations[AnnotationNominatedNode]
+	tagged := p.Annotations[api.AnnotationNominatedBy] == nominatedByTiler
+	// Pods nominated by an older Tiler carry only api.AnnotationNominatedBy.
+	recorded, hasRecorded := p.Annotations[api.AnnotationNominatedNode]
 	ours := tagged && (!hasRecorded || recorded == nnn)
 	switch {
 	case nnn == want:
@@ -345,13 +343,13 @@ func nominationPatch(p *corev1.Pod, ch nominationChange) ([]byte, error) {
 	patch := map[string]any{"metadata": meta}
 	switch ch.op {
 	case nominationSet:
-		meta["annotations"] = map[string]any{AnnotationNominatedBy: nominatedByTiler, AnnotationNominatedNode: ch.node}
+		meta["annotations"] = map[string]any{api.AnnotationNominatedBy: nominatedByTiler, api.AnnotationNominatedNode: ch.node}
 		patch["status"] = map[string]any{"nominatedNodeName": ch.node}
 	case nominationClear:
-		meta["annotations"] = map[string]any{AnnotationNominatedBy: nil, AnnotationNominatedNode: nil}
+		meta["annotations"] = map[string]any{api.AnnotationNominatedBy: nil, api.AnnotationNominatedNode: nil}
 		patch["status"] = map[string]any{"nominatedNodeName": nil}
 	case nominationRelease:
-		meta["annotations"] = map[string]any{AnnotationNominatedBy: nil, AnnotationNominatedNode: nil}
+		meta["annotations"] = map[string]any{api.AnnotationNominatedBy: nil, api.AnnotationNominatedNode: nil}
 	default:
 		return nil, fmt.Errorf("no patch for nomination op %s", ch.op)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,9 +54,9 @@ func nominated(name, nnn string, by bool, recorded string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{}}}
 	p.Status.NominatedNodeName = nnn
 	if by {
-		p.Annotations[AnnotationNominatedBy] = nominatedByTiler
+		p.Annotations[api.AnnotationNominatedBy] = nominatedByTiler
 		if recorded != "" {
-			p.Annotations[AnnotationNominatedNode] = recorded
+			p.Annotations[api.AnnotationNominatedNode] = recorded
 		}
 	}
 	return p

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -237,7 +239,7 @@ func (w *nominationWatch) onPod(oldObj, newObj any) {
 		return
 	}
 	if old, ok := oldObj.(*corev1.Pod); ok && old.Status.NominatedNodeName != "" && p.Status.NominatedNodeName == "" &&
-		p.Annotations[AnnotationNominatedBy] == nominatedByTiler {
+		p.Annotations[api.AnnotationNominatedBy] == nominatedByTiler {
 		w.mu.Lock()
 		l := w.cleared[key]
 		w.cleared[key] = nominationLoss{count: l.count + 1, at: w.c.clock.Now()}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -98,8 +100,8 @@ func (e *nominationEnv) waitPod(pod, what string, ok func(*corev1.Pod) bool) {
 
 func nominatedByTilerFor(node string) func(*corev1.Pod) bool {
 	return func(p *corev1.Pod) bool {
-		return p.Status.NominatedNodeName == node && p.Annotations[AnnotationNominatedBy] == nominatedByTiler &&
-			p.Annotations[AnnotationNominatedNode] == node
+		return p.Status.NominatedNodeName == node && p.Annotations[api.AnnotationNominatedBy] == nominatedByTiler &&
+			p.Annotations[api.AnnotationNominatedNode] == node
 	}
 }
 
@@ -139,7 +141,7 @@ func TestNominationsFollowEvents(t *testing.T) {
 
 	e.schedulerSets("p", "existing-1") // the scheduler preempts for p elsewhere
 	e.waitPod("p", "left to the scheduler's nomination", func(p *corev1.Pod) bool {
-		return p.Status.NominatedNodeName == "existing-1" && p.Annotations[AnnotationNominatedBy] == ""
+		return p.Status.NominatedNodeName == "existing-1" && p.Annotations[api.AnnotationNominatedBy] == ""
 	})
 	e.schedulerSets("p", "") // the preemption did not help
 	e.waitPod("p", "nominated for n1 again after the preemption", nominatedByTilerFor("n1"))
@@ -150,7 +152,7 @@ func TestNominationsFollowEvents(t *testing.T) {
 	e.waitPod("q", "nominated for n2 once the cloud accepted it", nominatedByTilerFor("n2"))
 	e.putRecords(LaunchRecord{LaunchID: "n1", NodeName: "n1", InstanceID: "i-1", Pods: []string{"ns/p"}})
 	e.waitPod("q", "cleared after n2's launch record went", func(p *corev1.Pod) bool {
-		return p.Status.NominatedNodeName == "" && p.Annotations[AnnotationNominatedBy] == ""
+		return p.Status.NominatedNodeName == "" && p.Annotations[api.AnnotationNominatedBy] == ""
 	})
 
 	// n1 turns Ready (usable: no GPUs planned): a nomination cleared inside the grace is set again,

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -18,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // Placeholder pods materialise a forecast's reservation (WorkloadForecast.Placeholders) as real
@@ -51,11 +52,6 @@ import (
 
 // Placeholder labels and defaults.
 const (
-	// PlaceholderLabel marks a placeholder pod; its value names the workload (namespace.name).
-	// The simulation leaves such pods out (simulator.LabelPlaceholder).
-	PlaceholderLabel = simulator.LabelPlaceholder
-	// PlaceholderWorkloadAnnotation holds the workload's key (Kind/namespace/name).
-	PlaceholderWorkloadAnnotation = "tiler.dev/workload"
 	// PlaceholderPrefix starts the name of every placeholder pod.
 	PlaceholderPrefix = "tiler-placeholder-"
 	// DefaultPlaceholderImage is the image placeholders run: it does nothing and weighs 300 KB.
@@ -78,7 +74,7 @@ type PlaceholderSource interface {
 
 // isPlaceholder reports whether p is a placeholder pod.
 func isPlaceholder(p *corev1.Pod) bool {
-	_, ok := p.Labels[PlaceholderLabel]
+	_, ok := p.Labels[api.LabelPlaceholder]
 	return ok
 }
 
@@ -117,8 +113,8 @@ func placeholderPod(w *workload, key string, i int, ns, image, class string) (*c
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Labels:      map[string]string{PlaceholderLabel: id},
-			Annotations: map[string]string{PlaceholderWorkloadAnnotation: key}},
+			Labels:      map[string]string{api.LabelPlaceholder: id},
+			Annotations: map[string]string{api.AnnotationPlaceholderWorkload: key}},
 		Spec: corev1.PodSpec{
 			PriorityClassName:             class,
 			TerminationGracePeriodSeconds: ptr.To[int64](0),

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,8 +43,8 @@ func TestPlaceholderPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(p.Name, "tiler-placeholder-llm-chat-") || !strings.HasSuffix(p.Name, "-2") || p.Namespace != "tiler-system" ||
-		p.Labels[PlaceholderLabel] != "llm.chat" || len(p.Labels) != 1 {
-		t.Errorf("placeholder %s/%s labels %v: want tiler-system/tiler-placeholder-llm-chat-<hash>-2 with only %s=llm.chat", p.Namespace, p.Name, p.Labels, PlaceholderLabel)
+		p.Labels[api.LabelPlaceholder] != "llm.chat" || len(p.Labels) != 1 {
+		t.Errorf("placeholder %s/%s labels %v: want tiler-system/tiler-placeholder-llm-chat-<hash>-2 with only %s=llm.chat", p.Namespace, p.Name, p.Labels, api.LabelPlaceholder)
 	}
 	if a, b := placeholderName("llm", "chat-a", 0), placeholderName("llm-chat", "a", 0); a == b {
 		t.Errorf("llm/chat-a and llm-chat/a share the placeholder name %s", a)
@@ -59,7 +61,7 @@ func TestPlaceholderPod(t *testing.T) {
 	// The replicas' one-per-node anti-affinity holds among the placeholders, by their own label.
 	if anti := p.Spec.Affinity.PodAntiAffinity; anti == nil || len(anti.RequiredDuringSchedulingIgnoredDuringExecution) != 1 ||
 		anti.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey != "kubernetes.io/hostname" ||
-		anti.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels[PlaceholderLabel] != "llm.chat" {
+		anti.RequiredDuringSchedulingIgnoredDuringExecution[0].LabelSelector.MatchLabels[api.LabelPlaceholder] != "llm.chat" {
 		t.Errorf("placeholder anti-affinity %+v, want one per node among the workload's placeholders", p.Spec.Affinity.PodAntiAffinity)
 	}
 	if len(p.Spec.TopologySpreadConstraints) != 0 || len(p.Spec.InitContainers) != 0 {

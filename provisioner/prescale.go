@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -31,9 +33,6 @@ import (
 	"github.com/tiler-dev/tiler/forecast"
 	prom "github.com/tiler-dev/tiler/promsource"
 )
-
-// ReservationLabel is the label every reservation pod carries; its value names the workload.
-const ReservationLabel = "tiler.dev/reservation"
 
 // ReservationPrefix starts the name of every reservation pod: tiler-reservation-<workload>-<i>.
 const ReservationPrefix = "tiler-reservation-"
@@ -356,7 +355,7 @@ func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*
 // policies. A ConfigMap that does not parse keeps its last valid forecasts: the controller already
 // reports it with an InvalidCostPolicy Event.
 func (p *ForecastPrescaler) readForecasts(ctx context.Context) ([]declaredForecast, []policy.Pool, *policy.Budget, error) {
-	list, err := p.kube.CoreV1().ConfigMaps(p.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: policy.ConfigMapLabel + "=true"})
+	list, err := p.kube.CoreV1().ConfigMaps(p.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelCostPolicy + "=true"})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listing cost-policy ConfigMaps for their forecasts: %w", err)
 	}
@@ -568,7 +567,7 @@ func reservationPod(w *workload, i int, now time.Time) *corev1.Pod {
 	for k, v := range w.template.Labels {
 		labels[k] = v
 	}
-	labels[ReservationLabel] = labelValue(w.name)
+	labels[api.LabelReservation] = labelValue(w.name)
 	var annotations map[string]string
 	if len(w.template.Annotations) > 0 {
 		annotations = map[string]string{}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +92,7 @@ func TestHousekeepingKeepsReservedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := &heldPrescaler{}
-	held.set(simtest.Pod("tiler-reservation-web-0").Namespace("web").Label(provisioner.ReservationLabel, "web").CPU("4").Mem("8Gi").Obj())
+	held.set(simtest.Pod("tiler-reservation-web-0").Namespace("web").Label(api.LabelReservation, "web").CPU("4").Mem("8Gi").Obj())
 	ctrl.SetPrescaler(held)
 	ctx := context.Background()
 	if err := ctrl.Start(ctx); err != nil {

@@ -4,12 +4,13 @@ import (
 	"math"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/forecast"
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // poolFor returns the capacity bounds of the pool a workload's pods are bought from: the first
@@ -53,7 +54,7 @@ func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, 
 
 // selectsPool reports whether a nodeSelector lands on the pool's nodes.
 func selectsPool(sel map[string]string, pl *policy.Pool) bool {
-	if name, ok := sel[simulator.LabelPool]; ok {
+	if name, ok := sel[api.LabelPool]; ok {
 		return name == pl.Name
 	}
 	if len(pl.Labels) == 0 {

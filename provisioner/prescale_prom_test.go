@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +105,7 @@ forecasts:
 			t.Fatalf("%s: the broken forecast's error is %v, want a rejected query", now.Format("15:04"), d[1].Err)
 		}
 		for _, pod := range pods {
-			if pod.Labels[provisioner.ReservationLabel] != "dispatch" || pod.Namespace != "taxi" {
+			if pod.Labels[api.LabelReservation] != "dispatch" || pod.Namespace != "taxi" {
 				t.Fatalf("reservation pod %s/%s labels %v", pod.Namespace, pod.Name, pod.Labels)
 			}
 		}

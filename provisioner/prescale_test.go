@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	appsv1 "k8s.io/api/apps/v1"
@@ -116,7 +118,7 @@ forecasts:
 
 func policyConfigMap(name, doc string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tiler-system",
-		Labels: map[string]string{policy.ConfigMapLabel: "true"}}, Data: map[string]string{policy.ConfigMapKey: doc}}
+		Labels: map[string]string{api.LabelCostPolicy: "true"}}, Data: map[string]string{policy.ConfigMapKey: doc}}
 }
 
 func gpuTemplate(app string) corev1.PodTemplateSpec {
@@ -261,7 +263,7 @@ func TestPrescalerReservesBeforeTheRamp(t *testing.T) {
 		if want := fmt.Sprintf("tiler-reservation-chat-%d", i); p.Name != want || p.Namespace != "llm" {
 			t.Errorf("pod %d is %s/%s, want llm/%s", i, p.Namespace, p.Name, want)
 		}
-		if p.Labels[provisioner.ReservationLabel] != "chat" || p.Labels["app"] != "chat" || p.Spec.NodeName != "" {
+		if p.Labels[api.LabelReservation] != "chat" || p.Labels["app"] != "chat" || p.Spec.NodeName != "" {
 			t.Errorf("pod %s labels %v, node %q", p.Name, p.Labels, p.Spec.NodeName)
 		}
 		// The template gives the GPU as a limit only; the API server would default the request
@@ -431,7 +433,7 @@ func TestPrescalerPromQLErrorRaisesAnEventAndReservesNothing(t *testing.T) {
 	}
 	byWorkload := map[string]int{}
 	for _, p := range pods {
-		byWorkload[p.Labels[provisioner.ReservationLabel]]++
+		byWorkload[p.Labels[api.LabelReservation]]++
 	}
 	if byWorkload["embed"] != 0 || byWorkload["rerank"] != 0 || byWorkload["chat"] == 0 {
 		t.Errorf("reservations by workload %v: want chat only (reactive scaling continues for the others)", byWorkload)
@@ -552,7 +554,7 @@ forecasts:
 	if d.Err != nil || r.Explanation.Fallback == "" || d.Current != 1 || r.TargetReplicas != 6 || len(pods) != 5 {
 		t.Fatalf("decision %+v: want a fallback forecast of 40×1.5 → 6 replicas, 1 current, 5 pods", d)
 	}
-	if pods[0].Name != "tiler-reservation-embed-0" || pods[0].Namespace != "llm" || pods[0].Labels[provisioner.ReservationLabel] != "embed" {
+	if pods[0].Name != "tiler-reservation-embed-0" || pods[0].Namespace != "llm" || pods[0].Labels[api.LabelReservation] != "embed" {
 		t.Errorf("pod %s/%s labels %v", pods[0].Namespace, pods[0].Name, pods[0].Labels)
 	}
 	ev := waitPrescaleEvent(t, e.kube, "tiler-system", provisioner.ReasonPreScale, "ConfigMap", "cost-policy")

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +18,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
 )
 
@@ -27,7 +28,7 @@ import (
 // be bound on another one that came up first, on the room planned for that node's own pods — which
 // then stay pending (a GPU planned for a whole-GPU claim taken by a 4 GiB claim, the MIG slice of
 // another zone's pod, …) and a second node is bought. So each node Tiler launches registers with
-// the taint tiler.dev/reserved=<launch ID>:NoSchedule (simulator.TaintReserved), and before the
+// the taint tiler.dev/reserved=<launch ID>:NoSchedule (api.TaintReserved), and before the
 // launch the controller adds the matching toleration to every pod planned there (the API allows
 // adding tolerations to a pod). The scheduler then binds only planned pods on a reserved node; a
 // pod planned elsewhere may still land on a node without the taint (an existing node, or one whose
@@ -37,7 +38,7 @@ import (
 // room (leftover GPUs of an in-flight node), and the controller adds their tolerations as well.
 //
 // On AWS, nodes of a pool share a launch template, so the taint registers with the value
-// cloudprovider.ReservationPending, which no pod tolerates; the controller sets the launch ID as
+// api.ReservationPending, which no pod tolerates; the controller sets the launch ID as
 // soon as it matches the Node to its launch record (by provider ID), and removes a pending
 // reservation of a Node no record claims.
 //
@@ -54,13 +55,13 @@ const reservationWorkers = 8
 
 // reservationTaint is the taint a node launched as launchID registers with.
 func reservationTaint(launchID string) corev1.Taint {
-	return corev1.Taint{Key: simulator.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}
+	return corev1.Taint{Key: api.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}
 }
 
 // reservationValue returns the value of the node's reservation taint, if it has one.
 func reservationValue(n *corev1.Node) (string, bool) {
 	for _, t := range n.Spec.Taints {
-		if t.Key == simulator.TaintReserved {
+		if t.Key == api.TaintReserved {
 			return t.Value, true
 		}
 	}
@@ -83,7 +84,7 @@ func toleratesReservation(p *corev1.Pod, value string) bool {
 func reservedValues(p *corev1.Pod) []string {
 	var out []string
 	for _, t := range p.Spec.Tolerations {
-		if t.Key == simulator.TaintReserved && t.Operator == corev1.TolerationOpEqual && t.Value != "" {
+		if t.Key == api.TaintReserved && t.Operator == corev1.TolerationOpEqual && t.Value != "" {
 			out = append(out, t.Value)
 		}
 	}
@@ -256,7 +257,7 @@ func (w *reservationWatch) addTolerations(ctx context.Context, key string, value
 		changed := false
 		for _, v := range values {
 			if !toleratesReservation(p, v) {
-				p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: simulator.TaintReserved,
+				p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: api.TaintReserved,
 					Operator: corev1.TolerationOpEqual, Value: v, Effect: corev1.TaintEffectNoSchedule})
 				changed = true
 			}
@@ -326,7 +327,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		if !ok {
 			continue
 		}
-		if v == cloudprovider.ReservationPending {
+		if v == api.ReservationPending {
 			if id := launchIDs[n.Name]; id != "" {
 				if err := w.setTaint(ctx, n.Name, id); err != nil {
 					w.log.Warn("setting the reservation of a registered node", zap.String(keyNode, n.Name), zap.Error(err))
@@ -339,7 +340,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		}
 		reason := ""
 		switch since, isReady := readySince(n); {
-		case v == cloudprovider.ReservationPending:
+		case v == api.ReservationPending:
 			reason = "unknown-launch"
 		case !waiting[v]:
 			reason = "planned-pods-bound"
@@ -364,13 +365,13 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 	return next
 }
 
-// launchIDs maps the nodes whose reservation registered as cloudprovider.ReservationPending to
+// launchIDs maps the nodes whose reservation registered as api.ReservationPending to
 // the launch ID of their launch record (matched by provider ID or name); nil when the records
 // cannot be read.
 func (w *reservationWatch) launchIDs(ctx context.Context, nodes []*corev1.Node) map[string]string {
 	pending := false
 	for _, n := range nodes {
-		if v, ok := reservationValue(n); ok && v == cloudprovider.ReservationPending {
+		if v, ok := reservationValue(n); ok && v == api.ReservationPending {
 			pending = true
 		}
 	}
@@ -414,7 +415,7 @@ func (w *reservationWatch) mutateReservation(ctx context.Context, name string, f
 		kept := make([]corev1.Taint, 0, len(n.Spec.Taints))
 		changed := false
 		for _, t := range n.Spec.Taints {
-			if t.Key == simulator.TaintReserved {
+			if t.Key == api.TaintReserved {
 				before := t
 				if !fn(&t) {
 					changed = true
@@ -435,7 +436,7 @@ func (w *reservationWatch) mutateReservation(ctx context.Context, name string, f
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("updating taint %s: %w", simulator.TaintReserved, err)
+		return fmt.Errorf("updating taint %s: %w", api.TaintReserved, err)
 	}
 	return nil
 }
@@ -473,7 +474,7 @@ func reservationValues(plan *simulator.Plan, recs []LaunchRecord, idx nodeIndex,
 	}
 	// Node name in the plan → reservation value: a launch whose Node has not registered is in the
 	// plan under its launch ID; a registered Node under its name, reserved while it has the taint
-	// (whose value may still be cloudprovider.ReservationPending: the launch ID is what it becomes).
+	// (whose value may still be api.ReservationPending: the launch ID is what it becomes).
 	reserved := map[string]string{}
 	holds := map[string]string{} // pod key → launch ID of the reservation it was planned into, still standing
 	for _, r := range recs {
@@ -496,7 +497,7 @@ func reservationValues(plan *simulator.Plan, recs []LaunchRecord, idx nodeIndex,
 		if !ok {
 			if n := node(en.Name); n != nil {
 				v, ok = reservationValue(n)
-				ok = ok && v != cloudprovider.ReservationPending
+				ok = ok && v != api.ReservationPending
 			}
 		}
 		if !ok {

@@ -4,10 +4,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
 )
 
@@ -21,11 +22,11 @@ import (
 //	existing   a Node Tiler did not buy, not reserved                   ns/h
 func TestReservationValues(t *testing.T) {
 	taint := func(v string) []corev1.Taint {
-		return []corev1.Taint{{Key: simulator.TaintReserved, Value: v, Effect: corev1.TaintEffectNoSchedule}}
+		return []corev1.Taint{{Key: api.TaintReserved, Value: v, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	nodes := []*corev1.Node{
 		{ObjectMeta: metav1.ObjectMeta{Name: "ip-1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1", Taints: taint("l-reg")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "ip-2"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-2", Taints: taint(cloudprovider.ReservationPending)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "ip-2"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-2", Taints: taint(api.ReservationPending)}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "ip-3"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-3"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "existing"}},
 	}

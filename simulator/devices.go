@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -16,14 +18,7 @@ import (
 )
 
 // GPU labels the NVIDIA GPU feature discovery and MIG manager put on nodes.
-const (
-	LabelMIGConfig       = "nvidia.com/mig.config"
-	LabelMIGStrategy     = "nvidia.com/mig.strategy"
-	LabelGPUReplicas     = "nvidia.com/gpu.replicas"
-	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
-	// ResourceGPUShared is the renamed time-sliced GPU resource.
-	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
-)
+const ()
 
 // deviceVariant is one way a node's GPUs can be exposed: the extended resources the device plugin
 // advertises and the configuration that produces them.
@@ -80,7 +75,7 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 			// requests are served by DRA when a DeviceClass names that extended resource).
 			return []deviceVariant{{gpu: GPUPlan{Sharing: policy.Exclusive, ConsumableMemory: true}}}, nil
 		}
-		return []deviceVariant{{resources: corev1.ResourceList{ResourceGPU: qty(it.GPU.Count)},
+		return []deviceVariant{{resources: corev1.ResourceList{api.ResourceGPU: qty(it.GPU.Count)},
 			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive)}}}, nil
 	}
 	switch g.Sharing {
@@ -93,12 +88,12 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 		if k == 0 {
 			k = 4
 		}
-		name := ResourceGPU
+		name := api.ResourceGPU
 		if g.RenameShared {
-			name = ResourceGPUShared
+			name = api.ResourceGPUShared
 		}
 		return []deviceVariant{{resources: corev1.ResourceList{name: qty(it.GPU.Count * k)},
-			labels: map[string]string{LabelGPUReplicas: strconv.Itoa(k), LabelSharingStrategy: string(g.Sharing)},
+			labels: map[string]string{api.LabelGPUReplicas: strconv.Itoa(k), api.LabelSharingStrategy: string(g.Sharing)},
 			gpu:    GPUPlan{Sharing: g.Sharing, Replicas: k, RenameShared: g.RenameShared}}}, nil
 	}
 	return s.migVariants(pl, it)
@@ -214,7 +209,7 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 			return deviceVariant{}
 		}
 		for _, n := range counts {
-			res[ResourceGPU] = qty(n)
+			res[api.ResourceGPU] = qty(n)
 		}
 	} else {
 		for p, n := range counts {
@@ -236,5 +231,5 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 	}
 	gp.MigPartedConfig = mig.MigPartedConfig(config, perGPUProfiles)
 	return deviceVariant{resources: res, gpu: gp,
-		labels: map[string]string{LabelMIGConfig: config, LabelMIGStrategy: strategy}}
+		labels: map[string]string{api.LabelMIGConfig: config, api.LabelMIGStrategy: strategy}}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -75,9 +77,9 @@ func TestFallbacks(t *testing.T) {
 		},
 	}, {
 		name: "spread over instance families keeps the family",
-		pods: []*corev1.Pod{simtest.Pod("a").Label("app", "fam").CPU("3").Mem("6Gi").Spread(simulator.LabelInstanceFamily, 1, true).Obj()},
+		pods: []*corev1.Pod{simtest.Pod("a").Label("app", "fam").CPU("3").Mem("6Gi").Spread(api.LabelInstanceFamily, 1, true).Obj()},
 		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
-			if got, want := strings.Split(string(f.InstanceType), ".")[0], n.Labels[simulator.LabelInstanceFamily]; got != want {
+			if got, want := strings.Split(string(f.InstanceType), ".")[0], n.Labels[api.LabelInstanceFamily]; got != want {
 				t.Errorf("fallback %s is of family %s, the node of %s", f.InstanceType, got, want)
 			}
 		},
@@ -270,7 +272,7 @@ func boughtAs(t *testing.T, cat *catalog.Catalog, n simulator.NewNode, f simulat
 		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
 	if it.GPU.Count > 0 {
-		n.Allocatable[simulator.ResourceGPU] = *resource.NewQuantity(int64(it.GPU.Count), resource.DecimalSI)
+		n.Allocatable[api.ResourceGPU] = *resource.NewQuantity(int64(it.GPU.Count), resource.DecimalSI)
 	}
 	return n
 }

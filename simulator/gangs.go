@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
@@ -106,13 +108,13 @@ func (s *state) countBoundMembers(gangs map[string]*gang) {
 
 func gangOf(pi *podInfo) (name string, size int, topology string) {
 	l := pi.pod.Labels
-	if n := l[LabelGang]; n != "" {
-		size, _ = strconv.Atoi(l[LabelGangSize])
-		return n, size, l[LabelTopology]
+	if n := l[api.LabelGang]; n != "" {
+		size, _ = strconv.Atoi(l[api.LabelGangSize])
+		return n, size, l[api.LabelTopology]
 	}
-	if n := l[LabelPodGroup]; n != "" {
+	if n := l[api.LabelPodGroup]; n != "" {
 		size, _ = strconv.Atoi(pi.pod.Annotations[AnnotationPodGroupMinMember])
-		return n, size, l[LabelTopology]
+		return n, size, l[api.LabelTopology]
 	}
 	return "", 0, ""
 }

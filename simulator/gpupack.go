@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/simulator/gpushare"
@@ -43,7 +45,7 @@ type gpuShape struct {
 // node offers them; it returns nil otherwise.
 func (s *state) setupGPURank() *gpuRank {
 	var dims []int
-	for _, name := range []string{"nvidia.com/gpu", string(ResourceGPUShared)} {
+	for _, name := range []string{"nvidia.com/gpu", string(api.ResourceGPUShared)} {
 		if i, ok := s.dims.index[corev1.ResourceName(name)]; ok {
 			dims = append(dims, i)
 		}
@@ -109,11 +111,11 @@ func (s *state) gpuShapeOf(n *simNode, dims []int) (gpuShape, bool) {
 			continue
 		}
 		k := 1
-		if v, err := strconv.Atoi(n.labels[LabelGPUReplicas]); err == nil && v > 0 {
+		if v, err := strconv.Atoi(n.labels[api.LabelGPUReplicas]); err == nil && v > 0 {
 			k = v
 		}
 		g := 0
-		for _, l := range []string{LabelGPUCountNVIDIA, LabelGPUCount} {
+		for _, l := range []string{api.LabelGPUCountNVIDIA, api.LabelGPUCount} {
 			if v, err := strconv.Atoi(n.labels[l]); err == nil && v > 0 {
 				g = v
 				break
@@ -125,9 +127,9 @@ func (s *state) gpuShapeOf(n *simNode, dims []int) (gpuShape, bool) {
 		if g <= 0 || g > gpushare.MaxGPUsPerNode || int64(g*k) < units {
 			return gpuShape{}, false
 		}
-		model := n.labels[LabelGPUProduct]
+		model := n.labels[api.LabelGPUProduct]
 		if model == "" {
-			model = n.labels[LabelGPUModel]
+			model = n.labels[api.LabelGPUModel]
 		}
 		if model == "" {
 			model = "gpu"

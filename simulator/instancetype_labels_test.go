@@ -3,6 +3,8 @@ package simulator_test
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,15 +25,15 @@ func TestInstanceTypeLabels(t *testing.T) {
 		{"a2-highgpu-1g", map[string]string{corev1.LabelInstanceTypeStable: "a2-highgpu-1g"}},
 		// GKE: the machine type and the accelerator; Tiler: the catalog name, '+' as '_'.
 		{"n1-standard-4+1xnvidia-tesla-t4", map[string]string{corev1.LabelInstanceTypeStable: "n1-standard-4",
-			simulator.LabelGKEAccelerator: "nvidia-tesla-t4", simulator.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4"}},
+			api.LabelGKEAccelerator: "nvidia-tesla-t4", api.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4"}},
 		{"n1-standard-16+2xnvidia-tesla-t4", map[string]string{corev1.LabelInstanceTypeStable: "n1-standard-16",
-			simulator.LabelGKEAccelerator: "nvidia-tesla-t4", simulator.LabelCatalogInstanceType: "n1-standard-16_2xnvidia-tesla-t4"}},
+			api.LabelGKEAccelerator: "nvidia-tesla-t4", api.LabelCatalogInstanceType: "n1-standard-16_2xnvidia-tesla-t4"}},
 	} {
 		got := simulator.InstanceTypeLabels(tt.name)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
-		if back := simulator.CatalogTypeOf(got); back != string(tt.name) && tt.want[simulator.LabelCatalogInstanceType] != back {
+		if back := simulator.CatalogTypeOf(got); back != string(tt.name) && tt.want[api.LabelCatalogInstanceType] != back {
 			t.Errorf("%s: CatalogTypeOf = %q", tt.name, back)
 		}
 	}

@@ -3,6 +3,8 @@ package simulator
 import (
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -91,7 +93,7 @@ func (s *state) addExistingNodes() {
 		for _, p := range byNode[n.Name] {
 			sn.used.add(s.dims.grow(s.dims.fromList(podRequests(p), false)))
 		}
-		if pl := s.poolNamed(n.Labels[LabelPool]); pl != nil {
+		if pl := s.poolNamed(n.Labels[api.LabelPool]); pl != nil {
 			s.countManaged(pl, CatalogTypeOf(n.Labels), sn)
 		}
 		sn.idx = len(s.nodes)
@@ -102,7 +104,7 @@ func (s *state) addExistingNodes() {
 // CatalogTypeOf returns the label form of the catalog type of a node with the given labels (see
 // InstanceTypeLabels): tiler.dev/instance-type when set, else node.kubernetes.io/instance-type.
 func CatalogTypeOf(labels map[string]string) string {
-	if v := labels[LabelCatalogInstanceType]; v != "" {
+	if v := labels[api.LabelCatalogInstanceType]; v != "" {
 		return v
 	}
 	return labels[LabelInstanceType]
@@ -119,7 +121,7 @@ func (s *state) countManaged(pl *poolInfo, typeLabel string, sn *simNode) {
 		}
 		pl.vcpu += it.VCPU
 		pl.gpus += it.GPU.Count
-		price := s.priceOf(string(it.Name), sn.labels[LabelZone], sn.labels[LabelCapacityType])
+		price := s.priceOf(string(it.Name), sn.labels[LabelZone], sn.labels[api.LabelCapacityType])
 		pl.price += price
 		s.budget += price
 	}
@@ -161,14 +163,8 @@ func (s *state) nodeCompatible(sig int, n *simNode) bool {
 	return row[n.idx] == 1
 }
 
-// TaintReserved is the key of the taint a node Tiler bought carries while the pods planned onto it
-// are on their way (value: the launch ID): only those pods tolerate it, so that pods planned for
-// other nodes cannot take their room. The simulation ignores it — the controller adds the
-// toleration to every pod a plan puts on a reserved node (see provisioner/reserve.go).
-const TaintReserved = "tiler.dev/reserved"
-
 // podMatchesNode checks node selector, required node affinity and NoSchedule/NoExecute taints
-// (except TaintReserved) with the scheduler's own helpers.
+// (except api.TaintReserved) with the scheduler's own helpers.
 func podMatchesNode(p *corev1.Pod, n *corev1.Node) bool {
 	if unschedulableNode(n) && !toleratesUnschedulable(p) {
 		return false
@@ -178,7 +174,7 @@ func podMatchesNode(p *corev1.Pod, n *corev1.Node) bool {
 	}
 	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
-			return t.Key != TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+			return t.Key != api.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 		}, true)
 	return !untolerated
 }

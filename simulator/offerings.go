@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -15,30 +17,12 @@ import (
 
 // Well-known labels put on planned nodes.
 const (
-	LabelInstanceType   = corev1.LabelInstanceTypeStable
-	LabelZone           = corev1.LabelTopologyZone
-	LabelRegion         = corev1.LabelTopologyRegion
-	LabelArch           = corev1.LabelArchStable
-	LabelOS             = corev1.LabelOSStable
-	LabelHostname       = corev1.LabelHostname
-	LabelCapacityType   = "tiler.dev/capacity-type"
-	LabelPool           = "tiler.dev/pool"
-	LabelInstanceFamily = "tiler.dev/instance-family"
-	LabelInstanceCPU    = "tiler.dev/instance-cpu"
-	LabelInstanceMemory = "tiler.dev/instance-memory-mib"
-	LabelGPUModel       = "tiler.dev/gpu-model"
-	LabelGPUCount       = policy.LabelGPUCount
-	LabelGPUProduct     = "nvidia.com/gpu.product"
-	LabelGPUMemory      = "nvidia.com/gpu.memory"
-	LabelGPUFamily      = "nvidia.com/gpu.family"
-	LabelGPUCountNVIDIA = "nvidia.com/gpu.count"
-	// LabelCatalogInstanceType is the catalog name of a node's type, in the label-safe form of
-	// InstanceTypeLabels, on nodes whose catalog name is not node.kubernetes.io/instance-type.
-	LabelCatalogInstanceType = "tiler.dev/instance-type"
-	// LabelGKEAccelerator is GKE's label of the accelerator attached to a node's machine type.
-	LabelGKEAccelerator = "cloud.google.com/gke-accelerator"
-	// ResourceGPU is the device plugin's whole-GPU resource.
-	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	LabelInstanceType = corev1.LabelInstanceTypeStable
+	LabelZone         = corev1.LabelTopologyZone
+	LabelRegion       = corev1.LabelTopologyRegion
+	LabelArch         = corev1.LabelArchStable
+	LabelOS           = corev1.LabelOSStable
+	LabelHostname     = corev1.LabelHostname
 )
 
 // poolInfo is a policy pool resolved against the catalog.
@@ -87,7 +71,7 @@ func family(name catalog.InstanceTypeName) string {
 // its type, zone and capacity type (typeLabels), the pool's name and the pool's labels.
 func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
 	l := typeLabels(cat, it, zone, ct)
-	l[LabelPool] = pl.Name
+	l[api.LabelPool] = pl.Name
 	for k, v := range pl.Labels {
 		l[k] = v
 	}
@@ -128,28 +112,28 @@ func WithOfferingLabels(labels, from, to map[string]string) map[string]string {
 // typeLabels returns the labels that follow from the offering alone (see OfferingLabels).
 func typeLabels(cat *catalog.Catalog, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
 	l := map[string]string{
-		LabelZone:           zone,
-		LabelRegion:         cat.Region,
-		LabelArch:           it.Arch,
-		LabelOS:             "linux",
-		LabelCapacityType:   string(ct),
-		LabelInstanceFamily: family(it.Name),
-		LabelInstanceCPU:    strconv.Itoa(it.VCPU),
-		LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
+		LabelZone:               zone,
+		LabelRegion:             cat.Region,
+		LabelArch:               it.Arch,
+		LabelOS:                 "linux",
+		api.LabelCapacityType:   string(ct),
+		api.LabelInstanceFamily: family(it.Name),
+		api.LabelInstanceCPU:    strconv.Itoa(it.VCPU),
+		api.LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
 	}
 	for k, v := range InstanceTypeLabels(it.Name) {
 		l[k] = v
 	}
 	if it.GPU.Count > 0 {
-		l[LabelGPUModel] = it.GPU.Model
-		l[LabelGPUCount] = strconv.Itoa(it.GPU.Count)
-		l[LabelGPUCountNVIDIA] = strconv.Itoa(it.GPU.Count)
-		l[LabelGPUMemory] = strconv.FormatInt(it.GPU.MemoryMiB, 10)
+		l[api.LabelGPUModel] = it.GPU.Model
+		l[api.LabelGPUCount] = strconv.Itoa(it.GPU.Count)
+		l[api.LabelGPUCountNVIDIA] = strconv.Itoa(it.GPU.Count)
+		l[api.LabelGPUMemory] = strconv.FormatInt(it.GPU.MemoryMiB, 10)
 		if it.GPU.Product != "" {
-			l[LabelGPUProduct] = strings.ReplaceAll(it.GPU.Product, " ", "-")
+			l[api.LabelGPUProduct] = strings.ReplaceAll(it.GPU.Product, " ", "-")
 		}
 		if it.GPU.Architecture != "" {
-			l[LabelGPUFamily] = strings.ToLower(strings.ReplaceAll(it.GPU.Architecture, " ", "-"))
+			l[api.LabelGPUFamily] = strings.ToLower(strings.ReplaceAll(it.GPU.Architecture, " ", "-"))
 		}
 	}
 	return l
@@ -166,9 +150,9 @@ func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
 	if !ok {
 		return map[string]string{LabelInstanceType: string(name)}
 	}
-	l := map[string]string{LabelInstanceType: machine, LabelCatalogInstanceType: catalogTypeLabel(name)}
+	l := map[string]string{LabelInstanceType: machine, api.LabelCatalogInstanceType: catalogTypeLabel(name)}
 	if _, accelerator, ok := strings.Cut(attached, "x"); ok && accelerator != "" {
-		l[LabelGKEAccelerator] = accelerator
+		l[api.LabelGKEAccelerator] = accelerator
 	}
 	return l
 }

@@ -9,16 +9,7 @@ import (
 )
 
 // Pod labels and annotations Tiler reads.
-const (
-	// LabelGang names a gang: pods planned all-or-nothing.
-	LabelGang = "tiler.dev/gang"
-	// LabelGangSize is the number of members the gang needs.
-	LabelGangSize = "tiler.dev/gang-size"
-	// LabelTopology asks that a gang's members share a node ("node") or a zone ("zone").
-	LabelTopology = "tiler.dev/topology"
-	// LabelPodGroup is the coscheduling plugin's pod-group label.
-	LabelPodGroup = "scheduling.x-k8s.io/pod-group"
-)
+const ()
 
 // podInfo is what the simulation precomputes about one pod.
 type podInfo struct {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -77,16 +79,9 @@ func Simulate(in Input) (*Plan, error) {
 	return s.buildPlan(), nil
 }
 
-// LabelPlaceholder marks Tiler's placeholder pods: lowest-priority pods that hold the room bought
-// ahead of a forecast until the scheduler preempts them (provisioner/placeholders.go). The
-// simulation leaves them out: the reservations they stand for are planned as pods of their own,
-// so a pending placeholder needs no room, and the room a bound one holds is free for any pod, as
-// it is once the scheduler preempts it.
-const LabelPlaceholder = "tiler.dev/placeholder"
-
 // withoutPlaceholders returns the snapshot without placeholder pods (itself when it has none).
 func withoutPlaceholders(snap *snapshot.Snapshot) *snapshot.Snapshot {
-	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[LabelPlaceholder]; return ok }
+	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[api.LabelPlaceholder]; return ok }
 	if !slices.ContainsFunc(snap.Pods, isPlaceholder) {
 		return snap
 	}

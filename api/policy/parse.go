@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
@@ -77,8 +79,8 @@ var familyRE = regexp.MustCompile(`^[a-z0-9-]+$`)
 
 // Validate checks every field; the error names the first invalid one.
 func (p *CostPolicy) Validate() error {
-	if p.APIVersion != APIVersion {
-		return fmt.Errorf("policy: apiVersion must be %s, not %q", APIVersion, p.APIVersion)
+	if p.APIVersion != api.GroupVersion {
+		return fmt.Errorf("policy: apiVersion must be %s, not %q", api.GroupVersion, p.APIVersion)
 	}
 	if p.Kind != Kind {
 		return fmt.Errorf("policy: kind must be %s, not %q", Kind, p.Kind)

@@ -3,18 +3,17 @@ package policy
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/forecast"
 )
 
-// APIVersion and Kind identify a cost policy document.
+// Kind (with api.GroupVersion) identifies a cost policy document.
 const (
-	APIVersion = "tiler.dev/v1alpha1"
-	Kind       = "CostPolicy"
+	Kind = "CostPolicy"
 	// ConfigMapKey is the ConfigMap key that holds the policy document.
 	ConfigMapKey = "policy.yaml"
-	// ConfigMapLabel marks cost-policy ConfigMaps for the controller.
-	ConfigMapLabel = "tiler.dev/cost-policy"
 )
 
 // CostPolicy is the cost policy: pools to buy from, a budget, and the workloads whose capacity is
@@ -105,17 +104,14 @@ type GPUPolicy struct {
 // DefaultGPUTaint is put on GPU nodes of the default pool, as GPU pools conventionally do.
 var DefaultGPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
 
-// LabelGPUCount is the offering label that holds a type's GPU count; types without GPUs lack it.
-const LabelGPUCount = "tiler.dev/gpu-count"
-
 // Default returns the policy used when none is given: every type and capacity type is allowed;
 // types without GPUs form pool "default", GPU types pool "gpu" with DefaultGPUTaint, as GPU node
 // pools conventionally do.
 func Default() *CostPolicy {
-	return &CostPolicy{APIVersion: APIVersion, Kind: Kind, Pools: []Pool{
+	return &CostPolicy{APIVersion: api.GroupVersion, Kind: Kind, Pools: []Pool{
 		{Name: "default", Requirements: []corev1.NodeSelectorRequirement{
-			{Key: LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}},
+			{Key: api.LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}},
 		{Name: "gpu", Taints: []corev1.Taint{DefaultGPUTaint}, Requirements: []corev1.NodeSelectorRequirement{
-			{Key: LabelGPUCount, Operator: corev1.NodeSelectorOpExists}}},
+			{Key: api.LabelGPUCount, Operator: corev1.NodeSelectorOpExists}}},
 	}}
 }

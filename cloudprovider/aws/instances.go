@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -65,7 +67,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance,
 	}
 	for _, r := range out.Reservations {
 		for _, i := range r.Instances {
-			if awssdk.ToString(i.InstanceId) == id && tagValue(i.Tags, cloudprovider.TagCluster) == p.cfg.ClusterName {
+			if awssdk.ToString(i.InstanceId) == id && tagValue(i.Tags, api.TagCluster) == p.cfg.ClusterName {
 				return p.toInstance(i), nil
 			}
 		}
@@ -77,7 +79,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance,
 // DescribeInstances filtered by the cluster tag; any failed page fails the call.
 func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
 	instances, err := p.describe(ctx, []ec2types.Filter{
-		tagFilter(cloudprovider.TagCluster, p.cfg.ClusterName),
+		tagFilter(api.TagCluster, p.cfg.ClusterName),
 		{Name: awssdk.String("instance-state-name"), Values: liveStates},
 	})
 	if err != nil {
@@ -147,8 +149,8 @@ func (p *Provider) toInstance(i ec2types.Instance) *cloudprovider.Instance {
 		state = string(i.State.Name)
 	}
 	return &cloudprovider.Instance{
-		ID: awssdk.ToString(i.InstanceId), LaunchID: tags[cloudprovider.TagLaunchID],
-		NodeName: tags[cloudprovider.TagNodeName], Pool: tags[cloudprovider.TagPool],
+		ID: awssdk.ToString(i.InstanceId), LaunchID: tags[api.TagLaunchID],
+		NodeName: tags[api.TagNodeName], Pool: tags[api.TagPool],
 		Offering: ref, State: NormaliseState(state), PricePerHour: p.priceOf(ref),
 		LaunchedAt: awssdk.ToTime(i.LaunchTime), Tags: tags,
 	}

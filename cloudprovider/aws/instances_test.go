@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -106,8 +108,8 @@ func TestCreateIsIdempotentOnLaunchID(t *testing.T) {
 func TestList(t *testing.T) {
 	at := time.Date(2026, 7, 20, 12, 30, 5, 0, time.UTC)
 	tags := func(launch string) map[string]string {
-		return map[string]string{cloudprovider.TagCluster: testCluster, cloudprovider.TagLaunchID: launch,
-			cloudprovider.TagNodeName: "node-" + launch, cloudprovider.TagPool: "gpu"}
+		return map[string]string{api.TagCluster: testCluster, api.TagLaunchID: launch,
+			api.TagNodeName: "node-" + launch, api.TagPool: "gpu"}
 	}
 	srv := awstest.NewServer(t)
 	srv.Enqueue("DescribeInstances",
@@ -149,8 +151,8 @@ func TestList(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	mine := map[string]string{cloudprovider.TagCluster: testCluster}
-	theirs := map[string]string{cloudprovider.TagCluster: "other"}
+	mine := map[string]string{api.TagCluster: testCluster}
+	theirs := map[string]string{api.TagCluster: "other"}
 	tests := []struct {
 		name      string
 		resp      awstest.Response

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -131,8 +133,8 @@ func (p *Provider) validateLaunch(req cloudprovider.LaunchRequest) error {
 // findLaunched returns the live instance tagged with launchID, or nil.
 func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudprovider.Instance, error) {
 	found, err := p.describe(ctx, []ec2types.Filter{
-		tagFilter(cloudprovider.TagLaunchID, launchID),
-		tagFilter(cloudprovider.TagCluster, p.cfg.ClusterName),
+		tagFilter(api.TagLaunchID, launchID),
+		tagFilter(api.TagCluster, p.cfg.ClusterName),
 		{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
 	})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -240,14 +242,14 @@ func TestCreateFleetGPUTags(t *testing.T) {
 		want map[string]string
 	}{
 		{"time-slicing renamed", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true},
-			map[string]string{TagGPUSharing: "time-slicing", TagGPUReplicas: "4", TagGPURenameShared: "true"}},
+			map[string]string{api.TagGPUSharing: "time-slicing", api.TagGPUReplicas: "4", api.TagGPURenameShared: "true"}},
 		{"time-slicing", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 2},
-			map[string]string{TagGPUSharing: "time-slicing", TagGPUReplicas: "2"}},
+			map[string]string{api.TagGPUSharing: "time-slicing", api.TagGPUReplicas: "2"}},
 		{"mig", cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGConfig: "tiler-1g.5gb-8gpu-mixed",
 			MIGLayout: [][]string{{"1g.5gb"}}},
-			map[string]string{TagGPUSharing: "mig", TagMIGStrategy: "mixed", TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
+			map[string]string{api.TagGPUSharing: "mig", api.TagMIGStrategy: "mixed", api.TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
 		{"consumable memory", cloudprovider.GPUConfig{Sharing: "exclusive", ConsumableMemory: true},
-			map[string]string{TagGPUSharing: "exclusive", TagGPUConsumableMemory: "true"}},
+			map[string]string{api.TagGPUSharing: "exclusive", api.TagGPUConsumableMemory: "true"}},
 		{"none", cloudprovider.GPUConfig{}, map[string]string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

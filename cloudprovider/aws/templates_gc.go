@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // codeTemplateNotFound are EC2's error codes for a launch template that does not exist.
@@ -78,8 +78,8 @@ func (p *Provider) CollectGarbage(ctx context.Context) ([]string, error) {
 // hash, following the pages.
 func (p *Provider) managedTemplates(ctx context.Context) ([]ec2types.LaunchTemplate, error) {
 	in := &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: awssdk.String("tag:" + cloudprovider.TagCluster), Values: []string{p.cfg.ClusterName}},
-		{Name: awssdk.String("tag-key"), Values: []string{TagBootstrapHash}},
+		{Name: awssdk.String("tag:" + api.TagCluster), Values: []string{p.cfg.ClusterName}},
+		{Name: awssdk.String("tag-key"), Values: []string{api.TagBootstrapHash}},
 	}}
 	var out []ec2types.LaunchTemplate
 	for range maxPages {

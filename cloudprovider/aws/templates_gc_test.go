@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 )
 
@@ -21,13 +22,13 @@ func TestCollectGarbageTemplates(t *testing.T) {
 	ctx := context.Background()
 	week := 7 * 24 * time.Hour
 	hash := func(cluster string) map[string]string {
-		return map[string]string{cloudprovider.TagCluster: cluster, TagBootstrapHash: "0123456789abcdef", cloudprovider.TagPool: "web"}
+		return map[string]string{api.TagCluster: cluster, api.TagBootstrapHash: "0123456789abcdef", api.TagPool: "web"}
 	}
 	srv := awstest.NewServer(t)
 	store := srv.ServeLaunchTemplates(
 		awstest.LaunchTemplate{ID: "lt-000000000000000a1", Name: "tiler-web-0123456789abcdef", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: hash(testCluster)},
 		awstest.LaunchTemplate{ID: "lt-000000000000000a2", Name: "tiler-web-other-cluster", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: hash("other")},
-		awstest.LaunchTemplate{ID: "lt-000000000000000a3", Name: "my-own-template", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: map[string]string{cloudprovider.TagCluster: testCluster}},
+		awstest.LaunchTemplate{ID: "lt-000000000000000a3", Name: "my-own-template", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: map[string]string{api.TagCluster: testCluster}},
 	)
 	srv.Always("DescribeInstances", noInstances())
 	pool := awstest.FleetPool{Type: "m7i.xlarge", SubnetID: subnetB, Zone: "us-east-1b", Lifecycle: "spot"}

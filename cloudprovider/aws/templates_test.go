@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +23,6 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 const testCA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWCg=="
@@ -61,10 +62,10 @@ func webRequest(launchID string) cloudprovider.LaunchRequest {
 		FallbackLabels: map[cloudprovider.OfferingRef]map[string]string{
 			same: labels("c7i.xlarge", "us-east-1b", "c7i"), other: labels("m7i.xlarge", "us-east-1b", "m7i")},
 		// The controller's reservation taint carries the launch ID; the shared template the
-		// value cloudprovider.ReservationPending.
+		// value api.ReservationPending.
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule},
 			{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule},
-			{Key: simulator.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}},
+			{Key: api.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}},
 	}
 }
 
@@ -118,7 +119,7 @@ func TestManagedLaunchTemplates(t *testing.T) {
 			}
 		}
 		tags := c.TagSpecifications()["launch-template"]
-		if tags[cloudprovider.TagCluster] != testCluster || tags[cloudprovider.TagPool] != "web" || !strings.HasSuffix(name, tags[TagBootstrapHash]) {
+		if tags[api.TagCluster] != testCluster || tags[api.TagPool] != "web" || !strings.HasSuffix(name, tags[api.TagBootstrapHash]) {
 			t.Errorf("template %d tags %v", i, tags)
 		}
 	}

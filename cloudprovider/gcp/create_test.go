@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -69,8 +71,8 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 		LaunchedAt:   got.LaunchedAt,
 		Tags: map[string]string{
 			"tiler-dev-cluster": "c1", "tiler-dev-launch-id": "launch-0001", "tiler-dev-pool": "gpu-pool",
-			cloudprovider.TagCluster: "c1", cloudprovider.TagLaunchID: "launch-0001", cloudprovider.TagPool: "gpu-pool",
-			cloudprovider.TagNodeName: "gpu-node-abcde",
+			api.TagCluster: "c1", api.TagLaunchID: "launch-0001", api.TagPool: "gpu-pool",
+			api.TagNodeName: "gpu-node-abcde",
 		},
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -199,7 +201,7 @@ func TestCreateLabelsTheOfferingTried(t *testing.T) {
 	req := t4Request()
 	req.Fallbacks = []cloudprovider.OfferingRef{offering("g2-standard-4", zoneB, catalog.Spot)}
 	req.Labels = map[string]string{"team": "ml", "node.kubernetes.io/instance-type": "n1-standard-8",
-		cloudprovider.LabelCatalogInstanceType: "n1-standard-8_1xnvidia-tesla-t4", cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4"}
+		api.LabelCatalogInstanceType: "n1-standard-8_1xnvidia-tesla-t4", api.LabelGKEAccelerator: "nvidia-tesla-t4"}
 	if _, err := p.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -119,7 +121,7 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 		Offering:     ref,
 		State:        instanceStates[inst.GetStatus()],
 		PricePerHour: p.price(ref),
-		Tags:         map[string]string{cloudprovider.TagNodeName: inst.GetName()},
+		Tags:         map[string]string{api.TagNodeName: inst.GetName()},
 	}
 	if out.LaunchID == "" {
 		out.LaunchID = labels[LabelLaunchID]
@@ -131,9 +133,9 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 	for k, v := range labels {
 		out.Tags[k] = v
 	}
-	out.Tags[cloudprovider.TagLaunchID] = out.LaunchID
-	out.Tags[cloudprovider.TagCluster] = labels[LabelCluster]
-	out.Tags[cloudprovider.TagPool] = out.Pool
+	out.Tags[api.TagLaunchID] = out.LaunchID
+	out.Tags[api.TagCluster] = labels[LabelCluster]
+	out.Tags[api.TagPool] = out.Pool
 	return out
 }
 

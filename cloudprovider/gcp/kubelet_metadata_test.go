@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +48,7 @@ func TestCreateKubeletMetadata(t *testing.T) {
 	req := t4Request()
 	req.Fallbacks = []cloudprovider.OfferingRef{fallback}
 	req.Labels = planned(zoneA, map[string]string{corev1.LabelInstanceTypeStable: "n1-standard-8",
-		cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4", "tiler.dev/gpu-model": "T4"})
+		api.LabelGKEAccelerator: "nvidia-tesla-t4", "tiler.dev/gpu-model": "T4"})
 	req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{
 		fallback: planned(zoneB, map[string]string{corev1.LabelInstanceTypeStable: "g2-standard-4", "tiler.dev/gpu-model": "L4"})}
 	req.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}

@@ -56,7 +56,7 @@ type Config struct {
 	RenameSharedGPUs bool
 	// SharedBootstrap registers nodes with the taints of a bootstrap that the nodes of many launches
 	// share (cloudprovider.SharedTaints), as AWS's per-pool launch templates do: the reservation
-	// taint carries cloudprovider.ReservationPending instead of the launch ID.
+	// taint carries api.ReservationPending instead of the launch ID.
 	SharedBootstrap bool
 	// MaxInstances and MaxGPUs are account quotas over the instances of every cluster in the
 	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -166,7 +168,7 @@ func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 	node := waitForNode(ctx, t, client, nodeName, "with its GPU", func(n *corev1.Node) bool {
 		return quantity(n.Status.Allocatable, ResourceGPU) == 1
 	})
-	if node.Labels[corev1.LabelTopologyZone] != "us-east-1b" || node.Labels[LabelCapacityType] != "on-demand" {
+	if node.Labels[corev1.LabelTopologyZone] != "us-east-1b" || node.Labels[api.LabelCapacityType] != "on-demand" {
 		t.Fatalf("fallback node labels %v", node.Labels)
 	}
 	if len(apiSlices(ctx, t, client, nodeName)) != 1 {

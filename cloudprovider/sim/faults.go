@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -158,8 +160,8 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloud
 		LaunchedAt: now, ReadyAt: now.Add(boot), DevicesAt: now.Add(boot + p.cfg.DeviceDelay),
 		NeverRegisters: matchesAny(faults.NeverRegisters, o),
 		Tags: map[string]string{
-			cloudprovider.TagLaunchID: req.LaunchID, cloudprovider.TagCluster: p.cfg.ClusterName,
-			cloudprovider.TagPool: req.Pool, cloudprovider.TagNodeName: req.NodeName,
+			api.TagLaunchID: req.LaunchID, api.TagCluster: p.cfg.ClusterName,
+			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
 	}

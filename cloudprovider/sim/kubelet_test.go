@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -35,7 +37,7 @@ func TestStepLifecycle(t *testing.T) {
 		t.Fatal("no node after the boot delay")
 	}
 	wantLabels := map[string]string{
-		"team": "ml", cloudprovider.TagPool: "gpu", LabelCapacityType: "spot", LabelInstanceID: inst.ID,
+		"team": "ml", api.TagPool: "gpu", api.LabelCapacityType: "spot", api.LabelInstanceID: inst.ID,
 		corev1.LabelHostname: "gpu-node-1", corev1.LabelInstanceTypeStable: "g6.xlarge",
 		corev1.LabelTopologyZone: "us-east-1a", corev1.LabelTopologyRegion: "us-east-1",
 		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",

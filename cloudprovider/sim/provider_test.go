@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -60,8 +62,8 @@ func TestCreateIsRecordedAndIdempotent(t *testing.T) {
 	want := &cloudprovider.Instance{
 		ID: "sim-000001", LaunchID: "launch-1", NodeName: "gpu-node-1", Pool: "gpu", Offering: l4Spot1a,
 		State: StatePending, PricePerHour: 0.4104, LaunchedAt: t0,
-		Tags: map[string]string{cloudprovider.TagLaunchID: "launch-1", cloudprovider.TagCluster: testCluster,
-			cloudprovider.TagPool: "gpu", cloudprovider.TagNodeName: "gpu-node-1"},
+		Tags: map[string]string{api.TagLaunchID: "launch-1", api.TagCluster: testCluster,
+			api.TagPool: "gpu", api.TagNodeName: "gpu-node-1"},
 	}
 	if diff := cmp.Diff(want, inst); diff != "" {
 		t.Fatalf("Create (-want +got):\n%s", diff)
@@ -127,9 +129,9 @@ func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
 	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b, a100OD1c}
 	// The node launched as a fallback gets that fallback's labels (the planner's, for the type,
 	// zone and capacity type launched), not those planned for the request's offering.
-	req.Labels = map[string]string{"team": "ml", LabelCapacityType: "spot"}
+	req.Labels = map[string]string{"team": "ml", api.LabelCapacityType: "spot"}
 	req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{
-		l4OD1b: {"team": "ml", LabelCapacityType: "on-demand"}, a100OD1c: {"team": "ml", "tiler.dev/gpu-model": "A100"}}
+		l4OD1b: {"team": "ml", api.LabelCapacityType: "on-demand"}, a100OD1c: {"team": "ml", "tiler.dev/gpu-model": "A100"}}
 	if inst := e.create(req); inst.Offering != l4OD1b || inst.PricePerHour != 0.8048 {
 		t.Fatalf("launched %+v at %v, want the first fallback %+v", inst.Offering, inst.PricePerHour, l4OD1b)
 	}

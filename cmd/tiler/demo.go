@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -182,7 +184,7 @@ func waitAllBound(ctx context.Context, kube kubernetes.Interface, w io.Writer, t
 		if err != nil {
 			return err
 		}
-		nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "tiler.dev/pool"})
+		nodes, _ := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: api.LabelPool})
 		bound := 0
 		for _, p := range pods.Items {
 			if p.Spec.NodeName != "" {
@@ -206,7 +208,7 @@ func waitAllBound(ctx context.Context, kube kubernetes.Interface, w io.Writer, t
 
 // printBought prints the nodes Tiler bought, their GPU configuration and the fleet's price.
 func printBought(ctx context.Context, kube kubernetes.Interface, cloud *sim.Provider, w io.Writer) error {
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "tiler.dev/pool"})
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: api.LabelPool})
 	if err != nil {
 		return err
 	}
@@ -233,8 +235,8 @@ func printBought(ctx context.Context, kube kubernetes.Interface, cloud *sim.Prov
 	for _, n := range nodes.Items {
 		l := n.Labels
 		gpus := "-"
-		if c := l["tiler.dev/gpu-count"]; c != "" {
-			gpus = c + "×" + l["tiler.dev/gpu-model"]
+		if c := l[api.LabelGPUCount]; c != "" {
+			gpus = c + "×" + l[api.LabelGPUModel]
 			if cfg := l["nvidia.com/mig.config"]; cfg != "" {
 				gpus += " mig " + cfg
 			}
@@ -242,8 +244,8 @@ func printBought(ctx context.Context, kube kubernetes.Interface, cloud *sim.Prov
 				gpus += " time-sliced ×" + r
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%d\n", n.Name, l["tiler.dev/pool"], l[corev1.LabelInstanceTypeStable],
-			l[corev1.LabelTopologyZone], l["tiler.dev/capacity-type"], price[n.Name], gpus, perNode[n.Name])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%d\n", n.Name, l[api.LabelPool], l[corev1.LabelInstanceTypeStable],
+			l[corev1.LabelTopologyZone], l[api.LabelCapacityType], price[n.Name], gpus, perNode[n.Name])
 		total += price[n.Name]
 		for name, q := range n.Status.Allocatable {
 			if strings.HasPrefix(string(name), "nvidia.com/") {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +21,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tiler-dev/tiler/api/catalog"
-	"github.com/tiler-dev/tiler/cloudprovider"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -155,9 +156,9 @@ func TestRunAWSWire(t *testing.T) {
 		t.Errorf("CreateFleet overrides (-offering and fallbacks +sent):\n%s", diff)
 	}
 	tags := srv.Requests("CreateFleet")[0].TagSpecifications()["instance"]
-	for k, v := range map[string]string{cloudprovider.TagCluster: "run-aws", cloudprovider.TagLaunchID: rec.LaunchID,
-		cloudprovider.TagNodeName: rec.NodeName, cloudprovider.TagPool: "gpu", awscloud.TagName: rec.NodeName,
-		awscloud.TagGPUSharing: "exclusive"} {
+	for k, v := range map[string]string{api.TagCluster: "run-aws", api.TagLaunchID: rec.LaunchID,
+		api.TagNodeName: rec.NodeName, api.TagPool: "gpu", awscloud.TagName: rec.NodeName,
+		api.TagGPUSharing: "exclusive"} {
 		if tags[k] != v {
 			t.Errorf("instance tag %s = %q, want %q (tags %v)", k, tags[k], v, tags)
 		}

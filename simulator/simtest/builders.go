@@ -3,6 +3,8 @@ package simtest
 import (
 	"fmt"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,10 +120,10 @@ func (b *PodBuilder) Priority(p int32) *PodBuilder { b.p.Spec.Priority = &p; ret
 
 // Gang makes the pod a member of a tiler.dev gang of the given size and topology ("", node, zone).
 func (b *PodBuilder) Gang(name string, size int, topology string) *PodBuilder {
-	b.p.Labels["tiler.dev/gang"] = name
-	b.p.Labels["tiler.dev/gang-size"] = fmt.Sprint(size)
+	b.p.Labels[api.LabelGang] = name
+	b.p.Labels[api.LabelGangSize] = fmt.Sprint(size)
 	if topology != "" {
-		b.p.Labels["tiler.dev/topology"] = topology
+		b.p.Labels[api.LabelTopology] = topology
 	}
 	return b
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -129,7 +131,7 @@ func (c *checker) checkNode(n *corev1.Node) {
 			add(c.pods[key])
 		}
 	}
-	if n.Labels["tiler.dev/pool"] != "" && c.isNew(n.Name) {
+	if n.Labels[api.LabelPool] != "" && c.isNew(n.Name) {
 		for _, ds := range c.snap.DaemonSets {
 			p := &corev1.Pod{Spec: ds.Spec.Template.Spec}
 			if matches(p, n) {
@@ -181,7 +183,7 @@ func matches(p *corev1.Pod, n *corev1.Node) bool {
 	}
 	// A reservation taint is tolerated by every pod the plan puts there (the controller adds it).
 	_, bad := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Key != simulator.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+		return t.Key != api.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 	}, true)
 	return !bad
 }
