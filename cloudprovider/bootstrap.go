@@ -45,7 +45,7 @@ var cloudSetLabels = map[string]bool{
 // kubelet.kubernetes.io, which the kubelet refuses to start with; plus the labels that make the
 // GPU operator configure the GPUs as planned: api.LabelMIGConfig for a MIG layout, and
 // api.LabelDevicePluginConfig (DevicePluginConfig) for time-slicing and MPS.
-func KubeletLabels(labels map[string]string, gpu GPUConfig) map[string]string {
+func KubeletLabels(labels map[string]string, gpu api.GPUConfig) map[string]string {
 	out := make(map[string]string, len(labels)+2)
 	for k, v := range labels {
 		if !cloudSetLabels[k] && kubeletMaySet(k) {
@@ -91,11 +91,11 @@ func kubeletMaySet(key string) bool {
 // nvidia.com/gpu.shared, e.g. "tiler-time-slicing-4"; "" for whole GPUs, MIG and no GPUs. The
 // cluster's device-plugin ConfigMap (the GPU operator's devicePlugin.config) must hold a
 // configuration of that name for each sharing the cost policy's pools use.
-func DevicePluginConfig(gpu GPUConfig) string {
+func DevicePluginConfig(gpu api.GPUConfig) string {
 	if gpu.Sharing != "time-slicing" && gpu.Sharing != "mps" || gpu.Replicas <= 0 {
 		return ""
 	}
-	name := "tiler-" + gpu.Sharing + "-" + strconv.Itoa(gpu.Replicas)
+	name := "tiler-" + string(gpu.Sharing) + "-" + strconv.Itoa(gpu.Replicas)
 	if gpu.RenameShared {
 		name += "-renamed"
 	}

@@ -6,8 +6,6 @@ import (
 	"github.com/tiler-dev/tiler/api"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // Labels that name a node's instance type besides node.kubernetes.io/instance-type.
@@ -20,7 +18,7 @@ const ()
 // such a shape is labelled as GKE labels it, with the machine type (n1-standard-4) and
 // cloud.google.com/gke-accelerator (nvidia-tesla-t4), plus tiler.dev/instance-type
 // (n1-standard-4_1xnvidia-tesla-t4) to tell it from other shapes of the machine type.
-func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
+func InstanceTypeLabels(name api.InstanceTypeName) map[string]string {
 	machine, attached, ok := strings.Cut(string(name), "+")
 	if !ok {
 		return map[string]string{corev1.LabelInstanceTypeStable: string(name)}
@@ -36,7 +34,7 @@ func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
 // WithInstanceTypeLabels returns a copy of labels whose instance-type labels are those of name,
 // dropping the ones of another type (a fallback offering launches another type than the one the
 // request's labels were planned for).
-func WithInstanceTypeLabels(labels map[string]string, name catalog.InstanceTypeName) map[string]string {
+func WithInstanceTypeLabels(labels map[string]string, name api.InstanceTypeName) map[string]string {
 	out := make(map[string]string, len(labels)+3)
 	for k, v := range labels {
 		switch k {

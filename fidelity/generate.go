@@ -264,7 +264,7 @@ func (g *gen) existingNodes() {
 		var it catalog.InstanceType
 		if aws {
 			name := oneOf(g, "m7i.xlarge", "m7i.2xlarge", "c7i.2xlarge")
-			t, _ := g.cat.Type(catalog.InstanceTypeName(name))
+			t, _ := g.cat.Type(api.InstanceTypeName(name))
 			it = *t
 		} else {
 			it = catalog.InstanceType{Name: "e2-standard-8", VCPU: 8, MemoryMiB: 32768, Arch: "amd64", MaxPods: 110}

@@ -23,7 +23,6 @@ import (
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // Timing are the harness's delays and timeouts. Zero fields take the defaults of DefaultTiming.
@@ -213,7 +212,7 @@ func (r *run) run(ctx context.Context) error {
 }
 
 // plannedType returns the instance type of a planned new node.
-func plannedType(p *simulator.Plan, node string) string {
+func plannedType(p *api.Plan, node string) string {
 	if p != nil {
 		for _, n := range p.NewNodes {
 			if n.Name == node {
@@ -390,7 +389,7 @@ func (r *run) waitBound(ctx context.Context, launched []string) (bound, messages
 	var open []string
 	if p := r.out.Plan; p != nil {
 		for _, u := range p.Unschedulable {
-			if u.Code != simulator.NeverFits && u.Code != simulator.InvalidRequest {
+			if u.Code != api.NeverFits && u.Code != api.InvalidRequest {
 				open = append(open, podName(u.Pod))
 			}
 		}

@@ -138,7 +138,7 @@ func sharesGPUs(pol *policy.CostPolicy) bool {
 		return false
 	}
 	for _, pl := range pol.Pools {
-		if pl.GPU != nil && (pl.GPU.Sharing == policy.TimeSlicing || pl.GPU.Sharing == policy.MPS) {
+		if pl.GPU != nil && (pl.GPU.Sharing == api.TimeSlicing || pl.GPU.Sharing == api.MPS) {
 			return true
 		}
 	}
@@ -156,7 +156,7 @@ func draPools(pol *policy.CostPolicy) (consumable, dynamicMIG bool) {
 			continue
 		}
 		consumable = consumable || pl.GPU.ConsumableMemory
-		dynamicMIG = dynamicMIG || pl.GPU.Sharing == policy.DynamicMIG
+		dynamicMIG = dynamicMIG || pl.GPU.Sharing == api.DynamicMIG
 	}
 	return consumable, dynamicMIG
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -154,15 +156,15 @@ func (r *Refresher) Run(ctx context.Context, onError func(error)) error {
 func (r *Refresher) Prices() []Price {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	merged := map[OfferingKey]Price{}
+	merged := map[api.Offering]Price{}
 	if r.anyNeverSucceededLocked() {
 		for _, p := range r.fallback {
-			merged[p.Key()] = p
+			merged[p.Offering] = p
 		}
 	}
 	for _, st := range r.state {
 		for _, p := range st.prices {
-			merged[p.Key()] = p
+			merged[p.Offering] = p
 		}
 	}
 	out := make([]Price, 0, len(merged))

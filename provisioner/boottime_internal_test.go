@@ -1,9 +1,10 @@
 package provisioner
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -208,6 +210,6 @@ func isReady(n *corev1.Node) bool {
 
 func clockReal() clock.Clock { return clock.RealClock{} }
 
-type simulatorType = catalog.InstanceTypeName
+type simulatorType = api.InstanceTypeName
 
 func catalogDefault() (*catalog.Catalog, error) { return catalog.Embedded("aws-us-east-1") }

@@ -188,7 +188,7 @@ func testRBACInterruption(t *testing.T, e *env, bound map[string]string) {
 	}
 	var id, node string
 	for _, i := range insts {
-		if i.Offering.CapacityType == catalog.Spot && i.NodeName != "" && containsValue(bound, i.NodeName) {
+		if i.Offering.CapacityType == api.Spot && i.NodeName != "" && containsValue(bound, i.NodeName) {
 			id, node = i.ID, i.NodeName
 			break
 		}

@@ -140,7 +140,7 @@ func testInsufficientCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	pod := simtest.Pod("ice-a").Label("app", "ice").CPU("3").Mem("6Gi").Obj()
 	first := preferredType(t, pod)
 	e := newEnv(t, cp, testConfig(), func(c *sim.Config) {
-		c.Faults.InsufficientCapacity = []cloudprovider.OfferingRef{{InstanceType: first}}
+		c.Faults.InsufficientCapacity = []api.Offering{{InstanceType: first}}
 	})
 	e.create(pod)
 	bound := e.waitBound(2*time.Minute, pod)

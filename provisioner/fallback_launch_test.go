@@ -31,8 +31,8 @@ import (
 // others in the same answer). It records every request.
 type fleetCloud struct {
 	mu         sync.Mutex
-	refuseType catalog.InstanceTypeName
-	report     []cloudprovider.OfferingRef
+	refuseType api.InstanceTypeName
+	report     []api.Offering
 	requests   []cloudprovider.LaunchRequest
 }
 
@@ -45,13 +45,13 @@ func (c *fleetCloud) Create(ctx context.Context, r cloudprovider.LaunchRequest) 
 	return inst, err
 }
 
-func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests = append(c.requests, r)
 	refused := c.report
 	c.report = nil
-	for _, o := range append([]cloudprovider.OfferingRef{r.Offering}, r.Fallbacks...) {
+	for _, o := range append([]api.Offering{r.Offering}, r.Fallbacks...) {
 		if o.InstanceType == c.refuseType {
 			refused = append(refused, o)
 			continue
@@ -100,9 +100,9 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	}
 	node := res.Plan.NewNodes[0]
 	req := cloud.requests[0]
-	var want []cloudprovider.OfferingRef
+	var want []api.Offering
 	for _, f := range node.Fallbacks {
-		want = append(want, cloudprovider.OfferingRef{InstanceType: f.InstanceType, Zone: f.Zone, CapacityType: f.CapacityType})
+		want = append(want, f.Offering)
 	}
 	if len(want) == 0 {
 		t.Fatalf("the plan's node (%v) has no fallbacks", first)
@@ -119,7 +119,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	}
 
 	// The first fallback of another type is what the cloud launched.
-	var bought simulator.Fallback
+	var bought api.PricedOffering
 	for _, f := range node.Fallbacks {
 		if f.InstanceType != first.InstanceType {
 			bought = f
@@ -160,7 +160,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	// The offerings the cloud refused before the one it launched (all of the planned type) are
 	// kept out of plans.
 	refused := 0
-	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if o.InstanceType != first.InstanceType {
 			break
 		}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // launch buys the plan's new nodes. All launch records are written in one update BEFORE any cloud
@@ -21,7 +20,7 @@ import (
 // dropped, and a new batch is requested so that its pods are re-planned on the next offering.
 // Offerings a provider reports refused on the way to a successful launch (UnavailableReporter)
 // are marked unavailable too.
-func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulator.Plan, snap *snapshot.Snapshot) (launched, failed []string) {
+func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *api.Plan, snap *snapshot.Snapshot) (launched, failed []string) {
 	if len(plan.NewNodes) == 0 {
 		return nil, nil
 	}
@@ -39,7 +38,7 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulato
 	var wg sync.WaitGroup
 	for i := range recs {
 		wg.Add(1)
-		go func(r LaunchRecord, n simulator.NewNode) {
+		go func(r LaunchRecord, n api.NewNode) {
 			defer wg.Done()
 			ok := c.launchOne(ctx, log, r, n, pods)
 			mu.Lock()
@@ -58,7 +57,7 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulato
 	return launched, failed
 }
 
-func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
+func recordFor(n api.NewNode, now time.Time) LaunchRecord {
 	gpus := 0
 	if q, ok := n.Allocatable[api.ResourceGPU]; ok {
 		gpus = int(q.Value())
@@ -66,25 +65,36 @@ func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
 	if n.GPUs != nil {
 		gpus = n.GPUs.Count
 	}
-	r := LaunchRecord{LaunchID: n.Name, NodeName: n.Name, Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone,
-		CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPUs: gpus, Pods: n.Pods, Labels: n.Labels,
-		Taints: n.Taints, Fallbacks: n.Fallbacks, CreatedAt: now}
-	if g := n.GPU; g != nil {
-		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
-			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig, ConsumableMemory: g.ConsumableMemory}
-		r.Plan = g
+	r := LaunchRecord{
+		PricedOffering: n.PricedOffering,
+		LaunchID:       n.Name,
+		NodeName:       n.Name,
+		Pool:           n.Pool,
+		GPUs:           gpus,
+		Pods:           n.Pods,
+		Labels:         n.Labels,
+		Taints:         n.Taints,
+		Fallbacks:      n.Fallbacks,
+		CreatedAt:      now,
+	}
+	if n.GPU != nil {
+		g := *n.GPU
+		r.GPU = &g
 	}
 	return r
 }
 
-func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ simulator.NewNode, pods map[string]*corev1.Pod) bool {
-	off := offeringOfRecord(r)
+func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ api.NewNode, pods map[string]*corev1.Pod) bool {
+	off := r.Offering
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
 	// The launch asks for the planned name, the launch ID: a relaunch after a restart must not ask
 	// for the name a Node of the first launch registered under (see relink).
 	req := cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.LaunchID,
-		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU}
+		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints}
+	if r.GPU != nil {
+		req.GPU = *r.GPU
+	}
 	if c.cfg.Reserve && validReservation(r.LaunchID) {
 		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
 	}
@@ -120,7 +130,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 			zap.String(keyLaunchedZone, bought.Zone), zap.String(keyLaunchedCapacityType, string(bought.CapacityType)),
 			zap.Float64(keyLaunchedPrice, bought.PricePerHour))
 		r = bought
-		off = offeringOfRecord(r)
+		off = r.Offering
 	}
 	if err := c.records.Put(ctx, r); err != nil {
 		l.Error("recording the instance ID", zap.Error(err))
@@ -138,7 +148,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 
 // create launches through the provider's UnavailableReporter when it has one, so that offerings
 // the cloud refused on the way to a launch are known too; otherwise through Create.
-func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	if r, ok := c.provider.(cloudprovider.UnavailableReporter); ok {
 		return r.CreateReportingUnavailable(ctx, req)
 	}
@@ -150,7 +160,7 @@ func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest
 // same TTL as those an *InsufficientCapacityError names, whether or not the launch succeeded
 // (an EC2 fleet can launch one pool and refuse others in the same answer). One line per offering:
 // a request names few.
-func (c *Controller) markRefused(log *zap.Logger, node string, refused []cloudprovider.OfferingRef) {
+func (c *Controller) markRefused(log *zap.Logger, node string, refused []api.Offering) {
 	for _, o := range refused {
 		c.unavailable.mark(o)
 		log.Info("offering refused during the launch; kept out of plans", zap.String(keyNode, node),
@@ -160,7 +170,7 @@ func (c *Controller) markRefused(log *zap.Logger, node string, refused []cloudpr
 }
 
 // markUnavailable marks the offerings an error names, or the requested one.
-func (c *Controller) markUnavailable(err error, requested cloudprovider.OfferingRef) {
+func (c *Controller) markUnavailable(err error, requested api.Offering) {
 	var ice *cloudprovider.InsufficientCapacityError
 	if errors.As(err, &ice) && len(ice.Offerings) > 0 {
 		for _, o := range ice.Offerings {
@@ -195,8 +205,14 @@ func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
 }
 
 // simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
-func simulatorNode(r LaunchRecord) simulator.NewNode {
-	return simulator.NewNode{Name: r.LaunchID, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,
-		CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, Pods: r.Pods, Labels: r.Labels, Taints: r.Taints,
-		Fallbacks: r.Fallbacks}
+func simulatorNode(r LaunchRecord) api.NewNode {
+	return api.NewNode{
+		PricedOffering: r.PricedOffering,
+		Name:           r.LaunchID,
+		Pool:           r.Pool,
+		Pods:           r.Pods,
+		Labels:         r.Labels,
+		Taints:         r.Taints,
+		Fallbacks:      r.Fallbacks,
+	}
 }

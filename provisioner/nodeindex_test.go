@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -387,10 +389,15 @@ func TestRecoverRelinksNodeUnderAnotherName(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Nominate = false
 	created := time.Date(2026, 3, 4, 4, 0, 0, 0, time.UTC) // an hour before the env's clock
-	rec := LaunchRecord{LaunchID: "tiler-default-1", NodeName: "tiler-default-1", Pool: "default", InstanceType: "m7i.large",
-		Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 0.1, CreatedAt: created}
+	rec := LaunchRecord{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.1},
+		LaunchID:       "tiler-default-1",
+		NodeName:       "tiler-default-1",
+		Pool:           "default",
+		CreatedAt:      created,
+	}
 	inst := &cloudprovider.Instance{ID: "i-00000000000000001", LaunchID: rec.LaunchID, NodeName: rec.NodeName, Pool: "default",
-		Offering: offeringOfRecord(rec), State: "running", LaunchedAt: created}
+		Offering: rec.Offering, State: "running", LaunchedAt: created}
 	n := simtest.Node(eksName, "m7i.large", "us-east-1a", simtest.Resources("cpu", "1930m", "memory", "7Gi", "pods", "29"))
 	n.Spec.ProviderID = awsProviderID("us-east-1a", inst.ID)
 	e := newEKSEnv(t, cfg, newEKSCloud(inst), recordsConfigMap(cfg, rec), n)
@@ -433,9 +440,14 @@ func (s *interruptionsOnce) Poll(context.Context) ([]cloudprovider.Interruption,
 func TestInterruptionCordonsNodeUnderAnotherName(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Nominate = false
-	rec := LaunchRecord{LaunchID: "tiler-default-1", NodeName: "tiler-default-1", Pool: "default", InstanceType: "m7i.large",
-		Zone: "us-east-1a", CapacityType: catalog.Spot, PricePerHour: 0.05, InstanceID: "i-00000000000000001",
-		CreatedAt: time.Date(2026, 3, 4, 4, 0, 0, 0, time.UTC)}
+	rec := LaunchRecord{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: api.Spot}, PricePerHour: 0.05},
+		LaunchID:       "tiler-default-1",
+		NodeName:       "tiler-default-1",
+		Pool:           "default",
+		InstanceID:     "i-00000000000000001",
+		CreatedAt:      time.Date(2026, 3, 4, 4, 0, 0, 0, time.UTC),
+	}
 	n := simtest.Node(eksName, "m7i.large", "us-east-1a", simtest.Resources("cpu", "1930m", "memory", "7Gi", "pods", "29"))
 	n.Spec.ProviderID = awsProviderID("us-east-1a", rec.InstanceID)
 	e := newEKSEnv(t, cfg, newEKSCloud(), recordsConfigMap(cfg, rec), n)
@@ -454,9 +466,15 @@ func TestInterruptionCordonsNodeUnderAnotherName(t *testing.T) {
 func TestNominationFollowsRelinkedNode(t *testing.T) {
 	cfg := DefaultConfig()
 	pod := unschedulablePod("web-0")
-	rec := LaunchRecord{LaunchID: "tiler-default-1", NodeName: "tiler-default-1", Pool: "default", InstanceType: "m7i.xlarge",
-		Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 0.2, InstanceID: "i-00000000000000001",
-		Pods: []string{"web/web-0"}, CreatedAt: time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)}
+	rec := LaunchRecord{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.2},
+		LaunchID:       "tiler-default-1",
+		NodeName:       "tiler-default-1",
+		Pool:           "default",
+		InstanceID:     "i-00000000000000001",
+		Pods:           []string{"web/web-0"},
+		CreatedAt:      time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC),
+	}
 	n := simtest.Node(eksName, "m7i.xlarge", "us-east-1a", simtest.Resources("cpu", "3920m", "memory", "14Gi", "pods", "58"))
 	n.Spec.ProviderID = awsProviderID("us-east-1a", rec.InstanceID)
 	n.Status.Conditions[0].Status = corev1.ConditionFalse

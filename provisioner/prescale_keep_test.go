@@ -74,8 +74,14 @@ func TestHousekeepingKeepsReservedNodes(t *testing.T) {
 	objs := []kruntime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}}
 	for _, name := range []string{"tiler-a", "tiler-b"} {
 		objs = append(objs, simtest.Node(name, "m7i.4xlarge", "us-east-1a", alloc))
-		b, _ := json.Marshal(provisioner.LaunchRecord{LaunchID: name, NodeName: name, Pool: "default", InstanceType: "m7i.4xlarge",
-			Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 0.8, InstanceID: "i-" + name, CreatedAt: now.Add(-time.Hour)})
+		b, _ := json.Marshal(provisioner.LaunchRecord{
+			PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.4xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.8},
+			LaunchID:       name,
+			NodeName:       name,
+			Pool:           "default",
+			InstanceID:     "i-" + name,
+			CreatedAt:      now.Add(-time.Hour),
+		})
 		recs[name] = string(b)
 	}
 	objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: provisioner.RecordsConfigMap, Namespace: "tiler-system"}, Data: recs})

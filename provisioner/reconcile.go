@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -16,7 +18,7 @@ import (
 // Result reports what one batch did.
 type Result struct {
 	Pending  int
-	Plan     *simulator.Plan
+	Plan     *api.Plan
 	Launched []string
 	Failed   []string
 	Deleted  []string
@@ -186,8 +188,13 @@ func (c *Controller) inFlight(recs []LaunchRecord, idx nodeIndex, slices []*reso
 			}
 			name = n.Name
 		}
-		out = append(out, simulator.InFlightNode{Name: name, Pool: r.Pool, InstanceType: r.InstanceType,
-			Zone: r.Zone, CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, GPU: r.Plan, Pods: r.Pods})
+		out = append(out, simulator.InFlightNode{
+			PricedOffering: r.PricedOffering,
+			Name:           name,
+			Pool:           r.Pool,
+			GPU:            r.GPU,
+			Pods:           r.Pods,
+		})
 	}
 	return out
 }

@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
-
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // Reservations keep a bought node's room for the pods planned onto it.
@@ -184,7 +182,7 @@ func (w *reservationWatch) start(ctx context.Context) {
 // nodes still reserved (value: the Node's taint, or the launch ID of a record whose Node has not
 // registered). Pods already bound or gone are skipped; a pod that cannot be updated is logged —
 // it waits for the reservation to end.
-func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *simulator.Plan, recs []LaunchRecord, idx nodeIndex) {
+func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *api.Plan, recs []LaunchRecord, idx nodeIndex) {
 	if !w.c.cfg.Reserve || plan == nil {
 		return
 	}
@@ -462,7 +460,7 @@ func readySince(n *corev1.Node) (time.Time, bool) {
 // in-flight nodes still reserved (value: the launch ID of their record, or the Node's taint) —
 // except, for a pod whose own planned node is still reserved for it, another reserved node's.
 // node returns a Node by name (nil: none).
-func reservationValues(plan *simulator.Plan, recs []LaunchRecord, idx nodeIndex, node func(string) *corev1.Node) map[string][]string {
+func reservationValues(plan *api.Plan, recs []LaunchRecord, idx nodeIndex, node func(string) *corev1.Node) map[string][]string {
 	values := map[string][]string{} // pod key → reservation values
 	for _, n := range plan.NewNodes {
 		if !validReservation(n.Name) {

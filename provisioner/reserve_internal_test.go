@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // TestReservationValues: which reservations each planned pod is given.
@@ -41,9 +39,9 @@ func TestReservationValues(t *testing.T) {
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
-	plan := &simulator.Plan{
-		NewNodes: []simulator.NewNode{{Name: "n-new", Pods: []string{"ns/a"}}},
-		ExistingNodes: []simulator.ExistingNode{
+	plan := &api.Plan{
+		NewNodes: []api.NewNode{{Name: "n-new", Pods: []string{"ns/a"}}},
+		ExistingNodes: []api.ExistingNode{
 			{Name: "l-boot", Pods: []string{"ns/d", "ns/b"}},
 			{Name: "ip-1", Pods: []string{"ns/c"}},
 			{Name: "ip-2", Pods: []string{"ns/f"}},

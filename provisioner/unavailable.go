@@ -4,10 +4,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
-	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // unavailableOfferings remembers offerings the cloud refused, for a TTL.
@@ -15,14 +16,14 @@ type unavailableOfferings struct {
 	mu    sync.Mutex
 	clock clock.Clock
 	ttl   time.Duration
-	until map[cloudprovider.OfferingRef]time.Time
+	until map[api.Offering]time.Time
 }
 
 func newUnavailable(clk clock.Clock, ttl time.Duration) *unavailableOfferings {
-	return &unavailableOfferings{clock: clk, ttl: ttl, until: map[cloudprovider.OfferingRef]time.Time{}}
+	return &unavailableOfferings{clock: clk, ttl: ttl, until: map[api.Offering]time.Time{}}
 }
 
-func (u *unavailableOfferings) mark(o cloudprovider.OfferingRef) {
+func (u *unavailableOfferings) mark(o api.Offering) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.until[o] = u.clock.Now().Add(u.ttl)
@@ -44,7 +45,7 @@ func (u *unavailableOfferings) apply(c *catalog.Catalog) (*catalog.Catalog, int)
 		it := &out.Types[i]
 		for j := range it.Offerings {
 			o := &it.Offerings[j]
-			if _, ok := u.until[cloudprovider.OfferingRef{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}]; ok {
+			if _, ok := u.until[api.Offering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}]; ok {
 				o.Unavailable = true
 				n++
 			}

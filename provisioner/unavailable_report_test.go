@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +46,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
 			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}, podA)
-			cloud := &fleetCloud{report: []cloudprovider.OfferingRef{refused}}
+			cloud := &fleetCloud{report: []api.Offering{refused}}
 			var provider cloudprovider.Provider = cloud
 			if !tt.reporting {
 				provider = plainCloud{cloud}
@@ -118,7 +120,7 @@ func pendingPod(p *corev1.Pod) *corev1.Pod {
 }
 
 // planned is the offering a plan of pod alone on cat buys.
-func planned(t *testing.T, cat *catalog.Catalog, pod *corev1.Pod) cloudprovider.OfferingRef {
+func planned(t *testing.T, cat *catalog.Catalog, pod *corev1.Pod) api.Offering {
 	t.Helper()
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: []*corev1.Pod{pod}}, Catalog: cat})
 	if err != nil || len(plan.NewNodes) != 1 {
@@ -127,12 +129,12 @@ func planned(t *testing.T, cat *catalog.Catalog, pod *corev1.Pod) cloudprovider.
 	return offeringOf(plan.NewNodes[0])
 }
 
-func offeringOf(n simulator.NewNode) cloudprovider.OfferingRef {
-	return cloudprovider.OfferingRef{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType}
+func offeringOf(n api.NewNode) api.Offering {
+	return n.Offering
 }
 
 // nodeOf returns the new node the plan puts pod on.
-func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
+func nodeOf(t *testing.T, plan *api.Plan, pod string) api.NewNode {
 	t.Helper()
 	for _, n := range plan.NewNodes {
 		for _, p := range n.Pods {
@@ -142,7 +144,7 @@ func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
 		}
 	}
 	t.Fatalf("%s is on no new node of the plan %+v", pod, plan)
-	return simulator.NewNode{}
+	return api.NewNode{}
 }
 
 // reconcileUntil runs batches until one sees pending pods (the informers catch up with the

@@ -3,6 +3,8 @@ package simulator
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // The fallback rule. When the cloud refuses a new node's offering (insufficient capacity, a
@@ -37,7 +39,7 @@ const (
 // The offerings come from the pool, not from n.cands: packing narrows cands with price caps
 // (split, the LP re-pack, the exact search) that say what the node should cost, not what it
 // could be bought as.
-func (s *state) fallbacks(n *simNode) []Fallback {
+func (s *state) fallbacks(n *simNode) []api.PricedOffering {
 	c := n.chosen
 	zone := n.zone
 	if zone == "" && sharesGangZone(n) {
@@ -53,7 +55,7 @@ func (s *state) fallbacks(n *simNode) []Fallback {
 	for _, o := range n.pool.offs {
 		switch {
 		case o == c, o.price > maxPrice, zone != "" && o.zone != zone,
-			draClass >= 0 && o.draClass != draClass, !o.gpu.equal(c.gpu), !sameValues(o.labels, c.labels, keys):
+			draClass >= 0 && o.draClass != draClass, !o.gpu.Equal(c.gpu), !sameValues(o.labels, c.labels, keys):
 			continue
 		}
 		if s.holdsAll(n, o) && s.withinLimits(n.pool, n, []*offering{o}) {
@@ -65,14 +67,14 @@ func (s *state) fallbacks(n *simNode) []Fallback {
 		it, zone, ct string
 	}
 	seen := map[key]bool{{string(c.it.Name), c.zone, string(c.ct)}: true}
-	var out []Fallback
+	var out []api.PricedOffering
 	for _, o := range picked {
 		k := key{string(o.it.Name), o.zone, string(o.ct)}
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		out = append(out, Fallback{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct, PricePerHour: o.price})
+		out = append(out, api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price})
 		if len(out) == MaxFallbacks {
 			break
 		}
@@ -143,11 +145,4 @@ func sameValues(a, b map[string]string, keys []string) bool {
 		}
 	}
 	return true
-}
-
-// equal reports whether two GPU plans configure a node's GPUs the same way.
-func (g GPUPlan) equal(h GPUPlan) bool {
-	return g.Sharing == h.Sharing && g.Replicas == h.Replicas && g.MIGStrategy == h.MIGStrategy &&
-		g.RenameShared == h.RenameShared && g.MIGConfig == h.MIGConfig && g.MigPartedConfig == h.MigPartedConfig &&
-		g.ConsumableMemory == h.ConsumableMemory && slices.EqualFunc(g.MIGLayout, h.MIGLayout, slices.Equal[[]string])
 }

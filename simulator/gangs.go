@@ -69,7 +69,7 @@ func (s *state) buildGangs() {
 				why += fmt.Sprintf(" and %d bound", g.bound)
 			}
 			for _, m := range g.members {
-				s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
+				s.reasons[m] = api.UnschedulablePod{Pod: m.key, Code: api.GangIncomplete, Reason: why}
 			}
 		}
 	}

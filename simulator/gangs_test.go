@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -42,7 +44,7 @@ func TestGangCountsBoundMembers(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.wantIncomplete {
-				if len(plan.Unschedulable) != c.pending || plan.Unschedulable[0].Code != simulator.GangIncomplete ||
+				if len(plan.Unschedulable) != c.pending || plan.Unschedulable[0].Code != api.GangIncomplete ||
 					!strings.Contains(plan.Unschedulable[0].Reason, "1 bound") {
 					t.Fatalf("unschedulable %+v; want GangIncomplete counting the bound member", plan.Unschedulable)
 				}

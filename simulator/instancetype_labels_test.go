@@ -18,7 +18,7 @@ import (
 
 func TestInstanceTypeLabels(t *testing.T) {
 	for _, tt := range []struct {
-		name catalog.InstanceTypeName
+		name api.InstanceTypeName
 		want map[string]string
 	}{
 		{"m7i.large", map[string]string{corev1.LabelInstanceTypeStable: "m7i.large"}},
@@ -43,7 +43,7 @@ func TestInstanceTypeLabels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen := map[string]catalog.InstanceTypeName{}
+		seen := map[string]api.InstanceTypeName{}
 		for _, it := range cat.Types {
 			labels := simulator.InstanceTypeLabels(it.Name)
 			for k, v := range labels {
@@ -107,7 +107,7 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || plan.Unschedulable[0].Code != simulator.LimitExceeded {
+	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || plan.Unschedulable[0].Code != api.LimitExceeded {
 		t.Errorf("second GPU pod: new nodes %+v, unschedulable %+v; want none and LimitExceeded (maxGPUs 1 is used)",
 			plan.NewNodes, plan.Unschedulable)
 	}

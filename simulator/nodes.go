@@ -121,7 +121,7 @@ func (s *state) countManaged(pl *poolInfo, typeLabel string, sn *simNode) {
 		}
 		pl.vcpu += it.VCPU
 		pl.gpus += it.GPU.Count
-		price := s.priceOf(string(it.Name), sn.labels[LabelZone], sn.labels[api.LabelCapacityType])
+		price, _ := s.cat.Price(api.Offering{InstanceType: it.Name, Zone: sn.labels[LabelZone], CapacityType: api.CapacityType(sn.labels[api.LabelCapacityType])})
 		pl.price += price
 		s.budget += price
 	}
@@ -219,19 +219,4 @@ func (s *state) applyDaemonSets() {
 			}
 		}
 	}
-}
-
-func (s *state) priceOf(name, zone, ct string) float64 {
-	for ti := range s.cat.Types {
-		it := &s.cat.Types[ti]
-		if string(it.Name) != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && string(o.CapacityType) == ct {
-				return o.PricePerHour
-			}
-		}
-	}
-	return 0
 }

@@ -2,6 +2,8 @@ package simulator
 
 import (
 	"fmt"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // restriction narrows where a pod may go: gangs with node or zone topology use it.
@@ -113,13 +115,13 @@ func gangHasAffinity(g *gang) bool {
 func (s *state) fail(pi *podInfo, f failure) {
 	switch {
 	case f.limit:
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: LimitExceeded, Reason: "a new node would fit, but a pool limit or the budget does not allow it"}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.LimitExceeded, Reason: "a new node would fit, but a pool limit or the budget does not allow it"}
 	case s.claimFailure(pi) != "":
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: s.claimFailure(pi)}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: s.claimFailure(pi)}
 	case s.neverFits(pi) != "":
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: NeverFits, Reason: s.neverFits(pi)}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.NeverFits, Reason: s.neverFits(pi)}
 	default:
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
 	}
 }
 
@@ -418,7 +420,7 @@ func (s *state) tryGang(g *gang) (failure, bool) {
 	return f, ok
 }
 
-// failGang records why the gang cannot be placed: GangIncomplete for every member.
+// failGang records why the gang cannot be placed: api.GangIncomplete for every member.
 func (s *state) failGang(g *gang, f failure) {
 	why := fmt.Sprintf("gang %s (%d pods, topology %q) cannot be placed whole", g.name, len(g.members), g.topology)
 	if f.limit {
@@ -431,7 +433,7 @@ func (s *state) failGang(g *gang, f failure) {
 		}
 	}
 	for _, m := range g.members {
-		s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
+		s.reasons[m] = api.UnschedulablePod{Pod: m.key, Code: api.GangIncomplete, Reason: why}
 	}
 }
 

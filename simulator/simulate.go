@@ -33,14 +33,12 @@ type Options struct {
 // InFlightNode is a node that was bought but has not registered yet (or registered without its
 // devices).
 type InFlightNode struct {
-	Name         string
-	Pool         string
-	InstanceType catalog.InstanceTypeName
-	Zone         string
-	CapacityType catalog.CapacityType
-	PricePerHour float64
+	Name string
+	Pool string
+	// PricedOffering is what the node was bought as.
+	api.PricedOffering
 	// GPU is the GPU configuration the node was bought with (nil: the pool's first variant).
-	GPU *GPUPlan
+	GPU *api.GPUConfig
 	// Pods are the pods (namespace/name) the node was bought for. Re-planning places those still
 	// pending there first, so that a later batch never re-packs in-flight nodes differently and buys
 	// again.
@@ -60,7 +58,7 @@ type Input struct {
 // returns the plan. It is a pure function of its input: the same input gives the same plan. The
 // error is reserved for bad input (a policy naming an unknown instance type, an invalid catalog);
 // pods without a place are reported in the plan with a reason.
-func Simulate(in Input) (*Plan, error) {
+func Simulate(in Input) (*api.Plan, error) {
 	s, err := newState(in)
 	if err != nil {
 		return nil, err
@@ -107,7 +105,7 @@ type state struct {
 	compat     [][]bool      // per signature, per offering
 	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
 	eligible   map[[3]int][]string
-	reasons    map[*podInfo]UnschedulablePod
+	reasons    map[*podInfo]api.UnschedulablePod
 	matchCache map[string][2][]int
 	keys       map[string]int
 	undo       []func()
@@ -139,7 +137,7 @@ func newState(in Input) (*state, error) {
 	}
 	in.Snapshot = withoutPlaceholders(in.Snapshot)
 	s := &state{in: in, cat: in.Catalog, dims: newDims(), trackers: newTrackers(), sigs: map[string]int{},
-		eligible: map[[3]int][]string{}, reasons: map[*podInfo]UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
+		eligible: map[[3]int][]string{}, reasons: map[*podInfo]api.UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
 	s.in.Policy = pol
 	for i := range pol.Pools {
 		s.pools = append(s.pools, &poolInfo{Pool: &pol.Pools[i], index: i})

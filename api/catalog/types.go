@@ -3,23 +3,9 @@ package catalog
 import (
 	"fmt"
 	"sort"
+
+	"github.com/tiler-dev/tiler/api"
 )
-
-// InstanceTypeName names an instance type, e.g. "g6.xlarge" or "a2-highgpu-1g".
-type InstanceTypeName string
-
-// CapacityType is how an offering is bought.
-type CapacityType string
-
-const (
-	// OnDemand capacity is bought at the list price and is not reclaimed.
-	OnDemand CapacityType = "on-demand"
-	// Spot capacity is cheaper and may be reclaimed by the cloud.
-	Spot CapacityType = "spot"
-)
-
-// Valid reports whether c is one of the known capacity types.
-func (c CapacityType) Valid() bool { return c == OnDemand || c == Spot }
 
 // GPU describes the accelerators of an instance type. Count is zero for a type without GPUs.
 type GPU struct {
@@ -38,11 +24,12 @@ type GPU struct {
 	CUDAComputeCapability string `json:"cudaComputeCapability,omitempty"`
 }
 
-// Offering is one way to buy an instance type: a zone, a capacity type and a price.
-type Offering struct {
-	Zone         string       `json:"zone"`
-	CapacityType CapacityType `json:"capacityType"`
-	PricePerHour float64      `json:"pricePerHour"`
+// ZonePrice is what an instance type costs in a zone at a capacity type: one of its offerings
+// as the catalog lists it under the type.
+type ZonePrice struct {
+	Zone         string           `json:"zone"`
+	CapacityType api.CapacityType `json:"capacityType"`
+	PricePerHour float64          `json:"pricePerHour"`
 	// Unavailable marks an offering the cloud recently refused (insufficient capacity); the
 	// simulation skips it.
 	Unavailable bool `json:"unavailable,omitempty"`
@@ -50,14 +37,15 @@ type Offering struct {
 
 // InstanceType is a machine shape with its offerings.
 type InstanceType struct {
-	Name      InstanceTypeName `json:"name"`
-	VCPU      int              `json:"vcpu"`
-	MemoryMiB int64            `json:"memoryMiB"`
-	Arch      string           `json:"arch"`
-	GPU       GPU              `json:"gpu"`
+	Name      api.InstanceTypeName `json:"name"`
+	VCPU      int                  `json:"vcpu"`
+	MemoryMiB int64                `json:"memoryMiB"`
+	Arch      string               `json:"arch"`
+	GPU       GPU                  `json:"gpu"`
 	// MaxPods is the kubelet's pod limit for the type (see Overhead).
-	MaxPods   int        `json:"maxPods"`
-	Offerings []Offering `json:"offerings"`
+	MaxPods int `json:"maxPods"`
+	// Offerings are the type's prices per zone and capacity type.
+	Offerings []ZonePrice `json:"offerings"`
 }
 
 // Catalog is the set of instance types of one cloud region.
@@ -74,13 +62,28 @@ type Catalog struct {
 }
 
 // Type returns the instance type with the given name.
-func (c *Catalog) Type(name InstanceTypeName) (*InstanceType, bool) {
+func (c *Catalog) Type(name api.InstanceTypeName) (*InstanceType, bool) {
 	for i := range c.Types {
 		if c.Types[i].Name == name {
 			return &c.Types[i], true
 		}
 	}
 	return nil, false
+}
+
+// Price returns what the offering costs, and false when the catalog does not list it. It is the
+// one price look-up of an offering.
+func (c *Catalog) Price(o api.Offering) (float64, bool) {
+	t, ok := c.Type(o.InstanceType)
+	if !ok {
+		return 0, false
+	}
+	for _, p := range t.Offerings {
+		if p.Zone == o.Zone && p.CapacityType == o.CapacityType {
+			return p.PricePerHour, true
+		}
+	}
+	return 0, false
 }
 
 // Validate checks the catalog's invariants; errors name the type and field.
@@ -92,7 +95,7 @@ func (c *Catalog) Validate() error {
 	for _, z := range c.Zones {
 		zones[z] = true
 	}
-	seen := map[InstanceTypeName]bool{}
+	seen := map[api.InstanceTypeName]bool{}
 	for i, t := range c.Types {
 		switch {
 		case t.Name == "":
@@ -143,7 +146,7 @@ func (c *Catalog) Clone() *Catalog {
 	out.Zones = append([]string(nil), c.Zones...)
 	out.Types = make([]InstanceType, len(c.Types))
 	for i, t := range c.Types {
-		t.Offerings = append([]Offering(nil), t.Offerings...)
+		t.Offerings = append([]ZonePrice(nil), t.Offerings...)
 		out.Types[i] = t
 	}
 	return &out

@@ -13,7 +13,6 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/forecast"
 )
 
@@ -285,14 +284,14 @@ func (l Limits) validate() error {
 
 func (g *GPUPolicy) validate() error {
 	switch g.Sharing {
-	case "", Exclusive, TimeSlicing, MPS, MIG, DynamicMIG:
+	case "", api.Exclusive, api.TimeSlicing, api.MPS, api.MIG, api.DynamicMIG:
 	default:
 		return fmt.Errorf("sharing %q must be exclusive, time-slicing, mps, mig or dynamic-mig", g.Sharing)
 	}
 	if g.Replicas < 0 || g.Replicas > 64 {
 		return fmt.Errorf("replicas %d must be between 1 and 64", g.Replicas)
 	}
-	if g.Replicas > 1 && g.Sharing != TimeSlicing && g.Sharing != MPS {
+	if g.Replicas > 1 && g.Sharing != api.TimeSlicing && g.Sharing != api.MPS {
 		return fmt.Errorf("replicas needs sharing time-slicing or mps, not %q", g.Sharing)
 	}
 	switch g.MIGStrategy {
@@ -300,17 +299,17 @@ func (g *GPUPolicy) validate() error {
 	default:
 		return fmt.Errorf("migStrategy %q must be single or mixed", g.MIGStrategy)
 	}
-	if (g.MIGStrategy != "" || len(g.MIGLayouts) > 0) && g.Sharing != MIG && g.Sharing != DynamicMIG {
+	if (g.MIGStrategy != "" || len(g.MIGLayouts) > 0) && g.Sharing != api.MIG && g.Sharing != api.DynamicMIG {
 		return fmt.Errorf("migStrategy and migLayouts need sharing mig or dynamic-mig, not %q", g.Sharing)
 	}
-	if g.ConsumableMemory && g.Sharing != "" && g.Sharing != Exclusive && g.Sharing != DynamicMIG {
+	if g.ConsumableMemory && g.Sharing != "" && g.Sharing != api.Exclusive && g.Sharing != api.DynamicMIG {
 		return fmt.Errorf("consumableMemory needs sharing exclusive or dynamic-mig (GPUs the DRA driver publishes), not %q", g.Sharing)
 	}
 	return nil
 }
 
 // AllowsCapacityType reports whether the pool may buy the capacity type.
-func (pl *Pool) AllowsCapacityType(c catalog.CapacityType) bool {
+func (pl *Pool) AllowsCapacityType(c api.CapacityType) bool {
 	if len(pl.CapacityTypes) == 0 {
 		return true
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/tiler-dev/tiler/api"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/forecast"
 )
 
@@ -40,10 +39,10 @@ type Pool struct {
 	Name string `json:"name"`
 	// InstanceFamilies restricts types by family (the part before the first dot or dash group,
 	// e.g. m7i, g6, a2). InstanceTypes restricts by exact name. Neither means all types.
-	InstanceFamilies []string                   `json:"instanceFamilies,omitempty"`
-	InstanceTypes    []catalog.InstanceTypeName `json:"instanceTypes,omitempty"`
+	InstanceFamilies []string               `json:"instanceFamilies,omitempty"`
+	InstanceTypes    []api.InstanceTypeName `json:"instanceTypes,omitempty"`
 	// CapacityTypes lists the allowed capacity types; empty means both.
-	CapacityTypes []catalog.CapacityType `json:"capacityTypes,omitempty"`
+	CapacityTypes []api.CapacityType `json:"capacityTypes,omitempty"`
 	// Zones restricts the zones; empty means all of the catalog's.
 	Zones  []string          `json:"zones,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
@@ -69,21 +68,9 @@ type Limits struct {
 	MaxPricePerHour float64 `json:"maxPricePerHour,omitempty"`
 }
 
-// Sharing is how a pool's GPUs are shared between pods.
-type Sharing string
-
-// The GPU sharing modes.
-const (
-	Exclusive   Sharing = "exclusive"
-	TimeSlicing Sharing = "time-slicing"
-	MPS         Sharing = "mps"
-	MIG         Sharing = "mig"
-	DynamicMIG  Sharing = "dynamic-mig"
-)
-
 // GPUPolicy configures the GPUs of a pool.
 type GPUPolicy struct {
-	Sharing Sharing `json:"sharing,omitempty"`
+	Sharing api.Sharing `json:"sharing,omitempty"`
 	// Replicas is how many pods share one GPU under time-slicing or MPS.
 	Replicas int `json:"replicas,omitempty"`
 	// MIGStrategy is the device plugin's strategy: single exposes nvidia.com/gpu per slice,

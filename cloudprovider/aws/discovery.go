@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -14,7 +16,7 @@ import (
 
 // TypeInfo is what EC2 says about one instance type in the region, before prices.
 type TypeInfo struct {
-	Name      catalog.InstanceTypeName
+	Name      api.InstanceTypeName
 	VCPU      int
 	MemoryMiB int64
 	// Arch is the Kubernetes architecture: amd64 or arm64.
@@ -77,7 +79,7 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 
 // typeInfo converts one DescribeInstanceTypes item; ok is false for types Tiler cannot use.
 func typeInfo(it ec2types.InstanceTypeInfo) (TypeInfo, bool, error) {
-	info := TypeInfo{Name: catalog.InstanceTypeName(it.InstanceType)}
+	info := TypeInfo{Name: api.InstanceTypeName(it.InstanceType)}
 	switch {
 	case info.Name == "":
 		return info, false, fmt.Errorf("instanceType is missing")
@@ -115,12 +117,12 @@ func kubeArch(archs []ec2types.ArchitectureType) string {
 
 // typeZones pages through DescribeInstanceTypeOfferings by availability zone and returns, per
 // type, the sorted zones offering it (only zones with a subnet when Config.Subnets is set).
-func typeZones(ctx context.Context, client EC2API, cfg Config) (map[catalog.InstanceTypeName][]string, error) {
+func typeZones(ctx context.Context, client EC2API, cfg Config) (map[api.InstanceTypeName][]string, error) {
 	in := &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone}
 	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
 		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
 	}
-	zones := map[catalog.InstanceTypeName][]string{}
+	zones := map[api.InstanceTypeName][]string{}
 	for page := 1; ; page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings: more than %d pages", maxPages)
@@ -130,7 +132,7 @@ func typeZones(ctx context.Context, client EC2API, cfg Config) (map[catalog.Inst
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d: %w", page, err)
 		}
 		for i, o := range resp.InstanceTypeOfferings {
-			name, zone := catalog.InstanceTypeName(o.InstanceType), awssdk.ToString(o.Location)
+			name, zone := api.InstanceTypeName(o.InstanceType), awssdk.ToString(o.Location)
 			if name == "" || zone == "" {
 				return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d, instanceTypeOfferingSet[%d]: instanceType or location is missing", page, i)
 			}

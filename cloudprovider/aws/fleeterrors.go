@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
@@ -69,7 +71,7 @@ func Classify(code string) FailureKind {
 
 // FailedOffering is one offering EC2 refused during a launch, with its reason.
 type FailedOffering struct {
-	Offering cloudprovider.OfferingRef
+	Offering api.Offering
 	Code     string
 	Message  string
 	Kind     FailureKind
@@ -81,7 +83,7 @@ type FailedOffering struct {
 type LaunchError struct {
 	Code      string
 	Message   string
-	Offerings []cloudprovider.OfferingRef
+	Offerings []api.Offering
 }
 
 // Error names the code, the offerings and EC2's message.
@@ -138,7 +140,7 @@ func SortFailed(f []FailedOffering) {
 	sort.SliceStable(f, func(i, j int) bool { return lessRef(f[i].Offering, f[j].Offering) })
 }
 
-func refNames(refs []cloudprovider.OfferingRef) string {
+func refNames(refs []api.Offering) string {
 	names := make([]string, 0, len(refs))
 	for _, o := range refs {
 		names = append(names, fmt.Sprintf("%s/%s/%s", o.InstanceType, o.Zone, o.CapacityType))

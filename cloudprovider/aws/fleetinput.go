@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
@@ -28,7 +27,7 @@ const (
 // TagName is the EC2 console's name tag; it is set to the node name.
 const TagName = "Name"
 
-// GPU tags carry the launch's GPU configuration (cloudprovider.GPUConfig) to the launch
+// GPU tags carry the launch's GPU configuration (api.GPUConfig) to the launch
 // template's bootstrap, which reads the instance's tags (instance metadata tags) to configure
 // the device plugin and mig-manager. Each is set only when the request sets the field; GCE
 // carries the same configuration as JSON in the tiler-gpu-config metadata item. The per-GPU MIG
@@ -40,7 +39,7 @@ const ()
 // (EC2 allows 64) and only characters EC2 accepts, whatever the launch ID holds. Retrying the
 // same launch sends the same token, so EC2 itself refuses to launch twice within its
 // idempotency window; the launch-ID tag lookup covers the time after it.
-func ClientToken(launchID string, ct catalog.CapacityType) string {
+func ClientToken(launchID string, ct api.CapacityType) string {
 	sum := sha256.Sum256([]byte(launchID + "\x00" + string(ct)))
 	return "tiler-" + hex.EncodeToString(sum[:16]) + "-" + string(ct)
 }
@@ -74,7 +73,7 @@ func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec
 		},
 		TagSpecifications: p.tagSpecs(req),
 	}
-	if g.capacityType == catalog.Spot {
+	if g.capacityType == api.Spot {
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: SpotAllocationStrategy}
 	} else {
@@ -119,13 +118,13 @@ func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 }
 
 // addGPUTags adds the GPU tags of the fields g sets.
-func addGPUTags(tags map[string]string, g cloudprovider.GPUConfig) {
+func addGPUTags(tags map[string]string, g api.GPUConfig) {
 	set := func(key, value string) {
 		if value != "" {
 			tags[key] = value
 		}
 	}
-	set(api.TagGPUSharing, g.Sharing)
+	set(api.TagGPUSharing, string(g.Sharing))
 	if g.Replicas > 0 {
 		set(api.TagGPUReplicas, strconv.Itoa(g.Replicas))
 	}

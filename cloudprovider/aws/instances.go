@@ -13,7 +13,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
@@ -137,12 +136,12 @@ func (p *Provider) toInstance(i ec2types.Instance) *cloudprovider.Instance {
 	for _, t := range i.Tags {
 		tags[awssdk.ToString(t.Key)] = awssdk.ToString(t.Value)
 	}
-	ref := cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(i.InstanceType), CapacityType: catalog.OnDemand}
+	ref := api.Offering{InstanceType: api.InstanceTypeName(i.InstanceType), CapacityType: api.OnDemand}
 	if i.Placement != nil {
 		ref.Zone = awssdk.ToString(i.Placement.AvailabilityZone)
 	}
 	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
-		ref.CapacityType = catalog.Spot
+		ref.CapacityType = api.Spot
 	}
 	state := ""
 	if i.State != nil {

@@ -13,25 +13,24 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // fleetGroup is one CreateFleet call: the offerings of one capacity type, each with its subnet.
 type fleetGroup struct {
-	capacityType catalog.CapacityType
+	capacityType api.CapacityType
 	targets      []fleetTarget
 }
 
 type fleetTarget struct {
-	ref    cloudprovider.OfferingRef
+	ref    api.Offering
 	subnet string
 	// template is the managed launch template of the offering, "" for the configured one.
 	template string
 }
 
-func (g fleetGroup) refs() []cloudprovider.OfferingRef {
-	out := make([]cloudprovider.OfferingRef, len(g.targets))
+func (g fleetGroup) refs() []api.Offering {
+	out := make([]api.Offering, len(g.targets))
 	for i, t := range g.targets {
 		out[i] = t.ref
 	}
@@ -49,14 +48,14 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 // items of a fleet that launched, and the fleets of an earlier capacity type that launched
 // nothing (see cloudprovider.UnavailableReporter). Offerings skipped because they were already
 // in the Unavailable cache were reported when EC2 refused them and are not listed again.
-func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	inst, failed, err := p.CreateWithReport(ctx, req)
 	return inst, unavailableRefs(failed), err
 }
 
 // unavailableRefs returns the offerings of the capacity and quota failures, sorted, each once.
-func unavailableRefs(failed []FailedOffering) []cloudprovider.OfferingRef {
-	var refs []cloudprovider.OfferingRef
+func unavailableRefs(failed []FailedOffering) []api.Offering {
+	var refs []api.Offering
 	for _, f := range failed {
 		if f.Kind != FailureOther {
 			refs = append(refs, f.Offering)
@@ -121,7 +120,7 @@ func (p *Provider) validateLaunch(req cloudprovider.LaunchRequest) error {
 	case req.Cluster != "" && req.Cluster != p.cfg.ClusterName:
 		return fmt.Errorf("launch request: cluster %q is not this provider's cluster %q", req.Cluster, p.cfg.ClusterName)
 	}
-	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for i, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if o.InstanceType == "" || o.Zone == "" || !o.CapacityType.Valid() {
 			return fmt.Errorf("launch request: offering %d (%s/%s/%s) needs a type, a zone and a capacity type of spot or on-demand",
 				i, o.InstanceType, o.Zone, o.CapacityType)
@@ -153,10 +152,10 @@ func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudpro
 func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, []FailedOffering, error) {
 	var groups []fleetGroup
 	var skipped []FailedOffering
-	index := map[catalog.CapacityType]int{}
-	seen := map[cloudprovider.OfferingRef]bool{}
+	index := map[api.CapacityType]int{}
+	seen := map[api.Offering]bool{}
 	var noSubnet []string
-	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if seen[o] {
 			continue
 		}
@@ -226,7 +225,7 @@ func (p *Provider) fleetFailures(errs []ec2types.CreateFleetError, g fleetGroup)
 		code, msg := awssdk.ToString(e.ErrorCode), awssdk.ToString(e.ErrorMessage)
 		refs := g.refs()
 		if ref, ok := p.overrideRef(e.LaunchTemplateAndOverrides, e.Lifecycle, g.capacityType); ok {
-			refs = []cloudprovider.OfferingRef{ref}
+			refs = []api.Offering{ref}
 		}
 		for _, ref := range refs {
 			out = append(out, FailedOffering{Offering: ref, Code: code, Message: msg, Kind: Classify(code)})
@@ -236,9 +235,9 @@ func (p *Provider) fleetFailures(errs []ec2types.CreateFleetError, g fleetGroup)
 }
 
 // overrideRef names the offering of a fleet answer item from its overrides and lifecycle.
-func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse, lc ec2types.InstanceLifecycle, ct catalog.CapacityType) (cloudprovider.OfferingRef, bool) {
+func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse, lc ec2types.InstanceLifecycle, ct api.CapacityType) (api.Offering, bool) {
 	if lto == nil || lto.Overrides == nil || lto.Overrides.InstanceType == "" {
-		return cloudprovider.OfferingRef{}, false
+		return api.Offering{}, false
 	}
 	o := lto.Overrides
 	zone := awssdk.ToString(o.AvailabilityZone)
@@ -247,11 +246,11 @@ func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse,
 	}
 	switch lc {
 	case ec2types.InstanceLifecycleSpot:
-		ct = catalog.Spot
+		ct = api.Spot
 	case ec2types.InstanceLifecycleOnDemand:
-		ct = catalog.OnDemand
+		ct = api.OnDemand
 	}
-	return cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(o.InstanceType), Zone: zone, CapacityType: ct}, true
+	return api.Offering{InstanceType: api.InstanceTypeName(o.InstanceType), Zone: zone, CapacityType: ct}, true
 }
 
 // remember puts capacity and quota refusals into the Unavailable cache. Quota refusals are
@@ -273,7 +272,7 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 		}
 		ref, _ := p.overrideRef(item.LaunchTemplateAndOverrides, item.Lifecycle, req.Offering.CapacityType)
 		if item.InstanceType != "" {
-			ref.InstanceType = catalog.InstanceTypeName(item.InstanceType)
+			ref.InstanceType = api.InstanceTypeName(item.InstanceType)
 		}
 		return &cloudprovider.Instance{
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,

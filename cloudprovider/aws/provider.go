@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tiler-dev/tiler/api"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -46,8 +49,8 @@ type Provider struct {
 	clock       clock.Clock
 	unavailable *UnavailableOfferings
 
-	mu     sync.RWMutex
-	prices map[cloudprovider.OfferingRef]float64
+	// prices is the catalog whose prices fill Instance.PricePerHour (SetPrices), nil before.
+	prices atomic.Pointer[catalog.Catalog]
 
 	// templates are the managed launch templates known to exist (Config.Bootstrap), used when
 	// each was last needed by a launch; gcSince is the first CollectGarbage call.
@@ -105,19 +108,14 @@ func (p *Provider) Unavailable() *UnavailableOfferings { return p.unavailable }
 // it PricePerHour is zero. The controller does not need it: it prices what it launched from the
 // plan's offering and fallbacks, or its catalog (provisioner boughtAs).
 func (p *Provider) SetPrices(c *catalog.Catalog) {
-	prices := map[cloudprovider.OfferingRef]float64{}
-	for _, t := range c.Types {
-		for _, o := range t.Offerings {
-			prices[cloudprovider.OfferingRef{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}] = o.PricePerHour
-		}
-	}
-	p.mu.Lock()
-	p.prices = prices
-	p.mu.Unlock()
+	p.prices.Store(c)
 }
 
-func (p *Provider) priceOf(o cloudprovider.OfferingRef) float64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.prices[o]
+func (p *Provider) priceOf(o api.Offering) float64 {
+	cat := p.prices.Load()
+	if cat == nil {
+		return 0
+	}
+	price, _ := cat.Price(o)
+	return price
 }

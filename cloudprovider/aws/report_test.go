@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 )
@@ -23,7 +24,7 @@ func TestCreateReportingUnavailable(t *testing.T) {
 		req    cloudprovider.LaunchRequest
 		fleets []awstest.Response
 		wantID string
-		want   []cloudprovider.OfferingRef
+		want   []api.Offering
 	}{
 		{name: "recorded partial success",
 			req:    gpuRequest(),
@@ -31,11 +32,11 @@ func TestCreateReportingUnavailable(t *testing.T) {
 			wantID: "i-0fedcba9876543210",
 			// p5.48xlarge/us-east-1b InsufficientInstanceCapacity, p4d.24xlarge/us-east-1c
 			// UnfulfillableCapacity; g6e.12xlarge launched.
-			want: []cloudprovider.OfferingRef{ref("p4d.24xlarge", "us-east-1c", catalog.Spot), ref("p5.48xlarge", "us-east-1b", catalog.Spot)}},
+			want: []api.Offering{ref("p4d.24xlarge", "us-east-1c", api.Spot), ref("p5.48xlarge", "us-east-1b", api.Spot)}},
 		{name: "spot refused, on-demand launched in 1b after 1a was refused",
-			req: cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: ref("g5.xlarge", "us-east-1a", catalog.Spot),
-				Fallbacks: []cloudprovider.OfferingRef{ref("g5.xlarge", "us-east-1b", catalog.Spot),
-					ref("g5.xlarge", "us-east-1a", catalog.OnDemand), ref("g5.xlarge", "us-east-1b", catalog.OnDemand)}},
+			req: cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: ref("g5.xlarge", "us-east-1a", api.Spot),
+				Fallbacks: []api.Offering{ref("g5.xlarge", "us-east-1b", api.Spot),
+					ref("g5.xlarge", "us-east-1a", api.OnDemand), ref("g5.xlarge", "us-east-1b", api.OnDemand)}},
 			fleets: []awstest.Response{
 				// The spot fleet: 1a out of capacity, 1b under a spot limit (reported, as quota).
 				awstest.CreateFleet(nil, []awstest.FleetError{fleetErr(spotA, "InsufficientInstanceCapacity"), fleetErr(spotB, "MaxSpotInstanceCountExceeded")}),
@@ -43,16 +44,16 @@ func TestCreateReportingUnavailable(t *testing.T) {
 				awstest.CreateFleet(launchOf(odB, "i-0odb"), []awstest.FleetError{fleetErr(odA, "InsufficientInstanceCapacity"), fleetErr(odA, "InsufficientInstanceCapacity")}),
 			},
 			wantID: "i-0odb",
-			want: []cloudprovider.OfferingRef{ref("g5.xlarge", "us-east-1a", catalog.OnDemand), ref("g5.xlarge", "us-east-1a", catalog.Spot),
-				ref("g5.xlarge", "us-east-1b", catalog.Spot)}},
+			want: []api.Offering{ref("g5.xlarge", "us-east-1a", api.OnDemand), ref("g5.xlarge", "us-east-1a", api.Spot),
+				ref("g5.xlarge", "us-east-1b", api.Spot)}},
 		{name: "a refusal that is not capacity is in the error, not the report",
-			req: cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: ref("g5.xlarge", "us-east-1a", catalog.Spot),
-				Fallbacks: []cloudprovider.OfferingRef{ref("g5.xlarge", "us-east-1a", catalog.OnDemand)}},
+			req: cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: ref("g5.xlarge", "us-east-1a", api.Spot),
+				Fallbacks: []api.Offering{ref("g5.xlarge", "us-east-1a", api.OnDemand)}},
 			fleets: []awstest.Response{
 				awstest.CreateFleet(nil, []awstest.FleetError{fleetErr(spotA, "InsufficientInstanceCapacity")}),
 				awstest.CreateFleet(nil, []awstest.FleetError{fleetErr(odA, "InvalidLaunchTemplateId.NotFound")}),
 			},
-			want: []cloudprovider.OfferingRef{ref("g5.xlarge", "us-east-1a", catalog.Spot)}},
+			want: []api.Offering{ref("g5.xlarge", "us-east-1a", api.Spot)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

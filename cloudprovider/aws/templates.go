@@ -38,7 +38,7 @@ var templateNameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9().\-/_]`)
 // is tiler-<pool>-<hash>, the hash being the first 16 hex digits of SHA-256 over the template's
 // data: nodes of a pool that boot alike share one template, and any change of the bootstrap
 // (labels, taints, GPU configuration, AMI, cluster coordinates) makes another.
-func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o cloudprovider.OfferingRef) (managedTemplate, error) {
+func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o api.Offering) (managedTemplate, error) {
 	b := p.cfg.Bootstrap
 	cluster := b.ClusterName
 	if cluster == "" {

@@ -5,10 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
-	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // UnavailableOfferings remembers offerings that EC2 recently refused, each for a TTL, so that the
@@ -20,12 +21,12 @@ type UnavailableOfferings struct {
 	ttl   time.Duration
 
 	mu      sync.Mutex
-	entries map[cloudprovider.OfferingRef]UnavailableEntry
+	entries map[api.Offering]UnavailableEntry
 }
 
 // UnavailableEntry is why and until when an offering is unavailable.
 type UnavailableEntry struct {
-	Offering cloudprovider.OfferingRef
+	Offering api.Offering
 	// Code is the cloud's error code, e.g. InsufficientInstanceCapacity.
 	Code  string
 	Until time.Time
@@ -33,18 +34,18 @@ type UnavailableEntry struct {
 
 // NewUnavailableOfferings returns an empty cache whose entries live for ttl on clk.
 func NewUnavailableOfferings(clk clock.PassiveClock, ttl time.Duration) *UnavailableOfferings {
-	return &UnavailableOfferings{clock: clk, ttl: ttl, entries: map[cloudprovider.OfferingRef]UnavailableEntry{}}
+	return &UnavailableOfferings{clock: clk, ttl: ttl, entries: map[api.Offering]UnavailableEntry{}}
 }
 
 // MarkUnavailable records that o was refused with code; marking it again extends the TTL.
-func (u *UnavailableOfferings) MarkUnavailable(o cloudprovider.OfferingRef, code string) {
+func (u *UnavailableOfferings) MarkUnavailable(o api.Offering, code string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.entries[o] = UnavailableEntry{Offering: o, Code: code, Until: u.clock.Now().Add(u.ttl)}
 }
 
 // IsUnavailable reports whether o was refused less than the TTL ago.
-func (u *UnavailableOfferings) IsUnavailable(o cloudprovider.OfferingRef) bool {
+func (u *UnavailableOfferings) IsUnavailable(o api.Offering) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	e, ok := u.entries[o]
@@ -76,7 +77,7 @@ func (u *UnavailableOfferings) List() []UnavailableEntry {
 // others, so that one call per planning cycle brings a catalog copy up to date. It returns how
 // many offerings it marked. Callers pass a Clone of a shared catalog.
 func (u *UnavailableOfferings) Apply(c *catalog.Catalog) int {
-	live := map[cloudprovider.OfferingRef]bool{}
+	live := map[api.Offering]bool{}
 	for _, e := range u.List() {
 		live[e.Offering] = true
 	}
@@ -85,7 +86,7 @@ func (u *UnavailableOfferings) Apply(c *catalog.Catalog) int {
 		t := &c.Types[i]
 		for j := range t.Offerings {
 			o := &t.Offerings[j]
-			o.Unavailable = live[cloudprovider.OfferingRef{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}]
+			o.Unavailable = live[api.Offering{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}]
 			if o.Unavailable {
 				marked++
 			}
@@ -94,7 +95,7 @@ func (u *UnavailableOfferings) Apply(c *catalog.Catalog) int {
 	return marked
 }
 
-func lessRef(a, b cloudprovider.OfferingRef) bool {
+func lessRef(a, b api.Offering) bool {
 	if a.InstanceType != b.InstanceType {
 		return a.InstanceType < b.InstanceType
 	}

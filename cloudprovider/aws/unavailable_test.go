@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -13,11 +15,11 @@ import (
 func TestUnavailableOfferingsTTL(t *testing.T) {
 	clk := clocktesting.NewFakeClock(testNow)
 	u := NewUnavailableOfferings(clk, 3*time.Minute)
-	a, b := ref("g5.xlarge", "us-east-1a", catalog.Spot), ref("g5.xlarge", "us-east-1b", catalog.Spot)
+	a, b := ref("g5.xlarge", "us-east-1a", api.Spot), ref("g5.xlarge", "us-east-1b", api.Spot)
 	u.MarkUnavailable(a, "InsufficientInstanceCapacity")
 	clk.Step(time.Minute)
 	u.MarkUnavailable(b, "UnfulfillableCapacity")
-	if !u.IsUnavailable(a) || !u.IsUnavailable(b) || u.IsUnavailable(ref("g5.xlarge", "us-east-1a", catalog.OnDemand)) {
+	if !u.IsUnavailable(a) || !u.IsUnavailable(b) || u.IsUnavailable(ref("g5.xlarge", "us-east-1a", api.OnDemand)) {
 		t.Fatal("a and b must be unavailable, the on-demand offering not")
 	}
 	clk.Step(2 * time.Minute) // a was marked 3 minutes ago: expired; b 2 minutes ago
@@ -40,13 +42,13 @@ func TestUnavailableOfferingsApply(t *testing.T) {
 	u := NewUnavailableOfferings(clk, time.Minute)
 	c := &catalog.Catalog{Name: "t", Zones: []string{"us-east-1a", "us-east-1b"}, Types: []catalog.InstanceType{{
 		Name: "g5.xlarge", VCPU: 4, MemoryMiB: 16384,
-		Offerings: []catalog.Offering{
-			{Zone: "us-east-1a", CapacityType: catalog.Spot, PricePerHour: 0.4},
-			{Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 1.006},
-			{Zone: "us-east-1b", CapacityType: catalog.Spot, PricePerHour: 0.39, Unavailable: true}, // stale mark
+		Offerings: []catalog.ZonePrice{
+			{Zone: "us-east-1a", CapacityType: api.Spot, PricePerHour: 0.4},
+			{Zone: "us-east-1a", CapacityType: api.OnDemand, PricePerHour: 1.006},
+			{Zone: "us-east-1b", CapacityType: api.Spot, PricePerHour: 0.39, Unavailable: true}, // stale mark
 		},
 	}}}
-	u.MarkUnavailable(ref("g5.xlarge", "us-east-1a", catalog.Spot), "InsufficientInstanceCapacity")
+	u.MarkUnavailable(ref("g5.xlarge", "us-east-1a", api.Spot), "InsufficientInstanceCapacity")
 	if n := u.Apply(c); n != 1 {
 		t.Errorf("Apply marked %d, want 1", n)
 	}

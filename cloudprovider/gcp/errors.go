@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
@@ -125,10 +127,10 @@ type launchFailures struct {
 	capacity *cloudprovider.InsufficientCapacityError
 	quota    []error
 	// refused lists every offering added, capacity and quota alike.
-	refused []cloudprovider.OfferingRef
+	refused []api.Offering
 }
 
-func (f *launchFailures) add(kind errorKind, code string, off cloudprovider.OfferingRef, err error) {
+func (f *launchFailures) add(kind errorKind, code string, off api.Offering, err error) {
 	f.refused = append(f.refused, off)
 	msg := fmt.Sprintf("%s/%s/%s: %s", off.InstanceType, off.Zone, off.CapacityType, errorMessage(err))
 	if kind == quotaError {
@@ -143,7 +145,7 @@ func (f *launchFailures) add(kind errorKind, code string, off cloudprovider.Offe
 }
 
 // offerings returns the offerings that failed for capacity or quota, sorted, each once.
-func (f *launchFailures) offerings() []cloudprovider.OfferingRef {
+func (f *launchFailures) offerings() []api.Offering {
 	return cloudprovider.SortOfferings(f.refused)
 }
 

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
 )
@@ -19,9 +20,9 @@ import (
 // threeZones asks for the T4 shape on spot in zone A, then B, then C.
 func threeZones() cloudprovider.LaunchRequest {
 	req := t4Request()
-	req.Fallbacks = []cloudprovider.OfferingRef{
-		offering("n1-standard-8+1xnvidia-tesla-t4", zoneB, catalog.Spot),
-		offering("n1-standard-8+1xnvidia-tesla-t4", zoneC, catalog.Spot),
+	req.Fallbacks = []api.Offering{
+		offering("n1-standard-8+1xnvidia-tesla-t4", zoneB, api.Spot),
+		offering("n1-standard-8+1xnvidia-tesla-t4", zoneC, api.Spot),
 	}
 	return req
 }
@@ -79,9 +80,9 @@ func TestCreateFallsBackOnCapacityAndQuota(t *testing.T) {
 			if n := len(srv.RequestsTo(http.MethodPost, "/instances")); n != tc.wantInserts {
 				t.Errorf("got %d inserts, want %d", n, tc.wantInserts)
 			}
-			var want []cloudprovider.OfferingRef
+			var want []api.Offering
 			for _, z := range tc.wantRefused {
-				want = append(want, offering("n1-standard-8+1xnvidia-tesla-t4", z, catalog.Spot))
+				want = append(want, offering("n1-standard-8+1xnvidia-tesla-t4", z, api.Spot))
 			}
 			if d := cmp.Diff(want, refused); d != "" {
 				t.Errorf("reported offerings (-want +got):\n%s", d)

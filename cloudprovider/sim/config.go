@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -72,18 +74,18 @@ type Config struct {
 // any value, so {InstanceType: "p5.48xlarge"} covers every zone and capacity type of the type.
 type Faults struct {
 	// InsufficientCapacity lists offerings the cloud has no capacity for.
-	InsufficientCapacity []cloudprovider.OfferingRef
+	InsufficientCapacity []api.Offering
 	// Quota, when set, fails every launch with this error.
 	Quota *cloudprovider.QuotaError
 	// SlowBoots override Config.BootDelay for the matching offerings; the first match wins.
 	SlowBoots []SlowBoot
 	// NeverRegisters lists offerings whose instances launch but never create a Node.
-	NeverRegisters []cloudprovider.OfferingRef
+	NeverRegisters []api.Offering
 }
 
 // SlowBoot overrides the boot delay of the offerings matching Offering.
 type SlowBoot struct {
-	Offering  cloudprovider.OfferingRef
+	Offering  api.Offering
 	BootDelay time.Duration
 }
 
@@ -149,9 +151,9 @@ func (c Config) withDefaults() Config {
 // clone returns a copy that shares no slices with f.
 func (f Faults) clone() Faults {
 	out := Faults{
-		InsufficientCapacity: append([]cloudprovider.OfferingRef(nil), f.InsufficientCapacity...),
+		InsufficientCapacity: append([]api.Offering(nil), f.InsufficientCapacity...),
 		SlowBoots:            append([]SlowBoot(nil), f.SlowBoots...),
-		NeverRegisters:       append([]cloudprovider.OfferingRef(nil), f.NeverRegisters...),
+		NeverRegisters:       append([]api.Offering(nil), f.NeverRegisters...),
 	}
 	if f.Quota != nil {
 		q := *f.Quota
@@ -161,14 +163,14 @@ func (f Faults) clone() Faults {
 }
 
 // matches reports whether the pattern covers the offering; empty pattern fields match anything.
-func matches(pattern, o cloudprovider.OfferingRef) bool {
+func matches(pattern, o api.Offering) bool {
 	return (pattern.InstanceType == "" || pattern.InstanceType == o.InstanceType) &&
 		(pattern.Zone == "" || pattern.Zone == o.Zone) &&
 		(pattern.CapacityType == "" || pattern.CapacityType == o.CapacityType)
 }
 
 // matchesAny reports whether any pattern covers the offering.
-func matchesAny(patterns []cloudprovider.OfferingRef, o cloudprovider.OfferingRef) bool {
+func matchesAny(patterns []api.Offering, o api.Offering) bool {
 	for _, p := range patterns {
 		if matches(p, o) {
 			return true

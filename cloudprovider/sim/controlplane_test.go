@@ -141,10 +141,10 @@ func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 // and its slices; the event log counts one launch and one deletion.
 func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 	ctx := t.Context()
-	e := newEnv(t, client, func(c *Config) { c.Faults.InsufficientCapacity = []cloudprovider.OfferingRef{l4Spot1a} })
+	e := newEnv(t, client, func(c *Config) { c.Faults.InsufficientCapacity = []api.Offering{l4Spot1a} })
 	const nodeName = "sim-fallback-1"
 	req := gpuRequest("launch-fallback-1", nodeName)
-	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b}
+	req.Fallbacks = []api.Offering{l4OD1b}
 	inst := e.create(req)
 	if inst.Offering != l4OD1b {
 		t.Fatalf("launched %+v, want the fallback %+v", inst.Offering, l4OD1b)

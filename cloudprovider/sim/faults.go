@@ -24,7 +24,7 @@ const (
 
 // InjectInsufficientCapacity makes launches of the matching offerings fail with insufficient
 // capacity until ClearInsufficientCapacity. Empty fields of a pattern match anything.
-func (p *Provider) InjectInsufficientCapacity(patterns ...cloudprovider.OfferingRef) {
+func (p *Provider) InjectInsufficientCapacity(patterns ...api.Offering) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults.InsufficientCapacity = append(p.faults.InsufficientCapacity, patterns...)
@@ -51,7 +51,7 @@ func (p *Provider) InjectQuotaError(err *cloudprovider.QuotaError) {
 
 // SetSlowBoot makes instances launched from now on for the matching offerings register after
 // bootDelay instead of Config.BootDelay. Later calls take precedence over earlier ones.
-func (p *Provider) SetSlowBoot(pattern cloudprovider.OfferingRef, bootDelay time.Duration) {
+func (p *Provider) SetSlowBoot(pattern api.Offering, bootDelay time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults.SlowBoots = append([]SlowBoot{{Offering: pattern, BootDelay: bootDelay}}, p.faults.SlowBoots...)
@@ -59,7 +59,7 @@ func (p *Provider) SetSlowBoot(pattern cloudprovider.OfferingRef, bootDelay time
 
 // SetNeverRegisters makes instances launched from now on for the matching offerings never create
 // a Node, as a broken bootstrap would.
-func (p *Provider) SetNeverRegisters(pattern cloudprovider.OfferingRef) {
+func (p *Provider) SetNeverRegisters(pattern api.Offering) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults.NeverRegisters = append(p.faults.NeverRegisters, pattern)
@@ -73,7 +73,7 @@ func (p *Provider) currentFaults() Faults {
 }
 
 // lookup resolves an offering against the catalog.
-func (p *Provider) lookup(o cloudprovider.OfferingRef) (*catalog.InstanceType, *catalog.Offering, error) {
+func (p *Provider) lookup(o api.Offering) (*catalog.InstanceType, *catalog.ZonePrice, error) {
 	it, ok := p.cfg.Catalog.Type(o.InstanceType)
 	if !ok {
 		return nil, nil, fmt.Errorf("instance type %q is not in catalog %s", o.InstanceType, p.cfg.Catalog.Name)
@@ -95,8 +95,8 @@ func (p *Provider) launch(st *state, req cloudprovider.LaunchRequest) (*record, 
 	if faults.Quota != nil {
 		return nil, faults.Quota
 	}
-	var refused []cloudprovider.OfferingRef
-	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	var refused []api.Offering
+	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if matchesAny(faults.InsufficientCapacity, o) {
 			refused = append(refused, o)
 			continue
@@ -142,8 +142,8 @@ func (p *Provider) checkQuota(st *state, it *catalog.InstanceType) error {
 
 // newRecord numbers a new instance and fixes its schedule: Ready after the boot delay (or the
 // first matching slow-boot fault), devices a DeviceDelay later.
-func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloudprovider.OfferingRef,
-	it *catalog.InstanceType, off *catalog.Offering, faults Faults) *record {
+func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.Offering,
+	it *catalog.InstanceType, off *catalog.ZonePrice, faults Faults) *record {
 	now := p.clk.Now()
 	boot := p.cfg.BootDelay
 	for _, s := range faults.SlowBoots {

@@ -15,8 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tiler-dev/tiler/api/catalog"
-	"github.com/tiler-dev/tiler/api/policy"
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/dra"
 )
 
@@ -108,9 +106,9 @@ func TestStepLifecycle(t *testing.T) {
 // never-registers fault keeps the instance pending forever.
 func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 	e := newEnv(t, nil, func(c *Config) {
-		c.Faults.SlowBoots = []SlowBoot{{Offering: cloudprovider.OfferingRef{InstanceType: "g6.xlarge"}, BootDelay: 5 * time.Minute}}
+		c.Faults.SlowBoots = []SlowBoot{{Offering: api.Offering{InstanceType: "g6.xlarge"}, BootDelay: 5 * time.Minute}}
 	})
-	e.p.SetNeverRegisters(cloudprovider.OfferingRef{InstanceType: "m7i.large"})
+	e.p.SetNeverRegisters(api.Offering{InstanceType: "m7i.large"})
 	e.create(gpuRequest("slow", "slow-node"))
 	stuck := gpuRequest("stuck", "stuck-node")
 	stuck.Offering = cpuOD1a
@@ -146,9 +144,9 @@ func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
 	e := newEnv(t, nil)
 	renamed := gpuRequest("renamed", "renamed-node")
-	renamed.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
+	renamed.GPU = api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
 	plain := gpuRequest("plain", "plain-node")
-	plain.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}
+	plain.GPU = api.GPUConfig{Sharing: "time-slicing", Replicas: 4}
 	e.create(renamed)
 	e.create(plain)
 	e.p = e.restart()
@@ -168,7 +166,7 @@ func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
 // twice.
 func TestStepPublishesPlannedSlices(t *testing.T) {
 	e := newEnv(t, nil)
-	gpus := map[string]cloudprovider.GPUConfig{
+	gpus := map[string]api.GPUConfig{
 		"mig-node":  {Sharing: "dynamic-mig"},
 		"cons-node": {Sharing: "exclusive", ConsumableMemory: true},
 	}
@@ -184,7 +182,7 @@ func TestStepPublishesPlannedSlices(t *testing.T) {
 	a100, _ := cat.Type(a100OD1c.InstanceType)
 	for node, g := range gpus {
 		got := e.slicesOf(node)
-		want := dra.NodeSlices(node, a100, policy.Sharing(g.Sharing), g.ConsumableMemory)
+		want := dra.NodeSlices(node, a100, api.Sharing(g.Sharing), g.ConsumableMemory)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d slices published, want %d", node, len(got), len(want))
 		}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tiler-dev/tiler/api/catalog"
-	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // TestNodeLabelsAttachedAccelerator: a GCP N1 machine with an attached T4 registers with label-safe
@@ -23,7 +22,7 @@ func TestNodeLabelsAttachedAccelerator(t *testing.T) {
 	}
 	it, _ := cat.Type("n1-standard-4+1xnvidia-tesla-t4")
 	r := &record{ID: "sim-000001", NodeName: "gpu-node", Pool: "gpu",
-		Offering: cloudprovider.OfferingRef{InstanceType: it.Name, Zone: "us-central1-a", CapacityType: catalog.Spot},
+		Offering: api.Offering{InstanceType: it.Name, Zone: "us-central1-a", CapacityType: api.Spot},
 		Labels:   map[string]string{"team": "ml"}}
 	want := map[string]string{
 		"team": "ml", api.TagPool: "gpu", api.LabelCapacityType: "spot", api.LabelInstanceID: "sim-000001",

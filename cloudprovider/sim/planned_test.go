@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -145,20 +147,19 @@ func runPlanned(t *testing.T, client kubernetes.Interface, file string) map[stri
 
 // plannedRequest is the launch the controller makes for the planned node (provisioner's
 // recordFor): its name, offering, labels, taints and GPU configuration.
-func plannedRequest(n simulator.NewNode) cloudprovider.LaunchRequest {
+func plannedRequest(n api.NewNode) cloudprovider.LaunchRequest {
 	req := cloudprovider.LaunchRequest{LaunchID: n.Name, NodeName: n.Name, Cluster: testCluster, Pool: n.Pool,
-		Offering: cloudprovider.OfferingRef{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType},
+		Offering: n.Offering,
 		Labels:   n.Labels, Taints: n.Taints}
-	if g := n.GPU; g != nil {
-		req.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
-			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig, ConsumableMemory: g.ConsumableMemory}
+	if n.GPU != nil {
+		req.GPU = *n.GPU
 	}
 	return req
 }
 
 // planGolden plans a simulator golden scenario as its golden test does (sections catalog,
 // policy.yaml and snapshot.yaml; seed "golden").
-func planGolden(t *testing.T, file string) (*snapshot.Snapshot, *catalog.Catalog, *simulator.Plan) {
+func planGolden(t *testing.T, file string) (*snapshot.Snapshot, *catalog.Catalog, *api.Plan) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {

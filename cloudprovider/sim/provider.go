@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -141,7 +143,7 @@ func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
 			return fmt.Errorf("launch request: label %s=%q: %s", k, v, strings.Join(errs, "; "))
 		}
 	}
-	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for i, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		field := "Offering"
 		if i > 0 {
 			field = fmt.Sprintf("Fallbacks[%d]", i-1)

@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -128,9 +127,9 @@ func TestRunAWSWire(t *testing.T) {
 	// fallbacks (the record keeps them) as overrides in their zones' subnets, the launch's tags.
 	form := srv.Requests("CreateFleet")[0].Form
 	ct := rec.CapacityType
-	strategy := map[catalog.CapacityType][2]string{
-		catalog.Spot:     {"SpotOptions.AllocationStrategy", "price-capacity-optimized"},
-		catalog.OnDemand: {"OnDemandOptions.AllocationStrategy", "lowest-price"}}[ct]
+	strategy := map[api.CapacityType][2]string{
+		api.Spot:     {"SpotOptions.AllocationStrategy", "price-capacity-optimized"},
+		api.OnDemand: {"OnDemandOptions.AllocationStrategy", "lowest-price"}}[ct]
 	for k, want := range map[string]string{
 		"Type":        "instant",
 		"ClientToken": awscloud.ClientToken(rec.LaunchID, ct),

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
-
-	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // productFilter is one attribute the price items must have, checked by the API (TERM_MATCH) and
@@ -48,9 +48,9 @@ type priceItem struct {
 }
 
 // onDemand pages through GetProducts and returns the hourly USD price per instance type.
-func (s *Source) onDemand(ctx context.Context) (map[catalog.InstanceTypeName]float64, error) {
+func (s *Source) onDemand(ctx context.Context) (map[api.InstanceTypeName]float64, error) {
 	in := s.getProductsInput()
-	prices := map[catalog.InstanceTypeName]float64{}
+	prices := map[api.InstanceTypeName]float64{}
 	seen := map[string]bool{}
 	for page := 1; ; page++ {
 		if page > maxPages {
@@ -97,7 +97,7 @@ func termMatch(field, value string) pricingtypes.Filter {
 
 // addItem decodes one PriceList document and records its price when the item is one we want.
 // When two items price the same type, the lower price is kept.
-func (s *Source) addItem(prices map[catalog.InstanceTypeName]float64, doc string) error {
+func (s *Source) addItem(prices map[api.InstanceTypeName]float64, doc string) error {
 	var item priceItem
 	if err := json.Unmarshal([]byte(doc), &item); err != nil {
 		return fmt.Errorf("decoding price item: %w", err)
@@ -117,7 +117,7 @@ func (s *Source) addItem(prices map[catalog.InstanceTypeName]float64, doc string
 	if price == 0 {
 		return nil // a zero list price is not an offer; the catalog requires positive prices
 	}
-	t := catalog.InstanceTypeName(name)
+	t := api.InstanceTypeName(name)
 	if old, ok := prices[t]; !ok || price < old {
 		prices[t] = price
 	}

@@ -7,13 +7,14 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	"k8s.io/utils/clock"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
 )
 
@@ -83,8 +84,10 @@ func (s *Source) Prices(ctx context.Context) ([]pricing.Price, error) {
 	out := make([]pricing.Price, 0, len(onDemand)*len(zones)+len(spot))
 	for name, price := range onDemand {
 		for _, z := range zones {
-			out = append(out, pricing.Price{InstanceType: name, Zone: z, CapacityType: catalog.OnDemand,
-				PricePerHour: price, ObservedAt: now})
+			out = append(out, pricing.Price{
+				PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: name, Zone: z, CapacityType: api.OnDemand}, PricePerHour: price},
+				ObservedAt:     now,
+			})
 		}
 	}
 	out = append(out, spot...)
@@ -96,18 +99,18 @@ func (s *Source) Prices(ctx context.Context) ([]pricing.Price, error) {
 // same type and zone. Prices keeps them (see the package doc); callers log or count them.
 func SpotAboveOnDemand(ps []pricing.Price) []pricing.Price {
 	type key struct {
-		t catalog.InstanceTypeName
+		t api.InstanceTypeName
 		z string
 	}
 	od := map[key]float64{}
 	for _, p := range ps {
-		if p.CapacityType == catalog.OnDemand {
+		if p.CapacityType == api.OnDemand {
 			od[key{p.InstanceType, p.Zone}] = p.PricePerHour
 		}
 	}
 	var out []pricing.Price
 	for _, p := range ps {
-		if o, ok := od[key{p.InstanceType, p.Zone}]; ok && p.CapacityType == catalog.Spot && p.PricePerHour > o {
+		if o, ok := od[key{p.InstanceType, p.Zone}]; ok && p.CapacityType == api.Spot && p.PricePerHour > o {
 			out = append(out, p)
 		}
 	}

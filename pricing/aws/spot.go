@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
 )
 
@@ -23,7 +24,7 @@ var spotProductDescriptions = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
 const spotMaxResults = 1000
 
 type spotKey struct {
-	t    catalog.InstanceTypeName
+	t    api.InstanceTypeName
 	zone string
 }
 
@@ -101,6 +102,8 @@ func spotPrice(item ec2types.SpotPrice) (pricing.Price, error) {
 	if err != nil || v <= 0 || math.IsInf(v, 0) {
 		return pricing.Price{}, fmt.Errorf("%s in %s: spotPrice %q is not a positive number", name, zone, raw)
 	}
-	return pricing.Price{InstanceType: catalog.InstanceTypeName(name), Zone: zone, CapacityType: catalog.Spot,
-		PricePerHour: v, ObservedAt: item.Timestamp.UTC()}, nil
+	return pricing.Price{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: api.InstanceTypeName(name), Zone: zone, CapacityType: api.Spot}, PricePerHour: v},
+		ObservedAt:     item.Timestamp.UTC(),
+	}, nil
 }

@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
-	"github.com/tiler-dev/tiler/simulator"
 )
 
 // Check is an independent, deliberately simple checker of a plan: it rebuilds every node (existing
@@ -24,14 +23,14 @@ import (
 // node selectors, node affinity, taints, required pod (anti-)affinity and hard topology spread
 // hold. It shares no code with the simulator beyond the Kubernetes helpers. It returns the
 // violations found.
-func Check(snap *snapshot.Snapshot, plan *simulator.Plan) []string {
+func Check(snap *snapshot.Snapshot, plan *api.Plan) []string {
 	c := &checker{snap: snap, plan: plan, pods: map[string]*corev1.Pod{}, nodeOf: map[string]string{}}
 	return c.run()
 }
 
 type checker struct {
 	snap   *snapshot.Snapshot
-	plan   *simulator.Plan
+	plan   *api.Plan
 	pods   map[string]*corev1.Pod
 	nodes  []*corev1.Node
 	nodeOf map[string]string // pod key → node name (bound and planned)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/tiler-dev/tiler/api/catalog"
 )
 
@@ -123,7 +125,7 @@ func gpuType(row map[string]string, zones []string) (catalog.InstanceType, error
 	}
 	g := gpuFacts[row["gpu_model"]]
 	g.Model, g.Count, g.MemoryMiB = row["gpu_model"], count, int64(gmem*1024)
-	t := catalog.InstanceType{Name: catalog.InstanceTypeName(row["instance_type"]), VCPU: vcpu, MemoryMiB: mem,
+	t := catalog.InstanceType{Name: api.InstanceTypeName(row["instance_type"]), VCPU: vcpu, MemoryMiB: mem,
 		Arch: "amd64", GPU: g, MaxPods: catalog.DefaultMaxPods}
 	t.Offerings, err = offerings(row, zones)
 	return t, err
@@ -134,7 +136,7 @@ func cpuType(row map[string]string, zones []string) (catalog.InstanceType, error
 	if err != nil {
 		return catalog.InstanceType{}, err
 	}
-	t := catalog.InstanceType{Name: catalog.InstanceTypeName(row["instance_type"]), VCPU: vcpu, MemoryMiB: mem,
+	t := catalog.InstanceType{Name: api.InstanceTypeName(row["instance_type"]), VCPU: vcpu, MemoryMiB: mem,
 		Arch: "amd64", MaxPods: catalog.DefaultMaxPods}
 	t.Offerings, err = offerings(row, zones)
 	return t, err
@@ -153,12 +155,12 @@ func shape(row map[string]string) (int, int64, error) {
 }
 
 // offerings gives every zone the row's on-demand price and, when the row has one, its spot price.
-func offerings(row map[string]string, zones []string) ([]catalog.Offering, error) {
-	var out []catalog.Offering
+func offerings(row map[string]string, zones []string) ([]catalog.ZonePrice, error) {
+	var out []catalog.ZonePrice
 	for _, col := range []struct {
 		name string
-		ct   catalog.CapacityType
-	}{{"on_demand_usd_hour", catalog.OnDemand}, {"spot_usd_hour", catalog.Spot}} {
+		ct   api.CapacityType
+	}{{"on_demand_usd_hour", api.OnDemand}, {"spot_usd_hour", api.Spot}} {
 		v := strings.TrimSpace(row[col.name])
 		if v == "" {
 			continue
@@ -168,7 +170,7 @@ func offerings(row map[string]string, zones []string) ([]catalog.Offering, error
 			return nil, fmt.Errorf("%s: %s: %w", row["instance_type"], col.name, err)
 		}
 		for _, z := range zones {
-			out = append(out, catalog.Offering{Zone: z, CapacityType: col.ct, PricePerHour: p})
+			out = append(out, catalog.ZonePrice{Zone: z, CapacityType: col.ct, PricePerHour: p})
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package simulator
+package api
 
 import (
 	"encoding/json"
@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // WriteJSON writes the plan's JSON contract, indented, with a trailing newline.
@@ -117,7 +115,7 @@ func gpuSummary(n NewNode) string {
 			s += fmt.Sprintf(" %s×%d", g.Sharing, g.Replicas)
 		case len(g.MIGLayout) > 0:
 			s += " mig"
-		case g.Sharing == policy.DynamicMIG:
+		case g.Sharing == DynamicMIG:
 			s += " dynamic-mig"
 		}
 		if g.ConsumableMemory {

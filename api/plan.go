@@ -1,9 +1,7 @@
-package simulator
+package api
 
 import (
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // ReasonCode classifies why a pod has no place in a plan.
@@ -26,7 +24,7 @@ const (
 	InvalidRequest ReasonCode = "InvalidRequest"
 )
 
-// Plan is the simulation's answer: what to buy and where every pending pod lands.
+// Plan is the simulation's answer (simulator.Simulate): what to buy and where every pending pod lands.
 type Plan struct {
 	// CostPerHour is the sum of the new nodes' prices.
 	CostPerHour float64 `json:"costPerHour"`
@@ -43,38 +41,29 @@ type Plan struct {
 
 // NewNode is a node to buy.
 type NewNode struct {
-	Name         string                   `json:"name"`
-	Pool         string                   `json:"pool"`
-	InstanceType catalog.InstanceTypeName `json:"instanceType"`
-	Zone         string                   `json:"zone"`
-	CapacityType catalog.CapacityType     `json:"capacityType"`
-	PricePerHour float64                  `json:"pricePerHour"`
-	Pods         []string                 `json:"pods"`
-	Labels       map[string]string        `json:"labels"`
-	Taints       []corev1.Taint           `json:"taints,omitempty"`
+	Name string `json:"name"`
+	Pool string `json:"pool"`
+	// PricedOffering is what the node is bought as (instanceType, zone, capacityType,
+	// pricePerHour in JSON).
+	PricedOffering
+	Pods   []string          `json:"pods"`
+	Labels map[string]string `json:"labels"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
 	// Allocatable is what the scheduler will see on the node once it is Ready.
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
 	// Reason says why the node is bought when it holds no pods (a pool's minNodes).
 	Reason string `json:"reason,omitempty"`
 	// GPUs describes the node's GPUs; GPU how they are shared or partitioned.
-	GPUs *GPUInfo `json:"gpus,omitempty"`
-	GPU  *GPUPlan `json:"gpu,omitempty"`
+	GPUs *GPUInfo   `json:"gpus,omitempty"`
+	GPU  *GPUConfig `json:"gpu,omitempty"`
 	// MIGLayout repeats GPU.MIGLayout at the top level of the node (JSON contract).
 	MIGLayout [][]string `json:"migLayout,omitempty"`
 	// Claims lists the DRA devices each claim would get on the node.
 	Claims []ClaimAllocation `json:"claims,omitempty"`
 	// Fallbacks are other offerings the node may be bought as when the cloud refuses this one,
-	// cheapest first (see Fallbacks in fallbacks.go for the rule).
-	Fallbacks []Fallback `json:"fallbacks,omitempty"`
-}
-
-// Fallback is an offering a new node may be bought as instead of its own: it holds all the
-// node's pods with the same pool and GPU configuration.
-type Fallback struct {
-	InstanceType catalog.InstanceTypeName `json:"instanceType"`
-	Zone         string                   `json:"zone"`
-	CapacityType catalog.CapacityType     `json:"capacityType"`
-	PricePerHour float64                  `json:"pricePerHour"`
+	// cheapest first: same pool and GPU configuration, holding all the node's pods (see
+	// simulator.Fallbacks for the rule).
+	Fallbacks []PricedOffering `json:"fallbacks,omitempty"`
 }
 
 // GPUInfo is the model, count and memory of a node's GPUs.
