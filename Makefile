@@ -36,7 +36,7 @@ test-unit: ## run the tests that need no external tools
 bench: ## run the benchmarks once each
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...
 
-verify: ## gofmt, vet, go mod tidy, import boundaries
+verify: ## gofmt, vet, go mod tidy, architecture rules (internal/archtest)
 	@hack/verify.sh
 
 demo: build ## the main job on the embedded default
