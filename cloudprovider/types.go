@@ -103,11 +103,14 @@ type UnavailableReporter interface {
 // SortOfferings orders offerings by instance type, zone and capacity type and drops repeats.
 func SortOfferings(refs []api.Offering) []api.Offering {
 	out := slices.Clone(refs)
-	slices.SortFunc(out, func(a, b api.Offering) int {
-		return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
-			cmp.Compare(a.CapacityType, b.CapacityType))
-	})
+	slices.SortFunc(out, compareOfferings)
 	return slices.Compact(out)
+}
+
+// compareOfferings orders offerings by instance type, zone and capacity type.
+func compareOfferings(a, b api.Offering) int {
+	return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
+		cmp.Compare(a.CapacityType, b.CapacityType))
 }
 
 // InterruptionKind says what the cloud announced.

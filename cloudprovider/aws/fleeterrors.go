@@ -137,7 +137,7 @@ func firstOther(failed []FailedOffering) *LaunchError {
 
 // SortFailed orders failures by offering, for stable reports.
 func SortFailed(f []FailedOffering) {
-	sort.SliceStable(f, func(i, j int) bool { return lessRef(f[i].Offering, f[j].Offering) })
+	sort.SliceStable(f, func(i, j int) bool { return f[i].Offering.Less(f[j].Offering) })
 }
 
 func refNames(refs []api.Offering) string {

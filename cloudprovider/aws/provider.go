@@ -47,7 +47,7 @@ type Provider struct {
 	cfg         Config
 	ec2         EC2API
 	clock       clock.Clock
-	unavailable *UnavailableOfferings
+	unavailable *cloudprovider.UnavailableOfferings
 
 	// prices is the catalog whose prices fill Instance.PricePerHour (SetPrices), nil before.
 	prices atomic.Pointer[catalog.Catalog]
@@ -92,7 +92,7 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 		return nil, errors.New("aws provider: EC2 client and clock must be set")
 	}
 	return &Provider{cfg: cfg, ec2: client, clock: clk,
-		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
+		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
 		used: map[string]time.Time{}}, nil
 }
 
@@ -102,7 +102,7 @@ func (p *Provider) Name() string { return "aws" }
 // Unavailable returns the cache of offerings EC2 recently refused. Create fills it, including on
 // partial success, and skips the offerings in it; the controller learns of the same refusals
 // from CreateReportingUnavailable and keeps them out of its plans.
-func (p *Provider) Unavailable() *UnavailableOfferings { return p.unavailable }
+func (p *Provider) Unavailable() *cloudprovider.UnavailableOfferings { return p.unavailable }
 
 // SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on; without
 // it PricePerHour is zero. The controller does not need it: it prices what it launched from the
