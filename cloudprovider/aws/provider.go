@@ -99,9 +99,9 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 // Name returns "aws".
 func (p *Provider) Name() string { return "aws" }
 
-// Unavailable returns the cache of offerings EC2 recently refused. Create fills it, including on
-// partial success, and skips the offerings in it; the controller learns of the same refusals
-// from CreateReportingUnavailable and keeps them out of its plans.
+// Unavailable returns the cache of offerings EC2 recently found unavailable. Create fills it,
+// including on partial success, and skips the offerings in it; the controller learns of the same
+// offerings from CreateReportingUnavailable and keeps them out of its plans.
 func (p *Provider) Unavailable() *cloudprovider.UnavailableOfferings { return p.unavailable }
 
 // SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on; without
