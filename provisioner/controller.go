@@ -41,7 +41,7 @@ type Controller struct {
 	policyInf      informers.SharedInformerFactory
 	catalog        *catalog.Catalog
 	records        *recordStore
-	unavailable    *unavailableOfferings
+	unavailable    *cloudprovider.UnavailableOfferings
 
 	mu         sync.Mutex
 	policy     *policy.CostPolicy // last valid policy; nil means the default
@@ -105,7 +105,7 @@ func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider,
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" })),
 		catalog:     cat,
 		records:     &recordStore{kube: kube, namespace: cfg.Namespace},
-		unavailable: newUnavailable(clk, cfg.UnavailableTTL),
+		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
 		policyRV:    map[string]string{},
 		emptySince:  map[string]time.Time{},
 		announced:   map[string]bool{},

@@ -44,7 +44,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 		c.announce(r, n, now)
 		switch {
 		case (n == nil || !ready(n)) && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
-			c.unavailable.mark(r.Offering)
+			c.unavailable.MarkUnavailable(r.Offering, "registration-timeout")
 			if c.remove(ctx, log, r, idx.nodeToDelete(r), "registration-timeout") {
 				deleted = append(deleted, r.NodeName)
 				poolNodes[r.Pool]--

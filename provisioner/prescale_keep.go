@@ -50,7 +50,7 @@ func (c *Controller) reservedNodes(log *zap.Logger, recs []LaunchRecord, idx nod
 		log.Warn("planning the held reservations; empty nodes are not kept for them this batch", zap.Error(err))
 		return nil
 	}
-	cat, _ := c.unavailable.apply(c.currentCatalog())
+	cat, _ := c.unavailable.Apply(c.currentCatalog())
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: c.currentPolicy(),
 		Options: simulator.Options{Now: c.clock.Now(), Seed: "reservations", InFlight: c.inFlight(recs, idx, snap.ResourceSlices)}})
 	if err != nil {

@@ -81,7 +81,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, unavailable := c.unavailable.apply(c.currentCatalog())
+	cat, unavailable := c.unavailable.Apply(c.currentCatalog())
 	c.metrics.UnavailableOfferings.Set(float64(unavailable))
 	simStart := c.clock.Now()
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: c.currentPolicy(),
