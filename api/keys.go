@@ -54,6 +54,26 @@ const (
 	AnnotationNominatedNode = "tiler.dev/nominated-node"
 )
 
+// Annotations that govern disruption (simulator.PlanDisruption): what may be drained and when.
+const (
+	// AnnotationDoNotDisrupt set to "true" on a pod keeps its node; on a node, keeps the node.
+	AnnotationDoNotDisrupt = "tiler.dev/do-not-disrupt"
+	// AnnotationKarpenterDoNotDisrupt is Karpenter's equivalent of AnnotationDoNotDisrupt, honoured
+	// the same way on pods and nodes so that workloads written for Karpenter keep their meaning.
+	AnnotationKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// AnnotationSafeToEvict is the Cluster Autoscaler's pod annotation: "false" keeps the pod's
+	// node; "true" lets a pod be moved although it has local storage or no controller.
+	AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// AnnotationScaleDownDisabled is the Cluster Autoscaler's node annotation: "true" keeps the
+	// node.
+	AnnotationScaleDownDisabled = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	// AnnotationCandidateSince is set by the controller on a node the disruption plan lists as a
+	// candidate (RFC 3339 time it first was one) and removed when it stops being one. It lives in
+	// the cluster, so the wait a node must be a candidate for (the pool's consolidateAfter)
+	// survives restarts and leader changes.
+	AnnotationCandidateSince = "tiler.dev/disruption-candidate-since"
+)
+
 // LabelCostPolicy marks the ConfigMaps that hold cost policies for the controller.
 const LabelCostPolicy = "tiler.dev/cost-policy"
 
