@@ -95,6 +95,11 @@ func (p *CostPolicy) Validate() error {
 		if err := p.Pools[i].validate(); err != nil {
 			return fmt.Errorf("policy: pools[%d]: %w", i, err)
 		}
+		if d := p.Pools[i].Disruption; d != nil {
+			if err := d.validate(); err != nil {
+				return fmt.Errorf("policy: pools[%d].disruption.%w", i, err)
+			}
+		}
 		if names[p.Pools[i].Name] {
 			return fmt.Errorf("policy: pools[%d].name %q is used twice", i, p.Pools[i].Name)
 		}
