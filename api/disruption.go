@@ -112,6 +112,9 @@ const (
 	// KeepGang: the node runs members of a gang whose other members run on nodes that cannot move
 	// with it; a gang moves whole or not at all.
 	KeepGang KeepReason = "Gang"
+	// KeepUnplaceablePod: a pod on the node cannot be simulated (an invalid selector or claim, an
+	// incomplete gang), so no place for it elsewhere can be vouched for.
+	KeepUnplaceablePod KeepReason = "UnplaceablePod"
 	// KeepConsolidationDisabled: the pool's consolidation is never, or whenEmpty and the node is
 	// not empty.
 	KeepConsolidationDisabled KeepReason = "ConsolidationDisabled"

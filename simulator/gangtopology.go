@@ -17,7 +17,7 @@ func (s *state) placeGangOnNode(g *gang) (failure, bool) {
 		return failure{newNode: "the node of the gang's bound members cannot hold the rest"}, false
 	}
 	for _, n := range s.nodes {
-		if !n.existing {
+		if !n.existing || !n.available() {
 			continue
 		}
 		mark := s.checkpoint()

@@ -185,7 +185,7 @@ func (s *state) rankedGPUNodes(pi *podInfo) []*simNode {
 	}
 	var cands []cand
 	for _, n := range s.nodes {
-		if !n.existing || n.removed {
+		if !n.existing || !n.available() {
 			continue
 		}
 		sh, ok := s.gpuShapeOf(n, s.gpuRank.dims)
