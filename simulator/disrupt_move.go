@@ -1,0 +1,114 @@
+package simulator
+
+// The moves the disruption plan tries: removing existing nodes and re-placing their pods, all
+// through the undo log so that a move that does not pay is taken back.
+
+// removeNode takes an existing node out of the cluster, undoably: the pods the simulation placed
+// there come off it (out of the trackers, their claims released) and its type's vCPUs, GPUs and
+// price leave its pool's sums and the budget, as countManaged put them in. It returns the pods.
+func (s *state) removeNode(n *simNode, pl *poolInfo, vcpu, gpus int, price float64) []*podInfo {
+	pods := s.takePods(n)
+	n.removed = true
+	if pl != nil {
+		pl.nodes--
+		pl.vcpu -= vcpu
+		pl.gpus -= gpus
+		pl.price -= price
+	}
+	s.budget -= price
+	s.undo = append(s.undo, func() {
+		n.removed = false
+		if pl != nil {
+			pl.nodes++
+			pl.vcpu += vcpu
+			pl.gpus += gpus
+			pl.price += price
+		}
+		s.budget += price
+	})
+	return pods
+}
+
+// placeMoved places the pods of removed nodes on the available nodes — existing and in-flight
+// first, then new ones, opening no more than newNodeCap allows — in placement order (sortPods),
+// gangs whole, pods with pod affinity retried once the others are placed. It returns the first
+// pod that found no place, or nil when all did. Every placement is in the undo log.
+func (s *state) placeMoved(pods []*podInfo) *podInfo {
+	sortPods(pods, s.gpuDims)
+	var deferred []*podInfo
+	for i := 0; i < len(pods); {
+		pi := pods[i]
+		if g := pi.gang; g != nil {
+			i += len(g.members)
+			if _, ok := s.tryGang(g); !ok {
+				if !gangHasAffinity(g) {
+					return pi
+				}
+				deferred = append(deferred, pi)
+			}
+			continue
+		}
+		i++
+		if _, ok := s.placeOne(pi, restriction{}); !ok {
+			if len(pi.affinity) == 0 {
+				return pi
+			}
+			deferred = append(deferred, pi)
+		}
+	}
+	for progress := true; progress && len(deferred) > 0; {
+		progress = false
+		kept := deferred[:0]
+		for _, pi := range deferred {
+			var ok bool
+			if pi.gang != nil {
+				_, ok = s.tryGang(pi.gang)
+			} else {
+				_, ok = s.placeOne(pi, restriction{})
+			}
+			if ok {
+				progress = true
+			} else {
+				kept = append(kept, pi)
+			}
+		}
+		deferred = kept
+	}
+	if len(deferred) > 0 {
+		return deferred[0]
+	}
+	return nil
+}
+
+// placePendingOnExisting places the snapshot's pending pods on the existing and in-flight nodes
+// where they fit, opening no new node, and keeps those placements: the disruption plan must not
+// take the room they are about to use, or provisioning would buy it back.
+func (s *state) placePendingOnExisting() {
+	if len(s.pending) == 0 || len(s.nodes) == 0 {
+		return
+	}
+	s.placeAssigned()
+	s.newNodeCap = len(s.nodes)
+	for i := 0; i < len(s.pending); {
+		pi := s.pending[i]
+		switch {
+		case pi.assigned:
+			i++
+		case pi.gang != nil:
+			i += len(pi.gang.members)
+			s.tryGang(pi.gang)
+		default:
+			i++
+			s.placeOne(pi, restriction{})
+		}
+	}
+	s.newNodeCap = 0
+	s.undo = s.undo[:0]
+}
+
+// freeze keeps further pods off node n, undoably (the replacement of a kept action).
+func (s *state) freeze(n *simNode) {
+	prev := n.noTarget
+	n.noTarget = true
+	s.undo = append(s.undo, func() { n.noTarget = prev })
+}
