@@ -96,7 +96,9 @@ func allocateClaims(snap *snapshot.Snapshot, placed []*corev1.Pod, nodes map[str
 	if len(users) == 0 {
 		return out, nil
 	}
-	sort.Slice(users, func(i, j int) bool { return users[i].Namespace+"/"+users[i].Name < users[j].Namespace+"/"+users[j].Name })
+	sort.Slice(users, func(i, j int) bool {
+		return users[i].Namespace+"/"+users[i].Name < users[j].Namespace+"/"+users[j].Name
+	})
 	alloc, err := dra.NewAllocator(snap.DeviceClasses, snap.ResourceSlices, out)
 	if err != nil {
 		return nil, err
