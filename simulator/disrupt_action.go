@@ -11,46 +11,89 @@ import (
 // with at most one new node, and judges the result (worthIt). With commit it keeps a good result
 // as an action; otherwise, and whenever the result is not good, it undoes everything. It returns
 // why the nodes stay, or nil when the action is good.
+//
+// Several nodes replaced by a node of the type of one of them, x, at no lower price are emptied
+// into x instead when the others' pods fit there without a new node: as cheap, and no launch
+// (Karpenter rejects such replacements outright; this keeps the saving when a gang or affinity
+// means only the replacement can take the pods).
 func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit bool) *api.KeptNode {
 	s, pol := p.d.s, nodes[0].pol
 	if a := p.allowance(pol, reason); len(nodes) > a {
 		return kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
 	}
-	if k := p.podChecks(nodes); k != nil {
+	mark := s.checkpoint()
+	m, k := p.move(nodes, !p.d.in.Options.caStyle)
+	if k != nil {
 		return k
 	}
+	if x := sameTypeNode(nodes, m.repl); x != nil {
+		s.revert(mark)
+		rest := without(nodes, x)
+		if m, k = p.move(rest, false); k == nil {
+			nodes = rest
+		} else if m, k = p.move(nodes, true); k != nil {
+			return k
+		}
+	}
+	if k := p.worthIt(nodes, m.repl, m.price); k != nil || !commit {
+		s.revert(mark)
+		return k
+	}
+	p.record(nodes, reason, m)
+	return nil
+}
+
+// moved is what a move did: the pods it re-placed and where they came from, the replacement it
+// opened (nil: none) and the removed nodes' price.
+type moved struct {
+	pods  []*podInfo
+	from  map[*podInfo]string
+	repl  *simNode
+	price float64
+}
+
+// move removes the nodes and re-places their pods, opening one new node at most when allowNew.
+// When a pod finds no place it undoes everything and says why.
+func (p *pass) move(nodes []*nodeFacts, allowNew bool) (moved, *api.KeptNode) {
+	s := p.d.s
+	if k := p.podChecks(nodes); k != nil {
+		return moved{}, k
+	}
 	mark, before := s.checkpoint(), len(s.nodes)
-	var pods []*podInfo
-	from := map[*podInfo]string{}
-	price := 0.0
+	m := moved{from: map[*podInfo]string{}}
 	for _, f := range nodes {
 		it := p.d.types[CatalogTypeOf(f.node.Labels)]
 		for _, pi := range s.removeNode(f.sim, f.pool, it.VCPU, it.GPU.Count, f.price) {
-			from[pi] = f.node.Name
-			pods = append(pods, pi)
+			m.from[pi] = f.node.Name
+			m.pods = append(m.pods, pi)
 		}
-		price += f.price
+		m.price += f.price
 	}
-	s.newNodeCap = before + 1
-	if p.d.in.Options.caStyle {
-		s.newNodeCap = before
+	s.newNodeCap = before
+	if allowNew {
+		s.newNodeCap = before + 1
 	}
-	failed := s.placeMoved(pods)
+	failed := s.placeMoved(m.pods)
 	s.newNodeCap = 0
 	if failed != nil {
 		s.revert(mark)
-		return kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node", failed.key)
+		return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node", failed.key)
 	}
-	var repl *simNode
 	if len(s.nodes) > before {
-		repl = s.nodes[before]
+		m.repl = s.nodes[before]
 	}
-	if k := p.worthIt(nodes, repl, price); k != nil || !commit {
-		s.revert(mark)
-		return k
+	return m, nil
+}
+
+// without returns the nodes other than x.
+func without(nodes []*nodeFacts, x *nodeFacts) []*nodeFacts {
+	out := make([]*nodeFacts, 0, len(nodes)-1)
+	for _, f := range nodes {
+		if f != x {
+			out = append(out, f)
+		}
 	}
-	p.record(nodes, reason, pods, from, repl, price)
-	return nil
+	return out
 }
 
 func kept(r api.KeepReason, format string, a ...any) *api.KeptNode {
@@ -85,8 +128,7 @@ func (p *pass) podChecks(nodes []*nodeFacts) *api.KeptNode {
 	return nil
 }
 
-// worthIt judges a move: a replacement must cost less than the nodes it replaces (and, for
-// several nodes, not be of the type of one of them at no lower price); a spot node
+// worthIt judges a move: a replacement must cost less than the nodes it replaces; a spot node
 // replaced by a spot node needs spotToSpotMinOfferings cheaper spot offerings that hold its pods
 // (single-node moves, as Karpenter); the savings must reach the pool's threshold × the removed
 // nodes' price; and the pool keeps its minNodes.
@@ -98,9 +140,6 @@ func (p *pass) worthIt(nodes []*nodeFacts, repl *simNode, price float64) *api.Ke
 		if after >= price-1e-9 {
 			return kept(api.KeepNoCheaperFit, "the cheapest node for the pods the others cannot take (%s, $%.4f/h) costs no less than $%.4f/h",
 				repl.chosen.it.Name, after, price)
-		}
-		if k := sameTypeReplacement(nodes, repl); k != nil {
-			return k
 		}
 		if len(nodes) == 1 && nodes[0].offering.CapacityType == api.Spot && repl.chosen.ct == api.Spot {
 			want, have := pol.SpotToSpotMinOfferingsOf(), 0
@@ -128,16 +167,15 @@ func (p *pass) worthIt(nodes []*nodeFacts, repl *simNode, price float64) *api.Ke
 	return nil
 }
 
-// sameTypeReplacement rejects replacing several nodes with a node of the type of one of them at
-// no lower price (Karpenter's filterOutSameInstanceType): emptying the others into that node
-// saves as much without a launch, and single-node consolidation finds it.
-func sameTypeReplacement(nodes []*nodeFacts, repl *simNode) *api.KeptNode {
-	if len(nodes) < 2 {
+// sameTypeNode returns, when several nodes would be replaced by a node of the type of one of
+// them at no lower price, that node — the fullest such, the last in candidate order — else nil.
+func sameTypeNode(nodes []*nodeFacts, repl *simNode) *nodeFacts {
+	if len(nodes) < 2 || repl == nil {
 		return nil
 	}
-	for _, f := range nodes {
-		if f.offering.InstanceType == repl.chosen.it.Name && f.price <= repl.chosen.price+1e-9 {
-			return kept(api.KeepNoCheaperFit, "the replacement is a %s like node %s, which it would remove", repl.chosen.it.Name, f.node.Name)
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if f := nodes[i]; f.offering.InstanceType == repl.chosen.it.Name && f.price <= repl.chosen.price+1e-9 {
+			return f
 		}
 	}
 	return nil
@@ -145,20 +183,20 @@ func sameTypeReplacement(nodes []*nodeFacts, repl *simNode) *api.KeptNode {
 
 // record keeps a good action: its moves, its replacement (frozen, so that later actions never
 // depend on it), and what it uses of the budgets.
-func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, pods []*podInfo, from map[*podInfo]string, repl *simNode, price float64) {
+func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, m moved) {
 	a := api.DisruptionAction{Kind: api.ActionDelete, Reason: reason, Pool: nodes[0].pol.Name, Moves: []api.PodMove{},
-		CostPerHourBefore: round6(price)}
+		CostPerHourBefore: round6(m.price)}
 	for _, f := range nodes {
 		a.Nodes = append(a.Nodes, f.node.Name)
 		p.removed[f.node.Name] = true
 	}
 	sort.Strings(a.Nodes)
 	var budgets []int
-	for _, pi := range pods {
+	for _, pi := range m.pods {
 		if pi.origin == "" {
 			continue // a pending pod planned there: nothing to evict
 		}
-		a.Moves = append(a.Moves, api.PodMove{Pod: pi.key, From: from[pi], To: pi.node.name})
+		a.Moves = append(a.Moves, api.PodMove{Pod: pi.key, From: m.from[pi], To: pi.node.name})
 		for _, b := range p.d.podPDBs[pi.key] {
 			if !containsInt(budgets, b) {
 				budgets = append(budgets, b)
@@ -169,10 +207,10 @@ func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, pods []*p
 		p.pdbLeft[b]--
 	}
 	sort.Slice(a.Moves, func(i, j int) bool { return a.Moves[i].Pod < a.Moves[j].Pod })
-	if repl != nil {
-		nn := p.d.s.newNode(repl)
-		a.Kind, a.Replacement, a.CostPerHourAfter = api.ActionReplace, &nn, round6(repl.chosen.price)
-		p.d.s.freeze(repl)
+	if m.repl != nil {
+		nn := p.d.s.newNode(m.repl)
+		a.Kind, a.Replacement, a.CostPerHourAfter = api.ActionReplace, &nn, round6(m.repl.chosen.price)
+		p.d.s.freeze(m.repl)
 	}
 	a.SavingsPerHour = round6(a.CostPerHourBefore - a.CostPerHourAfter)
 	a.ID = api.ActionID(a)

@@ -9,7 +9,9 @@ import (
 	"github.com/tiler-dev/tiler/api"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
@@ -226,4 +228,89 @@ func TestDisruptMultiNode(t *testing.T) {
 func resourceQty(s string) *resource.Quantity {
 	q := resource.MustParse(s)
 	return &q
+}
+
+// TestDisruptPendingPodsKeepTheirRoom: the room a pending pod is about to take on an existing
+// node is not given to the pods of a removed node (provisioning would buy it back).
+func TestDisruptPendingPodsKeepTheirRoom(t *testing.T) {
+	for _, pending := range []bool{false, true} {
+		f := newFleet(t)
+		f.node("a", "general", "m7i.xlarge", api.OnDemand)
+		f.node("b", "general", "m7i.xlarge", api.OnDemand)
+		f.pod("pa", "a").CPU("2").Mem("2Gi")
+		f.pod("pb", "b").CPU("1").Mem("2Gi").Annotate(api.AnnotationDoNotDisrupt, "true")
+		if pending {
+			f.snap.Pods = append(f.snap.Pods, simtest.Pod("q").CPU("2500m").Mem("1Gi").Controlled("ReplicaSet", "q").Obj())
+		}
+		p := f.plan()
+		if gone := actionOf(p, "a") != nil; gone == pending {
+			t.Errorf("pending pod %v: a removed %v", pending, gone)
+		}
+	}
+}
+
+// TestDisruptInFlightCapacity: a node in flight (here registered already) takes moved pods but is
+// never a candidate itself.
+func TestDisruptInFlightCapacity(t *testing.T) {
+	f := newFleet(t)
+	f.node("a", "general", "m7i.xlarge", api.OnDemand)
+	f.pod("pa", "a").CPU("2").Mem("2Gi")
+	n := f.node("launching", "general", "m7i.xlarge", api.OnDemand)
+	n.CreationTimestamp = metav1.NewTime(dNow.Add(-30 * time.Second))
+	f.opts.InFlight = []simulator.InFlightNode{{Name: "launching", Pool: "general",
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.2016}}}
+	p := f.plan()
+	if destination(p, "pa") != "launching" || keptAs(p, "launching") != api.KeepTooYoung {
+		t.Errorf("pa to %q, launching kept as %q", destination(p, "pa"), keptAs(p, "launching"))
+	}
+}
+
+// TestDisruptPDBAcrossActions: each action uses one disruption of every budget selecting a pod it
+// evicts, so two actions evicting pods of a budget that allows one are never planned together
+// (within an action the eviction API drains them in turn). The nodes are in two pools, so that
+// no multi-node action takes both.
+func TestDisruptPDBAcrossActions(t *testing.T) {
+	f := newFleet(t)
+	f.pol += "- name: batch\n  instanceFamilies: [m7i]\n  disruption: {budgets: [{nodes: \"100%\"}]}\n"
+	f.node("a", "general", "m7i.xlarge", api.OnDemand)
+	f.node("b", "batch", "m7i.xlarge", api.OnDemand)
+	f.node("c", "general", "m7i.xlarge", api.OnDemand)
+	f.pod("w1", "a").CPU("500m").Mem("1Gi").Label("app", "web")
+	f.pod("w2", "b").CPU("500m").Mem("1Gi").Label("app", "web")
+	f.pod("big", "c").CPU("3").Mem("1Gi").Annotate(api.AnnotationDoNotDisrupt, "true")
+	b := &policyv1.PodDisruptionBudget{}
+	b.Name, b.Namespace = "web", "default"
+	b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	b.Status.DisruptionsAllowed = 1
+	f.snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{b}
+	p := f.plan()
+	if len(p.Actions) != 1 || keptAs(p, "b") != api.KeepPDB {
+		t.Errorf("actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+}
+
+// TestDisruptCandidateWait: without the candidate annotation nothing is removed, the plan names
+// the candidates; once they have been candidates for consolidateAfter, the action comes.
+func TestDisruptCandidateWait(t *testing.T) {
+	build := func(since string) *fleet {
+		f := newFleet(t)
+		f.opts.IgnoreCandidateWait = false
+		for _, n := range []string{"a", "b"} {
+			node := f.node(n, "general", "m7i.xlarge", api.OnDemand)
+			if since != "" {
+				node.Annotations = map[string]string{api.AnnotationCandidateSince: since}
+			}
+		}
+		f.pod("pa", "a").CPU("1").Mem("2Gi")
+		f.pod("pb", "b").CPU("2").Mem("2Gi")
+		return f
+	}
+	p := build("").plan()
+	if len(p.Actions) != 0 || strings.Join(p.Candidates, ",") != "a" || keptAs(p, "a") != api.KeepNotCandidateLongEnough {
+		t.Fatalf("first decision: actions %+v, candidates %v, a kept as %q", p.Actions, p.Candidates, keptAs(p, "a"))
+	}
+	p = build(dNow.Add(-5 * time.Minute).Format(time.RFC3339)).plan()
+	if len(p.Actions) != 1 || strings.Join(p.Candidates, ",") != "a" {
+		t.Errorf("after the wait: actions %+v, candidates %v", p.Actions, p.Candidates)
+	}
 }
