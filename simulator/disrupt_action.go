@@ -73,7 +73,14 @@ func (p *pass) move(nodes []*nodeFacts, allowNew bool) (moved, *api.KeptNode) {
 	if allowNew {
 		s.newNodeCap = before + 1
 	}
-	failed := s.placeMoved(m.pods)
+	placed := s.checkpoint()
+	failed := s.placeMoved(m.pods, false)
+	if failed != nil && allowNew && s.anyZoneSensitive(m.pods) {
+		// The new node's zone is pinned by the first pod that cares; a pod needing another
+		// zone then finds no place. Placing the zone-bound pods first lets them pick it.
+		s.revert(placed)
+		failed = s.placeMoved(m.pods, true)
+	}
 	s.newNodeCap = 0
 	if failed != nil {
 		s.revert(mark)

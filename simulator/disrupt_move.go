@@ -1,5 +1,10 @@
 package simulator
 
+import (
+	"slices"
+	"sort"
+)
+
 // The moves the disruption plan tries: removing existing nodes and re-placing their pods, all
 // through the undo log so that a move that does not pay is taken back.
 
@@ -30,11 +35,21 @@ func (s *state) removeNode(n *simNode, pl *poolInfo, vcpu, gpus int, price float
 }
 
 // placeMoved places the pods of removed nodes on the available nodes — existing and in-flight
-// first, then new ones, opening no more than newNodeCap allows — in placement order (sortPods),
-// gangs whole, pods with pod affinity retried once the others are placed. It returns the first
-// pod that found no place, or nil when all did. Every placement is in the undo log.
-func (s *state) placeMoved(pods []*podInfo) *podInfo {
+// first, then new ones, opening no more than newNodeCap allows — in placement order (sortPods;
+// with zoneFirst, the pods whose constraints depend on the zone, and their gangs, before the
+// others), gangs whole, pods with pod affinity retried once the others are placed. It returns the
+// first pod that found no place, or nil when all did. Every placement is in the undo log.
+func (s *state) placeMoved(pods []*podInfo, zoneFirst bool) *podInfo {
 	sortPods(pods, s.gpuDims)
+	if zoneFirst {
+		bound := func(pi *podInfo) bool {
+			if pi.gang == nil {
+				return s.zoneSensitive(pi)
+			}
+			return slices.ContainsFunc(pi.gang.members, s.zoneSensitive)
+		}
+		sort.SliceStable(pods, func(i, j int) bool { return bound(pods[i]) && !bound(pods[j]) })
+	}
 	var deferred []*podInfo
 	for i := 0; i < len(pods); {
 		pi := pods[i]
@@ -78,6 +93,11 @@ func (s *state) placeMoved(pods []*podInfo) *podInfo {
 		return deferred[0]
 	}
 	return nil
+}
+
+// anyZoneSensitive reports whether the constraints of some pod depend on the zone.
+func (s *state) anyZoneSensitive(pods []*podInfo) bool {
+	return slices.ContainsFunc(pods, s.zoneSensitive)
 }
 
 // placePendingOnExisting places the snapshot's pending pods on the existing and in-flight nodes
