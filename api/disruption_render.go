@@ -69,7 +69,8 @@ func replacementString(n *NewNode) string {
 	return fmt.Sprintf("%s (%s)", n.Name, n.Offering)
 }
 
-// movesSummary counts the moves per destination: "5 pods: 3 → node-a, 2 → node-b".
+// movesSummary counts the moves per destination: "5 pods: 3 → node-a, 2 → node-b", "1 pod: 1 →
+// node-a".
 func movesSummary(moves []PodMove) string {
 	if len(moves) == 0 {
 		return "-"
@@ -87,5 +88,9 @@ func movesSummary(moves []PodMove) string {
 	for i, d := range dests {
 		parts[i] = fmt.Sprintf("%d → %s", count[d], d)
 	}
-	return fmt.Sprintf("%d pods: %s", len(moves), strings.Join(parts, ", "))
+	noun := "pods"
+	if len(moves) == 1 {
+		noun = "pod"
+	}
+	return fmt.Sprintf("%d %s: %s", len(moves), noun, strings.Join(parts, ", "))
 }
