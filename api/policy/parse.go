@@ -90,6 +90,25 @@ func (p *CostPolicy) Validate() error {
 	if p.Budget != nil && p.Budget.MaxPricePerHour <= 0 {
 		return fmt.Errorf("policy: budget.maxPricePerHour must be positive")
 	}
+	if err := p.validatePools(); err != nil {
+		return err
+	}
+	workloads := map[string]int{}
+	for i := range p.Forecasts {
+		if err := validateForecast(&p.Forecasts[i]); err != nil {
+			return fmt.Errorf("policy: forecasts[%d].%w", i, err)
+		}
+		key := ForecastWorkloadKey(p.Forecasts[i].Workload)
+		if j, dup := workloads[key]; dup {
+			return fmt.Errorf("policy: forecasts[%d].workload: %s is already forecast by forecasts[%d]", i, key, j)
+		}
+		workloads[key] = i
+	}
+	return nil
+}
+
+// validatePools checks every pool, its disruption settings and that names are unique.
+func (p *CostPolicy) validatePools() error {
 	names := map[string]bool{}
 	for i := range p.Pools {
 		if err := p.Pools[i].validate(); err != nil {
@@ -104,17 +123,6 @@ func (p *CostPolicy) Validate() error {
 			return fmt.Errorf("policy: pools[%d].name %q is used twice", i, p.Pools[i].Name)
 		}
 		names[p.Pools[i].Name] = true
-	}
-	workloads := map[string]int{}
-	for i := range p.Forecasts {
-		if err := validateForecast(&p.Forecasts[i]); err != nil {
-			return fmt.Errorf("policy: forecasts[%d].%w", i, err)
-		}
-		key := ForecastWorkloadKey(p.Forecasts[i].Workload)
-		if j, dup := workloads[key]; dup {
-			return fmt.Errorf("policy: forecasts[%d].workload: %s is already forecast by forecasts[%d]", i, key, j)
-		}
-		workloads[key] = i
 	}
 	return nil
 }
