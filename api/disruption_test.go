@@ -66,3 +66,28 @@ func TestDisruptionPlanRenders(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyDisruptionPlan: a plan without actions renders its lists as empty JSON arrays (the
+// contract's consumers index them) and says so in the table.
+func TestEmptyDisruptionPlan(t *testing.T) {
+	p := &DisruptionPlan{Actions: []DisruptionAction{}, Kept: []KeptNode{{Name: "cp-1", Reason: KeepUnmanaged}}, Candidates: []string{}}
+	var js, tab bytes.Buffer
+	if err := p.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"actions": []`, `"candidates": []`, `"reason": "Unmanaged"`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js.String())
+		}
+	}
+	if strings.Contains(js.String(), `"warnings"`) || strings.Contains(js.String(), `"pool"`) {
+		t.Errorf("empty optional fields are not omitted:\n%s", js.String())
+	}
+	if err := p.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tab.String(), "Actions: 0, nodes removed: 0, kept: 1") || !strings.Contains(tab.String(), "cp-1       -     Unmanaged") ||
+		strings.Contains(tab.String(), "ACTION") || strings.Contains(tab.String(), "Candidates") {
+		t.Errorf("table:\n%s", tab.String())
+	}
+}
