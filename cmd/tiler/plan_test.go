@@ -72,3 +72,24 @@ func TestPlanDisruptionJSON(t *testing.T) {
 		t.Errorf("a bad --now: %v", err)
 	}
 }
+
+// TestPlanPurchase: without --disruption, plan prints the purchase plan of the pending pods, and
+// rejects an unknown output format.
+func TestPlanPurchase(t *testing.T) {
+	var out bytes.Buffer
+	o := planOptions{file: "../../testdata/snapshots/example.yaml", catalog: "aws-us-east-1", output: "json", seed: "what-if"}
+	if err := runPlan(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	var plan api.Plan
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.NewNodes) == 0 || plan.CostPerHour <= 0 {
+		t.Errorf("plan %+v", plan)
+	}
+	o.output = "yaml"
+	if err := runPlan(&out, o); err == nil || !strings.Contains(err.Error(), "table or json") {
+		t.Errorf("-o yaml: %v", err)
+	}
+}
