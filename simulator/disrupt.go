@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
@@ -119,4 +120,83 @@ func (d *disruptor) waitMessage(f *nodeFacts) string {
 	}
 	return fmt.Sprintf("a candidate since %s (%s), it must be one for %s", f.since.UTC().Format(time.RFC3339),
 		d.now.Sub(f.since).Round(time.Second), f.consolidateAfter)
+}
+
+// result builds the plan from the pass whose actions are emitted (last) and the pass that found
+// the candidates (first; the same pass when no node had to wait).
+func (d *disruptor) result(first, last *pass) *api.DisruptionPlan {
+	plan := &api.DisruptionPlan{Actions: last.actions, Kept: d.kept(last), Candidates: candidates(first, last)}
+	if plan.Actions == nil {
+		plan.Actions = []api.DisruptionAction{}
+	}
+	plan.CostPerHourBefore = round6(d.fleetPrice())
+	for _, a := range plan.Actions {
+		plan.SavingsPerHour += a.SavingsPerHour
+	}
+	plan.SavingsPerHour = round6(plan.SavingsPerHour)
+	plan.CostPerHourAfter = round6(plan.CostPerHourBefore - plan.SavingsPerHour)
+	plan.Warnings = append(append([]string(nil), d.s.warnings...), d.warnings...)
+	return plan
+}
+
+// candidates lists, sorted, the nodes the actions of either pass remove.
+func candidates(first, last *pass) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, p := range []*pass{first, last} {
+		for _, a := range p.actions {
+			for _, n := range a.Nodes {
+				if !seen[n] {
+					seen[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// kept lists every node the pass does not remove, in name order, with its reason: the static
+// one, else what the search found.
+func (d *disruptor) kept(last *pass) []api.KeptNode {
+	out := []api.KeptNode{}
+	for _, f := range d.facts {
+		if last.removed[f.node.Name] {
+			continue
+		}
+		switch k := last.reasons[f.node.Name]; {
+		case f.keep != nil:
+			out = append(out, *f.keep)
+		case k != nil:
+			out = append(out, *k)
+		default:
+			// Only a node no method could try (not in the simulation) gets here.
+			out = append(out, api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepNoCheaperFit, Message: "not tried"})
+		}
+	}
+	return out
+}
+
+// fleetPrice is the $/h of the managed fleet: priced managed nodes and nodes in flight (once
+// each). Unpriced managed nodes are left out, with a warning.
+func (d *disruptor) fleetPrice() float64 {
+	total, unpriced := 0.0, 0
+	for _, f := range d.facts {
+		if f.pol != nil {
+			total += f.price
+			if f.price <= 0 {
+				unpriced++
+			}
+		}
+	}
+	for _, f := range d.in.Options.InFlight {
+		if d.byName[f.Name] == nil || d.byName[f.Name].price <= 0 {
+			total += f.PricePerHour
+		}
+	}
+	if unpriced > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%d managed nodes have no catalog price; the fleet's cost leaves them out", unpriced))
+	}
+	return total
 }

@@ -62,26 +62,13 @@ func (d *disruptor) classify() {
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 		}
 	}
-	disrupting := map[string]bool{}
-	for _, name := range d.in.Options.Disrupting {
-		disrupting[name] = true
-	}
+	going := setOf(d.in.Options.Disrupting)
 	inFlight := map[string]bool{}
 	for _, f := range d.in.Options.InFlight {
 		inFlight[f.Name] = true
 	}
 	for _, n := range snap.Nodes {
-		f := &nodeFacts{node: n}
-		d.facts = append(d.facts, f)
-		d.byName[n.Name] = f
-		f.pol = policyPool(d.in.Policy, n.Labels[api.LabelPool])
-		f.gpus, f.offering, f.price = d.nodeType(n)
-		for _, p := range byNode[n.Name] {
-			if movesWithNode(p) {
-				f.pods = append(f.pods, p)
-			}
-		}
-		f.disrupting = disrupting[n.Name] || n.DeletionTimestamp != nil || n.Spec.Unschedulable || !nodeReady(n)
+		f := d.newFacts(n, byNode[n.Name], going[n.Name])
 		switch {
 		case f.pol == nil:
 			f.keep = &api.KeptNode{Reason: api.KeepUnmanaged, Message: "no " + api.LabelPool + " label of a pool in the policy"}
@@ -99,6 +86,31 @@ func (d *disruptor) classify() {
 	}
 	sort.Slice(d.facts, func(i, j int) bool { return d.facts[i].node.Name < d.facts[j].node.Name })
 	d.keepGangs()
+}
+
+// newFacts records what the labels, the catalog and the pods running there say about a node;
+// listed says the caller lists it as being disrupted.
+func (d *disruptor) newFacts(n *corev1.Node, pods []*corev1.Pod, listed bool) *nodeFacts {
+	f := &nodeFacts{node: n}
+	d.facts = append(d.facts, f)
+	d.byName[n.Name] = f
+	f.pol = policyPool(d.in.Policy, n.Labels[api.LabelPool])
+	f.gpus, f.offering, f.price = d.nodeType(n)
+	for _, p := range pods {
+		if movesWithNode(p) {
+			f.pods = append(f.pods, p)
+		}
+	}
+	f.disrupting = listed || n.DeletionTimestamp != nil || n.Spec.Unschedulable || !nodeReady(n)
+	return f
+}
+
+func setOf(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
 }
 
 // nodeKeep returns the static keep reason of a managed node, or nil.

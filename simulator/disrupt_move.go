@@ -53,24 +53,29 @@ func (s *state) placeMoved(pods []*podInfo, zoneFirst bool) *podInfo {
 	var deferred []*podInfo
 	for i := 0; i < len(pods); {
 		pi := pods[i]
+		var ok bool
 		if g := pi.gang; g != nil {
 			i += len(g.members)
-			if _, ok := s.tryGang(g); !ok {
-				if !gangHasAffinity(g) {
-					return pi
-				}
-				deferred = append(deferred, pi)
-			}
-			continue
+			_, ok = s.tryGang(g)
+		} else {
+			i++
+			_, ok = s.placeOne(pi, restriction{})
 		}
-		i++
-		if _, ok := s.placeOne(pi, restriction{}); !ok {
-			if len(pi.affinity) == 0 {
-				return pi
-			}
+		switch {
+		case ok:
+		case pi.gang == nil && len(pi.affinity) == 0, pi.gang != nil && !gangHasAffinity(pi.gang):
+			return pi
+		default:
 			deferred = append(deferred, pi)
 		}
 	}
+	return s.retryDeferred(deferred)
+}
+
+// retryDeferred places again the pods (and gangs, by a member) whose pod affinity may target
+// pods placed after them, while that places more of them, as placeAll does. It returns the first
+// that still has no place, or nil.
+func (s *state) retryDeferred(deferred []*podInfo) *podInfo {
 	for progress := true; progress && len(deferred) > 0; {
 		progress = false
 		kept := deferred[:0]
