@@ -113,8 +113,11 @@ func allocateClaims(snap *snapshot.Snapshot, placed []*corev1.Pod, nodes map[str
 			return nil, err
 		}
 		results, reason, err := alloc.Fit(nodes[p.Spec.NodeName], nil, claims)
-		if err != nil || reason != nil {
-			return nil, fmt.Errorf("pod %s/%s: claims on node %s: %v %v", p.Namespace, p.Name, p.Spec.NodeName, reason, err)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("pod %s/%s: claims on node %s: %w", p.Namespace, p.Name, p.Spec.NodeName, err)
+		case reason != nil:
+			return nil, fmt.Errorf("pod %s/%s: claims do not fit node %s: %s", p.Namespace, p.Name, p.Spec.NodeName, reason)
 		}
 		for i, c := range claims {
 			key := c.Namespace + "/" + c.Name
