@@ -314,3 +314,18 @@ func TestDisruptCandidateWait(t *testing.T) {
 		t.Errorf("after the wait: actions %+v, candidates %v", p.Actions, p.Candidates)
 	}
 }
+
+// TestDisruptMaxActions: the caller may bound the actions of a decision; what is left waits with
+// reason Budget.
+func TestDisruptMaxActions(t *testing.T) {
+	f := newFleet(t)
+	f.opts.MaxActions = 1
+	f.node("idle-cpu", "general", "m7i.xlarge", api.OnDemand)
+	f.node("idle-gpu", "gpu", "g6.xlarge", api.Spot)
+	f.node("od", "gpu", "g6.xlarge", api.OnDemand)
+	f.pod("infer", "od").CPU("2").Mem("8Gi").GPU(1)
+	p := f.plan()
+	if len(p.Actions) != 1 || keptAs(p, "od") != api.KeepBudget {
+		t.Errorf("actions %+v, od kept as %q", p.Actions, keptAs(p, "od"))
+	}
+}
