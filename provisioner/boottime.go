@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // bootSamples is how many recent boots per pool the observed boot time is the median of.
@@ -56,10 +58,8 @@ func (c *Controller) ObservedBootTime(pool string) (time.Duration, bool) {
 // creation to the Ready condition's transition (or now, when that is older than the launch).
 func (c *Controller) observeBoot(r LaunchRecord, n *corev1.Node, now time.Time) {
 	at := now
-	for _, cond := range n.Status.Conditions {
-		if t := cond.LastTransitionTime.Time; cond.Type == corev1.NodeReady && t.After(r.CreatedAt) && !t.After(now) {
-			at = t
-		}
+	if t, _ := snapshot.NodeReadySince(n); t.After(r.CreatedAt) && !t.After(now) {
+		at = t
 	}
 	d := at.Sub(r.CreatedAt)
 	if d <= 0 {

@@ -199,15 +199,6 @@ func (e *env) waitNode(ok func(*corev1.Node) bool, timeout time.Duration) {
 	}
 }
 
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func clockReal() clock.Clock { return clock.RealClock{} }
 
 type simulatorType = api.InstanceTypeName

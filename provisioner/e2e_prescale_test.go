@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/provisioner"
 )
@@ -130,7 +131,7 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 	waitFor(t, "three GPUs bought and Ready", 60*time.Second, func() bool {
 		gpus = 0
 		for _, n := range e.managedNodes() {
-			if isReady(&n) {
+			if snapshot.IsNodeReady(&n) {
 				gpus += n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).Value()
 			}
 		}

@@ -67,7 +67,7 @@ func testNoSecondPurchase(t *testing.T, cp *controlplane.ControlPlane) {
 	// Wait until the GPU node is Ready but still GPU-less, then add a GPU pod.
 	e.waitNode(func(n *corev1.Node) bool {
 		_, hasGPU := n.Status.Allocatable["nvidia.com/gpu"]
-		return n.Labels["tiler.dev/pool"] == "gpu" && isReady(n) && !hasGPU
+		return n.Labels["tiler.dev/pool"] == "gpu" && snapshot.IsNodeReady(n) && !hasGPU
 	}, 40*time.Second)
 	third := simtest.Pod("gpu-b").Label("app", "g").CPU("2").Mem("8Gi").GPU(1).Obj()
 	e.create(third)

@@ -43,7 +43,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 		n := idx.forRecord(r)
 		c.announce(r, n, now)
 		switch {
-		case (n == nil || !ready(n)) && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
+		case (n == nil || !snapshot.IsNodeReady(n)) && now.Sub(r.CreatedAt) > c.cfg.RegistrationTimeout:
 			c.unavailable.mark(r.Offering)
 			if c.remove(ctx, log, r, idx.nodeToDelete(r), "registration-timeout") {
 				deleted = append(deleted, r.NodeName)
@@ -157,7 +157,7 @@ func gpuAllocationRatio(recs []LaunchRecord, idx nodeIndex, pods []*corev1.Pod) 
 
 // announce records a Normal "Provisioned" Event on a launched node the first time it is Ready.
 func (c *Controller) announce(r LaunchRecord, n *corev1.Node, now time.Time) {
-	if n == nil || !ready(n) || c.announced[r.NodeName] {
+	if n == nil || !snapshot.IsNodeReady(n) || c.announced[r.NodeName] {
 		return
 	}
 	c.announced[r.NodeName] = true

@@ -23,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -313,7 +314,7 @@ func TestLaunchRegisteredUnderAnotherName(t *testing.T) {
 	if _, err := e.kube.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitNode(eksName, "the Node Ready", func(n *corev1.Node) bool { return n != nil && ready(n) })
+	e.waitNode(eksName, "the Node Ready", func(n *corev1.Node) bool { return n != nil && snapshot.IsNodeReady(n) })
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = eksName
 	bound.Status.Conditions = nil

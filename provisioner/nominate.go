@@ -92,7 +92,7 @@ func phaseOf(n *corev1.Node, r LaunchRecord, sliced bool) nodePhase {
 	switch {
 	case n == nil:
 		return phaseLaunched
-	case !ready(n) || hasStartupTaint(n):
+	case !snapshot.IsNodeReady(n) || hasStartupTaint(n):
 		return phaseRegistered
 	case !devicesPublished(n, r) && !sliced:
 		return phaseReady

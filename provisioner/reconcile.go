@@ -183,7 +183,7 @@ func (c *Controller) inFlight(recs []LaunchRecord, idx nodeIndex, slices []*reso
 		if n := idx.forRecord(r); n != nil {
 			// A GPU node is in flight until its devices show: device-plugin resources in its
 			// allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
-			if ready(n) && (devicesPublished(n, r) || sliced[n.Name]) {
+			if snapshot.IsNodeReady(n) && (devicesPublished(n, r) || sliced[n.Name]) {
 				continue
 			}
 			name = n.Name
@@ -197,15 +197,6 @@ func (c *Controller) inFlight(recs []LaunchRecord, idx nodeIndex, slices []*reso
 		})
 	}
 	return out
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // devicesPublished reports whether a GPU node advertises GPU resources yet.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/snapshot"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -337,7 +338,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 			}
 		}
 		reason := ""
-		switch since, isReady := readySince(n); {
+		switch since, isReady := snapshot.NodeReadySince(n); {
 		case v == api.ReservationPending:
 			reason = "unknown-launch"
 		case !waiting[v]:
@@ -443,16 +444,6 @@ func (w *reservationWatch) mutateReservation(ctx context.Context, name string, f
 func waitingPod(p *corev1.Pod) bool {
 	return p.Spec.NodeName == "" && p.DeletionTimestamp == nil &&
 		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-// readySince returns when the node last turned Ready, if it is.
-func readySince(n *corev1.Node) (time.Time, bool) {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.LastTransitionTime.Time, c.Status == corev1.ConditionTrue
-		}
-	}
-	return time.Time{}, false
 }
 
 // reservationValues returns, for each pod the plan puts on a reserved node, the reservation values
