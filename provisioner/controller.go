@@ -56,7 +56,7 @@ type Controller struct {
 	catalogSource func() *catalog.Catalog
 	// interruptions, when set, delivers the cloud's interruption notices.
 	interruptions cloudprovider.InterruptionSource
-	// prescaler, when set, adds capacity reservations (pods the forecast expects) to each batch.
+	// prescaler, when set, adds the pods forecasts expect (forecast demand) to each batch.
 	prescaler Prescaler
 	// nominations keeps the nominations of planned pods in force between batches.
 	nominations *nominationWatch
@@ -64,12 +64,23 @@ type Controller struct {
 	reservations *reservationWatch
 }
 
-// Prescaler turns forecasts into reservations: pending pods that do not exist yet, planned like
-// real ones so that capacity is bought ahead of load.
+// Prescaler turns forecasts into forecast demand: expected pods, pending pods that do not exist
+// yet, planned like real ones so that capacity is bought ahead of load. The forecast pre-scaler
+// (package prescale) implements it.
 type Prescaler interface {
-	// Reservations returns the pods to plan in addition to the real pending ones. It is called once
-	// per batch with the cluster's current pods; an error skips pre-scaling for this batch only.
-	Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error)
+	// ExpectedPods returns the pods to plan in addition to the real pending ones. It is called
+	// once per batch with the cluster's current pods; an error skips pre-scaling for this batch
+	// only.
+	ExpectedPods(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error)
+}
+
+// ExpectedPodsHolder is implemented by a Prescaler that remembers the expected pods it returned
+// last. Housekeeping does not count a managed node as empty while a plan of those pods puts one
+// on it: the node is kept for the forecast (forecast_keep.go), so capacity bought ahead stays
+// while the forecast still wants it.
+type ExpectedPodsHolder interface {
+	// LastExpectedPods returns (copies of) the expected pods of the last ExpectedPods call.
+	LastExpectedPods() []*corev1.Pod
 }
 
 // SetCatalogSource makes each batch read its catalog from fn (live prices from a

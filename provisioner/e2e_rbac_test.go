@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -240,27 +242,27 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "llm"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	zeroReplicas := prescaleDeployment("llm", "chat", 0)
+	zeroReplicas := prescaletest.Deployment("llm", "chat", 0)
 	if _, err := admin.AppsV1().Deployments("llm").Create(ctx, zeroReplicas, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", chatPolicy), metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Create(ctx, prescaletest.PolicyConfigMap("cost-policy", prescaletest.ChatPolicy), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fp := newFakeProm()
-	fp.series[chatQuery] = diurnal
-	p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, tiler, fp,
-		clocktesting.NewFakeClock(prescaleAt(5, 0)), log, nil, prometheus.NewRegistry())
+	fp := prescaletest.NewFakeProm()
+	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
+	p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, tiler, fp,
+		clocktesting.NewFakeClock(prescaletest.At(5, 0)), log, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Reservations(ctx, nil); err != nil {
+	if _, err := p.ExpectedPods(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if d := p.Decisions(); len(d) != 1 || d[0].Err != nil {
 		t.Fatalf("pre-scaler decisions = %+v, want one without error", d)
 	}
-	waitEvent(t, admin, "llm", provisioner.ReasonPreScale)
+	waitEvent(t, admin, "llm", prescale.ReasonPreScale)
 }
 
 // testRBACPlaceholders runs the controller with a pre-scaler whose forecast asks for placeholder
@@ -268,14 +270,14 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 // deletes them once the forecast is gone.
 func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger) {
 	ctx := context.Background()
-	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", placeholderPolicy), metav1.UpdateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", placeholderPolicy), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fp := newFakeProm()
-	fp.series[chatQuery] = diurnal
-	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
+	fp := prescaletest.NewFakeProm()
+	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
+	clk := clocktesting.NewFakeClock(prescaletest.At(5, 0))
 	e := startRBACController(t, cp, admin, tiler, log, func(c *provisioner.Controller) {
-		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
+		p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +285,7 @@ func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, ti
 	})
 	defer e.stop()
 	waitFor(t, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })
-	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute)

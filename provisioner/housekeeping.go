@@ -20,9 +20,9 @@ func everything() labels.Selector { return labels.Everything() }
 // housekeeping deletes launches that did not register in time (marking their offering
 // unavailable) and managed nodes that stayed empty for EmptyNodeTTL (never below a pool's
 // minNodes), and updates the fleet gauges. It returns the names of deleted nodes. A node that
-// the pre-scaler's held reservations are planned onto is not empty (see reservedNodes). Each
-// record's Node is looked up in idx, so a Node registered under another name than the planned one
-// counts as the launch's.
+// the pre-scaler's last expected pods are planned onto is not empty: it is kept for the forecast
+// (see keptForForecast). Each record's Node is looked up in idx, so a Node registered under
+// another name than the planned one counts as the launch's.
 func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []LaunchRecord, idx nodeIndex,
 	nodes []*corev1.Node, pods []*corev1.Pod) []string {
 	busy := map[string]bool{}
@@ -31,7 +31,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 			busy[p.Spec.NodeName] = true
 		}
 	}
-	reserved := c.reservedNodes(log, recs, idx, nodes, pods, busy)
+	kept := c.keptForForecast(log, recs, idx, nodes, pods, busy)
 	now := c.clock.Now()
 	poolNodes := map[string]int{}
 	for _, r := range recs {
@@ -50,7 +50,7 @@ func (c *Controller) housekeeping(ctx context.Context, log *zap.Logger, recs []L
 				poolNodes[r.Pool]--
 			}
 			continue
-		case n != nil && !busy[n.Name] && !reserved[n.Name]:
+		case n != nil && !busy[n.Name] && !kept[n.Name]:
 			since, seen := c.emptySince[n.Name]
 			if !seen {
 				c.emptySince[n.Name] = now

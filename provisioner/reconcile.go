@@ -39,7 +39,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Placeholder pods stand for reservations the pre-scaler returns anyway: no batch sees them.
+	// Placeholder pods stand for expected pods the pre-scaler returns anyway: no batch sees them.
 	pods, placeholders := splitPlaceholders(all)
 	nodes, err := c.nodes()
 	if err != nil {
@@ -62,7 +62,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	c.nominate(ctx, log, recs, nodes, pods)
 	pending := c.provisionablePods(pods)
 	if c.prescaler != nil {
-		extra, err := c.prescaler.Reservations(ctx, pods)
+		extra, err := c.prescaler.ExpectedPods(ctx, pods)
 		if err != nil {
 			log.Warn("pre-scaling skipped for this batch", zap.Error(err))
 		} else {

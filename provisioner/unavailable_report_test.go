@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/promtest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -109,7 +110,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 // unavailableGauge reads tiler_provisioner_unavailable_offerings, set by each batch that plans.
 func unavailableGauge(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	v, _ := metricValue(t, reg, "tiler_provisioner_unavailable_offerings")
+	v, _ := promtest.Value(t, reg, "tiler_provisioner_unavailable_offerings")
 	return v
 }
 
