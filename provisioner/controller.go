@@ -2,10 +2,12 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tiler-dev/tiler/api"
 
 	"go.uber.org/zap"
@@ -25,7 +27,8 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// Controller is the provisioner. Build it with New, then call Run (or, in tests, Reconcile).
+// Controller is the provisioner. Build it with New, then call Run (or, in tests, Start and
+// Reconcile).
 type Controller struct {
 	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
 	// Debug); only Reconcile, which runs one batch at a time, touches it.
@@ -83,10 +86,6 @@ type ExpectedPodsHolder interface {
 	LastExpectedPods() []*corev1.Pod
 }
 
-// SetCatalogSource makes each batch read its catalog from fn (live prices from a
-// pricing.Refresher) instead of the catalog given to New.
-func (c *Controller) SetCatalogSource(fn func() *catalog.Catalog) { c.catalogSource = fn }
-
 // currentCatalog returns the catalog of this batch.
 func (c *Controller) currentCatalog() *catalog.Catalog {
 	if c.catalogSource != nil {
@@ -97,31 +96,77 @@ func (c *Controller) currentCatalog() *catalog.Catalog {
 	return c.catalog
 }
 
-// SetPrescaler installs the forecast-driven pre-scaler (call before Run).
-func (c *Controller) SetPrescaler(p Prescaler) { c.prescaler = p }
+// Options are what a Controller is built from: its configuration and every dependency, so that
+// a controller is complete once New returns.
+type Options struct {
+	// Config tunes the controller; it is validated by New.
+	Config Config
+	// Kube is the API server's client. Required.
+	Kube kubernetes.Interface
+	// Provider launches and deletes the cloud's instances. Required.
+	Provider cloudprovider.Provider
+	// Catalog is the catalog to buy from, prices applied. Required.
+	Catalog *catalog.Catalog
+	// CatalogSource, when set, supplies each batch's catalog (live prices from a
+	// pricing.Refresher); a nil answer falls back to Catalog.
+	CatalogSource func() *catalog.Catalog
+	// Clock is the controller's time; nil means the real clock.
+	Clock clock.WithTicker
+	// Logger receives the controller's logs; nil means none.
+	Logger *zap.Logger
+	// Metrics are the controller's metrics; nil means metrics of its own, registered nowhere.
+	Metrics *Metrics
+	// Interruptions, when set, delivers the cloud's interruption notices (spot interruption
+	// warnings, rebalance recommendations, state changes, GCP preemptions).
+	Interruptions cloudprovider.InterruptionSource
+	// Prescaler, when set, adds the pods forecasts expect to each batch (package prescale).
+	Prescaler Prescaler
+}
 
-// New builds a controller. cat is the catalog to buy from (prices already applied).
-func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider, cat *catalog.Catalog,
-	clk clock.WithTicker, log *zap.Logger, metrics *Metrics) (*Controller, error) {
+// New builds a controller from opts.
+func New(opts Options) (*Controller, error) {
+	cfg := opts.Config
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("provisioner config: %w", err)
 	}
+	switch {
+	case opts.Kube == nil:
+		return nil, errors.New("provisioner: Options.Kube must be set")
+	case opts.Provider == nil:
+		return nil, errors.New("provisioner: Options.Provider must be set")
+	case opts.Catalog == nil:
+		return nil, errors.New("provisioner: Options.Catalog must be set")
+	}
+	clk, log, metrics := opts.Clock, opts.Logger, opts.Metrics
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if metrics == nil {
+		metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	kube := opts.Kube
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	c := &Controller{
-		cfg: cfg, kube: kube, provider: provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
+		cfg: cfg, kube: kube, provider: opts.Provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
 		factory:  informers.NewSharedInformerFactory(kube, 0),
 		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" })),
-		catalog:     cat,
-		records:     &recordStore{kube: kube, namespace: cfg.Namespace},
-		unavailable: newUnavailable(clk, cfg.UnavailableTTL),
-		policyRV:    map[string]string{},
-		emptySince:  map[string]time.Time{},
-		announced:   map[string]bool{},
-		boot:        newBootTimes(),
-		trigger:     make(chan struct{}, 1),
+		catalog:       opts.Catalog,
+		catalogSource: opts.CatalogSource,
+		interruptions: opts.Interruptions,
+		prescaler:     opts.Prescaler,
+		records:       &recordStore{kube: kube, namespace: cfg.Namespace},
+		unavailable:   newUnavailable(clk, cfg.UnavailableTTL),
+		policyRV:      map[string]string{},
+		emptySince:    map[string]time.Time{},
+		announced:     map[string]bool{},
+		boot:          newBootTimes(),
+		trigger:       make(chan struct{}, 1),
 	}
 	c.registerInformers()
 	return c, nil

@@ -38,7 +38,8 @@ func TestRunCollectsGarbage(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.GarbageCollectPeriod = time.Hour
 	cloud := gcCloud{calls: make(chan struct{}, 10)}
-	ctrl, err := provisioner.New(cfg, kube, cloud, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clk,
+		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,8 @@ type env struct {
 	cancel  context.CancelFunc
 	cfg     provisioner.Config
 	started time.Time
-	// setup, when set, configures each controller before it runs (e.g. its pre-scaler).
-	setup func(*provisioner.Controller)
+	// setup, when set, adds to the options of each controller (e.g. its pre-scaler).
+	setup func(*provisioner.Options)
 }
 
 func testConfig() provisioner.Config {
@@ -57,8 +57,8 @@ func newEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config,
 	return newEnvSetup(t, cp, cfg, tweak, nil)
 }
 
-// newEnvSetup is newEnv with setup run on the controller before it starts.
-func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Controller)) *env {
+// newEnvSetup is newEnv with setup adding to the options of the controller.
+func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	ctx := context.Background()
@@ -89,11 +89,7 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctrl := e.newController(cloud)
-	ctrl.SetInterruptionSource(cloud.Interruptions())
-	if e.setup != nil {
-		e.setup(ctrl)
-	}
+	ctrl := e.newController(cloud, cloud.Interruptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
 	go func() { _ = cloud.Run(ctx) }()
@@ -159,10 +155,17 @@ func (e *env) managedNodes() []corev1.Node {
 
 func named(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
 
-func (e *env) newController(cloud cloudprovider.Provider) *provisioner.Controller {
+// newController builds a controller over cloud and its interruptions (nil: none), with the env's
+// setup.
+func (e *env) newController(cloud cloudprovider.Provider, interruptions cloudprovider.InterruptionSource) *provisioner.Controller {
 	e.t.Helper()
 	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
-	ctrl, err := provisioner.New(e.cfg, e.kube, cloud, e.cat, clock.RealClock{}, zaptest.NewLogger(e.t), e.metrics)
+	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
+		Logger: zaptest.NewLogger(e.t), Metrics: e.metrics, Interruptions: interruptions}
+	if e.setup != nil {
+		e.setup(&opts)
+	}
+	ctrl, err := provisioner.New(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

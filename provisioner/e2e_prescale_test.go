@@ -204,13 +204,13 @@ func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provision
 	fp := prescaletest.NewFakeProm()
 	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
 	clk := clocktesting.NewFakeClock(prescaletest.At(5, 0))
-	e := newEnvSetup(t, cp, cfg, nil, func(c *provisioner.Controller) {
+	e := newEnvSetup(t, cp, cfg, nil, func(o *provisioner.Options) {
 		p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, kube, fp, clk,
 			zaptest.NewLogger(t), nil, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetPrescaler(p)
+		o.Prescaler = p
 	})
 	return e, kube, clk
 }

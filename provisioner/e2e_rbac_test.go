@@ -98,7 +98,7 @@ func reportRefusals(t *testing.T, denied *manifest.Denied, observed *observer.Ob
 // test can see the controller delete them; spot interruptions keep the node for 2 min (the
 // simulated cloud's default), long enough to see it cordoned and drained.
 func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger,
-	setup func(*provisioner.Controller)) *env {
+	setup func(*provisioner.Options)) *env {
 	t.Helper()
 	cfg := testConfig()
 	cfg.EmptyNodeTTL = 10 * time.Second
@@ -113,13 +113,14 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 		t.Fatal(err)
 	}
 	metrics := provisioner.NewMetrics(prometheus.NewRegistry())
-	ctrl, err := provisioner.New(cfg, tiler, cloud, cat, clock.RealClock{}, log, metrics)
+	opts := provisioner.Options{Config: cfg, Kube: tiler, Provider: cloud, Catalog: cat, Clock: clock.RealClock{}, Logger: log,
+		Metrics: metrics, Interruptions: cloud.Interruptions()}
+	if setup != nil {
+		setup(&opts)
+	}
+	ctrl, err := provisioner.New(opts)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ctrl.SetInterruptionSource(cloud.Interruptions())
-	if setup != nil {
-		setup(ctrl)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -276,12 +277,12 @@ func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, ti
 	fp := prescaletest.NewFakeProm()
 	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
 	clk := clocktesting.NewFakeClock(prescaletest.At(5, 0))
-	e := startRBACController(t, cp, admin, tiler, log, func(c *provisioner.Controller) {
+	e := startRBACController(t, cp, admin, tiler, log, func(o *provisioner.Options) {
 		p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetPrescaler(p)
+		o.Prescaler = p
 	})
 	defer e.stop()
 	waitFor(t, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })

@@ -109,7 +109,7 @@ func testRestartMidLaunch(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	blocking := &blockingCloud{Provider: cloud, launched: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	ctrl := e.newController(blocking)
+	ctrl := e.newController(blocking, nil)
 	go func() { _ = ctrl.Run(ctx) }()
 	pods := []*corev1.Pod{simtest.Pod("restart-a").Label("app", "r").CPU("2").Mem("4Gi").Obj()}
 	e.create(pods...)

@@ -93,13 +93,13 @@ func TestHousekeepingKeepsNodesForForecast(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
 	cfg.EmptyNodeTTL = 10 * time.Minute
-	ctrl, err := provisioner.New(cfg, kube, nopCloud{}, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(prometheus.NewRegistry()))
+	held := &heldPrescaler{}
+	held.set(simtest.Pod("tiler-expected-web-0").Namespace("web").Label(api.LabelForecastDemand, "web").CPU("4").Mem("8Gi").Obj())
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: nopCloud{}, Catalog: cat, Clock: clk,
+		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(prometheus.NewRegistry()), Prescaler: held})
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := &heldPrescaler{}
-	held.set(simtest.Pod("tiler-expected-web-0").Namespace("web").Label(api.LabelForecastDemand, "web").CPU("4").Mem("8Gi").Obj())
-	ctrl.SetPrescaler(held)
 	ctx := context.Background()
 	if err := ctrl.Start(ctx); err != nil {
 		t.Fatal(err)

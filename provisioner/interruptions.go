@@ -14,12 +14,6 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// SetInterruptionSource installs the cloud's interruption notices (spot interruption warnings,
-// rebalance recommendations, state changes, GCP preemptions).
-func (c *Controller) SetInterruptionSource(src cloudprovider.InterruptionSource) {
-	c.interruptions = src
-}
-
 // handleInterruptions turns each notice into a replacement decision. For an instance that is
 // going away (spot interruption, preemption, stopping or terminated) the node is cordoned, its
 // offering marked unavailable — so the replacement is planned on another spot pool or on-demand

@@ -166,6 +166,14 @@ type eksEnv struct {
 
 func newEKSEnv(t *testing.T, cfg Config, cloud *eksCloud, objs ...kruntime.Object) *eksEnv {
 	t.Helper()
+	return newEKSEnvWith(t, Options{Config: cfg}, cloud, objs...)
+}
+
+// newEKSEnvWith is newEKSEnv with more options; the env sets Kube, Provider, Catalog, Clock,
+// Logger and Metrics.
+func newEKSEnvWith(t *testing.T, opts Options, cloud *eksCloud, objs ...kruntime.Object) *eksEnv {
+	t.Helper()
+	cfg := opts.Config
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +181,8 @@ func newEKSEnv(t *testing.T, cfg Config, cloud *eksCloud, objs ...kruntime.Objec
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}})
 	e := &eksEnv{t: t, kube: fake.NewClientset(objs...), cloud: cloud, cfg: cfg, reg: prometheus.NewRegistry(),
 		clk: clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))}
-	e.ctrl, err = New(cfg, e.kube, cloud, cat, e.clk, zaptest.NewLogger(t), NewMetrics(e.reg))
+	opts.Kube, opts.Provider, opts.Catalog, opts.Clock, opts.Logger, opts.Metrics = e.kube, cloud, cat, e.clk, zaptest.NewLogger(t), NewMetrics(e.reg)
+	e.ctrl, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,9 +460,8 @@ func TestInterruptionCordonsNodeUnderAnotherName(t *testing.T) {
 	}
 	n := simtest.Node(eksName, "m7i.large", "us-east-1a", simtest.Resources("cpu", "1930m", "memory", "7Gi", "pods", "29"))
 	n.Spec.ProviderID = awsProviderID("us-east-1a", rec.InstanceID)
-	e := newEKSEnv(t, cfg, newEKSCloud(), recordsConfigMap(cfg, rec), n)
-	e.ctrl.SetInterruptionSource(&interruptionsOnce{notices: []cloudprovider.Interruption{
-		{InstanceID: rec.InstanceID, Kind: cloudprovider.SpotInterruption}}})
+	e := newEKSEnvWith(t, Options{Config: cfg, Interruptions: &interruptionsOnce{notices: []cloudprovider.Interruption{
+		{InstanceID: rec.InstanceID, Kind: cloudprovider.SpotInterruption}}}}, newEKSCloud(), recordsConfigMap(cfg, rec), n)
 
 	e.reconcile()
 	got, err := e.kube.CoreV1().Nodes().Get(context.Background(), eksName, metav1.GetOptions{})

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -42,7 +42,8 @@ func newNominationEnv(t *testing.T, recs []LaunchRecord, pods ...string) *nomina
 		}
 	}
 	e.putRecords(recs...)
-	ctrl, err := New(cfg, e.kube, nil, nil, e.clk, zaptest.NewLogger(t), NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := New(Options{Config: cfg, Kube: e.kube, Provider: newEKSCloud(), Catalog: &catalog.Catalog{}, Clock: e.clk,
+		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,8 @@ func TestNominationsOff(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := New(cfg, kube, nil, nil, clocktesting.NewFakeClock(time.Now()), zaptest.NewLogger(t), NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := New(Options{Config: cfg, Kube: kube, Provider: newEKSCloud(), Catalog: &catalog.Catalog{},
+		Clock: clocktesting.NewFakeClock(time.Now()), Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,8 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 			cfg := provisioner.DefaultConfig()
 			cfg.Nominate = false
 			reg := prometheus.NewRegistry()
-			ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(reg))
+			ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, Clock: clk,
+				Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 			if err != nil {
 				t.Fatal(err)
 			}
