@@ -30,30 +30,32 @@ import (
 // Controller is the provisioner. Build it with New, then call Run (or, in tests, Start and
 // Reconcile).
 type Controller struct {
-	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
-	// Debug); only Reconcile, which runs one batch at a time, touches it.
-	placeholderErr string
-	cfg            Config
-	kube           kubernetes.Interface
-	provider       cloudprovider.Provider
-	clock          clock.WithTicker
-	log            *zap.Logger
-	metrics        *Metrics
-	recorder       record.EventRecorder
-	factory        informers.SharedInformerFactory
-	policyInf      informers.SharedInformerFactory
-	catalog        *catalog.Catalog
-	records        *recordStore
-	unavailable    *unavailableOfferings
+	cfg         Config
+	kube        kubernetes.Interface
+	provider    cloudprovider.Provider
+	clock       clock.WithTicker
+	log         *zap.Logger
+	metrics     *Metrics
+	recorder    record.EventRecorder
+	factory     informers.SharedInformerFactory
+	policyInf   informers.SharedInformerFactory
+	catalog     *catalog.Catalog
+	records     *recordStore
+	unavailable *unavailableOfferings
 
-	mu         sync.Mutex
-	policy     *policy.CostPolicy // last valid policy; nil means the default
-	policyRV   map[string]string  // ConfigMap resourceVersion already judged
-	emptySince map[string]time.Time
-	announced  map[string]bool
-	boot       *bootTimes // launch-to-Ready times per pool (boottime.go)
-	batches    int
-	trigger    chan struct{}
+	mu       sync.Mutex
+	policy   *policy.CostPolicy // last valid policy; nil means the default
+	policyRV map[string]string  // ConfigMap resourceVersion already judged
+	boot     *bootTimes         // launch-to-Ready times per pool (boottime.go)
+	trigger  chan struct{}
+
+	// batchMu serialises batches; it guards memory and placeholderErr.
+	batchMu sync.Mutex
+	// memory is what decisions carry from batch to batch (Decide).
+	memory *Memory
+	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
+	// Debug).
+	placeholderErr string
 
 	// catalogSource, when set, supplies each batch's catalog (live prices).
 	catalogSource func() *catalog.Catalog
@@ -61,9 +63,11 @@ type Controller struct {
 	interruptions cloudprovider.InterruptionSource
 	// prescaler, when set, adds the pods forecasts expect (forecast demand) to each batch.
 	prescaler Prescaler
-	// nominations keeps the nominations of planned pods in force between batches.
+	// nominations keeps the nominations of planned pods in force between batches; nil when
+	// Config.Nominate is off.
 	nominations *nominationWatch
-	// reservations adds reservation tolerations to planned pods and ends reservations.
+	// reservations adds node-reservation tolerations to planned pods and ends node reservations;
+	// nil when Config.Reserve is off.
 	reservations *reservationWatch
 }
 
@@ -163,8 +167,7 @@ func New(opts Options) (*Controller, error) {
 		records:       &recordStore{kube: kube, namespace: cfg.Namespace},
 		unavailable:   newUnavailable(clk, cfg.UnavailableTTL),
 		policyRV:      map[string]string{},
-		emptySince:    map[string]time.Time{},
-		announced:     map[string]bool{},
+		memory:        NewMemory(),
 		boot:          newBootTimes(),
 		trigger:       make(chan struct{}, 1),
 	}
@@ -193,10 +196,18 @@ func (c *Controller) registerInformers() {
 	f.Resource().V1().ResourceSlices().Informer()
 	f.Resource().V1().DeviceClasses().Informer()
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
-	c.nominations = newNominationWatch(c)
-	c.nominations.register()
-	c.reservations = newReservationWatch(c)
-	c.reservations.register()
+	pods, nodes, slices := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer(), f.Resource().V1().ResourceSlices().Informer()
+	if c.cfg.Nominate {
+		c.nominations = newNominationWatch(nominationDeps{kube: c.kube, pods: pods, nodes: nodes, slices: slices,
+			namespace: c.cfg.Namespace, clock: c.clock, log: c.log})
+		c.nominations.register()
+	}
+	if c.cfg.Reserve {
+		c.reservations = newReservationWatch(reservationDeps{kube: c.kube, pods: pods, nodes: nodes, records: c.records.List,
+			clock: c.clock, log: c.log, recorder: c.recorder, ended: c.metrics.ReservationsEnded,
+			ttl: c.cfg.ReservationTTL, recheck: c.cfg.ResyncPeriod})
+		c.reservations.register()
+	}
 }
 
 func (c *Controller) pokeIfProvisionable(o any) {
@@ -227,19 +238,27 @@ func (c *Controller) Start(ctx context.Context) error {
 			return fmt.Errorf("informer cache for %v did not sync", t)
 		}
 	}
-	c.reservations.start(ctx)
-	return c.nominations.start(ctx)
+	if c.reservations != nil {
+		c.reservations.start(ctx)
+	}
+	if c.nominations != nil {
+		return c.nominations.start(ctx)
+	}
+	return nil
 }
 
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
 // poke and closes after BatchIdle without another, or after BatchMax; housekeeping also runs every
-// ResyncPeriod.
+// ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions).
 func (c *Controller) Run(ctx context.Context) error {
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
 	if err := c.Recover(ctx); err != nil {
 		c.log.Error("recovering launches", zap.Error(err))
+	}
+	if c.interruptions != nil {
+		go c.watchInterruptions(ctx)
 	}
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()

@@ -463,7 +463,9 @@ func TestInterruptionCordonsNodeUnderAnotherName(t *testing.T) {
 	e := newEKSEnvWith(t, Options{Config: cfg, Interruptions: &interruptionsOnce{notices: []cloudprovider.Interruption{
 		{InstanceID: rec.InstanceID, Kind: cloudprovider.SpotInterruption}}}}, newEKSCloud(), recordsConfigMap(cfg, rec), n)
 
-	e.reconcile()
+	if left := e.ctrl.pollInterruptions(context.Background(), nil); len(left) != 0 {
+		t.Fatalf("notices left for the next poll: %+v", left)
+	}
 	got, err := e.kube.CoreV1().Nodes().Get(context.Background(), eksName, metav1.GetOptions{})
 	if err != nil || !got.Spec.Unschedulable {
 		t.Errorf("Node %s after the interruption: %v, unschedulable %v; want it cordoned", eksName, err, got.Spec.Unschedulable)

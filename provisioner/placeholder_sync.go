@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"context"
-	"sort"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -46,55 +45,32 @@ func splitPlaceholders(all []*corev1.Pod) (pods, placeholders []*corev1.Pod) {
 	return pods, placeholders
 }
 
-// syncPlaceholders creates the placeholder pods the pre-scaler wants that do not exist and
-// deletes those not wanted any more (existing: the placeholders the informer has; with no
-// pre-scaler, or one that wants no placeholders, every one is deleted). It creates the PriorityClass
-// first when it is missing. Errors are logged; the next batch tries again.
-func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, existing []*corev1.Pod) {
-	var class *schedulingv1.PriorityClass
-	var wanted []*corev1.Pod
-	if src, ok := c.prescaler.(PlaceholderSource); ok {
-		class, wanted = src.Placeholders()
-	}
-	want := map[string]*corev1.Pod{}
-	for _, p := range wanted {
-		want[p.Namespace+"/"+p.Name] = p
-	}
-	have := map[string]bool{}
-	for _, p := range existing {
-		key := p.Namespace + "/" + p.Name
-		have[key] = true // a terminating one is created again once it is gone
-		if _, ok := want[key]; ok || p.DeletionTimestamp != nil {
-			continue
-		}
+// syncPlaceholders deletes and creates the placeholder pods a batch decided on
+// (Decision.Placeholders), creating their PriorityClass first when it is missing. Errors are
+// logged; the next batch decides again.
+func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, ch PlaceholderChanges) {
+	for _, p := range ch.Delete {
 		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		if err != nil && !apierrors.IsNotFound(err) {
-			log.Warn("deleting a placeholder pod", zap.String(keyPod, key), zap.Error(err))
+			log.Warn("deleting a placeholder pod", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
 			continue
 		}
 		c.metrics.Placeholders.WithLabelValues("deleted").Inc()
 	}
-	var missing []*corev1.Pod
-	for key, p := range want {
-		if !have[key] {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) == 0 {
+	if len(ch.Create) == 0 {
 		return
 	}
-	sort.Slice(missing, func(i, j int) bool { return missing[i].Name < missing[j].Name })
-	if err := c.ensurePriorityClass(ctx, class); err != nil {
+	if err := c.ensurePriorityClass(ctx, ch.Class); err != nil {
 		level := zap.WarnLevel
 		if err.Error() == c.placeholderErr {
 			level = zap.DebugLevel // said already; it is retried every batch
 		}
 		c.placeholderErr = err.Error()
-		log.Log(level, "no placeholder pods: their PriorityClass is missing and could not be created", zap.String("priorityClass", class.Name), zap.Error(err))
+		log.Log(level, "no placeholder pods: their PriorityClass is missing and could not be created", zap.String(keyPriorityClass, ch.Class.Name), zap.Error(err))
 		return
 	}
 	c.placeholderErr = ""
-	for _, p := range missing {
+	for _, p := range ch.Create {
 		_, err := c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -109,6 +85,9 @@ func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, exis
 // ensurePriorityClass creates class unless a PriorityClass of its name exists (an operator's own,
 // with whatever value, is kept).
 func (c *Controller) ensurePriorityClass(ctx context.Context, class *schedulingv1.PriorityClass) error {
+	if class == nil {
+		return nil // the source names none: the placeholders' own class must exist
+	}
 	if _, err := c.factory.Scheduling().V1().PriorityClasses().Lister().Get(class.Name); err == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 )
 
-// unavailableOfferings remembers offerings the cloud refused, for a TTL.
+// unavailableOfferings remembers offerings the cloud refused, for a TTL. Launches and the
+// interruption loop mark offerings as they happen; each batch reads a snapshot into its State.
 type unavailableOfferings struct {
 	mu    sync.Mutex
 	clock clock.Clock
@@ -29,8 +31,9 @@ func (u *unavailableOfferings) mark(o api.Offering) {
 	u.until[o] = u.clock.Now().Add(u.ttl)
 }
 
-// apply returns a copy of the catalog with the unavailable offerings marked, and their count.
-func (u *unavailableOfferings) apply(c *catalog.Catalog) (*catalog.Catalog, int) {
+// snapshot returns the offerings still unavailable and until when, forgetting those whose TTL
+// has passed.
+func (u *unavailableOfferings) snapshot() map[api.Offering]time.Time {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	now := u.clock.Now()
@@ -39,13 +42,19 @@ func (u *unavailableOfferings) apply(c *catalog.Catalog) (*catalog.Catalog, int)
 			delete(u.until, k)
 		}
 	}
+	return maps.Clone(u.until)
+}
+
+// withUnavailable returns a copy of the catalog with the offerings unavailable at now marked, and
+// their count.
+func withUnavailable(c *catalog.Catalog, until map[api.Offering]time.Time, now time.Time) (*catalog.Catalog, int) {
 	out := c.Clone()
 	n := 0
 	for i := range out.Types {
 		it := &out.Types[i]
 		for j := range it.Offerings {
 			o := &it.Offerings[j]
-			if _, ok := u.until[api.Offering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}]; ok {
+			if t, ok := until[api.Offering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}]; ok && now.Before(t) {
 				o.Unavailable = true
 				n++
 			}
