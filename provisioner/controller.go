@@ -63,6 +63,8 @@ type Controller struct {
 	interruptions cloudprovider.InterruptionSource
 	// prescaler, when set, adds the pods forecasts expect (forecast demand) to each batch.
 	prescaler Prescaler
+	// onBatch, when set, sees every batch (Options.OnBatch).
+	onBatch func(State, *Result)
 	// nominations keeps the nominations of planned pods in force between batches; nil when
 	// Config.Nominate is off.
 	nominations *nominationWatch
@@ -125,6 +127,10 @@ type Options struct {
 	Interruptions cloudprovider.InterruptionSource
 	// Prescaler, when set, adds the pods forecasts expect to each batch (package prescale).
 	Prescaler Prescaler
+	// OnBatch, when set, is called at the end of every batch with the State it decided on and
+	// its Result (whose Decision says what it decided), from the goroutine that ran the batch:
+	// tests and tools watch the controller decide through it.
+	OnBatch func(State, *Result)
 }
 
 // New builds a controller from opts.
@@ -164,6 +170,7 @@ func New(opts Options) (*Controller, error) {
 		catalogSource: opts.CatalogSource,
 		interruptions: opts.Interruptions,
 		prescaler:     opts.Prescaler,
+		onBatch:       opts.OnBatch,
 		records:       &recordStore{kube: kube, namespace: cfg.Namespace},
 		unavailable:   newUnavailable(clk, cfg.UnavailableTTL),
 		policyRV:      map[string]string{},

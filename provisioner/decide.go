@@ -82,6 +82,8 @@ const (
 type Decision struct {
 	// Batch names the batch in logs and seeds the plan's node names.
 	Batch string
+	// Now is when the batch decided (State.Now).
+	Now time.Time
 	// Relink maps launch IDs to the name of the Node their launch registered under, for the
 	// records whose Node took another name than the planned one (see nodeIndex).
 	Relink map[string]string
@@ -94,6 +96,9 @@ type Decision struct {
 	Remove []Removal
 	// Fleet are the managed nodes as they are once Remove is carried out.
 	Fleet Fleet
+	// KeptForForecast are the managed nodes, empty but for the expected pods a plan puts there,
+	// that housekeeping did not count as empty (sorted).
+	KeptForForecast []string
 	// KeepErr is why no node could be kept for the forecast in this batch (the plan of the last
 	// expected pods failed): empty nodes were judged as if no pod were expected.
 	KeepErr error
@@ -185,7 +190,7 @@ type PlaceholderChanges struct {
 // mem: the batch count, and the empty-node and announcement bookkeeping.
 func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	mem.Batches++
-	d := &Decision{Batch: fmt.Sprintf("%d-%d", s.Now.Unix(), mem.Batches)}
+	d := &Decision{Batch: fmt.Sprintf("%d-%d", s.Now.Unix(), mem.Batches), Now: s.Now}
 	idx := newNodeIndex(s.Nodes)
 	recs, moved := idx.relink(s.Records)
 	d.Relink = moved
@@ -262,6 +267,10 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	}
 	kept, err := keptForForecast(s, recs, idx, busy)
 	d.KeepErr = err
+	for n := range kept {
+		d.KeptForForecast = append(d.KeptForForecast, n)
+	}
+	sort.Strings(d.KeptForForecast)
 	now := s.Now
 	poolNodes := map[string]int{}
 	for _, r := range recs {

@@ -35,6 +35,9 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 	}
 	d := Decide(s, DecideConfig{Config: c.cfg, Clock: c.clock}, c.memory)
 	res := c.act(ctx, &s, d)
+	if c.onBatch != nil {
+		c.onBatch(s, res)
+	}
 	if d.PlanErr != nil {
 		return nil, fmt.Errorf("simulating batch %s: %w", d.Batch, d.PlanErr)
 	}
