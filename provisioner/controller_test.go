@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -56,12 +57,16 @@ func TestRunCollectsGarbage(t *testing.T) {
 	}
 	wait("when Run starts")
 	for i := 0; i < 2; i++ {
-		// Step until the hourly ticker fires (Run may not have created it yet).
-		deadline := time.Now().Add(10 * time.Second)
-		for len(cloud.calls) == 0 && time.Now().Before(deadline) {
+		// Step an hour at a time until the hourly ticker has fired and Run has seen it: Run may
+		// hold a batch open on the fake clock (an informer event poked it) when the first tick
+		// comes, and then needs the clock to move on to close it.
+		testwait.Until(t, testwait.Fast, "a CollectGarbage call after an hour", 10*time.Second, func() bool {
+			if len(cloud.calls) > 0 {
+				return true
+			}
 			clk.Step(time.Hour)
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		})
 		wait("after an hour")
 	}
 }

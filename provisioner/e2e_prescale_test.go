@@ -22,6 +22,7 @@ import (
 
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 )
 
@@ -46,7 +47,7 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 
 	// 1. Three placeholders bound on the nodes bought for the forecast.
 	var bought int
-	waitFor(t, "three placeholder pods bound", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "three placeholder pods bound", 60*time.Second, func() bool {
 		ps := e.placeholders()
 		for _, p := range ps {
 			if p.Spec.NodeName == "" {
@@ -82,7 +83,7 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 	// 2. Two real replicas preempt placeholders and bind where they were; nothing more is bought.
 	scale(t, kube, "llm", "chat", 2)
 	var real []corev1.Pod
-	waitFor(t, "two replicas bound and one placeholder left", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "two replicas bound and one placeholder left", 60*time.Second, func() bool {
 		list, err := kube.CoreV1().Pods("llm").List(ctx, metav1.ListOptions{LabelSelector: "app=chat"})
 		if err != nil {
 			return false
@@ -101,7 +102,23 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 			t.Errorf("replica %s bound on %s, not on a node bought for the forecast %v", p.Name, p.Spec.NodeName, managed)
 		}
 	}
-	time.Sleep(2 * time.Second) // a batch or two more: no purchase for the replicas
+	// Two batches that see both replicas bound buy nothing for them.
+	from := e.batches.count()
+	var seen []batch
+	testwait.Until(t, testwait.Slow, "two batches seeing the replicas bound", 30*time.Second, func() bool {
+		seen = seen[:0]
+		for _, b := range e.batches.since(from) {
+			if b.boundPods("llm", "app=chat") == 2 {
+				seen = append(seen, b)
+			}
+		}
+		return len(seen) >= 2
+	})
+	for _, b := range seen {
+		if d := b.res.Decision; len(d.Launch) > 0 {
+			t.Errorf("batch %s launched %d nodes after the replicas arrived", d.Batch, len(d.Launch))
+		}
+	}
 	if n := e.launches(); n != bought {
 		t.Errorf("%d instances bought after the replicas arrived, want still %d", n, bought)
 	}
@@ -111,7 +128,7 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute) // the pre-scaler's next round
-	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+	testwait.Until(t, testwait.Slow, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
 }
 
 // testPrescaleBuysAhead: the same forecast without placeholders, through its whole life. The
@@ -130,7 +147,7 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 		e.cleanup(nil)
 	}()
 	var gpus int64
-	waitFor(t, "three GPUs bought and Ready", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "three GPUs bought and Ready", 60*time.Second, func() bool {
 		gpus = 0
 		for _, n := range e.managedNodes() {
 			if snapshot.IsNodeReady(&n) {
@@ -144,13 +161,34 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 	for _, n := range e.managedNodes() {
 		managed[n.Name] = true
 	}
-	time.Sleep(2*cfg.EmptyNodeTTL + time.Second) // empty, past EmptyNodeTTL, kept for the forecast
+	// Empty, and kept for the forecast past EmptyNodeTTL: every batch from the first that keeps
+	// them to one an EmptyNodeTTL later keeps them all and removes none.
+	from := e.batches.count()
+	keepsAll := func(b batch) bool {
+		kept := map[string]bool{}
+		for _, n := range b.res.Decision.KeptForForecast {
+			kept[n] = true
+		}
+		for n := range managed {
+			if !kept[n] {
+				return false
+			}
+		}
+		return true
+	}
+	first := e.waitBatch("a batch keeping the nodes for the forecast", 30*time.Second, keepsAll).res.Decision.Now
+	e.waitBatch("a batch EmptyNodeTTL later", 30*time.Second, func(b batch) bool { return b.res.Decision.Now.Sub(first) >= cfg.EmptyNodeTTL })
+	for _, b := range e.batches.since(from) {
+		if d := b.res.Decision; !d.Now.Before(first) && (!keepsAll(b) || len(d.Remove) > 0) {
+			t.Errorf("batch %s kept %v and removed %d launches; want every node of %v kept and none removed", d.Batch, d.KeptForForecast, len(d.Remove), managed)
+		}
+	}
 	if n, left := e.launches(), len(e.managedNodes()); n != bought || gpus != 3 || left != len(managed) {
 		t.Fatalf("%d GPUs in %d launches; then %d launches and %d of %d nodes left; want 3 GPUs bought once and kept",
 			gpus, bought, n, left, len(managed))
 	}
 	scale(t, kube, "llm", "ahead", 3)
-	waitFor(t, "three replicas bound", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "three replicas bound", 60*time.Second, func() bool {
 		list, err := kube.CoreV1().Pods("llm").List(ctx, metav1.ListOptions{LabelSelector: "app=ahead"})
 		if err != nil {
 			return false
@@ -180,7 +218,7 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute) // the pre-scaler's next round
-	waitFor(t, "the nodes bought ahead removed", 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
+	testwait.Until(t, testwait.Slow, "the nodes bought ahead removed", 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
 }
 
 // startPrescaleEnv creates the Deployment llm/<name> with no replica and the cost policy, and

@@ -31,6 +31,7 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/manifest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -71,8 +72,10 @@ func TestRBAC(t *testing.T) {
 	e.stop()
 	testRBACPrescaler(t, admin, tiler, log)
 	testRBACPlaceholders(t, cp, admin, tiler, log)
-	// Events go out asynchronously; give the last ones time to be refused.
-	time.Sleep(2 * time.Second)
+	// Events go out asynchronously and nothing marks the moment the last one has been written:
+	// give them two seconds to be refused (reportRefusals names what was, at cleanup).
+	testwait.StaysFalse(t, testwait.Slow, "the API server refused a request of the service account", 2*time.Second,
+		func() bool { return len(denied.List()) > 0 })
 }
 
 // reportRefusals fails the test for each request the API server refused with 403 and each log
@@ -113,8 +116,9 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 		t.Fatal(err)
 	}
 	metrics := provisioner.NewMetrics(prometheus.NewRegistry())
+	batches := &batchLog{}
 	opts := provisioner.Options{Config: cfg, Kube: tiler, Provider: cloud, Catalog: cat, Clock: clock.RealClock{}, Logger: log,
-		Metrics: metrics, Interruptions: cloud.Interruptions()}
+		Metrics: metrics, Interruptions: cloud.Interruptions(), OnBatch: batches.observe}
 	if setup != nil {
 		setup(&opts)
 	}
@@ -131,7 +135,7 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 		}
 	}()
 	return &env{t: t, cp: cp, kube: admin, cat: cat, simCfg: simCfg, cloud: cloud, ctrl: ctrl, metrics: metrics,
-		cancel: cancel, cfg: cfg, started: time.Now()}
+		cancel: cancel, cfg: cfg, started: time.Now(), batches: batches}
 }
 
 // testRBACProvisions: CPU pods and a GPU pod in a namespace of their own are bound by the real
@@ -165,7 +169,7 @@ func testRBACProvisions(t *testing.T, e *env) map[string]string {
 			t.Errorf("%s/%s has no %s toleration: Tiler did not update it", ns, p.Name, api.TaintReserved)
 		}
 	}
-	waitFor(t, "the reservation taints to be removed", time.Minute, func() bool {
+	testwait.Until(t, testwait.Slow, "the reservation taints to be removed", time.Minute, func() bool {
 		for _, n := range e.managedNodes() {
 			for _, taint := range n.Spec.Taints {
 				if taint.Key == api.TaintReserved {
@@ -202,7 +206,7 @@ func testRBACInterruption(t *testing.T, e *env, bound map[string]string) {
 	if err := e.cloud.Interrupt(id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node "+node+" to be cordoned and drained", time.Minute, func() bool {
+	testwait.Until(t, testwait.Slow, "node "+node+" to be cordoned and drained", time.Minute, func() bool {
 		n, err := e.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil || !n.Spec.Unschedulable {
 			return false
@@ -229,7 +233,7 @@ func testRBACRemovesEmptyNodes(t *testing.T, e *env) {
 	if err := e.kube.CoreV1().Pods("rbac").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the empty nodes and their launch records to be removed", 90*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "the empty nodes and their launch records to be removed", 90*time.Second, func() bool {
 		cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(ctx, provisioner.RecordsConfigMap, metav1.GetOptions{})
 		return err == nil && len(cm.Data) == 0 && len(e.managedNodes()) == 0
 	})
@@ -285,12 +289,12 @@ func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, ti
 		o.Prescaler = p
 	})
 	defer e.stop()
-	waitFor(t, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })
+	testwait.Until(t, testwait.Slow, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })
 	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute)
-	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+	testwait.Until(t, testwait.Slow, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
 }
 
 // applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the
@@ -328,7 +332,7 @@ func waitRBACActive(t *testing.T, c *rest.Config) {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(c)
 	ctx := context.Background()
-	waitFor(t, "the RBAC bindings to take effect", 30*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "the RBAC bindings to take effect", 30*time.Second, func() bool {
 		_, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil
 	})
@@ -355,22 +359,10 @@ func containsValue(m map[string]string, v string) bool {
 	return false
 }
 
-// waitFor polls ok every 200 ms until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // waitEvent waits for an Event with the reason in the namespace, as the admin sees them.
 func waitEvent(t *testing.T, kube kubernetes.Interface, ns, reason string) {
 	t.Helper()
-	waitFor(t, "a "+reason+" Event in "+ns, 30*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "a "+reason+" Event in "+ns, 30*time.Second, func() bool {
 		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
 		return err == nil && len(list.Items) > 0
 	})

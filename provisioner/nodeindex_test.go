@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -203,14 +204,10 @@ func (e *eksEnv) reconcile() *Result {
 	return res
 }
 
-// wait polls until ok holds (the informers caught up), for at most 10 s.
+// wait waits until ok holds (the informers caught up), for at most 10 s.
 func (e *eksEnv) wait(what string, ok func() bool) {
 	e.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testwait.Until(e.t, testwait.Fast, what, 10*time.Second, ok)
 }
 
 // waitNode waits until the controller's informer has the Node as ok wants it (nil: gone).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/internal/promtest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -153,18 +154,15 @@ func nodeOf(t *testing.T, plan *api.Plan, pod string) api.NewNode {
 // fake API server asynchronously) and returns it.
 func reconcileUntil(t *testing.T, ctrl *provisioner.Controller, pending int) *provisioner.Result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := ctrl.Reconcile(context.Background())
-		if err != nil {
+	var res *provisioner.Result
+	if err := testwait.Poll(testwait.Fast, 10*time.Second, func() bool {
+		var err error
+		if res, err = ctrl.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if res.Pending == pending {
-			return res
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no batch saw %d pending pods; last saw %d", pending, res.Pending)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return res.Pending == pending
+	}); err != nil {
+		t.Fatalf("no batch saw %d pending pods; last saw %d", pending, res.Pending)
 	}
+	return res
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/internal/promtest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner/prescale"
 	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 
@@ -21,6 +23,9 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/forecast"
@@ -28,11 +33,50 @@ import (
 )
 
 type prescaleEnv struct {
-	kube  *fake.Clientset
-	prom  *prescaletest.FakeProm
-	clock *clocktesting.FakeClock
-	reg   *prometheus.Registry
-	p     *prescale.ForecastPrescaler
+	kube   *fake.Clientset
+	prom   *prescaletest.FakeProm
+	clock  *clocktesting.FakeClock
+	reg    *prometheus.Registry
+	events *countingRecorder
+	p      *prescale.ForecastPrescaler
+}
+
+// countingRecorder records Events to the API server, as the pre-scaler's own recorder does, and
+// counts them by reason as they are recorded (the API server gets them later, asynchronously).
+type countingRecorder struct {
+	record.EventRecorder
+	mu       sync.Mutex
+	byReason map[string]int
+}
+
+func (r *countingRecorder) count(reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byReason[reason]
+}
+
+func (r *countingRecorder) add(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byReason == nil {
+		r.byReason = map[string]int{}
+	}
+	r.byReason[reason]++
+}
+
+func (r *countingRecorder) Event(o kruntime.Object, typ, reason, msg string) {
+	r.add(reason)
+	r.EventRecorder.Event(o, typ, reason, msg)
+}
+
+func (r *countingRecorder) Eventf(o kruntime.Object, typ, reason, format string, args ...any) {
+	r.add(reason)
+	r.EventRecorder.Eventf(o, typ, reason, format, args...)
+}
+
+func (r *countingRecorder) AnnotatedEventf(o kruntime.Object, annotations map[string]string, typ, reason, format string, args ...any) {
+	r.add(reason)
+	r.EventRecorder.AnnotatedEventf(o, annotations, typ, reason, format, args...)
 }
 
 func newPrescaleEnv(t *testing.T, now time.Time, cfg prescale.Config, objs ...kruntime.Object) *prescaleEnv {
@@ -41,8 +85,12 @@ func newPrescaleEnv(t *testing.T, now time.Time, cfg prescale.Config, objs ...kr
 	if cfg.Namespace == "" {
 		cfg.Namespace = "tiler-system"
 	}
+	b := record.NewBroadcaster()
+	t.Cleanup(b.Shutdown)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.kube.CoreV1().Events("")})
+	e.events = &countingRecorder{EventRecorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"})}
 	var err error
-	e.p, err = prescale.New(cfg, e.kube, e.prom, e.clock, zaptest.NewLogger(t), nil, e.reg)
+	e.p, err = prescale.New(cfg, e.kube, e.prom, e.clock, zaptest.NewLogger(t), e.events, e.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,22 +100,24 @@ func newPrescaleEnv(t *testing.T, now time.Time, cfg prescale.Config, objs ...kr
 // waitPrescaleEvent polls the (fake) API for an Event with the reason on the object and returns it.
 func waitPrescaleEvent(t *testing.T, kube kubernetes.Interface, ns, reason, kind, name string) corev1.Event {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
+	var found corev1.Event
+	var list *corev1.EventList
+	if err := testwait.Poll(testwait.Fast, 10*time.Second, func() bool {
+		var err error
+		if list, err = kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, ev := range list.Items {
 			if ev.Reason == reason && ev.InvolvedObject.Kind == kind && ev.InvolvedObject.Name == name {
-				return ev
+				found = ev
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s Event on %s %s/%s; events: %+v", reason, kind, ns, name, list.Items)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}); err != nil {
+		t.Fatalf("no %s Event on %s %s/%s; events: %+v", reason, kind, ns, name, list.Items)
 	}
+	return found
 }
 
 func TestPrescalerReservesBeforeTheRamp(t *testing.T) {
@@ -179,21 +229,15 @@ func TestPrescalerReleasesWhenTheForecastFalls(t *testing.T) {
 	if pods, _ := e.p.ExpectedPods(context.Background(), nil); len(pods) != 0 || len(e.p.LastExpectedPods()) != 0 {
 		t.Fatalf("at 11:00 with 10 replicas: %d expected pods", len(pods))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Until(t, testwait.Fast, "a PreScale Event releasing the reservation", 10*time.Second, func() bool {
 		list, _ := e.kube.CoreV1().Events("llm").List(context.Background(), metav1.ListOptions{})
-		released := false
 		for _, ev := range list.Items {
-			released = released || ev.Reason == prescale.ReasonPreScale && strings.Contains(ev.Message, "releasing")
+			if ev.Reason == prescale.ReasonPreScale && strings.Contains(ev.Message, "releasing") {
+				return true
+			}
 		}
-		if released {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no PreScale Event releasing the reservation: %+v", list.Items)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 func TestPrescalerQueriesAtMostEveryInterval(t *testing.T) {
@@ -276,16 +320,12 @@ func TestPrescalerPromQLErrorRaisesAnEventAndReservesNothing(t *testing.T) {
 	if len(d) != 3 || d[0].Err != nil || !prom.IsBadQuery(d[1].Err) || !prom.IsEmpty(d[2].Err) {
 		t.Fatalf("decisions %+v", d)
 	}
-	list := func() []corev1.Event {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			l, _ := e.kube.CoreV1().Events("tiler-system").List(context.Background(), metav1.ListOptions{})
-			if len(l.Items) >= 2 || time.Now().After(deadline) {
-				return l.Items
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	var list []corev1.Event
+	_ = testwait.Poll(testwait.Fast, 10*time.Second, func() bool { // the checks below name what is missing
+		l, _ := e.kube.CoreV1().Events("tiler-system").List(context.Background(), metav1.ListOptions{})
+		list = l.Items
+		return len(list) >= 2
+	})
 	var msgs []string
 	for _, ev := range list {
 		if ev.Reason == prescale.ReasonForecastFailed && ev.Type == corev1.EventTypeWarning && ev.InvolvedObject.Kind == "ConfigMap" && ev.InvolvedObject.Name == "cost-policy" {
@@ -302,15 +342,12 @@ func TestPrescalerPromQLErrorRaisesAnEventAndReservesNothing(t *testing.T) {
 	if got, _ := promtest.Value(t, e.reg, "tiler_forecast_failures_total", "workload", "Deployment/llm/embed", "kind", "BadQuery"); got != 1 {
 		t.Errorf("failures_total{BadQuery} = %g", got)
 	}
-	// The same error again is not told twice.
+	// The same errors again are not told twice: the second round records no ForecastFailed Event.
+	told := e.events.count(prescale.ReasonForecastFailed)
 	e.clock.Step(time.Minute)
 	_, _ = e.p.ExpectedPods(context.Background(), nil)
-	time.Sleep(200 * time.Millisecond)
-	l, _ := e.kube.CoreV1().Events("tiler-system").List(context.Background(), metav1.ListOptions{})
-	for _, ev := range l.Items {
-		if ev.Count > 1 {
-			t.Errorf("Event repeated: %s ×%d", ev.Message, ev.Count)
-		}
+	if again := e.events.count(prescale.ReasonForecastFailed) - told; again != 0 {
+		t.Errorf("%d ForecastFailed Events told again in the second round", again)
 	}
 }
 
