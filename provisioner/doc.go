@@ -9,7 +9,7 @@
 // act carries the Decision out against the API server and the cloud. Interruption notices are
 // polled in a loop of their own, so that a slow queue never holds a batch.
 //
-// It is the only package that writes the cluster's nodes and launches. Launches are idempotent:
+// With package prescale, it is the only code that talks to the API server. Launches are idempotent:
 // every planned node gets a launch ID that is written to durable state (a ConfigMap) before the
 // cloud is called, and the cloud tags the instance with it, so a restarted controller reconciles
 // instances with records and neither buys twice nor leaks an instance.
