@@ -26,14 +26,19 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	for _, o := range d.MarkUnavailable {
 		c.unavailable.mark(o)
 	}
+	// Decide counted every removal as done: one that fails leaves its node managed (an empty one
+	// still costs; a launch that never registered is not counted in the cost), and the next batch
+	// decides it again.
 	fleet := d.Fleet
 	for _, rm := range d.Remove {
 		if c.remove(ctx, log, rm.Record, rm.Node, rm.Reason) {
 			res.Deleted = append(res.Deleted, rm.Record.NodeName)
 			continue
 		}
-		fleet.Nodes++ // still there: counted as the batch used to count it
-		fleet.CostPerHour += rm.Record.PricePerHour
+		fleet.Nodes++
+		if rm.Reason == RemovalEmpty {
+			fleet.CostPerHour += rm.Record.PricePerHour
+		}
 	}
 	c.metrics.ManagedNodes.Set(float64(fleet.Nodes))
 	c.metrics.ManagedCost.Set(fleet.CostPerHour)
