@@ -19,7 +19,7 @@ const (
 func (c CapacityType) Valid() bool { return c == OnDemand || c == Spot }
 
 // Offering is one way to buy a node: an instance type in a zone at a capacity type. It is the one
-// key of prices, launches, fallbacks and the cache of offerings the cloud refused.
+// key of prices, launches, fallbacks and the cache of unavailable offerings.
 type Offering struct {
 	InstanceType InstanceTypeName `json:"instanceType"`
 	Zone         string           `json:"zone"`

@@ -60,7 +60,7 @@ type NewNode struct {
 	MIGLayout [][]string `json:"migLayout,omitempty"`
 	// Claims lists the DRA devices each claim would get on the node.
 	Claims []ClaimAllocation `json:"claims,omitempty"`
-	// Fallbacks are other offerings the node may be bought as when the cloud refuses this one,
+	// Fallbacks are other offerings the node may be bought as when this one is unavailable,
 	// cheapest first: same pool and GPU configuration, holding all the node's pods (see
 	// simulator.Fallbacks for the rule).
 	Fallbacks []PricedOffering `json:"fallbacks,omitempty"`

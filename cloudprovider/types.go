@@ -84,18 +84,18 @@ type GarbageCollector interface {
 	CollectGarbage(ctx context.Context) ([]string, error)
 }
 
-// UnavailableReporter is a Provider whose Create can launch one offering of a request after the
-// cloud refused others: an EC2 instant fleet whose errorSet names the pools that failed while
-// another pool launched (HTTP 200, partial success), or GCE fallbacks tried in turn. Create alone
-// would lose those refusals, and the next plan could pick a refused offering again. The
-// controller calls CreateReportingUnavailable instead of Create when the provider has it.
+// UnavailableReporter is a Provider whose Create can launch one offering of a request after
+// finding others unavailable: an EC2 instant fleet whose errorSet names the pools that had no
+// capacity while another pool launched (HTTP 200, partial success), or GCE fallbacks tried in
+// turn. Create alone would lose those, and the next plan could pick an unavailable offering again.
+// The controller calls CreateReportingUnavailable instead of Create when the provider has it.
 type UnavailableReporter interface {
 	Provider
 	// CreateReportingUnavailable is Create, with the same idempotence and error contract, that
-	// also returns the offerings the cloud refused during this call for capacity or an account
-	// limit, whether or not another offering launched, each once and in type, zone, capacity
+	// also returns the offerings found unavailable during this call (no capacity, or an account
+	// limit), whether or not another offering launched, each once and in type, zone, capacity
 	// type order. The caller keeps them out of its plans for as long as it keeps out those an
-	// *InsufficientCapacityError names. Offerings refused for other reasons (a bad launch
+	// *InsufficientCapacityError names. Offerings that failed for other reasons (a bad launch
 	// template, permissions) are not listed; they are in the error.
 	CreateReportingUnavailable(ctx context.Context, req LaunchRequest) (*Instance, []api.Offering, error)
 }
@@ -103,11 +103,14 @@ type UnavailableReporter interface {
 // SortOfferings orders offerings by instance type, zone and capacity type and drops repeats.
 func SortOfferings(refs []api.Offering) []api.Offering {
 	out := slices.Clone(refs)
-	slices.SortFunc(out, func(a, b api.Offering) int {
-		return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
-			cmp.Compare(a.CapacityType, b.CapacityType))
-	})
+	slices.SortFunc(out, compareOfferings)
 	return slices.Compact(out)
+}
+
+// compareOfferings orders offerings by instance type, zone and capacity type.
+func compareOfferings(a, b api.Offering) int {
+	return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
+		cmp.Compare(a.CapacityType, b.CapacityType))
 }
 
 // InterruptionKind says what the cloud announced.

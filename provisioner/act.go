@@ -24,7 +24,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 		log.Warn("empty nodes are not kept for the forecast this batch", zap.Error(d.KeepErr))
 	}
 	for _, o := range d.MarkUnavailable {
-		c.unavailable.mark(o)
+		c.unavailable.MarkUnavailable(o, RemovalRegistrationTimeout)
 	}
 	// Decide counted every removal as done: one that fails leaves its node managed (an empty one
 	// still costs; a launch that never registered is not counted in the cost), and the next batch

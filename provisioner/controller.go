@@ -41,7 +41,7 @@ type Controller struct {
 	policyInf   informers.SharedInformerFactory
 	catalog     *catalog.Catalog
 	records     *recordStore
-	unavailable *unavailableOfferings
+	unavailable *cloudprovider.UnavailableOfferings
 
 	mu       sync.Mutex
 	policy   *policy.CostPolicy // last valid policy; nil means the default
@@ -172,7 +172,7 @@ func New(opts Options) (*Controller, error) {
 		prescaler:     opts.Prescaler,
 		onBatch:       opts.OnBatch,
 		records:       &recordStore{kube: kube, namespace: cfg.Namespace},
-		unavailable:   newUnavailable(clk, cfg.UnavailableTTL),
+		unavailable:   cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
 		policyRV:      map[string]string{},
 		memory:        NewMemory(),
 		boot:          newBootTimes(),

@@ -2,11 +2,13 @@ package provisioner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -211,18 +213,16 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 		return d
 	}
 	snap := s.snapshot(pending)
-	until := s.Unavailable
+	unavailable := s.Unavailable
 	if len(d.MarkUnavailable) > 0 {
-		until = make(map[api.Offering]time.Time, len(s.Unavailable)+len(d.MarkUnavailable))
-		for o, t := range s.Unavailable {
-			until[o] = t
-		}
+		unavailable = slices.Clone(s.Unavailable)
 		for _, o := range d.MarkUnavailable {
-			until[o] = s.Now.Add(cfg.UnavailableTTL)
+			unavailable = append(unavailable, cloudprovider.UnavailableEntry{Offering: o, Code: RemovalRegistrationTimeout,
+				Until: s.Now.Add(cfg.UnavailableTTL)})
 		}
 	}
-	cat, unavailable := withUnavailable(s.Catalog, until, s.Now)
-	d.UnavailableOfferings = unavailable
+	cat, marked := cloudprovider.MarkCatalog(s.Catalog, unavailable, s.Now)
+	d.UnavailableOfferings = marked
 	var start time.Time
 	if cfg.Clock != nil {
 		start = cfg.Clock.Now()

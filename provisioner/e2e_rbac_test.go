@@ -30,6 +30,7 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/manifest"
 	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
@@ -53,7 +54,7 @@ var tilerServiceAccount = manifest.User(tilerNamespace, tilerServiceAccountName)
 // interruption, and removing empty nodes; then the pre-scaler reads a Deployment. It fails on any
 // 403 the API server answered the service account, and on any "forbidden" in the logs.
 func TestRBAC(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	applyManifestRBAC(t, admin, deployManifest)
 	denied := &manifest.Denied{}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -20,7 +21,7 @@ func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 // TestE2E runs the controller scenarios on one real control plane (starting one takes seconds);
 // each scenario uses its own namespace-free pod names and cleans up its nodes.
 func TestE2E(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	t.Run("BindsMixedWorkload", func(t *testing.T) { testBindsMixedWorkload(t, cp) })
 	t.Run("NoSecondPurchaseDuringBootAndDeviceGap", func(t *testing.T) { testNoSecondPurchase(t, cp) })
 	t.Run("RestartMidLaunch", func(t *testing.T) { testRestartMidLaunch(t, cp) })

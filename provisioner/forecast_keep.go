@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
 )
 
@@ -41,7 +42,7 @@ func keptForForecast(s *State, recs []LaunchRecord, idx nodeIndex, busy map[stri
 		pending = append(pending, p)
 	}
 	snap := s.snapshot(pending)
-	cat, _ := withUnavailable(s.Catalog, s.Unavailable, s.Now)
+	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, s.Now)
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
 		// The seed predates the name "forecast demand"; it stays so that the plan does not change.
 		Options: simulator.Options{Now: s.Now, Seed: "reservations", InFlight: inFlight(recs, idx, snap.ResourceSlices)}})

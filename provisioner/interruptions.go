@@ -84,7 +84,7 @@ func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovi
 		if n.Kind == cloudprovider.RebalanceRecommendation || n.Kind == cloudprovider.StateChange && n.State == "running" {
 			continue
 		}
-		c.unavailable.mark(r.Offering)
+		c.unavailable.MarkUnavailable(r.Offering, string(n.Kind))
 		c.drain(ctx, l, node, pods)
 		l.Info("instance interrupted: node cordoned and drained, pods re-planned")
 	}

@@ -16,10 +16,11 @@ import (
 
 // launch buys the plan's new nodes, whose launch records (Decision.Launch) it stamps with the time
 // they are written. All are written in one update BEFORE any cloud call, then the launches run in
-// parallel. A refused offering is marked unavailable and its record dropped, and a new batch is
-// requested so that its pods are re-planned on the next offering. Offerings a provider reports
-// refused on the way to a successful launch (UnavailableReporter) are marked unavailable too.
-// pods indexes the planned pods, which the launches' Events go to.
+// parallel. When the cloud answers that the offering is unavailable, it is marked so and its
+// record dropped, and a new batch is requested so that its pods are re-planned on the next
+// offering. Offerings a provider reports unavailable on the way to a successful launch
+// (UnavailableReporter) are marked too. pods indexes the planned pods, which the launches' Events
+// go to.
 func (c *Controller) launch(ctx context.Context, log *zap.Logger, launches []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
 	if len(launches) == 0 {
 		return nil, nil
@@ -101,8 +102,8 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
 	}
 	c.addFallbacks(l, &req, r)
-	inst, refused, err := c.create(ctx, req)
-	c.markRefused(log, r.NodeName, refused)
+	inst, unavailable, err := c.create(ctx, req)
+	c.markReported(log, r.NodeName, unavailable)
 	if err != nil && ctx.Err() != nil {
 		// Shutting down: the cloud may have accepted the launch. Keep the record; Recover links
 		// or relaunches it (idempotently) on the next start.
@@ -113,7 +114,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		kind := errorKind(err)
 		c.metrics.LaunchFailures.WithLabelValues(string(off.InstanceType), off.Zone, string(off.CapacityType), kind).Inc()
 		if kind == "insufficient-capacity" || kind == "quota" {
-			c.markUnavailable(err, off)
+			c.markUnavailable(err, off, kind)
 		}
 		if derr := c.records.Delete(ctx, r.LaunchID); derr != nil {
 			l.Error("dropping the record of a failed launch", zap.Error(derr))
@@ -149,7 +150,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 }
 
 // create launches through the provider's UnavailableReporter when it has one, so that offerings
-// the cloud refused on the way to a launch are known too; otherwise through Create.
+// found unavailable on the way to a launch are known too; otherwise through Create.
 func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	if r, ok := c.provider.(cloudprovider.UnavailableReporter); ok {
 		return r.CreateReportingUnavailable(ctx, req)
@@ -158,29 +159,29 @@ func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest
 	return inst, nil, err
 }
 
-// markRefused keeps offerings the cloud refused during a launch out of the next plans, for the
-// same TTL as those an *InsufficientCapacityError names, whether or not the launch succeeded
-// (an EC2 fleet can launch one pool and refuse others in the same answer). One line per offering:
-// a request names few.
-func (c *Controller) markRefused(log *zap.Logger, node string, refused []api.Offering) {
-	for _, o := range refused {
-		c.unavailable.mark(o)
-		log.Info("offering refused during the launch; kept out of plans", zap.String(keyNode, node),
+// markReported keeps offerings the cloud reported unavailable during a launch out of the next
+// plans, for the same TTL as those an *InsufficientCapacityError names, whether or not the launch
+// succeeded (an EC2 fleet can launch one pool and find others unavailable in the same answer).
+// One line per offering: a request names few.
+func (c *Controller) markReported(log *zap.Logger, node string, unavailable []api.Offering) {
+	for _, o := range unavailable {
+		c.unavailable.MarkUnavailable(o, "reported-unavailable")
+		log.Info("offering unavailable during the launch; kept out of plans", zap.String(keyNode, node),
 			zap.String(keyInstanceType, string(o.InstanceType)), zap.String(keyZone, o.Zone),
 			zap.String(keyCapacityType, string(o.CapacityType)))
 	}
 }
 
-// markUnavailable marks the offerings an error names, or the requested one.
-func (c *Controller) markUnavailable(err error, requested api.Offering) {
+// markUnavailable marks the offerings an error names, or the requested one, with the error's kind.
+func (c *Controller) markUnavailable(err error, requested api.Offering, kind string) {
 	var ice *cloudprovider.InsufficientCapacityError
 	if errors.As(err, &ice) && len(ice.Offerings) > 0 {
 		for _, o := range ice.Offerings {
-			c.unavailable.mark(o)
+			c.unavailable.MarkUnavailable(o, kind)
 		}
 		return
 	}
-	c.unavailable.mark(requested)
+	c.unavailable.MarkUnavailable(requested, kind)
 }
 
 // errorKind labels a launch error for metrics and logs.

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tiler-dev/tiler/api"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -15,6 +13,7 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // State is what one batch decides on: the cluster as the informers have it, the launch records,
@@ -43,8 +42,8 @@ type State struct {
 	Policy *policy.CostPolicy
 	// Catalog is the batch's catalog, before the unavailable offerings are marked in it.
 	Catalog *catalog.Catalog
-	// Unavailable maps the offerings the cloud refused to the time they may be planned again.
-	Unavailable map[api.Offering]time.Time
+	// Unavailable are the offerings the cloud would not sell now, why, and until when.
+	Unavailable []cloudprovider.UnavailableEntry
 	// Expected are the pods forecasts expect this batch (Prescaler.ExpectedPods); ExpectedErr is
 	// why there are none when the pre-scaler failed: pre-scaling is skipped for the batch and the
 	// placeholder pods are left as they are.
@@ -101,7 +100,7 @@ func (c *Controller) observe(ctx context.Context) (State, error) {
 		return s, err
 	}
 	s.Catalog = c.currentCatalog()
-	s.Unavailable = c.unavailable.snapshot()
+	s.Unavailable = c.unavailable.List()
 	if holder, ok := c.prescaler.(ExpectedPodsHolder); ok {
 		s.LastExpected = holder.LastExpectedPods()
 	}

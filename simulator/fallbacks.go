@@ -7,17 +7,17 @@ import (
 	"github.com/tiler-dev/tiler/api"
 )
 
-// The fallback rule. When the cloud refuses a new node's offering (insufficient capacity, a
-// quota), the launch tries the node's fallbacks in order (in one EC2 fleet request, or one GCE
-// insert after another) before the controller has to re-plan, which costs a batch and keeps the
-// refused offering out of plans for the unavailable TTL.
+// The fallback rule. When a new node's offering is unavailable (insufficient capacity, a quota),
+// the launch tries the node's fallbacks in order (in one EC2 fleet request, or one GCE insert
+// after another) before the controller has to re-plan, which costs a batch and keeps the
+// unavailable offering out of plans for the unavailable TTL.
 const (
 	// MaxFallbacks caps the fallbacks of a new node. An EC2 fleet lists each as an override; eight
-	// keep the request short and are plenty, since a refusal rarely spans more than a few
+	// keep the request short and are plenty, since unavailability rarely spans more than a few
 	// capacity pools at once and the next batch re-plans anyway.
 	MaxFallbacks = 8
 	// FallbackPriceTolerance bounds a fallback's price to this multiple of the node's own price: a
-	// refusal may make this node up to 25 % dearer rather than wait for a re-plan, never more, so
+	// fallback may make this node up to 25 % dearer rather than wait for a re-plan, never more, so
 	// a plan's cost stays a faithful estimate of what is bought.
 	FallbackPriceTolerance = 1.25
 )

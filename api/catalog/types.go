@@ -30,8 +30,8 @@ type ZonePrice struct {
 	Zone         string           `json:"zone"`
 	CapacityType api.CapacityType `json:"capacityType"`
 	PricePerHour float64          `json:"pricePerHour"`
-	// Unavailable marks an offering the cloud recently refused (insufficient capacity); the
-	// simulation skips it.
+	// Unavailable marks an offering that is unavailable for now (the cloud had no capacity or an
+	// account limit stopped it; see cloudprovider.UnavailableOfferings); the simulation skips it.
 	Unavailable bool `json:"unavailable,omitempty"`
 }
 

@@ -50,8 +50,8 @@ func od(zone string, p float64) catalog.ZonePrice {
 }
 
 func withFacts(model string, count int, mem int64) catalog.GPU {
-	g := gpuFacts[model]
-	g.Model, g.Count, g.MemoryMiB = model, count, mem
+	g, _ := catalog.GPUFacts(model)
+	g.Count, g.MemoryMiB = count, mem
 	return g
 }
 

@@ -49,12 +49,13 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
 		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
 	}
+	pages := ec2.NewDescribeInstanceTypesPaginator(client, in)
 	var out []TypeInfo
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypes: more than %d pages", maxPages)
 		}
-		resp, err := client.DescribeInstanceTypes(ctx, in)
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeInstanceTypes page %d: %w", page, err)
 		}
@@ -68,10 +69,6 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 				out = append(out, info)
 			}
 		}
-		if awssdk.ToString(resp.NextToken) == "" {
-			break
-		}
-		in.NextToken = resp.NextToken
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -122,12 +119,13 @@ func typeZones(ctx context.Context, client EC2API, cfg Config) (map[api.Instance
 	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
 		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
 	}
+	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(client, in)
 	zones := map[api.InstanceTypeName][]string{}
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings: more than %d pages", maxPages)
 		}
-		resp, err := client.DescribeInstanceTypeOfferings(ctx, in)
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d: %w", page, err)
 		}
@@ -140,10 +138,6 @@ func typeZones(ctx context.Context, client EC2API, cfg Config) (map[api.Instance
 				zones[name] = append(zones[name], zone)
 			}
 		}
-		if awssdk.ToString(resp.NextToken) == "" {
-			break
-		}
-		in.NextToken = resp.NextToken
 	}
 	for _, z := range zones {
 		sort.Strings(z)

@@ -106,15 +106,16 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// describe pages through DescribeInstances with filters. EC2 may end with an empty nextToken.
+// describe pages through DescribeInstances with filters. EC2 may end with an empty nextToken,
+// which the paginator takes as the last page too.
 func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]*cloudprovider.Instance, error) {
-	in := &ec2.DescribeInstancesInput{Filters: filters}
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters})
 	var out []*cloudprovider.Instance
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstances: more than %d pages", maxPages)
 		}
-		resp, err := p.ec2.DescribeInstances(ctx, in)
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeInstances page %d: %w", page, err)
 		}
@@ -123,11 +124,8 @@ func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]*
 				out = append(out, p.toInstance(i))
 			}
 		}
-		if awssdk.ToString(resp.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = resp.NextToken
 	}
+	return out, nil
 }
 
 // toInstance converts an EC2 instance; the launch ID, node name and pool come from Tiler's tags.

@@ -43,11 +43,12 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	return inst, err
 }
 
-// CreateReportingUnavailable launches like Create and also returns the offerings EC2 refused for
-// capacity or an account limit during the call, also when another pool launched: the errorSet
-// items of a fleet that launched, and the fleets of an earlier capacity type that launched
-// nothing (see cloudprovider.UnavailableReporter). Offerings skipped because they were already
-// in the Unavailable cache were reported when EC2 refused them and are not listed again.
+// CreateReportingUnavailable launches like Create and also returns the offerings EC2 found
+// unavailable (no capacity, or an account limit) during the call, also when another pool
+// launched: the errorSet items of a fleet that launched, and the fleets of an earlier capacity
+// type that launched nothing (see cloudprovider.UnavailableReporter). Offerings skipped because
+// they were already in the Unavailable cache were reported when they became unavailable and are
+// not listed again.
 func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	inst, failed, err := p.CreateWithReport(ctx, req)
 	return inst, unavailableRefs(failed), err
@@ -64,17 +65,17 @@ func unavailableRefs(failed []FailedOffering) []api.Offering {
 	return cloudprovider.SortOfferings(refs)
 }
 
-// CreateWithReport launches one instance for req and also returns the offerings EC2 refused on
-// the way, including when another offering did launch (partial success); they are in the
-// Unavailable cache as well.
+// CreateWithReport launches one instance for req and also returns the offerings that failed on
+// the way, including when another offering did launch (partial success); the unavailable ones
+// (capacity and quota) are in the Unavailable cache as well.
 //
 // It is idempotent on req.LaunchID: an instance already tagged with the launch ID (and not
 // terminated) is returned without a launch. Offerings are tried in one instant fleet per capacity
 // type, in the order the request's offering and fallbacks first name each type. Offerings in the
 // Unavailable cache, or in a zone without a configured subnet, are skipped.
 //
-// Errors: *InsufficientCapacityError naming every refused offering when no fleet launched;
-// *QuotaError when an account limit was among the refusals; *LaunchError for other refusals (bad
+// Errors: *InsufficientCapacityError naming every unavailable offering when no fleet launched;
+// *QuotaError when an account limit was among the failures; *LaunchError for other failures (bad
 // launch template, permissions), which stop the launch at once; other errors for I/O and bad
 // input. All are wrapped as "launching <launch ID>: ...".
 func (p *Provider) CreateWithReport(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []FailedOffering, error) {
@@ -167,7 +168,7 @@ func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, [
 		}
 		if p.unavailable.IsUnavailable(o) {
 			skipped = append(skipped, FailedOffering{Offering: o, Code: "UnavailableOffering", Kind: FailureCapacity,
-				Message: "refused by EC2 recently; skipped until the unavailable-offerings TTL expires"})
+				Message: "unavailable in EC2 recently; skipped until the unavailable-offerings TTL expires"})
 			continue
 		}
 		i, ok := index[o.CapacityType]
@@ -185,8 +186,8 @@ func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, [
 }
 
 // launchFleet makes one CreateFleet call. It returns the launched instance, if any, and the
-// refused offerings (also remembered in the Unavailable cache). An error means stop: I/O, or a
-// refusal that is neither capacity nor quota.
+// failed offerings (the unavailable ones also go into the Unavailable cache). An error means
+// stop: I/O, or a failure that is neither capacity nor quota.
 func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup) (*cloudprovider.Instance, []FailedOffering, error) {
 	out, err := p.ec2.CreateFleet(ctx, p.fleetInput(req, g))
 	if err != nil {
@@ -194,17 +195,17 @@ func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequ
 		if !errors.As(err, &ae) || Classify(ae.ErrorCode()) == FailureOther {
 			return nil, nil, fmt.Errorf("CreateFleet: %w", err)
 		}
-		// A whole-call capacity or quota error (EC2 sometimes answers so, with HTTP 500) refuses
-		// every offering of the fleet.
+		// A whole-call capacity or quota error (EC2 sometimes answers so, with HTTP 500) makes
+		// every offering of the fleet unavailable.
 		var fails []FailedOffering
 		for _, ref := range g.refs() {
 			fails = append(fails, FailedOffering{Offering: ref, Code: ae.ErrorCode(), Message: ae.ErrorMessage(), Kind: Classify(ae.ErrorCode())})
 		}
-		p.remember(fails)
+		p.markUnavailable(fails)
 		return nil, fails, nil
 	}
 	fails := p.fleetFailures(out.Errors, g)
-	p.remember(fails)
+	p.markUnavailable(fails)
 	if inst := p.launched(req, out); inst != nil {
 		return inst, fails, nil
 	}
@@ -253,9 +254,9 @@ func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse,
 	return api.Offering{InstanceType: api.InstanceTypeName(o.InstanceType), Zone: zone, CapacityType: ct}, true
 }
 
-// remember puts capacity and quota refusals into the Unavailable cache. Quota refusals are
-// cached too: retrying them within the TTL only burns API calls.
-func (p *Provider) remember(fails []FailedOffering) {
+// markUnavailable puts the offerings of capacity and quota failures into the Unavailable cache.
+// Quota failures are cached too: retrying them within the TTL only burns API calls.
+func (p *Provider) markUnavailable(fails []FailedOffering) {
 	for _, f := range fails {
 		if f.Kind != FailureOther {
 			p.unavailable.MarkUnavailable(f.Offering, f.Code)

@@ -53,7 +53,7 @@ func TestCreateFailures(t *testing.T) {
 		wantCached  []api.Offering
 		wantOffered []api.Offering // offerings named by an InsufficientCapacityError
 	}{
-		{name: "spot refused, on-demand fallback launches",
+		{name: "spot unavailable, on-demand fallback launches",
 			fleets: []awstest.Response{
 				awstest.CreateFleet(nil, []awstest.FleetError{fleetErr(spotA, "InsufficientInstanceCapacity"), fleetErr(spotB, "InsufficientInstanceCapacity")}),
 				awstest.CreateFleet(launchOf(odA, "i-0od"), nil)},

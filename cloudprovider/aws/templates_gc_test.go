@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tiler-dev/tiler/api"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
@@ -96,5 +98,37 @@ func TestCollectGarbageTemplates(t *testing.T) {
 		if id := r.Form.Get("LaunchTemplateId"); id == "" {
 			t.Errorf("DeleteLaunchTemplate without LaunchTemplateId: %v", r.Form)
 		}
+	}
+}
+
+// TestManagedTemplatesFollowsPages: the listing CollectGarbage works from follows nextToken to
+// the last page, sending the token back, so that templates on later pages are collected too.
+func TestManagedTemplatesFollowsPages(t *testing.T) {
+	tags := map[string]string{api.TagCluster: testCluster, api.TagBootstrapHash: "0123456789abcdef", api.TagPool: "web"}
+	first := awstest.LaunchTemplate{ID: "lt-000000000000000b1", Name: "tiler-web-page-1", CreateTime: testNow, Tags: tags}
+	second := awstest.LaunchTemplate{ID: "lt-000000000000000b2", Name: "tiler-web-page-2", CreateTime: testNow, Tags: tags}
+	page1 := awstest.DescribeLaunchTemplates(first)
+	page1.Body = bytes.Replace(page1.Body, []byte("</launchTemplates>"), []byte("</launchTemplates><nextToken>lt-page-2</nextToken>"), 1)
+	srv := awstest.NewServer(t)
+	srv.Enqueue("DescribeLaunchTemplates", page1, awstest.DescribeLaunchTemplates(second))
+	cfg := bootstrapConfig(srv.URL)
+	p, err := NewProvider(context.Background(), cfg, clocktesting.NewFakeClock(testNow), srv.LoadOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.managedTemplates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, lt := range got {
+		names = append(names, awssdk.ToString(lt.LaunchTemplateName))
+	}
+	if !slices.Equal(names, []string{first.Name, second.Name}) {
+		t.Errorf("templates = %v, want both pages' %s and %s", names, first.Name, second.Name)
+	}
+	reqs := srv.Requests("DescribeLaunchTemplates")
+	if len(reqs) != 2 || reqs[0].Form.Get("NextToken") != "" || reqs[1].Form.Get("NextToken") != "lt-page-2" {
+		t.Errorf("requests = %d; want 2, the second with NextToken lt-page-2", len(reqs))
 	}
 }

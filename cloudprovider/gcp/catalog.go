@@ -136,7 +136,7 @@ func builtInAccelerator(mt *computepb.MachineType) (string, int) {
 	return acc, count
 }
 
-func knownGPU(acc string) bool { _, ok := gpus[acc]; return ok }
+func knownGPU(acc string) bool { _, ok := gpuFor(acc, 0); return ok }
 
 // add records that the type name, machine type mt with count GPUs of type acc (built in or
 // attached), is offered in zone.

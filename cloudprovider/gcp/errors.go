@@ -126,12 +126,12 @@ func errorMessage(err error) string {
 type launchFailures struct {
 	capacity *cloudprovider.InsufficientCapacityError
 	quota    []error
-	// refused lists every offering added, capacity and quota alike.
-	refused []api.Offering
+	// unavailable lists every offering added, capacity and quota alike.
+	unavailable []api.Offering
 }
 
 func (f *launchFailures) add(kind errorKind, code string, off api.Offering, err error) {
-	f.refused = append(f.refused, off)
+	f.unavailable = append(f.unavailable, off)
 	msg := fmt.Sprintf("%s/%s/%s: %s", off.InstanceType, off.Zone, off.CapacityType, errorMessage(err))
 	if kind == quotaError {
 		f.quota = append(f.quota, &cloudprovider.QuotaError{Code: code, Message: msg})
@@ -146,7 +146,7 @@ func (f *launchFailures) add(kind errorKind, code string, off api.Offering, err 
 
 // offerings returns the offerings that failed for capacity or quota, sorted, each once.
 func (f *launchFailures) offerings() []api.Offering {
-	return cloudprovider.SortOfferings(f.refused)
+	return cloudprovider.SortOfferings(f.unavailable)
 }
 
 // err returns the failure to report when every offering failed: the capacity error (naming every

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 )
 
 // TestAgainstControlPlane runs the simulated cloud against a real etcd, kube-apiserver,
@@ -24,7 +25,7 @@ import (
 // has its own state file, fake clock and nodes.
 func TestAgainstControlPlane(t *testing.T) {
 	start := time.Now()
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
 	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 

@@ -89,16 +89,16 @@ func (p *Provider) lookup(o api.Offering) (*catalog.InstanceType, *catalog.ZoneP
 // launch tries the request's offering and fallbacks in order and records an instance of the
 // first one with capacity. An injected quota fault fails before any offering is tried; an
 // account quota fails at the first offering with capacity that would exceed it, since the cloud
-// refuses the launch rather than falling back.
+// fails the launch rather than falling back.
 func (p *Provider) launch(st *state, req cloudprovider.LaunchRequest) (*record, error) {
 	faults := p.currentFaults()
 	if faults.Quota != nil {
 		return nil, faults.Quota
 	}
-	var refused []api.Offering
+	var unavailable []api.Offering
 	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if matchesAny(faults.InsufficientCapacity, o) {
-			refused = append(refused, o)
+			unavailable = append(unavailable, o)
 			continue
 		}
 		it, off, err := p.lookup(o)
@@ -114,7 +114,7 @@ func (p *Provider) launch(st *state, req cloudprovider.LaunchRequest) (*record, 
 		return r, nil
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{
-		Offerings: refused, Code: CodeInsufficientCapacity,
+		Offerings: unavailable, Code: CodeInsufficientCapacity,
 		Message: "the simulated cloud has no capacity for these offerings (injected fault)",
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/internal/golden"
 	"github.com/tiler-dev/tiler/simulator"
 )
 
@@ -165,24 +166,16 @@ func planGolden(t *testing.T, file string) (*snapshot.Snapshot, *catalog.Catalog
 	if err != nil {
 		t.Fatal(err)
 	}
-	sections := map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(string(raw), "\n") {
-		if s := strings.TrimSpace(line); strings.HasPrefix(s, "-- ") && strings.HasSuffix(s, " --") {
-			cur = strings.TrimSuffix(strings.TrimPrefix(s, "-- "), " --")
-			continue
-		}
-		sections[cur] += line
-	}
-	snap, err := snapshot.Decode(strings.NewReader(sections["snapshot.yaml"]))
+	sections := golden.Parse(string(raw))
+	snap, err := snapshot.Decode(strings.NewReader(sections.Text("snapshot.yaml")))
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	cat, err := catalog.Embedded(strings.TrimSpace(sections["catalog"]))
+	cat, err := catalog.Embedded(strings.TrimSpace(sections.Text("catalog")))
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	pol, err := policy.Parse([]byte(sections["policy.yaml"]))
+	pol, err := policy.Parse([]byte(sections.Text("policy.yaml")))
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}

@@ -79,7 +79,7 @@ func (p *Provider) EventLogPath() string { return p.cfg.EventLogPath }
 // cluster with that launch ID is returned as it is, and no launch is logged.
 //
 // The offering and then the fallbacks are tried in order. It returns an
-// *cloudprovider.InsufficientCapacityError naming every offering that was refused when none could
+// *cloudprovider.InsufficientCapacityError naming every offering that was unavailable when none could
 // be had, a *cloudprovider.QuotaError when an injected quota fault or Config.MaxInstances or
 // Config.MaxGPUs stops it, and a wrapped error for bad input (unknown offering, node name taken,
 // invalid GPU configuration) or state-file I/O.

@@ -122,7 +122,7 @@ func TestCreateIsRecordedAndIdempotent(t *testing.T) {
 }
 
 // TestCreateFallsBackOnInsufficientCapacity: the request's offerings are tried in order; when all
-// are refused the typed error names each of them.
+// are unavailable the typed error names each of them.
 func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
 	e := newEnv(t, nil, func(c *Config) { c.Faults.InsufficientCapacity = []api.Offering{l4Spot1a} })
 	req := gpuRequest("launch-1", "gpu-node-1")
@@ -143,7 +143,7 @@ func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
 		t.Errorf("labels of the node launched as %v (-want +got):\n%s", l4OD1b, diff)
 	}
 
-	// A pattern with only the type refuses every zone and capacity type of it.
+	// A pattern with only the type makes every zone and capacity type of it unavailable.
 	e.p.InjectInsufficientCapacity(api.Offering{InstanceType: "g6.xlarge"}, a100OD1c)
 	req = gpuRequest("launch-2", "gpu-node-2")
 	req.Fallbacks = []api.Offering{l4OD1b, a100OD1c}
@@ -153,7 +153,7 @@ func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
 		t.Fatalf("Create: got %v, want an InsufficientCapacityError", err)
 	}
 	if diff := cmp.Diff([]api.Offering{l4Spot1a, l4OD1b, a100OD1c}, ice.Offerings); diff != "" {
-		t.Fatalf("refused offerings (-want +got):\n%s", diff)
+		t.Fatalf("unavailable offerings (-want +got):\n%s", diff)
 	}
 	if ice.Code != CodeInsufficientCapacity || !strings.Contains(err.Error(), "g6.xlarge/us-east-1a/spot") {
 		t.Fatalf("error %q (code %s) does not name the offering", err, ice.Code)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -140,6 +141,6 @@ func cheapestPrices(t catalog.InstanceType) (od, spot, zones string) {
 	for z := range zs {
 		names = append(names, z)
 	}
-	sortStrings(names)
+	sort.Strings(names)
 	return format(api.OnDemand), format(api.Spot), strings.Join(names, ",")
 }

@@ -23,6 +23,7 @@ import (
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -43,7 +44,7 @@ var runSubnets = map[string]string{
 // becomes a Node; later batches plan the pod onto it in flight and send no second CreateFleet.
 func TestRunAWSWire(t *testing.T) {
 	setAWSTestEnv(t)
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	srv := awstest.NewServer(t)
 	scriptRunCatalog(t, srv)
 	// The price refresher reads prices again in the background.

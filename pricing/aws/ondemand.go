@@ -47,16 +47,18 @@ type priceItem struct {
 	} `json:"terms"`
 }
 
-// onDemand pages through GetProducts and returns the hourly USD price per instance type.
+// onDemand pages through GetProducts and returns the hourly USD price per instance type. A
+// NextToken seen before is an error: the paginator would only notice one repeating the previous
+// page's, and then stop quietly with the prices incomplete.
 func (s *Source) onDemand(ctx context.Context) (map[api.InstanceTypeName]float64, error) {
-	in := s.getProductsInput()
+	pages := awspricing.NewGetProductsPaginator(s.pricing, s.getProductsInput())
 	prices := map[api.InstanceTypeName]float64{}
 	seen := map[string]bool{}
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("GetProducts: more than %d pages", maxPages)
 		}
-		out, err := s.pricing.GetProducts(ctx, in)
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("GetProducts page %d: %w", page, err)
 		}
@@ -65,16 +67,14 @@ func (s *Source) onDemand(ctx context.Context) (map[api.InstanceTypeName]float64
 				return nil, fmt.Errorf("GetProducts page %d, PriceList[%d]: %w", page, i, err)
 			}
 		}
-		token := awssdk.ToString(out.NextToken)
-		if token == "" {
-			return prices, nil
+		if token := awssdk.ToString(out.NextToken); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("GetProducts page %d: NextToken repeats an earlier page's", page)
+			}
+			seen[token] = true
 		}
-		if seen[token] {
-			return nil, fmt.Errorf("GetProducts page %d: NextToken repeats an earlier page's", page)
-		}
-		seen[token] = true
-		in.NextToken = awssdk.String(token)
 	}
+	return prices, nil
 }
 
 func (s *Source) getProductsInput() *awspricing.GetProductsInput {

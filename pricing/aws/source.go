@@ -19,14 +19,16 @@ import (
 )
 
 // PricingAPI is the part of the Pricing API client the Source uses; *pricing.Client satisfies it,
-// and tests or decorators may wrap it.
+// and tests or decorators may wrap it. It is the SDK's client interface of GetProducts, which the
+// SDK's paginator takes.
 type PricingAPI interface {
-	GetProducts(ctx context.Context, in *awspricing.GetProductsInput, optFns ...func(*awspricing.Options)) (*awspricing.GetProductsOutput, error)
+	awspricing.GetProductsAPIClient
 }
 
-// EC2API is the part of the EC2 client the Source uses; *ec2.Client satisfies it.
+// EC2API is the part of the EC2 client the Source uses; *ec2.Client satisfies it. The paginated
+// call is the SDK's client interface, which its paginator takes.
 type EC2API interface {
-	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+	ec2.DescribeSpotPriceHistoryAPIClient
 	DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error)
 }
 

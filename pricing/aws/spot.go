@@ -29,16 +29,17 @@ type spotKey struct {
 }
 
 // spot pages through DescribeSpotPriceHistory from now and keeps the newest price per
-// (type, zone).
+// (type, zone). EC2 ends with an empty nextToken rather than none; the paginator takes both as
+// the last page. A token seen before is an error, as in onDemand.
 func (s *Source) spot(ctx context.Context, now time.Time) ([]pricing.Price, error) {
-	in := s.spotInput(now)
+	pages := ec2.NewDescribeSpotPriceHistoryPaginator(s.ec2, s.spotInput(now))
 	latest := map[spotKey]pricing.Price{}
 	seen := map[string]bool{}
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeSpotPriceHistory: more than %d pages", maxPages)
 		}
-		out, err := s.ec2.DescribeSpotPriceHistory(ctx, in)
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeSpotPriceHistory page %d: %w", page, err)
 		}
@@ -55,16 +56,12 @@ func (s *Source) spot(ctx context.Context, now time.Time) ([]pricing.Price, erro
 				latest[k] = p
 			}
 		}
-		// EC2 ends with an empty nextToken rather than none; both mean the last page.
-		token := awssdk.ToString(out.NextToken)
-		if token == "" {
-			break
+		if token := awssdk.ToString(out.NextToken); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("DescribeSpotPriceHistory page %d: nextToken repeats an earlier page's", page)
+			}
+			seen[token] = true
 		}
-		if seen[token] {
-			return nil, fmt.Errorf("DescribeSpotPriceHistory page %d: nextToken repeats an earlier page's", page)
-		}
-		seen[token] = true
-		in.NextToken = awssdk.String(token)
 	}
 	out := make([]pricing.Price, 0, len(latest))
 	for _, p := range latest {

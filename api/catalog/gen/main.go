@@ -18,22 +18,6 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 )
 
-// gpuFacts maps the catalog's GPU model names to what the NVIDIA driver and GPU feature discovery
-// report. Architecture and compute capability are NVIDIA's published values.
-var gpuFacts = map[string]catalog.GPU{
-	"A100-40GB":      {Product: "NVIDIA A100-SXM4-40GB", Architecture: "Ampere", CUDAComputeCapability: "8.0"},
-	"A100-80GB":      {Product: "NVIDIA A100-SXM4-80GB", Architecture: "Ampere", CUDAComputeCapability: "8.0"},
-	"A10G":           {Product: "NVIDIA A10G", Architecture: "Ampere", CUDAComputeCapability: "8.6"},
-	"L4":             {Product: "NVIDIA L4", Architecture: "Ada Lovelace", CUDAComputeCapability: "8.9"},
-	"L40S":           {Product: "NVIDIA L40S", Architecture: "Ada Lovelace", CUDAComputeCapability: "8.9"},
-	"T4":             {Product: "Tesla T4", Architecture: "Turing", CUDAComputeCapability: "7.5"},
-	"V100":           {Product: "Tesla V100-SXM2-16GB", Architecture: "Volta", CUDAComputeCapability: "7.0"},
-	"H100":           {Product: "NVIDIA H100 80GB HBM3", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-	"H100-80GB":      {Product: "NVIDIA H100 80GB HBM3", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-	"H100-80GB-Mega": {Product: "NVIDIA H100 80GB HBM3", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-	"H200":           {Product: "NVIDIA H200", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-}
-
 type region struct {
 	name, provider, region string
 	zones                  []string
@@ -123,8 +107,10 @@ func gpuType(row map[string]string, zones []string) (catalog.InstanceType, error
 	if err != nil {
 		return catalog.InstanceType{}, fmt.Errorf("%s: gpu_memory_gib: %w", row["instance_type"], err)
 	}
-	g := gpuFacts[row["gpu_model"]]
-	g.Model, g.Count, g.MemoryMiB = row["gpu_model"], count, int64(gmem*1024)
+	// The facts of the model (product, architecture, compute capability) with the row's count and
+	// memory: the CSV is the source of the catalog's shapes.
+	g, _ := catalog.GPUFacts(row["gpu_model"])
+	g.Count, g.MemoryMiB = count, int64(gmem*1024)
 	t := catalog.InstanceType{Name: api.InstanceTypeName(row["instance_type"]), VCPU: vcpu, MemoryMiB: mem,
 		Arch: "amd64", GPU: g, MaxPods: catalog.DefaultMaxPods}
 	t.Offerings, err = offerings(row, zones)

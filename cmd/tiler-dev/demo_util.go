@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"sort"
 	"strings"
 )
 
+// bufioReader reads a manifest file already in memory, as the YAML document splitter wants.
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
 
+// stripYAMLComments drops comment and blank lines, so that a document of nothing but comments
+// (a file header before the first ---) is recognised as empty and skipped.
 func stripYAMLComments(doc string) string {
 	var b strings.Builder
 	for _, line := range strings.Split(doc, "\n") {
@@ -18,5 +20,3 @@ func stripYAMLComments(doc string) string {
 	}
 	return b.String()
 }
-
-func sortStrings(s []string) { sort.Strings(s) }
