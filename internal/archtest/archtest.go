@@ -20,6 +20,7 @@ import (
 	"go/token"
 	"io"
 	"os/exec"
+	pathpkg "path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -236,8 +237,16 @@ var ClockFuncs = map[string]bool{
 	"Tick": true, "NewTicker": true, "NewTimer": true,
 }
 
+// ClockIdents are, per import path, the identifiers a pure package must not reference: the clock
+// functions of package time, and k8s.io/utils/clock's RealClock — a default of the real clock in a
+// pure package reads the wall clock as surely as time.Now (the caller injects the clock instead).
+var ClockIdents = map[string]map[string]bool{
+	"time":               ClockFuncs,
+	"k8s.io/utils/clock": {"RealClock": true},
+}
+
 // ClockRule forbids the non-test .go files of the packages matching From, other than those
-// matching Except, to reference a clock function of package time (ClockFuncs).
+// matching Except, to reference a clock identifier (ClockIdents).
 type ClockRule struct {
 	// Name identifies the rule in failures; Why says what it protects.
 	Name, Why    string
@@ -262,20 +271,21 @@ func ClockReads(fset *token.FileSet, filename string, src any) ([]ClockRead, err
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", filename, err)
 	}
-	names := map[string]bool{}
+	names := map[string]map[string]bool{} // the file's name for an import → its forbidden identifiers
 	var out []ClockRead
 	for _, imp := range f.Imports {
 		path, err := strconv.Unquote(imp.Path.Value)
-		if err != nil || path != "time" {
+		idents := ClockIdents[path]
+		if err != nil || idents == nil {
 			continue
 		}
 		switch {
 		case imp.Name == nil:
-			names["time"] = true
+			names[pathpkg.Base(path)] = idents
 		case imp.Name.Name == ".":
-			out = append(out, ClockRead{Pos: fset.Position(imp.Pos()), Func: `import . "time"`})
+			out = append(out, ClockRead{Pos: fset.Position(imp.Pos()), Func: `import . "` + path + `"`})
 		case imp.Name.Name != "_":
-			names[imp.Name.Name] = true
+			names[imp.Name.Name] = idents
 		}
 	}
 	if len(names) == 0 {
@@ -286,7 +296,7 @@ func ClockReads(fset *token.FileSet, filename string, src any) ([]ClockRead, err
 		if !ok {
 			return true
 		}
-		if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] && ClockFuncs[sel.Sel.Name] {
+		if x, ok := sel.X.(*ast.Ident); ok && names[x.Name][sel.Sel.Name] {
 			out = append(out, ClockRead{Pos: fset.Position(sel.Pos()), Func: x.Name + "." + sel.Sel.Name})
 		}
 		return true

@@ -253,6 +253,8 @@ func TestClockReads(t *testing.T) {
 		{"no time import", `package p; type c struct{}; func (c) Now() int { return 0 }; var time c; var x = time.Now()`, nil},
 		{"blank import", `package p; import _ "time"`, nil},
 		{"other package's Now", `package p; import "k8s.io/utils/clock"; func f(c clock.PassiveClock) { _ = c.Now() }`, nil},
+		{"real clock default", `package p; import "k8s.io/utils/clock"; var c clock.Clock = clock.RealClock{}`, []string{"clock.RealClock"}},
+		{"renamed clock import", `package p; import k "k8s.io/utils/clock"; var c = &k.RealClock{}`, []string{"k.RealClock"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reads, err := ClockReads(token.NewFileSet(), "x.go", tc.src)
