@@ -3,7 +3,6 @@ package simulator
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
@@ -250,41 +249,16 @@ func (d *disruptor) poolHasGPUs(pl *policy.Pool) bool {
 	return v
 }
 
-// nodeType returns the node's GPU count, offering and price by its labels and the catalog.
+// nodeType returns the node's GPU count, offering and catalog price (0 when unknown).
 func (d *disruptor) nodeType(n *corev1.Node) (int, api.Offering, float64) {
-	l := n.Labels
-	it := d.types[CatalogTypeOf(l)]
-	o := api.Offering{InstanceType: api.InstanceTypeName(CatalogTypeOf(l)), Zone: l[LabelZone], CapacityType: api.CapacityType(l[api.LabelCapacityType])}
-	gpus := 0
-	for _, k := range []string{api.LabelGPUCountNVIDIA, api.LabelGPUCount} {
-		if v, err := strconv.Atoi(l[k]); err == nil && v > 0 {
-			gpus = v
-			break
-		}
-	}
-	if it == nil {
-		return gpus, o, 0
-	}
-	o.InstanceType = it.Name
-	if gpus == 0 {
-		gpus = it.GPU.Count
-	}
-	price, _ := d.in.Catalog.Price(o)
-	return gpus, o, price
+	np := priceNode(d.types, d.in.Catalog, n)
+	return np.gpus, np.offering, np.price
 }
 
 // gpuModel returns the node's GPU count, model and per-GPU memory for utilisation.
 func (d *disruptor) gpuModel(n *corev1.Node) (int, string, int64) {
-	f := d.byName[n.Name]
-	it := d.types[CatalogTypeOf(n.Labels)]
-	model, mem := n.Labels[api.LabelGPUModel], int64(0)
-	if v, err := strconv.ParseInt(n.Labels[api.LabelGPUMemory], 10, 64); err == nil {
-		mem = v
-	}
-	if it != nil {
-		model, mem = it.GPU.Model, it.GPU.MemoryMiB
-	}
-	return f.gpus, model, mem
+	np := priceNode(d.types, d.in.Catalog, n)
+	return d.byName[n.Name].gpus, np.model, np.memMiB
 }
 
 // typesByLabel indexes the catalog's types by the label form of their names (CatalogTypeOf).
