@@ -68,7 +68,7 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 	case api.TimeSlicing, api.MPS:
 		k := g.Replicas
 		if k == 0 {
-			k = 4
+			k = policy.DefaultReplicas
 		}
 		name := api.ResourceGPU
 		if g.RenameShared {
