@@ -43,9 +43,10 @@ const (
 	LabelPlaceholder = "tiler.dev/placeholder"
 	// AnnotationPlaceholderWorkload holds a placeholder's workload key (Kind/namespace/name).
 	AnnotationPlaceholderWorkload = "tiler.dev/workload"
-	// LabelReservation marks the virtual pods the pre-scaler plans for replicas a forecast
-	// expects; its value names the workload. They never reach the API server.
-	LabelReservation = "tiler.dev/reservation"
+	// LabelForecastDemand marks the expected pods: the virtual pods the pre-scaler plans for
+	// replicas a forecast expects beyond the current ones; its value names the workload. They
+	// never reach the API server.
+	LabelForecastDemand = "tiler.dev/forecast-demand"
 	// AnnotationNominatedBy marks pods whose status.nominatedNodeName Tiler set (to the node it
 	// bought for them), so they are told apart from the scheduler's preemption nominations.
 	AnnotationNominatedBy = "tiler.dev/nominated-by"

@@ -43,6 +43,11 @@ func Parse(data []byte) (*CostPolicy, error) {
 	return parseDocument(data)
 }
 
+// FromConfigMap reads the cost policy a ConfigMap holds under ConfigMapKey, as Parse does.
+func FromConfigMap(cm *corev1.ConfigMap) (*CostPolicy, error) {
+	return Parse([]byte(cm.Data[ConfigMapKey]))
+}
+
 func parseDocument(data []byte) (*CostPolicy, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("policy: the document is empty")
@@ -147,11 +152,11 @@ func validateForecast(f *forecast.WorkloadForecast) error {
 	}
 	if t.Name == "" {
 		return &forecast.FieldError{Field: "workload.template.metadata.name",
-			Message: "must be set: it names the workload's reservation pods, Events and metrics"}
+			Message: "must be set: it names the workload's expected pods, Events and metrics"}
 	}
 	if errs := validation.IsDNS1123Label(t.Name); len(errs) > 0 {
 		return &forecast.FieldError{Field: "workload.template.metadata.name",
-			Message: fmt.Sprintf("%q: %s (it names the workload's reservation pods, Events and metrics)", t.Name, errs[0])}
+			Message: fmt.Sprintf("%q: %s (it names the workload's expected pods, Events and metrics)", t.Name, errs[0])}
 	}
 	if t.Namespace != "" {
 		if errs := validation.IsDNS1123Label(t.Namespace); len(errs) > 0 {
