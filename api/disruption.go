@@ -106,6 +106,10 @@ type DisruptionAction struct {
 	Replacement *NewNode `json:"replacement,omitempty"`
 	// Moves says where each evicted pod is expected to land, by pod.
 	Moves []PodMove `json:"moves"`
+	// LeftBehind are the pods of the nodes that do not move and end with them (node-lifecycle
+	// reasons only, by key): pods no controller recreates, and on an unhealthy or interrupted
+	// node members of a gang that runs on other nodes too. The controller does not wait for them.
+	LeftBehind []string `json:"leftBehind,omitempty"`
 	// Message says, for the node-lifecycle reasons, what drifted, how old the node is, which
 	// health signal fired or when the node is reclaimed, and which pods stay behind.
 	Message string `json:"message,omitempty"`
