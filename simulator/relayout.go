@@ -13,7 +13,7 @@ import (
 	"github.com/tiler-dev/tiler/simulator/mig"
 )
 
-// MIG re-layout: before buying, Simulate looks for existing device-plugin MIG nodes whose idle
+// MIG re-layout: with Options.MIGRelayout, before buying, Simulate looks for existing device-plugin MIG nodes whose idle
 // GPUs, partitioned otherwise, would hold the MIG slices the pending pods ask for and the cluster
 // lacks. Such a node's allocatable is changed in place — free, so every placement prefers it to a
 // purchase — and the plan lists the change (api.Plan.Relayouts) for the controller to apply
@@ -59,7 +59,7 @@ func (s *state) planRelayouts() error {
 			}
 		}
 	}
-	if !s.hasPendingMIG() {
+	if !s.in.Options.MIGRelayout || !s.hasPendingMIG() {
 		return nil
 	}
 	tab, err := loadMIG()

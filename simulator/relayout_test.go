@@ -85,7 +85,7 @@ func simulateChecked(t *testing.T, snap *snapshot.Snapshot, cat *catalog.Catalog
 // pods go there, and a second decision on the bound result has nothing left to do.
 func TestRelayoutBeatsBuying(t *testing.T) {
 	snap, cat, pol := migScenario(t, 49, 2)
-	plan, bound := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "relayout"})
+	plan, bound := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "relayout", MIGRelayout: true})
 	if len(plan.NewNodes) != 0 || plan.CostPerHour != 0 || len(plan.Unschedulable) != 0 {
 		t.Fatalf("new nodes %+v, cost %v, unschedulable %+v", plan.NewNodes, plan.CostPerHour, plan.Unschedulable)
 	}
@@ -97,6 +97,10 @@ func TestRelayoutBeatsBuying(t *testing.T) {
 		strings.Join(r.Layout[0], ",") != "1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb,1g.5gb" {
 		t.Errorf("relayout %+v", r)
 	}
+	// Without MIGRelayout (a caller that does not apply re-layouts) the plan buys.
+	if p, _ := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "relayout"}); len(p.Relayouts) != 0 || len(p.NewNodes) != 1 {
+		t.Errorf("without MIGRelayout: relayouts %+v, new nodes %+v", p.Relayouts, p.NewNodes)
+	}
 	if r.MIGConfig != "tiler-7xall-1g.5gb_all-3g.20gb" || !strings.Contains(r.MigPartedConfig, r.MIGConfig+":") {
 		t.Errorf("config %q:\n%s", r.MIGConfig, r.MigPartedConfig)
 	}
@@ -107,7 +111,7 @@ func TestRelayoutBeatsBuying(t *testing.T) {
 	if i := slices.IndexFunc(plan.ExistingNodes, func(e api.ExistingNode) bool { return e.Name == "a100" }); i < 0 || len(plan.ExistingNodes[i].Pods) != 2 {
 		t.Errorf("existing nodes %+v", plan.ExistingNodes)
 	}
-	again, _ := simulateChecked(t, bound, cat, pol, simulator.Options{Seed: "relayout-2"})
+	again, _ := simulateChecked(t, bound, cat, pol, simulator.Options{Seed: "relayout-2", MIGRelayout: true})
 	if len(again.NewNodes) != 0 || len(again.Relayouts) != 0 {
 		t.Errorf("after binding: %+v", again)
 	}
@@ -119,7 +123,7 @@ func TestRelayoutBeatsBuying(t *testing.T) {
 	delete(n.Status.Allocatable, "nvidia.com/mig-1g.5gb")
 	during.Nodes = []*corev1.Node{n}
 	p, err := simulator.Simulate(simulator.Input{Snapshot: &during, Catalog: cat, Policy: pol,
-		Options: simulator.Options{Seed: "during", Relayouting: plan.Relayouts}})
+		Options: simulator.Options{Seed: "during", MIGRelayout: true, Relayouting: plan.Relayouts}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +143,7 @@ func TestRelayoutBeatsBuying(t *testing.T) {
 // TestRelayoutBusyGPUBuys: one more slice in use and no GPU is idle: the pods need a new node.
 func TestRelayoutBusyGPUBuys(t *testing.T) {
 	snap, cat, pol := migScenario(t, 50, 2)
-	plan, _ := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "busy"})
+	plan, _ := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "busy", MIGRelayout: true})
 	if len(plan.Relayouts) != 0 || len(plan.NewNodes) != 1 || plan.NewNodes[0].GPU == nil || plan.NewNodes[0].GPU.Sharing != api.MIG {
 		t.Errorf("relayouts %+v, new nodes %+v", plan.Relayouts, plan.NewNodes)
 	}
@@ -151,14 +155,14 @@ func TestRelayoutNotNeeded(t *testing.T) {
 	snap, cat, pol := migScenario(t, 40, 0)
 	snap.Pods = append(snap.Pods, simtest.Pod("tiny").CPU("1").Mem("1Gi").Req("nvidia.com/mig-1g.5gb", "3").
 		Tolerate("nvidia.com/gpu").Controlled("ReplicaSet", "tiny").Obj())
-	plan, _ := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "free"})
+	plan, _ := simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "free", MIGRelayout: true})
 	if len(plan.Relayouts) != 0 || len(plan.NewNodes) != 0 {
 		t.Errorf("free slices: relayouts %+v, new nodes %+v", plan.Relayouts, plan.NewNodes)
 	}
 	snap, cat, pol = migScenario(t, 0, 0)
 	snap.Pods = append(snap.Pods, simtest.Pod("intolerant").CPU("1").Mem("1Gi").Req("nvidia.com/mig-3g.20gb", "1").
 		Controlled("ReplicaSet", "intolerant").Obj())
-	plan, _ = simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "taint"})
+	plan, _ = simulateChecked(t, snap, cat, pol, simulator.Options{Seed: "taint", MIGRelayout: true})
 	if len(plan.Relayouts) != 0 {
 		t.Errorf("intolerant pod: relayouts %+v", plan.Relayouts)
 	}

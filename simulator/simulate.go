@@ -28,6 +28,10 @@ type Options struct {
 	// InFlight are nodes already being launched: the simulation counts them as existing capacity
 	// so that it never buys twice for the same pods.
 	InFlight []InFlightNode
+	// MIGRelayout lets the plan re-partition idle GPUs of existing MIG nodes instead of buying
+	// (Plan.Relayouts, relayout.go). Only a caller that applies the re-layouts may set it: a plan
+	// that counts on a re-layout nobody applies buys nothing for its pods.
+	MIGRelayout bool
 	// Relayouting are MIG re-layouts under way (an earlier plan's Relayouts whose
 	// nvidia.com/mig.config.state is not success yet): each node counts with the allocatable its
 	// new layout gives, whatever its status shows meanwhile, and is not re-laid-out again.
