@@ -492,3 +492,36 @@ func TestLifecycleRandomFleets(t *testing.T) {
 		t.Errorf("some reason never acted: %v", total)
 	}
 }
+
+// TestLifecycleGangs: a gang moves whole or not at all. A drifted node running one member of a
+// gang whose other member runs on a node that stays is kept (Gang); an unhealthy one goes anyway,
+// leaving its member behind (the gang's controller restarts it), and the healthy member's node
+// stays.
+func TestLifecycleGangs(t *testing.T) {
+	for _, reason := range []api.DisruptionReason{api.ReasonDrifted, api.ReasonUnhealthy} {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%"}}`+"\n", 2)
+		bad := f.gpuNode("g1")
+		f.gpuNode("g2")
+		f.gpuNode("spare")
+		if reason == api.ReasonDrifted {
+			annotate(bad, api.AnnotationPoolHash, "v1-stale")
+		} else {
+			bad.Status.Conditions = []corev1.NodeCondition{{Type: policy.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse}}
+		}
+		f.pod("m0", "g1").CPU("1").Mem("2Gi").GPU(1).Gang("train", 2, "").Label("app", "train")
+		f.pod("m1", "g2").CPU("1").Mem("2Gi").GPU(1).Gang("train", 2, "").Label("app", "train")
+		p := f.plan()
+		switch reason {
+		case api.ReasonDrifted:
+			if actionOf(p, "g1") != nil || keptAs(p, "g1") != api.KeepGang {
+				t.Errorf("drifted g1: action %+v, kept as %q", actionOf(p, "g1"), keptAs(p, "g1"))
+			}
+		default:
+			a := forcedAction(t, p, "g1", api.ReasonUnhealthy)
+			if strings.Join(a.LeftBehind, ",") != "default/m0" || len(a.Moves) != 0 || actionOf(p, "g2") != nil {
+				t.Errorf("unhealthy g1: %+v; g2: %+v", a, actionOf(p, "g2"))
+			}
+		}
+	}
+}
