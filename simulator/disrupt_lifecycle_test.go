@@ -150,7 +150,8 @@ func TestLifecycleDriftGPUSharing(t *testing.T) {
 	}
 }
 
-// TestLifecycleExpired: a node older than its pool's expireAfter is replaced; a younger one stays.
+// TestLifecycleExpired: a node older than its pool's expireAfter is replaced; a younger one stays,
+// and so does an old one annotated do-not-disrupt.
 func TestLifecycleExpired(t *testing.T) {
 	f := newLifecycleFleet(t)
 	f.pol = strings.Replace(f.pol, "disruption: {consolidation: never, budgets: [{nodes: \"100%\"}]}",
@@ -158,8 +159,12 @@ func TestLifecycleExpired(t *testing.T) {
 	f.node("old", "general", "m7i.xlarge", api.OnDemand)
 	young := f.node("young", "general", "m7i.2xlarge", api.OnDemand)
 	young.CreationTimestamp = metav1.NewTime(dNow.Add(-2 * time.Hour))
+	annotate(f.node("old-dnd", "general", "m7i.xlarge", api.OnDemand), api.AnnotationKarpenterDoNotDisrupt, "true")
 	f.pod("a", "old").CPU("1").Mem("2Gi")
 	p := f.plan()
+	if keptAs(p, "old-dnd") != api.KeepDoNotDisrupt {
+		t.Errorf("old-dnd kept as %q", keptAs(p, "old-dnd"))
+	}
 	a := forcedAction(t, p, "old", api.ReasonExpired)
 	if destination(p, "a") != "young" || !strings.Contains(a.Message, "created 24h0m0s ago") || !strings.Contains(a.Message, "expireAfter is 12h0m0s") {
 		t.Errorf("old: %+v", a)
