@@ -81,7 +81,7 @@ func simulateChecked(t *testing.T, snap *snapshot.Snapshot, cat *catalog.Catalog
 
 // TestRelayoutBeatsBuying: seven of the eight GPUs are in use, the eighth is idle in all-1g.5gb;
 // two pending pods need 3g.20gb. Re-partitioning the idle GPU as all-3g.20gb (two 3g.20gb) costs
-// nothing and beats a $21/h purchase: no new node, the node's new config names the layouts, the
+// nothing and beats buying a p4d.24xlarge (spot, $7.246/h): no new node, the node's new config names the layouts, the
 // pods go there, and a second decision on the bound result has nothing left to do.
 func TestRelayoutBeatsBuying(t *testing.T) {
 	snap, cat, pol := migScenario(t, 49, 2)
