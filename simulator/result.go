@@ -49,6 +49,7 @@ func (s *state) buildPlan() *api.Plan {
 	sort.Slice(p.Unschedulable, func(i, j int) bool { return p.Unschedulable[i].Pod < p.Unschedulable[j].Pod })
 	p.CostPerHour = round6(p.CostPerHour)
 	p.LowerBoundPerHour = round6(math.Min(s.lowerBound(), p.CostPerHour))
+	p.Relayouts = s.relayoutPlans()
 	p.Warnings = s.warnings
 	return p
 }
