@@ -46,9 +46,9 @@ func TestPredictFallsBack(t *testing.T) {
 // the same whatever the series holds after o. On crane's input2 the origins fall in the second
 // week, where the weekly rivals' past forecasts are replayed to weigh them.
 func TestWalkerNoLookAhead(t *testing.T) {
-	nyc := loadTrace(t, "nab/nyc_taxi.csv")
+	nyc := loadTrace(t, "tune/nab/nyc_taxi.csv")
 	nyc.Values = nyc.Values[:8*7*48]
-	crane, err := loadTrace(t, "crane-dsp/input2.csv").Resample(5 * time.Minute)
+	crane, err := loadTrace(t, "tune/crane-dsp/input2.csv").Resample(5 * time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

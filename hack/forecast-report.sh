@@ -6,12 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/tiler ./cmd/tiler
-declare -A per_gpu=([nab/nyc_taxi.csv]=1500 [crane-dsp/input0.csv]=6 [crane-dsp/input1.csv]=0.25 [crane-dsp/input2.csv]=25)
-for trace in nab/nyc_taxi.csv crane-dsp/input0.csv crane-dsp/input1.csv crane-dsp/input2.csv; do
+declare -A per_gpu=([tune/nab/nyc_taxi.csv]=1500 [tune/crane-dsp/input0.csv]=6 [tune/crane-dsp/input1.csv]=0.25 [tune/crane-dsp/input2.csv]=25)
+for trace in tune/nab/nyc_taxi.csv tune/crane-dsp/input0.csv tune/crane-dsp/input1.csv tune/crane-dsp/input2.csv; do
 	csv=testdata/traces/$trace
 	echo "== $trace"
 	for h in 1d 1h 15m; do
-		if [[ $trace == nab/* && $h == 15m ]]; then
+		if [[ $trace == */nab/* && $h == 15m ]]; then
 			continue # 30-minute samples
 		fi
 		bin/tiler forecast backtest --csv "$csv" --horizon "$h" | grep -E '^(horizon|model|WAPE|baseline|WAPE / best)'

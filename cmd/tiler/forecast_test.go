@@ -26,7 +26,7 @@ func TestForecastBacktestJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through a whole trace")
 	}
-	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/crane-dsp/input0.csv", "--horizon", "1h", "-o", "json")
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/tune/crane-dsp/input0.csv", "--horizon", "1h", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestForecastBacktestJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
-	if got.Series != "crane-dsp/input0.csv" || got.Model != "seasonal/day" || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 {
+	if got.Series != "tune/crane-dsp/input0.csv" || got.Model != "seasonal/day" || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 {
 		t.Errorf("unexpected result %+v", got)
 	}
 }
@@ -50,7 +50,7 @@ func TestForecastReplayText(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays a whole trace")
 	}
-	out, err := runTiler(t, "replay", "--csv", "../../testdata/traces/crane-dsp/input0.csv", "--per-gpu", "6", "--boot", "5m")
+	out, err := runTiler(t, "replay", "--csv", "../../testdata/traces/tune/crane-dsp/input0.csv", "--per-gpu", "6", "--boot", "5m")
 	if err != nil {
 		t.Fatal(err)
 	}

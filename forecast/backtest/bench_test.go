@@ -11,13 +11,13 @@ import (
 // BenchmarkBacktest walks forward through each trace at each horizon and reports the accuracy:
 // wape, mape, the best baseline's WAPE and their ratio (the target is ratio ≤ 0.8 at 1d).
 func BenchmarkBacktest(b *testing.B) {
-	for _, tr := range []string{"nab/nyc_taxi.csv", "crane-dsp/input0.csv", "crane-dsp/input1.csv", "crane-dsp/input2.csv"} {
+	for _, tr := range []string{"tune/nab/nyc_taxi.csv", "tune/crane-dsp/input0.csv", "tune/crane-dsp/input1.csv", "tune/crane-dsp/input2.csv"} {
 		s := loadTrace(b, tr)
 		for _, h := range []time.Duration{forecast.Day, time.Hour, 15 * time.Minute} {
 			if h < s.Step {
 				continue // NYC taxi has 30-minute samples
 			}
-			name := strings.TrimSuffix(strings.ReplaceAll(tr, "/", "_"), ".csv") + "/h=" + h.String()
+			name := benchName(tr) + "/h=" + h.String()
 			b.Run(name, func(b *testing.B) {
 				var r Result
 				for range b.N {
@@ -39,7 +39,7 @@ func BenchmarkBacktest(b *testing.B) {
 func BenchmarkReplay(b *testing.B) {
 	for _, tt := range replayTargets {
 		s := loadTrace(b, tt.trace)
-		b.Run(strings.TrimSuffix(strings.ReplaceAll(tt.trace, "/", "_"), ".csv"), func(b *testing.B) {
+		b.Run(benchName(tt.trace), func(b *testing.B) {
 			var r ReplayResult
 			for range b.N {
 				var err error
@@ -55,4 +55,14 @@ func BenchmarkReplay(b *testing.B) {
 			b.ReportMetric(100*r.GPUHoursIncrease, "gpu-h-increase-%")
 		})
 	}
+}
+
+// benchName is the benchmark name of a trace: its path below its set (tune/, eval/) with slashes
+// as underscores, so names stay comparable (benchstat) across moves between the sets.
+func benchName(trace string) string {
+	_, rest, ok := strings.Cut(trace, "/")
+	if !ok {
+		rest = trace
+	}
+	return strings.TrimSuffix(strings.ReplaceAll(rest, "/", "_"), ".csv")
 }
