@@ -9,15 +9,16 @@ import (
 	"github.com/tiler-dev/tiler/forecast"
 )
 
-// Baseline names used as keys of Result.Baselines.
+// Baseline names used as keys of Result.Baselines: the forecaster's baseline experts are the
+// same forecasts under the same names, computed by it independently of the scoring here.
 const (
 	// SeasonalNaiveDay repeats the value one day (or the first whole number of days ≥ the horizon)
 	// before the target.
-	SeasonalNaiveDay = "seasonalNaiveDay"
+	SeasonalNaiveDay = forecast.BaselineNaiveDay
 	// SeasonalNaiveWeek repeats the value one week before the target.
-	SeasonalNaiveWeek = "seasonalNaiveWeek"
+	SeasonalNaiveWeek = forecast.BaselineNaiveWeek
 	// SeasonalMeanWeeks averages the same time of week 1–4 weeks before the target (as many as exist).
-	SeasonalMeanWeeks = "seasonalMean1to4Weeks"
+	SeasonalMeanWeeks = forecast.BaselineMeanWeeks
 )
 
 // Config says what to score.
