@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -205,7 +206,43 @@ func backtestTable(w io.Writer, r backtest.Result) {
 			fmt.Fprintf(w, "baseline %s\t%.2f %%\n", name, 100*v)
 		}
 	}
-	fmt.Fprintf(w, "WAPE / best baseline\t%.3f\n", r.Ratio)
+	fmt.Fprintf(w, "WAPE / best baseline\t%.3f (%.0f %% interval %.3f–%.3f: bootstrap, %d resamples of %d-target blocks)\n",
+		r.Ratio, 100*r.RatioInterval.Level, r.RatioInterval.Low, r.RatioInterval.High, r.RatioInterval.Resamples, r.RatioInterval.BlockTargets)
+	fmt.Fprintf(w, "fell back to a baseline\t%.1f %% of forecasts\n", 100*r.FellBack)
+	shareTable(w, r)
+	fmt.Fprintf(w, "verdict\t%s\n", r.Verdict)
+}
+
+// minShownShare is the smallest overall share an expert needs to get a row in the text table.
+const minShownShare = 0.005
+
+// shareTable prints which expert carried the forecast: one row per expert with its overall
+// share, then its share in each period of SharesOverTime.
+func shareTable(w io.Writer, r backtest.Result) {
+	names := make([]string, 0, len(r.Shares))
+	for m, v := range r.Shares {
+		if v >= minShownShare {
+			names = append(names, m)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if r.Shares[names[i]] != r.Shares[names[j]] {
+			return r.Shares[names[i]] > r.Shares[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	fmt.Fprintf(w, "expert shares\tall")
+	for _, p := range r.SharesOverTime {
+		fmt.Fprintf(w, "\tfrom %s", p.From.Format("01-02"))
+	}
+	fmt.Fprintln(w)
+	for _, m := range names {
+		fmt.Fprintf(w, "  %s\t%.0f %%", m, 100*r.Shares[m])
+		for _, p := range r.SharesOverTime {
+			fmt.Fprintf(w, "\t%.0f %%", 100*p.Shares[m])
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func replayTable(w io.Writer, r backtest.ReplayResult) {
