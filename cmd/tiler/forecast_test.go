@@ -79,7 +79,7 @@ func TestForecastReplayText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"under-provisioned GPU-minutes", "GPU-hours", "lead", "15m0s"} {
+	for _, want := range []string{"under-provisioned GPU-minutes", "GPU-hours", "lead", "15m0s", "forecast+queue", "mean wait in queue", "queue removes", "clairvoyant bound", "the forecast pays"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
