@@ -69,8 +69,8 @@
 // Options.Location: the forecast's timeZone, UTC by default), know the weekend from its first
 // one; Holt's damped trend; and the three baselines — the value a day before the target
 // (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
-// weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and the daily stack and
-// profile are rivals: the evidence, not the detector, decides whether a weak cycle is worth
+// weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
+// profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth
 // forecasting from.
 //
 // Every hour (a mix point) each expert's forecasts for the targets of the last week are scored
@@ -100,12 +100,12 @@
 // TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline pin these behaviours, and
 // forecast/backtest's TestGeneralisation scores the whole on the tune and eval traces.
 //
-// Schedules. The period is detected every day in the first week and every week after, the
-// stacks are refitted every Options.RefitEvery (a day), the experts reweighed every hour, each
-// on a schedule counted from the first point of the series: a forecast from origin o is the same
+// Schedules. The period is detected two days into the series and every week after, the stacks
+// are refitted every Options.RefitEvery (a day), the experts reweighed every hour, each on a
+// schedule counted from the first point of the series: a forecast from origin o is the same
 // whether the walker walked every origin before it (a backtest) or was asked for o alone
-// (Predict). Forecast.Model names the expert with the largest weight and Forecast.Shares gives
-// them all.
+// (Predict). On grids finer than five minutes the evidence scores every fifth minute only.
+// Forecast.Model names the expert with the largest weight and Forecast.Shares gives them all.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
 // relative errors over the fit window (busy targets only) at the target's time of day, in

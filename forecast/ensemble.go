@@ -3,6 +3,7 @@ package forecast
 import (
 	"math"
 	"slices"
+	"time"
 )
 
 // evalWindow is how far back the experts' forecasts are scored to weigh them: a week holds every
@@ -32,6 +33,11 @@ const mixSharpness = 8
 // after a week of history — and is lucky on its first day takes the whole mix from experts
 // judged on a week (synthetic batch-3 of the tune set: ratio 1.06 without, 0.99 with).
 const priorDays = 1
+
+// evidenceStep is the spacing of the targets scored as evidence (weights, fallback, margin) on
+// grids finer than it: one-minute errors five minutes apart say nearly the same, and scoring
+// every fifth keeps a backtest of one-minute data as fast as one of five-minute data.
+const evidenceStep = 5 * time.Minute
 
 // minShare is the smallest combination weight kept: a smaller one changes a forecast by less
 // than 0.1 % but would cost its expert's forecast at every target.
@@ -193,56 +199,57 @@ type ensemble struct {
 	ceiling float64   // the saturation level the margin does not size past, +Inf when none
 }
 
-// candidates returns the experts that may forecast at o, the detected period's model first.
+// candidates returns the experts that may forecast at o, the detected period's model first (it
+// forecasts alone while the evidence is too thin to weigh: mixAt), memoised:
 //
-//   - A detected daily cycle: the daily stack and profile, and as rivals the weekly and the
-//     weekday/weekend stacks and profiles — unless Options.Period forces the day. A week of
-//     history is enough to forecast from the same time last week, though not to confirm a weekly
-//     cycle (that takes two), and the weekday/weekend model knows the weekend from its first
-//     one: on 16-day synthetic series whose first scored day is a Saturday, the rivals that
-//     know the weekend carry it (1-day WAPE ratio 0.82–0.89 against 1.54–1.95 with the rivals
-//     held back until a week and a horizon are known).
-//   - A confirmed weekly cycle: the weekly stack and profile, and as rivals the daily and
-//     weekday/weekend ones — unless Options.Period forces the week.
-//   - No cycle found: Holt leads, with the daily stack and profile as rivals once two days are
-//     known (a cycle too weak to pass the test can still carry a forecast; if it does not, the
-//     rivals lose weight).
+//   - A detected daily or weekly cycle: its stack and profile, then as rivals the stacks and
+//     profiles of the other cycles — the weekly ones (a week of history already allows a forecast
+//     from the same time last week, though two are needed to confirm a weekly cycle) and the
+//     weekday/weekend ones (which know the weekend from its first one) — and Holt. On 16-day
+//     synthetic series whose first scored day is a Saturday, the rivals that know the weekend
+//     carry it (1-day WAPE ratio 0.82–0.89 against 1.54–1.95 with the rivals held back until
+//     a week and a horizon are known). Options.Period forcing a cycle leaves its stack, its
+//     profile and Holt.
+//   - No cycle found: Holt leads, and once two days and a horizon are known all the stacks and
+//     profiles are rivals: a cycle too weak to pass the test can still carry a forecast, and if
+//     it does not, the rivals lose weight.
 //
-// Holt and the seasonal-naive baselines are candidates whatever the period: the weights and the
-// fallback to the best baseline are what keeps the forecaster from losing to them. A candidate
-// takes part once it has a day of forecasts to be judged on (mixAt).
+// The seasonal-naive baselines are candidates whatever the period: the weights and the fallback
+// to the best baseline are what keeps the forecaster from losing to them. A candidate takes part
+// once it has a day of forecasts to be judged on (mixAt).
 func (w *Walker) candidates(o int) []*track {
-	span := observedSpan(w.s.Values[:o+1])
+	period := w.periodAt(o).period
+	twoDays := 0
+	if observedSpan(w.s.Values[:o+1]) >= 2*w.s.Steps(Day)+w.h {
+		twoDays = 1
+	}
+	key := [2]int{int(period), twoDays}
+	if c, ok := w.cands[key]; ok {
+		return c
+	}
+	d, wk, dk := w.model(PeriodDay), w.model(PeriodWeek), w.dayKinds()
 	var c []expert
-	switch w.periodAt(o).period {
-	case PeriodDay:
-		d := w.model(PeriodDay)
-		c = append(c, stack(d), profile(d))
-		if w.opts.Period != PeriodDay {
-			wk, dk := w.model(PeriodWeek), w.dayKinds()
-			c = append(c, stack(wk), profile(wk), stack(dk), profile(dk))
-		}
-		c = append(c, w.holtExpert())
-	case PeriodWeek:
-		wk := w.model(PeriodWeek)
-		c = append(c, stack(wk), profile(wk))
-		if w.opts.Period != PeriodWeek {
-			d, dk := w.model(PeriodDay), w.dayKinds()
-			c = append(c, stack(d), profile(d), stack(dk), profile(dk))
-		}
-		c = append(c, w.holtExpert())
+	switch {
+	case period == PeriodDay && w.opts.Period == PeriodDay:
+		c = []expert{stack(d), profile(d), w.holtExpert()}
+	case period == PeriodWeek && w.opts.Period == PeriodWeek:
+		c = []expert{stack(wk), profile(wk), w.holtExpert()}
+	case period == PeriodDay:
+		c = []expert{stack(d), profile(d), stack(wk), profile(wk), stack(dk), profile(dk), w.holtExpert()}
+	case period == PeriodWeek:
+		c = []expert{stack(wk), profile(wk), stack(d), profile(d), stack(dk), profile(dk), w.holtExpert()}
+	case twoDays == 1:
+		c = []expert{w.holtExpert(), stack(d), profile(d), stack(wk), profile(wk), stack(dk), profile(dk)}
 	default:
-		c = append(c, w.holtExpert())
-		if span >= 2*w.s.Steps(Day)+w.h {
-			d := w.model(PeriodDay)
-			c = append(c, stack(d), profile(d))
-		}
+		c = []expert{w.holtExpert()}
 	}
 	out := make([]*track, 0, len(c)+len(w.baselines))
 	for _, e := range c {
 		out = append(out, w.track(e))
 	}
-	return append(out, w.baselines...)
+	out = append(out, w.baselines...)
+	w.cands[key] = out
+	return out
 }
 
 func (w *Walker) holtExpert() expert {
@@ -262,53 +269,61 @@ func newBaselines(s Series, h int) []expert {
 	}
 }
 
-// pairSums holds prefix sums over the scored targets (observed, and forecast by both tracks) of
-// one track's absolute errors and a reference's: sums at index k cover the targets before k. The
-// mixes of a walk each weigh the candidates over a window that slides an hour at a time; prefix
-// sums make that a subtraction instead of a pass over the week.
+// pairSums holds prefix sums over the scored targets (observed, on the evidence stride, and
+// forecast by both tracks) of one track's absolute errors and a reference's: the sums at slot k
+// cover the targets before k·stride. The mixes of a walk each weigh the candidates over a window
+// that slides an hour at a time; prefix sums make that a subtraction instead of a pass over the
+// week.
 type pairSums struct {
+	stride int
 	n      []int
 	ea, eb []float64
 }
 
-// extend grows the sums to cover the targets before k, with err(T) giving the two errors of
-// target T and whether it counts.
-func (p *pairSums) extend(k int, err func(T int) (float64, float64, bool)) {
+// extend grows the sums to cover the targets up to u, with err(T) giving the two errors of
+// target T (a multiple of the stride) and whether it counts.
+func (p *pairSums) extend(u int, err func(T int) (float64, float64, bool)) {
 	if len(p.n) == 0 {
 		p.n, p.ea, p.eb = []int{0}, []float64{0}, []float64{0}
 	}
-	for T := len(p.n) - 1; T < k; T++ {
-		n, a, b := p.n[T], p.ea[T], p.eb[T]
-		if ea, eb, ok := err(T); ok {
+	for k := len(p.n) - 1; k*p.stride <= u; k++ {
+		n, a, b := p.n[k], p.ea[k], p.eb[k]
+		if ea, eb, ok := err(k * p.stride); ok {
 			n, a, b = n+1, a+ea, b+eb
 		}
 		p.n, p.ea, p.eb = append(p.n, n), append(p.ea, a), append(p.eb, b)
 	}
 }
 
-// over returns the count and the two error sums over the targets of [from, to].
+// over returns the count and the two error sums over the scored targets of [from, to].
 func (p *pairSums) over(from, to int) (int, float64, float64) {
-	from = max(0, from)
-	return p.n[to+1] - p.n[from], p.ea[to+1] - p.ea[from], p.eb[to+1] - p.eb[from]
+	lo, hi := (max(0, from)+p.stride-1)/p.stride, to/p.stride+1
+	return p.n[hi] - p.n[lo], p.ea[hi] - p.ea[lo], p.eb[hi] - p.eb[lo]
 }
 
-// versus returns t's error sums against ref (t itself for its own count and error), extended to
-// target u.
+// versus returns t's error sums against ref (with ref = t: its own count and error), extended
+// to target u.
 func (w *Walker) versus(t, ref *track, u int) *pairSums {
 	key := [2]*track{t, ref}
 	p, ok := w.pairs[key]
 	if !ok {
-		p = &pairSums{}
+		p = &pairSums{stride: w.stride}
 		w.pairs[key] = p
 	}
-	p.extend(u+1, func(T int) (float64, float64, bool) {
+	p.extend(u, func(T int) (float64, float64, bool) {
 		y := w.s.Values[T]
 		if math.IsNaN(y) {
 			return 0, 0, false
 		}
-		a, ok1 := w.forecastOf(t, T)
-		b, ok2 := w.forecastOf(ref, T)
-		return math.Abs(y - a), math.Abs(y - b), ok1 && ok2
+		a, ok := w.forecastOf(t, T)
+		if !ok {
+			return 0, 0, false
+		}
+		if ref == t {
+			return math.Abs(y - a), math.Abs(y - a), true
+		}
+		b, ok := w.forecastOf(ref, T)
+		return math.Abs(y - a), math.Abs(y - b), ok
 	})
 	return p
 }
@@ -330,7 +345,7 @@ func (w *Walker) mixAt(u int) *mixture {
 		return m
 	}
 	cands := w.candidates(u)
-	day := w.s.Steps(Day)
+	day := w.s.Steps(Day) / w.stride // scored targets in a day
 	lo := u - w.s.Steps(evalWindow) + 1
 	n := make([]int, len(cands))
 	ref := 0
@@ -436,7 +451,7 @@ func (w *Walker) fallbackAt(u int) *track {
 	}
 	var best *track
 	worst := 1.0
-	day := w.s.Steps(Day)
+	day := w.s.Steps(Day) / w.stride // scored targets in a day
 	lo := u - w.s.Steps(fallbackWindow) + 1
 	for j, b := range w.baselines {
 		// Two sums per baseline: the weekday targets and the weekend ones.
@@ -462,7 +477,8 @@ func (w *Walker) fallbackAt(u int) *track {
 func (w *Walker) versusMix(j, u int) [2]*pairSums {
 	weekend := w.dayKinds().weekend
 	for kind := range 2 {
-		w.mixSums[j][kind].extend(u+1, func(T int) (float64, float64, bool) {
+		w.mixSums[j][kind].stride = w.stride
+		w.mixSums[j][kind].extend(u, func(T int) (float64, float64, bool) {
 			y := w.s.Values[T]
 			if math.IsNaN(y) || weekend[T] != (kind == 1) {
 				return 0, 0, false

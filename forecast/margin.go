@@ -57,6 +57,9 @@ func (e *ensemble) marginQuantiles(w *Walker, m *mixture, window int, margin flo
 	bins := make([][]float64, e.bins.n())
 	predict := m.inSample(w, e.at)
 	for T := lo; T <= e.at; T++ {
+		if T%w.stride != 0 {
+			continue
+		}
 		if math.IsNaN(y[T]) {
 			continue
 		}

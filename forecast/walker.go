@@ -18,20 +18,23 @@ type Walker struct {
 	h    int
 	// refit is how often the stacks' weights and the margin are refitted, in steps.
 	refit int
-	// redetect is how often the period is re-detected once a week is known: daily refits,
-	// weekly detection, since a workload's cycle changes far more rarely than its level and
-	// detection costs 100 FFTs. In the first week it is redetected at every refit, since a daily
-	// cycle becomes confirmable after two days.
+	// redetect is how often the period is re-detected after the first detection, two days in:
+	// daily refits, weekly detection, since a workload's cycle changes far more rarely than its
+	// level and detection costs 100 FFTs.
 	redetect int
 	// mixEvery is how often the experts are reweighed and the fallback decided, in steps: every
 	// hour (a divisor of refit), so that after a level shift the experts that follow it gain
 	// weight within hours of the evidence instead of at the next daily refit.
 	mixEvery int
-	holt     *holt
-	models   map[Period]*seasonal
-	kinds    *seasonal // the weekday/weekend daily model, nil until a rival needs it
+	// stride is every how many steps a target is scored as evidence (evidenceStep).
+	stride int
+	holt   *holt
+	models map[Period]*seasonal
+	kinds  *seasonal // the weekday/weekend daily model, nil until a rival needs it
 	// tracks holds every expert that has been a candidate, with its forecasts as made.
 	tracks map[string]*track
+	// cands memoises candidates by period and whether two days and a horizon are known.
+	cands map[[2]int][]*track
 	// baselines are the seasonal-naive experts (newBaselines), also in tracks.
 	baselines []*track
 	periods   map[int]periodDecision  // by detection point
@@ -65,10 +68,10 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	w := &Walker{
 		s: s, opts: opts, h: h, refit: refit,
 		redetect: max(1, s.Steps(max(opts.RefitEvery, Week))),
-		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))),
-		holt:     newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
+		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
+		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{},
-		mixPred: newPredictions(s.Len() + h + 1),
+		mixPred: newPredictions(s.Len() + h + 1), cands: map[[2]int][]*track{},
 	}
 	for _, b := range newBaselines(s, h) {
 		w.baselines = append(w.baselines, w.track(b))
@@ -139,13 +142,15 @@ func joinReasons(a, b string) string {
 	return a + "; " + b
 }
 
-// periodAt returns the period decided at the detection point of origin o: the latest refit point
-// in the first week, the latest redetect point after. Detection (or the forced period) sees the
-// history known at that point only.
+// periodAt returns the period decided at the detection point of origin o: two days into the
+// series (a daily cycle is testable from two), then every redetect interval after that; none
+// before. Detection (or the forced period) sees the history known at that point only. Detecting
+// at every refit of the first week as well cost the short crane traces' backtests twice their
+// time, for the same figures on the tune set: every cycle's experts are candidates anyway.
 func (w *Walker) periodAt(o int) periodDecision {
-	d := floorTo(o, w.refit)
-	if o >= w.s.Steps(Week) {
-		d = floorTo(max(floorTo(o, w.redetect), w.s.Steps(Week)), w.refit)
+	d := 0
+	if two := 2 * w.s.Steps(Day); o >= two {
+		d = two + floorTo(o-two, w.redetect)
 	}
 	if pd, ok := w.periods[d]; ok {
 		return pd

@@ -62,17 +62,17 @@ var generalisationMisses = map[string]struct {
 	"tune/synth/migration-3.csv": {1.205, "a 6× level change: the mix follows it a day after same time yesterday"},
 	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
 	// week with one week of history.
-	"eval/nab/ec2_cpu_utilization_825cc2.csv": {1.754, "a one-day anomaly in the first week: the mix trails for days after it and falls back to a weekly baseline, which repeats it a week later"},
-	"eval/nab/rds_cpu_utilization_cc0c53.csv": {1.466, "the load jumps for good on day 10 of 14: same time yesterday follows a day before the mix"},
-	"eval/nab/grok_asg_anomaly.csv":           {1.430, "the load drops to 1 % for good on day 13 of 16: same time yesterday follows a day before the mix"},
-	"eval/nab/ec2_cpu_utilization_fe7f93.csv": {1.089, "spikes at random hours on a near-idle CPU (WAPE 0.8–0.9 for every method)"},
-	"eval/nab/ec2_cpu_utilization_77c1ca.csv": {1.026, "spikes at random hours on a near-idle CPU (WAPE above 1 for every method)"},
-	"eval/synth/drift-101.csv":                {1.004, "no cycle: a wandering level where the mix and the mean of weeks tie"},
+	"eval/nab/ec2_cpu_utilization_825cc2.csv":           {1.588, "a one-day anomaly in the first week: the mix trails for days after it and falls back to a weekly baseline, which repeats it a week later"},
+	"eval/nab/grok_asg_anomaly.csv":                     {1.478, "the load drops to 1 % for good on day 13 of 16: same time yesterday follows a day before the mix"},
+	"eval/nab/rds_cpu_utilization_cc0c53.csv":           {1.466, "the load jumps for good on day 10 of 14: same time yesterday follows a day before the mix"},
+	"eval/nab/cpu_utilization_asg_misconfiguration.csv": {1.014, "an autoscaling group's CPU whose level moves as the group resizes: same time yesterday follows each move a day before the mix (within the noise: interval 0.97–1.14)"},
+	"eval/synth/drift-101.csv":                          {1.005, "no cycle: a wandering level where the mix and same time yesterday tie"},
+	"eval/nab/ec2_cpu_utilization_77c1ca.csv":           {1.002, "spikes at random hours on a near-idle CPU (WAPE above 1 for every method)"},
 }
 
 // generalisationMedians are the medians reached over each set, asserted with 1 % of slack: both
 // miss targetMedian (see the README's forecaster section for why).
-var generalisationMedians = map[string]float64{"tune": 0.892, "eval": 0.921}
+var generalisationMedians = map[string]float64{"tune": 0.892, "eval": 0.925}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
