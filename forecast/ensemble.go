@@ -188,6 +188,8 @@ type mixture struct {
 	// informed says the weights come from the evidence: a day or more of scored forecasts from
 	// at least two experts. An uninformed mixture is the detected model alone.
 	informed bool
+	// order lists the experts by decreasing weight (shares), nil until first needed.
+	order []int
 }
 
 // ensemble is what a refit decides besides the weights: the margin the upper forecast adds.
@@ -532,26 +534,70 @@ func (m *mixture) inSample(w *Walker, g int) func(T int) (float64, bool) {
 // shares returns the weight each expert carries in the forecast for target T (renormalised over
 // the experts that have one, as predict does), largest first.
 func (m *mixture) shares(w *Walker, T int) []Share {
-	var out []Share
+	if m.order == nil {
+		m.order = make([]int, len(m.tracks))
+		for i := range m.order {
+			m.order[i] = i
+		}
+		slices.SortStableFunc(m.order, func(a, b int) int {
+			switch {
+			case m.mix[a] > m.mix[b]:
+				return -1
+			case m.mix[a] < m.mix[b]:
+				return 1
+			}
+			return 0
+		})
+	}
+	out := make([]Share, 0, len(m.tracks))
 	total := 0.0
-	for i, t := range m.tracks {
-		if _, ok := w.forecastOf(t, T); ok {
-			out = append(out, Share{Model: t.name, Weight: m.mix[i]})
+	for _, i := range m.order {
+		if _, ok := w.forecastOf(m.tracks[i], T); ok {
+			out = append(out, Share{Model: m.tracks[i].name, Weight: m.mix[i]})
 			total += m.mix[i]
 		}
 	}
 	for i := range out {
 		out[i].Weight /= total
 	}
-	slices.SortStableFunc(out, func(a, b Share) int {
+	return out
+}
+
+// marginMass is the share of the mix the margin is sized from: the experts below the last
+// percent of its weight change its in-sample forecasts by less than a percent, and replaying
+// them over the eight-week fit window at every refit doubled the cost of a replay.
+const marginMass = 0.99
+
+// top returns the mixture of the heaviest experts that together hold at least mass of the
+// weight, renormalised.
+func (m *mixture) top(mass float64) *mixture {
+	order := make([]int, len(m.tracks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
 		switch {
-		case a.Weight > b.Weight:
+		case m.mix[a] > m.mix[b]:
 			return -1
-		case a.Weight < b.Weight:
+		case m.mix[a] < m.mix[b]:
 			return 1
 		}
 		return 0
 	})
+	keep := make([]bool, len(m.tracks))
+	sum := 0.0
+	for _, i := range order {
+		if sum >= mass {
+			break
+		}
+		keep[i], sum = true, sum+m.mix[i]
+	}
+	out := &mixture{informed: m.informed}
+	for i, t := range m.tracks { // in the mixture's order, so the sums add up as before
+		if keep[i] {
+			out.tracks, out.mix = append(out.tracks, t), append(out.mix, m.mix[i]/sum)
+		}
+	}
 	return out
 }
 
@@ -578,7 +624,7 @@ func (w *Walker) ensembleAt(g int) *ensemble {
 		m = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}
 	}
 	e := &ensemble{at: g, bins: newPhaseBins(w.s)}
-	e.marginQuantiles(w, m, window, w.opts.Margin)
+	e.marginQuantiles(w, m.top(marginMass), window, w.opts.Margin)
 	e.ceiling = ceiling(w.s.Values[max(0, g-window+1) : g+1])
 	w.ens = e
 	return e
