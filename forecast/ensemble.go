@@ -221,27 +221,40 @@ type ensemble struct {
 // once it has a day of forecasts to be judged on (mixAt).
 func (w *Walker) candidates(o int) []*track {
 	period := w.periodAt(o).period
-	twoDays := 0
-	if observedSpan(w.s.Values[:o+1]) >= 2*w.s.Steps(Day)+w.h {
+	span := observedSpan(w.s.Values[:o+1])
+	twoDays, weekKnown := 0, 0
+	if span >= 2*w.s.Steps(Day)+w.h {
 		twoDays = 1
 	}
-	key := [2]int{int(period), twoDays}
+	if span >= w.s.Steps(Week)+w.h {
+		weekKnown = 1 // before, the weekly experts have no forecast to be judged on
+	}
+	key := [3]int{int(period), twoDays, weekKnown}
 	if c, ok := w.cands[key]; ok {
 		return c
 	}
-	d, wk, dk := w.model(PeriodDay), w.model(PeriodWeek), w.dayKinds()
+	d, dk := w.model(PeriodDay), w.dayKinds()
+	weekly := func() []expert {
+		if weekKnown == 0 {
+			return nil
+		}
+		wk := w.model(PeriodWeek)
+		return []expert{stack(wk), profile(wk)}
+	}
 	var c []expert
 	switch {
 	case period == PeriodDay && w.opts.Period == PeriodDay:
 		c = []expert{stack(d), profile(d), w.holtExpert()}
 	case period == PeriodWeek && w.opts.Period == PeriodWeek:
+		wk := w.model(PeriodWeek)
 		c = []expert{stack(wk), profile(wk), w.holtExpert()}
 	case period == PeriodDay:
-		c = []expert{stack(d), profile(d), stack(wk), profile(wk), stack(dk), profile(dk), w.holtExpert()}
+		c = append(append([]expert{stack(d), profile(d)}, weekly()...), stack(dk), profile(dk), w.holtExpert())
 	case period == PeriodWeek:
+		wk := w.model(PeriodWeek)
 		c = []expert{stack(wk), profile(wk), stack(d), profile(d), stack(dk), profile(dk), w.holtExpert()}
 	case twoDays == 1:
-		c = []expert{w.holtExpert(), stack(d), profile(d), stack(wk), profile(wk), stack(dk), profile(dk)}
+		c = append(append([]expert{w.holtExpert(), stack(d), profile(d)}, weekly()...), stack(dk), profile(dk))
 	default:
 		c = []expert{w.holtExpert()}
 	}

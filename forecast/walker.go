@@ -33,8 +33,9 @@ type Walker struct {
 	kinds  *seasonal // the weekday/weekend daily model, nil until a rival needs it
 	// tracks holds every expert that has been a candidate, with its forecasts as made.
 	tracks map[string]*track
-	// cands memoises candidates by period and whether two days and a horizon are known.
-	cands map[[2]int][]*track
+	// cands memoises candidates by period and whether two days, and a week, and a horizon are
+	// known.
+	cands map[[3]int][]*track
 	// baselines are the seasonal-naive experts (newBaselines), also in tracks.
 	baselines []*track
 	periods   map[int]periodDecision  // by detection point
@@ -71,7 +72,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{},
-		mixPred: newPredictions(s.Len() + h + 1), cands: map[[2]int][]*track{},
+		mixPred: newPredictions(s.Len() + h + 1), cands: map[[3]int][]*track{},
 	}
 	for _, b := range newBaselines(s, h) {
 		w.baselines = append(w.baselines, w.track(b))
