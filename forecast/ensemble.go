@@ -291,6 +291,7 @@ func newBaselines(s Series, h int) []expert {
 // week.
 type pairSums struct {
 	stride int
+	size   int // slots in the series, the capacity the sums are made with
 	n      []int
 	ea, eb []float64
 }
@@ -299,7 +300,9 @@ type pairSums struct {
 // target T (a multiple of the stride) and whether it counts.
 func (p *pairSums) extend(u int, err func(T int) (float64, float64, bool)) {
 	if len(p.n) == 0 {
-		p.n, p.ea, p.eb = []int{0}, []float64{0}, []float64{0}
+		// Room for the whole series at once: the sums of a walk grow to its end.
+		size := p.size + 1
+		p.n, p.ea, p.eb = make([]int, 1, size), make([]float64, 1, size), make([]float64, 1, size)
 	}
 	for k := len(p.n) - 1; k*p.stride <= u; k++ {
 		n, a, b := p.n[k], p.ea[k], p.eb[k]
@@ -322,7 +325,7 @@ func (w *Walker) versus(t, ref *track, u int) *pairSums {
 	key := [2]*track{t, ref}
 	p, ok := w.pairs[key]
 	if !ok {
-		p = &pairSums{stride: w.stride}
+		p = &pairSums{stride: w.stride, size: (w.s.Len()+w.stride-1)/w.stride + 1}
 		w.pairs[key] = p
 	}
 	p.extend(u, func(T int) (float64, float64, bool) {
@@ -492,7 +495,7 @@ func (w *Walker) fallbackAt(u int) *track {
 func (w *Walker) versusMix(j, u int) [2]*pairSums {
 	weekend := w.dayKinds().weekend
 	for kind := range 2 {
-		w.mixSums[j][kind].stride = w.stride
+		w.mixSums[j][kind].stride, w.mixSums[j][kind].size = w.stride, (w.s.Len()+w.stride-1)/w.stride+1
 		w.mixSums[j][kind].extend(u, func(T int) (float64, float64, bool) {
 			y := w.s.Values[T]
 			if math.IsNaN(y) || weekend[T] != (kind == 1) {

@@ -158,7 +158,7 @@ type scores struct {
 	targets  []int
 	modelErr []float64
 	baseErr  map[string][]float64
-	shares   []map[string]float64
+	shares   [][]forecast.Share
 	fellBack int
 }
 
@@ -186,11 +186,7 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 		models[fc.Model]++
 		sc.add(y, fc, mean)
 		sc.targets = append(sc.targets, T)
-		sh := make(map[string]float64, len(fc.Shares))
-		for _, x := range fc.Shares {
-			sh[x.Model] = x.Weight
-		}
-		sc.shares = append(sc.shares, sh)
+		sc.shares = append(sc.shares, fc.Shares)
 		if len(fc.Shares) == 1 && strings.HasPrefix(fc.Model, "baseline/") && fc.Fallback != "" {
 			sc.fellBack++
 		}
@@ -325,8 +321,8 @@ func (sc *scores) shareSummary(s forecast.Series) (map[string]float64, []SharePe
 	mean := func(from, to int) map[string]float64 {
 		out := map[string]float64{}
 		for _, sh := range sc.shares[from:to] {
-			for m, w := range sh {
-				out[m] += w / float64(to-from)
+			for _, x := range sh {
+				out[x.Model] += x.Weight / float64(to-from)
 			}
 		}
 		return out
