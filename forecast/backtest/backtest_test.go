@@ -99,7 +99,7 @@ var replayTargets = []struct {
 	{"tune/nab/nyc_taxi.csv", 1500, targetReduction, targetIncrease, targetClairvoyant, "", false},
 	// Reached: −91.3 % for +4.7 %, 1.019× the bound (+2.7 %).
 	{"tune/crane-dsp/input0.csv", 6, targetReduction, targetIncrease, targetClairvoyant, "", false},
-	// Reached: −71.3 % for +26.9 %, 1.190× the bound (+6.6 % cuts 71.3 %, +7.4 % cuts 80 %);
+	// Reached: −71.4 % for +26.9 %, 1.190× the bound (+6.6 % cuts 71.4 %, +7.4 % cuts 80 %);
 	// −74.3 % for +29.4 % before the baselines and Holt joined the mix, whose weight moved the
 	// margin's bins; −72.8 % for +38.7 % with one margin for the whole day and no latest-value
 	// predictor, −72.9 % for +32.2 % before the weekday/weekend rivals. A clairvoyant policy

@@ -47,11 +47,13 @@ type ReplayConfig struct {
 // replay does not say: forecast.DefaultQueueTargetPerGPU requests at one request a second.
 const DefaultQueueTarget = forecast.DefaultQueueTargetPerGPU * time.Second
 
-// TargetReduction is the replay target's cut in under-provisioned GPU-minutes against reactive
-// scaling (with at most TargetIncrease more GPU-hours).
+// The replay target: TargetReduction fewer under-provisioned GPU-minutes than reactive scaling
+// for at most TargetIncrease more GPU-hours (ClairvoyantBound restates it per trace).
 const (
+	// TargetReduction is the target's cut in under-provisioned GPU-minutes (0.8: 80 % fewer).
 	TargetReduction = 0.8
-	TargetIncrease  = 0.1
+	// TargetIncrease is the most GPU-hours the target allows over reactive scaling (0.1: 10 %).
+	TargetIncrease = 0.1
 )
 
 // PolicyResult is what one scaling policy cost and missed over the replay.
