@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/tiler
+# The developer binary: the harnesses that start a local control plane (demo, fidelity), kept out of
+# the controller image.
+DEVBIN := bin/tiler-dev
 # Control-plane binaries (kube-apiserver, kube-scheduler, kube-controller-manager, etcd) are built
 # once from the Go module proxy into this cache and reused by tests and the demo.
 TILER_CONTROLPLANE_DIR ?= $(HOME)/.cache/tiler/controlplane/v1.37.2
@@ -12,8 +15,9 @@ export TILER_CONTROLPLANE_DIR
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## build bin/tiler
+build: ## build bin/tiler (the product) and bin/tiler-dev (demo, fidelity)
 	$(GO) build -o $(BIN) ./cmd/tiler
+	$(GO) build -o $(DEVBIN) ./cmd/tiler-dev
 
 tools: controlplane prometheus ## install everything the tests need (control plane binaries, Prometheus)
 
@@ -32,7 +36,7 @@ test-unit: ## run the tests that need no external tools
 bench: ## run the benchmarks once each
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...
 
-verify: ## gofmt, vet, go mod tidy, import boundaries
+verify: ## gofmt, vet, go mod tidy, architecture rules (internal/archtest)
 	@hack/verify.sh
 
 demo: build ## the main job on the embedded default

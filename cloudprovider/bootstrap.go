@@ -6,41 +6,25 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/tiler-dev/tiler/api"
 
-	"github.com/tiler-dev/tiler/simulator"
+	corev1 "k8s.io/api/core/v1"
 )
 
-// ReservationPending is the value the reservation taint (simulator.TaintReserved) registers with
-// on clouds where nodes of a pool share one bootstrap (AWS: a launch template per pool and
-// bootstrap configuration, not per launch): no pod tolerates it, and the controller replaces it
-// with the launch ID — the value the planned pods tolerate — once it has matched the Node to its
-// launch.
-const ReservationPending = "pending"
-
 // SharedTaints returns the taints with the reservation taint's per-launch value replaced by
-// ReservationPending, for a bootstrap that nodes of many launches share.
+// api.ReservationPending, for a bootstrap that nodes of many launches share.
 func SharedTaints(taints []corev1.Taint) []corev1.Taint {
 	out := append([]corev1.Taint(nil), taints...)
 	for i := range out {
-		if out[i].Key == simulator.TaintReserved {
-			out[i].Value = ReservationPending
+		if out[i].Key == api.TaintReserved {
+			out[i].Value = api.ReservationPending
 		}
 	}
 	return out
 }
 
 // GPU configuration labels that the NVIDIA GPU operator's components read from the Node.
-const (
-	// LabelMIGConfig selects the mig-parted configuration the MIG manager applies.
-	LabelMIGConfig = "nvidia.com/mig.config"
-	// LabelDevicePluginConfig selects, by name, the device plugin's configuration (time-slicing or
-	// MPS replicas) among those of the operator's device-plugin ConfigMap.
-	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
-	// LabelDeployDevicePlugin set to "false" keeps the GPU operator from running the device plugin
-	// on the node: its GPUs are the DRA driver's alone (dynamic MIG, consumable memory).
-	LabelDeployDevicePlugin = "nvidia.com/gpu.deploy.device-plugin"
-)
+const ()
 
 // Labels the kubelet registers a node with only because the kubelet or the cloud sets them
 // itself: the hostname (the node's own, so a label here would make the bootstrap per node), and
@@ -59,9 +43,9 @@ var cloudSetLabels = map[string]bool{
 // node's planned labels, less those the kubelet or the cloud sets itself (cloudSetLabels) and
 // less any other label of the kubernetes.io and k8s.io namespaces outside node.kubernetes.io and
 // kubelet.kubernetes.io, which the kubelet refuses to start with; plus the labels that make the
-// GPU operator configure the GPUs as planned: LabelMIGConfig for a MIG layout, and
-// LabelDevicePluginConfig (DevicePluginConfig) for time-slicing and MPS.
-func KubeletLabels(labels map[string]string, gpu GPUConfig) map[string]string {
+// GPU operator configure the GPUs as planned: api.LabelMIGConfig for a MIG layout, and
+// api.LabelDevicePluginConfig (DevicePluginConfig) for time-slicing and MPS.
+func KubeletLabels(labels map[string]string, gpu api.GPUConfig) map[string]string {
 	out := make(map[string]string, len(labels)+2)
 	for k, v := range labels {
 		if !cloudSetLabels[k] && kubeletMaySet(k) {
@@ -69,13 +53,13 @@ func KubeletLabels(labels map[string]string, gpu GPUConfig) map[string]string {
 		}
 	}
 	if gpu.MIGConfig != "" {
-		out[LabelMIGConfig] = gpu.MIGConfig
+		out[api.LabelMIGConfig] = gpu.MIGConfig
 	}
 	if name := DevicePluginConfig(gpu); name != "" {
-		out[LabelDevicePluginConfig] = name
+		out[api.LabelDevicePluginConfig] = name
 	}
 	if gpu.ConsumableMemory || gpu.Sharing == "dynamic-mig" {
-		out[LabelDeployDevicePlugin] = "false"
+		out[api.LabelDeployDevicePlugin] = "false"
 	}
 	return out
 }
@@ -107,11 +91,11 @@ func kubeletMaySet(key string) bool {
 // nvidia.com/gpu.shared, e.g. "tiler-time-slicing-4"; "" for whole GPUs, MIG and no GPUs. The
 // cluster's device-plugin ConfigMap (the GPU operator's devicePlugin.config) must hold a
 // configuration of that name for each sharing the cost policy's pools use.
-func DevicePluginConfig(gpu GPUConfig) string {
+func DevicePluginConfig(gpu api.GPUConfig) string {
 	if gpu.Sharing != "time-slicing" && gpu.Sharing != "mps" || gpu.Replicas <= 0 {
 		return ""
 	}
-	name := "tiler-" + gpu.Sharing + "-" + strconv.Itoa(gpu.Replicas)
+	name := "tiler-" + string(gpu.Sharing) + "-" + strconv.Itoa(gpu.Replicas)
 	if gpu.RenameShared {
 		name += "-renamed"
 	}

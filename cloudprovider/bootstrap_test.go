@@ -3,6 +3,8 @@ package cloudprovider
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -15,22 +17,22 @@ func TestKubeletLabels(t *testing.T) {
 		"node-role.kubernetes.io/gpu": "", "example.k8s.io/z": "1", "cloud.google.com/gke-accelerator": "nvidia-l4",
 		"nvidia.com/gpu.replicas": "4",
 	}
-	got := KubeletLabels(labels, GPUConfig{Sharing: "time-slicing", Replicas: 4})
+	got := KubeletLabels(labels, api.GPUConfig{Sharing: "time-slicing", Replicas: 4})
 	// The cloud's and the kubelet's own labels go, so do reserved namespaces other than
 	// node.kubernetes.io and kubelet.kubernetes.io; the device plugin's config is added.
 	want := map[string]string{"tiler.dev/pool": "gpu", "team": "ml", "node.kubernetes.io/lifecycle": "spot",
 		"kubelet.kubernetes.io/x": "y", "cloud.google.com/gke-accelerator": "nvidia-l4", "nvidia.com/gpu.replicas": "4",
-		LabelDevicePluginConfig: "tiler-time-slicing-4"}
+		api.LabelDevicePluginConfig: "tiler-time-slicing-4"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	mig := KubeletLabels(nil, GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"})
-	if diff := cmp.Diff(map[string]string{LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
+	mig := KubeletLabels(nil, api.GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"})
+	if diff := cmp.Diff(map[string]string{api.LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
 		t.Errorf("MIG (-want +got):\n%s", diff)
 	}
 	// GPUs that only the DRA driver publishes: the operator must not run the device plugin.
-	for _, g := range []GPUConfig{{Sharing: "exclusive", ConsumableMemory: true}, {Sharing: "dynamic-mig"}} {
-		if diff := cmp.Diff(map[string]string{LabelDeployDevicePlugin: "false"}, KubeletLabels(nil, g)); diff != "" {
+	for _, g := range []api.GPUConfig{{Sharing: "exclusive", ConsumableMemory: true}, {Sharing: "dynamic-mig"}} {
+		if diff := cmp.Diff(map[string]string{api.LabelDeployDevicePlugin: "false"}, KubeletLabels(nil, g)); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", g, diff)
 		}
 	}
@@ -38,14 +40,14 @@ func TestKubeletLabels(t *testing.T) {
 
 func TestDevicePluginConfig(t *testing.T) {
 	for _, tt := range []struct {
-		gpu  GPUConfig
+		gpu  api.GPUConfig
 		want string
 	}{
-		{GPUConfig{}, ""},
-		{GPUConfig{Sharing: "exclusive"}, ""},
-		{GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"}, ""},
-		{GPUConfig{Sharing: "time-slicing", Replicas: 6}, "tiler-time-slicing-6"},
-		{GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, "tiler-mps-2-renamed"},
+		{api.GPUConfig{}, ""},
+		{api.GPUConfig{Sharing: "exclusive"}, ""},
+		{api.GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"}, ""},
+		{api.GPUConfig{Sharing: "time-slicing", Replicas: 6}, "tiler-time-slicing-6"},
+		{api.GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, "tiler-mps-2-renamed"},
 	} {
 		if got := DevicePluginConfig(tt.gpu); got != tt.want {
 			t.Errorf("DevicePluginConfig(%+v) = %q, want %q", tt.gpu, got, tt.want)

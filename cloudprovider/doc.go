@@ -3,5 +3,7 @@
 // aws/, gcp/ and sim/ (the simulated cloud used by tests and the demo).
 //
 // Failures are typed (InsufficientCapacityError, NotFoundError, QuotaError) and the controller
-// branches on them with the IsX helpers.
+// branches on them with the IsX helpers. UnavailableOfferings is the one cache of offerings that
+// are unavailable for a while, used by the controller for its plans and by the AWS provider for
+// its launches.
 package cloudprovider

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // InsufficientCapacityError says that the cloud had no capacity for the named offerings.
 type InsufficientCapacityError struct {
-	Offerings []OfferingRef
+	Offerings []api.Offering
 	// Code is the cloud's own error code, e.g. InsufficientInstanceCapacity or
 	// ZONE_RESOURCE_POOL_EXHAUSTED.
 	Code    string

@@ -3,19 +3,13 @@ package cloudprovider
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/tiler-dev/tiler/api"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Labels that name a node's instance type besides node.kubernetes.io/instance-type.
-const (
-	// LabelCatalogInstanceType is the catalog name of a node's type with '+' written '_', on
-	// nodes whose catalog name is not a label value (GCP attached accelerators).
-	LabelCatalogInstanceType = "tiler.dev/instance-type"
-	// LabelGKEAccelerator is the accelerator attached to a GCE machine, as GKE labels it.
-	LabelGKEAccelerator = "cloud.google.com/gke-accelerator"
-)
+const ()
 
 // InstanceTypeLabels returns the labels naming the instance type of a node launched as the
 // catalog type name. They are the simulator's (simulator.InstanceTypeLabels), which plans with
@@ -24,15 +18,15 @@ const (
 // such a shape is labelled as GKE labels it, with the machine type (n1-standard-4) and
 // cloud.google.com/gke-accelerator (nvidia-tesla-t4), plus tiler.dev/instance-type
 // (n1-standard-4_1xnvidia-tesla-t4) to tell it from other shapes of the machine type.
-func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
+func InstanceTypeLabels(name api.InstanceTypeName) map[string]string {
 	machine, attached, ok := strings.Cut(string(name), "+")
 	if !ok {
 		return map[string]string{corev1.LabelInstanceTypeStable: string(name)}
 	}
 	l := map[string]string{corev1.LabelInstanceTypeStable: machine,
-		LabelCatalogInstanceType: strings.ReplaceAll(string(name), "+", "_")}
+		api.LabelCatalogInstanceType: strings.ReplaceAll(string(name), "+", "_")}
 	if _, accelerator, ok := strings.Cut(attached, "x"); ok && accelerator != "" {
-		l[LabelGKEAccelerator] = accelerator
+		l[api.LabelGKEAccelerator] = accelerator
 	}
 	return l
 }
@@ -40,11 +34,11 @@ func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
 // WithInstanceTypeLabels returns a copy of labels whose instance-type labels are those of name,
 // dropping the ones of another type (a fallback offering launches another type than the one the
 // request's labels were planned for).
-func WithInstanceTypeLabels(labels map[string]string, name catalog.InstanceTypeName) map[string]string {
+func WithInstanceTypeLabels(labels map[string]string, name api.InstanceTypeName) map[string]string {
 	out := make(map[string]string, len(labels)+3)
 	for k, v := range labels {
 		switch k {
-		case corev1.LabelInstanceTypeStable, LabelCatalogInstanceType, LabelGKEAccelerator:
+		case corev1.LabelInstanceTypeStable, api.LabelCatalogInstanceType, api.LabelGKEAccelerator:
 		default:
 			out[k] = v
 		}

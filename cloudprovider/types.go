@@ -6,51 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
-
-// Tag and label keys that every provider puts on the instances it launches.
-const (
-	// TagLaunchID carries the launch ID; listing by it makes launches idempotent.
-	TagLaunchID = "tiler.dev/launch-id"
-	// TagCluster names the cluster that owns the instance.
-	TagCluster = "tiler.dev/cluster"
-	// TagPool names the cost-policy pool the node belongs to.
-	TagPool = "tiler.dev/pool"
-	// TagNodeName is the Kubernetes Node name the instance registers as.
-	TagNodeName = "tiler.dev/node-name"
-)
-
-// OfferingRef names one way to buy capacity.
-type OfferingRef struct {
-	InstanceType catalog.InstanceTypeName
-	Zone         string
-	CapacityType catalog.CapacityType
-}
-
-// GPUConfig says how the node's GPUs are to be configured at boot.
-type GPUConfig struct {
-	// Sharing is the pool's GPU sharing mode (exclusive, time-slicing, mps, mig, dynamic-mig).
-	Sharing string
-	// Replicas is the time-slicing or MPS replica count per GPU.
-	Replicas int
-	// RenameShared advertises the time-slicing or MPS replicas as nvidia.com/gpu.shared instead
-	// of nvidia.com/gpu (the pool's gpu.renameShared; the device plugin's renameByDefault).
-	RenameShared bool
-	// MIGStrategy is single or mixed.
-	MIGStrategy string
-	// MIGLayout lists, per GPU, the MIG profiles to create.
-	MIGLayout [][]string
-	// MIGConfig is the nvidia.com/mig.config label value (a mig-parted config name).
-	MIGConfig string
-	// ConsumableMemory has the NVIDIA DRA driver publish the GPUs (or, under dynamic-mig, the MIG
-	// partitions) as shareable devices whose memory is consumable capacity (the pool's
-	// gpu.consumableMemory; the driver's --consumable-shares=memory). Only with exclusive or
-	// dynamic-mig sharing.
-	ConsumableMemory bool
-}
 
 // LaunchRequest asks for one instance for one planned node.
 type LaunchRequest struct {
@@ -62,21 +21,21 @@ type LaunchRequest struct {
 	Cluster  string
 	Pool     string
 	// Offering is the preferred offering; Fallbacks are acceptable alternatives in order.
-	Offering  OfferingRef
-	Fallbacks []OfferingRef
+	Offering  api.Offering
+	Fallbacks []api.Offering
 	// Labels are the labels of the node launched as Offering.
 	Labels map[string]string
 	// FallbackLabels are the labels of the node launched as a fallback, for each fallback whose
 	// labels differ from Labels (another instance type, zone or capacity type changes the labels
 	// that name them). Providers read them through LabelsFor.
-	FallbackLabels map[OfferingRef]map[string]string
+	FallbackLabels map[api.Offering]map[string]string
 	Taints         []corev1.Taint
-	GPU            GPUConfig
+	GPU            api.GPUConfig
 }
 
 // LabelsFor returns the labels of the node when it is launched as o: FallbackLabels[o] when the
 // request has them, else Labels.
-func (r LaunchRequest) LabelsFor(o OfferingRef) map[string]string {
+func (r LaunchRequest) LabelsFor(o api.Offering) map[string]string {
 	if l, ok := r.FallbackLabels[o]; ok {
 		return l
 	}
@@ -89,7 +48,7 @@ type Instance struct {
 	LaunchID string
 	NodeName string
 	Pool     string
-	Offering OfferingRef
+	Offering api.Offering
 	// State is the provider's lifecycle state, normalised to pending, running, terminating or
 	// terminated.
 	State        string
@@ -125,30 +84,33 @@ type GarbageCollector interface {
 	CollectGarbage(ctx context.Context) ([]string, error)
 }
 
-// UnavailableReporter is a Provider whose Create can launch one offering of a request after the
-// cloud refused others: an EC2 instant fleet whose errorSet names the pools that failed while
-// another pool launched (HTTP 200, partial success), or GCE fallbacks tried in turn. Create alone
-// would lose those refusals, and the next plan could pick a refused offering again. The
-// controller calls CreateReportingUnavailable instead of Create when the provider has it.
+// UnavailableReporter is a Provider whose Create can launch one offering of a request after
+// finding others unavailable: an EC2 instant fleet whose errorSet names the pools that had no
+// capacity while another pool launched (HTTP 200, partial success), or GCE fallbacks tried in
+// turn. Create alone would lose those, and the next plan could pick an unavailable offering again.
+// The controller calls CreateReportingUnavailable instead of Create when the provider has it.
 type UnavailableReporter interface {
 	Provider
 	// CreateReportingUnavailable is Create, with the same idempotence and error contract, that
-	// also returns the offerings the cloud refused during this call for capacity or an account
-	// limit, whether or not another offering launched, each once and in type, zone, capacity
+	// also returns the offerings found unavailable during this call (no capacity, or an account
+	// limit), whether or not another offering launched, each once and in type, zone, capacity
 	// type order. The caller keeps them out of its plans for as long as it keeps out those an
-	// *InsufficientCapacityError names. Offerings refused for other reasons (a bad launch
+	// *InsufficientCapacityError names. Offerings that failed for other reasons (a bad launch
 	// template, permissions) are not listed; they are in the error.
-	CreateReportingUnavailable(ctx context.Context, req LaunchRequest) (*Instance, []OfferingRef, error)
+	CreateReportingUnavailable(ctx context.Context, req LaunchRequest) (*Instance, []api.Offering, error)
 }
 
 // SortOfferings orders offerings by instance type, zone and capacity type and drops repeats.
-func SortOfferings(refs []OfferingRef) []OfferingRef {
+func SortOfferings(refs []api.Offering) []api.Offering {
 	out := slices.Clone(refs)
-	slices.SortFunc(out, func(a, b OfferingRef) int {
-		return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
-			cmp.Compare(a.CapacityType, b.CapacityType))
-	})
+	slices.SortFunc(out, compareOfferings)
 	return slices.Compact(out)
+}
+
+// compareOfferings orders offerings by instance type, zone and capacity type.
+func compareOfferings(a, b api.Offering) int {
+	return cmp.Or(cmp.Compare(a.InstanceType, b.InstanceType), cmp.Compare(a.Zone, b.Zone),
+		cmp.Compare(a.CapacityType, b.CapacityType))
 }
 
 // InterruptionKind says what the cloud announced.

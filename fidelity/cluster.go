@@ -7,14 +7,16 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // createObjects puts the scenario on the cluster: cluster-wide classes, the run's namespace, the
@@ -247,14 +249,14 @@ func unschedulable(p *corev1.Pod) bool {
 // applyPolicy writes the scenario's cost policy as the controller's only cost-policy ConfigMap.
 func (r *run) applyPolicy(ctx context.Context) error {
 	cms := r.h.kube.CoreV1().ConfigMaps(ControllerNamespace)
-	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: policy.ConfigMapLabel}); err != nil {
+	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: api.LabelCostPolicy}); err != nil {
 		return fmt.Errorf("deleting old cost policies: %w", err)
 	}
 	if r.sc.Policy == "" {
 		return nil
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: policyConfigMap, Namespace: ControllerNamespace,
-		Labels: map[string]string{policy.ConfigMapLabel: "true"}}, Data: map[string]string{policy.ConfigMapKey: r.sc.Policy}}
+		Labels: map[string]string{api.LabelCostPolicy: "true"}}, Data: map[string]string{policy.ConfigMapKey: r.sc.Policy}}
 	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the cost-policy ConfigMap: %w", err)
 	}
@@ -305,7 +307,7 @@ func (r *run) cleanup(ctx context.Context) error {
 	if err := ignoreNotFound(cms.Delete(ctx, provisioner.RecordsConfigMap, metav1.DeleteOptions{})); err != nil {
 		errs = append(errs, fmt.Errorf("deleting the launch records: %w", err))
 	}
-	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: policy.ConfigMapLabel}); err != nil {
+	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: api.LabelCostPolicy}); err != nil {
 		errs = append(errs, fmt.Errorf("deleting the cost policies: %w", err))
 	}
 	if err := ignoreNotFound(kube.CoreV1().Namespaces().Delete(ctx, r.ns, metav1.DeleteOptions{})); err != nil {

@@ -45,7 +45,7 @@
 //
 // The tests need the control-plane binaries (make controlplane). TestFidelity runs a few fixed
 // seeds and the regression scenarios of testdata/ in `make test`; `make fidelity SEEDS=N` (or
-// `tiler fidelity --seeds N`) runs a Campaign over N seeds and prints the agreement per constraint
+// `tiler-dev fidelity --seeds N`) runs a Campaign over N seeds and prints the agreement per constraint
 // kind and mode (MODES=on,nominations,off or --modes choose them). Regression scenarios that show a known bug name it in their skip field and are skipped
 // (FIDELITY_RUN_SKIPPED=1 runs them and logs what they show); scenarios of a deliberate difference
 // list the verdicts they accept.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 )
 
 // fixedSeeds run in `make test`: a few seeds that together cover CPU pools with spread,
@@ -27,7 +28,7 @@ var fixedSeeds = []uint64{7, 27, 35, 44}
 // Regression scenarios that name a known bug are skipped (FIDELITY_RUN_SKIPPED=1 runs them and logs
 // what they show); the others fail on any disagreement they do not accept.
 func TestFidelity(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	h := newTestHarness(t, cp)
 	t.Run("seeds", func(t *testing.T) {
 		var rep Report

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -12,10 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // GenOptions tune Generate. The zero value is the default.
@@ -263,7 +264,7 @@ func (g *gen) existingNodes() {
 		var it catalog.InstanceType
 		if aws {
 			name := oneOf(g, "m7i.xlarge", "m7i.2xlarge", "c7i.2xlarge")
-			t, _ := g.cat.Type(catalog.InstanceTypeName(name))
+			t, _ := g.cat.Type(api.InstanceTypeName(name))
 			it = *t
 		} else {
 			it = catalog.InstanceType{Name: "e2-standard-8", VCPU: 8, MemoryMiB: 32768, Arch: "amd64", MaxPods: 110}
@@ -419,7 +420,7 @@ func (g *gen) workload(i int) {
 		}
 		switch {
 		case base == "shared" && g.rename:
-			extended(b, string(simulator.ResourceGPUShared), 1).Tolerate(gpuTaintKey)
+			extended(b, string(api.ResourceGPUShared), 1).Tolerate(gpuTaintKey)
 		case base == "gpu", base == "shared":
 			b.GPU(gpus)
 		case base == "mig":
@@ -493,7 +494,7 @@ func (g *gen) modifiers(i, replicas int, base string) []func(*simtest.PodBuilder
 		var values []string
 		switch {
 		case base == "cpu" && g.cat.Provider == "aws" && g.chance(50):
-			key, op, values = "tiler.dev/instance-family", corev1.NodeSelectorOpIn, []string{oneOf(g, "m7i", "c7i", "r7i"), "m6i"}
+			key, op, values = api.LabelInstanceFamily, corev1.NodeSelectorOpIn, []string{oneOf(g, "m7i", "c7i", "r7i"), "m6i"}
 		case g.chance(50):
 			key, op, values = corev1.LabelTopologyZone, corev1.NodeSelectorOpNotIn, []string{zone}
 		default:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -18,10 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // Timing are the harness's delays and timeouts. Zero fields take the defaults of DefaultTiming.
@@ -168,8 +170,8 @@ func (r *run) run(ctx context.Context) error {
 	cfg.ClusterName, cfg.Namespace, cfg.Catalog = r.id, ControllerNamespace, r.sc.Catalog
 	cfg.Nominate, cfg.Reserve = r.mode.Nominate(), r.mode.Reserve()
 	cfg.RegistrationTimeout, cfg.EmptyNodeTTL = 5*time.Minute, time.Hour
-	ctrl, err := provisioner.New(cfg, h.kube, r.cloud, cat, clock.RealClock{}, h.log.With(zap.String("run", r.id)),
-		provisioner.NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: h.kube, Provider: r.cloud, Catalog: cat, Clock: clock.RealClock{},
+		Logger: h.log.With(zap.String("run", r.id)), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)
 	}
@@ -211,7 +213,7 @@ func (r *run) run(ctx context.Context) error {
 }
 
 // plannedType returns the instance type of a planned new node.
-func plannedType(p *simulator.Plan, node string) string {
+func plannedType(p *api.Plan, node string) string {
 	if p != nil {
 		for _, n := range p.NewNodes {
 			if n.Name == node {
@@ -388,7 +390,7 @@ func (r *run) waitBound(ctx context.Context, launched []string) (bound, messages
 	var open []string
 	if p := r.out.Plan; p != nil {
 		for _, u := range p.Unschedulable {
-			if u.Code != simulator.NeverFits && u.Code != simulator.InvalidRequest {
+			if u.Code != api.NeverFits && u.Code != api.InvalidRequest {
 				open = append(open, podName(u.Pod))
 			}
 		}
@@ -427,10 +429,10 @@ func later(a, b time.Time) time.Time {
 func (r *run) nodesUp(ctx context.Context, launched []string) bool {
 	for _, name := range launched {
 		n, err := r.h.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil || !isReady(n) {
+		if err != nil || !snapshot.IsNodeReady(n) {
 			return false
 		}
-		if n.Labels[policy.LabelGPUCount] != "" && !hasGPUResources(n) {
+		if n.Labels[api.LabelGPUCount] != "" && !hasGPUResources(n) {
 			return false
 		}
 	}
@@ -515,15 +517,6 @@ func podName(key string) string {
 		return key[i+1:]
 	}
 	return key
-}
-
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasGPUResources(n *corev1.Node) bool {

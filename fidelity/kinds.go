@@ -4,11 +4,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // Kind is a constraint kind a pod carries; reports tally agreement per kind.
@@ -92,9 +93,9 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
 		for name := range c.Resources.Limits {
 			switch {
-			case name == simulator.ResourceGPUShared, name == simulator.ResourceGPU && sharesGPUs(pol):
+			case name == api.ResourceGPUShared, name == api.ResourceGPU && sharesGPUs(pol):
 				set[KindTimeSlicedGPU] = true
-			case name == simulator.ResourceGPU:
+			case name == api.ResourceGPU:
 				set[KindGPU] = true
 			case strings.HasPrefix(string(name), "nvidia.com/mig-"):
 				set[KindMIG] = true
@@ -111,9 +112,9 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 			set[KindDRADynamicMIG] = true
 		}
 	}
-	if p.Labels[simulator.LabelGang] != "" {
+	if p.Labels[api.LabelGang] != "" {
 		set[KindGang] = true
-		switch p.Labels[simulator.LabelTopology] {
+		switch p.Labels[api.LabelTopology] {
 		case "node":
 			set[KindGangNode] = true
 		case "zone":
@@ -137,7 +138,7 @@ func sharesGPUs(pol *policy.CostPolicy) bool {
 		return false
 	}
 	for _, pl := range pol.Pools {
-		if pl.GPU != nil && (pl.GPU.Sharing == policy.TimeSlicing || pl.GPU.Sharing == policy.MPS) {
+		if pl.GPU != nil && (pl.GPU.Sharing == api.TimeSlicing || pl.GPU.Sharing == api.MPS) {
 			return true
 		}
 	}
@@ -155,7 +156,7 @@ func draPools(pol *policy.CostPolicy) (consumable, dynamicMIG bool) {
 			continue
 		}
 		consumable = consumable || pl.GPU.ConsumableMemory
-		dynamicMIG = dynamicMIG || pl.GPU.Sharing == policy.DynamicMIG
+		dynamicMIG = dynamicMIG || pl.GPU.Sharing == api.DynamicMIG
 	}
 	return consumable, dynamicMIG
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/api"
 )
 
 // Verdict is how the real scheduler's binding of one pod compares with the plan.
@@ -63,7 +63,7 @@ type Outcome struct {
 	Mode     Mode
 	Pods     []PodOutcome
 	// Plan is the plan of the first Reconcile (nil when no pod was pending).
-	Plan *simulator.Plan
+	Plan *api.Plan
 	// Launches counts the cloud's launches after the first Reconcile; Extra those that a later
 	// Reconcile added (which the harness reports as a finding).
 	Launches int

@@ -4,9 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -31,7 +33,7 @@ func TestVerdict(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
-	ts := &policy.CostPolicy{Pools: []policy.Pool{{Name: "gpu", GPU: &policy.GPUPolicy{Sharing: policy.TimeSlicing, Replicas: 4}}}}
+	ts := &policy.CostPolicy{Pools: []policy.Pool{{Name: "gpu", GPU: &policy.GPUPolicy{Sharing: api.TimeSlicing, Replicas: 4}}}}
 	for _, c := range []struct {
 		pod  *corev1.Pod
 		pol  *policy.CostPolicy

@@ -34,8 +34,13 @@ func TestReplanWithPlanInFlightBuysNothing(t *testing.T) {
 		}
 		var inFlight []simulator.InFlightNode
 		for _, n := range first.NewNodes {
-			inFlight = append(inFlight, simulator.InFlightNode{Name: n.Name, Pool: n.Pool, InstanceType: n.InstanceType,
-				Zone: n.Zone, CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPU: n.GPU, Pods: n.Pods})
+			inFlight = append(inFlight, simulator.InFlightNode{
+				PricedOffering: n.PricedOffering,
+				Name:           n.Name,
+				Pool:           n.Pool,
+				GPU:            n.GPU,
+				Pods:           n.Pods,
+			})
 		}
 		again, err := simulator.Simulate(simulator.Input{Snapshot: sc.Snapshot, Catalog: cat, Policy: pol,
 			Options: simulator.Options{Seed: "again", InFlight: inFlight}})

@@ -1,7 +1,6 @@
 package fidelity
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/internal/golden"
 )
 
 // Scenario is one differential test case: the cluster objects (existing nodes, the pods bound to
@@ -149,35 +149,32 @@ type meta struct {
 // (name, seed, catalog, skip, accept, modes), "-- policy.yaml --" (when set) and "-- objects.yaml --"
 // (a v1 List of every object).
 func (s *Scenario) Encode() ([]byte, error) {
-	var b bytes.Buffer
-	desc := strings.TrimSpace(s.Description)
-	if desc != "" {
-		b.WriteString(desc + "\n")
+	var file golden.File
+	if desc := strings.TrimSpace(s.Description); desc != "" {
+		file.Head = desc + "\n"
 	}
 	m, err := yaml.Marshal(meta{Name: s.Name, Seed: s.Seed, Catalog: s.Catalog, Skip: s.Skip, Accept: s.Accept, Modes: s.Modes})
 	if err != nil {
 		return nil, fmt.Errorf("encoding scenario %s meta: %w", s.Name, err)
 	}
-	b.WriteString("-- meta --\n")
-	b.Write(m)
+	file.Set("meta", string(m))
 	if p := strings.TrimSpace(s.Policy); p != "" {
-		b.WriteString("-- policy.yaml --\n" + p + "\n")
+		file.Set("policy.yaml", p+"\n")
 	}
 	objs, err := encodeObjects(s.Snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("encoding scenario %s objects: %w", s.Name, err)
 	}
-	b.WriteString("-- objects.yaml --\n")
-	b.Write(objs)
-	return b.Bytes(), nil
+	file.Set("objects.yaml", string(objs))
+	return []byte(file.Format()), nil
 }
 
 // DecodeScenario reads a scenario written by Encode (or by hand in the same format). Errors name
 // the section.
 func DecodeScenario(data []byte) (*Scenario, error) {
-	head, sections := parseSections(string(data))
+	file := golden.Parse(string(data))
 	var m meta
-	if err := yaml.UnmarshalStrict([]byte(sections["meta"]), &m); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(file.Text("meta")), &m); err != nil {
 		return nil, fmt.Errorf("section meta: %w", err)
 	}
 	if m.Catalog == "" {
@@ -193,7 +190,7 @@ func DecodeScenario(data []byte) (*Scenario, error) {
 			return nil, fmt.Errorf("section meta: modes: %w", err)
 		}
 	}
-	objs, ok := sections["objects.yaml"]
+	objs, ok := file.Get("objects.yaml")
 	if !ok {
 		return nil, fmt.Errorf("section objects.yaml is missing")
 	}
@@ -202,37 +199,11 @@ func DecodeScenario(data []byte) (*Scenario, error) {
 		return nil, fmt.Errorf("section objects.yaml: %w", err)
 	}
 	s := &Scenario{Name: m.Name, Seed: m.Seed, Catalog: m.Catalog, Skip: m.Skip, Accept: m.Accept, Modes: m.Modes,
-		Policy: sections["policy.yaml"], Snapshot: snap, Description: strings.TrimSpace(head)}
+		Policy: file.Text("policy.yaml"), Snapshot: snap, Description: strings.TrimSpace(file.Head)}
 	if _, err := s.ParsedPolicy(); err != nil {
 		return nil, fmt.Errorf("section policy.yaml: %w", err)
 	}
 	return s, nil
-}
-
-// parseSections splits a file into the text before the first "-- name --" line and the sections.
-func parseSections(s string) (head string, sections map[string]string) {
-	sections = map[string]string{}
-	cur := ""
-	var b strings.Builder
-	flush := func() {
-		if cur == "" {
-			head = b.String()
-		} else {
-			sections[cur] = b.String()
-		}
-		b.Reset()
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "-- ") && strings.HasSuffix(t, " --") && len(t) > 6 {
-			flush()
-			cur = strings.TrimSuffix(strings.TrimPrefix(t, "-- "), " --")
-			continue
-		}
-		b.WriteString(line)
-	}
-	flush()
-	return head, sections
 }
 
 // encodeObjects renders the snapshot's objects as one v1 List, in a stable order: PriorityClasses,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo: the main job on the embedded default. Builds the control-plane binaries on first use,
-# then runs Tiler end to end: a local control plane, `tiler run --cloud sim` with the embedded
-# catalog and the example policy, the sample workloads of deploy/examples, until the real
+# then runs Tiler end to end through the developer binary (bin/tiler-dev demo): a local control
+# plane, the controller on the simulated cloud (`tiler run --cloud sim`) with the embedded catalog
+# and the example policy, the sample workloads of deploy/examples, until the real
 # kube-scheduler has bound every pod; prints what was bought and tears everything down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +14,4 @@ fi
 echo "== offline plan of an example snapshot: bin/tiler plan -f testdata/snapshots/example.yaml"
 bin/tiler plan -f testdata/snapshots/example.yaml
 echo
-bin/tiler demo --examples deploy/examples
+bin/tiler-dev demo --examples deploy/examples

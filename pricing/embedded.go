@@ -7,7 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // EmbeddedSourceName is the Name of an EmbeddedSource, in logs and metrics.
@@ -33,11 +35,8 @@ func NewEmbeddedSource(cat *catalog.Catalog, observedAt time.Time) (*EmbeddedSou
 	for _, t := range cat.Types {
 		for _, o := range t.Offerings {
 			prices = append(prices, Price{
-				InstanceType: t.Name,
-				Zone:         o.Zone,
-				CapacityType: o.CapacityType,
-				PricePerHour: o.PricePerHour,
-				ObservedAt:   observedAt,
+				PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}, PricePerHour: o.PricePerHour},
+				ObservedAt:     observedAt,
 			})
 		}
 	}
@@ -52,18 +51,6 @@ func (s *EmbeddedSource) Name() string { return EmbeddedSourceName }
 // returns an error.
 func (s *EmbeddedSource) Prices(context.Context) ([]Price, error) {
 	return append([]Price(nil), s.prices...), nil
-}
-
-// OfferingKey identifies the offering a Price is for.
-type OfferingKey struct {
-	InstanceType catalog.InstanceTypeName
-	Zone         string
-	CapacityType catalog.CapacityType
-}
-
-// Key returns the offering p prices.
-func (p Price) Key() OfferingKey {
-	return OfferingKey{InstanceType: p.InstanceType, Zone: p.Zone, CapacityType: p.CapacityType}
 }
 
 // SortPrices orders prices by instance type, zone and capacity type, the order of a sorted
@@ -101,10 +88,10 @@ func usable(p float64) bool { return p > 0 && !math.IsInf(p, 0) && !math.IsNaN(p
 // Types are kept even when they are left without offerings, so that the catalog still describes
 // them.
 func Apply(cat *catalog.Catalog, prices []Price) *catalog.Catalog {
-	byKey := make(map[OfferingKey]float64, len(prices))
+	byKey := make(map[api.Offering]float64, len(prices))
 	for _, p := range prices {
 		if usable(p.PricePerHour) {
-			byKey[p.Key()] = p.PricePerHour
+			byKey[p.Offering] = p.PricePerHour
 		}
 	}
 	out := cat.Clone()
@@ -112,11 +99,11 @@ func Apply(cat *catalog.Catalog, prices []Price) *catalog.Catalog {
 		t := &out.Types[i]
 		kept := t.Offerings[:0]
 		for _, o := range t.Offerings {
-			price, ok := byKey[OfferingKey{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}]
+			price, ok := byKey[api.Offering{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}]
 			switch {
 			case ok:
 				o.PricePerHour = price
-			case o.CapacityType == catalog.Spot:
+			case o.CapacityType == api.Spot:
 				continue
 			}
 			kept = append(kept, o)

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 var observed = time.Date(2026, 7, 20, 0, 0, 0, 0, time.UTC)
@@ -19,14 +21,14 @@ func testCatalog() *catalog.Catalog {
 	return &catalog.Catalog{
 		Name: "test", Provider: "gcp", Region: "r", Zones: []string{"r-a", "r-b"},
 		Types: []catalog.InstanceType{
-			{Name: "gpu", VCPU: 4, MemoryMiB: 1024, GPU: catalog.GPU{Model: "L4", Count: 1}, Offerings: []catalog.Offering{
-				{Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 1.0},
-				{Zone: "r-a", CapacityType: catalog.Spot, PricePerHour: 0.4, Unavailable: true},
-				{Zone: "r-b", CapacityType: catalog.OnDemand, PricePerHour: 1.1},
-				{Zone: "r-b", CapacityType: catalog.Spot, PricePerHour: 0.5},
+			{Name: "gpu", VCPU: 4, MemoryMiB: 1024, GPU: catalog.GPU{Model: "L4", Count: 1}, Offerings: []catalog.ZonePrice{
+				{Zone: "r-a", CapacityType: api.OnDemand, PricePerHour: 1.0},
+				{Zone: "r-a", CapacityType: api.Spot, PricePerHour: 0.4, Unavailable: true},
+				{Zone: "r-b", CapacityType: api.OnDemand, PricePerHour: 1.1},
+				{Zone: "r-b", CapacityType: api.Spot, PricePerHour: 0.5},
 			}},
-			{Name: "cpu", VCPU: 2, MemoryMiB: 1024, Offerings: []catalog.Offering{
-				{Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 0.1},
+			{Name: "cpu", VCPU: 2, MemoryMiB: 1024, Offerings: []catalog.ZonePrice{
+				{Zone: "r-a", CapacityType: api.OnDemand, PricePerHour: 0.1},
 			}},
 		},
 	}
@@ -41,15 +43,15 @@ func TestEmbeddedSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := func(it catalog.InstanceTypeName, zone string, ct catalog.CapacityType, price float64) Price {
-		return Price{InstanceType: it, Zone: zone, CapacityType: ct, PricePerHour: price, ObservedAt: observed}
+	p := func(it api.InstanceTypeName, zone string, ct api.CapacityType, price float64) Price {
+		return Price{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: it, Zone: zone, CapacityType: ct}, PricePerHour: price}, ObservedAt: observed}
 	}
 	want := []Price{ // sorted by type, zone, capacity type ("on-demand" < "spot")
-		p("cpu", "r-a", catalog.OnDemand, 0.1),
-		p("gpu", "r-a", catalog.OnDemand, 1.0),
-		p("gpu", "r-a", catalog.Spot, 0.4), // Unavailable offerings still have a price
-		p("gpu", "r-b", catalog.OnDemand, 1.1),
-		p("gpu", "r-b", catalog.Spot, 0.5),
+		p("cpu", "r-a", api.OnDemand, 0.1),
+		p("gpu", "r-a", api.OnDemand, 1.0),
+		p("gpu", "r-a", api.Spot, 0.4), // Unavailable offerings still have a price
+		p("gpu", "r-b", api.OnDemand, 1.1),
+		p("gpu", "r-b", api.Spot, 0.5),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("prices (-want +got):\n%s", d)
@@ -84,57 +86,57 @@ func TestEmbeddedSourceOnTheRealCatalog(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
-	price := func(it catalog.InstanceTypeName, zone string, ct catalog.CapacityType, v float64) Price {
-		return Price{InstanceType: it, Zone: zone, CapacityType: ct, PricePerHour: v}
+	price := func(it api.InstanceTypeName, zone string, ct api.CapacityType, v float64) Price {
+		return Price{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: it, Zone: zone, CapacityType: ct}, PricePerHour: v}}
 	}
 	tests := []struct {
 		name   string
 		prices []Price
 		// want is the gpu type's offerings after Apply; the cpu type is checked separately.
-		want    []catalog.Offering
+		want    []catalog.ZonePrice
 		wantCPU float64
 	}{{
 		name: "no prices: on-demand keeps its price, spot offerings go",
-		want: []catalog.Offering{
-			{Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 1.0},
-			{Zone: "r-b", CapacityType: catalog.OnDemand, PricePerHour: 1.1},
+		want: []catalog.ZonePrice{
+			{Zone: "r-a", CapacityType: api.OnDemand, PricePerHour: 1.0},
+			{Zone: "r-b", CapacityType: api.OnDemand, PricePerHour: 1.1},
 		},
 		wantCPU: 0.1,
 	}, {
 		name: "all prices replace, Unavailable stays",
 		prices: []Price{
-			price("gpu", "r-a", catalog.OnDemand, 2.0), price("gpu", "r-a", catalog.Spot, 0.7),
-			price("gpu", "r-b", catalog.OnDemand, 2.1), price("gpu", "r-b", catalog.Spot, 0.8),
-			price("cpu", "r-a", catalog.OnDemand, 0.2),
+			price("gpu", "r-a", api.OnDemand, 2.0), price("gpu", "r-a", api.Spot, 0.7),
+			price("gpu", "r-b", api.OnDemand, 2.1), price("gpu", "r-b", api.Spot, 0.8),
+			price("cpu", "r-a", api.OnDemand, 0.2),
 		},
-		want: []catalog.Offering{
-			{Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 2.0},
-			{Zone: "r-a", CapacityType: catalog.Spot, PricePerHour: 0.7, Unavailable: true},
-			{Zone: "r-b", CapacityType: catalog.OnDemand, PricePerHour: 2.1},
-			{Zone: "r-b", CapacityType: catalog.Spot, PricePerHour: 0.8},
+		want: []catalog.ZonePrice{
+			{Zone: "r-a", CapacityType: api.OnDemand, PricePerHour: 2.0},
+			{Zone: "r-a", CapacityType: api.Spot, PricePerHour: 0.7, Unavailable: true},
+			{Zone: "r-b", CapacityType: api.OnDemand, PricePerHour: 2.1},
+			{Zone: "r-b", CapacityType: api.Spot, PricePerHour: 0.8},
 		},
 		wantCPU: 0.2,
 	}, {
 		name: "spot above on-demand is kept; missing spot in r-b removed",
 		prices: []Price{
-			price("gpu", "r-a", catalog.Spot, 1.5), // 1.5 > on-demand 1.0: kept as a fact
+			price("gpu", "r-a", api.Spot, 1.5), // 1.5 > on-demand 1.0: kept as a fact
 		},
-		want: []catalog.Offering{
-			{Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 1.0},
-			{Zone: "r-a", CapacityType: catalog.Spot, PricePerHour: 1.5, Unavailable: true},
-			{Zone: "r-b", CapacityType: catalog.OnDemand, PricePerHour: 1.1},
+		want: []catalog.ZonePrice{
+			{Zone: "r-a", CapacityType: api.OnDemand, PricePerHour: 1.0},
+			{Zone: "r-a", CapacityType: api.Spot, PricePerHour: 1.5, Unavailable: true},
+			{Zone: "r-b", CapacityType: api.OnDemand, PricePerHour: 1.1},
 		},
 		wantCPU: 0.1,
 	}, {
 		name: "unusable prices count as missing; unknown offerings are ignored",
 		prices: []Price{
-			price("gpu", "r-a", catalog.OnDemand, 0), price("gpu", "r-a", catalog.Spot, -1),
-			price("gpu", "r-b", catalog.OnDemand, math.NaN()), price("gpu", "r-b", catalog.Spot, math.Inf(1)),
-			price("gpu", "r-z", catalog.OnDemand, 3), price("other", "r-a", catalog.OnDemand, 3),
+			price("gpu", "r-a", api.OnDemand, 0), price("gpu", "r-a", api.Spot, -1),
+			price("gpu", "r-b", api.OnDemand, math.NaN()), price("gpu", "r-b", api.Spot, math.Inf(1)),
+			price("gpu", "r-z", api.OnDemand, 3), price("other", "r-a", api.OnDemand, 3),
 		},
-		want: []catalog.Offering{
-			{Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 1.0},
-			{Zone: "r-b", CapacityType: catalog.OnDemand, PricePerHour: 1.1},
+		want: []catalog.ZonePrice{
+			{Zone: "r-a", CapacityType: api.OnDemand, PricePerHour: 1.0},
+			{Zone: "r-b", CapacityType: api.OnDemand, PricePerHour: 1.1},
 		},
 		wantCPU: 0.1,
 	}}

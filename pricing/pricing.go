@@ -4,15 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api"
 )
 
 // Price is one observed price of one offering.
 type Price struct {
-	InstanceType catalog.InstanceTypeName
-	Zone         string
-	CapacityType catalog.CapacityType
-	PricePerHour float64
+	api.PricedOffering
 	// ObservedAt is when the source saw the price (for spot, the price history timestamp).
 	ObservedAt time.Time
 }

@@ -7,9 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"k8s.io/utils/clock"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // DefaultRefreshInterval is how often a Refresher asks its sources by default. Cloud list prices
@@ -21,7 +23,7 @@ const DefaultRefreshInterval = 10 * time.Minute
 type RefresherConfig struct {
 	// Interval is the time between two refreshes in Run; zero means DefaultRefreshInterval.
 	Interval time.Duration
-	// Clock reads the time and times Run; nil means the real clock. Only cmd/ passes the real one.
+	// Clock reads the time and times Run; required. Only cmd/ passes the real one.
 	Clock clock.WithTicker
 }
 
@@ -80,10 +82,10 @@ func NewRefresher(ctx context.Context, embedded Source, live []Source, cfg Refre
 	if err != nil {
 		return nil, fmt.Errorf("price refresher: reading embedded prices from %s: %w", embedded.Name(), err)
 	}
-	r := &Refresher{clock: cfg.Clock, interval: cfg.Interval, fallback: fallback}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
+	if cfg.Clock == nil {
+		return nil, fmt.Errorf("price refresher: Clock is nil (the caller passes the clock: package pricing reads none)")
 	}
+	r := &Refresher{clock: cfg.Clock, interval: cfg.Interval, fallback: fallback}
 	if r.interval <= 0 {
 		r.interval = DefaultRefreshInterval
 	}
@@ -154,15 +156,15 @@ func (r *Refresher) Run(ctx context.Context, onError func(error)) error {
 func (r *Refresher) Prices() []Price {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	merged := map[OfferingKey]Price{}
+	merged := map[api.Offering]Price{}
 	if r.anyNeverSucceededLocked() {
 		for _, p := range r.fallback {
-			merged[p.Key()] = p
+			merged[p.Offering] = p
 		}
 	}
 	for _, st := range r.state {
 		for _, p := range st.prices {
-			merged[p.Key()] = p
+			merged[p.Offering] = p
 		}
 	}
 	out := make([]Price, 0, len(merged))

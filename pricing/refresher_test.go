@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // fakeSource answers from a script: each call takes the next answer, and the last one repeats.
@@ -44,8 +46,8 @@ func (f *fakeSource) callCount() int {
 	return f.calls
 }
 
-func gpuPrice(zone string, ct catalog.CapacityType, v float64) Price {
-	return Price{InstanceType: "gpu", Zone: zone, CapacityType: ct, PricePerHour: v}
+func gpuPrice(zone string, ct api.CapacityType, v float64) Price {
+	return Price{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "gpu", Zone: zone, CapacityType: ct}, PricePerHour: v}}
 }
 
 func newTestRefresher(t *testing.T, clk *clocktesting.FakeClock, live ...Source) *Refresher {
@@ -65,7 +67,7 @@ func newTestRefresher(t *testing.T, clk *clocktesting.FakeClock, live ...Source)
 func spotOffering(cat *catalog.Catalog, zone string) float64 {
 	gpu, _ := cat.Type("gpu")
 	for _, o := range gpu.Offerings {
-		if o.Zone == zone && o.CapacityType == catalog.Spot {
+		if o.Zone == zone && o.CapacityType == api.Spot {
 			return o.PricePerHour
 		}
 	}
@@ -76,7 +78,7 @@ func TestRefresherFallsBackKeepsLastGoodAndReportsStaleness(t *testing.T) {
 	boom := errors.New("billing API down")
 	live := &fakeSource{name: "gcp", answers: []answer{
 		{err: boom}, // 1: never succeeded yet → embedded
-		{prices: []Price{gpuPrice("r-a", catalog.Spot, 0.3)}}, // 2: good
+		{prices: []Price{gpuPrice("r-a", api.Spot, 0.3)}}, // 2: good
 		{err: boom}, // 3: failure → keep answer 2
 	}}
 	start := observed.Add(48 * time.Hour)
@@ -125,11 +127,11 @@ func TestRefresherFallsBackKeepsLastGoodAndReportsStaleness(t *testing.T) {
 
 func TestRefresherMergesSources(t *testing.T) {
 	onDemand := &fakeSource{name: "od", answers: []answer{{prices: []Price{
-		gpuPrice("r-a", catalog.OnDemand, 2.0), gpuPrice("r-a", catalog.Spot, 0.9),
+		gpuPrice("r-a", api.OnDemand, 2.0), gpuPrice("r-a", api.Spot, 0.9),
 	}}}}
 	spot := &fakeSource{name: "spot", answers: []answer{
 		{err: errors.New("throttled")},
-		{prices: []Price{gpuPrice("r-a", catalog.Spot, 0.2)}},
+		{prices: []Price{gpuPrice("r-a", api.Spot, 0.2)}},
 	}}
 	clk := clocktesting.NewFakeClock(observed)
 	r := newTestRefresher(t, clk, onDemand, spot)
@@ -139,11 +141,11 @@ func TestRefresherMergesSources(t *testing.T) {
 	_ = r.Refresh(ctx)
 	got := r.Prices()
 	want := []Price{
-		{InstanceType: "cpu", Zone: "r-a", CapacityType: catalog.OnDemand, PricePerHour: 0.1, ObservedAt: observed},
-		gpuPrice("r-a", catalog.OnDemand, 2.0),
-		gpuPrice("r-a", catalog.Spot, 0.9),
-		{InstanceType: "gpu", Zone: "r-b", CapacityType: catalog.OnDemand, PricePerHour: 1.1, ObservedAt: observed},
-		{InstanceType: "gpu", Zone: "r-b", CapacityType: catalog.Spot, PricePerHour: 0.5, ObservedAt: observed},
+		{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "cpu", Zone: "r-a", CapacityType: api.OnDemand}, PricePerHour: 0.1}, ObservedAt: observed},
+		gpuPrice("r-a", api.OnDemand, 2.0),
+		gpuPrice("r-a", api.Spot, 0.9),
+		{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "gpu", Zone: "r-b", CapacityType: api.OnDemand}, PricePerHour: 1.1}, ObservedAt: observed},
+		{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "gpu", Zone: "r-b", CapacityType: api.Spot}, PricePerHour: 0.5}, ObservedAt: observed},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("prices with one source down (-want +got):\n%s", d)
@@ -151,7 +153,7 @@ func TestRefresherMergesSources(t *testing.T) {
 
 	// Both answered: live prices only, the later source wins on overlap.
 	_ = r.Refresh(ctx)
-	want = []Price{gpuPrice("r-a", catalog.OnDemand, 2.0), gpuPrice("r-a", catalog.Spot, 0.2)}
+	want = []Price{gpuPrice("r-a", api.OnDemand, 2.0), gpuPrice("r-a", api.Spot, 0.2)}
 	if d := cmp.Diff(want, r.Prices()); d != "" {
 		t.Errorf("prices with both up (-want +got):\n%s", d)
 	}
@@ -169,7 +171,7 @@ func TestRefresherTreatsAnEmptyAnswerAsAFailure(t *testing.T) {
 }
 
 func TestRefresherRunTicksOnTheClock(t *testing.T) {
-	live := &fakeSource{name: "gcp", answers: []answer{{prices: []Price{gpuPrice("r-a", catalog.Spot, 0.3)}}}}
+	live := &fakeSource{name: "gcp", answers: []answer{{prices: []Price{gpuPrice("r-a", api.Spot, 0.3)}}}}
 	clk := clocktesting.NewFakeClock(observed)
 	r := newTestRefresher(t, clk, live)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -196,15 +198,24 @@ func TestNewRefresherRejectsBadInput(t *testing.T) {
 		name     string
 		embedded Source
 		live     []Source
+		noClock  bool
 	}{
-		{"nil embedded", nil, nil},
-		{"nil live source", embedded, []Source{nil}},
-		{"duplicate names", embedded, []Source{&fakeSource{name: "gcp"}, &fakeSource{name: "gcp"}}},
-		{"live named like embedded", embedded, []Source{&fakeSource{name: "embedded"}}},
-		{"failing embedded", &fakeSource{name: "e", answers: []answer{{err: errors.New("x")}}}, nil},
+		{"nil clock", embedded, nil, true},
+		{"nil embedded", nil, nil, false},
+		{"nil live source", embedded, []Source{nil}, false},
+		{"duplicate names", embedded, []Source{&fakeSource{name: "gcp"}, &fakeSource{name: "gcp"}}, false},
+		{"live named like embedded", embedded, []Source{&fakeSource{name: "embedded"}}, false},
+		{"failing embedded", &fakeSource{name: "e", answers: []answer{{err: errors.New("x")}}}, nil, false},
+	}
+	if _, err := NewRefresher(ctx, embedded, nil, RefresherConfig{Clock: clocktesting.NewFakeClock(observed)}); err != nil {
+		t.Fatalf("the good input fails: %v", err)
 	}
 	for _, tc := range tests {
-		if _, err := NewRefresher(ctx, tc.embedded, tc.live, RefresherConfig{}); err == nil {
+		cfg := RefresherConfig{Clock: clocktesting.NewFakeClock(observed)}
+		if tc.noClock {
+			cfg.Clock = nil
+		}
+		if _, err := NewRefresher(ctx, tc.embedded, tc.live, cfg); err == nil {
 			t.Errorf("%s: NewRefresher did not fail", tc.name)
 		}
 	}

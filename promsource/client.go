@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tiler-dev/tiler/forecast"
 )
@@ -141,25 +142,37 @@ func fillMatrix(query string, val model.Value, s forecast.Series) (bool, error) 
 	return found, nil
 }
 
-// do runs one API call with a per-attempt timeout, retrying transient failures with doubling
-// backoff, and classifies the final error.
+// do runs one API call with a per-attempt timeout, retrying transient failures (Config.Retries
+// times, waiting Config.Backoff and then twice as long each time), and classifies the final error.
+// A rejected query is not retried: it will not get better.
 func (c *Client) do(ctx context.Context, query string, call func(context.Context) (model.Value, v1.Warnings, error)) (model.Value, error) {
-	wait := c.cfg.Backoff
-	for attempt := 0; ; attempt++ {
+	var val model.Value
+	var last *QueryError
+	attempt := func(ctx context.Context) (bool, error) {
 		actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-		val, _, err := call(actx)
-		cancel()
+		defer cancel()
+		v, _, err := call(actx)
 		if err == nil {
-			return val, nil
+			val = v
+			return true, nil
 		}
-		qe := classify(query, err)
-		if qe.Kind == KindBadQuery || attempt >= c.cfg.Retries || ctx.Err() != nil {
-			return nil, qe
+		last = classify(query, err)
+		if last.Kind == KindBadQuery || ctx.Err() != nil {
+			return false, last
 		}
-		if sleep(ctx, wait) != nil {
-			return nil, qe
-		}
-		wait *= 2
+		return false, nil
+	}
+	backoff := wait.Backoff{Duration: c.cfg.Backoff, Factor: 2, Steps: max(c.cfg.Retries, 0) + 1}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, attempt)
+	switch {
+	case err == nil:
+		return val, nil
+	case last != nil:
+		// Out of attempts, or ctx ended while waiting: the last failure says what went wrong.
+		return nil, last
+	default:
+		// ctx ended before the first attempt.
+		return nil, classify(query, err)
 	}
 }
 
@@ -177,17 +190,5 @@ func classify(query string, err error) *QueryError {
 		return &QueryError{Kind: KindTimeout, Query: query, Err: err}
 	default:
 		return &QueryError{Kind: KindUnavailable, Query: query, Err: err}
-	}
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -2,7 +2,11 @@ package promsource
 
 import (
 	"context"
+	"io"
 	"math"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +118,78 @@ func TestUnreachableAndTimeout(t *testing.T) {
 			_, err = c.Query(context.Background(), "up", time.Unix(0, 0))
 			if KindOf(err) != tt.want || !IsUnavailable(err) {
 				t.Errorf("error = %v, want kind %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// scriptedTransport answers each request with the next status and body of its script (the last
+// one repeats) and counts the requests.
+type scriptedTransport struct {
+	mu      sync.Mutex
+	answers []scriptedAnswer
+	calls   int
+}
+
+type scriptedAnswer struct {
+	status int
+	body   string
+}
+
+func (s *scriptedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.answers[min(s.calls, len(s.answers)-1)]
+	s.calls++
+	return &http.Response{StatusCode: a.status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(a.body)), Request: r}, nil
+}
+
+func (s *scriptedTransport) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// TestRetries: transient failures are retried Retries times, a rejected query never, and a
+// success after a failure is returned; the final error keeps its kind.
+func TestRetries(t *testing.T) {
+	serverError := scriptedAnswer{http.StatusInternalServerError, `{"status":"error","errorType":"server_error","error":"boom"}`}
+	badData := scriptedAnswer{http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"parse error"}`}
+	scalar := scriptedAnswer{http.StatusOK, `{"status":"success","data":{"resultType":"scalar","result":[0,"42"]}}`}
+	tests := []struct {
+		name      string
+		retries   int
+		answers   []scriptedAnswer
+		canceled  bool
+		wantKind  ErrorKind // "" for success
+		wantCalls int
+	}{
+		{"server errors are retried twice", 2, []scriptedAnswer{serverError}, false, KindUnavailable, 3},
+		{"negative Retries means one attempt", -1, []scriptedAnswer{serverError}, false, KindUnavailable, 1},
+		{"a success after failures is returned", 2, []scriptedAnswer{serverError, serverError, scalar}, false, "", 3},
+		{"bad PromQL is not retried", 2, []scriptedAnswer{badData}, false, KindBadQuery, 1},
+		{"a canceled context makes no call", 2, []scriptedAnswer{scalar}, true, KindUnavailable, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := &scriptedTransport{answers: tt.answers}
+			c, err := New(Config{Address: "http://prometheus.invalid", Timeout: time.Second, Retries: tt.retries,
+				Backoff: time.Millisecond, RoundTripper: rt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.canceled {
+				cancel()
+			}
+			got, err := c.Query(ctx, "up", time.Unix(0, 0))
+			if KindOf(err) != tt.wantKind || tt.wantKind == "" && (err != nil || got != 42) {
+				t.Errorf("Query = %v, %v; want kind %q", got, err, tt.wantKind)
+			}
+			if rt.count() != tt.wantCalls {
+				t.Errorf("%d requests, want %d", rt.count(), tt.wantCalls)
 			}
 		})
 	}

@@ -22,7 +22,7 @@ type Config struct {
 	// RegistrationTimeout is how long a launched instance may take to become a Ready Node before
 	// it is deleted and its offering marked unavailable.
 	RegistrationTimeout time.Duration `mapstructure:"registration-timeout"`
-	// UnavailableTTL is how long a refused offering stays out of plans.
+	// UnavailableTTL is how long an unavailable offering (the cloud had no capacity) stays out of plans.
 	UnavailableTTL time.Duration `mapstructure:"unavailable-ttl"`
 	// EmptyNodeTTL is how long a managed node may stay empty before it is removed.
 	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`

@@ -7,21 +7,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
-	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
 // testReservation: a bought node registers with the reservation taint — the launch ID, or, with
-// a bootstrap shared by many launches (AWS launch templates), cloudprovider.ReservationPending,
+// a bootstrap shared by many launches (AWS launch templates), api.ReservationPending,
 // which the controller replaces with the launch ID once it matches the Node to its launch — the
 // pods planned there carry its toleration, they are bound there, and the taint goes once they are.
 func testReservation(t *testing.T, cp *controlplane.ControlPlane, shared bool) {
@@ -43,7 +44,7 @@ func testReservation(t *testing.T, cp *controlplane.ControlPlane, shared bool) {
 			}
 			v := ""
 			for _, tt := range n.Spec.Taints {
-				if tt.Key == simulator.TaintReserved && tt.Effect == corev1.TaintEffectNoSchedule {
+				if tt.Key == api.TaintReserved && tt.Effect == corev1.TaintEffectNoSchedule {
 					v = tt.Value
 				}
 			}
@@ -73,7 +74,7 @@ func testReservation(t *testing.T, cp *controlplane.ControlPlane, shared bool) {
 		}
 		tolerated := ""
 		for _, tol := range p.Spec.Tolerations {
-			if tol.Key == simulator.TaintReserved && tol.Operator == corev1.TolerationOpEqual {
+			if tol.Key == api.TaintReserved && tol.Operator == corev1.TolerationOpEqual {
 				tolerated = tol.Value
 			}
 		}
@@ -86,21 +87,16 @@ func testReservation(t *testing.T, cp *controlplane.ControlPlane, shared bool) {
 	for _, node := range bound {
 		want := []string{node, ""}
 		if shared {
-			want = []string{cloudprovider.ReservationPending, node, ""}
+			want = []string{api.ReservationPending, node, ""}
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var got []string
+		if err := testwait.Poll(testwait.Slow, 30*time.Second, func() bool {
 			mu.Lock()
-			got := append([]string(nil), history[node]...)
+			got = append([]string(nil), history[node]...)
 			mu.Unlock()
-			if slices.Equal(got, want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("node %s reservation values %q, want %q", node, got, want)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+			return slices.Equal(got, want)
+		}); err != nil {
+			t.Errorf("node %s reservation values %q, want %q", node, got, want)
 		}
 	}
 	if got := counterValue(t, e.metrics.ReservationsEnded.WithLabelValues("planned-pods-bound")); got < 1 {
@@ -119,7 +115,7 @@ func testReservationTTL(t *testing.T, cp *controlplane.ControlPlane) {
 	mkNode := func(name, value string) {
 		// A Node's status may be set on create (as kubelet registers).
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: simulator.TaintReserved, Value: value, Effect: corev1.TaintEffectNoSchedule}}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: api.TaintReserved, Value: value, Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 				LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}}}
 		if _, err := e.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
@@ -129,10 +125,12 @@ func testReservationTTL(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	// The pod holds reservation "held" but selects a label no node or offering has.
 	stuck := simtest.Pod("resv-stuck").CPU("1").NodeSelector("example.com/nowhere", "x").Obj()
-	stuck.Spec.Tolerations = append(stuck.Spec.Tolerations, corev1.Toleration{Key: simulator.TaintReserved,
+	stuck.Spec.Tolerations = append(stuck.Spec.Tolerations, corev1.Toleration{Key: api.TaintReserved,
 		Operator: corev1.TolerationOpEqual, Value: "held", Effect: corev1.TaintEffectNoSchedule})
 	e.create(stuck)
-	time.Sleep(time.Second) // let the controller's pod cache see it
+	// The reservation watch reads the pod cache the batches read: a batch that has the pod shows
+	// that the watch has it too.
+	e.waitBatch("the controller's pod cache to have resv-stuck", 30*time.Second, func(b batch) bool { return b.hasPod("default/resv-stuck") })
 	start := time.Now()
 	mkNode("resv-held", "held")
 	mkNode("resv-free", "free")
@@ -142,7 +140,7 @@ func testReservationTTL(t *testing.T, cp *controlplane.ControlPlane) {
 				return false
 			}
 			for _, tt := range n.Spec.Taints {
-				if tt.Key == simulator.TaintReserved {
+				if tt.Key == api.TaintReserved {
 					return false
 				}
 			}

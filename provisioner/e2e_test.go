@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -19,7 +21,7 @@ func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 // TestE2E runs the controller scenarios on one real control plane (starting one takes seconds);
 // each scenario uses its own namespace-free pod names and cleans up its nodes.
 func TestE2E(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	t.Run("BindsMixedWorkload", func(t *testing.T) { testBindsMixedWorkload(t, cp) })
 	t.Run("NoSecondPurchaseDuringBootAndDeviceGap", func(t *testing.T) { testNoSecondPurchase(t, cp) })
 	t.Run("RestartMidLaunch", func(t *testing.T) { testRestartMidLaunch(t, cp) })
@@ -86,8 +88,6 @@ func (e *env) cleanup(pods []*corev1.Pod) {
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(ctx, "tiler-launches", metav1.DeleteOptions{})
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: "tiler.dev/cost-policy"})
-	deadline := time.Now().Add(30 * time.Second)
-	for len(e.managedNodes()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Not fatal: a scenario ends once its nodes are gone or after 30 s.
+	_ = testwait.Poll(testwait.Slow, 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
 }

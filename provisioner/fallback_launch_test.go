@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -16,10 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -29,8 +31,8 @@ import (
 // others in the same answer). It records every request.
 type fleetCloud struct {
 	mu         sync.Mutex
-	refuseType catalog.InstanceTypeName
-	report     []cloudprovider.OfferingRef
+	refuseType api.InstanceTypeName
+	report     []api.Offering
 	requests   []cloudprovider.LaunchRequest
 }
 
@@ -43,13 +45,13 @@ func (c *fleetCloud) Create(ctx context.Context, r cloudprovider.LaunchRequest) 
 	return inst, err
 }
 
-func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.requests = append(c.requests, r)
 	refused := c.report
 	c.report = nil
-	for _, o := range append([]cloudprovider.OfferingRef{r.Offering}, r.Fallbacks...) {
+	for _, o := range append([]api.Offering{r.Offering}, r.Fallbacks...) {
 		if o.InstanceType == c.refuseType {
 			refused = append(refused, o)
 			continue
@@ -84,7 +86,8 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
 	reg := prometheus.NewRegistry()
-	ctrl, err := provisioner.New(cfg, kube, cloud, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(reg))
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clk,
+		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +101,9 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	}
 	node := res.Plan.NewNodes[0]
 	req := cloud.requests[0]
-	var want []cloudprovider.OfferingRef
+	var want []api.Offering
 	for _, f := range node.Fallbacks {
-		want = append(want, cloudprovider.OfferingRef{InstanceType: f.InstanceType, Zone: f.Zone, CapacityType: f.CapacityType})
+		want = append(want, f.Offering)
 	}
 	if len(want) == 0 {
 		t.Fatalf("the plan's node (%v) has no fallbacks", first)
@@ -111,13 +114,13 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	for _, f := range req.Fallbacks {
 		l := req.LabelsFor(f)
 		if l[corev1.LabelInstanceTypeStable] != string(f.InstanceType) || l[corev1.LabelTopologyZone] != f.Zone ||
-			l[simulator.LabelCapacityType] != string(f.CapacityType) || l[corev1.LabelHostname] != node.Name {
+			l[api.LabelCapacityType] != string(f.CapacityType) || l[corev1.LabelHostname] != node.Name {
 			t.Errorf("labels of fallback %v: %v", f, l)
 		}
 	}
 
 	// The first fallback of another type is what the cloud launched.
-	var bought simulator.Fallback
+	var bought api.PricedOffering
 	for _, f := range node.Fallbacks {
 		if f.InstanceType != first.InstanceType {
 			bought = f
@@ -139,7 +142,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 			t.Errorf("record label %s = %q, want %q (the launched offering's)", k, rec.Labels[k], v)
 		}
 	}
-	if rec.Labels[simulator.LabelPool] != node.Pool || rec.Labels[corev1.LabelHostname] != node.Name {
+	if rec.Labels[api.LabelPool] != node.Pool || rec.Labels[corev1.LabelHostname] != node.Name {
 		t.Errorf("record lost the pool or hostname label: %v", rec.Labels)
 	}
 	if gauge := unavailableGauge(t, reg); gauge != 0 {
@@ -158,7 +161,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	// The offerings the cloud refused before the one it launched (all of the planned type) are
 	// kept out of plans.
 	refused := 0
-	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if o.InstanceType != first.InstanceType {
 			break
 		}

@@ -3,16 +3,12 @@ package provisioner
 import (
 	"go.uber.org/zap"
 
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
-
-// offeringOfRecord is the offering a record names: the plan's until the cloud launched the node,
-// then the one it launched.
-func offeringOfRecord(r LaunchRecord) cloudprovider.OfferingRef {
-	return cloudprovider.OfferingRef{InstanceType: r.InstanceType, Zone: r.Zone, CapacityType: r.CapacityType}
-}
 
 // addFallbacks adds the record's fallback offerings to the request, in the plan's order, each
 // with the labels of the node launched as it (its type, zone and capacity type labels instead of
@@ -23,16 +19,16 @@ func (c *Controller) addFallbacks(log *zap.Logger, req *cloudprovider.LaunchRequ
 		return
 	}
 	cat := c.currentCatalog()
-	planned := offeringOfRecord(r)
+	planned := r.Offering
 	for _, f := range r.Fallbacks {
-		ref := cloudprovider.OfferingRef{InstanceType: f.InstanceType, Zone: f.Zone, CapacityType: f.CapacityType}
+		ref := f.Offering
 		labels, ok := relabel(cat, r.Labels, planned, ref)
 		if !ok {
 			log.Warn("fallback offering not in the catalog; left out", zap.String(keyFallback, string(f.InstanceType)))
 			continue
 		}
 		if req.FallbackLabels == nil {
-			req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{}
+			req.FallbackLabels = map[api.Offering]map[string]string{}
 		}
 		req.Fallbacks = append(req.Fallbacks, ref)
 		req.FallbackLabels[ref] = labels
@@ -45,8 +41,8 @@ func (c *Controller) addFallbacks(log *zap.Logger, req *cloudprovider.LaunchRequ
 // is the plan's price of the fallback, else the one the cloud reported, else the catalog's. A
 // provider that does not say what it launched (no instance type) leaves the record as it is;
 // one that leaves out the zone or capacity type keeps the record's.
-func (c *Controller) boughtAs(r LaunchRecord, got cloudprovider.OfferingRef, reportedPrice float64) (LaunchRecord, bool) {
-	planned := offeringOfRecord(r)
+func (c *Controller) boughtAs(r LaunchRecord, got api.Offering, reportedPrice float64) (LaunchRecord, bool) {
+	planned := r.Offering
 	if got.InstanceType == "" {
 		return r, false
 	}
@@ -62,12 +58,12 @@ func (c *Controller) boughtAs(r LaunchRecord, got cloudprovider.OfferingRef, rep
 	cat := c.currentCatalog()
 	price := reportedPrice
 	for _, f := range r.Fallbacks {
-		if f.InstanceType == got.InstanceType && f.Zone == got.Zone && f.CapacityType == got.CapacityType {
+		if f.Offering == got {
 			price = f.PricePerHour
 		}
 	}
 	if price <= 0 {
-		price = catalogPrice(cat, got)
+		price, _ = cat.Price(got)
 	}
 	if labels, ok := relabel(cat, r.Labels, planned, got); ok {
 		r.Labels = labels
@@ -77,12 +73,12 @@ func (c *Controller) boughtAs(r LaunchRecord, got cloudprovider.OfferingRef, rep
 	if it, ok := cat.Type(got.InstanceType); ok && r.GPUs > 0 {
 		r.GPUs = it.GPU.Count
 	}
-	r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour = got.InstanceType, got.Zone, got.CapacityType, price
+	r.Offering, r.PricePerHour = got, price
 	return r, true
 }
 
 // relabel returns the labels of a node planned as from, for the node launched as to.
-func relabel(cat *catalog.Catalog, labels map[string]string, from, to cloudprovider.OfferingRef) (map[string]string, bool) {
+func relabel(cat *catalog.Catalog, labels map[string]string, from, to api.Offering) (map[string]string, bool) {
 	fromLabels, ok := simulator.OfferingLabels(cat, from.InstanceType, from.Zone, from.CapacityType)
 	if !ok {
 		return nil, false
@@ -92,18 +88,4 @@ func relabel(cat *catalog.Catalog, labels map[string]string, from, to cloudprovi
 		return nil, false
 	}
 	return simulator.WithOfferingLabels(labels, fromLabels, toLabels), true
-}
-
-// catalogPrice is the catalog's price of an offering, 0 when it has none.
-func catalogPrice(cat *catalog.Catalog, o cloudprovider.OfferingRef) float64 {
-	it, ok := cat.Type(o.InstanceType)
-	if !ok {
-		return 0
-	}
-	for _, off := range it.Offerings {
-		if off.Zone == o.Zone && off.CapacityType == o.CapacityType {
-			return off.PricePerHour
-		}
-	}
-	return 0
 }

@@ -6,40 +6,42 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
-// launch buys the plan's new nodes. All launch records are written in one update BEFORE any cloud
-// call, then the launches run in parallel. A refused offering is marked unavailable and its record
-// dropped, and a new batch is requested so that its pods are re-planned on the next offering.
-// Offerings a provider reports refused on the way to a successful launch (UnavailableReporter)
-// are marked unavailable too.
-func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulator.Plan, snap *snapshot.Snapshot) (launched, failed []string) {
-	if len(plan.NewNodes) == 0 {
+// launch buys the plan's new nodes, whose launch records (Decision.Launch) it stamps with the time
+// they are written. All are written in one update BEFORE any cloud call, then the launches run in
+// parallel. When the cloud answers that the offering is unavailable, it is marked so and its
+// record dropped, and a new batch is requested so that its pods are re-planned on the next
+// offering. Offerings a provider reports unavailable on the way to a successful launch
+// (UnavailableReporter) are marked too. pods indexes the planned pods, which the launches' Events
+// go to.
+func (c *Controller) launch(ctx context.Context, log *zap.Logger, launches []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
+	if len(launches) == 0 {
 		return nil, nil
 	}
 	now := c.clock.Now()
-	recs := make([]LaunchRecord, len(plan.NewNodes))
-	for i, n := range plan.NewNodes {
-		recs[i] = recordFor(n, now)
+	recs := make([]LaunchRecord, len(launches))
+	for i, r := range launches {
+		r.CreatedAt = now
+		recs[i] = r
 	}
 	if err := c.records.Put(ctx, recs...); err != nil {
 		log.Error("recording launches; nothing launched", zap.Error(err))
 		return nil, nil
 	}
-	pods := podIndex(snap)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range recs {
 		wg.Add(1)
-		go func(r LaunchRecord, n simulator.NewNode) {
+		go func(r LaunchRecord) {
 			defer wg.Done()
-			ok := c.launchOne(ctx, log, r, n, pods)
+			ok := c.launchOne(ctx, log, r, pods)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok {
@@ -47,7 +49,7 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulato
 			} else {
 				failed = append(failed, r.NodeName)
 			}
-		}(recs[i], plan.NewNodes[i])
+		}(recs[i])
 	}
 	wg.Wait()
 	if len(failed) > 0 {
@@ -56,39 +58,52 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *simulato
 	return launched, failed
 }
 
-func recordFor(n simulator.NewNode, now time.Time) LaunchRecord {
+func recordFor(n api.NewNode, now time.Time) LaunchRecord {
 	gpus := 0
-	if q, ok := n.Allocatable[simulator.ResourceGPU]; ok {
+	if q, ok := n.Allocatable[api.ResourceGPU]; ok {
 		gpus = int(q.Value())
 	}
 	if n.GPUs != nil {
 		gpus = n.GPUs.Count
 	}
-	r := LaunchRecord{LaunchID: n.Name, NodeName: n.Name, Pool: n.Pool, InstanceType: n.InstanceType, Zone: n.Zone,
-		CapacityType: n.CapacityType, PricePerHour: n.PricePerHour, GPUs: gpus, Pods: n.Pods, Labels: n.Labels,
-		Taints: n.Taints, Fallbacks: n.Fallbacks, CreatedAt: now}
-	if g := n.GPU; g != nil {
-		r.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
-			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig, ConsumableMemory: g.ConsumableMemory}
-		r.Plan = g
+	r := LaunchRecord{
+		PricedOffering: n.PricedOffering,
+		LaunchID:       n.Name,
+		NodeName:       n.Name,
+		Pool:           n.Pool,
+		GPUs:           gpus,
+		Pods:           n.Pods,
+		Labels:         n.Labels,
+		Taints:         n.Taints,
+		Fallbacks:      n.Fallbacks,
+		CreatedAt:      now,
+	}
+	if n.GPU != nil {
+		g := *n.GPU
+		r.GPU = &g
 	}
 	return r
 }
 
-func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ simulator.NewNode, pods map[string]*corev1.Pod) bool {
-	off := offeringOfRecord(r)
+// launchOne launches the record's node and records the instance, or drops the record when the
+// cloud refused it. pods indexes the pods its Events go to (nil: none).
+func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, pods map[string]*corev1.Pod) bool {
+	off := r.Offering
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
 	// The launch asks for the planned name, the launch ID: a relaunch after a restart must not ask
 	// for the name a Node of the first launch registered under (see relink).
 	req := cloudprovider.LaunchRequest{LaunchID: r.LaunchID, NodeName: r.LaunchID,
-		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints, GPU: r.GPU}
+		Cluster: c.cfg.ClusterName, Pool: r.Pool, Offering: off, Labels: r.Labels, Taints: r.Taints}
+	if r.GPU != nil {
+		req.GPU = *r.GPU
+	}
 	if c.cfg.Reserve && validReservation(r.LaunchID) {
 		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
 	}
 	c.addFallbacks(l, &req, r)
-	inst, refused, err := c.create(ctx, req)
-	c.markRefused(log, r.NodeName, refused)
+	inst, unavailable, err := c.create(ctx, req)
+	c.markReported(log, r.NodeName, unavailable)
 	if err != nil && ctx.Err() != nil {
 		// Shutting down: the cloud may have accepted the launch. Keep the record; Recover links
 		// or relaunches it (idempotently) on the next start.
@@ -99,7 +114,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		kind := errorKind(err)
 		c.metrics.LaunchFailures.WithLabelValues(string(off.InstanceType), off.Zone, string(off.CapacityType), kind).Inc()
 		if kind == "insufficient-capacity" || kind == "quota" {
-			c.markUnavailable(err, off)
+			c.markUnavailable(err, off, kind)
 		}
 		if derr := c.records.Delete(ctx, r.LaunchID); derr != nil {
 			l.Error("dropping the record of a failed launch", zap.Error(derr))
@@ -118,7 +133,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 			zap.String(keyLaunchedZone, bought.Zone), zap.String(keyLaunchedCapacityType, string(bought.CapacityType)),
 			zap.Float64(keyLaunchedPrice, bought.PricePerHour))
 		r = bought
-		off = offeringOfRecord(r)
+		off = r.Offering
 	}
 	if err := c.records.Put(ctx, r); err != nil {
 		l.Error("recording the instance ID", zap.Error(err))
@@ -135,8 +150,8 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 }
 
 // create launches through the provider's UnavailableReporter when it has one, so that offerings
-// the cloud refused on the way to a launch are known too; otherwise through Create.
-func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+// found unavailable on the way to a launch are known too; otherwise through Create.
+func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	if r, ok := c.provider.(cloudprovider.UnavailableReporter); ok {
 		return r.CreateReportingUnavailable(ctx, req)
 	}
@@ -144,29 +159,29 @@ func (c *Controller) create(ctx context.Context, req cloudprovider.LaunchRequest
 	return inst, nil, err
 }
 
-// markRefused keeps offerings the cloud refused during a launch out of the next plans, for the
-// same TTL as those an *InsufficientCapacityError names, whether or not the launch succeeded
-// (an EC2 fleet can launch one pool and refuse others in the same answer). One line per offering:
-// a request names few.
-func (c *Controller) markRefused(log *zap.Logger, node string, refused []cloudprovider.OfferingRef) {
-	for _, o := range refused {
-		c.unavailable.mark(o)
-		log.Info("offering refused during the launch; kept out of plans", zap.String(keyNode, node),
+// markReported keeps offerings the cloud reported unavailable during a launch out of the next
+// plans, for the same TTL as those an *InsufficientCapacityError names, whether or not the launch
+// succeeded (an EC2 fleet can launch one pool and find others unavailable in the same answer).
+// One line per offering: a request names few.
+func (c *Controller) markReported(log *zap.Logger, node string, unavailable []api.Offering) {
+	for _, o := range unavailable {
+		c.unavailable.MarkUnavailable(o, "reported-unavailable")
+		log.Info("offering unavailable during the launch; kept out of plans", zap.String(keyNode, node),
 			zap.String(keyInstanceType, string(o.InstanceType)), zap.String(keyZone, o.Zone),
 			zap.String(keyCapacityType, string(o.CapacityType)))
 	}
 }
 
-// markUnavailable marks the offerings an error names, or the requested one.
-func (c *Controller) markUnavailable(err error, requested cloudprovider.OfferingRef) {
+// markUnavailable marks the offerings an error names, or the requested one, with the error's kind.
+func (c *Controller) markUnavailable(err error, requested api.Offering, kind string) {
 	var ice *cloudprovider.InsufficientCapacityError
 	if errors.As(err, &ice) && len(ice.Offerings) > 0 {
 		for _, o := range ice.Offerings {
-			c.unavailable.mark(o)
+			c.unavailable.MarkUnavailable(o, kind)
 		}
 		return
 	}
-	c.unavailable.mark(requested)
+	c.unavailable.MarkUnavailable(requested, kind)
 }
 
 // errorKind labels a launch error for metrics and logs.
@@ -182,19 +197,4 @@ func errorKind(err error) string {
 		return "canceled"
 	}
 	return "other"
-}
-
-func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
-	m := make(map[string]*corev1.Pod, len(s.Pods))
-	for _, p := range s.Pods {
-		m[p.Namespace+"/"+p.Name] = p
-	}
-	return m
-}
-
-// simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
-func simulatorNode(r LaunchRecord) simulator.NewNode {
-	return simulator.NewNode{Name: r.LaunchID, Pool: r.Pool, InstanceType: r.InstanceType, Zone: r.Zone,
-		CapacityType: r.CapacityType, PricePerHour: r.PricePerHour, Pods: r.Pods, Labels: r.Labels, Taints: r.Taints,
-		Fallbacks: r.Fallbacks}
 }

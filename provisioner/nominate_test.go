@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,9 +54,9 @@ func nominated(name, nnn string, by bool, recorded string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{}}}
 	p.Status.NominatedNodeName = nnn
 	if by {
-		p.Annotations[AnnotationNominatedBy] = nominatedByTiler
+		p.Annotations[api.AnnotationNominatedBy] = nominatedByTiler
 		if recorded != "" {
-			p.Annotations[AnnotationNominatedNode] = recorded
+			p.Annotations[api.AnnotationNominatedNode] = recorded
 		}
 	}
 	return p
@@ -69,30 +71,30 @@ func TestDecideNomination(t *testing.T) {
 		want nominationChange
 	}{
 		{"accepted launch: nominated before its Node registers", nominated("a", "", false, ""),
-			nominationChange{op: nominationSet, node: "n-boot"}},
+			nominationChange{op: NominationSet, node: "n-boot"}},
 		{"launch not accepted yet: wait", nominated("c", "", false, ""), nominationChange{}},
 		{"registered Node without instance ID: nominated", nominated("f", "", false, ""),
-			nominationChange{op: nominationSet, node: "n-reg"}},
+			nominationChange{op: NominationSet, node: "n-reg"}},
 		{"already nominated for its node", nominated("a", "n-boot", true, "n-boot"), nominationChange{}},
 		{"cleared by the scheduler while the node boots: set again (after the retry delay)", nominated("b", "", true, "n-boot"),
-			nominationChange{op: nominationSet, node: "n-boot", again: true}},
+			nominationChange{op: NominationSet, node: "n-boot", again: true}},
 		{"cleared 5 s after the node became usable (grace 15 s): set again", nominated("d", "", true, "n-fresh"),
-			nominationChange{op: nominationSet, node: "n-fresh", again: true}},
+			nominationChange{op: NominationSet, node: "n-fresh", again: true}},
 		{"cleared 1 min after the node became usable: left to the scheduler", nominated("e", "", true, "n-old"),
 			nominationChange{}},
 		{"ours, node usable past the grace: kept", nominated("e", "n-old", true, "n-old"), nominationChange{}},
 		{"the scheduler's preemption nomination: never overwritten", nominated("a", "existing-1", false, ""),
 			nominationChange{}},
 		{"tagged, then nominated elsewhere by the scheduler: annotations dropped", nominated("a", "existing-1", true, "n-boot"),
-			nominationChange{op: nominationRelease}},
+			nominationChange{op: NominationRelease}},
 		{"tagged, the scheduler nominated another bought node: annotations dropped", nominated("a", "n-fresh", true, "n-boot"),
-			nominationChange{op: nominationRelease}},
+			nominationChange{op: NominationRelease}},
 		{"ours for a launch that is gone, pod planned again: moved", nominated("a", "n-gone", true, "n-gone"),
-			nominationChange{op: nominationSet, node: "n-boot"}},
+			nominationChange{op: NominationSet, node: "n-boot"}},
 		{"ours for a launch that is gone, pod not planned: cleared", nominated("z", "n-gone", true, "n-gone"),
-			nominationChange{op: nominationClear}},
+			nominationChange{op: NominationClear}},
 		{"ours (older Tiler, no node annotation) for a launch that is gone: cleared", nominated("z", "n-gone", true, ""),
-			nominationChange{op: nominationClear}},
+			nominationChange{op: NominationClear}},
 		{"not planned, not nominated", nominated("z", "", false, ""), nominationChange{}},
 		{"bound pod", bound, nominationChange{}},
 	}
@@ -169,11 +171,11 @@ func TestNominationPatch(t *testing.T) {
 		ch   nominationChange
 		want string
 	}{
-		{nominationChange{op: nominationSet, node: "n-boot"},
+		{nominationChange{op: NominationSet, node: "n-boot"},
 			`{"metadata":{"annotations":{"tiler.dev/nominated-by":"tiler","tiler.dev/nominated-node":"n-boot"},"resourceVersion":"42"},"status":{"nominatedNodeName":"n-boot"}}`},
-		{nominationChange{op: nominationClear},
+		{nominationChange{op: NominationClear},
 			`{"metadata":{"annotations":{"tiler.dev/nominated-by":null,"tiler.dev/nominated-node":null},"resourceVersion":"42"},"status":{"nominatedNodeName":null}}`},
-		{nominationChange{op: nominationRelease},
+		{nominationChange{op: NominationRelease},
 			`{"metadata":{"annotations":{"tiler.dev/nominated-by":null,"tiler.dev/nominated-node":null},"resourceVersion":"42"}}`},
 	}
 	for _, tc := range cases {

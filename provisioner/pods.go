@@ -3,7 +3,9 @@ package provisioner
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // provisionable reports whether a pod waits for capacity: the scheduler marked it
@@ -13,7 +15,7 @@ func provisionable(p *corev1.Pod) bool {
 	if !snapshot.IsPending(p) {
 		return false
 	}
-	if p.Status.NominatedNodeName != "" && p.Annotations[AnnotationNominatedBy] != "tiler" {
+	if p.Status.NominatedNodeName != "" && p.Annotations[api.AnnotationNominatedBy] != "tiler" {
 		return false
 	}
 	for _, c := range p.Status.Conditions {
@@ -23,10 +25,6 @@ func provisionable(p *corev1.Pod) bool {
 	}
 	return false
 }
-
-// AnnotationNominatedBy marks pods whose status.nominatedNodeName Tiler set (to the node it
-// bought for them), so they are told apart from the scheduler's preemption nominations.
-const AnnotationNominatedBy = "tiler.dev/nominated-by"
 
 // unschedulableSince returns when the pod became unschedulable (the condition's transition time).
 func unschedulableSince(p *corev1.Pod) (t corev1.PodCondition, ok bool) {

@@ -7,15 +7,13 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // RecordsConfigMap is the ConfigMap (in Config.Namespace) that holds the launch records.
@@ -31,25 +29,46 @@ type LaunchRecord struct {
 	LaunchID string `json:"launchID"`
 	// NodeName is the name of the node's Node: the planned name until the Node registers under
 	// another (an EKS node registers as its EC2 private DNS name), then that one (see nodeIndex).
-	NodeName     string                   `json:"nodeName"`
-	Pool         string                   `json:"pool"`
-	InstanceType catalog.InstanceTypeName `json:"instanceType"`
-	Zone         string                   `json:"zone"`
-	CapacityType catalog.CapacityType     `json:"capacityType"`
-	PricePerHour float64                  `json:"pricePerHour"`
-	GPUs         int                      `json:"gpus,omitempty"`
-	Pods         []string                 `json:"pods,omitempty"`
-	Labels       map[string]string        `json:"labels,omitempty"`
-	Taints       []corev1.Taint           `json:"taints,omitempty"`
-	GPU          cloudprovider.GPUConfig  `json:"gpu,omitempty"`
+	NodeName string `json:"nodeName"`
+	Pool     string `json:"pool"`
+	// PricedOffering is what the node is bought as: the plan's offering until the cloud
+	// launched it, then what the cloud launched.
+	api.PricedOffering
+	GPUs   int               `json:"gpus,omitempty"`
+	Pods   []string          `json:"pods,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+	// GPU is the plan's GPU configuration of the node (nil without GPUs): what its bootstrap
+	// applies and what the simulation counts while it is in flight.
+	GPU *api.GPUConfig `json:"gpu,omitempty"`
 	// Fallbacks are the plan's fallback offerings, tried in order when the cloud refuses the
 	// node's own.
-	Fallbacks []simulator.Fallback `json:"fallbacks,omitempty"`
-	// Plan is the simulator's GPU plan for the node, handed back as in-flight capacity.
-	Plan      *simulator.GPUPlan `json:"plan,omitempty"`
-	CreatedAt time.Time          `json:"createdAt"`
+	Fallbacks []api.PricedOffering `json:"fallbacks,omitempty"`
+	CreatedAt time.Time            `json:"createdAt"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
+}
+
+// UnmarshalJSON reads a record, including one written before the GPU configuration was kept
+// once: those held it twice, as "plan" (the simulator's, complete) and as "gpu" (the cloud's,
+// in another encoding), and "gpu" with zero values on nodes without GPUs.
+func (r *LaunchRecord) UnmarshalJSON(b []byte) error {
+	type plain LaunchRecord
+	var v struct {
+		plain
+		LegacyPlan *api.GPUConfig `json:"plan"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = LaunchRecord(v.plain)
+	if v.LegacyPlan != nil {
+		r.GPU = v.LegacyPlan
+	}
+	if r.GPU != nil && r.GPU.Equal(api.GPUConfig{}) {
+		r.GPU = nil
+	}
+	return nil
 }
 
 // recordStore keeps launch records in a ConfigMap, one data key per launch ID.

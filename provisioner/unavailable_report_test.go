@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/promtest"
+	"github.com/tiler-dev/tiler/internal/testwait"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -12,12 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // plainCloud hides CreateReportingUnavailable: a provider that only has Create.
@@ -44,7 +48,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
 			kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}, podA)
-			cloud := &fleetCloud{report: []cloudprovider.OfferingRef{refused}}
+			cloud := &fleetCloud{report: []api.Offering{refused}}
 			var provider cloudprovider.Provider = cloud
 			if !tt.reporting {
 				provider = plainCloud{cloud}
@@ -52,7 +56,8 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 			cfg := provisioner.DefaultConfig()
 			cfg.Nominate = false
 			reg := prometheus.NewRegistry()
-			ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(reg))
+			ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, Clock: clk,
+				Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +112,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 // unavailableGauge reads tiler_provisioner_unavailable_offerings, set by each batch that plans.
 func unavailableGauge(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	v, _ := metricValue(t, reg, "tiler_provisioner_unavailable_offerings")
+	v, _ := promtest.Value(t, reg, "tiler_provisioner_unavailable_offerings")
 	return v
 }
 
@@ -118,7 +123,7 @@ func pendingPod(p *corev1.Pod) *corev1.Pod {
 }
 
 // planned is the offering a plan of pod alone on cat buys.
-func planned(t *testing.T, cat *catalog.Catalog, pod *corev1.Pod) cloudprovider.OfferingRef {
+func planned(t *testing.T, cat *catalog.Catalog, pod *corev1.Pod) api.Offering {
 	t.Helper()
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: []*corev1.Pod{pod}}, Catalog: cat})
 	if err != nil || len(plan.NewNodes) != 1 {
@@ -127,12 +132,12 @@ func planned(t *testing.T, cat *catalog.Catalog, pod *corev1.Pod) cloudprovider.
 	return offeringOf(plan.NewNodes[0])
 }
 
-func offeringOf(n simulator.NewNode) cloudprovider.OfferingRef {
-	return cloudprovider.OfferingRef{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType}
+func offeringOf(n api.NewNode) api.Offering {
+	return n.Offering
 }
 
 // nodeOf returns the new node the plan puts pod on.
-func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
+func nodeOf(t *testing.T, plan *api.Plan, pod string) api.NewNode {
 	t.Helper()
 	for _, n := range plan.NewNodes {
 		for _, p := range n.Pods {
@@ -142,25 +147,22 @@ func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
 		}
 	}
 	t.Fatalf("%s is on no new node of the plan %+v", pod, plan)
-	return simulator.NewNode{}
+	return api.NewNode{}
 }
 
 // reconcileUntil runs batches until one sees pending pods (the informers catch up with the
 // fake API server asynchronously) and returns it.
 func reconcileUntil(t *testing.T, ctrl *provisioner.Controller, pending int) *provisioner.Result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := ctrl.Reconcile(context.Background())
-		if err != nil {
+	var res *provisioner.Result
+	if err := testwait.Poll(testwait.Fast, 10*time.Second, func() bool {
+		var err error
+		if res, err = ctrl.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if res.Pending == pending {
-			return res
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no batch saw %d pending pods; last saw %d", pending, res.Pending)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return res.Pending == pending
+	}); err != nil {
+		t.Fatalf("no batch saw %d pending pods; last saw %d", pending, res.Pending)
 	}
+	return res
 }

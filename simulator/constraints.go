@@ -5,9 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // buildConstraints parses every pending pod's topology spread and pod (anti-)affinity into
@@ -17,7 +19,7 @@ func (s *state) buildConstraints() error {
 	var valid []*podInfo
 	for _, pi := range s.pending {
 		if err := s.parsePodConstraints(pi); err != nil {
-			s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: InvalidRequest, Reason: err.Error()}
+			s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.InvalidRequest, Reason: err.Error()}
 			continue
 		}
 		valid = append(valid, pi)

@@ -7,48 +7,25 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator/mig"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // GPU labels the NVIDIA GPU feature discovery and MIG manager put on nodes.
-const (
-	LabelMIGConfig       = "nvidia.com/mig.config"
-	LabelMIGStrategy     = "nvidia.com/mig.strategy"
-	LabelGPUReplicas     = "nvidia.com/gpu.replicas"
-	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
-	// ResourceGPUShared is the renamed time-sliced GPU resource.
-	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
-)
+const ()
 
 // deviceVariant is one way a node's GPUs can be exposed: the extended resources the device plugin
 // advertises and the configuration that produces them.
 type deviceVariant struct {
 	resources corev1.ResourceList
 	labels    map[string]string
-	gpu       GPUPlan
-}
-
-// GPUPlan is how a planned node's GPUs are configured.
-type GPUPlan struct {
-	Sharing     policy.Sharing `json:"sharing,omitempty"`
-	Replicas    int            `json:"replicasPerGPU,omitempty"`
-	MIGStrategy string         `json:"migStrategy,omitempty"`
-	// RenameShared: the replicas are advertised as nvidia.com/gpu.shared instead of
-	// nvidia.com/gpu (the pool's gpu.renameShared, the device plugin's renameByDefault).
-	RenameShared bool `json:"renameShared,omitempty"`
-	// MIGLayout lists the MIG profiles of each GPU.
-	MIGLayout [][]string `json:"migLayout,omitempty"`
-	// MIGConfig is the nvidia.com/mig.config value; MigPartedConfig the mig-parted file for it.
-	MIGConfig       string `json:"migConfig,omitempty"`
-	MigPartedConfig string `json:"migPartedConfig,omitempty"`
-	// ConsumableMemory: the DRA driver publishes the GPUs' memory as consumable capacity, so
-	// several claims may share a GPU (the pool's gpu.consumableMemory).
-	ConsumableMemory bool `json:"consumableMemory,omitempty"`
+	gpu       api.GPUConfig
 }
 
 var (
@@ -73,38 +50,38 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 	}
 	g := pl.GPU
 	consumable := g != nil && g.ConsumableMemory
-	if g == nil || g.Sharing == "" || g.Sharing == policy.Exclusive {
+	if g == nil || g.Sharing == "" || g.Sharing == api.Exclusive {
 		if consumable {
 			// Shared GPU memory is a DRA feature: the DRA driver publishes the GPUs and the device
 			// plugin does not run, or each GPU would be handed out twice (plain nvidia.com/gpu
 			// requests are served by DRA when a DeviceClass names that extended resource).
-			return []deviceVariant{{gpu: GPUPlan{Sharing: policy.Exclusive, ConsumableMemory: true}}}, nil
+			return []deviceVariant{{gpu: api.GPUConfig{Sharing: api.Exclusive, ConsumableMemory: true}}}, nil
 		}
-		return []deviceVariant{{resources: corev1.ResourceList{ResourceGPU: qty(it.GPU.Count)},
-			gpu: GPUPlan{Sharing: sharingOr(g, policy.Exclusive)}}}, nil
+		return []deviceVariant{{resources: corev1.ResourceList{api.ResourceGPU: qty(it.GPU.Count)},
+			gpu: api.GPUConfig{Sharing: sharingOr(g, api.Exclusive)}}}, nil
 	}
 	switch g.Sharing {
-	case policy.DynamicMIG:
+	case api.DynamicMIG:
 		// Only the DRA driver advertises the GPUs (as MIG partitions and, on Hopper and newer,
 		// whole GPUs); the device plugin does not run, so nvidia.com/gpu is not allocatable.
-		return []deviceVariant{{gpu: GPUPlan{Sharing: policy.DynamicMIG, ConsumableMemory: consumable}}}, nil
-	case policy.TimeSlicing, policy.MPS:
+		return []deviceVariant{{gpu: api.GPUConfig{Sharing: api.DynamicMIG, ConsumableMemory: consumable}}}, nil
+	case api.TimeSlicing, api.MPS:
 		k := g.Replicas
 		if k == 0 {
 			k = 4
 		}
-		name := ResourceGPU
+		name := api.ResourceGPU
 		if g.RenameShared {
-			name = ResourceGPUShared
+			name = api.ResourceGPUShared
 		}
 		return []deviceVariant{{resources: corev1.ResourceList{name: qty(it.GPU.Count * k)},
-			labels: map[string]string{LabelGPUReplicas: strconv.Itoa(k), LabelSharingStrategy: string(g.Sharing)},
-			gpu:    GPUPlan{Sharing: g.Sharing, Replicas: k, RenameShared: g.RenameShared}}}, nil
+			labels: map[string]string{api.LabelGPUReplicas: strconv.Itoa(k), api.LabelSharingStrategy: string(g.Sharing)},
+			gpu:    api.GPUConfig{Sharing: g.Sharing, Replicas: k, RenameShared: g.RenameShared}}}, nil
 	}
 	return s.migVariants(pl, it)
 }
 
-func sharingOr(g *policy.GPUPolicy, d policy.Sharing) policy.Sharing {
+func sharingOr(g *policy.GPUPolicy, d api.Sharing) api.Sharing {
 	if g != nil && g.Sharing != "" {
 		return g.Sharing
 	}
@@ -214,7 +191,7 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 			return deviceVariant{}
 		}
 		for _, n := range counts {
-			res[ResourceGPU] = qty(n)
+			res[api.ResourceGPU] = qty(n)
 		}
 	} else {
 		for p, n := range counts {
@@ -229,12 +206,12 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 	} else {
 		config = "tiler-" + strings.ReplaceAll(m.LayoutName(perGPU[0]), "custom-", "") + fmt.Sprintf("-%dgpu-mixed", len(perGPU))
 	}
-	gp := GPUPlan{Sharing: policy.MIG, MIGStrategy: strategy, MIGLayout: layout, MIGConfig: config}
+	gp := api.GPUConfig{Sharing: api.MIG, MIGStrategy: strategy, MIGLayout: layout, MIGConfig: config}
 	perGPUProfiles := make([][]mig.MIGProfile, len(perGPU))
 	for i, l := range perGPU {
 		perGPUProfiles[i] = l.Profiles
 	}
 	gp.MigPartedConfig = mig.MigPartedConfig(config, perGPUProfiles)
 	return deviceVariant{resources: res, gpu: gp,
-		labels: map[string]string{LabelMIGConfig: config, LabelMIGStrategy: strategy}}
+		labels: map[string]string{api.LabelMIGConfig: config, api.LabelMIGStrategy: strategy}}
 }

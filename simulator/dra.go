@@ -7,11 +7,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/simulator/dra"
 )
 
@@ -134,7 +136,7 @@ func extendedResourceNames(classes []*resourcev1.DeviceClass) map[corev1.Resourc
 // setupDRA builds the allocator from the snapshot's DeviceClasses, ResourceSlices and
 // ResourceClaims and resolves every pending pod's claims. A pod whose claims cannot be resolved
 // (a missing template or claim) or validated (a missing DeviceClass, a CEL expression that does
-// not compile) gets InvalidRequest and leaves the pending list. Without DRA pods it does nothing,
+// not compile) gets api.InvalidRequest and leaves the pending list. Without DRA pods it does nothing,
 // so the rest of the simulation pays nothing for DRA.
 func (s *state) setupDRA() error {
 	snap := s.in.Snapshot
@@ -173,7 +175,7 @@ func (s *state) setupDRA() error {
 	valid := s.pending[:0]
 	for _, pi := range s.pending {
 		if err := s.resolveClaims(pi); err != nil {
-			s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: InvalidRequest, Reason: err.Error()}
+			s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.InvalidRequest, Reason: err.Error()}
 			continue
 		}
 		valid = append(valid, pi)
@@ -506,10 +508,10 @@ func (s *state) specReason(cs *claimSet, class int) *dra.Reason {
 }
 
 // claimAllocations renders a node's allocations for the plan, sorted by claim.
-func claimAllocations(node string, commits []claimCommit) []ClaimAllocation {
-	out := make([]ClaimAllocation, 0, len(commits))
+func claimAllocations(node string, commits []claimCommit) []api.ClaimAllocation {
+	out := make([]api.ClaimAllocation, 0, len(commits))
 	for _, c := range commits {
-		ca := ClaimAllocation{Claim: claimKey(c.claim), Devices: []string{}}
+		ca := api.ClaimAllocation{Claim: claimKey(c.claim), Devices: []string{}}
 		for _, r := range c.result.Devices.Results {
 			dev := r.Device
 			if r.Pool != node {

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // draBenchTemplates adds, to draTemplates, a claim for a GPU with at least 40Gi of memory.

@@ -7,16 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/dra"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // draPropertyPolicy has an exclusive pool of mixed GPU types, one with consumable memory and one
@@ -169,7 +171,7 @@ func TestDRAPlansHold(t *testing.T) {
 				t.Fatalf("warnings: %v", plan.Warnings)
 			}
 			for _, u := range plan.Unschedulable {
-				if u.Code == simulator.InvalidRequest {
+				if u.Code == api.InvalidRequest {
 					t.Errorf("%s: %s", u.Pod, u.Reason)
 				}
 			}
@@ -189,7 +191,7 @@ func TestDRAPlansHold(t *testing.T) {
 }
 
 func checkNodeClaims(t *testing.T, snap *snapshot.Snapshot, index *dra.ClaimIndex, pods map[string]*corev1.Pod,
-	cat *catalog.Catalog, g *policy.GPUPolicy, n simulator.NewNode) {
+	cat *catalog.Catalog, g *policy.GPUPolicy, n api.NewNode) {
 	t.Helper()
 	byKey := map[string]*resourcev1.ResourceClaim{}
 	for _, key := range n.Pods {
@@ -221,7 +223,7 @@ func checkNodeClaims(t *testing.T, snap *snapshot.Snapshot, index *dra.ClaimInde
 	mode, consumable := dra.Full, false
 	if g != nil {
 		consumable = g.ConsumableMemory
-		if g.Sharing == policy.DynamicMIG {
+		if g.Sharing == api.DynamicMIG {
 			mode = dra.DynamicMIG
 		}
 	}

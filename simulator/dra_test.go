@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // draClasses are the NVIDIA driver's GPU and MIG DeviceClasses (testdata/dra/deviceclasses.yaml).
@@ -119,7 +121,7 @@ pools:
 	return p
 }
 
-func simulateDRA(t *testing.T, catalogName, pol, snap string, opts simulator.Options) *simulator.Plan {
+func simulateDRA(t *testing.T, catalogName, pol, snap string, opts simulator.Options) *api.Plan {
 	t.Helper()
 	s, err := snapshot.Decode(strings.NewReader(snap))
 	if err != nil {
@@ -152,7 +154,7 @@ func simulateDRA(t *testing.T, catalogName, pol, snap string, opts simulator.Opt
 }
 
 // nodeOf returns the new node holding the pod.
-func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
+func nodeOf(t *testing.T, plan *api.Plan, pod string) api.NewNode {
 	t.Helper()
 	for _, n := range plan.NewNodes {
 		for _, p := range n.Pods {
@@ -162,22 +164,22 @@ func nodeOf(t *testing.T, plan *simulator.Plan, pod string) simulator.NewNode {
 		}
 	}
 	t.Fatalf("pod %s is on no new node; plan:\n%s", pod, table(plan))
-	return simulator.NewNode{}
+	return api.NewNode{}
 }
 
-func table(plan *simulator.Plan) string {
+func table(plan *api.Plan) string {
 	var b bytes.Buffer
 	_ = plan.WriteTable(&b)
 	return b.String()
 }
 
-func reasonOf(plan *simulator.Plan, pod string) (simulator.UnschedulablePod, bool) {
+func reasonOf(plan *api.Plan, pod string) (api.UnschedulablePod, bool) {
 	for _, u := range plan.Unschedulable {
 		if u.Pod == pod {
 			return u, true
 		}
 	}
-	return simulator.UnschedulablePod{}, false
+	return api.UnschedulablePod{}, false
 }
 
 // TestDRAExtendedResource: with a DeviceClass whose extendedResourceName is nvidia.com/gpu, a
@@ -194,7 +196,7 @@ func TestDRAExtendedResource(t *testing.T) {
 		if _, ok := n.Allocatable["nvidia.com/gpu"]; ok {
 			t.Errorf("a dynamic-mig node advertises nvidia.com/gpu: %v", n.Allocatable)
 		}
-		want := []simulator.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-0"}}}
+		want := []api.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-0"}}}
 		if diff := cmp.Diff(want, n.Claims); diff != "" {
 			t.Errorf("claims (-want +got):\n%s", diff)
 		}
@@ -209,7 +211,7 @@ func TestDRAExtendedResource(t *testing.T) {
 	t.Run("dynamic-mig Ampere node publishes no whole GPU", func(t *testing.T) {
 		plan := simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", "{sharing: dynamic-mig}"), snap, simulator.Options{})
 		u, ok := reasonOf(plan, "ml/plain")
-		if !ok || u.Code != simulator.NeverFits || !strings.Contains(u.Reason, "ml/plain-extended-resources") {
+		if !ok || u.Code != api.NeverFits || !strings.Contains(u.Reason, "ml/plain-extended-resources") {
 			t.Errorf("got %+v, want NeverFits naming the claim ml/plain-extended-resources", u)
 		}
 	})
@@ -217,7 +219,7 @@ func TestDRAExtendedResource(t *testing.T) {
 		plan := simulateDRA(t, "gcp-us-central1", draPolicy("a3-highgpu-1g, a3-highgpu-2g, a3-highgpu-4g", "{sharing: dynamic-mig}"),
 			draClasses+gpuPod("pair", 2), simulator.Options{})
 		n := nodeOf(t, plan, "ml/pair")
-		want := []simulator.ClaimAllocation{{Claim: "ml/pair-extended-resources", Devices: []string{"gpu-0", "gpu-1"}}}
+		want := []api.ClaimAllocation{{Claim: "ml/pair-extended-resources", Devices: []string{"gpu-0", "gpu-1"}}}
 		if n.InstanceType != "a3-highgpu-2g" || !cmp.Equal(want, n.Claims) {
 			t.Errorf("got %s with %v, want a3-highgpu-2g with %v", n.InstanceType, n.Claims, want)
 		}
@@ -291,8 +293,8 @@ status: {phase: Running}
 		claimPod("first", "{name: gpu, resourceClaimTemplateName: one-gpu}", "4") +
 		claimPod("second", "{name: gpu, resourceClaimTemplateName: one-gpu}", "4")
 	plan := simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-4, g2-standard-8", ""), snap, simulator.Options{})
-	want := []simulator.ExistingNode{{Name: "gpu-node", Pods: []string{"ml/first"},
-		Claims: []simulator.ClaimAllocation{{Claim: "ml/first-gpu", Devices: []string{"gpu-1"}}}}}
+	want := []api.ExistingNode{{Name: "gpu-node", Pods: []string{"ml/first"},
+		Claims: []api.ClaimAllocation{{Claim: "ml/first-gpu", Devices: []string{"gpu-1"}}}}}
 	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" {
 		t.Errorf("existing nodes (-want +got):\n%s\n%s", diff, table(plan))
 	}
@@ -302,8 +304,8 @@ status: {phase: Running}
 
 	// The running claim keeps gpu-0; a plain GPU request is served on the node through DRA.
 	plan = simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-4", ""), draClasses+existing+gpuPod("plain", 1), simulator.Options{})
-	want = []simulator.ExistingNode{{Name: "gpu-node", Pods: []string{"ml/plain"},
-		Claims: []simulator.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-1"}}}}}
+	want = []api.ExistingNode{{Name: "gpu-node", Pods: []string{"ml/plain"},
+		Claims: []api.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-1"}}}}}
 	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" {
 		t.Errorf("plain GPU pod (-want +got):\n%s\n%s", diff, table(plan))
 	}
@@ -320,7 +322,7 @@ func TestDRAReplay(t *testing.T) {
 	pol := draPolicy("p5.4xlarge, p4d.24xlarge", "")
 	plan := simulateDRA(t, "aws-us-east-1", pol, snap, simulator.Options{})
 	n := nodeOf(t, plan, "ml/a")
-	want := []simulator.ClaimAllocation{
+	want := []api.ClaimAllocation{
 		{Claim: "ml/a-gpu", Devices: []string{"gpu-0 (gpu/a100)"}},
 		{Claim: "ml/b-gpu", Devices: []string{"gpu-1 (gpu/a100)"}},
 	}
@@ -362,12 +364,12 @@ func TestDRAGangRevert(t *testing.T) {
 		claimPod("outsider", "{name: gpu, resourceClaimName: shared}", "1")
 	plan := simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-8", ""), snap, simulator.Options{})
 	for _, m := range []string{"ml/m0", "ml/m1", "ml/m2"} {
-		if u, ok := reasonOf(plan, m); !ok || u.Code != simulator.GangIncomplete {
+		if u, ok := reasonOf(plan, m); !ok || u.Code != api.GangIncomplete {
 			t.Errorf("%s: got %+v, want GangIncomplete", m, u)
 		}
 	}
 	n := nodeOf(t, plan, "ml/outsider")
-	want := []simulator.ClaimAllocation{{Claim: "ml/shared", Devices: []string{"gpu-0"}}}
+	want := []api.ClaimAllocation{{Claim: "ml/shared", Devices: []string{"gpu-0"}}}
 	if diff := cmp.Diff(want, n.Claims); diff != "" {
 		t.Errorf("outsider's claims (-want +got):\n%s\n%s", diff, table(plan))
 	}
@@ -382,7 +384,7 @@ func TestDRASharedClaimPinned(t *testing.T) {
 	plan := simulateDRA(t, "gcp-us-central1", draPolicy("g2-standard-8", ""), snap, simulator.Options{})
 	placed := nodeOf(t, plan, "ml/p1")
 	u, ok := reasonOf(plan, "ml/p2")
-	if !ok || u.Code != simulator.Unschedulable || !strings.Contains(u.Reason, "claim ml/shared is allocated on node "+placed.Name) {
+	if !ok || u.Code != api.Unschedulable || !strings.Contains(u.Reason, "claim ml/shared is allocated on node "+placed.Name) {
 		t.Errorf("p2: got %+v, want Unschedulable naming claim ml/shared and node %s", u, placed.Name)
 	}
 }
@@ -392,10 +394,10 @@ func TestDRASharedClaimPinned(t *testing.T) {
 func TestDRAInFlight(t *testing.T) {
 	snap := draClasses + draTemplates + claimPod("p", "{name: gpu, resourceClaimTemplateName: one-gpu}", "1")
 	opts := simulator.Options{InFlight: []simulator.InFlightNode{{Name: "tiler-dra-launching", Pool: "dra",
-		InstanceType: "a2-highgpu-1g", Zone: "us-central1-a", CapacityType: catalog.Spot, PricePerHour: 1.928}}}
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "a2-highgpu-1g", Zone: "us-central1-a", CapacityType: api.Spot}, PricePerHour: 1.928}}}}
 	plan := simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", ""), snap, opts)
-	want := []simulator.ExistingNode{{Name: "tiler-dra-launching", Pods: []string{"ml/p"},
-		Claims: []simulator.ClaimAllocation{{Claim: "ml/p-gpu", Devices: []string{"gpu-0"}}}}}
+	want := []api.ExistingNode{{Name: "tiler-dra-launching", Pods: []string{"ml/p"},
+		Claims: []api.ClaimAllocation{{Claim: "ml/p-gpu", Devices: []string{"gpu-0"}}}}}
 	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" || len(plan.NewNodes) != 0 {
 		t.Errorf("existing (-want +got):\n%s\n%s", diff, table(plan))
 	}

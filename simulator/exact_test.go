@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // exactOptimum is an exact solver for small CPU/memory-only instances: it enumerates every
@@ -86,9 +88,9 @@ func TestNearExactOptimum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := &policy.CostPolicy{APIVersion: policy.APIVersion, Kind: policy.Kind, Pools: []policy.Pool{{
+	pol := &policy.CostPolicy{APIVersion: api.GroupVersion, Kind: policy.Kind, Pools: []policy.Pool{{
 		Name: "general", InstanceFamilies: []string{"m7i", "c7i", "r7i"},
-		Requirements: []corev1.NodeSelectorRequirement{{Key: policy.LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}}}}
+		Requirements: []corev1.NodeSelectorRequirement{{Key: api.LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}}}}
 	r := rand.New(rand.NewPCG(7, 7))
 	var sumGap, worst float64
 	cases := 40

@@ -3,19 +3,21 @@ package simulator
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
-// The fallback rule. When the cloud refuses a new node's offering (insufficient capacity, a
-// quota), the launch tries the node's fallbacks in order (in one EC2 fleet request, or one GCE
-// insert after another) before the controller has to re-plan, which costs a batch and keeps the
-// refused offering out of plans for the unavailable TTL.
+// The fallback rule. When a new node's offering is unavailable (insufficient capacity, a quota),
+// the launch tries the node's fallbacks in order (in one EC2 fleet request, or one GCE insert
+// after another) before the controller has to re-plan, which costs a batch and keeps the
+// unavailable offering out of plans for the unavailable TTL.
 const (
 	// MaxFallbacks caps the fallbacks of a new node. An EC2 fleet lists each as an override; eight
-	// keep the request short and are plenty, since a refusal rarely spans more than a few
+	// keep the request short and are plenty, since unavailability rarely spans more than a few
 	// capacity pools at once and the next batch re-plans anyway.
 	MaxFallbacks = 8
 	// FallbackPriceTolerance bounds a fallback's price to this multiple of the node's own price: a
-	// refusal may make this node up to 25 % dearer rather than wait for a re-plan, never more, so
+	// fallback may make this node up to 25 % dearer rather than wait for a re-plan, never more, so
 	// a plan's cost stays a faithful estimate of what is bought.
 	FallbackPriceTolerance = 1.25
 )
@@ -37,7 +39,7 @@ const (
 // The offerings come from the pool, not from n.cands: packing narrows cands with price caps
 // (split, the LP re-pack, the exact search) that say what the node should cost, not what it
 // could be bought as.
-func (s *state) fallbacks(n *simNode) []Fallback {
+func (s *state) fallbacks(n *simNode) []api.PricedOffering {
 	c := n.chosen
 	zone := n.zone
 	if zone == "" && sharesGangZone(n) {
@@ -53,7 +55,7 @@ func (s *state) fallbacks(n *simNode) []Fallback {
 	for _, o := range n.pool.offs {
 		switch {
 		case o == c, o.price > maxPrice, zone != "" && o.zone != zone,
-			draClass >= 0 && o.draClass != draClass, !o.gpu.equal(c.gpu), !sameValues(o.labels, c.labels, keys):
+			draClass >= 0 && o.draClass != draClass, !o.gpu.Equal(c.gpu), !sameValues(o.labels, c.labels, keys):
 			continue
 		}
 		if s.holdsAll(n, o) && s.withinLimits(n.pool, n, []*offering{o}) {
@@ -65,14 +67,14 @@ func (s *state) fallbacks(n *simNode) []Fallback {
 		it, zone, ct string
 	}
 	seen := map[key]bool{{string(c.it.Name), c.zone, string(c.ct)}: true}
-	var out []Fallback
+	var out []api.PricedOffering
 	for _, o := range picked {
 		k := key{string(o.it.Name), o.zone, string(o.ct)}
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		out = append(out, Fallback{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct, PricePerHour: o.price})
+		out = append(out, api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price})
 		if len(out) == MaxFallbacks {
 			break
 		}
@@ -143,11 +145,4 @@ func sameValues(a, b map[string]string, keys []string) bool {
 		}
 	}
 	return true
-}
-
-// equal reports whether two GPU plans configure a node's GPUs the same way.
-func (g GPUPlan) equal(h GPUPlan) bool {
-	return g.Sharing == h.Sharing && g.Replicas == h.Replicas && g.MIGStrategy == h.MIGStrategy &&
-		g.RenameShared == h.RenameShared && g.MIGConfig == h.MIGConfig && g.MigPartedConfig == h.MigPartedConfig &&
-		g.ConsumableMemory == h.ConsumableMemory && slices.EqualFunc(g.MIGLayout, h.MIGLayout, slices.Equal[[]string])
 }

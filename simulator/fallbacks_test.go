@@ -6,15 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestFallbacks checks the fallback rule on single-node plans: every fallback is another offering
@@ -37,13 +39,13 @@ func TestFallbacks(t *testing.T) {
 		pods   []*corev1.Pod
 		policy *policy.CostPolicy
 		// check is asked about every fallback f of the only new node n.
-		check func(t *testing.T, n simulator.NewNode, f simulator.Fallback)
+		check func(t *testing.T, n api.NewNode, f api.PricedOffering)
 		// none: the node must have no fallback at all.
 		none bool
 	}{{
 		name: "cpu pod: other types, zones and capacity types",
 		pods: []*corev1.Pod{simtest.Pod("a").CPU("3").Mem("6Gi").Obj()},
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
 			if it, _ := cat.Type(f.InstanceType); it.GPU.Count > 0 {
 				t.Errorf("fallback %s has GPUs; the node's pool has none", f.InstanceType)
 			}
@@ -51,7 +53,7 @@ func TestFallbacks(t *testing.T) {
 	}, {
 		name: "node selector: only accepted families",
 		pods: []*corev1.Pod{simtest.Pod("a").CPU("3").Mem("6Gi").NodeSelector("tiler.dev/instance-family", "c7i").Obj()},
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
 			if !strings.HasPrefix(string(f.InstanceType), "c7i.") {
 				t.Errorf("fallback %s is not of family c7i", f.InstanceType)
 			}
@@ -59,7 +61,7 @@ func TestFallbacks(t *testing.T) {
 	}, {
 		name: "zone spread pins the zone",
 		pods: []*corev1.Pod{simtest.Pod("a").Label("app", "s").CPU("3").Mem("6Gi").Spread(corev1.LabelTopologyZone, 1, true).Obj()},
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
 			if f.Zone != n.Zone {
 				t.Errorf("fallback in %s, node pinned to %s", f.Zone, n.Zone)
 			}
@@ -68,16 +70,16 @@ func TestFallbacks(t *testing.T) {
 		name: "gang sharing a zone pins the zone",
 		pods: []*corev1.Pod{simtest.Pod("g-0").CPU("1").Mem("1Gi").Gang("g", 2, "zone").Obj(),
 			simtest.Pod("g-1").CPU("1").Mem("1Gi").Gang("g", 2, "zone").Obj()},
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
 			if f.Zone != n.Zone {
 				t.Errorf("fallback in %s, the gang's node in %s", f.Zone, n.Zone)
 			}
 		},
 	}, {
 		name: "spread over instance families keeps the family",
-		pods: []*corev1.Pod{simtest.Pod("a").Label("app", "fam").CPU("3").Mem("6Gi").Spread(simulator.LabelInstanceFamily, 1, true).Obj()},
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
-			if got, want := strings.Split(string(f.InstanceType), ".")[0], n.Labels[simulator.LabelInstanceFamily]; got != want {
+		pods: []*corev1.Pod{simtest.Pod("a").Label("app", "fam").CPU("3").Mem("6Gi").Spread(api.LabelInstanceFamily, 1, true).Obj()},
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
+			if got, want := strings.Split(string(f.InstanceType), ".")[0], n.Labels[api.LabelInstanceFamily]; got != want {
 				t.Errorf("fallback %s is of family %s, the node of %s", f.InstanceType, got, want)
 			}
 		},
@@ -92,7 +94,7 @@ pools:
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
   requirements: [{key: tiler.dev/gpu-count, operator: Exists}]
 `),
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
 			// 5 replicas at 4 per GPU need 2 GPUs.
 			if it, _ := cat.Type(f.InstanceType); it.GPU.Count < 2 {
 				t.Errorf("fallback %s has %d GPUs; 5 replicas need 2", f.InstanceType, it.GPU.Count)
@@ -112,7 +114,7 @@ pools:
   limits: {maxPricePerHour: %v}
 `, n.PricePerHour))
 		}(),
-		check: func(t *testing.T, n simulator.NewNode, f simulator.Fallback) {
+		check: func(t *testing.T, n api.NewNode, f api.PricedOffering) {
 			if f.PricePerHour > n.PricePerHour+1e-9 {
 				t.Errorf("fallback at $%v breaks the pool's limit of $%v", f.PricePerHour, n.PricePerHour)
 			}
@@ -152,15 +154,15 @@ pools:
 // checkFallbackOrder checks what every node's fallbacks share: cheapest first, at most
 // MaxFallbacks, none the node's own offering or repeated, each in the catalog at its price and
 // within FallbackPriceTolerance.
-func checkFallbackOrder(t *testing.T, cat *catalog.Catalog, n simulator.NewNode) {
+func checkFallbackOrder(t *testing.T, cat *catalog.Catalog, n api.NewNode) {
 	t.Helper()
 	if len(n.Fallbacks) > simulator.MaxFallbacks {
 		t.Errorf("%s: %d fallbacks > %d", n.Name, len(n.Fallbacks), simulator.MaxFallbacks)
 	}
-	seen := map[simulator.Fallback]bool{{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType}: true}
+	seen := map[api.Offering]bool{n.Offering: true}
 	prev := n.PricePerHour
 	for _, f := range n.Fallbacks {
-		key := simulator.Fallback{InstanceType: f.InstanceType, Zone: f.Zone, CapacityType: f.CapacityType}
+		key := f.Offering
 		if seen[key] {
 			t.Errorf("%s: fallback %+v repeats the node or another fallback", n.Name, f)
 		}
@@ -178,7 +180,7 @@ func checkFallbackOrder(t *testing.T, cat *catalog.Catalog, n simulator.NewNode)
 	}
 }
 
-func offeringPrice(cat *catalog.Catalog, f simulator.Fallback) float64 {
+func offeringPrice(cat *catalog.Catalog, f api.PricedOffering) float64 {
 	it, ok := cat.Type(f.InstanceType)
 	if !ok {
 		return -1
@@ -191,7 +193,7 @@ func offeringPrice(cat *catalog.Catalog, f simulator.Fallback) float64 {
 	return -1
 }
 
-func planOne(t *testing.T, cat *catalog.Catalog, pol *policy.CostPolicy, pods ...*corev1.Pod) simulator.NewNode {
+func planOne(t *testing.T, cat *catalog.Catalog, pol *policy.CostPolicy, pods ...*corev1.Pod) api.NewNode {
 	t.Helper()
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: pods}, Catalog: cat, Policy: pol})
 	if err != nil {
@@ -253,7 +255,7 @@ func TestFallbacksHoldThePlan(t *testing.T) {
 
 // boughtAs returns n as the cloud would launch it as fallback f: relabelled, with f's type's
 // allocatable (the default policy's GPUs are whole, so nvidia.com/gpu is the GPU count).
-func boughtAs(t *testing.T, cat *catalog.Catalog, n simulator.NewNode, f simulator.Fallback) simulator.NewNode {
+func boughtAs(t *testing.T, cat *catalog.Catalog, n api.NewNode, f api.PricedOffering) api.NewNode {
 	t.Helper()
 	from, ok1 := simulator.OfferingLabels(cat, n.InstanceType, n.Zone, n.CapacityType)
 	to, ok2 := simulator.OfferingLabels(cat, f.InstanceType, f.Zone, f.CapacityType)
@@ -270,7 +272,7 @@ func boughtAs(t *testing.T, cat *catalog.Catalog, n simulator.NewNode, f simulat
 		corev1.ResourcePods:   *resource.NewQuantity(int64(pods), resource.DecimalSI),
 	}
 	if it.GPU.Count > 0 {
-		n.Allocatable[simulator.ResourceGPU] = *resource.NewQuantity(int64(it.GPU.Count), resource.DecimalSI)
+		n.Allocatable[api.ResourceGPU] = *resource.NewQuantity(int64(it.GPU.Count), resource.DecimalSI)
 	}
 	return n
 }
@@ -294,8 +296,8 @@ func TestWithOfferingLabels(t *testing.T) {
 // TestFallbacksJSON: the plan's JSON lists a node's fallbacks under "fallbacks" with the
 // offering's fields, and leaves the field out when there are none.
 func TestFallbacksJSON(t *testing.T) {
-	plan := &simulator.Plan{NewNodes: []simulator.NewNode{
-		{Name: "a", Fallbacks: []simulator.Fallback{{InstanceType: "c7i.xlarge", Zone: "us-east-1b", CapacityType: catalog.Spot, PricePerHour: 0.07}}},
+	plan := &api.Plan{NewNodes: []api.NewNode{
+		{Name: "a", Fallbacks: []api.PricedOffering{{Offering: api.Offering{InstanceType: "c7i.xlarge", Zone: "us-east-1b", CapacityType: api.Spot}, PricePerHour: 0.07}}},
 		{Name: "b"},
 	}}
 	var buf bytes.Buffer

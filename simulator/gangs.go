@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // gang is a set of pods planned all-or-nothing.
@@ -67,7 +69,7 @@ func (s *state) buildGangs() {
 				why += fmt.Sprintf(" and %d bound", g.bound)
 			}
 			for _, m := range g.members {
-				s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
+				s.reasons[m] = api.UnschedulablePod{Pod: m.key, Code: api.GangIncomplete, Reason: why}
 			}
 		}
 	}
@@ -106,13 +108,13 @@ func (s *state) countBoundMembers(gangs map[string]*gang) {
 
 func gangOf(pi *podInfo) (name string, size int, topology string) {
 	l := pi.pod.Labels
-	if n := l[LabelGang]; n != "" {
-		size, _ = strconv.Atoi(l[LabelGangSize])
-		return n, size, l[LabelTopology]
+	if n := l[api.LabelGang]; n != "" {
+		size, _ = strconv.Atoi(l[api.LabelGangSize])
+		return n, size, l[api.LabelTopology]
 	}
-	if n := l[LabelPodGroup]; n != "" {
+	if n := l[api.LabelPodGroup]; n != "" {
 		size, _ = strconv.Atoi(pi.pod.Annotations[AnnotationPodGroupMinMember])
-		return n, size, l[LabelTopology]
+		return n, size, l[api.LabelTopology]
 	}
 	return "", 0, ""
 }

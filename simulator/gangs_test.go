@@ -2,14 +2,17 @@ package simulator_test
 
 import (
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestGangCountsBoundMembers: members the scheduler already bound count towards the gang's size,
@@ -41,7 +44,7 @@ func TestGangCountsBoundMembers(t *testing.T) {
 				t.Fatal(err)
 			}
 			if c.wantIncomplete {
-				if len(plan.Unschedulable) != c.pending || plan.Unschedulable[0].Code != simulator.GangIncomplete ||
+				if len(plan.Unschedulable) != c.pending || plan.Unschedulable[0].Code != api.GangIncomplete ||
 					!strings.Contains(plan.Unschedulable[0].Reason, "1 bound") {
 					t.Fatalf("unschedulable %+v; want GangIncomplete counting the bound member", plan.Unschedulable)
 				}

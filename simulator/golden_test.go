@@ -10,11 +10,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/internal/golden"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the plan sections of testdata/*.txt golden files")
@@ -28,18 +29,18 @@ func TestGolden(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no golden files")
 	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			raw, err := os.ReadFile(file)
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			raw, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			head, sections, order := parseSections(string(raw))
-			snap, err := snapshot.Decode(strings.NewReader(sections["snapshot.yaml"]))
+			file := golden.Parse(string(raw))
+			snap, err := snapshot.Decode(strings.NewReader(file.Text("snapshot.yaml")))
 			if err != nil {
 				t.Fatal(err)
 			}
-			catName := strings.TrimSpace(sections["catalog"])
+			catName := strings.TrimSpace(file.Text("catalog"))
 			if catName == "" {
 				catName = "aws-us-east-1"
 			}
@@ -48,7 +49,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			var pol *policy.CostPolicy
-			if p := sections["policy.yaml"]; p != "" {
+			if p := file.Text("policy.yaml"); p != "" {
 				if pol, err = policy.Parse([]byte(p)); err != nil {
 					t.Fatal(err)
 				}
@@ -66,63 +67,15 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			if *rewrite {
-				sections["plan.txt"] = got.String()
-				if !contains(order, "plan.txt") {
-					order = append(order, "plan.txt")
-				}
-				if err := os.WriteFile(file, []byte(formatSections(head, sections, order)), 0o644); err != nil {
+				file.Set("plan.txt", got.String())
+				if err := os.WriteFile(path, []byte(file.Format()), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if diff := cmp.Diff(sections["plan.txt"], got.String()); diff != "" {
-				t.Errorf("plan differs from %s (-want +got; run go test ./simulator -rewrite and read the diff):\n%s", file, diff)
+			if diff := cmp.Diff(file.Text("plan.txt"), got.String()); diff != "" {
+				t.Errorf("plan differs from %s (-want +got; run go test ./simulator -rewrite and read the diff):\n%s", path, diff)
 			}
 		})
 	}
-}
-
-func contains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-func parseSections(s string) (head string, sections map[string]string, order []string) {
-	sections = map[string]string{}
-	cur := ""
-	var b strings.Builder
-	flush := func() {
-		if cur == "" {
-			head = b.String()
-		} else {
-			sections[cur] = b.String()
-			order = append(order, cur)
-		}
-		b.Reset()
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "-- ") && strings.HasSuffix(t, " --") && len(t) > 6 {
-			flush()
-			cur = strings.TrimSuffix(strings.TrimPrefix(t, "-- "), " --")
-			continue
-		}
-		b.WriteString(line)
-	}
-	flush()
-	return head, sections, order
-}
-
-func formatSections(head string, sections map[string]string, order []string) string {
-	var b strings.Builder
-	b.WriteString(head)
-	for _, name := range order {
-		b.WriteString("-- " + name + " --\n")
-		b.WriteString(sections[name])
-	}
-	return b.String()
 }

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/simulator/gpushare"
@@ -29,6 +31,12 @@ import (
 type gpuRank struct {
 	scorer *gpushare.TilerPack
 	dims   []int // the device-plugin GPU dimensions ranked
+	// nodes are the existing nodes that expose ranked GPUs, in node order, and shapes their
+	// shapes: built on first use (existing nodes never change their labels or allocatable), so
+	// that ranking does not walk every node of a large cluster for every GPU pod.
+	nodes  []*simNode
+	shapes []gpuShape
+	built  bool
 }
 
 // gpuShape is how a node exposes its GPUs: physical count, replicas per GPU, model and the
@@ -43,7 +51,7 @@ type gpuShape struct {
 // node offers them; it returns nil otherwise.
 func (s *state) setupGPURank() *gpuRank {
 	var dims []int
-	for _, name := range []string{"nvidia.com/gpu", string(ResourceGPUShared)} {
+	for _, name := range []string{"nvidia.com/gpu", string(api.ResourceGPUShared)} {
 		if i, ok := s.dims.index[corev1.ResourceName(name)]; ok {
 			dims = append(dims, i)
 		}
@@ -64,10 +72,15 @@ func (s *state) setupGPURank() *gpuRank {
 	// The mix: the pending GPU pods' requests, in units of the most common replica count of the
 	// existing nodes that advertise their resource.
 	var reqs []gpushare.Request
+	common := map[int]int{}
 	for _, pi := range s.pending {
 		for _, d := range dims {
 			if r := pi.req[d]; r > 0 {
-				k := s.commonReplicas(d, dims)
+				k, ok := common[d]
+				if !ok {
+					k = s.commonReplicas(d, dims)
+					common[d] = k
+				}
 				if req, ok := gpuRequest(pi, r, k, ""); ok {
 					reqs = append(reqs, req)
 				}
@@ -109,11 +122,11 @@ func (s *state) gpuShapeOf(n *simNode, dims []int) (gpuShape, bool) {
 			continue
 		}
 		k := 1
-		if v, err := strconv.Atoi(n.labels[LabelGPUReplicas]); err == nil && v > 0 {
+		if v, err := strconv.Atoi(n.labels[api.LabelGPUReplicas]); err == nil && v > 0 {
 			k = v
 		}
 		g := 0
-		for _, l := range []string{LabelGPUCountNVIDIA, LabelGPUCount} {
+		for _, l := range []string{api.LabelGPUCountNVIDIA, api.LabelGPUCount} {
 			if v, err := strconv.Atoi(n.labels[l]); err == nil && v > 0 {
 				g = v
 				break
@@ -125,9 +138,9 @@ func (s *state) gpuShapeOf(n *simNode, dims []int) (gpuShape, bool) {
 		if g <= 0 || g > gpushare.MaxGPUsPerNode || int64(g*k) < units {
 			return gpuShape{}, false
 		}
-		model := n.labels[LabelGPUProduct]
+		model := n.labels[api.LabelGPUProduct]
 		if model == "" {
-			model = n.labels[LabelGPUModel]
+			model = n.labels[api.LabelGPUModel]
 		}
 		if model == "" {
 			model = "gpu"
@@ -171,6 +184,20 @@ func (s *state) nodeState(n *simNode, sh gpuShape) (gpushare.NodeState, bool) {
 	return ns, true
 }
 
+// rankable builds, once, the list of existing nodes whose GPUs are ranked.
+func (s *state) rankable() {
+	g := s.gpuRank
+	if g.built {
+		return
+	}
+	g.built = true
+	for _, n := range s.nodes {
+		if sh, ok := s.gpuShapeOf(n, g.dims); ok && n.existing {
+			g.nodes, g.shapes = append(g.nodes, n), append(g.shapes, sh)
+		}
+	}
+}
+
 // rankedGPUNodes returns the existing nodes that can take the pod by its GPU request, best
 // TilerPack score first (ties in node order), or nil when the pod asks for no ranked GPU.
 func (s *state) rankedGPUNodes(pi *podInfo) []*simNode {
@@ -182,12 +209,10 @@ func (s *state) rankedGPUNodes(pi *podInfo) []*simNode {
 		score float64
 	}
 	var cands []cand
-	for _, n := range s.nodes {
-		if !n.existing || n.removed {
-			continue
-		}
-		sh, ok := s.gpuShapeOf(n, s.gpuRank.dims)
-		if !ok || pi.req[sh.dim] <= 0 || !s.podFits(pi, n.used, n.alloc) {
+	s.rankable()
+	for i, n := range s.gpuRank.nodes {
+		sh := s.gpuRank.shapes[i]
+		if !n.available() || pi.req[sh.dim] <= 0 || !s.podFits(pi, n.used, n.alloc) {
 			continue
 		}
 		req, ok := gpuRequest(pi, pi.req[sh.dim], sh.replicas, sh.model)

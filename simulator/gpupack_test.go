@@ -3,10 +3,10 @@ package simulator_test
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestGPUPodsOnExistingNodesUseTilerPack: two existing GPU nodes have one free GPU (or two free

@@ -3,11 +3,13 @@ package simulator
 import (
 	"fmt"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/tiler-dev/tiler/simulator/mig"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator/dra"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // addInFlightNodes adds nodes that are being launched as if they existed with their full
@@ -33,7 +35,7 @@ func (s *state) addInFlightNodes() {
 		if f.GPU != nil {
 			v = s.variantFor(pl, it, *f.GPU, variants)
 		}
-		off := s.newOffering(pl, it, catalog.Offering{Zone: f.Zone, CapacityType: f.CapacityType, PricePerHour: f.PricePerHour}, v)
+		off := s.newOffering(pl, it, catalog.ZonePrice{Zone: f.Zone, CapacityType: f.CapacityType, PricePerHour: f.PricePerHour}, v)
 		off.alloc = s.dims.grow(s.dims.fromList(off.capacity, false))
 		labels := map[string]string{LabelHostname: f.Name}
 		for k, v := range off.labels {
@@ -82,7 +84,7 @@ func (s *state) nodeIndex(name string) int {
 
 // variantFor returns the device variant an in-flight node was bought with: the one whose MIG
 // layout matches, else one rebuilt from the recorded plan.
-func (s *state) variantFor(pl *poolInfo, it *catalog.InstanceType, g GPUPlan, variants []deviceVariant) deviceVariant {
+func (s *state) variantFor(pl *poolInfo, it *catalog.InstanceType, g api.GPUConfig, variants []deviceVariant) deviceVariant {
 	for _, v := range variants {
 		if fmt.Sprint(v.gpu.MIGLayout) == fmt.Sprint(g.MIGLayout) && v.gpu.Replicas == g.Replicas {
 			return v

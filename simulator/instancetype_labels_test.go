@@ -3,35 +3,37 @@ package simulator_test
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 func TestInstanceTypeLabels(t *testing.T) {
 	for _, tt := range []struct {
-		name catalog.InstanceTypeName
+		name api.InstanceTypeName
 		want map[string]string
 	}{
 		{"m7i.large", map[string]string{corev1.LabelInstanceTypeStable: "m7i.large"}},
 		{"a2-highgpu-1g", map[string]string{corev1.LabelInstanceTypeStable: "a2-highgpu-1g"}},
 		// GKE: the machine type and the accelerator; Tiler: the catalog name, '+' as '_'.
 		{"n1-standard-4+1xnvidia-tesla-t4", map[string]string{corev1.LabelInstanceTypeStable: "n1-standard-4",
-			simulator.LabelGKEAccelerator: "nvidia-tesla-t4", simulator.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4"}},
+			api.LabelGKEAccelerator: "nvidia-tesla-t4", api.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4"}},
 		{"n1-standard-16+2xnvidia-tesla-t4", map[string]string{corev1.LabelInstanceTypeStable: "n1-standard-16",
-			simulator.LabelGKEAccelerator: "nvidia-tesla-t4", simulator.LabelCatalogInstanceType: "n1-standard-16_2xnvidia-tesla-t4"}},
+			api.LabelGKEAccelerator: "nvidia-tesla-t4", api.LabelCatalogInstanceType: "n1-standard-16_2xnvidia-tesla-t4"}},
 	} {
 		got := simulator.InstanceTypeLabels(tt.name)
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
-		if back := simulator.CatalogTypeOf(got); back != string(tt.name) && tt.want[simulator.LabelCatalogInstanceType] != back {
+		if back := simulator.CatalogTypeOf(got); back != string(tt.name) && tt.want[api.LabelCatalogInstanceType] != back {
 			t.Errorf("%s: CatalogTypeOf = %q", tt.name, back)
 		}
 	}
@@ -41,7 +43,7 @@ func TestInstanceTypeLabels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seen := map[string]catalog.InstanceTypeName{}
+		seen := map[string]api.InstanceTypeName{}
 		for _, it := range cat.Types {
 			labels := simulator.InstanceTypeLabels(it.Name)
 			for k, v := range labels {
@@ -105,7 +107,7 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || plan.Unschedulable[0].Code != simulator.LimitExceeded {
+	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || plan.Unschedulable[0].Code != api.LimitExceeded {
 		t.Errorf("second GPU pod: new nodes %+v, unschedulable %+v; want none and LimitExceeded (maxGPUs 1 is used)",
 			plan.NewNodes, plan.Unschedulable)
 	}

@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // mixedWorkload is a large mixed workload on the real catalog: services of CPU-heavy,

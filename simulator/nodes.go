@@ -3,6 +3,8 @@ package simulator
 import (
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -10,7 +12,7 @@ import (
 
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // simNode is a node in the simulation: an existing Node, an in-flight launch, or a new node the
@@ -37,9 +39,14 @@ type simNode struct {
 	// chosen is the cheapest candidate: what the node costs if bought now. Pool limits and the
 	// budget are counted with it.
 	chosen *offering
-	// removed marks a new node that consolidation emptied and dropped.
+	// removed marks a new node that consolidation emptied and dropped, or an existing node the
+	// disruption plan removes.
 	removed bool
-	idx     int
+	// noTarget keeps pods off the node: a node already being disrupted, or the replacement of an
+	// earlier action of a disruption plan (so that actions do not depend on each other's
+	// replacements). Simulate never sets it.
+	noTarget bool
+	idx      int
 	// dra holds the node's DRA pods and claim allocations (filter_dra.go).
 	dra *nodeDRA
 	// slices are the ResourceSlices an in-flight node will publish, while the snapshot has none
@@ -50,6 +57,9 @@ type simNode struct {
 	compatCands **offering
 	compatLen   int
 }
+
+// available reports whether pods may be placed on the node.
+func (n *simNode) available() bool { return !n.removed && !n.noTarget }
 
 // domain returns the node's value of a topology key, and false when the node has none yet (a
 // new node whose zone is not pinned).
@@ -91,7 +101,7 @@ func (s *state) addExistingNodes() {
 		for _, p := range byNode[n.Name] {
 			sn.used.add(s.dims.grow(s.dims.fromList(podRequests(p), false)))
 		}
-		if pl := s.poolNamed(n.Labels[LabelPool]); pl != nil {
+		if pl := s.poolNamed(n.Labels[api.LabelPool]); pl != nil {
 			s.countManaged(pl, CatalogTypeOf(n.Labels), sn)
 		}
 		sn.idx = len(s.nodes)
@@ -102,7 +112,7 @@ func (s *state) addExistingNodes() {
 // CatalogTypeOf returns the label form of the catalog type of a node with the given labels (see
 // InstanceTypeLabels): tiler.dev/instance-type when set, else node.kubernetes.io/instance-type.
 func CatalogTypeOf(labels map[string]string) string {
-	if v := labels[LabelCatalogInstanceType]; v != "" {
+	if v := labels[api.LabelCatalogInstanceType]; v != "" {
 		return v
 	}
 	return labels[LabelInstanceType]
@@ -119,7 +129,7 @@ func (s *state) countManaged(pl *poolInfo, typeLabel string, sn *simNode) {
 		}
 		pl.vcpu += it.VCPU
 		pl.gpus += it.GPU.Count
-		price := s.priceOf(string(it.Name), sn.labels[LabelZone], sn.labels[LabelCapacityType])
+		price, _ := s.cat.Price(api.Offering{InstanceType: it.Name, Zone: sn.labels[LabelZone], CapacityType: api.CapacityType(sn.labels[api.LabelCapacityType])})
 		pl.price += price
 		s.budget += price
 	}
@@ -161,14 +171,8 @@ func (s *state) nodeCompatible(sig int, n *simNode) bool {
 	return row[n.idx] == 1
 }
 
-// TaintReserved is the key of the taint a node Tiler bought carries while the pods planned onto it
-// are on their way (value: the launch ID): only those pods tolerate it, so that pods planned for
-// other nodes cannot take their room. The simulation ignores it — the controller adds the
-// toleration to every pod a plan puts on a reserved node (see provisioner/reserve.go).
-const TaintReserved = "tiler.dev/reserved"
-
 // podMatchesNode checks node selector, required node affinity and NoSchedule/NoExecute taints
-// (except TaintReserved) with the scheduler's own helpers.
+// (except api.TaintReserved) with the scheduler's own helpers.
 func podMatchesNode(p *corev1.Pod, n *corev1.Node) bool {
 	if unschedulableNode(n) && !toleratesUnschedulable(p) {
 		return false
@@ -178,7 +182,7 @@ func podMatchesNode(p *corev1.Pod, n *corev1.Node) bool {
 	}
 	_, untolerated := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
-			return t.Key != TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+			return t.Key != api.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 		}, true)
 	return !untolerated
 }
@@ -223,19 +227,4 @@ func (s *state) applyDaemonSets() {
 			}
 		}
 	}
-}
-
-func (s *state) priceOf(name, zone, ct string) float64 {
-	for ti := range s.cat.Types {
-		it := &s.cat.Types[ti]
-		if string(it.Name) != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && string(o.CapacityType) == ct {
-				return o.PricePerHour
-			}
-		}
-	}
-	return 0
 }

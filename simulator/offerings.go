@@ -5,40 +5,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 )
 
 // Well-known labels put on planned nodes.
 const (
-	LabelInstanceType   = corev1.LabelInstanceTypeStable
-	LabelZone           = corev1.LabelTopologyZone
-	LabelRegion         = corev1.LabelTopologyRegion
-	LabelArch           = corev1.LabelArchStable
-	LabelOS             = corev1.LabelOSStable
-	LabelHostname       = corev1.LabelHostname
-	LabelCapacityType   = "tiler.dev/capacity-type"
-	LabelPool           = "tiler.dev/pool"
-	LabelInstanceFamily = "tiler.dev/instance-family"
-	LabelInstanceCPU    = "tiler.dev/instance-cpu"
-	LabelInstanceMemory = "tiler.dev/instance-memory-mib"
-	LabelGPUModel       = "tiler.dev/gpu-model"
-	LabelGPUCount       = policy.LabelGPUCount
-	LabelGPUProduct     = "nvidia.com/gpu.product"
-	LabelGPUMemory      = "nvidia.com/gpu.memory"
-	LabelGPUFamily      = "nvidia.com/gpu.family"
-	LabelGPUCountNVIDIA = "nvidia.com/gpu.count"
-	// LabelCatalogInstanceType is the catalog name of a node's type, in the label-safe form of
-	// InstanceTypeLabels, on nodes whose catalog name is not node.kubernetes.io/instance-type.
-	LabelCatalogInstanceType = "tiler.dev/instance-type"
-	// LabelGKEAccelerator is GKE's label of the accelerator attached to a node's machine type.
-	LabelGKEAccelerator = "cloud.google.com/gke-accelerator"
-	// ResourceGPU is the device plugin's whole-GPU resource.
-	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	LabelInstanceType = corev1.LabelInstanceTypeStable
+	LabelZone         = corev1.LabelTopologyZone
+	LabelRegion       = corev1.LabelTopologyRegion
+	LabelArch         = corev1.LabelArchStable
+	LabelOS           = corev1.LabelOSStable
+	LabelHostname     = corev1.LabelHostname
 )
 
 // poolInfo is a policy pool resolved against the catalog.
@@ -57,7 +41,7 @@ type offering struct {
 	pool   *poolInfo
 	it     *catalog.InstanceType
 	zone   string
-	ct     catalog.CapacityType
+	ct     api.CapacityType
 	price  float64
 	labels map[string]string
 	taints []corev1.Taint
@@ -68,14 +52,14 @@ type offering struct {
 	// capacity is the fresh node's allocatable before DaemonSets, as the Node will report it.
 	capacity corev1.ResourceList
 	// gpu is how the node's GPUs are configured (sharing, MIG layout).
-	gpu GPUPlan
+	gpu api.GPUConfig
 	// draClass is the offering's DRA class (dra.go), when the simulation uses DRA.
 	draClass int
 }
 
 // family returns the family part of an instance type name: "m7i" of "m7i.large", "a2" of
 // "a2-highgpu-1g", "n1" of "n1-standard-8+1xnvidia-tesla-t4".
-func family(name catalog.InstanceTypeName) string {
+func family(name api.InstanceTypeName) string {
 	s := string(name)
 	if i := strings.IndexAny(s, ".-"); i > 0 {
 		return s[:i]
@@ -85,9 +69,9 @@ func family(name catalog.InstanceTypeName) string {
 
 // offeringLabels returns the labels a node of the offering carries (hostname excluded): those of
 // its type, zone and capacity type (typeLabels), the pool's name and the pool's labels.
-func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
+func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType, zone string, ct api.CapacityType) map[string]string {
 	l := typeLabels(cat, it, zone, ct)
-	l[LabelPool] = pl.Name
+	l[api.LabelPool] = pl.Name
 	for k, v := range pl.Labels {
 		l[k] = v
 	}
@@ -99,7 +83,7 @@ func offeringLabels(cat *catalog.Catalog, pl *poolInfo, it *catalog.InstanceType
 // type, the instance-type labels (InstanceTypeLabels), family, CPU, memory and the GPU labels.
 // It returns false when the catalog has no such type. With WithOfferingLabels, a launcher
 // relabels a node that the cloud launched as a fallback offering.
-func OfferingLabels(cat *catalog.Catalog, name catalog.InstanceTypeName, zone string, ct catalog.CapacityType) (map[string]string, bool) {
+func OfferingLabels(cat *catalog.Catalog, name api.InstanceTypeName, zone string, ct api.CapacityType) (map[string]string, bool) {
 	it, ok := cat.Type(name)
 	if !ok {
 		return nil, false
@@ -126,30 +110,30 @@ func WithOfferingLabels(labels, from, to map[string]string) map[string]string {
 }
 
 // typeLabels returns the labels that follow from the offering alone (see OfferingLabels).
-func typeLabels(cat *catalog.Catalog, it *catalog.InstanceType, zone string, ct catalog.CapacityType) map[string]string {
+func typeLabels(cat *catalog.Catalog, it *catalog.InstanceType, zone string, ct api.CapacityType) map[string]string {
 	l := map[string]string{
-		LabelZone:           zone,
-		LabelRegion:         cat.Region,
-		LabelArch:           it.Arch,
-		LabelOS:             "linux",
-		LabelCapacityType:   string(ct),
-		LabelInstanceFamily: family(it.Name),
-		LabelInstanceCPU:    strconv.Itoa(it.VCPU),
-		LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
+		LabelZone:               zone,
+		LabelRegion:             cat.Region,
+		LabelArch:               it.Arch,
+		LabelOS:                 "linux",
+		api.LabelCapacityType:   string(ct),
+		api.LabelInstanceFamily: family(it.Name),
+		api.LabelInstanceCPU:    strconv.Itoa(it.VCPU),
+		api.LabelInstanceMemory: strconv.FormatInt(it.MemoryMiB, 10),
 	}
 	for k, v := range InstanceTypeLabels(it.Name) {
 		l[k] = v
 	}
 	if it.GPU.Count > 0 {
-		l[LabelGPUModel] = it.GPU.Model
-		l[LabelGPUCount] = strconv.Itoa(it.GPU.Count)
-		l[LabelGPUCountNVIDIA] = strconv.Itoa(it.GPU.Count)
-		l[LabelGPUMemory] = strconv.FormatInt(it.GPU.MemoryMiB, 10)
+		l[api.LabelGPUModel] = it.GPU.Model
+		l[api.LabelGPUCount] = strconv.Itoa(it.GPU.Count)
+		l[api.LabelGPUCountNVIDIA] = strconv.Itoa(it.GPU.Count)
+		l[api.LabelGPUMemory] = strconv.FormatInt(it.GPU.MemoryMiB, 10)
 		if it.GPU.Product != "" {
-			l[LabelGPUProduct] = strings.ReplaceAll(it.GPU.Product, " ", "-")
+			l[api.LabelGPUProduct] = strings.ReplaceAll(it.GPU.Product, " ", "-")
 		}
 		if it.GPU.Architecture != "" {
-			l[LabelGPUFamily] = strings.ToLower(strings.ReplaceAll(it.GPU.Architecture, " ", "-"))
+			l[api.LabelGPUFamily] = strings.ToLower(strings.ReplaceAll(it.GPU.Architecture, " ", "-"))
 		}
 	}
 	return l
@@ -161,26 +145,26 @@ func typeLabels(cat *catalog.Catalog, it *catalog.InstanceType, zone string, ct 
 // with the machine type, n1-standard-4, and the accelerator, cloud.google.com/gke-accelerator =
 // nvidia-tesla-t4; tiler.dev/instance-type keeps the catalog name with '+' written '_',
 // n1-standard-4_1xnvidia-tesla-t4, so that shapes of one machine type stay apart (CatalogTypeOf).
-func InstanceTypeLabels(name catalog.InstanceTypeName) map[string]string {
+func InstanceTypeLabels(name api.InstanceTypeName) map[string]string {
 	machine, attached, ok := strings.Cut(string(name), "+")
 	if !ok {
 		return map[string]string{LabelInstanceType: string(name)}
 	}
-	l := map[string]string{LabelInstanceType: machine, LabelCatalogInstanceType: catalogTypeLabel(name)}
+	l := map[string]string{LabelInstanceType: machine, api.LabelCatalogInstanceType: catalogTypeLabel(name)}
 	if _, accelerator, ok := strings.Cut(attached, "x"); ok && accelerator != "" {
-		l[LabelGKEAccelerator] = accelerator
+		l[api.LabelGKEAccelerator] = accelerator
 	}
 	return l
 }
 
 // catalogTypeLabel is the label-safe form of a catalog name: '+' becomes '_', which no catalog
 // name holds, so two names never share a form.
-func catalogTypeLabel(name catalog.InstanceTypeName) string {
+func catalogTypeLabel(name api.InstanceTypeName) string {
 	return strings.ReplaceAll(string(name), "+", "_")
 }
 
 // poolAllows applies the pool's type, family, zone and capacity-type restrictions.
-func poolAllows(pl *poolInfo, it *catalog.InstanceType, o catalog.Offering) bool {
+func poolAllows(pl *poolInfo, it *catalog.InstanceType, o catalog.ZonePrice) bool {
 	if !pl.AllowsCapacityType(o.CapacityType) {
 		return false
 	}
@@ -271,7 +255,7 @@ func poolRequirements(pl *poolInfo) (nodeaffinity.RequiredNodeAffinity, error) {
 	return r, nil
 }
 
-func (s *state) newOffering(pl *poolInfo, it *catalog.InstanceType, o catalog.Offering, v deviceVariant) *offering {
+func (s *state) newOffering(pl *poolInfo, it *catalog.InstanceType, o catalog.ZonePrice, v deviceVariant) *offering {
 	labels := offeringLabels(s.cat, pl, it, o.Zone, o.CapacityType)
 	for k, val := range v.labels {
 		labels[k] = val

@@ -2,6 +2,8 @@ package simulator
 
 import (
 	"fmt"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // restriction narrows where a pod may go: gangs with node or zone topology use it.
@@ -113,13 +115,13 @@ func gangHasAffinity(g *gang) bool {
 func (s *state) fail(pi *podInfo, f failure) {
 	switch {
 	case f.limit:
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: LimitExceeded, Reason: "a new node would fit, but a pool limit or the budget does not allow it"}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.LimitExceeded, Reason: "a new node would fit, but a pool limit or the budget does not allow it"}
 	case s.claimFailure(pi) != "":
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: s.claimFailure(pi)}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: s.claimFailure(pi)}
 	case s.neverFits(pi) != "":
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: NeverFits, Reason: s.neverFits(pi)}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.NeverFits, Reason: s.neverFits(pi)}
 	default:
-		s.reasons[pi] = UnschedulablePod{Pod: pi.key, Code: Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
 	}
 }
 
@@ -158,7 +160,7 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 		}
 	}
 	for _, n := range s.nodes {
-		if !n.removed && s.tryNode(pi, n, r) {
+		if n.available() && s.tryNode(pi, n, r) {
 			return failure{}, true
 		}
 	}
@@ -315,9 +317,12 @@ func (s *state) commit(pi *podInfo, n *simNode, cands []*offering, zone string) 
 	}
 	n.used.add(pi.req)
 	n.pods = append(n.pods, pi)
+	prevNode := pi.node
+	pi.node = n
 	undoCount := s.countPod(pi, n)
 	s.undo = append(s.undo, func() {
 		undoCount()
+		pi.node = prevNode
 		n.pods = n.pods[:len(n.pods)-1]
 		n.used.sub(pi.req)
 		if !n.existing {
@@ -418,7 +423,7 @@ func (s *state) tryGang(g *gang) (failure, bool) {
 	return f, ok
 }
 
-// failGang records why the gang cannot be placed: GangIncomplete for every member.
+// failGang records why the gang cannot be placed: api.GangIncomplete for every member.
 func (s *state) failGang(g *gang, f failure) {
 	why := fmt.Sprintf("gang %s (%d pods, topology %q) cannot be placed whole", g.name, len(g.members), g.topology)
 	if f.limit {
@@ -431,7 +436,7 @@ func (s *state) failGang(g *gang, f failure) {
 		}
 	}
 	for _, m := range g.members {
-		s.reasons[m] = UnschedulablePod{Pod: m.key, Code: GangIncomplete, Reason: why}
+		s.reasons[m] = api.UnschedulablePod{Pod: m.key, Code: api.GangIncomplete, Reason: why}
 	}
 }
 

@@ -3,12 +3,14 @@ package simulator_test
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestPlaceholdersLeftOut: a one-GPU node held by a bound placeholder pod takes a pending GPU pod
@@ -20,9 +22,9 @@ func TestPlaceholdersLeftOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := simtest.Node("gpu-0", "g6.xlarge", "us-east-1a", simtest.Resources("cpu", "4", "memory", "15Gi", "pods", "110", "nvidia.com/gpu", "1"))
-	held := simtest.Pod("tiler-placeholder-llm-chat-0").Namespace("tiler-system").Label(simulator.LabelPlaceholder, "llm.chat").
+	held := simtest.Pod("tiler-placeholder-llm-chat-0").Namespace("tiler-system").Label(api.LabelPlaceholder, "llm.chat").
 		CPU("2").Mem("8Gi").GPU(1).On("gpu-0").Obj()
-	waiting := simtest.Pod("tiler-placeholder-llm-chat-1").Namespace("tiler-system").Label(simulator.LabelPlaceholder, "llm.chat").
+	waiting := simtest.Pod("tiler-placeholder-llm-chat-1").Namespace("tiler-system").Label(api.LabelPlaceholder, "llm.chat").
 		CPU("2").Mem("8Gi").GPU(1).Obj()
 	replica := simtest.Pod("chat-0").Namespace("llm").CPU("2").Mem("8Gi").GPU(1).Obj()
 	snap := &snapshot.Snapshot{Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{held, waiting, replica}}

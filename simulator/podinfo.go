@@ -9,16 +9,7 @@ import (
 )
 
 // Pod labels and annotations Tiler reads.
-const (
-	// LabelGang names a gang: pods planned all-or-nothing.
-	LabelGang = "tiler.dev/gang"
-	// LabelGangSize is the number of members the gang needs.
-	LabelGangSize = "tiler.dev/gang-size"
-	// LabelTopology asks that a gang's members share a node ("node") or a zone ("zone").
-	LabelTopology = "tiler.dev/topology"
-	// LabelPodGroup is the coscheduling plugin's pod-group label.
-	LabelPodGroup = "scheduling.x-k8s.io/pod-group"
-)
+const ()
 
 // podInfo is what the simulation precomputes about one pod.
 type podInfo struct {
@@ -41,7 +32,12 @@ type podInfo struct {
 	gang        *gang
 	// assigned marks a pod placed back on the in-flight node bought for it.
 	assigned bool
-	order    int // position in the input, for stable ordering
+	// node is the node the pod is placed on now (nil while it has none).
+	node *simNode
+	// origin is, for a running pod the disruption plan may move, the node it runs on in the
+	// snapshot; "" for pending pods.
+	origin string
+	order  int // position in the input, for stable ordering
 	// dra is what the pod asks of DRA (claims, DRA-served extended resources); nil if nothing.
 	dra *podClaims
 	// flex counts the offerings a GPU pod fits alone (0 for pods without GPUs): among GPU pods

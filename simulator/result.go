@@ -3,6 +3,8 @@ package simulator
 import (
 	"math"
 	"sort"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // addMinNodes buys the cheapest offering of every pool that has fewer nodes than its minNodes.
@@ -19,13 +21,13 @@ func (s *state) addMinNodes() {
 	}
 }
 
-// buildPlan turns the final state into a sorted Plan value.
-func (s *state) buildPlan() *Plan {
-	p := &Plan{NewNodes: []NewNode{}, ExistingNodes: []ExistingNode{}, Unschedulable: []UnschedulablePod{}}
+// buildPlan turns the final state into a sorted api.Plan value.
+func (s *state) buildPlan() *api.Plan {
+	p := &api.Plan{NewNodes: []api.NewNode{}, ExistingNodes: []api.ExistingNode{}, Unschedulable: []api.UnschedulablePod{}}
 	for _, n := range s.nodes {
 		switch {
 		case n.existing && len(n.pods) > 0 && !n.inFlight || n.inFlight && len(n.pods) > 0:
-			en := ExistingNode{Name: n.name, Pods: podKeys(n.pods)}
+			en := api.ExistingNode{Name: n.name, Pods: podKeys(n.pods)}
 			if n.dra != nil && len(n.dra.commits) > 0 {
 				en.Claims = claimAllocations(n.name, n.dra.commits)
 			}
@@ -51,20 +53,26 @@ func (s *state) buildPlan() *Plan {
 	return p
 }
 
-func (s *state) newNode(n *simNode) NewNode {
+func (s *state) newNode(n *simNode) api.NewNode {
 	o := n.chosen
 	labels := map[string]string{LabelHostname: n.name}
 	for k, v := range o.labels {
 		labels[k] = v
 	}
-	nn := NewNode{Name: n.name, Pool: n.pool.Name, InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct,
-		PricePerHour: o.price, Pods: podKeys(n.pods), Labels: labels, Taints: o.taints,
-		Allocatable: o.capacity.DeepCopy()}
+	nn := api.NewNode{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price},
+		Name:           n.name,
+		Pool:           n.pool.Name,
+		Pods:           podKeys(n.pods),
+		Labels:         labels,
+		Taints:         o.taints,
+		Allocatable:    o.capacity.DeepCopy(),
+	}
 	if len(n.pods) == 0 {
 		nn.Reason = "pool minNodes"
 	}
 	if g := o.it.GPU; g.Count > 0 {
-		nn.GPUs = &GPUInfo{Model: g.Model, Count: g.Count, MemoryMiB: g.MemoryMiB, Product: g.Product}
+		nn.GPUs = &api.GPUInfo{Model: g.Model, Count: g.Count, MemoryMiB: g.MemoryMiB, Product: g.Product}
 		gp := o.gpu
 		nn.GPU = &gp
 		nn.MIGLayout = gp.MIGLayout

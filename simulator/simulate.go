@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // Options tune a simulation. The zero value is usable.
@@ -31,14 +33,12 @@ type Options struct {
 // InFlightNode is a node that was bought but has not registered yet (or registered without its
 // devices).
 type InFlightNode struct {
-	Name         string
-	Pool         string
-	InstanceType catalog.InstanceTypeName
-	Zone         string
-	CapacityType catalog.CapacityType
-	PricePerHour float64
+	Name string
+	Pool string
+	// PricedOffering is what the node was bought as.
+	api.PricedOffering
 	// GPU is the GPU configuration the node was bought with (nil: the pool's first variant).
-	GPU *GPUPlan
+	GPU *api.GPUConfig
 	// Pods are the pods (namespace/name) the node was bought for. Re-planning places those still
 	// pending there first, so that a later batch never re-packs in-flight nodes differently and buys
 	// again.
@@ -58,7 +58,7 @@ type Input struct {
 // returns the plan. It is a pure function of its input: the same input gives the same plan. The
 // error is reserved for bad input (a policy naming an unknown instance type, an invalid catalog);
 // pods without a place are reported in the plan with a reason.
-func Simulate(in Input) (*Plan, error) {
+func Simulate(in Input) (*api.Plan, error) {
 	s, err := newState(in)
 	if err != nil {
 		return nil, err
@@ -77,16 +77,9 @@ func Simulate(in Input) (*Plan, error) {
 	return s.buildPlan(), nil
 }
 
-// LabelPlaceholder marks Tiler's placeholder pods: lowest-priority pods that hold the room bought
-// ahead of a forecast until the scheduler preempts them (provisioner/placeholders.go). The
-// simulation leaves them out: the reservations they stand for are planned as pods of their own,
-// so a pending placeholder needs no room, and the room a bound one holds is free for any pod, as
-// it is once the scheduler preempts it.
-const LabelPlaceholder = "tiler.dev/placeholder"
-
 // withoutPlaceholders returns the snapshot without placeholder pods (itself when it has none).
 func withoutPlaceholders(snap *snapshot.Snapshot) *snapshot.Snapshot {
-	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[LabelPlaceholder]; return ok }
+	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[api.LabelPlaceholder]; return ok }
 	if !slices.ContainsFunc(snap.Pods, isPlaceholder) {
 		return snap
 	}
@@ -112,7 +105,7 @@ type state struct {
 	compat     [][]bool      // per signature, per offering
 	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
 	eligible   map[[3]int][]string
-	reasons    map[*podInfo]UnschedulablePod
+	reasons    map[*podInfo]api.UnschedulablePod
 	matchCache map[string][2][]int
 	keys       map[string]int
 	undo       []func()
@@ -121,8 +114,11 @@ type state struct {
 	// gpuRank ranks existing nodes for device-plugin GPU pods (gpupack.go), nil when unused.
 	gpuRank  *gpuRank
 	newCount int
-	budget   float64 // $/h of managed nodes, existing and new
-	warnings []string
+	// newNodeCap, when positive, is the length s.nodes may not reach by opening nodes: the
+	// disruption plan lets an action open at most one. Simulate leaves it 0 (no cap).
+	newNodeCap int
+	budget     float64 // $/h of managed nodes, existing and new
+	warnings   []string
 }
 
 func newState(in Input) (*state, error) {
@@ -144,7 +140,7 @@ func newState(in Input) (*state, error) {
 	}
 	in.Snapshot = withoutPlaceholders(in.Snapshot)
 	s := &state{in: in, cat: in.Catalog, dims: newDims(), trackers: newTrackers(), sigs: map[string]int{},
-		eligible: map[[3]int][]string{}, reasons: map[*podInfo]UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
+		eligible: map[[3]int][]string{}, reasons: map[*podInfo]api.UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
 	s.in.Policy = pol
 	for i := range pol.Pools {
 		s.pools = append(s.pools, &poolInfo{Pool: &pol.Pools[i], index: i})

@@ -5,11 +5,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
 	"github.com/tiler-dev/tiler/simulator/simtest"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // TestNewNodesKeepSpreadDomains (fidelity regression spread-domain-of-tainted-gpu-node):

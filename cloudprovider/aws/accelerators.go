@@ -6,7 +6,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // Accelerator kinds recorded in TypeInfo.Accelerator.
@@ -28,20 +28,6 @@ type Accelerator struct {
 	CoresPerDevice int
 	// MemoryMiB is the memory of one device.
 	MemoryMiB int64
-}
-
-// gpuFacts are what the NVIDIA driver and GPU feature discovery report for the catalog's model
-// names; the same published values the embedded catalog's generator uses.
-var gpuFacts = map[string]catalog.GPU{
-	"A100-40GB": {Product: "NVIDIA A100-SXM4-40GB", Architecture: "Ampere", CUDAComputeCapability: "8.0"},
-	"A100-80GB": {Product: "NVIDIA A100-SXM4-80GB", Architecture: "Ampere", CUDAComputeCapability: "8.0"},
-	"A10G":      {Product: "NVIDIA A10G", Architecture: "Ampere", CUDAComputeCapability: "8.6"},
-	"L4":        {Product: "NVIDIA L4", Architecture: "Ada Lovelace", CUDAComputeCapability: "8.9"},
-	"L40S":      {Product: "NVIDIA L40S", Architecture: "Ada Lovelace", CUDAComputeCapability: "8.9"},
-	"T4":        {Product: "Tesla T4", Architecture: "Turing", CUDAComputeCapability: "7.5"},
-	"V100":      {Product: "Tesla V100-SXM2-16GB", Architecture: "Volta", CUDAComputeCapability: "7.0"},
-	"H100":      {Product: "NVIDIA H100 80GB HBM3", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-	"H200":      {Product: "NVIDIA H200", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
 }
 
 // a100LargeMiB separates the 80 GB A100 (p4de, 81920 MiB) from the 40 GB one (p4d, 40960 MiB);
@@ -87,8 +73,9 @@ func accelerators(gi *ec2types.GpuInfo, ni *ec2types.NeuronInfo) (catalog.GPU, f
 		return catalog.GPU{Model: model, MemoryMiB: mem}, 0,
 			&Accelerator{Kind: AcceleratorGPU, Manufacturer: maker, Name: name, Count: count, MemoryMiB: mem}
 	}
-	gpu := gpuFacts[GPUModelName(name, mem)]
-	gpu.Model, gpu.Count, gpu.MemoryMiB = GPUModelName(name, mem), count, mem
+	// The model's facts (catalog.GPUFacts) with EC2's count and memory, which describe this type.
+	gpu, _ := catalog.GPUFacts(GPUModelName(name, mem))
+	gpu.Count, gpu.MemoryMiB = count, mem
 	partition := 0.0
 	if count == 0 {
 		partition = awssdk.ToFloat64(d.GpuPartitionSize)

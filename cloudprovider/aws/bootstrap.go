@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -97,7 +99,7 @@ func (b NodeBootstrap) validate() error {
 }
 
 // imageFor returns the AMI of a node: GPUImageID for a node with a GPU configuration.
-func (b NodeBootstrap) imageFor(gpu cloudprovider.GPUConfig) string {
+func (b NodeBootstrap) imageFor(gpu api.GPUConfig) string {
 	if gpu.Sharing != "" && b.GPUImageID != "" {
 		return b.GPUImageID
 	}

@@ -6,12 +6,14 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/aws/aws-sdk-go-v2/config"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
 	awspricing "github.com/tiler-dev/tiler/pricing/aws"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // NewCatalogFromAPI discovers the region's instance types and prices them live: the catalog
@@ -71,20 +73,15 @@ func NewCatalog(ctx context.Context, client EC2API, newSource func(zones []strin
 // dropped: the catalog holds facts, and a price is not invented. A spot price above on-demand is
 // kept (see pricing/aws). MaxPods is catalog.DefaultMaxPods, as in the embedded catalogs.
 func BuildCatalog(region string, types []TypeInfo, prices []pricing.Price, source string) (*catalog.Catalog, error) {
-	type key struct {
-		t  catalog.InstanceTypeName
-		z  string
-		ct catalog.CapacityType
-	}
-	index := map[key]float64{}
+	index := map[api.Offering]float64{}
 	for _, p := range prices {
-		index[key{p.InstanceType, p.Zone, p.CapacityType}] = p.PricePerHour
+		index[p.Offering] = p.PricePerHour
 	}
-	priceOf := func(t catalog.InstanceTypeName, z string, ct catalog.CapacityType) float64 {
-		if v, ok := index[key{t, z, ct}]; ok {
+	priceOf := func(t api.InstanceTypeName, z string, ct api.CapacityType) float64 {
+		if v, ok := index[api.Offering{InstanceType: t, Zone: z, CapacityType: ct}]; ok {
 			return v
 		}
-		return index[key{t, "", ct}]
+		return index[api.Offering{InstanceType: t, CapacityType: ct}]
 	}
 	c := &catalog.Catalog{Name: "aws-" + region, Provider: "aws", Region: region, Source: source}
 	zones := map[string]bool{}
@@ -94,7 +91,7 @@ func BuildCatalog(region string, types []TypeInfo, prices []pricing.Price, sourc
 		for _, z := range ti.Zones {
 			for _, ct := range capacityTypes(ti) {
 				if p := priceOf(ti.Name, z, ct); p > 0 {
-					it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: ct, PricePerHour: p})
+					it.Offerings = append(it.Offerings, catalog.ZonePrice{Zone: z, CapacityType: ct, PricePerHour: p})
 					zones[z] = true
 				}
 			}
@@ -114,13 +111,13 @@ func BuildCatalog(region string, types []TypeInfo, prices []pricing.Price, sourc
 	return c, nil
 }
 
-func capacityTypes(ti TypeInfo) []catalog.CapacityType {
-	var out []catalog.CapacityType
+func capacityTypes(ti TypeInfo) []api.CapacityType {
+	var out []api.CapacityType
 	if ti.OnDemand {
-		out = append(out, catalog.OnDemand)
+		out = append(out, api.OnDemand)
 	}
 	if ti.Spot {
-		out = append(out, catalog.Spot)
+		out = append(out, api.Spot)
 	}
 	return out
 }

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	awspricing "github.com/tiler-dev/tiler/pricing/aws"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // scriptDiscovery queues the recorded DescribeInstanceTypes pages (g4dn.8xlarge and g5.12xlarge,
@@ -43,13 +45,13 @@ func newTestCatalog(t *testing.T, srv *awstest.Server, cfg Config) (*catalog.Cat
 	return NewCatalogFromAPI(context.Background(), cfg, clocktesting.NewFakeClock(testNow), srv.LoadOptions()...)
 }
 
-func od(zone string, p float64) catalog.Offering {
-	return catalog.Offering{Zone: zone, CapacityType: catalog.OnDemand, PricePerHour: p}
+func od(zone string, p float64) catalog.ZonePrice {
+	return catalog.ZonePrice{Zone: zone, CapacityType: api.OnDemand, PricePerHour: p}
 }
 
 func withFacts(model string, count int, mem int64) catalog.GPU {
-	g := gpuFacts[model]
-	g.Model, g.Count, g.MemoryMiB = model, count, mem
+	g, _ := catalog.GPUFacts(model)
+	g.Count, g.MemoryMiB = count, mem
 	return g
 }
 
@@ -58,16 +60,16 @@ func withFacts(model string, count int, mem int64) catalog.GPU {
 // are for types not discovered). g5.xlarge is priced but not described, so it is absent.
 var wantTypes = []catalog.InstanceType{
 	{Name: "g4ad.16xlarge", VCPU: 64, MemoryMiB: 262144, Arch: "amd64", MaxPods: 110,
-		GPU: catalog.GPU{Model: "amd-radeon-pro-v520", MemoryMiB: 8192}, Offerings: []catalog.Offering{od("us-east-1a", 3.468)}},
+		GPU: catalog.GPU{Model: "amd-radeon-pro-v520", MemoryMiB: 8192}, Offerings: []catalog.ZonePrice{od("us-east-1a", 3.468)}},
 	{Name: "g4dn.8xlarge", VCPU: 32, MemoryMiB: 131072, Arch: "amd64", MaxPods: 110,
-		GPU: withFacts("T4", 1, 16384), Offerings: []catalog.Offering{od("us-east-1a", 2.176)}},
+		GPU: withFacts("T4", 1, 16384), Offerings: []catalog.ZonePrice{od("us-east-1a", 2.176)}},
 	{Name: "g5.12xlarge", VCPU: 48, MemoryMiB: 196608, Arch: "amd64", MaxPods: 110,
-		GPU: withFacts("A10G", 4, 22888), Offerings: []catalog.Offering{od("us-east-1b", 5.672)}},
+		GPU: withFacts("A10G", 4, 22888), Offerings: []catalog.ZonePrice{od("us-east-1b", 5.672)}},
 	{Name: "p5.48xlarge", VCPU: 192, MemoryMiB: 2097152, Arch: "amd64", MaxPods: 110,
-		GPU: withFacts("H100", 8, 81920), Offerings: []catalog.Offering{od("us-east-1a", 55.04), od("us-east-1d", 55.04),
-			{Zone: "us-east-1d", CapacityType: catalog.Spot, PricePerHour: 26.4192}}},
+		GPU: withFacts("H100", 8, 81920), Offerings: []catalog.ZonePrice{od("us-east-1a", 55.04), od("us-east-1d", 55.04),
+			{Zone: "us-east-1d", CapacityType: api.Spot, PricePerHour: 26.4192}}},
 	{Name: "trn1.2xlarge", VCPU: 8, MemoryMiB: 32768, Arch: "amd64", MaxPods: 110,
-		GPU: catalog.GPU{Model: "neuron-trainium", MemoryMiB: 32768}, Offerings: []catalog.Offering{od("us-east-1a", 1.34375)}},
+		GPU: catalog.GPU{Model: "neuron-trainium", MemoryMiB: 32768}, Offerings: []catalog.ZonePrice{od("us-east-1a", 1.34375)}},
 }
 
 func TestNewCatalogFromAPI(t *testing.T) {
@@ -104,11 +106,11 @@ func TestCatalogAllowListAndSubnets(t *testing.T) {
 		t.Fatalf("NewCatalogFromAPI: %v", err)
 	}
 	// g4ad and trn1 are not allowed; us-east-1d has no subnet, so p5.48xlarge keeps only 1a.
-	var names []catalog.InstanceTypeName
+	var names []api.InstanceTypeName
 	for _, it := range c.Types {
 		names = append(names, it.Name)
 	}
-	if diff := cmp.Diff([]catalog.InstanceTypeName{"g4dn.8xlarge", "g5.12xlarge", "p5.48xlarge"}, names); diff != "" {
+	if diff := cmp.Diff([]api.InstanceTypeName{"g4dn.8xlarge", "g5.12xlarge", "p5.48xlarge"}, names); diff != "" {
 		t.Errorf("types (-want +got):\n%s", diff)
 	}
 	if p5, _ := c.Type("p5.48xlarge"); len(p5.Offerings) != 1 || p5.Offerings[0] != od("us-east-1a", 55.04) {
@@ -157,11 +159,11 @@ func TestDiscoverFractionalGPUsAndAccelerators(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DiscoverTypes: %v", err)
 	}
-	accs := map[catalog.InstanceTypeName]*Accelerator{}
+	accs := map[api.InstanceTypeName]*Accelerator{}
 	for _, ti := range got {
 		accs[ti.Name] = ti.Accelerator
 	}
-	wantAccs := map[catalog.InstanceTypeName]*Accelerator{
+	wantAccs := map[api.InstanceTypeName]*Accelerator{
 		"g4ad.16xlarge": {Kind: AcceleratorGPU, Manufacturer: "AMD", Name: "Radeon Pro V520", Count: 4, MemoryMiB: 8192},
 		"trn1.2xlarge":  {Kind: AcceleratorNeuron, Manufacturer: "AWS", Name: "Trainium", Count: 1, CoresPerDevice: 2, MemoryMiB: 32768},
 	}

@@ -14,7 +14,7 @@ import (
 const (
 	// DefaultLaunchTemplateVersion launches the template's default version.
 	DefaultLaunchTemplateVersion = "$Default"
-	// DefaultUnavailableTTL is how long a refused offering stays unavailable. Karpenter uses three
+	// DefaultUnavailableTTL is how long an offering EC2 had no capacity for stays unavailable. Karpenter uses three
 	// minutes: long enough to stop hammering a pool that just said no, short enough to retry
 	// capacity that EC2 frees continuously.
 	DefaultUnavailableTTL = 3 * time.Minute

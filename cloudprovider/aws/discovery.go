@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // TypeInfo is what EC2 says about one instance type in the region, before prices.
 type TypeInfo struct {
-	Name      catalog.InstanceTypeName
+	Name      api.InstanceTypeName
 	VCPU      int
 	MemoryMiB int64
 	// Arch is the Kubernetes architecture: amd64 or arm64.
@@ -47,12 +49,13 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
 		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
 	}
+	pages := ec2.NewDescribeInstanceTypesPaginator(client, in)
 	var out []TypeInfo
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypes: more than %d pages", maxPages)
 		}
-		resp, err := client.DescribeInstanceTypes(ctx, in)
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeInstanceTypes page %d: %w", page, err)
 		}
@@ -66,10 +69,6 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 				out = append(out, info)
 			}
 		}
-		if awssdk.ToString(resp.NextToken) == "" {
-			break
-		}
-		in.NextToken = resp.NextToken
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -77,7 +76,7 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 
 // typeInfo converts one DescribeInstanceTypes item; ok is false for types Tiler cannot use.
 func typeInfo(it ec2types.InstanceTypeInfo) (TypeInfo, bool, error) {
-	info := TypeInfo{Name: catalog.InstanceTypeName(it.InstanceType)}
+	info := TypeInfo{Name: api.InstanceTypeName(it.InstanceType)}
 	switch {
 	case info.Name == "":
 		return info, false, fmt.Errorf("instanceType is missing")
@@ -115,22 +114,23 @@ func kubeArch(archs []ec2types.ArchitectureType) string {
 
 // typeZones pages through DescribeInstanceTypeOfferings by availability zone and returns, per
 // type, the sorted zones offering it (only zones with a subnet when Config.Subnets is set).
-func typeZones(ctx context.Context, client EC2API, cfg Config) (map[catalog.InstanceTypeName][]string, error) {
+func typeZones(ctx context.Context, client EC2API, cfg Config) (map[api.InstanceTypeName][]string, error) {
 	in := &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone}
 	if values := cfg.InstanceTypes.EC2Values(); len(values) > 0 {
 		in.Filters = []ec2types.Filter{{Name: awssdk.String("instance-type"), Values: values}}
 	}
-	zones := map[catalog.InstanceTypeName][]string{}
-	for page := 1; ; page++ {
+	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(client, in)
+	zones := map[api.InstanceTypeName][]string{}
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings: more than %d pages", maxPages)
 		}
-		resp, err := client.DescribeInstanceTypeOfferings(ctx, in)
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d: %w", page, err)
 		}
 		for i, o := range resp.InstanceTypeOfferings {
-			name, zone := catalog.InstanceTypeName(o.InstanceType), awssdk.ToString(o.Location)
+			name, zone := api.InstanceTypeName(o.InstanceType), awssdk.ToString(o.Location)
 			if name == "" || zone == "" {
 				return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d, instanceTypeOfferingSet[%d]: instanceType or location is missing", page, i)
 			}
@@ -138,10 +138,6 @@ func typeZones(ctx context.Context, client EC2API, cfg Config) (map[catalog.Inst
 				zones[name] = append(zones[name], zone)
 			}
 		}
-		if awssdk.ToString(resp.NextToken) == "" {
-			break
-		}
-		in.NextToken = resp.NextToken
 	}
 	for _, z := range zones {
 		sort.Strings(z)

@@ -9,10 +9,11 @@
 // token is derived from the launch ID, and before any CreateFleet the instances tagged with the
 // launch ID are looked up, so Create is idempotent on the launch ID. EC2 answers an instant fleet
 // with HTTP 200 and a per-pool errorSet: capacity codes become an *InsufficientCapacityError
-// naming each failed offering, account limits a *QuotaError, and every failed offering goes into
-// the UnavailableOfferings cache, also when another pool did launch (partial success).
-// CreateReportingUnavailable (cloudprovider.UnavailableReporter) hands those refusals to the
-// controller with the launched instance, so that its next plan avoids them too.
+// naming each unavailable offering, account limits a *QuotaError, and every offering unavailable
+// for either reason goes into the cloudprovider.UnavailableOfferings cache, also when another pool
+// did launch (partial success). CreateReportingUnavailable (cloudprovider.UnavailableReporter)
+// hands those offerings to the controller with the launched instance, so that its next plan
+// avoids them too.
 //
 // Bootstrap: with Config.Bootstrap, Tiler manages the launch templates. Each offering of a
 // launch gets the template of its bootstrap configuration, tiler-<pool>-<hash> (16 hex digits of

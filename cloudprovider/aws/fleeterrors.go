@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
@@ -39,8 +41,8 @@ var capacityCodes = map[string]bool{
 	"InsufficientCapacity":         true, // fleet/ASG wording of the same
 	"UnfulfillableCapacity":        true, // the fleet could not place the request in the pool
 	"InsufficientHostCapacity":     true,
-	// Spot-only account limit: the on-demand fallback still works, so it is a per-offering
-	// refusal of the spot offerings rather than a stop-everything quota.
+	// Spot-only account limit: the on-demand fallback still works, so it makes the spot
+	// offerings unavailable rather than stop everything as a quota does.
 	"MaxSpotInstanceCountExceeded": true,
 	"SpotMaxPriceTooLow":           true, // the spot price rose above our max price in that pool
 	"Unsupported":                  true, // the type is not offered in that AZ (or not as spot)
@@ -67,31 +69,34 @@ func Classify(code string) FailureKind {
 	}
 }
 
-// FailedOffering is one offering EC2 refused during a launch, with its reason.
+// FailedOffering is one offering a launch could not have, with EC2's reason. Kinds
+// FailureCapacity and FailureQuota mean the offering is unavailable (it goes into the
+// Unavailable cache); FailureOther means the launch failed for a reason another offering would
+// not fix. (Not "UnavailableOffering": it carries the FailureOther ones too.)
 type FailedOffering struct {
-	Offering cloudprovider.OfferingRef
+	Offering api.Offering
 	Code     string
 	Message  string
 	Kind     FailureKind
 }
 
-// LaunchError is a CreateFleet refusal that is neither capacity nor quota (FailureOther), e.g. a
+// LaunchError is a CreateFleet failure that is neither capacity nor quota (FailureOther), e.g. a
 // missing launch template or an unauthorised call. The controller should not retry other
 // offerings; it needs an operator.
 type LaunchError struct {
 	Code      string
 	Message   string
-	Offerings []cloudprovider.OfferingRef
+	Offerings []api.Offering
 }
 
 // Error names the code, the offerings and EC2's message.
 func (e *LaunchError) Error() string {
-	return fmt.Sprintf("CreateFleet refused (%s) for %s: %s", e.Code, refNames(e.Offerings), e.Message)
+	return fmt.Sprintf("CreateFleet failed (%s) for %s: %s", e.Code, refNames(e.Offerings), e.Message)
 }
 
 // noLaunchError builds the typed error for a launch in which every fleet failed: a
 // *QuotaError when any account limit was hit (raising it is the only fix), otherwise an
-// *InsufficientCapacityError naming every refused offering, with the distinct codes joined.
+// *InsufficientCapacityError naming every unavailable offering, with the distinct codes joined.
 func noLaunchError(failed []FailedOffering) error {
 	for _, f := range failed {
 		if f.Kind == FailureQuota {
@@ -135,10 +140,10 @@ func firstOther(failed []FailedOffering) *LaunchError {
 
 // SortFailed orders failures by offering, for stable reports.
 func SortFailed(f []FailedOffering) {
-	sort.SliceStable(f, func(i, j int) bool { return lessRef(f[i].Offering, f[j].Offering) })
+	sort.SliceStable(f, func(i, j int) bool { return f[i].Offering.Less(f[j].Offering) })
 }
 
-func refNames(refs []cloudprovider.OfferingRef) string {
+func refNames(refs []api.Offering) string {
 	names := make([]string, 0, len(refs))
 	for _, o := range refs {
 		names = append(names, fmt.Sprintf("%s/%s/%s", o.InstanceType, o.Zone, o.CapacityType))

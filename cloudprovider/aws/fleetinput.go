@@ -6,12 +6,13 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Allocation strategies. Spot: price-capacity-optimized picks among the cheapest pools the one
@@ -26,34 +27,19 @@ const (
 // TagName is the EC2 console's name tag; it is set to the node name.
 const TagName = "Name"
 
-// GPU tags carry the launch's GPU configuration (cloudprovider.GPUConfig) to the launch
+// GPU tags carry the launch's GPU configuration (api.GPUConfig) to the launch
 // template's bootstrap, which reads the instance's tags (instance metadata tags) to configure
 // the device plugin and mig-manager. Each is set only when the request sets the field; GCE
 // carries the same configuration as JSON in the tiler-gpu-config metadata item. The per-GPU MIG
 // layout is not a tag (EC2 tag values hold 256 characters): the mig-parted config name is.
-const (
-	// TagGPUSharing is exclusive, time-slicing, mps, mig or dynamic-mig.
-	TagGPUSharing = "tiler.dev/gpu-sharing"
-	// TagGPUReplicas is the time-slicing or MPS replica count per GPU.
-	TagGPUReplicas = "tiler.dev/gpu-replicas"
-	// TagGPURenameShared is "true" when the replicas are advertised as nvidia.com/gpu.shared
-	// (the device plugin's renameByDefault).
-	TagGPURenameShared = "tiler.dev/gpu-rename-shared"
-	// TagGPUConsumableMemory is "true" when the DRA driver publishes the GPUs' memory as
-	// consumable capacity (several claims share a GPU; no device plugin).
-	TagGPUConsumableMemory = "tiler.dev/gpu-consumable-memory"
-	// TagMIGStrategy is single or mixed.
-	TagMIGStrategy = "tiler.dev/mig-strategy"
-	// TagMIGConfig is the nvidia.com/mig.config value, a mig-parted config name.
-	TagMIGConfig = "tiler.dev/mig-config"
-)
+const ()
 
 // ClientToken returns the CreateFleet idempotency token of a launch ID and capacity type:
 // "tiler-", 32 hex digits of SHA-256 over both, and the capacity type, at most 48 characters
 // (EC2 allows 64) and only characters EC2 accepts, whatever the launch ID holds. Retrying the
 // same launch sends the same token, so EC2 itself refuses to launch twice within its
 // idempotency window; the launch-ID tag lookup covers the time after it.
-func ClientToken(launchID string, ct catalog.CapacityType) string {
+func ClientToken(launchID string, ct api.CapacityType) string {
 	sum := sha256.Sum256([]byte(launchID + "\x00" + string(ct)))
 	return "tiler-" + hex.EncodeToString(sum[:16]) + "-" + string(ct)
 }
@@ -87,7 +73,7 @@ func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec
 		},
 		TagSpecifications: p.tagSpecs(req),
 	}
-	if g.capacityType == catalog.Spot {
+	if g.capacityType == api.Spot {
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: SpotAllocationStrategy}
 	} else {
@@ -117,14 +103,14 @@ func (p *Provider) templateSpec(managed string) *ec2types.FleetLaunchTemplateSpe
 // tags of the request's GPU configuration.
 func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 	tags := map[string]string{
-		cloudprovider.TagCluster:  p.cfg.ClusterName,
-		cloudprovider.TagLaunchID: req.LaunchID,
+		api.TagCluster:  p.cfg.ClusterName,
+		api.TagLaunchID: req.LaunchID,
 	}
 	if req.Pool != "" {
-		tags[cloudprovider.TagPool] = req.Pool
+		tags[api.TagPool] = req.Pool
 	}
 	if req.NodeName != "" {
-		tags[cloudprovider.TagNodeName] = req.NodeName
+		tags[api.TagNodeName] = req.NodeName
 		tags[TagName] = req.NodeName
 	}
 	addGPUTags(tags, req.GPU)
@@ -132,24 +118,24 @@ func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 }
 
 // addGPUTags adds the GPU tags of the fields g sets.
-func addGPUTags(tags map[string]string, g cloudprovider.GPUConfig) {
+func addGPUTags(tags map[string]string, g api.GPUConfig) {
 	set := func(key, value string) {
 		if value != "" {
 			tags[key] = value
 		}
 	}
-	set(TagGPUSharing, g.Sharing)
+	set(api.TagGPUSharing, string(g.Sharing))
 	if g.Replicas > 0 {
-		set(TagGPUReplicas, strconv.Itoa(g.Replicas))
+		set(api.TagGPUReplicas, strconv.Itoa(g.Replicas))
 	}
 	if g.RenameShared {
-		set(TagGPURenameShared, "true")
+		set(api.TagGPURenameShared, "true")
 	}
 	if g.ConsumableMemory {
-		set(TagGPUConsumableMemory, "true")
+		set(api.TagGPUConsumableMemory, "true")
 	}
-	set(TagMIGStrategy, g.MIGStrategy)
-	set(TagMIGConfig, g.MIGConfig)
+	set(api.TagMIGStrategy, g.MIGStrategy)
+	set(api.TagMIGConfig, g.MIGConfig)
 }
 
 func (p *Provider) tagSpecs(req cloudprovider.LaunchRequest) []ec2types.TagSpecification {

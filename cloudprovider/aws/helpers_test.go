@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 var testNow = time.Date(2026, 7, 20, 12, 0, 0, 0, time.UTC)
@@ -41,8 +41,8 @@ func newTestProvider(t *testing.T, srv *awstest.Server) (*Provider, *clocktestin
 	return p, clk
 }
 
-func ref(t, zone string, ct catalog.CapacityType) cloudprovider.OfferingRef {
-	return cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(t), Zone: zone, CapacityType: ct}
+func ref(t, zone string, ct api.CapacityType) api.Offering {
+	return api.Offering{InstanceType: api.InstanceTypeName(t), Zone: zone, CapacityType: ct}
 }
 
 // noInstances answers the launch-ID lookup that precedes every CreateFleet.

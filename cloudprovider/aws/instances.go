@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Normalised instance states (cloudprovider.Instance.State).
@@ -65,7 +66,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance,
 	}
 	for _, r := range out.Reservations {
 		for _, i := range r.Instances {
-			if awssdk.ToString(i.InstanceId) == id && tagValue(i.Tags, cloudprovider.TagCluster) == p.cfg.ClusterName {
+			if awssdk.ToString(i.InstanceId) == id && tagValue(i.Tags, api.TagCluster) == p.cfg.ClusterName {
 				return p.toInstance(i), nil
 			}
 		}
@@ -77,7 +78,7 @@ func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance,
 // DescribeInstances filtered by the cluster tag; any failed page fails the call.
 func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
 	instances, err := p.describe(ctx, []ec2types.Filter{
-		tagFilter(cloudprovider.TagCluster, p.cfg.ClusterName),
+		tagFilter(api.TagCluster, p.cfg.ClusterName),
 		{Name: awssdk.String("instance-state-name"), Values: liveStates},
 	})
 	if err != nil {
@@ -105,15 +106,16 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// describe pages through DescribeInstances with filters. EC2 may end with an empty nextToken.
+// describe pages through DescribeInstances with filters. EC2 may end with an empty nextToken,
+// which the paginator takes as the last page too.
 func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]*cloudprovider.Instance, error) {
-	in := &ec2.DescribeInstancesInput{Filters: filters}
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters})
 	var out []*cloudprovider.Instance
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstances: more than %d pages", maxPages)
 		}
-		resp, err := p.ec2.DescribeInstances(ctx, in)
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeInstances page %d: %w", page, err)
 		}
@@ -122,11 +124,8 @@ func (p *Provider) describe(ctx context.Context, filters []ec2types.Filter) ([]*
 				out = append(out, p.toInstance(i))
 			}
 		}
-		if awssdk.ToString(resp.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = resp.NextToken
 	}
+	return out, nil
 }
 
 // toInstance converts an EC2 instance; the launch ID, node name and pool come from Tiler's tags.
@@ -135,20 +134,20 @@ func (p *Provider) toInstance(i ec2types.Instance) *cloudprovider.Instance {
 	for _, t := range i.Tags {
 		tags[awssdk.ToString(t.Key)] = awssdk.ToString(t.Value)
 	}
-	ref := cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(i.InstanceType), CapacityType: catalog.OnDemand}
+	ref := api.Offering{InstanceType: api.InstanceTypeName(i.InstanceType), CapacityType: api.OnDemand}
 	if i.Placement != nil {
 		ref.Zone = awssdk.ToString(i.Placement.AvailabilityZone)
 	}
 	if i.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
-		ref.CapacityType = catalog.Spot
+		ref.CapacityType = api.Spot
 	}
 	state := ""
 	if i.State != nil {
 		state = string(i.State.Name)
 	}
 	return &cloudprovider.Instance{
-		ID: awssdk.ToString(i.InstanceId), LaunchID: tags[cloudprovider.TagLaunchID],
-		NodeName: tags[cloudprovider.TagNodeName], Pool: tags[cloudprovider.TagPool],
+		ID: awssdk.ToString(i.InstanceId), LaunchID: tags[api.TagLaunchID],
+		NodeName: tags[api.TagNodeName], Pool: tags[api.TagPool],
 		Offering: ref, State: NormaliseState(state), PricePerHour: p.priceOf(ref),
 		LaunchedAt: awssdk.ToTime(i.LaunchTime), Tags: tags,
 	}

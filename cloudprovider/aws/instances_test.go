@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // fakeFleet is a stateful EC2 behind awstest: CreateFleet launches the first override with the
@@ -80,7 +82,7 @@ func TestCreateIsIdempotentOnLaunchID(t *testing.T) {
 	(&fakeFleet{}).install(srv)
 	p, _ := newTestProvider(t, srv)
 	req := cloudprovider.LaunchRequest{LaunchID: "launch-7", NodeName: "node-7", Pool: "gpu",
-		Offering: ref("g5.xlarge", "us-east-1a", catalog.Spot)}
+		Offering: ref("g5.xlarge", "us-east-1a", api.Spot)}
 
 	first, err := p.Create(context.Background(), req)
 	if err != nil {
@@ -106,8 +108,8 @@ func TestCreateIsIdempotentOnLaunchID(t *testing.T) {
 func TestList(t *testing.T) {
 	at := time.Date(2026, 7, 20, 12, 30, 5, 0, time.UTC)
 	tags := func(launch string) map[string]string {
-		return map[string]string{cloudprovider.TagCluster: testCluster, cloudprovider.TagLaunchID: launch,
-			cloudprovider.TagNodeName: "node-" + launch, cloudprovider.TagPool: "gpu"}
+		return map[string]string{api.TagCluster: testCluster, api.TagLaunchID: launch,
+			api.TagNodeName: "node-" + launch, api.TagPool: "gpu"}
 	}
 	srv := awstest.NewServer(t)
 	srv.Enqueue("DescribeInstances",
@@ -119,20 +121,20 @@ func TestList(t *testing.T) {
 			awstest.Instance{ID: "i-0b", Type: "g6.xlarge", Zone: "us-east-1c", State: "pending", LaunchTime: at, Tags: tags("b")}))
 	p, _ := newTestProvider(t, srv)
 	p.SetPrices(&catalog.Catalog{Types: []catalog.InstanceType{{Name: "g5.xlarge",
-		Offerings: []catalog.Offering{{Zone: "us-east-1b", CapacityType: catalog.Spot, PricePerHour: 0.3981}}}}})
+		Offerings: []catalog.ZonePrice{{Zone: "us-east-1b", CapacityType: api.Spot, PricePerHour: 0.3981}}}}})
 
 	got, err := p.List(context.Background())
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	inst := func(id, launch, typ, zone string, ct catalog.CapacityType, state string, price float64) *cloudprovider.Instance {
+	inst := func(id, launch, typ, zone string, ct api.CapacityType, state string, price float64) *cloudprovider.Instance {
 		return &cloudprovider.Instance{ID: id, LaunchID: launch, NodeName: "node-" + launch, Pool: "gpu",
 			Offering: ref(typ, zone, ct), State: state, PricePerHour: price, LaunchedAt: at, Tags: tags(launch)}
 	}
 	want := []*cloudprovider.Instance{
-		inst("i-0a", "a", "p5.48xlarge", "us-east-1a", catalog.OnDemand, StateTerminating, 0),
-		inst("i-0b", "b", "g6.xlarge", "us-east-1c", catalog.OnDemand, StatePending, 0),
-		inst("i-0c", "c", "g5.xlarge", "us-east-1b", catalog.Spot, StateRunning, 0.3981),
+		inst("i-0a", "a", "p5.48xlarge", "us-east-1a", api.OnDemand, StateTerminating, 0),
+		inst("i-0b", "b", "g6.xlarge", "us-east-1c", api.OnDemand, StatePending, 0),
+		inst("i-0c", "c", "g5.xlarge", "us-east-1b", api.Spot, StateRunning, 0.3981),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
@@ -149,8 +151,8 @@ func TestList(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	mine := map[string]string{cloudprovider.TagCluster: testCluster}
-	theirs := map[string]string{cloudprovider.TagCluster: "other"}
+	mine := map[string]string{api.TagCluster: testCluster}
+	theirs := map[string]string{api.TagCluster: "other"}
 	tests := []struct {
 		name      string
 		resp      awstest.Response

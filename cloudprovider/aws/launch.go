@@ -6,30 +6,31 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // fleetGroup is one CreateFleet call: the offerings of one capacity type, each with its subnet.
 type fleetGroup struct {
-	capacityType catalog.CapacityType
+	capacityType api.CapacityType
 	targets      []fleetTarget
 }
 
 type fleetTarget struct {
-	ref    cloudprovider.OfferingRef
+	ref    api.Offering
 	subnet string
 	// template is the managed launch template of the offering, "" for the configured one.
 	template string
 }
 
-func (g fleetGroup) refs() []cloudprovider.OfferingRef {
-	out := make([]cloudprovider.OfferingRef, len(g.targets))
+func (g fleetGroup) refs() []api.Offering {
+	out := make([]api.Offering, len(g.targets))
 	for i, t := range g.targets {
 		out[i] = t.ref
 	}
@@ -42,19 +43,20 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	return inst, err
 }
 
-// CreateReportingUnavailable launches like Create and also returns the offerings EC2 refused for
-// capacity or an account limit during the call, also when another pool launched: the errorSet
-// items of a fleet that launched, and the fleets of an earlier capacity type that launched
-// nothing (see cloudprovider.UnavailableReporter). Offerings skipped because they were already
-// in the Unavailable cache were reported when EC2 refused them and are not listed again.
-func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+// CreateReportingUnavailable launches like Create and also returns the offerings EC2 found
+// unavailable (no capacity, or an account limit) during the call, also when another pool
+// launched: the errorSet items of a fleet that launched, and the fleets of an earlier capacity
+// type that launched nothing (see cloudprovider.UnavailableReporter). Offerings skipped because
+// they were already in the Unavailable cache were reported when they became unavailable and are
+// not listed again.
+func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	inst, failed, err := p.CreateWithReport(ctx, req)
 	return inst, unavailableRefs(failed), err
 }
 
 // unavailableRefs returns the offerings of the capacity and quota failures, sorted, each once.
-func unavailableRefs(failed []FailedOffering) []cloudprovider.OfferingRef {
-	var refs []cloudprovider.OfferingRef
+func unavailableRefs(failed []FailedOffering) []api.Offering {
+	var refs []api.Offering
 	for _, f := range failed {
 		if f.Kind != FailureOther {
 			refs = append(refs, f.Offering)
@@ -63,17 +65,17 @@ func unavailableRefs(failed []FailedOffering) []cloudprovider.OfferingRef {
 	return cloudprovider.SortOfferings(refs)
 }
 
-// CreateWithReport launches one instance for req and also returns the offerings EC2 refused on
-// the way, including when another offering did launch (partial success); they are in the
-// Unavailable cache as well.
+// CreateWithReport launches one instance for req and also returns the offerings that failed on
+// the way, including when another offering did launch (partial success); the unavailable ones
+// (capacity and quota) are in the Unavailable cache as well.
 //
 // It is idempotent on req.LaunchID: an instance already tagged with the launch ID (and not
 // terminated) is returned without a launch. Offerings are tried in one instant fleet per capacity
 // type, in the order the request's offering and fallbacks first name each type. Offerings in the
 // Unavailable cache, or in a zone without a configured subnet, are skipped.
 //
-// Errors: *InsufficientCapacityError naming every refused offering when no fleet launched;
-// *QuotaError when an account limit was among the refusals; *LaunchError for other refusals (bad
+// Errors: *InsufficientCapacityError naming every unavailable offering when no fleet launched;
+// *QuotaError when an account limit was among the failures; *LaunchError for other failures (bad
 // launch template, permissions), which stop the launch at once; other errors for I/O and bad
 // input. All are wrapped as "launching <launch ID>: ...".
 func (p *Provider) CreateWithReport(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []FailedOffering, error) {
@@ -119,7 +121,7 @@ func (p *Provider) validateLaunch(req cloudprovider.LaunchRequest) error {
 	case req.Cluster != "" && req.Cluster != p.cfg.ClusterName:
 		return fmt.Errorf("launch request: cluster %q is not this provider's cluster %q", req.Cluster, p.cfg.ClusterName)
 	}
-	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for i, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if o.InstanceType == "" || o.Zone == "" || !o.CapacityType.Valid() {
 			return fmt.Errorf("launch request: offering %d (%s/%s/%s) needs a type, a zone and a capacity type of spot or on-demand",
 				i, o.InstanceType, o.Zone, o.CapacityType)
@@ -131,8 +133,8 @@ func (p *Provider) validateLaunch(req cloudprovider.LaunchRequest) error {
 // findLaunched returns the live instance tagged with launchID, or nil.
 func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudprovider.Instance, error) {
 	found, err := p.describe(ctx, []ec2types.Filter{
-		tagFilter(cloudprovider.TagLaunchID, launchID),
-		tagFilter(cloudprovider.TagCluster, p.cfg.ClusterName),
+		tagFilter(api.TagLaunchID, launchID),
+		tagFilter(api.TagCluster, p.cfg.ClusterName),
 		{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
 	})
 	if err != nil {
@@ -151,10 +153,10 @@ func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudpro
 func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, []FailedOffering, error) {
 	var groups []fleetGroup
 	var skipped []FailedOffering
-	index := map[catalog.CapacityType]int{}
-	seen := map[cloudprovider.OfferingRef]bool{}
+	index := map[api.CapacityType]int{}
+	seen := map[api.Offering]bool{}
 	var noSubnet []string
-	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if seen[o] {
 			continue
 		}
@@ -166,7 +168,7 @@ func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, [
 		}
 		if p.unavailable.IsUnavailable(o) {
 			skipped = append(skipped, FailedOffering{Offering: o, Code: "UnavailableOffering", Kind: FailureCapacity,
-				Message: "refused by EC2 recently; skipped until the unavailable-offerings TTL expires"})
+				Message: "unavailable in EC2 recently; skipped until the unavailable-offerings TTL expires"})
 			continue
 		}
 		i, ok := index[o.CapacityType]
@@ -184,8 +186,8 @@ func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, [
 }
 
 // launchFleet makes one CreateFleet call. It returns the launched instance, if any, and the
-// refused offerings (also remembered in the Unavailable cache). An error means stop: I/O, or a
-// refusal that is neither capacity nor quota.
+// failed offerings (the unavailable ones also go into the Unavailable cache). An error means
+// stop: I/O, or a failure that is neither capacity nor quota.
 func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup) (*cloudprovider.Instance, []FailedOffering, error) {
 	out, err := p.ec2.CreateFleet(ctx, p.fleetInput(req, g))
 	if err != nil {
@@ -193,17 +195,17 @@ func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequ
 		if !errors.As(err, &ae) || Classify(ae.ErrorCode()) == FailureOther {
 			return nil, nil, fmt.Errorf("CreateFleet: %w", err)
 		}
-		// A whole-call capacity or quota error (EC2 sometimes answers so, with HTTP 500) refuses
-		// every offering of the fleet.
+		// A whole-call capacity or quota error (EC2 sometimes answers so, with HTTP 500) makes
+		// every offering of the fleet unavailable.
 		var fails []FailedOffering
 		for _, ref := range g.refs() {
 			fails = append(fails, FailedOffering{Offering: ref, Code: ae.ErrorCode(), Message: ae.ErrorMessage(), Kind: Classify(ae.ErrorCode())})
 		}
-		p.remember(fails)
+		p.markUnavailable(fails)
 		return nil, fails, nil
 	}
 	fails := p.fleetFailures(out.Errors, g)
-	p.remember(fails)
+	p.markUnavailable(fails)
 	if inst := p.launched(req, out); inst != nil {
 		return inst, fails, nil
 	}
@@ -224,7 +226,7 @@ func (p *Provider) fleetFailures(errs []ec2types.CreateFleetError, g fleetGroup)
 		code, msg := awssdk.ToString(e.ErrorCode), awssdk.ToString(e.ErrorMessage)
 		refs := g.refs()
 		if ref, ok := p.overrideRef(e.LaunchTemplateAndOverrides, e.Lifecycle, g.capacityType); ok {
-			refs = []cloudprovider.OfferingRef{ref}
+			refs = []api.Offering{ref}
 		}
 		for _, ref := range refs {
 			out = append(out, FailedOffering{Offering: ref, Code: code, Message: msg, Kind: Classify(code)})
@@ -234,9 +236,9 @@ func (p *Provider) fleetFailures(errs []ec2types.CreateFleetError, g fleetGroup)
 }
 
 // overrideRef names the offering of a fleet answer item from its overrides and lifecycle.
-func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse, lc ec2types.InstanceLifecycle, ct catalog.CapacityType) (cloudprovider.OfferingRef, bool) {
+func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse, lc ec2types.InstanceLifecycle, ct api.CapacityType) (api.Offering, bool) {
 	if lto == nil || lto.Overrides == nil || lto.Overrides.InstanceType == "" {
-		return cloudprovider.OfferingRef{}, false
+		return api.Offering{}, false
 	}
 	o := lto.Overrides
 	zone := awssdk.ToString(o.AvailabilityZone)
@@ -245,16 +247,16 @@ func (p *Provider) overrideRef(lto *ec2types.LaunchTemplateAndOverridesResponse,
 	}
 	switch lc {
 	case ec2types.InstanceLifecycleSpot:
-		ct = catalog.Spot
+		ct = api.Spot
 	case ec2types.InstanceLifecycleOnDemand:
-		ct = catalog.OnDemand
+		ct = api.OnDemand
 	}
-	return cloudprovider.OfferingRef{InstanceType: catalog.InstanceTypeName(o.InstanceType), Zone: zone, CapacityType: ct}, true
+	return api.Offering{InstanceType: api.InstanceTypeName(o.InstanceType), Zone: zone, CapacityType: ct}, true
 }
 
-// remember puts capacity and quota refusals into the Unavailable cache. Quota refusals are
-// cached too: retrying them within the TTL only burns API calls.
-func (p *Provider) remember(fails []FailedOffering) {
+// markUnavailable puts the offerings of capacity and quota failures into the Unavailable cache.
+// Quota failures are cached too: retrying them within the TTL only burns API calls.
+func (p *Provider) markUnavailable(fails []FailedOffering) {
 	for _, f := range fails {
 		if f.Kind != FailureOther {
 			p.unavailable.MarkUnavailable(f.Offering, f.Code)
@@ -271,7 +273,7 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 		}
 		ref, _ := p.overrideRef(item.LaunchTemplateAndOverrides, item.Lifecycle, req.Offering.CapacityType)
 		if item.InstanceType != "" {
-			ref.InstanceType = catalog.InstanceTypeName(item.InstanceType)
+			ref.InstanceType = api.InstanceTypeName(item.InstanceType)
 		}
 		return &cloudprovider.Instance{
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 func pool(t, zone, lifecycle string) awstest.FleetPool {
@@ -31,10 +32,10 @@ func launchOf(p awstest.FleetPool, id string) []awstest.FleetLaunch {
 // becomes. The request is spot g5.xlarge in us-east-1a and 1b, then on-demand g5.xlarge in 1a.
 func TestCreateFailures(t *testing.T) {
 	spotA, spotB, odA := pool("g5.xlarge", "us-east-1a", "spot"), pool("g5.xlarge", "us-east-1b", "spot"), pool("g5.xlarge", "us-east-1a", "on-demand")
-	refSpotA, refSpotB, refODA := ref("g5.xlarge", "us-east-1a", catalog.Spot), ref("g5.xlarge", "us-east-1b", catalog.Spot), ref("g5.xlarge", "us-east-1a", catalog.OnDemand)
+	refSpotA, refSpotB, refODA := ref("g5.xlarge", "us-east-1a", api.Spot), ref("g5.xlarge", "us-east-1b", api.Spot), ref("g5.xlarge", "us-east-1a", api.OnDemand)
 	// The cache lists by type, zone, then capacity type; an error names offerings in request order.
-	cacheOrder := []cloudprovider.OfferingRef{refODA, refSpotA, refSpotB}
-	requestOrder := []cloudprovider.OfferingRef{refSpotA, refSpotB, refODA}
+	cacheOrder := []api.Offering{refODA, refSpotA, refSpotB}
+	requestOrder := []api.Offering{refSpotA, refSpotB, refODA}
 	iceAll := func(code string) []awstest.Response {
 		return []awstest.Response{
 			awstest.CreateFleet(nil, []awstest.FleetError{fleetErr(spotA, code), fleetErr(spotB, code)}),
@@ -49,14 +50,14 @@ func TestCreateFailures(t *testing.T) {
 		wantErr     func(error) bool
 		wantCode    string
 		wantFleets  int
-		wantCached  []cloudprovider.OfferingRef
-		wantOffered []cloudprovider.OfferingRef // offerings named by an InsufficientCapacityError
+		wantCached  []api.Offering
+		wantOffered []api.Offering // offerings named by an InsufficientCapacityError
 	}{
-		{name: "spot refused, on-demand fallback launches",
+		{name: "spot unavailable, on-demand fallback launches",
 			fleets: []awstest.Response{
 				awstest.CreateFleet(nil, []awstest.FleetError{fleetErr(spotA, "InsufficientInstanceCapacity"), fleetErr(spotB, "InsufficientInstanceCapacity")}),
 				awstest.CreateFleet(launchOf(odA, "i-0od"), nil)},
-			wantID: "i-0od", wantFleets: 2, wantCached: []cloudprovider.OfferingRef{refSpotA, refSpotB}},
+			wantID: "i-0od", wantFleets: 2, wantCached: []api.Offering{refSpotA, refSpotB}},
 		{name: "InsufficientInstanceCapacity everywhere", fleets: iceAll("InsufficientInstanceCapacity"),
 			wantErr: cloudprovider.IsInsufficientCapacity, wantCode: "InsufficientInstanceCapacity", wantFleets: 2,
 			wantCached: cacheOrder, wantOffered: requestOrder},
@@ -106,7 +107,7 @@ func TestCreateFailures(t *testing.T) {
 			}
 			p, _ := newTestProvider(t, srv)
 			req := cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: refSpotA,
-				Fallbacks: []cloudprovider.OfferingRef{refSpotB, refODA}}
+				Fallbacks: []api.Offering{refSpotB, refODA}}
 			inst, err := p.Create(context.Background(), req)
 			checkOutcome(t, inst, err, tt.wantID, tt.wantErr, tt.wantCode)
 			if n := len(srv.Requests("CreateFleet")); n != tt.wantFleets {
@@ -155,8 +156,8 @@ func isUntyped(err error) bool {
 
 func ptr[T any](v T) *T { return &v }
 
-func cachedRefs(p *Provider) []cloudprovider.OfferingRef {
-	var out []cloudprovider.OfferingRef
+func cachedRefs(p *Provider) []api.Offering {
+	var out []api.Offering
 	for _, e := range p.Unavailable().List() {
 		out = append(out, e.Offering)
 	}
@@ -168,13 +169,13 @@ func TestCreateAllICEFixture(t *testing.T) {
 	srv.Enqueue("DescribeInstances", noInstances())
 	srv.Enqueue("CreateFleet", awstest.XMLFixture(t, "CreateFleet.instant.all-ice.xml"))
 	p, _ := newTestProvider(t, srv)
-	_, err := p.Create(context.Background(), cloudprovider.LaunchRequest{LaunchID: "l-p5", Offering: ref("p5.48xlarge", "us-east-1a", catalog.OnDemand)})
+	_, err := p.Create(context.Background(), cloudprovider.LaunchRequest{LaunchID: "l-p5", Offering: ref("p5.48xlarge", "us-east-1a", api.OnDemand)})
 	var ice *cloudprovider.InsufficientCapacityError
 	if !errors.As(err, &ice) {
 		t.Fatalf("error = %v, want an InsufficientCapacityError", err)
 	}
 	want := &cloudprovider.InsufficientCapacityError{
-		Offerings: []cloudprovider.OfferingRef{ref("p5.48xlarge", "us-east-1a", catalog.OnDemand)},
+		Offerings: []api.Offering{ref("p5.48xlarge", "us-east-1a", api.OnDemand)},
 		Code:      "InsufficientInstanceCapacity",
 		Message:   "We currently do not have sufficient p5.48xlarge capacity in the Availability Zone you requested (us-east-1a). Our system will be working on provisioning additional capacity. You can currently get p5.48xlarge capacity by not specifying an Availability Zone in your request or choosing us-east-1b, us-east-1c.",
 	}
@@ -187,10 +188,10 @@ func TestCreateSkipsUnavailableOfferingsUntilTTL(t *testing.T) {
 	srv := awstest.NewServer(t)
 	srv.Always("DescribeInstances", noInstances())
 	p, clk := newTestProvider(t, srv)
-	a, b := ref("g5.xlarge", "us-east-1a", catalog.Spot), ref("g5.xlarge", "us-east-1b", catalog.Spot)
+	a, b := ref("g5.xlarge", "us-east-1a", api.Spot), ref("g5.xlarge", "us-east-1b", api.Spot)
 	p.Unavailable().MarkUnavailable(a, "InsufficientInstanceCapacity")
 	p.Unavailable().MarkUnavailable(b, "InsufficientInstanceCapacity")
-	req := cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: a, Fallbacks: []cloudprovider.OfferingRef{b}}
+	req := cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: a, Fallbacks: []api.Offering{b}}
 
 	// Both cached: no CreateFleet call, an InsufficientCapacityError naming both.
 	_, err := p.Create(context.Background(), req)
@@ -220,7 +221,7 @@ func TestCreateRetriesThrottling(t *testing.T) {
 		awstest.EC2Error(http.StatusTooManyRequests, "TooManyRequests", "slow down"),
 		awstest.XMLFixture(t, "CreateFleet.instant.success.xml"))
 	p, _ := newTestProvider(t, srv)
-	inst, err := p.Create(context.Background(), cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: ref("g5.xlarge", "us-east-1b", catalog.Spot)})
+	inst, err := p.Create(context.Background(), cloudprovider.LaunchRequest{LaunchID: "l-1", Offering: ref("g5.xlarge", "us-east-1b", api.Spot)})
 	if err != nil || inst.ID != "i-0123456789abcdef0" {
 		t.Fatalf("Create = %+v, %v", inst, err)
 	}

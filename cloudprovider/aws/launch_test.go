@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // gpuRequest is the request the recorded CreateFleet.request.txt was made for: spot p5.48xlarge
@@ -18,10 +20,10 @@ import (
 func gpuRequest() cloudprovider.LaunchRequest {
 	return cloudprovider.LaunchRequest{
 		LaunchID: "gpu-pool-abcde-1", NodeName: "gpu-pool-abcde", Cluster: testCluster, Pool: "gpu-pool",
-		Offering: ref("p5.48xlarge", "us-east-1b", catalog.Spot),
-		Fallbacks: []cloudprovider.OfferingRef{
-			ref("p4d.24xlarge", "us-east-1c", catalog.Spot),
-			ref("g6e.12xlarge", "us-east-1c", catalog.Spot),
+		Offering: ref("p5.48xlarge", "us-east-1b", api.Spot),
+		Fallbacks: []api.Offering{
+			ref("p4d.24xlarge", "us-east-1c", api.Spot),
+			ref("g6e.12xlarge", "us-east-1c", api.Spot),
 		},
 	}
 }
@@ -45,7 +47,7 @@ func TestCreateFleetRequestBody(t *testing.T) {
 	}
 
 	form := srv.Requests("CreateFleet")[0].Form
-	token := ClientToken("gpu-pool-abcde-1", catalog.Spot)
+	token := ClientToken("gpu-pool-abcde-1", api.Spot)
 	want := map[string]string{
 		"Type": "instant", "ClientToken": token,
 		"LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateId": testTemplate,
@@ -91,7 +93,7 @@ func TestCreatePartialSuccessReportsFailedOfferings(t *testing.T) {
 	srv.Enqueue("CreateFleet", awstest.XMLFixture(t, "CreateFleet.instant.partial-ice.xml"))
 	p, _ := newTestProvider(t, srv)
 	p.SetPrices(&catalog.Catalog{Types: []catalog.InstanceType{{Name: "g6e.12xlarge",
-		Offerings: []catalog.Offering{{Zone: "us-east-1c", CapacityType: catalog.Spot, PricePerHour: 4.2}}}}})
+		Offerings: []catalog.ZonePrice{{Zone: "us-east-1c", CapacityType: api.Spot, PricePerHour: 4.2}}}}})
 
 	inst, failed, err := p.CreateWithReport(context.Background(), gpuRequest())
 	if err != nil {
@@ -99,26 +101,26 @@ func TestCreatePartialSuccessReportsFailedOfferings(t *testing.T) {
 	}
 	wantInst := &cloudprovider.Instance{
 		ID: "i-0fedcba9876543210", LaunchID: "gpu-pool-abcde-1", NodeName: "gpu-pool-abcde", Pool: "gpu-pool",
-		Offering: ref("g6e.12xlarge", "us-east-1c", catalog.Spot), State: StatePending, PricePerHour: 4.2,
+		Offering: ref("g6e.12xlarge", "us-east-1c", api.Spot), State: StatePending, PricePerHour: 4.2,
 		LaunchedAt: testNow, Tags: p.tags(gpuRequest()),
 	}
 	if diff := cmp.Diff(wantInst, inst); diff != "" {
 		t.Errorf("instance (-want +got):\n%s", diff)
 	}
 	wantFailed := []FailedOffering{
-		{Offering: ref("p4d.24xlarge", "us-east-1c", catalog.Spot), Code: "UnfulfillableCapacity", Kind: FailureCapacity,
+		{Offering: ref("p4d.24xlarge", "us-east-1c", api.Spot), Code: "UnfulfillableCapacity", Kind: FailureCapacity,
 			Message: "Unable to fulfill capacity due to your request configuration. Please adjust your request and try again."},
-		{Offering: ref("p5.48xlarge", "us-east-1b", catalog.Spot), Code: "InsufficientInstanceCapacity", Kind: FailureCapacity,
+		{Offering: ref("p5.48xlarge", "us-east-1b", api.Spot), Code: "InsufficientInstanceCapacity", Kind: FailureCapacity,
 			Message: "There is no Spot capacity available that matches your request."},
 	}
 	if diff := cmp.Diff(wantFailed, failed); diff != "" {
 		t.Errorf("failed offerings (-want +got):\n%s", diff)
 	}
-	var cached []cloudprovider.OfferingRef
+	var cached []api.Offering
 	for _, e := range p.Unavailable().List() {
 		cached = append(cached, e.Offering)
 	}
-	if diff := cmp.Diff([]cloudprovider.OfferingRef{wantFailed[0].Offering, wantFailed[1].Offering}, cached); diff != "" {
+	if diff := cmp.Diff([]api.Offering{wantFailed[0].Offering, wantFailed[1].Offering}, cached); diff != "" {
 		t.Errorf("unavailable cache (-want +got):\n%s", diff)
 	}
 }
@@ -132,8 +134,8 @@ func TestCreateOnDemandFleet(t *testing.T) {
 	pool := awstest.FleetPool{Type: "g6.xlarge", SubnetID: subnetC, Zone: "us-east-1c", Lifecycle: "on-demand"}
 	srv.Enqueue("CreateFleet", awstest.CreateFleet([]awstest.FleetLaunch{{Pool: pool, InstanceIDs: []string{"i-0od"}}}, nil))
 	p, _ := newTestProvider(t, srv)
-	req := cloudprovider.LaunchRequest{LaunchID: "l-od", Offering: ref("g5.xlarge", "us-east-1a", catalog.OnDemand),
-		Fallbacks: []cloudprovider.OfferingRef{ref("g5.xlarge", "us-east-1b", catalog.OnDemand), ref("g6.xlarge", "us-east-1c", catalog.OnDemand)}}
+	req := cloudprovider.LaunchRequest{LaunchID: "l-od", Offering: ref("g5.xlarge", "us-east-1a", api.OnDemand),
+		Fallbacks: []api.Offering{ref("g5.xlarge", "us-east-1b", api.OnDemand), ref("g6.xlarge", "us-east-1c", api.OnDemand)}}
 	inst, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Create: %v", err)
@@ -150,7 +152,7 @@ func TestCreateOnDemandFleet(t *testing.T) {
 		"TargetCapacitySpecification.DefaultTargetCapacityType": "on-demand",
 		"TargetCapacitySpecification.TotalTargetCapacity":       "1",
 		"SpotOptions.AllocationStrategy":                        "",
-		"ClientToken":                                           ClientToken("l-od", catalog.OnDemand),
+		"ClientToken":                                           ClientToken("l-od", api.OnDemand),
 		"LaunchTemplateConfigs.1.Overrides.1.InstanceType":      "g5.xlarge",
 		"LaunchTemplateConfigs.1.Overrides.1.AvailabilityZone":  "us-east-1a",
 		"LaunchTemplateConfigs.1.Overrides.1.SubnetId":          subnetA,
@@ -172,7 +174,7 @@ func TestClientToken(t *testing.T) {
 	long := string(make([]byte, 300))
 	tokens := map[string]bool{}
 	for _, id := range []string{"a", "b", "node/with spaces and ünïcode", long} {
-		for _, ct := range []catalog.CapacityType{catalog.Spot, catalog.OnDemand} {
+		for _, ct := range []api.CapacityType{api.Spot, api.OnDemand} {
 			tok := ClientToken(id, ct)
 			if tok != ClientToken(id, ct) {
 				t.Errorf("ClientToken(%q, %s) is not deterministic", id, ct)
@@ -194,13 +196,13 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 		req  cloudprovider.LaunchRequest
 		want string
 	}{
-		{"no launch ID", cloudprovider.LaunchRequest{Offering: ref("g5.xlarge", "us-east-1a", catalog.Spot)}, "launchID is empty"},
-		{"other cluster", cloudprovider.LaunchRequest{LaunchID: "x", Cluster: "prod", Offering: ref("g5.xlarge", "us-east-1a", catalog.Spot)},
+		{"no launch ID", cloudprovider.LaunchRequest{Offering: ref("g5.xlarge", "us-east-1a", api.Spot)}, "launchID is empty"},
+		{"other cluster", cloudprovider.LaunchRequest{LaunchID: "x", Cluster: "prod", Offering: ref("g5.xlarge", "us-east-1a", api.Spot)},
 			`cluster "prod" is not this provider's cluster`},
 		{"bad capacity type", cloudprovider.LaunchRequest{LaunchID: "x", Offering: ref("g5.xlarge", "us-east-1a", "reserved")},
 			"offering 0 (g5.xlarge/us-east-1a/reserved)"},
-		{"no zone", cloudprovider.LaunchRequest{LaunchID: "x", Offering: ref("g5.xlarge", "us-east-1a", catalog.Spot),
-			Fallbacks: []cloudprovider.OfferingRef{ref("g5.xlarge", "", catalog.Spot)}}, "offering 1 (g5.xlarge//spot)"},
+		{"no zone", cloudprovider.LaunchRequest{LaunchID: "x", Offering: ref("g5.xlarge", "us-east-1a", api.Spot),
+			Fallbacks: []api.Offering{ref("g5.xlarge", "", api.Spot)}}, "offering 1 (g5.xlarge//spot)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,7 +223,7 @@ func TestCreateWithoutSubnetForAnyZone(t *testing.T) {
 	srv := awstest.NewServer(t)
 	srv.Enqueue("DescribeInstances", noInstances())
 	p, _ := newTestProvider(t, srv)
-	_, err := p.Create(context.Background(), cloudprovider.LaunchRequest{LaunchID: "x", Offering: ref("g5.xlarge", "us-west-2a", catalog.Spot)})
+	_, err := p.Create(context.Background(), cloudprovider.LaunchRequest{LaunchID: "x", Offering: ref("g5.xlarge", "us-west-2a", api.Spot)})
 	if err == nil || cloudprovider.IsInsufficientCapacity(err) ||
 		!regexp.MustCompile(`launching x: no subnet is configured for zones \[us-west-2a\]`).MatchString(err.Error()) {
 		t.Fatalf("error = %v", err)
@@ -236,19 +238,19 @@ func TestCreateWithoutSubnetForAnyZone(t *testing.T) {
 func TestCreateFleetGPUTags(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		gpu  cloudprovider.GPUConfig
+		gpu  api.GPUConfig
 		want map[string]string
 	}{
-		{"time-slicing renamed", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true},
-			map[string]string{TagGPUSharing: "time-slicing", TagGPUReplicas: "4", TagGPURenameShared: "true"}},
-		{"time-slicing", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 2},
-			map[string]string{TagGPUSharing: "time-slicing", TagGPUReplicas: "2"}},
-		{"mig", cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGConfig: "tiler-1g.5gb-8gpu-mixed",
+		{"time-slicing renamed", api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true},
+			map[string]string{api.TagGPUSharing: "time-slicing", api.TagGPUReplicas: "4", api.TagGPURenameShared: "true"}},
+		{"time-slicing", api.GPUConfig{Sharing: "time-slicing", Replicas: 2},
+			map[string]string{api.TagGPUSharing: "time-slicing", api.TagGPUReplicas: "2"}},
+		{"mig", api.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGConfig: "tiler-1g.5gb-8gpu-mixed",
 			MIGLayout: [][]string{{"1g.5gb"}}},
-			map[string]string{TagGPUSharing: "mig", TagMIGStrategy: "mixed", TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
-		{"consumable memory", cloudprovider.GPUConfig{Sharing: "exclusive", ConsumableMemory: true},
-			map[string]string{TagGPUSharing: "exclusive", TagGPUConsumableMemory: "true"}},
-		{"none", cloudprovider.GPUConfig{}, map[string]string{}},
+			map[string]string{api.TagGPUSharing: "mig", api.TagMIGStrategy: "mixed", api.TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
+		{"consumable memory", api.GPUConfig{Sharing: "exclusive", ConsumableMemory: true},
+			map[string]string{api.TagGPUSharing: "exclusive", api.TagGPUConsumableMemory: "true"}},
+		{"none", api.GPUConfig{}, map[string]string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := awstest.NewServer(t)
@@ -256,7 +258,7 @@ func TestCreateFleetGPUTags(t *testing.T) {
 			srv.Enqueue("CreateFleet", awstest.XMLFixture(t, "CreateFleet.instant.success.xml"))
 			p, _ := newTestProvider(t, srv)
 			req := cloudprovider.LaunchRequest{LaunchID: "l-gpu", NodeName: "gpu-node", Pool: "shared",
-				Offering: ref("g6.xlarge", "us-east-1b", catalog.Spot), GPU: tt.gpu}
+				Offering: ref("g6.xlarge", "us-east-1b", api.Spot), GPU: tt.gpu}
 			if _, err := p.Create(context.Background(), req); err != nil {
 				t.Fatalf("Create: %v", err)
 			}

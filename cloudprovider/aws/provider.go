@@ -5,27 +5,31 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tiler-dev/tiler/api"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	awspricing "github.com/tiler-dev/tiler/pricing/aws"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // EC2API is the part of the EC2 client this package uses; *ec2.Client satisfies it. Tests point
-// a real client at awstest; decorators may wrap it to measure each call.
+// a real client at awstest; decorators may wrap it to measure each call. The paginated calls are
+// the SDK's own client interfaces, which its paginators take.
 type EC2API interface {
+	ec2.DescribeInstancesAPIClient
+	ec2.DescribeInstanceTypesAPIClient
+	ec2.DescribeInstanceTypeOfferingsAPIClient
+	ec2.DescribeLaunchTemplatesAPIClient
 	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
-	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
-	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
-	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, optFns ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
-	DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error)
 	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)
 	DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error)
 }
@@ -44,10 +48,10 @@ type Provider struct {
 	cfg         Config
 	ec2         EC2API
 	clock       clock.Clock
-	unavailable *UnavailableOfferings
+	unavailable *cloudprovider.UnavailableOfferings
 
-	mu     sync.RWMutex
-	prices map[cloudprovider.OfferingRef]float64
+	// prices is the catalog whose prices fill Instance.PricePerHour (SetPrices), nil before.
+	prices atomic.Pointer[catalog.Catalog]
 
 	// templates are the managed launch templates known to exist (Config.Bootstrap), used when
 	// each was last needed by a launch; gcSince is the first CollectGarbage call.
@@ -89,35 +93,30 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 		return nil, errors.New("aws provider: EC2 client and clock must be set")
 	}
 	return &Provider{cfg: cfg, ec2: client, clock: clk,
-		unavailable: NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
+		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
 		used: map[string]time.Time{}}, nil
 }
 
 // Name returns "aws".
 func (p *Provider) Name() string { return "aws" }
 
-// Unavailable returns the cache of offerings EC2 recently refused. Create fills it, including on
-// partial success, and skips the offerings in it; the controller learns of the same refusals
-// from CreateReportingUnavailable and keeps them out of its plans.
-func (p *Provider) Unavailable() *UnavailableOfferings { return p.unavailable }
+// Unavailable returns the cache of offerings EC2 recently found unavailable. Create fills it,
+// including on partial success, and skips the offerings in it; the controller learns of the same
+// offerings from CreateReportingUnavailable and keeps them out of its plans.
+func (p *Provider) Unavailable() *cloudprovider.UnavailableOfferings { return p.unavailable }
 
 // SetPrices records the catalog's prices, which fill Instance.PricePerHour from then on; without
 // it PricePerHour is zero. The controller does not need it: it prices what it launched from the
 // plan's offering and fallbacks, or its catalog (provisioner boughtAs).
 func (p *Provider) SetPrices(c *catalog.Catalog) {
-	prices := map[cloudprovider.OfferingRef]float64{}
-	for _, t := range c.Types {
-		for _, o := range t.Offerings {
-			prices[cloudprovider.OfferingRef{InstanceType: t.Name, Zone: o.Zone, CapacityType: o.CapacityType}] = o.PricePerHour
-		}
-	}
-	p.mu.Lock()
-	p.prices = prices
-	p.mu.Unlock()
+	p.prices.Store(c)
 }
 
-func (p *Provider) priceOf(o cloudprovider.OfferingRef) float64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.prices[o]
+func (p *Provider) priceOf(o api.Offering) float64 {
+	cat := p.prices.Load()
+	if cat == nil {
+		return 0
+	}
+	price, _ := cat.Price(o)
+	return price
 }

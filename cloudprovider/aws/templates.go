@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -17,10 +19,6 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
-
-// TagBootstrapHash is the tag of a managed launch template that carries the hash of its
-// bootstrap configuration (the last part of its name).
-const TagBootstrapHash = "tiler.dev/bootstrap-hash"
 
 // managedTemplate is a launch template Tiler manages: its name and what it holds.
 type managedTemplate struct {
@@ -36,11 +34,11 @@ var templateNameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9().\-/_]`)
 // templateFor builds the managed launch template of a node launched as offering o: the AMI,
 // instance profile, security groups, IMDSv2 with instance tags readable (the GPU tags), and the
 // nodeadm user data with the kubelet labels of the node launched as o and its taints (the
-// reservation taint with the shared value cloudprovider.ReservationPending). Its name
+// reservation taint with the shared value api.ReservationPending). Its name
 // is tiler-<pool>-<hash>, the hash being the first 16 hex digits of SHA-256 over the template's
 // data: nodes of a pool that boot alike share one template, and any change of the bootstrap
 // (labels, taints, GPU configuration, AMI, cluster coordinates) makes another.
-func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o cloudprovider.OfferingRef) (managedTemplate, error) {
+func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o api.Offering) (managedTemplate, error) {
 	b := p.cfg.Bootstrap
 	cluster := b.ClusterName
 	if cluster == "" {
@@ -129,11 +127,11 @@ func (p *Provider) ensureTemplate(ctx context.Context, t managedTemplate) error 
 // templateTags are the tags of a managed launch template: cluster, pool and bootstrap hash.
 func (p *Provider) templateTags(t managedTemplate) []ec2types.Tag {
 	tags := []ec2types.Tag{
-		{Key: awssdk.String(TagBootstrapHash), Value: awssdk.String(t.hash)},
-		{Key: awssdk.String(cloudprovider.TagCluster), Value: awssdk.String(p.cfg.ClusterName)},
+		{Key: awssdk.String(api.TagBootstrapHash), Value: awssdk.String(t.hash)},
+		{Key: awssdk.String(api.TagCluster), Value: awssdk.String(p.cfg.ClusterName)},
 	}
 	if t.pool != "" {
-		tags = append(tags, ec2types.Tag{Key: awssdk.String(cloudprovider.TagPool), Value: awssdk.String(t.pool)})
+		tags = append(tags, ec2types.Tag{Key: awssdk.String(api.TagPool), Value: awssdk.String(t.pool)})
 	}
 	return tags
 }

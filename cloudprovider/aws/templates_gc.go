@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // codeTemplateNotFound are EC2's error codes for a launch template that does not exist.
@@ -77,21 +77,20 @@ func (p *Provider) CollectGarbage(ctx context.Context) ([]string, error) {
 // managedTemplates lists the launch templates tagged with this cluster that carry a bootstrap
 // hash, following the pages.
 func (p *Provider) managedTemplates(ctx context.Context) ([]ec2types.LaunchTemplate, error) {
-	in := &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: awssdk.String("tag:" + cloudprovider.TagCluster), Values: []string{p.cfg.ClusterName}},
-		{Name: awssdk.String("tag-key"), Values: []string{TagBootstrapHash}},
-	}}
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+		{Name: awssdk.String("tag:" + api.TagCluster), Values: []string{p.cfg.ClusterName}},
+		{Name: awssdk.String("tag-key"), Values: []string{api.TagBootstrapHash}},
+	}})
 	var out []ec2types.LaunchTemplate
-	for range maxPages {
-		page, err := p.ec2.DescribeLaunchTemplates(ctx, in)
+	for page := 1; pages.HasMorePages(); page++ {
+		if page > maxPages {
+			return nil, fmt.Errorf("listing the managed launch templates: more than %d pages", maxPages)
+		}
+		resp, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing the managed launch templates: %w", err)
 		}
-		out = append(out, page.LaunchTemplates...)
-		if awssdk.ToString(page.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = page.NextToken
+		out = append(out, resp.LaunchTemplates...)
 	}
-	return nil, fmt.Errorf("listing the managed launch templates: more than %d pages", maxPages)
+	return out, nil
 }

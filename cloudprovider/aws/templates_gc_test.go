@@ -1,14 +1,17 @@
 package aws
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 )
 
@@ -21,13 +24,13 @@ func TestCollectGarbageTemplates(t *testing.T) {
 	ctx := context.Background()
 	week := 7 * 24 * time.Hour
 	hash := func(cluster string) map[string]string {
-		return map[string]string{cloudprovider.TagCluster: cluster, TagBootstrapHash: "0123456789abcdef", cloudprovider.TagPool: "web"}
+		return map[string]string{api.TagCluster: cluster, api.TagBootstrapHash: "0123456789abcdef", api.TagPool: "web"}
 	}
 	srv := awstest.NewServer(t)
 	store := srv.ServeLaunchTemplates(
 		awstest.LaunchTemplate{ID: "lt-000000000000000a1", Name: "tiler-web-0123456789abcdef", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: hash(testCluster)},
 		awstest.LaunchTemplate{ID: "lt-000000000000000a2", Name: "tiler-web-other-cluster", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: hash("other")},
-		awstest.LaunchTemplate{ID: "lt-000000000000000a3", Name: "my-own-template", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: map[string]string{cloudprovider.TagCluster: testCluster}},
+		awstest.LaunchTemplate{ID: "lt-000000000000000a3", Name: "my-own-template", CreateTime: testNow.Add(-30 * 24 * time.Hour), Tags: map[string]string{api.TagCluster: testCluster}},
 	)
 	srv.Always("DescribeInstances", noInstances())
 	pool := awstest.FleetPool{Type: "m7i.xlarge", SubnetID: subnetB, Zone: "us-east-1b", Lifecycle: "spot"}
@@ -95,5 +98,37 @@ func TestCollectGarbageTemplates(t *testing.T) {
 		if id := r.Form.Get("LaunchTemplateId"); id == "" {
 			t.Errorf("DeleteLaunchTemplate without LaunchTemplateId: %v", r.Form)
 		}
+	}
+}
+
+// TestManagedTemplatesFollowsPages: the listing CollectGarbage works from follows nextToken to
+// the last page, sending the token back, so that templates on later pages are collected too.
+func TestManagedTemplatesFollowsPages(t *testing.T) {
+	tags := map[string]string{api.TagCluster: testCluster, api.TagBootstrapHash: "0123456789abcdef", api.TagPool: "web"}
+	first := awstest.LaunchTemplate{ID: "lt-000000000000000b1", Name: "tiler-web-page-1", CreateTime: testNow, Tags: tags}
+	second := awstest.LaunchTemplate{ID: "lt-000000000000000b2", Name: "tiler-web-page-2", CreateTime: testNow, Tags: tags}
+	page1 := awstest.DescribeLaunchTemplates(first)
+	page1.Body = bytes.Replace(page1.Body, []byte("</launchTemplates>"), []byte("</launchTemplates><nextToken>lt-page-2</nextToken>"), 1)
+	srv := awstest.NewServer(t)
+	srv.Enqueue("DescribeLaunchTemplates", page1, awstest.DescribeLaunchTemplates(second))
+	cfg := bootstrapConfig(srv.URL)
+	p, err := NewProvider(context.Background(), cfg, clocktesting.NewFakeClock(testNow), srv.LoadOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.managedTemplates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, lt := range got {
+		names = append(names, awssdk.ToString(lt.LaunchTemplateName))
+	}
+	if !slices.Equal(names, []string{first.Name, second.Name}) {
+		t.Errorf("templates = %v, want both pages' %s and %s", names, first.Name, second.Name)
+	}
+	reqs := srv.Requests("DescribeLaunchTemplates")
+	if len(reqs) != 2 || reqs[0].Form.Get("NextToken") != "" || reqs[1].Form.Get("NextToken") != "lt-page-2" {
+		t.Errorf("requests = %d; want 2, the second with NextToken lt-page-2", len(reqs))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +22,6 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 const testCA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZBREFWCg=="
@@ -51,20 +51,20 @@ func webRequest(launchID string) cloudprovider.LaunchRequest {
 			"team": "web", "node.kubernetes.io/lifecycle": "spot", "node-role.kubernetes.io/web": "",
 		}
 	}
-	same := ref("c7i.xlarge", "us-east-1b", catalog.Spot)
-	other := ref("m7i.xlarge", "us-east-1b", catalog.Spot)
+	same := ref("c7i.xlarge", "us-east-1b", api.Spot)
+	other := ref("m7i.xlarge", "us-east-1b", api.Spot)
 	return cloudprovider.LaunchRequest{
 		LaunchID: launchID, NodeName: "web-abcde", Cluster: testCluster, Pool: "web",
-		Offering:  ref("c7i.xlarge", "us-east-1a", catalog.Spot),
-		Fallbacks: []cloudprovider.OfferingRef{same, other},
+		Offering:  ref("c7i.xlarge", "us-east-1a", api.Spot),
+		Fallbacks: []api.Offering{same, other},
 		Labels:    labels("c7i.xlarge", "us-east-1a", "c7i"),
-		FallbackLabels: map[cloudprovider.OfferingRef]map[string]string{
+		FallbackLabels: map[api.Offering]map[string]string{
 			same: labels("c7i.xlarge", "us-east-1b", "c7i"), other: labels("m7i.xlarge", "us-east-1b", "m7i")},
 		// The controller's reservation taint carries the launch ID; the shared template the
-		// value cloudprovider.ReservationPending.
+		// value api.ReservationPending.
 		Taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule},
 			{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule},
-			{Key: simulator.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}},
+			{Key: api.TaintReserved, Value: launchID, Effect: corev1.TaintEffectNoSchedule}},
 	}
 }
 
@@ -88,7 +88,7 @@ func TestManagedLaunchTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if inst.Offering != ref("m7i.xlarge", "us-east-1b", catalog.Spot) {
+	if inst.Offering != ref("m7i.xlarge", "us-east-1b", api.Spot) {
 		t.Errorf("launched %+v", inst.Offering)
 	}
 
@@ -118,7 +118,7 @@ func TestManagedLaunchTemplates(t *testing.T) {
 			}
 		}
 		tags := c.TagSpecifications()["launch-template"]
-		if tags[cloudprovider.TagCluster] != testCluster || tags[cloudprovider.TagPool] != "web" || !strings.HasSuffix(name, tags[TagBootstrapHash]) {
+		if tags[api.TagCluster] != testCluster || tags[api.TagPool] != "web" || !strings.HasSuffix(name, tags[api.TagBootstrapHash]) {
 			t.Errorf("template %d tags %v", i, tags)
 		}
 	}
@@ -200,12 +200,12 @@ func TestManagedLaunchTemplates(t *testing.T) {
 func TestManagedLaunchTemplateGPU(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		gpu  cloudprovider.GPUConfig
+		gpu  api.GPUConfig
 		want string
 	}{
-		{"time-slicing", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true},
+		{"time-slicing", api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true},
 			"nvidia.com/device-plugin.config=tiler-time-slicing-4-renamed"},
-		{"mig", cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "single", MIGConfig: "all-1g.10gb", MIGLayout: [][]string{{"1g.10gb"}}},
+		{"mig", api.GPUConfig{Sharing: "mig", MIGStrategy: "single", MIGConfig: "all-1g.10gb", MIGLayout: [][]string{{"1g.10gb"}}},
 			"nvidia.com/mig.config=all-1g.10gb"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,7 +218,7 @@ func TestManagedLaunchTemplateGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := cloudprovider.LaunchRequest{LaunchID: "gpu-1", NodeName: "gpu-node", Pool: "gpu",
-				Offering: ref("g5.xlarge", "us-east-1b", catalog.Spot), GPU: tt.gpu,
+				Offering: ref("g5.xlarge", "us-east-1b", api.Spot), GPU: tt.gpu,
 				Labels: map[string]string{"tiler.dev/pool": "gpu"},
 				Taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}}
 			if _, err := p.Create(context.Background(), req); err != nil {

@@ -3,27 +3,31 @@ package gcp
 import (
 	"math/bits"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
-// gpus maps GCE accelerator types to the catalog's GPU descriptions (models as in the embedded
-// gcp-us-central1 catalog and testdata/catalog/gpu-catalog.csv). Machine types whose accelerator
-// is not listed are left out of the catalog: Tiler cannot describe their GPUs.
-var gpus = map[string]catalog.GPU{
-	"nvidia-tesla-a100": {Model: "A100-40GB", MemoryMiB: 40960, Product: "NVIDIA A100-SXM4-40GB", Architecture: "Ampere", CUDAComputeCapability: "8.0"},
-	"nvidia-a100-80gb":  {Model: "A100-80GB", MemoryMiB: 81920, Product: "NVIDIA A100-SXM4-80GB", Architecture: "Ampere", CUDAComputeCapability: "8.0"},
-	"nvidia-l4":         {Model: "L4", MemoryMiB: 24576, Product: "NVIDIA L4", Architecture: "Ada Lovelace", CUDAComputeCapability: "8.9"},
-	"nvidia-h100-80gb":  {Model: "H100-80GB", MemoryMiB: 81920, Product: "NVIDIA H100 80GB HBM3", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-	// A3 Mega has the same GPU as A3 High with more network bandwidth; gpu-catalog.csv names it
-	// apart so that pools can choose it.
-	"nvidia-h100-mega-80gb": {Model: "H100-80GB-Mega", MemoryMiB: 81920, Product: "NVIDIA H100 80GB HBM3", Architecture: "Hopper", CUDAComputeCapability: "9.0"},
-	"nvidia-tesla-t4":       {Model: "T4", MemoryMiB: 16384, Product: "Tesla T4", Architecture: "Turing", CUDAComputeCapability: "7.5"},
-	"nvidia-tesla-v100":     {Model: "V100", MemoryMiB: 16384, Product: "Tesla V100-SXM2-16GB", Architecture: "Volta", CUDAComputeCapability: "7.0"},
+// gpuModels maps GCE accelerator types to the catalog's GPU model names (as in the embedded
+// gcp-us-central1 catalog and testdata/catalog/gpu-catalog.csv), whose facts catalog.GPUFacts
+// has. Machine types whose accelerator is not listed are left out of the catalog: Tiler cannot
+// describe their GPUs.
+var gpuModels = map[string]string{
+	"nvidia-tesla-a100":     "A100-40GB",
+	"nvidia-a100-80gb":      "A100-80GB",
+	"nvidia-l4":             "L4",
+	"nvidia-h100-80gb":      "H100-80GB",
+	"nvidia-h100-mega-80gb": "H100-80GB-Mega", // A3 Mega: A3 High's GPU with more network bandwidth
+	"nvidia-tesla-t4":       "T4",
+	"nvidia-tesla-v100":     "V100",
 }
 
-// gpuFor returns the catalog GPU for count accelerators of type acc.
+// gpuFor returns the catalog GPU for count accelerators of type acc; GCE does not report the
+// memory of an accelerator, so all of it comes from catalog.GPUFacts.
 func gpuFor(acc string, count int) (catalog.GPU, bool) {
-	g, ok := gpus[acc]
+	model, ok := gpuModels[acc]
+	if !ok {
+		return catalog.GPU{}, false
+	}
+	g, ok := catalog.GPUFacts(model)
 	g.Count = count
 	return g, ok
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // acceleratorFamilies are the machine families with built-in GPUs (A2, A3, G2 and newer).
@@ -21,7 +22,7 @@ var acceleratorFamilies = map[string]bool{"a2": true, "a3": true, "a4": true, "g
 
 // instanceFor builds the body of instances.insert for one offering. Names and URLs are relative
 // to the project, as the API accepts them (instances.insert.request.spot.json).
-func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off cloudprovider.OfferingRef) (*computepb.Instance, error) {
+func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off api.Offering) (*computepb.Instance, error) {
 	machineType, acc, count, err := pricinggcp.ParseTypeName(off.InstanceType)
 	if err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off cloudprovide
 
 // hasGPUs reports whether the offering's type has built-in GPUs: from the catalog if it has the
 // type, else from the machine family.
-func (p *Provider) hasGPUs(off cloudprovider.OfferingRef, machineType string) bool {
+func (p *Provider) hasGPUs(off api.Offering, machineType string) bool {
 	if cat := p.catalog.Load(); cat != nil {
 		if t, ok := cat.Type(off.InstanceType); ok {
 			return t.GPU.Count > 0
@@ -69,8 +70,8 @@ func (p *Provider) hasGPUs(off cloudprovider.OfferingRef, machineType string) bo
 // scheduling: spot VMs are SPOT, never restart, and are deleted or stopped on preemption as
 // configured; VMs with GPUs cannot live-migrate, so host maintenance terminates them (and
 // standard ones restart afterwards).
-func (p *Provider) scheduling(off cloudprovider.OfferingRef, gpus bool) *computepb.Scheduling {
-	if off.CapacityType == catalog.Spot {
+func (p *Provider) scheduling(off api.Offering, gpus bool) *computepb.Scheduling {
+	if off.CapacityType == api.Spot {
 		return &computepb.Scheduling{
 			ProvisioningModel:         proto.String("SPOT"),
 			InstanceTerminationAction: proto.String(p.cfg.SpotTerminationAction),
@@ -120,7 +121,7 @@ func (p *Provider) labels(req cloudprovider.LaunchRequest) map[string]string {
 // instance-type labels are those of the offering tried (cloudprovider.InstanceTypeLabels), not
 // of the request's: a fallback may be another shape, and a catalog name with an attached
 // accelerator (n1-standard-4+1xnvidia-tesla-t4) is not a label value.
-func (p *Provider) metadata(req cloudprovider.LaunchRequest, off cloudprovider.OfferingRef) (*computepb.Metadata, error) {
+func (p *Provider) metadata(req cloudprovider.LaunchRequest, off api.Offering) (*computepb.Metadata, error) {
 	gpu, err := json.Marshal(req.GPU)
 	if err != nil {
 		return nil, fmt.Errorf("gcp: encoding the GPU configuration: %w", err)

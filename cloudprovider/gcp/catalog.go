@@ -7,14 +7,16 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/pricing"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Shapes are the instance types offered in the configured zones, without prices: the result of
@@ -23,7 +25,7 @@ type Shapes struct {
 	region string
 	zones  []string
 	source string
-	types  map[catalog.InstanceTypeName]*shape
+	types  map[api.InstanceTypeName]*shape
 }
 
 type shape struct {
@@ -47,7 +49,7 @@ func ListShapes(ctx context.Context, cfg Config, opts ...option.ClientOption) (*
 		return nil, err
 	}
 	defer c.close()
-	s := &Shapes{region: cfg.Region, zones: slices.Sorted(slices.Values(cfg.Zones)), types: map[catalog.InstanceTypeName]*shape{},
+	s := &Shapes{region: cfg.Region, zones: slices.Sorted(slices.Values(cfg.Zones)), types: map[api.InstanceTypeName]*shape{},
 		source: fmt.Sprintf("gce machineTypes.list and acceleratorTypes.list, project %s", cfg.Project)}
 	for _, zone := range s.zones {
 		if err := s.addZone(ctx, c, cfg, zone); err != nil {
@@ -110,7 +112,7 @@ func (s *Shapes) addMachineType(mt *computepb.MachineType, zone string, accs []*
 	}
 	acc, count := builtInAccelerator(mt)
 	if count == 0 || knownGPU(acc) {
-		s.add(mt, zone, acc, count, catalog.InstanceTypeName(mt.GetName()))
+		s.add(mt, zone, acc, count, api.InstanceTypeName(mt.GetName()))
 	}
 	if !attachesGPUs(mt.GetName()) {
 		return nil
@@ -134,11 +136,11 @@ func builtInAccelerator(mt *computepb.MachineType) (string, int) {
 	return acc, count
 }
 
-func knownGPU(acc string) bool { _, ok := gpus[acc]; return ok }
+func knownGPU(acc string) bool { _, ok := gpuFor(acc, 0); return ok }
 
 // add records that the type name, machine type mt with count GPUs of type acc (built in or
 // attached), is offered in zone.
-func (s *Shapes) add(mt *computepb.MachineType, zone, acc string, count int, name catalog.InstanceTypeName) {
+func (s *Shapes) add(mt *computepb.MachineType, zone, acc string, count int, name api.InstanceTypeName) {
 	if sh, ok := s.types[name]; ok {
 		sh.zones = append(sh.zones, zone)
 		return
@@ -170,19 +172,19 @@ func (s *Shapes) Machines() []pricinggcp.Machine {
 // where the type is offered and every capacity type that has a usable price there. Types left
 // without offerings are dropped: what cannot be priced cannot be planned.
 func (s *Shapes) Catalog(name string, prices []pricing.Price) (*catalog.Catalog, error) {
-	byKey := map[pricing.OfferingKey]float64{}
+	byKey := map[api.Offering]float64{}
 	for _, p := range prices {
 		if p.PricePerHour > 0 {
-			byKey[p.Key()] = p.PricePerHour
+			byKey[p.Offering] = p.PricePerHour
 		}
 	}
 	cat := &catalog.Catalog{Name: name, Provider: "gcp", Region: s.region, Zones: s.zones, Source: s.source}
 	for _, sh := range s.types {
 		t := sh.typ
 		for _, zone := range sh.zones {
-			for _, ct := range []catalog.CapacityType{catalog.OnDemand, catalog.Spot} {
-				if price, ok := byKey[pricing.OfferingKey{InstanceType: t.Name, Zone: zone, CapacityType: ct}]; ok {
-					t.Offerings = append(t.Offerings, catalog.Offering{Zone: zone, CapacityType: ct, PricePerHour: price})
+			for _, ct := range []api.CapacityType{api.OnDemand, api.Spot} {
+				if price, ok := byKey[api.Offering{InstanceType: t.Name, Zone: zone, CapacityType: ct}]; ok {
+					t.Offerings = append(t.Offerings, catalog.ZonePrice{Zone: zone, CapacityType: ct, PricePerHour: price})
 				}
 			}
 		}

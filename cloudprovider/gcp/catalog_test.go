@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
 	"github.com/tiler-dev/tiler/pricing"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // offerings summarises a catalog as "type zone capacity price" lines.

@@ -8,7 +8,7 @@ import (
 	compute "cloud.google.com/go/compute/apiv1"
 	"google.golang.org/api/option"
 
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 )
 
 // clients are the Compute Engine REST clients the package uses. REST (not gRPC) because Compute

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
 )
 

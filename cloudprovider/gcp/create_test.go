@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 func TestCreateSendsTheRecordedInsert(t *testing.T) {
@@ -69,8 +70,8 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 		LaunchedAt:   got.LaunchedAt,
 		Tags: map[string]string{
 			"tiler-dev-cluster": "c1", "tiler-dev-launch-id": "launch-0001", "tiler-dev-pool": "gpu-pool",
-			cloudprovider.TagCluster: "c1", cloudprovider.TagLaunchID: "launch-0001", cloudprovider.TagPool: "gpu-pool",
-			cloudprovider.TagNodeName: "gpu-node-abcde",
+			api.TagCluster: "c1", api.TagLaunchID: "launch-0001", api.TagPool: "gpu-pool",
+			api.TagNodeName: "gpu-node-abcde",
 		},
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -93,17 +94,17 @@ func mustJSON(t *testing.T, v any) string {
 func TestInsertScheduling(t *testing.T) {
 	tests := []struct {
 		name     string
-		offering cloudprovider.OfferingRef
+		offering api.Offering
 		want     string // scheduling as JSON
 		wantAcc  bool
 	}{
-		{"A2 on demand: GPUs cannot migrate", offering("a2-highgpu-1g", zoneA, catalog.OnDemand),
+		{"A2 on demand: GPUs cannot migrate", offering("a2-highgpu-1g", zoneA, api.OnDemand),
 			`{"automaticRestart":true,"onHostMaintenance":"TERMINATE","provisioningModel":"STANDARD"}`, false},
-		{"G2 spot", offering("g2-standard-4", zoneA, catalog.Spot),
+		{"G2 spot", offering("g2-standard-4", zoneA, api.Spot),
 			`{"automaticRestart":false,"instanceTerminationAction":"DELETE","onHostMaintenance":"TERMINATE","provisioningModel":"SPOT"}`, false},
-		{"N1 without GPUs migrates", offering("n1-standard-8", zoneA, catalog.OnDemand),
+		{"N1 without GPUs migrates", offering("n1-standard-8", zoneA, api.OnDemand),
 			`{"automaticRestart":true,"onHostMaintenance":"MIGRATE","provisioningModel":"STANDARD"}`, false},
-		{"N1 + T4 on demand", offering("n1-standard-8+1xnvidia-tesla-t4", zoneA, catalog.OnDemand),
+		{"N1 + T4 on demand", offering("n1-standard-8+1xnvidia-tesla-t4", zoneA, api.OnDemand),
 			`{"automaticRestart":true,"onHostMaintenance":"TERMINATE","provisioningModel":"STANDARD"}`, true},
 	}
 	for _, tc := range tests {
@@ -142,7 +143,7 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 		{"other cluster", func(r *cloudprovider.LaunchRequest) { r.Cluster = "c2" }, `cluster "c2"`},
 		{"bad type name", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "n1-standard-8+t4" }, "is not <count>x<accelerator-type>"},
 		{"no zone", func(r *cloudprovider.LaunchRequest) {
-			r.Fallbacks = []cloudprovider.OfferingRef{{InstanceType: "a2-highgpu-1g"}}
+			r.Fallbacks = []api.Offering{{InstanceType: "a2-highgpu-1g"}}
 		}, "needs an instance type, a zone"},
 		{"machine type the zone lacks", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "n2-standard-8" }, "Machine type does not exist"},
 	}
@@ -151,7 +152,7 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 			srv := gcptest.NewServer(t, project)
 			p := newTestProvider(t, srv, nil)
 			req := t4Request()
-			req.Fallbacks = []cloudprovider.OfferingRef{offering("a2-highgpu-1g", zoneB, catalog.OnDemand)}
+			req.Fallbacks = []api.Offering{offering("a2-highgpu-1g", zoneB, api.OnDemand)}
 			tc.mutate(&req)
 			_, err := p.Create(context.Background(), req)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -173,11 +174,11 @@ func TestCreateCarriesGPUConfig(t *testing.T) {
 	srv := gcptest.NewServer(t, project)
 	p := newTestProvider(t, srv, nil)
 	req := t4Request()
-	req.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
+	req.GPU = api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
 	if _, err := p.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	var got cloudprovider.GPUConfig
+	var got api.GPUConfig
 	if err := json.Unmarshal([]byte(metadataItem(t, insertBodies(t, srv)[0], MetadataGPUConfig)), &got); err != nil {
 		t.Fatalf("decoding %s: %v", MetadataGPUConfig, err)
 	}
@@ -197,9 +198,9 @@ func TestCreateLabelsTheOfferingTried(t *testing.T) {
 	srv.FailInserts(failure)
 	p := newTestProvider(t, srv, nil)
 	req := t4Request()
-	req.Fallbacks = []cloudprovider.OfferingRef{offering("g2-standard-4", zoneB, catalog.Spot)}
+	req.Fallbacks = []api.Offering{offering("g2-standard-4", zoneB, api.Spot)}
 	req.Labels = map[string]string{"team": "ml", "node.kubernetes.io/instance-type": "n1-standard-8",
-		cloudprovider.LabelCatalogInstanceType: "n1-standard-8_1xnvidia-tesla-t4", cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4"}
+		api.LabelCatalogInstanceType: "n1-standard-8_1xnvidia-tesla-t4", api.LabelGKEAccelerator: "nvidia-tesla-t4"}
 	if _, err := p.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

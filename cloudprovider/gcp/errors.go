@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 )
 
 // OperationError is a zone operation that ended with errors, e.g. an insert that found no
@@ -124,12 +126,12 @@ func errorMessage(err error) string {
 type launchFailures struct {
 	capacity *cloudprovider.InsufficientCapacityError
 	quota    []error
-	// refused lists every offering added, capacity and quota alike.
-	refused []cloudprovider.OfferingRef
+	// unavailable lists every offering added, capacity and quota alike.
+	unavailable []api.Offering
 }
 
-func (f *launchFailures) add(kind errorKind, code string, off cloudprovider.OfferingRef, err error) {
-	f.refused = append(f.refused, off)
+func (f *launchFailures) add(kind errorKind, code string, off api.Offering, err error) {
+	f.unavailable = append(f.unavailable, off)
 	msg := fmt.Sprintf("%s/%s/%s: %s", off.InstanceType, off.Zone, off.CapacityType, errorMessage(err))
 	if kind == quotaError {
 		f.quota = append(f.quota, &cloudprovider.QuotaError{Code: code, Message: msg})
@@ -143,8 +145,8 @@ func (f *launchFailures) add(kind errorKind, code string, off cloudprovider.Offe
 }
 
 // offerings returns the offerings that failed for capacity or quota, sorted, each once.
-func (f *launchFailures) offerings() []cloudprovider.OfferingRef {
-	return cloudprovider.SortOfferings(f.refused)
+func (f *launchFailures) offerings() []api.Offering {
+	return cloudprovider.SortOfferings(f.unavailable)
 }
 
 // err returns the failure to report when every offering failed: the capacity error (naming every

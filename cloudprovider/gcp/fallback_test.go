@@ -8,20 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // threeZones asks for the T4 shape on spot in zone A, then B, then C.
 func threeZones() cloudprovider.LaunchRequest {
 	req := t4Request()
-	req.Fallbacks = []cloudprovider.OfferingRef{
-		offering("n1-standard-8+1xnvidia-tesla-t4", zoneB, catalog.Spot),
-		offering("n1-standard-8+1xnvidia-tesla-t4", zoneC, catalog.Spot),
+	req.Fallbacks = []api.Offering{
+		offering("n1-standard-8+1xnvidia-tesla-t4", zoneB, api.Spot),
+		offering("n1-standard-8+1xnvidia-tesla-t4", zoneC, api.Spot),
 	}
 	return req
 }
@@ -36,35 +37,35 @@ func TestCreateFallsBackOnCapacityAndQuota(t *testing.T) {
 		wantQuota    bool
 		wantCode     string
 		wantInserts  int
-		// wantRefused are the zones CreateReportingUnavailable reports, launch or not.
-		wantRefused []string
+		// wantUnavailable are the zones CreateReportingUnavailable reports, launch or not.
+		wantUnavailable []string
 	}{{
-		name:        "stockout in A, B works",
-		failures:    map[string]func(*testing.T) gcptest.InsertFailure{zoneA: stockout},
-		wantZone:    zoneB,
-		wantInserts: 2,
-		wantRefused: []string{zoneA},
+		name:            "stockout in A, B works",
+		failures:        map[string]func(*testing.T) gcptest.InsertFailure{zoneA: stockout},
+		wantZone:        zoneB,
+		wantInserts:     2,
+		wantUnavailable: []string{zoneA},
 	}, {
-		name:        "quota in A (operation), B works",
-		failures:    map[string]func(*testing.T) gcptest.InsertFailure{zoneA: quotaOperation},
-		wantZone:    zoneB,
-		wantInserts: 2,
-		wantRefused: []string{zoneA},
+		name:            "quota in A (operation), B works",
+		failures:        map[string]func(*testing.T) gcptest.InsertFailure{zoneA: quotaOperation},
+		wantZone:        zoneB,
+		wantInserts:     2,
+		wantUnavailable: []string{zoneA},
 	}, {
-		name:         "every zone out of capacity",
-		failures:     map[string]func(*testing.T) gcptest.InsertFailure{zoneA: stockout, zoneB: stockout, zoneC: poolExhaustedNow},
-		wantCapacity: []string{zoneA, zoneB, zoneC},
-		wantCode:     "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
-		wantInserts:  3,
-		wantRefused:  []string{zoneA, zoneB, zoneC},
+		name:            "every zone out of capacity",
+		failures:        map[string]func(*testing.T) gcptest.InsertFailure{zoneA: stockout, zoneB: stockout, zoneC: poolExhaustedNow},
+		wantCapacity:    []string{zoneA, zoneB, zoneC},
+		wantCode:        "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+		wantInserts:     3,
+		wantUnavailable: []string{zoneA, zoneB, zoneC},
 	}, {
-		name:         "capacity and quota: both reported",
-		failures:     map[string]func(*testing.T) gcptest.InsertFailure{zoneA: stockout, zoneB: quotaOperation, zoneC: quotaNow},
-		wantCapacity: []string{zoneA},
-		wantQuota:    true,
-		wantCode:     "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
-		wantInserts:  3,
-		wantRefused:  []string{zoneA, zoneB, zoneC},
+		name:            "capacity and quota: both reported",
+		failures:        map[string]func(*testing.T) gcptest.InsertFailure{zoneA: stockout, zoneB: quotaOperation, zoneC: quotaNow},
+		wantCapacity:    []string{zoneA},
+		wantQuota:       true,
+		wantCode:        "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+		wantInserts:     3,
+		wantUnavailable: []string{zoneA, zoneB, zoneC},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,15 +76,15 @@ func TestCreateFallsBackOnCapacityAndQuota(t *testing.T) {
 				srv.FailInserts(failure)
 			}
 			p := newTestProvider(t, srv, nil)
-			inst, refused, err := p.CreateReportingUnavailable(context.Background(), threeZones())
+			inst, unavailable, err := p.CreateReportingUnavailable(context.Background(), threeZones())
 			if n := len(srv.RequestsTo(http.MethodPost, "/instances")); n != tc.wantInserts {
 				t.Errorf("got %d inserts, want %d", n, tc.wantInserts)
 			}
-			var want []cloudprovider.OfferingRef
-			for _, z := range tc.wantRefused {
-				want = append(want, offering("n1-standard-8+1xnvidia-tesla-t4", z, catalog.Spot))
+			var want []api.Offering
+			for _, z := range tc.wantUnavailable {
+				want = append(want, offering("n1-standard-8+1xnvidia-tesla-t4", z, api.Spot))
 			}
-			if d := cmp.Diff(want, refused); d != "" {
+			if d := cmp.Diff(want, unavailable); d != "" {
 				t.Errorf("reported offerings (-want +got):\n%s", d)
 			}
 			if tc.wantZone != "" {

@@ -6,15 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/encoding/protojson"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 )
 
 const (
@@ -65,12 +67,12 @@ func newTestProvider(t *testing.T, srv *gcptest.Server, clk clock.Clock) *Provid
 func t4Request() cloudprovider.LaunchRequest {
 	return cloudprovider.LaunchRequest{
 		LaunchID: "launch-0001", NodeName: "gpu-node-abcde", Cluster: "c1", Pool: "gpu-pool",
-		Offering: cloudprovider.OfferingRef{InstanceType: "n1-standard-8+1xnvidia-tesla-t4", Zone: zoneA, CapacityType: catalog.Spot},
+		Offering: api.Offering{InstanceType: "n1-standard-8+1xnvidia-tesla-t4", Zone: zoneA, CapacityType: api.Spot},
 	}
 }
 
-func offering(typ catalog.InstanceTypeName, zone string, ct catalog.CapacityType) cloudprovider.OfferingRef {
-	return cloudprovider.OfferingRef{InstanceType: typ, Zone: zone, CapacityType: ct}
+func offering(typ api.InstanceTypeName, zone string, ct api.CapacityType) api.Offering {
+	return api.Offering{InstanceType: typ, Zone: zone, CapacityType: ct}
 }
 
 // insertBodies returns the decoded bodies of the insert requests the fake received.

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	pricinggcp "github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // GCE label keys Tiler writes. GCE label keys and values allow only lowercase letters, digits,
@@ -105,9 +106,9 @@ func isSpot(s *computepb.Scheduling) bool {
 // toInstance converts an API instance. The price comes from the catalog, if it has the offering.
 func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance {
 	zone := path.Base(inst.GetZone())
-	ref := cloudprovider.OfferingRef{InstanceType: instanceType(inst), Zone: zone, CapacityType: catalog.OnDemand}
+	ref := api.Offering{InstanceType: instanceType(inst), Zone: zone, CapacityType: api.OnDemand}
 	if isSpot(inst.GetScheduling()) {
-		ref.CapacityType = catalog.Spot
+		ref.CapacityType = api.Spot
 	}
 	meta := metadataMap(inst.GetMetadata())
 	labels := inst.GetLabels()
@@ -119,7 +120,7 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 		Offering:     ref,
 		State:        instanceStates[inst.GetStatus()],
 		PricePerHour: p.price(ref),
-		Tags:         map[string]string{cloudprovider.TagNodeName: inst.GetName()},
+		Tags:         map[string]string{api.TagNodeName: inst.GetName()},
 	}
 	if out.LaunchID == "" {
 		out.LaunchID = labels[LabelLaunchID]
@@ -131,19 +132,19 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 	for k, v := range labels {
 		out.Tags[k] = v
 	}
-	out.Tags[cloudprovider.TagLaunchID] = out.LaunchID
-	out.Tags[cloudprovider.TagCluster] = labels[LabelCluster]
-	out.Tags[cloudprovider.TagPool] = out.Pool
+	out.Tags[api.TagLaunchID] = out.LaunchID
+	out.Tags[api.TagCluster] = labels[LabelCluster]
+	out.Tags[api.TagPool] = out.Pool
 	return out
 }
 
 // instanceType is the catalog name of an instance: its machine type, plus attached GPUs.
-func instanceType(inst *computepb.Instance) catalog.InstanceTypeName {
+func instanceType(inst *computepb.Instance) api.InstanceTypeName {
 	mt := path.Base(inst.GetMachineType())
 	for _, acc := range inst.GetGuestAccelerators() {
 		return pricinggcp.TypeName(mt, path.Base(acc.GetAcceleratorType()), int(acc.GetAcceleratorCount()))
 	}
-	return catalog.InstanceTypeName(mt)
+	return api.InstanceTypeName(mt)
 }
 
 func metadataMap(m *computepb.Metadata) map[string]string {
@@ -154,19 +155,11 @@ func metadataMap(m *computepb.Metadata) map[string]string {
 	return out
 }
 
-func (p *Provider) price(ref cloudprovider.OfferingRef) float64 {
+func (p *Provider) price(ref api.Offering) float64 {
 	cat := p.catalog.Load()
 	if cat == nil {
 		return 0
 	}
-	t, ok := cat.Type(ref.InstanceType)
-	if !ok {
-		return 0
-	}
-	for _, o := range t.Offerings {
-		if o.Zone == ref.Zone && o.CapacityType == ref.CapacityType {
-			return o.PricePerHour
-		}
-	}
-	return 0
+	price, _ := cat.Price(ref)
+	return price
 }

@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // TestCreateKubeletMetadata: each insert's metadata carries the kubelet labels and taints of the
@@ -34,7 +34,7 @@ func TestCreateKubeletMetadata(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = p.Close() })
 
-	fallback := offering("g2-standard-4", zoneB, catalog.Spot)
+	fallback := offering("g2-standard-4", zoneB, api.Spot)
 	planned := func(zone string, extra map[string]string) map[string]string {
 		l := map[string]string{corev1.LabelHostname: "gpu-node-abcde", corev1.LabelTopologyZone: zone,
 			corev1.LabelTopologyRegion: "us-central1", "tiler.dev/pool": "gpu-pool", "team": "ml"}
@@ -44,13 +44,13 @@ func TestCreateKubeletMetadata(t *testing.T) {
 		return l
 	}
 	req := t4Request()
-	req.Fallbacks = []cloudprovider.OfferingRef{fallback}
+	req.Fallbacks = []api.Offering{fallback}
 	req.Labels = planned(zoneA, map[string]string{corev1.LabelInstanceTypeStable: "n1-standard-8",
-		cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4", "tiler.dev/gpu-model": "T4"})
-	req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{
+		api.LabelGKEAccelerator: "nvidia-tesla-t4", "tiler.dev/gpu-model": "T4"})
+	req.FallbackLabels = map[api.Offering]map[string]string{
 		fallback: planned(zoneB, map[string]string{corev1.LabelInstanceTypeStable: "g2-standard-4", "tiler.dev/gpu-model": "L4"})}
 	req.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
-	req.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}
+	req.GPU = api.GPUConfig{Sharing: "time-slicing", Replicas: 4}
 	if _, err := p.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}

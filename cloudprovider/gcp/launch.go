@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/compute/apiv1/computepb"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
@@ -29,7 +31,7 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 // CreateReportingUnavailable launches like Create and also returns the offerings that failed for
 // capacity or quota before the one that launched, or before the failure that stopped the
 // launch (see cloudprovider.UnavailableReporter).
-func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []cloudprovider.OfferingRef, error) {
+func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, []api.Offering, error) {
 	if err := p.checkRequest(req); err != nil {
 		return nil, nil, err
 	}
@@ -37,7 +39,7 @@ func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprov
 		return inst, nil, err
 	}
 	var failures launchFailures
-	for _, off := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for _, off := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		inst, err := p.launch(ctx, req, off)
 		if err == nil {
 			return inst, failures.offerings(), nil
@@ -61,7 +63,7 @@ func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
 	case req.Cluster != "" && req.Cluster != p.cfg.ClusterName:
 		return fmt.Errorf("gcp: launch request: cluster %q is not this provider's cluster %q", req.Cluster, p.cfg.ClusterName)
 	}
-	for _, off := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for _, off := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if off.InstanceType == "" || off.Zone == "" || !off.CapacityType.Valid() {
 			return fmt.Errorf("gcp: launch request: offering %+v needs an instance type, a zone and a capacity type", off)
 		}
@@ -85,7 +87,7 @@ func (p *Provider) findLaunch(ctx context.Context, launchID string) (*cloudprovi
 }
 
 // launch inserts the instance for one offering and waits for the insert operation.
-func (p *Provider) launch(ctx context.Context, req cloudprovider.LaunchRequest, off cloudprovider.OfferingRef) (*cloudprovider.Instance, error) {
+func (p *Provider) launch(ctx context.Context, req cloudprovider.LaunchRequest, off api.Offering) (*cloudprovider.Instance, error) {
 	body, err := p.instanceFor(req, off)
 	if err != nil {
 		return nil, err

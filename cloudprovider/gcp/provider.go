@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Provider is the cloudprovider.Provider for Compute Engine. Instances are named after their

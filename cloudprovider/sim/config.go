@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Default timings of DefaultConfig. They are in the order of what GPU instances show on the big
@@ -56,7 +58,7 @@ type Config struct {
 	RenameSharedGPUs bool
 	// SharedBootstrap registers nodes with the taints of a bootstrap that the nodes of many launches
 	// share (cloudprovider.SharedTaints), as AWS's per-pool launch templates do: the reservation
-	// taint carries cloudprovider.ReservationPending instead of the launch ID.
+	// taint carries api.ReservationPending instead of the launch ID.
 	SharedBootstrap bool
 	// MaxInstances and MaxGPUs are account quotas over the instances of every cluster in the
 	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.
@@ -72,18 +74,18 @@ type Config struct {
 // any value, so {InstanceType: "p5.48xlarge"} covers every zone and capacity type of the type.
 type Faults struct {
 	// InsufficientCapacity lists offerings the cloud has no capacity for.
-	InsufficientCapacity []cloudprovider.OfferingRef
+	InsufficientCapacity []api.Offering
 	// Quota, when set, fails every launch with this error.
 	Quota *cloudprovider.QuotaError
 	// SlowBoots override Config.BootDelay for the matching offerings; the first match wins.
 	SlowBoots []SlowBoot
 	// NeverRegisters lists offerings whose instances launch but never create a Node.
-	NeverRegisters []cloudprovider.OfferingRef
+	NeverRegisters []api.Offering
 }
 
 // SlowBoot overrides the boot delay of the offerings matching Offering.
 type SlowBoot struct {
-	Offering  cloudprovider.OfferingRef
+	Offering  api.Offering
 	BootDelay time.Duration
 }
 
@@ -149,9 +151,9 @@ func (c Config) withDefaults() Config {
 // clone returns a copy that shares no slices with f.
 func (f Faults) clone() Faults {
 	out := Faults{
-		InsufficientCapacity: append([]cloudprovider.OfferingRef(nil), f.InsufficientCapacity...),
+		InsufficientCapacity: append([]api.Offering(nil), f.InsufficientCapacity...),
 		SlowBoots:            append([]SlowBoot(nil), f.SlowBoots...),
-		NeverRegisters:       append([]cloudprovider.OfferingRef(nil), f.NeverRegisters...),
+		NeverRegisters:       append([]api.Offering(nil), f.NeverRegisters...),
 	}
 	if f.Quota != nil {
 		q := *f.Quota
@@ -161,14 +163,14 @@ func (f Faults) clone() Faults {
 }
 
 // matches reports whether the pattern covers the offering; empty pattern fields match anything.
-func matches(pattern, o cloudprovider.OfferingRef) bool {
+func matches(pattern, o api.Offering) bool {
 	return (pattern.InstanceType == "" || pattern.InstanceType == o.InstanceType) &&
 		(pattern.Zone == "" || pattern.Zone == o.Zone) &&
 		(pattern.CapacityType == "" || pattern.CapacityType == o.CapacityType)
 }
 
 // matchesAny reports whether any pattern covers the offering.
-func matchesAny(patterns []cloudprovider.OfferingRef, o cloudprovider.OfferingRef) bool {
+func matchesAny(patterns []api.Offering, o api.Offering) bool {
 	for _, p := range patterns {
 		if matches(p, o) {
 			return true

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/snapshot"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 )
 
 // TestAgainstControlPlane runs the simulated cloud against a real etcd, kube-apiserver,
@@ -21,7 +25,7 @@ import (
 // has its own state file, fake clock and nodes.
 func TestAgainstControlPlane(t *testing.T) {
 	start := time.Now()
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
 	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 
@@ -46,7 +50,7 @@ func testGPUPodBindsAfterDeviceDelay(t *testing.T, client kubernetes.Interface) 
 
 	e.step(testBootDelay)
 	node := waitForNode(ctx, t, client, nodeName, "Ready without the not-ready taint", func(n *corev1.Node) bool {
-		return isReady(n) && !hasTaint(n.Spec.Taints, notReadyTaint)
+		return snapshot.IsNodeReady(n) && !hasTaint(n.Spec.Taints, notReadyTaint)
 	})
 	if node.Spec.ProviderID != "sim:///us-east-1a/sim-000001" || !hasTaint(node.Spec.Taints, gpuTaint) {
 		t.Fatalf("node providerID %q taints %v", node.Spec.ProviderID, node.Spec.Taints)
@@ -91,7 +95,7 @@ func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 	const nodeName = "sim-dra-1"
 	e.create(gpuRequest("launch-dra-1", nodeName))
 	e.step(testBootDelay)
-	waitForNode(ctx, t, client, nodeName, "Ready", isReady)
+	waitForNode(ctx, t, client, nodeName, "Ready", snapshot.IsNodeReady)
 
 	tmpl := &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "l4"},
@@ -139,10 +143,10 @@ func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 // and its slices; the event log counts one launch and one deletion.
 func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 	ctx := t.Context()
-	e := newEnv(t, client, func(c *Config) { c.Faults.InsufficientCapacity = []cloudprovider.OfferingRef{l4Spot1a} })
+	e := newEnv(t, client, func(c *Config) { c.Faults.InsufficientCapacity = []api.Offering{l4Spot1a} })
 	const nodeName = "sim-fallback-1"
 	req := gpuRequest("launch-fallback-1", nodeName)
-	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b}
+	req.Fallbacks = []api.Offering{l4OD1b}
 	inst := e.create(req)
 	if inst.Offering != l4OD1b {
 		t.Fatalf("launched %+v, want the fallback %+v", inst.Offering, l4OD1b)
@@ -166,7 +170,7 @@ func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 	node := waitForNode(ctx, t, client, nodeName, "with its GPU", func(n *corev1.Node) bool {
 		return quantity(n.Status.Allocatable, ResourceGPU) == 1
 	})
-	if node.Labels[corev1.LabelTopologyZone] != "us-east-1b" || node.Labels[LabelCapacityType] != "on-demand" {
+	if node.Labels[corev1.LabelTopologyZone] != "us-east-1b" || node.Labels[api.LabelCapacityType] != "on-demand" {
 		t.Fatalf("fallback node labels %v", node.Labels)
 	}
 	if len(apiSlices(ctx, t, client, nodeName)) != 1 {

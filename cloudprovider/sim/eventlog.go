@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/api"
 )
 
 // EventKind says what happened to an instance.
@@ -37,14 +37,14 @@ const (
 
 // Event is one line of the event log.
 type Event struct {
-	Time       time.Time                 `json:"time"`
-	Kind       EventKind                 `json:"event"`
-	Cluster    string                    `json:"cluster"`
-	InstanceID string                    `json:"instanceID"`
-	LaunchID   string                    `json:"launchID"`
-	NodeName   string                    `json:"nodeName"`
-	Offering   cloudprovider.OfferingRef `json:"offering"`
-	Reason     string                    `json:"reason,omitempty"`
+	Time       time.Time    `json:"time"`
+	Kind       EventKind    `json:"event"`
+	Cluster    string       `json:"cluster"`
+	InstanceID string       `json:"instanceID"`
+	LaunchID   string       `json:"launchID"`
+	NodeName   string       `json:"nodeName"`
+	Offering   api.Offering `json:"offering"`
+	Reason     string       `json:"reason,omitempty"`
 }
 
 // newEvent returns an event about the instance.

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Error codes of the simulated cloud, in the style of EC2's.
@@ -22,7 +24,7 @@ const (
 
 // InjectInsufficientCapacity makes launches of the matching offerings fail with insufficient
 // capacity until ClearInsufficientCapacity. Empty fields of a pattern match anything.
-func (p *Provider) InjectInsufficientCapacity(patterns ...cloudprovider.OfferingRef) {
+func (p *Provider) InjectInsufficientCapacity(patterns ...api.Offering) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults.InsufficientCapacity = append(p.faults.InsufficientCapacity, patterns...)
@@ -49,7 +51,7 @@ func (p *Provider) InjectQuotaError(err *cloudprovider.QuotaError) {
 
 // SetSlowBoot makes instances launched from now on for the matching offerings register after
 // bootDelay instead of Config.BootDelay. Later calls take precedence over earlier ones.
-func (p *Provider) SetSlowBoot(pattern cloudprovider.OfferingRef, bootDelay time.Duration) {
+func (p *Provider) SetSlowBoot(pattern api.Offering, bootDelay time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults.SlowBoots = append([]SlowBoot{{Offering: pattern, BootDelay: bootDelay}}, p.faults.SlowBoots...)
@@ -57,7 +59,7 @@ func (p *Provider) SetSlowBoot(pattern cloudprovider.OfferingRef, bootDelay time
 
 // SetNeverRegisters makes instances launched from now on for the matching offerings never create
 // a Node, as a broken bootstrap would.
-func (p *Provider) SetNeverRegisters(pattern cloudprovider.OfferingRef) {
+func (p *Provider) SetNeverRegisters(pattern api.Offering) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults.NeverRegisters = append(p.faults.NeverRegisters, pattern)
@@ -71,7 +73,7 @@ func (p *Provider) currentFaults() Faults {
 }
 
 // lookup resolves an offering against the catalog.
-func (p *Provider) lookup(o cloudprovider.OfferingRef) (*catalog.InstanceType, *catalog.Offering, error) {
+func (p *Provider) lookup(o api.Offering) (*catalog.InstanceType, *catalog.ZonePrice, error) {
 	it, ok := p.cfg.Catalog.Type(o.InstanceType)
 	if !ok {
 		return nil, nil, fmt.Errorf("instance type %q is not in catalog %s", o.InstanceType, p.cfg.Catalog.Name)
@@ -87,16 +89,16 @@ func (p *Provider) lookup(o cloudprovider.OfferingRef) (*catalog.InstanceType, *
 // launch tries the request's offering and fallbacks in order and records an instance of the
 // first one with capacity. An injected quota fault fails before any offering is tried; an
 // account quota fails at the first offering with capacity that would exceed it, since the cloud
-// refuses the launch rather than falling back.
+// fails the launch rather than falling back.
 func (p *Provider) launch(st *state, req cloudprovider.LaunchRequest) (*record, error) {
 	faults := p.currentFaults()
 	if faults.Quota != nil {
 		return nil, faults.Quota
 	}
-	var refused []cloudprovider.OfferingRef
-	for _, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	var unavailable []api.Offering
+	for _, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		if matchesAny(faults.InsufficientCapacity, o) {
-			refused = append(refused, o)
+			unavailable = append(unavailable, o)
 			continue
 		}
 		it, off, err := p.lookup(o)
@@ -112,7 +114,7 @@ func (p *Provider) launch(st *state, req cloudprovider.LaunchRequest) (*record, 
 		return r, nil
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{
-		Offerings: refused, Code: CodeInsufficientCapacity,
+		Offerings: unavailable, Code: CodeInsufficientCapacity,
 		Message: "the simulated cloud has no capacity for these offerings (injected fault)",
 	}
 }
@@ -140,8 +142,8 @@ func (p *Provider) checkQuota(st *state, it *catalog.InstanceType) error {
 
 // newRecord numbers a new instance and fixes its schedule: Ready after the boot delay (or the
 // first matching slow-boot fault), devices a DeviceDelay later.
-func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloudprovider.OfferingRef,
-	it *catalog.InstanceType, off *catalog.Offering, faults Faults) *record {
+func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.Offering,
+	it *catalog.InstanceType, off *catalog.ZonePrice, faults Faults) *record {
 	now := p.clk.Now()
 	boot := p.cfg.BootDelay
 	for _, s := range faults.SlowBoots {
@@ -158,8 +160,8 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o cloud
 		LaunchedAt: now, ReadyAt: now.Add(boot), DevicesAt: now.Add(boot + p.cfg.DeviceDelay),
 		NeverRegisters: matchesAny(faults.NeverRegisters, o),
 		Tags: map[string]string{
-			cloudprovider.TagLaunchID: req.LaunchID, cloudprovider.TagCluster: p.cfg.ClusterName,
-			cloudprovider.TagPool: req.Pool, cloudprovider.TagNodeName: req.NodeName,
+			api.TagLaunchID: req.LaunchID, api.TagCluster: p.cfg.ClusterName,
+			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
 	}

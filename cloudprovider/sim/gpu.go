@@ -6,12 +6,12 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // Extended resources and labels of the NVIDIA device plugin, GPU feature discovery and
@@ -50,25 +50,25 @@ const (
 // validateGPU checks a request's GPU configuration against an instance type. Types without GPUs
 // ignore it, since a pool's GPU settings travel with every request of the pool. Consumable memory
 // needs GPUs the DRA driver publishes whole or as dynamic MIG partitions, as the policy demands.
-func validateGPU(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
+func validateGPU(g api.GPUConfig, it *catalog.InstanceType) error {
 	if it.GPU.Count == 0 {
 		return nil
 	}
-	sharing := policy.Sharing(g.Sharing)
+	sharing := api.Sharing(g.Sharing)
 	switch sharing {
-	case "", policy.Exclusive, policy.DynamicMIG, policy.TimeSlicing, policy.MPS, policy.MIG:
+	case "", api.Exclusive, api.DynamicMIG, api.TimeSlicing, api.MPS, api.MIG:
 	default:
 		return fmt.Errorf("Sharing %q is not exclusive, time-slicing, mps, mig or dynamic-mig", g.Sharing)
 	}
-	if g.ConsumableMemory && sharing != "" && sharing != policy.Exclusive && sharing != policy.DynamicMIG {
+	if g.ConsumableMemory && sharing != "" && sharing != api.Exclusive && sharing != api.DynamicMIG {
 		return fmt.Errorf("ConsumableMemory needs Sharing exclusive or dynamic-mig, not %q", g.Sharing)
 	}
 	switch sharing {
-	case policy.TimeSlicing, policy.MPS:
+	case api.TimeSlicing, api.MPS:
 		if g.Replicas < 1 {
 			return fmt.Errorf("Replicas is %d; %s needs at least 1", g.Replicas, g.Sharing)
 		}
-	case policy.MIG:
+	case api.MIG:
 		return validateMIG(g, it)
 	}
 	return nil
@@ -76,7 +76,7 @@ func validateGPU(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
 
 // validateMIG checks the strategy and the layout: at most one entry per GPU, and under the single
 // strategy one profile for every MIG device, as the device plugin demands.
-func validateMIG(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
+func validateMIG(g api.GPUConfig, it *catalog.InstanceType) error {
 	if g.MIGStrategy != "" && g.MIGStrategy != MIGStrategySingle && g.MIGStrategy != MIGStrategyMixed {
 		return fmt.Errorf("MIGStrategy %q is not single or mixed", g.MIGStrategy)
 	}
@@ -110,7 +110,7 @@ func validateMIG(g cloudprovider.GPUConfig, it *catalog.InstanceType) error {
 //	mig, mixed strategy:   nvidia.com/mig-<profile> = MIG devices of the profile,
 //	                       nvidia.com/gpu = GPUs without a layout entry
 //	mig, single strategy:  nvidia.com/gpu = MIG devices + GPUs without a layout entry
-func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameByDefault bool) corev1.ResourceList {
+func gpuResources(g api.GPUConfig, it *catalog.InstanceType, renameByDefault bool) corev1.ResourceList {
 	n := int64(it.GPU.Count)
 	if n == 0 {
 		return nil
@@ -118,16 +118,16 @@ func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameByD
 	if g.ConsumableMemory {
 		return nil // the DRA driver alone publishes the GPUs (as in simulator.deviceVariants)
 	}
-	switch policy.Sharing(g.Sharing) {
-	case policy.DynamicMIG:
+	switch g.Sharing {
+	case api.DynamicMIG:
 		return nil
-	case policy.TimeSlicing, policy.MPS:
+	case api.TimeSlicing, api.MPS:
 		name := ResourceGPU
 		if g.RenameShared || renameByDefault {
 			name = ResourceGPUShared
 		}
 		return corev1.ResourceList{name: *resource.NewQuantity(n*int64(g.Replicas), resource.DecimalSI)}
-	case policy.MIG:
+	case api.MIG:
 		return migResources(g, n)
 	default:
 		return corev1.ResourceList{ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
@@ -135,7 +135,7 @@ func gpuResources(g cloudprovider.GPUConfig, it *catalog.InstanceType, renameByD
 }
 
 // migResources counts the MIG devices of the layout per resource name.
-func migResources(g cloudprovider.GPUConfig, gpus int64) corev1.ResourceList {
+func migResources(g api.GPUConfig, gpus int64) corev1.ResourceList {
 	counts := map[corev1.ResourceName]int64{}
 	if whole := gpus - int64(len(g.MIGLayout)); whole > 0 {
 		counts[ResourceGPU] = whole
@@ -157,14 +157,14 @@ func migResources(g cloudprovider.GPUConfig, gpus int64) corev1.ResourceList {
 }
 
 // gpuLabels returns the labels GPU feature discovery and mig-manager add once the GPUs are up.
-func gpuLabels(g cloudprovider.GPUConfig, it *catalog.InstanceType) map[string]string {
+func gpuLabels(g api.GPUConfig, it *catalog.InstanceType) map[string]string {
 	if it.GPU.Count == 0 {
 		return nil
 	}
-	switch policy.Sharing(g.Sharing) {
-	case policy.TimeSlicing, policy.MPS:
-		return map[string]string{LabelGPUReplicas: strconv.Itoa(g.Replicas), LabelSharingMode: g.Sharing}
-	case policy.MIG:
+	switch g.Sharing {
+	case api.TimeSlicing, api.MPS:
+		return map[string]string{LabelGPUReplicas: strconv.Itoa(g.Replicas), LabelSharingMode: string(g.Sharing)}
+	case api.MIG:
 		strategy := g.MIGStrategy
 		if strategy == "" {
 			strategy = MIGStrategySingle

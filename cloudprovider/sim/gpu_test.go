@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -12,8 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/simulator/dra"
 )
 
@@ -25,37 +26,37 @@ func TestGPUResources(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		it     *catalog.InstanceType
-		gpu    cloudprovider.GPUConfig
+		gpu    api.GPUConfig
 		rename bool
 		want   corev1.ResourceList
 	}{
-		{"no GPUs", cpu, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false, nil},
-		{"exclusive", a100, cloudprovider.GPUConfig{}, false, corev1.ResourceList{ResourceGPU: n(8)}},
+		{"no GPUs", cpu, api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false, nil},
+		{"exclusive", a100, api.GPUConfig{}, false, corev1.ResourceList{ResourceGPU: n(8)}},
 		// 8 GPUs × 4 replicas = 32
-		{"time-slicing", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false,
+		{"time-slicing", a100, api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false,
 			corev1.ResourceList{ResourceGPU: n(32)}},
-		{"time-slicing renamed by default", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, true,
+		{"time-slicing renamed by default", a100, api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, true,
 			corev1.ResourceList{ResourceGPUShared: n(32)}},
-		{"time-slicing renamed by the launch", a100, cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}, false,
+		{"time-slicing renamed by the launch", a100, api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}, false,
 			corev1.ResourceList{ResourceGPUShared: n(32)}},
-		{"mps renamed by the launch", a100, cloudprovider.GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, false,
+		{"mps renamed by the launch", a100, api.GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, false,
 			corev1.ResourceList{ResourceGPUShared: n(16)}},
 		// Renaming concerns replicas only: whole GPUs stay nvidia.com/gpu.
-		{"exclusive ignores renaming", a100, cloudprovider.GPUConfig{RenameShared: true}, true, corev1.ResourceList{ResourceGPU: n(8)}},
+		{"exclusive ignores renaming", a100, api.GPUConfig{RenameShared: true}, true, corev1.ResourceList{ResourceGPU: n(8)}},
 		// 8 × 2 = 16
-		{"mps", a100, cloudprovider.GPUConfig{Sharing: "mps", Replicas: 2}, false, corev1.ResourceList{ResourceGPU: n(16)}},
+		{"mps", a100, api.GPUConfig{Sharing: "mps", Replicas: 2}, false, corev1.ResourceList{ResourceGPU: n(16)}},
 		// GPU 0: 7 × 1g.5gb; GPU 1: 3g.20gb + 2 × 2g.10gb; GPUs 2-7 whole.
-		{"mig mixed", a100, cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{
+		{"mig mixed", a100, api.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{
 			{"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"}, {"3g.20gb", "2g.10gb", "2g.10gb"},
 		}}, false, corev1.ResourceList{
 			"nvidia.com/mig-1g.5gb": n(7), "nvidia.com/mig-3g.20gb": n(1), "nvidia.com/mig-2g.10gb": n(2), ResourceGPU: n(6),
 		}},
 		// 8 GPUs × 2 × 3g.20gb = 16 slices
-		{"mig single", a100, cloudprovider.GPUConfig{Sharing: "mig", MIGStrategy: "single", MIGLayout: [][]string{
+		{"mig single", a100, api.GPUConfig{Sharing: "mig", MIGStrategy: "single", MIGLayout: [][]string{
 			{"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"},
 			{"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"},
 		}}, false, corev1.ResourceList{ResourceGPU: n(16)}},
-		{"dynamic mig is DRA only", a100, cloudprovider.GPUConfig{Sharing: "dynamic-mig"}, false, nil},
+		{"dynamic mig is DRA only", a100, api.GPUConfig{Sharing: "dynamic-mig"}, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := validateGPU(tc.gpu, tc.it); err != nil {
@@ -67,7 +68,7 @@ func TestGPUResources(t *testing.T) {
 			}
 		})
 	}
-	single := cloudprovider.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"3g.20gb", "2g.10gb"}}}
+	single := api.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"3g.20gb", "2g.10gb"}}}
 	if err := validateGPU(single, a100); err == nil {
 		t.Fatal("validateGPU accepted two profiles under the single strategy")
 	}
@@ -80,7 +81,7 @@ func TestGPUResources(t *testing.T) {
 func TestNodeSlicesShape(t *testing.T) {
 	cat, _ := catalog.Embedded("aws-us-east-1")
 	a100, _ := cat.Type("p4d.24xlarge")
-	slices := NodeSlices("a100-node", a100, cloudprovider.GPUConfig{Sharing: "exclusive"})
+	slices := NodeSlices("a100-node", a100, api.GPUConfig{Sharing: "exclusive"})
 	if len(slices) != 1 {
 		t.Fatalf("%d slices, want 1", len(slices))
 	}
@@ -129,7 +130,7 @@ func TestNodeSlicesShape(t *testing.T) {
 	if want := ref.Capacity["memory"].Value; mem.Cmp(want) != 0 || mem.String() != "40Gi" {
 		t.Errorf("memory capacity %s, want %s like the driver's A100-40GB", mem.String(), want.String())
 	}
-	if NodeSlices("cpu-node", &catalog.InstanceType{Name: "cpu", VCPU: 2, MemoryMiB: 1024}, cloudprovider.GPUConfig{}) != nil {
+	if NodeSlices("cpu-node", &catalog.InstanceType{Name: "cpu", VCPU: 2, MemoryMiB: 1024}, api.GPUConfig{}) != nil {
 		t.Error("slices for a type without GPUs")
 	}
 }
@@ -142,19 +143,19 @@ func TestNodeSlicesAreThePlanners(t *testing.T) {
 	a100, _ := cat.Type("p4d.24xlarge") // 8 × A100-40GB
 	for _, tc := range []struct {
 		name string
-		gpu  cloudprovider.GPUConfig
+		gpu  api.GPUConfig
 		mode dra.Mode
 		cons bool
 		// slices: full GPUs fit one slice; dynamic MIG has one counter-set slice (8 sets) and
 		// one device slice per GPU (25 partitions each).
 		slices int
 	}{
-		{"exclusive", cloudprovider.GPUConfig{Sharing: "exclusive"}, dra.Full, false, 1},
-		{"unset", cloudprovider.GPUConfig{}, dra.Full, false, 1},
-		{"consumable memory", cloudprovider.GPUConfig{Sharing: "exclusive", ConsumableMemory: true}, dra.Full, true, 1},
-		{"time-slicing", cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}, dra.Full, false, 1},
-		{"dynamic mig", cloudprovider.GPUConfig{Sharing: "dynamic-mig"}, dra.DynamicMIG, false, 9},
-		{"dynamic mig, consumable", cloudprovider.GPUConfig{Sharing: "dynamic-mig", ConsumableMemory: true}, dra.DynamicMIG, true, 9},
+		{"exclusive", api.GPUConfig{Sharing: "exclusive"}, dra.Full, false, 1},
+		{"unset", api.GPUConfig{}, dra.Full, false, 1},
+		{"consumable memory", api.GPUConfig{Sharing: "exclusive", ConsumableMemory: true}, dra.Full, true, 1},
+		{"time-slicing", api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, dra.Full, false, 1},
+		{"dynamic mig", api.GPUConfig{Sharing: "dynamic-mig"}, dra.DynamicMIG, false, 9},
+		{"dynamic mig, consumable", api.GPUConfig{Sharing: "dynamic-mig", ConsumableMemory: true}, dra.DynamicMIG, true, 9},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := validateGPU(tc.gpu, a100); err != nil {
@@ -167,10 +168,10 @@ func TestNodeSlicesAreThePlanners(t *testing.T) {
 			}
 		})
 	}
-	if got := NodeSlices("n", a100, cloudprovider.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"7g.40gb"}}}); got != nil {
+	if got := NodeSlices("n", a100, api.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"7g.40gb"}}}); got != nil {
 		t.Errorf("static MIG publishes %d slices, want none (MIG devices are not modelled)", len(got))
 	}
-	err := validateGPU(cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 2, ConsumableMemory: true}, a100)
+	err := validateGPU(api.GPUConfig{Sharing: "time-slicing", Replicas: 2, ConsumableMemory: true}, a100)
 	if err == nil || !strings.Contains(err.Error(), "ConsumableMemory") {
 		t.Errorf("validateGPU accepted consumable memory with time-slicing: %v", err)
 	}

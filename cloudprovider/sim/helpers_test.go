@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // t0 is the fake clock's start.
@@ -29,10 +31,10 @@ const (
 
 // Offerings of the embedded aws-us-east-1 catalog used by the tests.
 var (
-	l4Spot1a = cloudprovider.OfferingRef{InstanceType: "g6.xlarge", Zone: "us-east-1a", CapacityType: catalog.Spot}
-	l4OD1b   = cloudprovider.OfferingRef{InstanceType: "g6.xlarge", Zone: "us-east-1b", CapacityType: catalog.OnDemand}
-	cpuOD1a  = cloudprovider.OfferingRef{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: catalog.OnDemand}
-	a100OD1c = cloudprovider.OfferingRef{InstanceType: "p4d.24xlarge", Zone: "us-east-1c", CapacityType: catalog.OnDemand}
+	l4Spot1a = api.Offering{InstanceType: "g6.xlarge", Zone: "us-east-1a", CapacityType: api.Spot}
+	l4OD1b   = api.Offering{InstanceType: "g6.xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}
+	cpuOD1a  = api.Offering{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: api.OnDemand}
+	a100OD1c = api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1c", CapacityType: api.OnDemand}
 )
 
 // gpuTaint is the taint of the tests' GPU pool.
@@ -138,7 +140,7 @@ func gpuRequest(launchID, nodeName string) cloudprovider.LaunchRequest {
 		LaunchID: launchID, NodeName: nodeName, Cluster: testCluster, Pool: "gpu", Offering: l4Spot1a,
 		Labels: map[string]string{"team": "ml", corev1.LabelTopologyZone: "us-east-1a"},
 		Taints: []corev1.Taint{gpuTaint},
-		GPU:    cloudprovider.GPUConfig{Sharing: "exclusive"},
+		GPU:    api.GPUConfig{Sharing: "exclusive"},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -12,10 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator/dra"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // TestStepLifecycle follows one GPU instance through boot and the device delay on the fake
@@ -35,7 +36,7 @@ func TestStepLifecycle(t *testing.T) {
 		t.Fatal("no node after the boot delay")
 	}
 	wantLabels := map[string]string{
-		"team": "ml", cloudprovider.TagPool: "gpu", LabelCapacityType: "spot", LabelInstanceID: inst.ID,
+		"team": "ml", api.TagPool: "gpu", api.LabelCapacityType: "spot", api.LabelInstanceID: inst.ID,
 		corev1.LabelHostname: "gpu-node-1", corev1.LabelInstanceTypeStable: "g6.xlarge",
 		corev1.LabelTopologyZone: "us-east-1a", corev1.LabelTopologyRegion: "us-east-1",
 		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
@@ -52,7 +53,7 @@ func TestStepLifecycle(t *testing.T) {
 	if got := node.Status.Addresses[0]; got.Type != corev1.NodeInternalIP || got.Address != "10.0.0.1" {
 		t.Errorf("first address %+v, want InternalIP 10.0.0.1", got)
 	}
-	if !isReady(node) {
+	if !snapshot.IsNodeReady(node) {
 		t.Errorf("node not Ready: %+v", node.Status.Conditions)
 	}
 	// g6.xlarge: 4 vCPU, 16 GiB, 110 pods. Reserved (AWS formula): CPU 60+10+5+5 = 80m;
@@ -106,9 +107,9 @@ func TestStepLifecycle(t *testing.T) {
 // never-registers fault keeps the instance pending forever.
 func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 	e := newEnv(t, nil, func(c *Config) {
-		c.Faults.SlowBoots = []SlowBoot{{Offering: cloudprovider.OfferingRef{InstanceType: "g6.xlarge"}, BootDelay: 5 * time.Minute}}
+		c.Faults.SlowBoots = []SlowBoot{{Offering: api.Offering{InstanceType: "g6.xlarge"}, BootDelay: 5 * time.Minute}}
 	})
-	e.p.SetNeverRegisters(cloudprovider.OfferingRef{InstanceType: "m7i.large"})
+	e.p.SetNeverRegisters(api.Offering{InstanceType: "m7i.large"})
 	e.create(gpuRequest("slow", "slow-node"))
 	stuck := gpuRequest("stuck", "stuck-node")
 	stuck.Offering = cpuOD1a
@@ -144,9 +145,9 @@ func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
 	e := newEnv(t, nil)
 	renamed := gpuRequest("renamed", "renamed-node")
-	renamed.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
+	renamed.GPU = api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}
 	plain := gpuRequest("plain", "plain-node")
-	plain.GPU = cloudprovider.GPUConfig{Sharing: "time-slicing", Replicas: 4}
+	plain.GPU = api.GPUConfig{Sharing: "time-slicing", Replicas: 4}
 	e.create(renamed)
 	e.create(plain)
 	e.p = e.restart()
@@ -166,7 +167,7 @@ func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
 // twice.
 func TestStepPublishesPlannedSlices(t *testing.T) {
 	e := newEnv(t, nil)
-	gpus := map[string]cloudprovider.GPUConfig{
+	gpus := map[string]api.GPUConfig{
 		"mig-node":  {Sharing: "dynamic-mig"},
 		"cons-node": {Sharing: "exclusive", ConsumableMemory: true},
 	}
@@ -182,7 +183,7 @@ func TestStepPublishesPlannedSlices(t *testing.T) {
 	a100, _ := cat.Type(a100OD1c.InstanceType)
 	for node, g := range gpus {
 		got := e.slicesOf(node)
-		want := dra.NodeSlices(node, a100, policy.Sharing(g.Sharing), g.ConsumableMemory)
+		want := dra.NodeSlices(node, a100, api.Sharing(g.Sharing), g.ConsumableMemory)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d slices published, want %d", node, len(got), len(want))
 		}

@@ -4,22 +4,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Labels the simulated cloud puts on its Nodes besides the request's.
-const (
-	// LabelCapacityType is the offering's capacity type (spot, on-demand), as the simulator
-	// labels planned nodes.
-	LabelCapacityType = "tiler.dev/capacity-type"
-	// LabelInstanceID is the instance ID, for tests and humans.
-	LabelInstanceID = "tiler.dev/instance-id"
-)
+const ()
 
 // KubeletVersion is the version the simulated kubelet reports.
 const KubeletVersion = "v1.37.2-sim"
@@ -72,15 +68,15 @@ func nodeLabels(r *record, cat *catalog.Catalog, it *catalog.InstanceType) map[s
 		corev1.LabelTopologyRegion: cat.Region,
 		corev1.LabelArchStable:     it.Arch,
 		corev1.LabelOSStable:       "linux",
-		LabelCapacityType:          string(r.Offering.CapacityType),
-		LabelInstanceID:            r.ID,
+		api.LabelCapacityType:      string(r.Offering.CapacityType),
+		api.LabelInstanceID:        r.ID,
 	} {
 		if v != "" {
 			labels[k] = v
 		}
 	}
 	if r.Pool != "" {
-		labels[cloudprovider.TagPool] = r.Pool
+		labels[api.TagPool] = r.Pool
 	}
 	if r.GPU.MIGConfig != "" && it.GPU.Count > 0 {
 		labels[LabelMIGConfig] = r.GPU.MIGConfig
@@ -143,16 +139,6 @@ func readyConditions(now time.Time) []corev1.NodeCondition {
 		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "simulated kubelet is posting ready status"),
 	}
-}
-
-// isReady reports whether the Node's Ready condition is True.
-func isReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // hasResources reports whether the Node's capacity and allocatable hold want exactly.

@@ -3,12 +3,13 @@ package sim
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // TestNodeLabelsAttachedAccelerator: a GCP N1 machine with an attached T4 registers with label-safe
@@ -21,14 +22,14 @@ func TestNodeLabelsAttachedAccelerator(t *testing.T) {
 	}
 	it, _ := cat.Type("n1-standard-4+1xnvidia-tesla-t4")
 	r := &record{ID: "sim-000001", NodeName: "gpu-node", Pool: "gpu",
-		Offering: cloudprovider.OfferingRef{InstanceType: it.Name, Zone: "us-central1-a", CapacityType: catalog.Spot},
+		Offering: api.Offering{InstanceType: it.Name, Zone: "us-central1-a", CapacityType: api.Spot},
 		Labels:   map[string]string{"team": "ml"}}
 	want := map[string]string{
-		"team": "ml", cloudprovider.TagPool: "gpu", LabelCapacityType: "spot", LabelInstanceID: "sim-000001",
+		"team": "ml", api.TagPool: "gpu", api.LabelCapacityType: "spot", api.LabelInstanceID: "sim-000001",
 		corev1.LabelHostname: "gpu-node", corev1.LabelTopologyZone: "us-central1-a", corev1.LabelTopologyRegion: "us-central1",
 		corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
-		corev1.LabelInstanceTypeStable: "n1-standard-4", cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4",
-		cloudprovider.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4",
+		corev1.LabelInstanceTypeStable: "n1-standard-4", api.LabelGKEAccelerator: "nvidia-tesla-t4",
+		api.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4",
 	}
 	if diff := cmp.Diff(want, nodeLabels(r, cat, it)); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -36,10 +37,10 @@ func TestNodeLabelsAttachedAccelerator(t *testing.T) {
 
 	// Labelled for the T4 shape, launched as a type without attached accelerators.
 	a2, _ := cat.Type("a2-highgpu-1g")
-	r.Labels = map[string]string{cloudprovider.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4", cloudprovider.LabelGKEAccelerator: "nvidia-tesla-t4"}
+	r.Labels = map[string]string{api.LabelCatalogInstanceType: "n1-standard-4_1xnvidia-tesla-t4", api.LabelGKEAccelerator: "nvidia-tesla-t4"}
 	r.Offering.InstanceType = a2.Name
 	got := nodeLabels(r, cat, a2)
-	if got[corev1.LabelInstanceTypeStable] != "a2-highgpu-1g" || got[cloudprovider.LabelCatalogInstanceType] != "" || got[cloudprovider.LabelGKEAccelerator] != "" {
+	if got[corev1.LabelInstanceTypeStable] != "a2-highgpu-1g" || got[api.LabelCatalogInstanceType] != "" || got[api.LabelGKEAccelerator] != "" {
 		t.Errorf("fallback a2-highgpu-1g kept the request's type labels: %v", got)
 	}
 

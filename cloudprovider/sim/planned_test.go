@@ -7,17 +7,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/internal/golden"
 	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/policy"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
 )
 
 // These subtests check plans for DRA pools end to end: the simulator plans one of its golden
@@ -101,7 +104,7 @@ func runPlanned(t *testing.T, client kubernetes.Interface, file string) map[stri
 		}
 	})
 	e.step(testBootDelay)
-	waitForNode(ctx, t, client, n.Name, "Ready", isReady)
+	waitForNode(ctx, t, client, n.Name, "Ready", snapshot.IsNodeReady)
 	e.step(testDeviceDelay)
 	t.Logf("%s (%s, %s): %d ResourceSlices published", n.Name, n.InstanceType, n.GPU.Sharing, len(apiSlices(ctx, t, client, n.Name)))
 
@@ -145,43 +148,34 @@ func runPlanned(t *testing.T, client kubernetes.Interface, file string) map[stri
 
 // plannedRequest is the launch the controller makes for the planned node (provisioner's
 // recordFor): its name, offering, labels, taints and GPU configuration.
-func plannedRequest(n simulator.NewNode) cloudprovider.LaunchRequest {
+func plannedRequest(n api.NewNode) cloudprovider.LaunchRequest {
 	req := cloudprovider.LaunchRequest{LaunchID: n.Name, NodeName: n.Name, Cluster: testCluster, Pool: n.Pool,
-		Offering: cloudprovider.OfferingRef{InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType},
+		Offering: n.Offering,
 		Labels:   n.Labels, Taints: n.Taints}
-	if g := n.GPU; g != nil {
-		req.GPU = cloudprovider.GPUConfig{Sharing: string(g.Sharing), Replicas: g.Replicas, RenameShared: g.RenameShared,
-			MIGStrategy: g.MIGStrategy, MIGLayout: g.MIGLayout, MIGConfig: g.MIGConfig, ConsumableMemory: g.ConsumableMemory}
+	if n.GPU != nil {
+		req.GPU = *n.GPU
 	}
 	return req
 }
 
 // planGolden plans a simulator golden scenario as its golden test does (sections catalog,
 // policy.yaml and snapshot.yaml; seed "golden").
-func planGolden(t *testing.T, file string) (*snapshot.Snapshot, *catalog.Catalog, *simulator.Plan) {
+func planGolden(t *testing.T, file string) (*snapshot.Snapshot, *catalog.Catalog, *api.Plan) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sections := map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(string(raw), "\n") {
-		if s := strings.TrimSpace(line); strings.HasPrefix(s, "-- ") && strings.HasSuffix(s, " --") {
-			cur = strings.TrimSuffix(strings.TrimPrefix(s, "-- "), " --")
-			continue
-		}
-		sections[cur] += line
-	}
-	snap, err := snapshot.Decode(strings.NewReader(sections["snapshot.yaml"]))
+	sections := golden.Parse(string(raw))
+	snap, err := snapshot.Decode(strings.NewReader(sections.Text("snapshot.yaml")))
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	cat, err := catalog.Embedded(strings.TrimSpace(sections["catalog"]))
+	cat, err := catalog.Embedded(strings.TrimSpace(sections.Text("catalog")))
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	pol, err := policy.Parse([]byte(sections["policy.yaml"]))
+	pol, err := policy.Parse([]byte(sections.Text("policy.yaml")))
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -77,7 +79,7 @@ func (p *Provider) EventLogPath() string { return p.cfg.EventLogPath }
 // cluster with that launch ID is returned as it is, and no launch is logged.
 //
 // The offering and then the fallbacks are tried in order. It returns an
-// *cloudprovider.InsufficientCapacityError naming every offering that was refused when none could
+// *cloudprovider.InsufficientCapacityError naming every offering that was unavailable when none could
 // be had, a *cloudprovider.QuotaError when an injected quota fault or Config.MaxInstances or
 // Config.MaxGPUs stops it, and a wrapped error for bad input (unknown offering, node name taken,
 // invalid GPU configuration) or state-file I/O.
@@ -141,7 +143,7 @@ func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
 			return fmt.Errorf("launch request: label %s=%q: %s", k, v, strings.Join(errs, "; "))
 		}
 	}
-	for i, o := range append([]cloudprovider.OfferingRef{req.Offering}, req.Fallbacks...) {
+	for i, o := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
 		field := "Offering"
 		if i > 0 {
 			field = fmt.Sprintf("Fallbacks[%d]", i-1)

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 func TestNewRejectsBadConfig(t *testing.T) {
@@ -60,8 +62,8 @@ func TestCreateIsRecordedAndIdempotent(t *testing.T) {
 	want := &cloudprovider.Instance{
 		ID: "sim-000001", LaunchID: "launch-1", NodeName: "gpu-node-1", Pool: "gpu", Offering: l4Spot1a,
 		State: StatePending, PricePerHour: 0.4104, LaunchedAt: t0,
-		Tags: map[string]string{cloudprovider.TagLaunchID: "launch-1", cloudprovider.TagCluster: testCluster,
-			cloudprovider.TagPool: "gpu", cloudprovider.TagNodeName: "gpu-node-1"},
+		Tags: map[string]string{api.TagLaunchID: "launch-1", api.TagCluster: testCluster,
+			api.TagPool: "gpu", api.TagNodeName: "gpu-node-1"},
 	}
 	if diff := cmp.Diff(want, inst); diff != "" {
 		t.Fatalf("Create (-want +got):\n%s", diff)
@@ -120,16 +122,16 @@ func TestCreateIsRecordedAndIdempotent(t *testing.T) {
 }
 
 // TestCreateFallsBackOnInsufficientCapacity: the request's offerings are tried in order; when all
-// are refused the typed error names each of them.
+// are unavailable the typed error names each of them.
 func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
-	e := newEnv(t, nil, func(c *Config) { c.Faults.InsufficientCapacity = []cloudprovider.OfferingRef{l4Spot1a} })
+	e := newEnv(t, nil, func(c *Config) { c.Faults.InsufficientCapacity = []api.Offering{l4Spot1a} })
 	req := gpuRequest("launch-1", "gpu-node-1")
-	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b, a100OD1c}
+	req.Fallbacks = []api.Offering{l4OD1b, a100OD1c}
 	// The node launched as a fallback gets that fallback's labels (the planner's, for the type,
 	// zone and capacity type launched), not those planned for the request's offering.
-	req.Labels = map[string]string{"team": "ml", LabelCapacityType: "spot"}
-	req.FallbackLabels = map[cloudprovider.OfferingRef]map[string]string{
-		l4OD1b: {"team": "ml", LabelCapacityType: "on-demand"}, a100OD1c: {"team": "ml", "tiler.dev/gpu-model": "A100"}}
+	req.Labels = map[string]string{"team": "ml", api.LabelCapacityType: "spot"}
+	req.FallbackLabels = map[api.Offering]map[string]string{
+		l4OD1b: {"team": "ml", api.LabelCapacityType: "on-demand"}, a100OD1c: {"team": "ml", "tiler.dev/gpu-model": "A100"}}
 	if inst := e.create(req); inst.Offering != l4OD1b || inst.PricePerHour != 0.8048 {
 		t.Fatalf("launched %+v at %v, want the first fallback %+v", inst.Offering, inst.PricePerHour, l4OD1b)
 	}
@@ -141,17 +143,17 @@ func TestCreateFallsBackOnInsufficientCapacity(t *testing.T) {
 		t.Errorf("labels of the node launched as %v (-want +got):\n%s", l4OD1b, diff)
 	}
 
-	// A pattern with only the type refuses every zone and capacity type of it.
-	e.p.InjectInsufficientCapacity(cloudprovider.OfferingRef{InstanceType: "g6.xlarge"}, a100OD1c)
+	// A pattern with only the type makes every zone and capacity type of it unavailable.
+	e.p.InjectInsufficientCapacity(api.Offering{InstanceType: "g6.xlarge"}, a100OD1c)
 	req = gpuRequest("launch-2", "gpu-node-2")
-	req.Fallbacks = []cloudprovider.OfferingRef{l4OD1b, a100OD1c}
+	req.Fallbacks = []api.Offering{l4OD1b, a100OD1c}
 	_, err = e.p.Create(context.Background(), req)
 	var ice *cloudprovider.InsufficientCapacityError
 	if !errors.As(err, &ice) {
 		t.Fatalf("Create: got %v, want an InsufficientCapacityError", err)
 	}
-	if diff := cmp.Diff([]cloudprovider.OfferingRef{l4Spot1a, l4OD1b, a100OD1c}, ice.Offerings); diff != "" {
-		t.Fatalf("refused offerings (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]api.Offering{l4Spot1a, l4OD1b, a100OD1c}, ice.Offerings); diff != "" {
+		t.Fatalf("unavailable offerings (-want +got):\n%s", diff)
 	}
 	if ice.Code != CodeInsufficientCapacity || !strings.Contains(err.Error(), "g6.xlarge/us-east-1a/spot") {
 		t.Fatalf("error %q (code %s) does not name the offering", err, ice.Code)
@@ -211,13 +213,13 @@ func TestCreateRejectsBadRequests(t *testing.T) {
 		{"other cluster", func(r *cloudprovider.LaunchRequest) { r.Cluster = "x" }, `Cluster "x"`},
 		{"unknown type", func(r *cloudprovider.LaunchRequest) { r.Offering.InstanceType = "nope" }, `Offering: instance type "nope"`},
 		{"unknown zone", func(r *cloudprovider.LaunchRequest) {
-			r.Fallbacks = []cloudprovider.OfferingRef{{InstanceType: "g6.xlarge", Zone: "eu-west-1a", CapacityType: catalog.Spot}}
+			r.Fallbacks = []api.Offering{{InstanceType: "g6.xlarge", Zone: "eu-west-1a", CapacityType: api.Spot}}
 		}, `Fallbacks[0]: instance type g6.xlarge has no spot offering in zone "eu-west-1a"`},
 		{"node name taken", func(r *cloudprovider.LaunchRequest) { r.NodeName = "taken-node" }, "taken by instance sim-000001"},
 		{"bad sharing", func(r *cloudprovider.LaunchRequest) { r.GPU.Sharing = "magic" }, `Sharing "magic"`},
 		{"no replicas", func(r *cloudprovider.LaunchRequest) { r.GPU.Sharing = "time-slicing" }, "Replicas is 0"},
 		{"layout too long", func(r *cloudprovider.LaunchRequest) {
-			r.GPU = cloudprovider.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"1g.6gb"}, {"1g.6gb"}}}
+			r.GPU = api.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"1g.6gb"}, {"1g.6gb"}}}
 		}, "MIGLayout has 2 GPUs, the type has 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/simulator/dra"
-	"github.com/tiler-dev/tiler/simulator/policy"
 )
 
 // DRADriver is the driver name of the DRA Driver for NVIDIA GPUs.
@@ -26,8 +26,8 @@ const DRADriver = dra.DriverName
 // over shared counters under dynamic-mig, nothing under static MIG (the driver would publish the
 // MIG devices mig-manager created, which are not modelled) or for a type without GPUs. The slices
 // have no owner reference; ensureSlices adds the Node's.
-func NodeSlices(nodeName string, it *catalog.InstanceType, g cloudprovider.GPUConfig) []*resourcev1.ResourceSlice {
-	return dra.NodeSlices(nodeName, it, policy.Sharing(g.Sharing), g.ConsumableMemory)
+func NodeSlices(nodeName string, it *catalog.InstanceType, g api.GPUConfig) []*resourcev1.ResourceSlice {
+	return dra.NodeSlices(nodeName, it, api.Sharing(g.Sharing), g.ConsumableMemory)
 }
 
 // ensureSlices publishes the node's ResourceSlices (NodeSlices), owned by the Node so that the

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
@@ -34,24 +36,24 @@ const (
 // record is one instance in the state file: what Create was asked for, plus the schedule fixed
 // at launch, so that a restarted Provider runs the instance exactly as the first one would have.
 type record struct {
-	ID           string                    `json:"id"`
-	Cluster      string                    `json:"cluster"`
-	LaunchID     string                    `json:"launchID"`
-	NodeName     string                    `json:"nodeName"`
-	Pool         string                    `json:"pool,omitempty"`
-	Offering     cloudprovider.OfferingRef `json:"offering"`
-	State        string                    `json:"state"`
-	PricePerHour float64                   `json:"pricePerHour"`
-	LaunchedAt   time.Time                 `json:"launchedAt"`
+	ID           string       `json:"id"`
+	Cluster      string       `json:"cluster"`
+	LaunchID     string       `json:"launchID"`
+	NodeName     string       `json:"nodeName"`
+	Pool         string       `json:"pool,omitempty"`
+	Offering     api.Offering `json:"offering"`
+	State        string       `json:"state"`
+	PricePerHour float64      `json:"pricePerHour"`
+	LaunchedAt   time.Time    `json:"launchedAt"`
 	// ReadyAt is when the Node registers Ready; DevicesAt when its GPUs are published.
-	ReadyAt        time.Time               `json:"readyAt"`
-	DevicesAt      time.Time               `json:"devicesAt"`
-	NeverRegisters bool                    `json:"neverRegisters,omitempty"`
-	InterruptedAt  *time.Time              `json:"interruptedAt,omitempty"`
-	Tags           map[string]string       `json:"tags,omitempty"`
-	Labels         map[string]string       `json:"labels,omitempty"`
-	Taints         []corev1.Taint          `json:"taints,omitempty"`
-	GPU            cloudprovider.GPUConfig `json:"gpu"`
+	ReadyAt        time.Time         `json:"readyAt"`
+	DevicesAt      time.Time         `json:"devicesAt"`
+	NeverRegisters bool              `json:"neverRegisters,omitempty"`
+	InterruptedAt  *time.Time        `json:"interruptedAt,omitempty"`
+	Tags           map[string]string `json:"tags,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Taints         []corev1.Taint    `json:"taints,omitempty"`
+	GPU            api.GPUConfig     `json:"gpu"`
 }
 
 // instance returns the record as the cloudprovider API shows it, sharing nothing with r.

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // Interrupt announces that the cloud is about to reclaim a spot instance: it marks the instance,
@@ -26,7 +27,7 @@ func (p *Provider) Interrupt(id string) error {
 		switch {
 		case r == nil:
 			return &cloudprovider.NotFoundError{ID: id}
-		case r.Offering.CapacityType != catalog.Spot:
+		case r.Offering.CapacityType != api.Spot:
 			return fmt.Errorf("instance %s is %s, and only spot instances are interrupted", id, r.Offering.CapacityType)
 		case r.InterruptedAt != nil:
 			return nil

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tiler-dev/tiler/api"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/api/option"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 func init() { register(newCatalogCmd) }
@@ -120,7 +123,7 @@ func writeCatalog(w io.Writer, cat *catalog.Catalog, output string) error {
 }
 
 func cheapestPrices(t catalog.InstanceType) (od, spot, zones string) {
-	best := map[catalog.CapacityType]float64{}
+	best := map[api.CapacityType]float64{}
 	zs := map[string]bool{}
 	for _, o := range t.Offerings {
 		zs[o.Zone] = true
@@ -128,7 +131,7 @@ func cheapestPrices(t catalog.InstanceType) (od, spot, zones string) {
 			best[o.CapacityType] = o.PricePerHour
 		}
 	}
-	format := func(c catalog.CapacityType) string {
+	format := func(c api.CapacityType) string {
 		if p, ok := best[c]; ok {
 			return fmt.Sprintf("%.4f", p)
 		}
@@ -138,6 +141,6 @@ func cheapestPrices(t catalog.InstanceType) (od, spot, zones string) {
 	for z := range zs {
 		names = append(names, z)
 	}
-	sortStrings(names)
-	return format(catalog.OnDemand), format(catalog.Spot), strings.Join(names, ",")
+	sort.Strings(names)
+	return format(api.OnDemand), format(api.Spot), strings.Join(names, ",")
 }

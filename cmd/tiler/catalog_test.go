@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // TestCatalogGCPWire runs `tiler catalog --cloud gcp` against a local server speaking the GCE and
@@ -121,10 +123,10 @@ func TestCatalogAWSWire(t *testing.T) {
 		if p5.GPU.Model != "H100" || p5.GPU.Count != 8 || p5.GPU.MemoryMiB != 81920 {
 			t.Errorf("p5.48xlarge GPU = %+v, want 8×H100 with 81920 MiB", p5.GPU)
 		}
-		want := []catalog.Offering{
-			{Zone: "us-east-1a", CapacityType: catalog.OnDemand, PricePerHour: 55.04},
-			{Zone: "us-east-1d", CapacityType: catalog.OnDemand, PricePerHour: 55.04},
-			{Zone: "us-east-1d", CapacityType: catalog.Spot, PricePerHour: 26.4192},
+		want := []catalog.ZonePrice{
+			{Zone: "us-east-1a", CapacityType: api.OnDemand, PricePerHour: 55.04},
+			{Zone: "us-east-1d", CapacityType: api.OnDemand, PricePerHour: 55.04},
+			{Zone: "us-east-1d", CapacityType: api.Spot, PricePerHour: 26.4192},
 		}
 		if diff := cmp.Diff(want, p5.Offerings); diff != "" {
 			t.Errorf("p5.48xlarge offerings (-want +got):\n%s", diff)

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/api"
+
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	awspricing "github.com/tiler-dev/tiler/pricing/aws"
 )
@@ -102,8 +103,8 @@ func TestIAMPolicy(t *testing.T) {
 		t.Errorf("%s: missing %v (called by the code), not called by the code %v", iamPolicy, missing, extra)
 	}
 	for _, a := range []string{"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"} {
-		if s := allowed[a]; s.Condition["StringEquals"]["aws:ResourceTag/"+cloudprovider.TagCluster] == nil {
-			t.Errorf("%s is not limited to resources tagged %s: %+v", a, cloudprovider.TagCluster, s.Condition)
+		if s := allowed[a]; s.Condition["StringEquals"]["aws:ResourceTag/"+api.TagCluster] == nil {
+			t.Errorf("%s is not limited to resources tagged %s: %+v", a, api.TagCluster, s.Condition)
 		}
 	}
 	if s := allowed["ec2:CreateTags"]; s.Condition["StringEquals"]["ec2:CreateAction"] == nil {

@@ -23,6 +23,7 @@ import (
 
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/manifest"
 )
 
@@ -87,7 +88,7 @@ func TestDeployManifest(t *testing.T) {
 // manifest's service account, with only its RBAC, on a real control plane: the replica acquires
 // the Lease, and releases it on shutdown, without a 403.
 func TestDeployLeaderElectionRBAC(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	objs := decodeDeployManifest(t)
 	if err := manifest.ApplyRBAC(context.Background(), admin, objs); err != nil {

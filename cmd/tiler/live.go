@@ -10,6 +10,7 @@ import (
 	"google.golang.org/api/option"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/pricing"
@@ -17,7 +18,6 @@ import (
 	gcppricing "github.com/tiler-dev/tiler/pricing/gcp"
 	pricemetrics "github.com/tiler-dev/tiler/pricing/metrics"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // liveCatalog reads the cloud's instance types and prices and starts the price refresher, which

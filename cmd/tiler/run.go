@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,13 +22,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
 )
 
 func init() { register(newRunCmd) }
@@ -52,6 +54,10 @@ type runFlags struct {
 	// placeholders configures the placeholder pods of forecasts with placeholders: true.
 	placeholderImage, placeholderClass string
 	placeholderPriority                int32
+	// kubeQPS and kubeBurst size the API client's client-side rate limit. client-go's defaults
+	// (5 and 10) make a batch of a thousand pods wait minutes on its own writes.
+	kubeQPS   float32
+	kubeBurst int
 }
 
 func newRunCmd() *cobra.Command { return runCmd(runController) }
@@ -108,18 +114,20 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("batch-max", d.BatchMax, "close a batch after this long in any case")
 	f.Duration("gpu-trigger-delay", d.GPUTriggerDelay, "let GPU pods wait this long before they trigger a purchase")
 	f.Duration("registration-timeout", d.RegistrationTimeout, "delete an instance that is not a Ready node after this long")
-	f.Duration("unavailable-ttl", d.UnavailableTTL, "how long a refused offering stays out of plans")
+	f.Duration("unavailable-ttl", d.UnavailableTTL, "how long an unavailable offering stays out of plans")
 	f.Duration("empty-node-ttl", d.EmptyNodeTTL, "remove a managed node that stayed empty this long")
 	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes")
 	f.Bool("reserve", d.Reserve, "launch nodes with the taint tiler.dev/reserved that only the pods planned there tolerate, until they are bound")
 	f.Duration("reservation-ttl", d.ReservationTTL, "end a node's reservation once it has been Ready this long")
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
 	f.Duration("garbage-collect-period", d.GarbageCollectPeriod, "how often the cloud's objects no launch needs (unused launch templates) are deleted; 0 turns it off")
-	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy reserve capacity ahead of load")
-	f.Duration("prescale-interval", provisioner.DefaultPrescaleInterval, "query Prometheus for the forecasts at most this often")
-	f.String("placeholder-image", provisioner.DefaultPlaceholderImage, "image of the placeholder pods that hold reserved capacity (forecasts with placeholders: true)")
-	f.String("placeholder-priority-class", provisioner.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
-	f.Int32("placeholder-priority", provisioner.DefaultPlaceholderPriority, "value of the placeholder PriorityClass when Tiler creates it; must be below every real workload's priority")
+	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy buy capacity ahead of load")
+	f.Duration("prescale-interval", prescale.DefaultInterval, "query Prometheus for the forecasts at most this often")
+	f.String("placeholder-image", prescale.DefaultPlaceholderImage, "image of the placeholder pods that hold the capacity bought for a forecast (forecasts with placeholders: true)")
+	f.String("placeholder-priority-class", prescale.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
+	f.Float32("kube-api-qps", DefaultKubeQPS, "API client: requests per second before client-side throttling")
+	f.Int("kube-api-burst", DefaultKubeBurst, "API client: burst above --kube-api-qps")
+	f.Int32("placeholder-priority", prescale.DefaultPlaceholderPriority, "value of the placeholder PriorityClass when Tiler creates it; must be below every real workload's priority")
 	_ = v.BindPFlags(f)
 	v.SetEnvPrefix("TILER")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -146,13 +154,19 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
 		placeholderImage: v.GetString("placeholder-image"), placeholderClass: v.GetString("placeholder-priority-class"),
-		placeholderPriority: v.GetInt32("placeholder-priority"), awsTemplateRetention: v.GetDuration("aws-template-retention"),
+		placeholderPriority: v.GetInt32("placeholder-priority"), kubeQPS: float32(v.GetFloat64("kube-api-qps")), kubeBurst: v.GetInt("kube-api-burst"), awsTemplateRetention: v.GetDuration("aws-template-retention"),
 		awsBootstrap: awscloud.NodeBootstrap{ClusterName: v.GetString("aws-eks-cluster"), APIServerEndpoint: v.GetString("aws-cluster-endpoint"),
 			CertificateAuthority: v.GetString("aws-cluster-ca"), ServiceCIDR: v.GetString("aws-service-cidr"),
 			ImageID: v.GetString("aws-image-id"), GPUImageID: v.GetString("aws-gpu-image-id"),
 			InstanceProfile: v.GetString("aws-instance-profile"), SecurityGroupIDs: v.GetStringSlice("aws-security-groups")}}
 	if rf.prescaleInterval <= 0 {
 		return cfg, rf, fmt.Errorf("--prescale-interval %s: must be positive", rf.prescaleInterval)
+	}
+	if !(rf.kubeQPS > 0) || math.IsInf(float64(rf.kubeQPS), 0) {
+		return cfg, rf, fmt.Errorf("--kube-api-qps %v: must be a positive number", rf.kubeQPS)
+	}
+	if rf.kubeBurst < 1 {
+		return cfg, rf, fmt.Errorf("--kube-api-burst %d: must be at least 1", rf.kubeBurst)
 	}
 	if rf.awsTemplateRetention <= 0 {
 		return cfg, rf, fmt.Errorf("--aws-template-retention %s: must be positive", rf.awsTemplateRetention)
@@ -190,12 +204,12 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 
 // newPrescaler builds the forecast-driven pre-scaler over the Prometheus at --prometheus-url.
 func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kube kubernetes.Interface, clk clock.PassiveClock,
-	log *zap.Logger, reg prometheus.Registerer) (*provisioner.ForecastPrescaler, error) {
+	log *zap.Logger, reg prometheus.Registerer) (*prescale.ForecastPrescaler, error) {
 	client, err := prom.New(prom.Config{Address: rf.prometheusURL})
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-url: %w", err)
 	}
-	ps, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat,
+	ps, err := prescale.New(prescale.Config{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat,
 		PlaceholderImage: rf.placeholderImage, PlaceholderPriorityClass: rf.placeholderClass, PlaceholderPriority: &rf.placeholderPriority},
 		kube, client, clk, log, nil, reg)
 	if err != nil {
@@ -205,7 +219,26 @@ func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kub
 	return ps, nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// DefaultKubeQPS and DefaultKubeBurst are the API client's rate limit unless flags say otherwise:
+// Karpenter's defaults (KUBE_CLIENT_QPS 200, KUBE_CLIENT_BURST 300), which the API server's own
+// priority and fairness bounds.
+const (
+	DefaultKubeQPS   = 200
+	DefaultKubeBurst = 300
+)
+
+// restConfig is the API client's configuration: --kubeconfig, then $KUBECONFIG, then in-cluster,
+// with the rate limit of --kube-api-qps and --kube-api-burst.
+func restConfig(rf runFlags) (*rest.Config, error) {
+	c, err := loadRESTConfig(rf.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c.QPS, c.Burst = rf.kubeQPS, rf.kubeBurst
+	return c, nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}

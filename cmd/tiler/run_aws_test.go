@@ -12,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tiler-dev/tiler/cloudprovider"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -43,7 +44,7 @@ var runSubnets = map[string]string{
 // becomes a Node; later batches plan the pod onto it in flight and send no second CreateFleet.
 func TestRunAWSWire(t *testing.T) {
 	setAWSTestEnv(t)
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	srv := awstest.NewServer(t)
 	scriptRunCatalog(t, srv)
 	// The price refresher reads prices again in the background.
@@ -127,9 +128,9 @@ func TestRunAWSWire(t *testing.T) {
 	// fallbacks (the record keeps them) as overrides in their zones' subnets, the launch's tags.
 	form := srv.Requests("CreateFleet")[0].Form
 	ct := rec.CapacityType
-	strategy := map[catalog.CapacityType][2]string{
-		catalog.Spot:     {"SpotOptions.AllocationStrategy", "price-capacity-optimized"},
-		catalog.OnDemand: {"OnDemandOptions.AllocationStrategy", "lowest-price"}}[ct]
+	strategy := map[api.CapacityType][2]string{
+		api.Spot:     {"SpotOptions.AllocationStrategy", "price-capacity-optimized"},
+		api.OnDemand: {"OnDemandOptions.AllocationStrategy", "lowest-price"}}[ct]
 	for k, want := range map[string]string{
 		"Type":        "instant",
 		"ClientToken": awscloud.ClientToken(rec.LaunchID, ct),
@@ -155,9 +156,9 @@ func TestRunAWSWire(t *testing.T) {
 		t.Errorf("CreateFleet overrides (-offering and fallbacks +sent):\n%s", diff)
 	}
 	tags := srv.Requests("CreateFleet")[0].TagSpecifications()["instance"]
-	for k, v := range map[string]string{cloudprovider.TagCluster: "run-aws", cloudprovider.TagLaunchID: rec.LaunchID,
-		cloudprovider.TagNodeName: rec.NodeName, cloudprovider.TagPool: "gpu", awscloud.TagName: rec.NodeName,
-		awscloud.TagGPUSharing: "exclusive"} {
+	for k, v := range map[string]string{api.TagCluster: "run-aws", api.TagLaunchID: rec.LaunchID,
+		api.TagNodeName: rec.NodeName, api.TagPool: "gpu", awscloud.TagName: rec.NodeName,
+		api.TagGPUSharing: "exclusive"} {
 		if tags[k] != v {
 			t.Errorf("instance tag %s = %q, want %q (tags %v)", k, tags[k], v, tags)
 		}

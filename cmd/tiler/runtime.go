@@ -11,12 +11,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // runtime is what `tiler run` builds from its configuration before it serves metrics and runs the
@@ -36,7 +36,7 @@ type runtime struct {
 // point --endpoint at fake cloud APIs and --kubeconfig at a local control plane. Background work
 // (the price refresher) stops with ctx.
 func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *zap.Logger) (*runtime, error) {
-	restCfg, err := restConfig(rf.kubeconfig)
+	restCfg, err := restConfig(rf)
 	if err != nil {
 		return nil, err
 	}
@@ -69,24 +69,22 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 			catalogSource = func() *catalog.Catalog { return refresher.Catalog(base) }
 		}
 	}
-	ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, log, metrics)
+	src, err := interruptionSource(ctx, rf, provider)
 	if err != nil {
 		return nil, err
 	}
-	if catalogSource != nil {
-		ctrl.SetCatalogSource(catalogSource)
-	}
-	if src, err := interruptionSource(ctx, rf, provider); err != nil {
-		return nil, err
-	} else if src != nil {
-		ctrl.SetInterruptionSource(src)
-	}
+	opts := provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
+		Clock: clk, Logger: log, Metrics: metrics, Interruptions: src}
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
 		if err != nil {
 			return nil, err
 		}
-		ctrl.SetPrescaler(ps)
+		opts.Prescaler = ps
+	}
+	ctrl, err := provisioner.New(opts)
+	if err != nil {
+		return nil, err
 	}
 	return &runtime{kube: kube, provider: provider, catalog: cat, ctrl: ctrl, registry: reg, runCloud: runCloud}, nil
 }

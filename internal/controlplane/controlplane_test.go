@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 )
 
 func TestStartNamesMissingBinary(t *testing.T) {
@@ -74,7 +75,7 @@ func TestStartRetriesTakenPort(t *testing.T) {
 // it Ready and checks that the scheduler binds the pod.
 func TestSchedulerBindsPodToReadyNode(t *testing.T) {
 	start := time.Now()
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	t.Logf("control plane ready in %s (logs in %s)", time.Since(start).Round(time.Millisecond), cp.LogDir())
 	ctx := t.Context()
 

@@ -16,8 +16,9 @@
 // 300s): tests that outlive that either renew the node's Lease in kube-node-lease and its Ready
 // heartbeat, or pass ControllerManagerArgs: []string{"--node-monitor-grace-period=1h"}.
 //
-// Typical use in a test:
+// Tests start one through package cptest, which stops it in t.Cleanup; this package imports no
+// testing machinery, so the developer binary (tiler-dev demo, tiler-dev fidelity) can link it:
 //
-//	cp := controlplane.ForTest(t, controlplane.Options{})
+//	cp := cptest.Start(t, controlplane.Options{})
 //	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 package controlplane

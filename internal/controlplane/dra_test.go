@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 )
 
 // TestDRAStaticGPUs publishes two full A100 GPUs the way the NVIDIA DRA driver does, and checks
@@ -20,7 +21,7 @@ import (
 // gpu.nvidia.com DeviceClass backs), and that CEL selectors and exhaustion keep pods pending.
 func TestDRAStaticGPUs(t *testing.T) {
 	start := time.Now()
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
 	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
@@ -80,7 +81,7 @@ func TestDRAStaticGPUs(t *testing.T) {
 // in v1.37). A 7g.40gb placement uses every counter, so a 1g.5gb pod waits until the first pod is
 // gone and its claim deallocated.
 func TestDRAPartitionableDevices(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
+	cp := cptest.Start(t, controlplane.Options{})
 	ctx := t.Context()
 	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
 	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
-
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // productFilter is one attribute the price items must have, checked by the API (TERM_MATCH) and
@@ -47,16 +47,18 @@ type priceItem struct {
 	} `json:"terms"`
 }
 
-// onDemand pages through GetProducts and returns the hourly USD price per instance type.
-func (s *Source) onDemand(ctx context.Context) (map[catalog.InstanceTypeName]float64, error) {
-	in := s.getProductsInput()
-	prices := map[catalog.InstanceTypeName]float64{}
+// onDemand pages through GetProducts and returns the hourly USD price per instance type. A
+// NextToken seen before is an error: the paginator would only notice one repeating the previous
+// page's, and then stop quietly with the prices incomplete.
+func (s *Source) onDemand(ctx context.Context) (map[api.InstanceTypeName]float64, error) {
+	pages := awspricing.NewGetProductsPaginator(s.pricing, s.getProductsInput())
+	prices := map[api.InstanceTypeName]float64{}
 	seen := map[string]bool{}
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("GetProducts: more than %d pages", maxPages)
 		}
-		out, err := s.pricing.GetProducts(ctx, in)
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("GetProducts page %d: %w", page, err)
 		}
@@ -65,16 +67,14 @@ func (s *Source) onDemand(ctx context.Context) (map[catalog.InstanceTypeName]flo
 				return nil, fmt.Errorf("GetProducts page %d, PriceList[%d]: %w", page, i, err)
 			}
 		}
-		token := awssdk.ToString(out.NextToken)
-		if token == "" {
-			return prices, nil
+		if token := awssdk.ToString(out.NextToken); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("GetProducts page %d: NextToken repeats an earlier page's", page)
+			}
+			seen[token] = true
 		}
-		if seen[token] {
-			return nil, fmt.Errorf("GetProducts page %d: NextToken repeats an earlier page's", page)
-		}
-		seen[token] = true
-		in.NextToken = awssdk.String(token)
 	}
+	return prices, nil
 }
 
 func (s *Source) getProductsInput() *awspricing.GetProductsInput {
@@ -97,7 +97,7 @@ func termMatch(field, value string) pricingtypes.Filter {
 
 // addItem decodes one PriceList document and records its price when the item is one we want.
 // When two items price the same type, the lower price is kept.
-func (s *Source) addItem(prices map[catalog.InstanceTypeName]float64, doc string) error {
+func (s *Source) addItem(prices map[api.InstanceTypeName]float64, doc string) error {
 	var item priceItem
 	if err := json.Unmarshal([]byte(doc), &item); err != nil {
 		return fmt.Errorf("decoding price item: %w", err)
@@ -117,7 +117,7 @@ func (s *Source) addItem(prices map[catalog.InstanceTypeName]float64, doc string
 	if price == 0 {
 		return nil // a zero list price is not an offer; the catalog requires positive prices
 	}
-	t := catalog.InstanceTypeName(name)
+	t := api.InstanceTypeName(name)
 	if old, ok := prices[t]; !ok || price < old {
 		prices[t] = price
 	}

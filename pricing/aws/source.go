@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -14,18 +16,19 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/pricing"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // PricingAPI is the part of the Pricing API client the Source uses; *pricing.Client satisfies it,
-// and tests or decorators may wrap it.
+// and tests or decorators may wrap it. It is the SDK's client interface of GetProducts, which the
+// SDK's paginator takes.
 type PricingAPI interface {
-	GetProducts(ctx context.Context, in *awspricing.GetProductsInput, optFns ...func(*awspricing.Options)) (*awspricing.GetProductsOutput, error)
+	awspricing.GetProductsAPIClient
 }
 
-// EC2API is the part of the EC2 client the Source uses; *ec2.Client satisfies it.
+// EC2API is the part of the EC2 client the Source uses; *ec2.Client satisfies it. The paginated
+// call is the SDK's client interface, which its paginator takes.
 type EC2API interface {
-	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, optFns ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+	ec2.DescribeSpotPriceHistoryAPIClient
 	DescribeAvailabilityZones(ctx context.Context, in *ec2.DescribeAvailabilityZonesInput, optFns ...func(*ec2.Options)) (*ec2.DescribeAvailabilityZonesOutput, error)
 }
 
@@ -83,8 +86,10 @@ func (s *Source) Prices(ctx context.Context) ([]pricing.Price, error) {
 	out := make([]pricing.Price, 0, len(onDemand)*len(zones)+len(spot))
 	for name, price := range onDemand {
 		for _, z := range zones {
-			out = append(out, pricing.Price{InstanceType: name, Zone: z, CapacityType: catalog.OnDemand,
-				PricePerHour: price, ObservedAt: now})
+			out = append(out, pricing.Price{
+				PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: name, Zone: z, CapacityType: api.OnDemand}, PricePerHour: price},
+				ObservedAt:     now,
+			})
 		}
 	}
 	out = append(out, spot...)
@@ -96,18 +101,18 @@ func (s *Source) Prices(ctx context.Context) ([]pricing.Price, error) {
 // same type and zone. Prices keeps them (see the package doc); callers log or count them.
 func SpotAboveOnDemand(ps []pricing.Price) []pricing.Price {
 	type key struct {
-		t catalog.InstanceTypeName
+		t api.InstanceTypeName
 		z string
 	}
 	od := map[key]float64{}
 	for _, p := range ps {
-		if p.CapacityType == catalog.OnDemand {
+		if p.CapacityType == api.OnDemand {
 			od[key{p.InstanceType, p.Zone}] = p.PricePerHour
 		}
 	}
 	var out []pricing.Price
 	for _, p := range ps {
-		if o, ok := od[key{p.InstanceType, p.Zone}]; ok && p.CapacityType == catalog.Spot && p.PricePerHour > o {
+		if o, ok := od[key{p.InstanceType, p.Zone}]; ok && p.CapacityType == api.Spot && p.PricePerHour > o {
 			out = append(out, p)
 		}
 	}

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/pricing"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // testNow is the fake clock's time: the spot history start time and on-demand ObservedAt.
@@ -51,12 +53,12 @@ func ts(s string) time.Time {
 	return t
 }
 
-func od(t catalog.InstanceTypeName, zone string, p float64) pricing.Price {
-	return pricing.Price{InstanceType: t, Zone: zone, CapacityType: catalog.OnDemand, PricePerHour: p, ObservedAt: testNow}
+func od(t api.InstanceTypeName, zone string, p float64) pricing.Price {
+	return pricing.Price{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: t, Zone: zone, CapacityType: api.OnDemand}, PricePerHour: p}, ObservedAt: testNow}
 }
 
-func spot(t catalog.InstanceTypeName, zone string, p float64, at string) pricing.Price {
-	return pricing.Price{InstanceType: t, Zone: zone, CapacityType: catalog.Spot, PricePerHour: p, ObservedAt: ts(at)}
+func spot(t api.InstanceTypeName, zone string, p float64, at string) pricing.Price {
+	return pricing.Price{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: t, Zone: zone, CapacityType: api.Spot}, PricePerHour: p}, ObservedAt: ts(at)}
 }
 
 // fixturePrices is what the recorded pages yield: page 1 of GetProducts prices g5.xlarge (1.006)

@@ -7,12 +7,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/tiler-dev/tiler/pricing"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // spotProductDescriptions are the Linux product descriptions. EC2 reports VPC and EC2-Classic
@@ -23,21 +24,22 @@ var spotProductDescriptions = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
 const spotMaxResults = 1000
 
 type spotKey struct {
-	t    catalog.InstanceTypeName
+	t    api.InstanceTypeName
 	zone string
 }
 
 // spot pages through DescribeSpotPriceHistory from now and keeps the newest price per
-// (type, zone).
+// (type, zone). EC2 ends with an empty nextToken rather than none; the paginator takes both as
+// the last page. A token seen before is an error, as in onDemand.
 func (s *Source) spot(ctx context.Context, now time.Time) ([]pricing.Price, error) {
-	in := s.spotInput(now)
+	pages := ec2.NewDescribeSpotPriceHistoryPaginator(s.ec2, s.spotInput(now))
 	latest := map[spotKey]pricing.Price{}
 	seen := map[string]bool{}
-	for page := 1; ; page++ {
+	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeSpotPriceHistory: more than %d pages", maxPages)
 		}
-		out, err := s.ec2.DescribeSpotPriceHistory(ctx, in)
+		out, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("DescribeSpotPriceHistory page %d: %w", page, err)
 		}
@@ -54,16 +56,12 @@ func (s *Source) spot(ctx context.Context, now time.Time) ([]pricing.Price, erro
 				latest[k] = p
 			}
 		}
-		// EC2 ends with an empty nextToken rather than none; both mean the last page.
-		token := awssdk.ToString(out.NextToken)
-		if token == "" {
-			break
+		if token := awssdk.ToString(out.NextToken); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("DescribeSpotPriceHistory page %d: nextToken repeats an earlier page's", page)
+			}
+			seen[token] = true
 		}
-		if seen[token] {
-			return nil, fmt.Errorf("DescribeSpotPriceHistory page %d: nextToken repeats an earlier page's", page)
-		}
-		seen[token] = true
-		in.NextToken = awssdk.String(token)
 	}
 	out := make([]pricing.Price, 0, len(latest))
 	for _, p := range latest {
@@ -101,6 +99,8 @@ func spotPrice(item ec2types.SpotPrice) (pricing.Price, error) {
 	if err != nil || v <= 0 || math.IsInf(v, 0) {
 		return pricing.Price{}, fmt.Errorf("%s in %s: spotPrice %q is not a positive number", name, zone, raw)
 	}
-	return pricing.Price{InstanceType: catalog.InstanceTypeName(name), Zone: zone, CapacityType: catalog.Spot,
-		PricePerHour: v, ObservedAt: item.Timestamp.UTC()}, nil
+	return pricing.Price{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: api.InstanceTypeName(name), Zone: zone, CapacityType: api.Spot}, PricePerHour: v},
+		ObservedAt:     item.Timestamp.UTC(),
+	}, nil
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 	"github.com/tiler-dev/tiler/pricing/gcp"
 )
 

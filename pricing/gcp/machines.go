@@ -5,13 +5,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // Machine is the shape of an instance type that the source prices.
 type Machine struct {
 	// Name is the catalog name, e.g. "a2-highgpu-1g" or "n1-standard-8+1xnvidia-tesla-t4".
-	Name catalog.InstanceTypeName
+	Name api.InstanceTypeName
 	// Family is the machine family that selects the core and RAM SKUs, e.g. "a2", "n1".
 	Family    string
 	VCPU      int
@@ -36,16 +38,16 @@ var catalogAccelerators = map[string]string{
 // TypeName returns the catalog name of a machine type with attached accelerators, e.g.
 // TypeName("n1-standard-8", "nvidia-tesla-t4", 1) = "n1-standard-8+1xnvidia-tesla-t4". Without
 // accelerators (count 0) it is the machine type's name.
-func TypeName(machineType, accelerator string, count int) catalog.InstanceTypeName {
+func TypeName(machineType, accelerator string, count int) api.InstanceTypeName {
 	if count == 0 {
-		return catalog.InstanceTypeName(machineType)
+		return api.InstanceTypeName(machineType)
 	}
-	return catalog.InstanceTypeName(fmt.Sprintf("%s+%dx%s", machineType, count, accelerator))
+	return api.InstanceTypeName(fmt.Sprintf("%s+%dx%s", machineType, count, accelerator))
 }
 
 // ParseTypeName splits a catalog name into the GCE machine type and the attached accelerator (empty
 // and 0 when none is attached). It is the inverse of TypeName.
-func ParseTypeName(name catalog.InstanceTypeName) (machineType, accelerator string, count int, err error) {
+func ParseTypeName(name api.InstanceTypeName) (machineType, accelerator string, count int, err error) {
 	machineType, attached, ok := strings.Cut(string(name), "+")
 	if machineType == "" {
 		return "", "", 0, fmt.Errorf("instance type %q: machine type is empty", name)

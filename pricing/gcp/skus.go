@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/billing/apiv1/billingpb"
+	"github.com/tiler-dev/tiler/api"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"cloud.google.com/go/billing/apiv1/billingpb"
 )
 
 // part is what a SKU prices: one vCPU or one GiB of RAM of a machine family, or one GPU of an
@@ -17,7 +17,7 @@ import (
 type part struct {
 	kind     partKind
 	name     string // machine family for core and RAM, accelerator type for GPU
-	capacity catalog.CapacityType
+	capacity api.CapacityType
 }
 
 type partKind string
@@ -63,12 +63,12 @@ var gpuSKUModels = map[string]string{
 
 // classify returns the part a SKU prices, or false if the SKU is not one the source uses.
 func classify(sku *billingpb.Sku) (part, bool) {
-	var capacity catalog.CapacityType
+	var capacity api.CapacityType
 	switch sku.GetCategory().GetUsageType() {
 	case "OnDemand":
-		capacity = catalog.OnDemand
+		capacity = api.OnDemand
 	case "Preemptible":
-		capacity = catalog.Spot
+		capacity = api.Spot
 	default: // Commit1Yr, Commit3Yr, …: commitments are not offerings
 		return part{}, false
 	}
@@ -215,7 +215,7 @@ func narrower(a, b rate) bool {
 //	nanos = VCPU × core + round(MemoryMiB × RAM / 1024) + AcceleratorCount × GPU
 //
 // with every rate in nano-dollars per unit-hour. It returns false if a part has no rate.
-func (c *RateCard) Price(m Machine, capacity catalog.CapacityType) (float64, time.Time, bool) {
+func (c *RateCard) Price(m Machine, capacity api.CapacityType) (float64, time.Time, bool) {
 	cpu, okC := c.rates[part{core, m.Family, capacity}]
 	mem, okM := c.rates[part{ram, m.Family, capacity}]
 	if !okC || !okM {

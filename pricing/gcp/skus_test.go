@@ -3,11 +3,13 @@ package gcp
 import (
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"cloud.google.com/go/billing/apiv1/billingpb"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genproto/googleapis/type/money"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 func TestClassify(t *testing.T) {
@@ -15,18 +17,18 @@ func TestClassify(t *testing.T) {
 		desc, usage string
 		want        *part
 	}{
-		{"A2 Instance Core running in Americas", "OnDemand", &part{core, "a2", catalog.OnDemand}},
-		{"A2 Instance Ram running in Americas", "OnDemand", &part{ram, "a2", catalog.OnDemand}},
-		{"Spot Preemptible A2 Instance Core running in Americas", "Preemptible", &part{core, "a2", catalog.Spot}},
-		{"N1 Predefined Instance Ram running in Americas", "OnDemand", &part{ram, "n1", catalog.OnDemand}},
-		{"Spot Preemptible N1 Predefined Instance Core running in Americas", "Preemptible", &part{core, "n1", catalog.Spot}},
-		{"G2 Instance Core running in Americas", "OnDemand", &part{core, "g2", catalog.OnDemand}},
-		{"Nvidia Tesla A100 GPU running in Americas", "OnDemand", &part{gpu, "nvidia-tesla-a100", catalog.OnDemand}},
-		{"Nvidia Tesla A100 80GB GPU running in Americas", "OnDemand", &part{gpu, "nvidia-a100-80gb", catalog.OnDemand}},
-		{"Nvidia Tesla A100 GPU attached to Spot Preemptible VMs running in Americas", "Preemptible", &part{gpu, "nvidia-tesla-a100", catalog.Spot}},
-		{"Nvidia L4 GPU running in Americas", "OnDemand", &part{gpu, "nvidia-l4", catalog.OnDemand}},
-		{"Nvidia H100 80GB GPU running in Americas", "OnDemand", &part{gpu, "nvidia-h100-80gb", catalog.OnDemand}},
-		{"Preemptible Nvidia Tesla T4 GPU running in Americas", "Preemptible", &part{gpu, "nvidia-tesla-t4", catalog.Spot}},
+		{"A2 Instance Core running in Americas", "OnDemand", &part{core, "a2", api.OnDemand}},
+		{"A2 Instance Ram running in Americas", "OnDemand", &part{ram, "a2", api.OnDemand}},
+		{"Spot Preemptible A2 Instance Core running in Americas", "Preemptible", &part{core, "a2", api.Spot}},
+		{"N1 Predefined Instance Ram running in Americas", "OnDemand", &part{ram, "n1", api.OnDemand}},
+		{"Spot Preemptible N1 Predefined Instance Core running in Americas", "Preemptible", &part{core, "n1", api.Spot}},
+		{"G2 Instance Core running in Americas", "OnDemand", &part{core, "g2", api.OnDemand}},
+		{"Nvidia Tesla A100 GPU running in Americas", "OnDemand", &part{gpu, "nvidia-tesla-a100", api.OnDemand}},
+		{"Nvidia Tesla A100 80GB GPU running in Americas", "OnDemand", &part{gpu, "nvidia-a100-80gb", api.OnDemand}},
+		{"Nvidia Tesla A100 GPU attached to Spot Preemptible VMs running in Americas", "Preemptible", &part{gpu, "nvidia-tesla-a100", api.Spot}},
+		{"Nvidia L4 GPU running in Americas", "OnDemand", &part{gpu, "nvidia-l4", api.OnDemand}},
+		{"Nvidia H100 80GB GPU running in Americas", "OnDemand", &part{gpu, "nvidia-h100-80gb", api.OnDemand}},
+		{"Preemptible Nvidia Tesla T4 GPU running in Americas", "Preemptible", &part{gpu, "nvidia-tesla-t4", api.Spot}},
 		// Not machine parts, or not offerings:
 		{"N1 Custom Instance Core running in Americas", "OnDemand", nil},
 		{"Commitment v1: A2 Cpu in Americas for 1 Year", "Commit1Yr", nil},
@@ -80,29 +82,29 @@ func TestRateCardPrefersTheNarrowerSKU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := card.rates[part{core, "a2", catalog.OnDemand}].skuID; got != "A-IOWA" {
+	if got := card.rates[part{core, "a2", api.OnDemand}].skuID; got != "A-IOWA" {
 		t.Errorf("chosen SKU = %s, want A-IOWA (one region, lowest ID)", got)
 	}
 }
 
 func TestPriceRoundsRAMToTheNanoDollar(t *testing.T) {
 	card := &RateCard{rates: map[part]rate{
-		{core, "n1", catalog.OnDemand}: {nanosPerHour: 31611000},
-		{ram, "n1", catalog.OnDemand}:  {nanosPerHour: 4237000},
+		{core, "n1", api.OnDemand}: {nanosPerHour: 31611000},
+		{ram, "n1", api.OnDemand}:  {nanosPerHour: 4237000},
 	}}
 	// n1-standard-1: 1 × 0.031611 + 3.75 GiB × 0.004237 = 0.031611 + 0.01588875 → 0.04749975.
-	got, _, ok := card.Price(Machine{Family: "n1", VCPU: 1, MemoryMiB: 3840}, catalog.OnDemand)
+	got, _, ok := card.Price(Machine{Family: "n1", VCPU: 1, MemoryMiB: 3840}, api.OnDemand)
 	if !ok || got != 0.04749975 {
 		t.Errorf("price = %v, %v; want 0.04749975", got, ok)
 	}
-	if _, _, ok := card.Price(Machine{Family: "n1", VCPU: 1, MemoryMiB: 3840}, catalog.Spot); ok {
+	if _, _, ok := card.Price(Machine{Family: "n1", VCPU: 1, MemoryMiB: 3840}, api.Spot); ok {
 		t.Errorf("priced spot without spot SKUs")
 	}
 }
 
 func TestTypeNames(t *testing.T) {
 	tests := []struct {
-		name        catalog.InstanceTypeName
+		name        api.InstanceTypeName
 		machineType string
 		accelerator string
 		count       int

@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tiler-dev/tiler/api"
+
 	billing "cloud.google.com/go/billing/apiv1"
 	"cloud.google.com/go/billing/apiv1/billingpb"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 	"github.com/tiler-dev/tiler/pricing"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // ComputeEngineService is the Cloud Billing catalog name of the Compute Engine service.
@@ -110,14 +111,15 @@ func (s *Source) Prices(ctx context.Context) ([]pricing.Price, error) {
 	}
 	var out []pricing.Price
 	for _, m := range s.machines {
-		for _, capacity := range []catalog.CapacityType{catalog.OnDemand, catalog.Spot} {
+		for _, capacity := range []api.CapacityType{api.OnDemand, api.Spot} {
 			price, at, ok := card.Price(m, capacity)
 			if !ok {
 				continue
 			}
 			for _, zone := range s.cfg.Zones {
 				out = append(out, pricing.Price{
-					InstanceType: m.Name, Zone: zone, CapacityType: capacity, PricePerHour: price, ObservedAt: at,
+					PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: m.Name, Zone: zone, CapacityType: capacity}, PricePerHour: price},
+					ObservedAt:     at,
 				})
 			}
 		}

@@ -7,14 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 
-	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcpapi"
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/gcp/gcptest"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 	"github.com/tiler-dev/tiler/pricing"
 	"github.com/tiler-dev/tiler/pricing/gcp"
-	"github.com/tiler-dev/tiler/simulator/catalog"
 )
 
 // fastRetry keeps throttling tests fast: 1 ms backoff, three attempts in all.
@@ -133,14 +135,14 @@ func TestPricingTheEmbeddedCatalog(t *testing.T) {
 	}
 	applied := pricing.Apply(cat, prices)
 	for _, tc := range []struct {
-		name     catalog.InstanceTypeName
-		capacity catalog.CapacityType
+		name     api.InstanceTypeName
+		capacity api.CapacityType
 	}{
-		{"a2-highgpu-1g", catalog.OnDemand},
-		{"n1-standard-8+1xnvidia-tesla-t4", catalog.OnDemand},
-		{"n1-standard-8+1xnvidia-tesla-t4", catalog.Spot},
-		{"n1-standard-4+1xnvidia-tesla-t4", catalog.OnDemand},
-		{"n1-standard-16+2xnvidia-tesla-t4", catalog.OnDemand},
+		{"a2-highgpu-1g", api.OnDemand},
+		{"n1-standard-8+1xnvidia-tesla-t4", api.OnDemand},
+		{"n1-standard-8+1xnvidia-tesla-t4", api.Spot},
+		{"n1-standard-4+1xnvidia-tesla-t4", api.OnDemand},
+		{"n1-standard-16+2xnvidia-tesla-t4", api.OnDemand},
 	} {
 		before, after := offeringPrice(cat, tc.name, tc.capacity), offeringPrice(applied, tc.name, tc.capacity)
 		if before == 0 || after != before {
@@ -149,7 +151,7 @@ func TestPricingTheEmbeddedCatalog(t *testing.T) {
 	}
 }
 
-func offeringPrice(cat *catalog.Catalog, name catalog.InstanceTypeName, capacity catalog.CapacityType) float64 {
+func offeringPrice(cat *catalog.Catalog, name api.InstanceTypeName, capacity api.CapacityType) float64 {
 	t, _ := cat.Type(name)
 	for _, o := range t.Offerings {
 		if o.Zone == "us-central1-a" && o.CapacityType == capacity {

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // testdataDir holds the DRA examples copied from the shared test data, and tiler-claims.yaml.
@@ -46,7 +48,7 @@ func loadSnapshot(t testing.TB, files ...string) *snapshot.Snapshot {
 }
 
 // instanceType returns a type of an embedded catalog.
-func instanceType(t testing.TB, catalogName string, name catalog.InstanceTypeName) *catalog.InstanceType {
+func instanceType(t testing.TB, catalogName string, name api.InstanceTypeName) *catalog.InstanceType {
 	t.Helper()
 	c, err := catalog.Embedded(catalogName)
 	if err != nil {
@@ -62,7 +64,7 @@ func instanceType(t testing.TB, catalogName string, name catalog.InstanceTypeNam
 // typeRef names a catalog instance type.
 type typeRef struct {
 	catalog string
-	name    catalog.InstanceTypeName
+	name    api.InstanceTypeName
 }
 
 var (

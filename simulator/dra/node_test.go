@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	"github.com/tiler-dev/tiler/api"
 
-	"github.com/tiler-dev/tiler/simulator/policy"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // TestNodeSlices: each pool configuration publishes Slices in its mode, static MIG and types
@@ -14,19 +14,19 @@ import (
 func TestNodeSlices(t *testing.T) {
 	a100 := instanceType(t, a2.catalog, a2.name)
 	for _, tc := range []struct {
-		sharing    policy.Sharing
+		sharing    api.Sharing
 		consumable bool
 		mode       Mode
 		wantCons   bool
 		publishes  bool
 	}{
 		{sharing: "", mode: Full, publishes: true},
-		{sharing: policy.Exclusive, mode: Full, publishes: true},
-		{sharing: policy.Exclusive, consumable: true, mode: Full, wantCons: true, publishes: true},
-		{sharing: policy.TimeSlicing, mode: Full, publishes: true},
-		{sharing: policy.DynamicMIG, mode: DynamicMIG, publishes: true},
-		{sharing: policy.DynamicMIG, consumable: true, mode: DynamicMIG, wantCons: true, publishes: true},
-		{sharing: policy.MIG, consumable: true, mode: Full, publishes: false},
+		{sharing: api.Exclusive, mode: Full, publishes: true},
+		{sharing: api.Exclusive, consumable: true, mode: Full, wantCons: true, publishes: true},
+		{sharing: api.TimeSlicing, mode: Full, publishes: true},
+		{sharing: api.DynamicMIG, mode: DynamicMIG, publishes: true},
+		{sharing: api.DynamicMIG, consumable: true, mode: DynamicMIG, wantCons: true, publishes: true},
+		{sharing: api.MIG, consumable: true, mode: Full, publishes: false},
 	} {
 		mode, cons, pub := PublishMode(tc.sharing, tc.consumable)
 		if mode != tc.mode || cons != tc.wantCons || pub != tc.publishes {
@@ -47,7 +47,7 @@ func TestNodeSlices(t *testing.T) {
 			t.Errorf("NodeSlices(%q, %t) is not deterministic", tc.sharing, tc.consumable)
 		}
 	}
-	if got := NodeSlices("n1", instanceType(t, m6i.catalog, m6i.name), policy.Exclusive, false); got != nil {
+	if got := NodeSlices("n1", instanceType(t, m6i.catalog, m6i.name), api.Exclusive, false); got != nil {
 		t.Errorf("a type without GPUs publishes %d slices", len(got))
 	}
 }

@@ -2,47 +2,64 @@ package mig
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
-// plainYAMLName matches a config name that needs no quoting in YAML.
-var plainYAMLName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// migPartedFile is a mig-parted config file, version v1 (github.com/NVIDIA/mig-parted,
+// api/spec/v1): config name → one entry per group of GPUs.
+type migPartedFile struct {
+	Version    string                      `json:"version"`
+	MigConfigs map[string][]migPartedEntry `json:"mig-configs"`
+}
+
+// migPartedEntry configures the GPUs at the indices Devices alike.
+type migPartedEntry struct {
+	Devices    []int              `json:"devices"`
+	MigEnabled bool               `json:"mig-enabled"`
+	MigDevices map[MIGProfile]int `json:"mig-devices,omitempty"`
+}
 
 // MigPartedConfig renders a mig-parted config file (version v1) with one config called name
 // that gives GPU i the profiles perGPU[i]. GPUs with the same profiles share one entry, in the
 // order of their first GPU; a GPU without profiles gets "mig-enabled: false". For example
 // two GPUs with [1g.10gb 1g.10gb 2g.20gb 3g.40gb] and one without profiles:
 //
-//	version: v1
 //	mig-configs:
 //	  custom:
-//	    - devices: [0, 1]
-//	      mig-enabled: true
-//	      mig-devices:
-//	        "1g.10gb": 2
-//	        "2g.20gb": 1
-//	        "3g.40gb": 1
-//	    - devices: [2]
-//	      mig-enabled: false
+//	  - devices:
+//	    - 0
+//	    - 1
+//	    mig-devices:
+//	      1g.10gb: 2
+//	      2g.20gb: 1
+//	      3g.40gb: 1
+//	    mig-enabled: true
+//	  - devices:
+//	    - 2
+//	    mig-enabled: false
+//	version: v1
 //
-// The profiles of an entry are listed in canonical order. The output is deterministic.
+// Keys are sorted, as sigs.k8s.io/yaml writes them. The output is deterministic.
 func MigPartedConfig(name string, perGPU [][]MIGProfile) string {
-	var b strings.Builder
-	b.WriteString("version: v1\nmig-configs:\n")
-	if !plainYAMLName.MatchString(name) {
-		name = fmt.Sprintf("%q", name)
-	}
-	if len(perGPU) == 0 {
-		fmt.Fprintf(&b, "  %s: []\n", name)
-		return b.String()
-	}
-	fmt.Fprintf(&b, "  %s:\n", name)
+	entries := []migPartedEntry{} // [], not null, for no GPUs
 	for _, g := range groupGPUs(perGPU) {
-		writeGroup(&b, g)
+		e := migPartedEntry{Devices: g.devices, MigEnabled: len(g.profiles) > 0}
+		for i, p := range g.profiles {
+			if e.MigDevices == nil {
+				e.MigDevices = map[MIGProfile]int{}
+			}
+			e.MigDevices[p] = g.counts[i]
+		}
+		entries = append(entries, e)
 	}
-	return b.String()
+	out, err := yaml.Marshal(migPartedFile{Version: "v1", MigConfigs: map[string][]migPartedEntry{name: entries}})
+	if err != nil {
+		// Strings, ints and bools always marshal; an error here is a bug in this file.
+		panic(fmt.Sprintf("marshalling the mig-parted config %q: %v", name, err))
+	}
+	return string(out)
 }
 
 // gpuGroup is one mig-parted entry: GPUs with the same profiles.
@@ -84,21 +101,4 @@ func newGroup(ps []MIGProfile) *gpuGroup {
 		g.counts = append(g.counts, 1)
 	}
 	return g
-}
-
-// writeGroup writes one entry of the config list.
-func writeGroup(b *strings.Builder, g *gpuGroup) {
-	devs := make([]string, len(g.devices))
-	for i, d := range g.devices {
-		devs[i] = fmt.Sprint(d)
-	}
-	fmt.Fprintf(b, "    - devices: [%s]\n", strings.Join(devs, ", "))
-	if len(g.profiles) == 0 {
-		b.WriteString("      mig-enabled: false\n")
-		return
-	}
-	b.WriteString("      mig-enabled: true\n      mig-devices:\n")
-	for i, p := range g.profiles {
-		fmt.Fprintf(b, "        %q: %d\n", p, g.counts[i])
-	}
 }

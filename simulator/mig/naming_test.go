@@ -115,8 +115,9 @@ func TestParseLayoutSpec(t *testing.T) {
 	}
 }
 
-// migPartedFile is the shape of a mig-parted config (github.com/NVIDIA/mig-parted, v1).
-type migPartedFile struct {
+// migPartedSchema is the shape of a mig-parted config (github.com/NVIDIA/mig-parted, v1), written
+// out here apart from the one MigPartedConfig marshals.
+type migPartedSchema struct {
 	Version    string `json:"version"`
 	MigConfigs map[string][]struct {
 		Devices    []int          `json:"devices"`
@@ -130,26 +131,31 @@ func TestMigPartedConfig(t *testing.T) {
 	perGPU := [][]MIGProfile{balanced, rep("1g.10gb", 7), nil, ps("1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"), rep("1g.10gb", 7)}
 	got := MigPartedConfig("tiler-h100-mixed", perGPU)
 	// GPUs 0 and 3 hold the same multiset in different orders; 1 and 4 are all-1g.10gb.
-	want := `version: v1
-mig-configs:
+	want := `mig-configs:
   tiler-h100-mixed:
-    - devices: [0, 3]
-      mig-enabled: true
-      mig-devices:
-        "1g.10gb": 2
-        "2g.20gb": 1
-        "3g.40gb": 1
-    - devices: [1, 4]
-      mig-enabled: true
-      mig-devices:
-        "1g.10gb": 7
-    - devices: [2]
-      mig-enabled: false
+  - devices:
+    - 0
+    - 3
+    mig-devices:
+      1g.10gb: 2
+      2g.20gb: 1
+      3g.40gb: 1
+    mig-enabled: true
+  - devices:
+    - 1
+    - 4
+    mig-devices:
+      1g.10gb: 7
+    mig-enabled: true
+  - devices:
+    - 2
+    mig-enabled: false
+version: v1
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
-	var f migPartedFile
+	var f migPartedSchema
 	if err := yaml.UnmarshalStrict([]byte(got), &f); err != nil {
 		t.Fatalf("not a mig-parted config: %v", err)
 	}
@@ -166,17 +172,18 @@ func TestMigPartedConfigEdges(t *testing.T) {
 		want   string
 	}{
 		{"all-1g.5gb.me", [][]MIGProfile{ps("1g.5gb+me")},
-			"version: v1\nmig-configs:\n  all-1g.5gb.me:\n    - devices: [0]\n      mig-enabled: true\n      mig-devices:\n        \"1g.5gb+me\": 1\n"},
-		{"empty", nil, "version: v1\nmig-configs:\n  empty: []\n"},
+			"mig-configs:\n  all-1g.5gb.me:\n  - devices:\n    - 0\n    mig-devices:\n      1g.5gb+me: 1\n    mig-enabled: true\nversion: v1\n"},
+		{"empty", nil, "mig-configs:\n  empty: []\nversion: v1\n"},
+		{"two words", [][]MIGProfile{nil}, "mig-configs:\n  two words:\n  - devices:\n    - 0\n    mig-enabled: false\nversion: v1\n"},
 		// A name YAML would misread is quoted.
-		{"two words", [][]MIGProfile{nil}, "version: v1\nmig-configs:\n  \"two words\":\n    - devices: [0]\n      mig-enabled: false\n"},
+		{"yes", [][]MIGProfile{nil}, "mig-configs:\n  \"yes\":\n  - devices:\n    - 0\n    mig-enabled: false\nversion: v1\n"},
 	}
 	for _, tc := range cases {
 		got := MigPartedConfig(tc.name, tc.perGPU)
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
-		var f migPartedFile
+		var f migPartedSchema
 		if err := yaml.UnmarshalStrict([]byte(got), &f); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}

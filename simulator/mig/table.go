@@ -62,7 +62,7 @@ func Load() (*Table, error) {
 // Models returns the models in table order.
 func (t *Table) Models() []*GPUModel { return t.models }
 
-// catalogNames maps the catalog's short GPU model names (simulator/catalog, GPU.Model) to table
+// catalogNames maps the catalog's short GPU model names (api/catalog, GPU.Model) to table
 // models. Other names are matched against the table's model names and aliases.
 var catalogNames = map[string]string{
 	"A100-40GB": "A100-SXM4-40GB",

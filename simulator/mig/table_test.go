@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
+	"github.com/tiler-dev/tiler/api/catalog"
 )
 
 // TestEmbeddedCopyMatchesTestdata keeps data/mig-profiles.yaml equal to the testdata original
@@ -231,5 +231,33 @@ func TestNamedLayouts(t *testing.T) {
 			l, _ := mod.NamedLayout(name)
 			checkPlacement(t, mod, l)
 		}
+	}
+}
+
+// TestArchitectureAgreesWithGPUFacts: the profile table, copied from its sources, names the same
+// architecture as catalog.GPUFacts, the one table of GPU facts, for every catalog model with MIG.
+func TestArchitectureAgreesWithGPUFacts(t *testing.T) {
+	tab, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for name := range catalogNames {
+		facts, ok := catalog.GPUFacts(name)
+		if !ok {
+			continue // a MIG GPU no embedded catalog sells (H100-NVL, B200, A30)
+		}
+		m, ok := tab.Model(name)
+		if !ok {
+			t.Errorf("catalog model %s is in catalogNames but not in the table", name)
+			continue
+		}
+		if m.Architecture != facts.Architecture {
+			t.Errorf("%s: table architecture %q, GPUFacts %q", name, m.Architecture, facts.Architecture)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no catalog model was checked")
 	}
 }

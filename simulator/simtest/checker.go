@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tiler-dev/tiler/api"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -12,8 +14,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/tiler-dev/tiler/simulator"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // Check is an independent, deliberately simple checker of a plan: it rebuilds every node (existing
@@ -22,14 +23,14 @@ import (
 // node selectors, node affinity, taints, required pod (anti-)affinity and hard topology spread
 // hold. It shares no code with the simulator beyond the Kubernetes helpers. It returns the
 // violations found.
-func Check(snap *snapshot.Snapshot, plan *simulator.Plan) []string {
+func Check(snap *snapshot.Snapshot, plan *api.Plan) []string {
 	c := &checker{snap: snap, plan: plan, pods: map[string]*corev1.Pod{}, nodeOf: map[string]string{}}
 	return c.run()
 }
 
 type checker struct {
 	snap   *snapshot.Snapshot
-	plan   *simulator.Plan
+	plan   *api.Plan
 	pods   map[string]*corev1.Pod
 	nodes  []*corev1.Node
 	nodeOf map[string]string // pod key → node name (bound and planned)
@@ -129,7 +130,7 @@ func (c *checker) checkNode(n *corev1.Node) {
 			add(c.pods[key])
 		}
 	}
-	if n.Labels["tiler.dev/pool"] != "" && c.isNew(n.Name) {
+	if n.Labels[api.LabelPool] != "" && c.isNew(n.Name) {
 		for _, ds := range c.snap.DaemonSets {
 			p := &corev1.Pod{Spec: ds.Spec.Template.Spec}
 			if matches(p, n) {
@@ -181,7 +182,7 @@ func matches(p *corev1.Pod, n *corev1.Node) bool {
 	}
 	// A reservation taint is tolerated by every pod the plan puts there (the controller adds it).
 	_, bad := v1helper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Key != simulator.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
+		return t.Key != api.TaintReserved && (t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 	}, true)
 	return !bad
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/tiler-dev/tiler/api"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tiler-dev/tiler/simulator/catalog"
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // KarpenterCatalog reproduces the instance types of Karpenter's scheduling benchmark: 400 types
@@ -19,13 +21,13 @@ func KarpenterCatalog() *catalog.Catalog {
 	for cpu := 1; cpu <= 400; cpu++ {
 		mem := int64(cpu) * 2
 		price := 0.1*float64(cpu) + 0.1*float64(mem)
-		it := catalog.InstanceType{Name: catalog.InstanceTypeName(fmt.Sprintf("bench-%d", cpu)), VCPU: cpu,
+		it := catalog.InstanceType{Name: api.InstanceTypeName(fmt.Sprintf("bench-%d", cpu)), VCPU: cpu,
 			MemoryMiB: mem * 1024, Arch: "amd64", MaxPods: catalog.DefaultMaxPods}
 		for _, z := range zones[:2] {
-			it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: catalog.Spot, PricePerHour: price})
+			it.Offerings = append(it.Offerings, catalog.ZonePrice{Zone: z, CapacityType: api.Spot, PricePerHour: price})
 		}
 		for _, z := range zones {
-			it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: catalog.OnDemand, PricePerHour: price})
+			it.Offerings = append(it.Offerings, catalog.ZonePrice{Zone: z, CapacityType: api.OnDemand, PricePerHour: price})
 		}
 		c.Types = append(c.Types, it)
 	}

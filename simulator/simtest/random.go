@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/tiler-dev/tiler/api"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/simulator/snapshot"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // RandomSnapshot builds a random but valid snapshot for the embedded aws-us-east-1 catalog from a
@@ -48,7 +50,7 @@ func randomPod(r *rand.Rand, i int, zones []string) *PodBuilder {
 	case 0:
 		b.NodeSelector(corev1.LabelTopologyZone, zones[r.IntN(3)])
 	case 1:
-		b.Require("tiler.dev/instance-family", corev1.NodeSelectorOpIn, "m7i", "c7i")
+		b.Require(api.LabelInstanceFamily, corev1.NodeSelectorOpIn, "m7i", "c7i")
 	case 2:
 		// Spread groups get labels of their own: a pod outside the group but matching its
 		// selector may land anywhere, which the final-state checker cannot tell apart.

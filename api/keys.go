@@ -1,0 +1,164 @@
+package api
+
+import corev1 "k8s.io/api/core/v1"
+
+// GroupVersion is the API group and version of Tiler's own documents (the CostPolicy).
+const GroupVersion = "tiler.dev/v1alpha1"
+
+// Labels Tiler puts on the nodes it buys; the simulation plans with them, so pods may select them.
+const (
+	// LabelPool names the cost-policy pool the node was bought from.
+	LabelPool = "tiler.dev/pool"
+	// LabelCapacityType is the node's capacity type (spot, on-demand).
+	LabelCapacityType = "tiler.dev/capacity-type"
+	// LabelInstanceFamily is the instance type's family (m7i, g6, a2).
+	LabelInstanceFamily = "tiler.dev/instance-family"
+	// LabelInstanceCPU is the instance type's vCPU count.
+	LabelInstanceCPU = "tiler.dev/instance-cpu"
+	// LabelInstanceMemory is the instance type's memory in MiB.
+	LabelInstanceMemory = "tiler.dev/instance-memory-mib"
+	// LabelGPUModel is the catalog's short GPU model name (L4, A100-40GB); GPU types only.
+	LabelGPUModel = "tiler.dev/gpu-model"
+	// LabelGPUCount is the instance type's GPU count; types without GPUs lack it.
+	LabelGPUCount = "tiler.dev/gpu-count"
+	// LabelCatalogInstanceType is the catalog name of a node's type with '+' written '_', on
+	// nodes whose catalog name is not a label value (GCP attached accelerators, see
+	// simulator.InstanceTypeLabels).
+	LabelCatalogInstanceType = "tiler.dev/instance-type"
+	// LabelInstanceID is the instance ID, set by the simulated cloud for tests and humans.
+	LabelInstanceID = "tiler.dev/instance-id"
+)
+
+// Labels and annotations Tiler reads on pods, or sets on the pods it creates or nominates.
+const (
+	// LabelGang names a gang: pods planned all-or-nothing.
+	LabelGang = "tiler.dev/gang"
+	// LabelGangSize is the number of members the gang needs.
+	LabelGangSize = "tiler.dev/gang-size"
+	// LabelTopology asks that a gang's members share a node ("node") or a zone ("zone").
+	LabelTopology = "tiler.dev/topology"
+	// LabelPlaceholder marks Tiler's placeholder pods: lowest-priority pods that hold the room
+	// bought ahead of a forecast until the scheduler preempts them; its value names the
+	// workload. The simulation leaves them out.
+	LabelPlaceholder = "tiler.dev/placeholder"
+	// AnnotationPlaceholderWorkload holds a placeholder's workload key (Kind/namespace/name).
+	AnnotationPlaceholderWorkload = "tiler.dev/workload"
+	// LabelForecastDemand marks the expected pods: the virtual pods the pre-scaler plans for
+	// replicas a forecast expects beyond the current ones; its value names the workload. They
+	// never reach the API server.
+	LabelForecastDemand = "tiler.dev/forecast-demand"
+	// AnnotationNominatedBy marks pods whose status.nominatedNodeName Tiler set (to the node it
+	// bought for them), so they are told apart from the scheduler's preemption nominations.
+	AnnotationNominatedBy = "tiler.dev/nominated-by"
+	// AnnotationNominatedNode records the node Tiler nominated a pod for, next to
+	// AnnotationNominatedBy, so that a nominatedNodeName the scheduler set since is told apart.
+	AnnotationNominatedNode = "tiler.dev/nominated-node"
+)
+
+// Annotations that govern disruption (simulator.PlanDisruption): what may be drained and when.
+const (
+	// AnnotationDoNotDisrupt set to "true" on a pod keeps its node; on a node, keeps the node.
+	AnnotationDoNotDisrupt = "tiler.dev/do-not-disrupt"
+	// AnnotationKarpenterDoNotDisrupt is Karpenter's equivalent of AnnotationDoNotDisrupt, honoured
+	// the same way on pods and nodes so that workloads written for Karpenter keep their meaning.
+	AnnotationKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// AnnotationSafeToEvict is the Cluster Autoscaler's pod annotation: "false" keeps the pod's
+	// node; "true" lets a pod be moved although it has local storage or no controller.
+	AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// AnnotationScaleDownDisabled is the Cluster Autoscaler's node annotation: "true" keeps the
+	// node.
+	AnnotationScaleDownDisabled = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	// AnnotationCandidateSince is set by the controller on a node the disruption plan lists as a
+	// candidate (RFC 3339 time it first was one) and removed when it stops being one. It lives in
+	// the cluster, so the wait a node must be a candidate for (the pool's consolidateAfter)
+	// survives restarts and leader changes.
+	AnnotationCandidateSince = "tiler.dev/disruption-candidate-since"
+)
+
+// LabelCostPolicy marks the ConfigMaps that hold cost policies for the controller.
+const LabelCostPolicy = "tiler.dev/cost-policy"
+
+// TaintReserved is the key of the taint a node Tiler bought carries while the pods planned onto it
+// are on their way (value: the launch ID): only those pods tolerate it, so that pods planned for
+// other nodes cannot take their room. The simulation ignores it; the controller adds the
+// toleration to every pod a plan puts on a reserved node.
+const TaintReserved = "tiler.dev/reserved"
+
+// ReservationPending is the value TaintReserved registers with on clouds where nodes of a pool
+// share one bootstrap (AWS: a launch template per pool and bootstrap configuration, not per
+// launch): no pod tolerates it, and the controller replaces it with the launch ID once it has
+// matched the Node to its launch.
+const ReservationPending = "pending"
+
+// Tags every cloud provider puts on the instances it launches.
+const (
+	// TagLaunchID carries the launch ID; listing by it makes launches idempotent.
+	TagLaunchID = "tiler.dev/launch-id"
+	// TagCluster names the cluster that owns the instance.
+	TagCluster = "tiler.dev/cluster"
+	// TagPool names the cost-policy pool the node belongs to.
+	TagPool = "tiler.dev/pool"
+	// TagNodeName is the Kubernetes Node name the instance registers as.
+	TagNodeName = "tiler.dev/node-name"
+	// TagBootstrapHash is the tag of a managed launch template (AWS) that carries the hash of its
+	// bootstrap configuration (the last part of its name).
+	TagBootstrapHash = "tiler.dev/bootstrap-hash"
+)
+
+// GPU tags carry a launch's GPU configuration (GPUConfig) to a bootstrap that reads the
+// instance's tags (AWS instance metadata tags) to configure the device plugin and mig-manager.
+// Each is set only when the configuration sets the field. The per-GPU MIG layout is not a tag (EC2
+// tag values hold 256 characters): the mig-parted config name is.
+const (
+	// TagGPUSharing is exclusive, time-slicing, mps, mig or dynamic-mig.
+	TagGPUSharing = "tiler.dev/gpu-sharing"
+	// TagGPUReplicas is the time-slicing or MPS replica count per GPU.
+	TagGPUReplicas = "tiler.dev/gpu-replicas"
+	// TagGPURenameShared is "true" when the replicas are advertised as nvidia.com/gpu.shared
+	// (the device plugin's renameByDefault).
+	TagGPURenameShared = "tiler.dev/gpu-rename-shared"
+	// TagGPUConsumableMemory is "true" when the DRA driver publishes the GPUs' memory as
+	// consumable capacity (several claims share a GPU; no device plugin).
+	TagGPUConsumableMemory = "tiler.dev/gpu-consumable-memory"
+	// TagMIGStrategy is single or mixed.
+	TagMIGStrategy = "tiler.dev/mig-strategy"
+	// TagMIGConfig is the nvidia.com/mig.config value, a mig-parted config name.
+	TagMIGConfig = "tiler.dev/mig-config"
+)
+
+// Labels and resources of the NVIDIA GPU operator (GPU feature discovery, device plugin, MIG
+// manager), which Tiler both plans with and sets at boot.
+const (
+	// LabelGPUProduct is the GPU product name with spaces as dashes.
+	LabelGPUProduct = "nvidia.com/gpu.product"
+	// LabelGPUMemory is one GPU's memory in MiB.
+	LabelGPUMemory = "nvidia.com/gpu.memory"
+	// LabelGPUFamily is the GPU architecture family (ampere, hopper).
+	LabelGPUFamily = "nvidia.com/gpu.family"
+	// LabelGPUCountNVIDIA is the node's GPU count as GPU feature discovery labels it.
+	LabelGPUCountNVIDIA = "nvidia.com/gpu.count"
+	// LabelGPUReplicas is the time-slicing or MPS replica count the device plugin advertises.
+	LabelGPUReplicas = "nvidia.com/gpu.replicas"
+	// LabelSharingStrategy is the device plugin's sharing strategy (time-slicing, mps).
+	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
+	// LabelMIGConfig selects the mig-parted configuration the MIG manager applies.
+	LabelMIGConfig = "nvidia.com/mig.config"
+	// LabelMIGStrategy is the device plugin's MIG strategy (single, mixed).
+	LabelMIGStrategy = "nvidia.com/mig.strategy"
+	// LabelDevicePluginConfig selects, by name, the device plugin's configuration (time-slicing
+	// or MPS replicas) among those of the operator's device-plugin ConfigMap.
+	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
+	// LabelDeployDevicePlugin set to "false" keeps the GPU operator from running the device
+	// plugin on the node: its GPUs are the DRA driver's alone (dynamic MIG, consumable memory).
+	LabelDeployDevicePlugin = "nvidia.com/gpu.deploy.device-plugin"
+	// ResourceGPU is the device plugin's whole-GPU resource.
+	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	// ResourceGPUShared is the renamed time-sliced GPU resource.
+	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
+)
+
+// LabelGKEAccelerator is GKE's label of the accelerator attached to a node's machine type.
+const LabelGKEAccelerator = "cloud.google.com/gke-accelerator"
+
+// LabelPodGroup is the coscheduling plugin's pod-group label, read as a gang.
+const LabelPodGroup = "scheduling.x-k8s.io/pod-group"

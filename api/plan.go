@@ -1,0 +1,101 @@
+package api
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ReasonCode classifies why a pod has no place in a plan.
+type ReasonCode string
+
+// The reason codes. NeverFits and InvalidRequest do not change with more capacity; the others do.
+const (
+	// NeverFits: no offering allowed by the policy could hold the pod even on an empty node, and
+	// no existing node could either.
+	NeverFits ReasonCode = "NeverFits"
+	// LimitExceeded: a node could be bought for the pod, but a pool limit or the budget stops it.
+	LimitExceeded ReasonCode = "LimitExceeded"
+	// Unschedulable: the pod's constraints (topology spread, pod affinity) cannot be met by the
+	// plan's nodes.
+	Unschedulable ReasonCode = "Unschedulable"
+	// GangIncomplete: the pod's gang cannot be placed whole, so none of it is.
+	GangIncomplete ReasonCode = "GangIncomplete"
+	// InvalidRequest: the pod's spec cannot be simulated (a malformed selector, a missing
+	// DeviceClass, a CEL expression that does not compile).
+	InvalidRequest ReasonCode = "InvalidRequest"
+)
+
+// Plan is the simulation's answer (simulator.Simulate): what to buy and where every pending pod lands.
+type Plan struct {
+	// CostPerHour is the sum of the new nodes' prices.
+	CostPerHour float64 `json:"costPerHour"`
+	// LowerBoundPerHour is a proven lower bound on the cost of any plan that places the pods this
+	// plan places on new nodes (see lowerBound), so CostPerHour/LowerBoundPerHour−1 bounds the gap
+	// to the optimum.
+	LowerBoundPerHour float64            `json:"lowerBoundPerHour"`
+	NewNodes          []NewNode          `json:"newNodes"`
+	ExistingNodes     []ExistingNode     `json:"existingNodes"`
+	Unschedulable     []UnschedulablePod `json:"unschedulable"`
+	// Warnings carries notes about the input (skipped objects, defaults applied).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// NewNode is a node to buy.
+type NewNode struct {
+	Name string `json:"name"`
+	Pool string `json:"pool"`
+	// PricedOffering is what the node is bought as (instanceType, zone, capacityType,
+	// pricePerHour in JSON).
+	PricedOffering
+	Pods   []string          `json:"pods"`
+	Labels map[string]string `json:"labels"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+	// Allocatable is what the scheduler will see on the node once it is Ready.
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Reason says why the node is bought when it holds no pods (a pool's minNodes).
+	Reason string `json:"reason,omitempty"`
+	// GPUs describes the node's GPUs; GPU how they are shared or partitioned.
+	GPUs *GPUInfo   `json:"gpus,omitempty"`
+	GPU  *GPUConfig `json:"gpu,omitempty"`
+	// MIGLayout repeats GPU.MIGLayout at the top level of the node (JSON contract).
+	MIGLayout [][]string `json:"migLayout,omitempty"`
+	// Claims lists the DRA devices each claim would get on the node.
+	Claims []ClaimAllocation `json:"claims,omitempty"`
+	// Fallbacks are other offerings the node may be bought as when this one is unavailable,
+	// cheapest first: same pool and GPU configuration, holding all the node's pods (see
+	// simulator.Fallbacks for the rule).
+	Fallbacks []PricedOffering `json:"fallbacks,omitempty"`
+}
+
+// GPUInfo is the model, count and memory of a node's GPUs.
+type GPUInfo struct {
+	Model     string `json:"model"`
+	Count     int    `json:"count"`
+	MemoryMiB int64  `json:"memoryMiB"`
+	Product   string `json:"product,omitempty"`
+}
+
+// ClaimAllocation is the devices a ResourceClaim would be allocated on a node.
+type ClaimAllocation struct {
+	// Claim is "namespace/name"; a claim generated from a template is named <pod>-<entry>, the
+	// claim for DRA-served extended resources <pod>-extended-resources.
+	Claim string `json:"claim"`
+	// Devices are the allocated devices by name ("gpu-0", "gpu-0-mig-1g5gb-19-0"), prefixed with
+	// their pool when it is not the node's, followed by the chosen alternative of a prioritized
+	// list ("(gpu/h100)") and the capacity consumed from a shared device ("[memory=10Gi]").
+	Devices []string `json:"devices"`
+}
+
+// ExistingNode lists the pending pods planned onto a node that already exists.
+type ExistingNode struct {
+	Name string   `json:"name"`
+	Pods []string `json:"pods"`
+	// Claims lists the DRA devices the planned pods' claims would get on the node.
+	Claims []ClaimAllocation `json:"claims,omitempty"`
+}
+
+// UnschedulablePod is a pending pod the plan has no place for.
+type UnschedulablePod struct {
+	Pod    string     `json:"pod"`
+	Code   ReasonCode `json:"code"`
+	Reason string     `json:"reason"`
+}

@@ -1,0 +1,107 @@
+package policy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/forecast"
+)
+
+// Kind (with api.GroupVersion) identifies a cost policy document.
+const (
+	Kind = "CostPolicy"
+	// ConfigMapKey is the ConfigMap key that holds the policy document.
+	ConfigMapKey = "policy.yaml"
+)
+
+// CostPolicy is the cost policy: pools to buy from, a budget, and the workloads whose capacity is
+// bought ahead of a forecast.
+type CostPolicy struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Pools      []Pool `json:"pools"`
+	// Budget caps the total $/h of the nodes Tiler manages, across pools.
+	Budget *Budget `json:"budget,omitempty"`
+	// Forecasts declares, per workload, how to forecast its load; the controller's pre-scaler
+	// reserves capacity for the replicas the forecast expects a lead time ahead. The simulation
+	// itself ignores them.
+	Forecasts []forecast.WorkloadForecast `json:"forecasts,omitempty"`
+}
+
+// Budget caps spending.
+type Budget struct {
+	MaxPricePerHour float64 `json:"maxPricePerHour"`
+}
+
+// Pool is a set of offerings with the labels, taints and limits of the nodes bought from it.
+type Pool struct {
+	Name string `json:"name"`
+	// InstanceFamilies restricts types by family (the part before the first dot or dash group,
+	// e.g. m7i, g6, a2). InstanceTypes restricts by exact name. Neither means all types.
+	InstanceFamilies []string               `json:"instanceFamilies,omitempty"`
+	InstanceTypes    []api.InstanceTypeName `json:"instanceTypes,omitempty"`
+	// CapacityTypes lists the allowed capacity types; empty means both.
+	CapacityTypes []api.CapacityType `json:"capacityTypes,omitempty"`
+	// Zones restricts the zones; empty means all of the catalog's.
+	Zones  []string          `json:"zones,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+	Limits Limits            `json:"limits,omitempty"`
+	// MinNodes is the number of nodes the pool keeps even when empty.
+	MinNodes int `json:"minNodes,omitempty"`
+	// Weight orders pools when costs tie: higher is tried first.
+	Weight int `json:"weight,omitempty"`
+	// Requirements further restrict the offerings by their labels (the labels a node of the
+	// offering would carry, e.g. tiler.dev/gpu-count, node.kubernetes.io/instance-type).
+	Requirements []corev1.NodeSelectorRequirement `json:"requirements,omitempty"`
+	// GPU configures how the pool's GPUs are exposed.
+	GPU *GPUPolicy `json:"gpu,omitempty"`
+	// Disruption configures how the pool gives capacity back: consolidation, its timing, the
+	// savings threshold and budgets (disruption.go). Nil means the defaults.
+	Disruption *Disruption `json:"disruption,omitempty"`
+}
+
+// Limits bound a pool. Zero means no limit, except MaxGPUs where nil means no limit and 0 means
+// the pool buys no GPU types.
+type Limits struct {
+	MaxNodes        int     `json:"maxNodes,omitempty"`
+	MaxVCPU         int     `json:"maxVCPU,omitempty"`
+	MaxGPUs         *int    `json:"maxGPUs,omitempty"`
+	MaxPricePerHour float64 `json:"maxPricePerHour,omitempty"`
+}
+
+// GPUPolicy configures the GPUs of a pool.
+type GPUPolicy struct {
+	Sharing api.Sharing `json:"sharing,omitempty"`
+	// Replicas is how many pods share one GPU under time-slicing or MPS.
+	Replicas int `json:"replicas,omitempty"`
+	// MIGStrategy is the device plugin's strategy: single exposes nvidia.com/gpu per slice,
+	// mixed exposes nvidia.com/mig-<profile>.
+	MIGStrategy string `json:"migStrategy,omitempty"`
+	// MIGLayouts restricts the layouts: mig-parted names (all-1g.10gb) or profile lists
+	// ("1g.10gb,1g.10gb,2g.20gb").
+	MIGLayouts []string `json:"migLayouts,omitempty"`
+	// RenameShared exposes time-sliced GPUs as nvidia.com/gpu.shared instead of nvidia.com/gpu.
+	RenameShared bool `json:"renameShared,omitempty"`
+	// ConsumableMemory has the NVIDIA DRA driver publish every GPU (or dynamic MIG partition)
+	// with allowMultipleAllocations and its memory as consumable capacity
+	// (--consumable-shares=memory), so that several ResourceClaims can each take part of one
+	// GPU's memory. It needs GPUs published to DRA: sharing exclusive (or unset) or dynamic-mig.
+	ConsumableMemory bool `json:"consumableMemory,omitempty"`
+}
+
+// DefaultGPUTaint is put on GPU nodes of the default pool, as GPU pools conventionally do.
+var DefaultGPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
+
+// Default returns the policy used when none is given: every type and capacity type is allowed;
+// types without GPUs form pool "default", GPU types pool "gpu" with DefaultGPUTaint, as GPU node
+// pools conventionally do.
+func Default() *CostPolicy {
+	return &CostPolicy{APIVersion: api.GroupVersion, Kind: Kind, Pools: []Pool{
+		{Name: "default", Requirements: []corev1.NodeSelectorRequirement{
+			{Key: api.LabelGPUCount, Operator: corev1.NodeSelectorOpDoesNotExist}}},
+		{Name: "gpu", Taints: []corev1.Taint{DefaultGPUTaint}, Requirements: []corev1.NodeSelectorRequirement{
+			{Key: api.LabelGPUCount, Operator: corev1.NodeSelectorOpExists}}},
+	}}
+}

@@ -1,0 +1,58 @@
+package snapshot
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+)
+
+// Snapshot is the cluster state a simulation starts from. Slices are in the order the objects were
+// read; the simulator sorts what it needs.
+type Snapshot struct {
+	// Now is the time the snapshot was taken; the simulator reads no clock.
+	Now                    time.Time
+	Nodes                  []*corev1.Node
+	Pods                   []*corev1.Pod
+	PriorityClasses        []*schedulingv1.PriorityClass
+	DaemonSets             []*appsv1.DaemonSet
+	DeviceClasses          []*resourcev1.DeviceClass
+	ResourceClaims         []*resourcev1.ResourceClaim
+	ResourceClaimTemplates []*resourcev1.ResourceClaimTemplate
+	ResourceSlices         []*resourcev1.ResourceSlice
+	// PodDisruptionBudgets limit how many of the pods they select may be evicted at once; only the
+	// disruption plan (simulator.PlanDisruption) reads them.
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// Warnings lists what the decoder skipped (unknown kinds).
+	Warnings []string
+}
+
+// IsPending reports whether a pod waits for a node: not bound, not terminating, not finished and
+// not owned by a DaemonSet (DaemonSet pods are counted as per-node overhead instead).
+func IsPending(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return !IsDaemonSetPod(p)
+}
+
+// IsDaemonSetPod reports whether a DaemonSet controls the pod.
+func IsDaemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// IsActive reports whether a bound pod still holds its node's resources.
+func IsActive(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
