@@ -82,7 +82,7 @@ func (f *traceFlags) load() (string, forecast.Series, error) {
 }
 
 // seriesName is the trace's path relative to its traces directory when it has one, e.g.
-// "nab/nyc_taxi.csv", else the base name.
+// "tune/nab/nyc_taxi.csv", else the base name.
 func seriesName(path string) string {
 	p := filepath.ToSlash(path)
 	if i := strings.LastIndex(p, "traces/"); i >= 0 {
