@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -224,11 +225,5 @@ func TestNewRefresherRejectsBadInput(t *testing.T) {
 // waitFor polls cond for up to 5 s: Run works in its own goroutine.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met in time")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, time.Millisecond, "the condition", 5*time.Second, cond)
 }

@@ -37,6 +37,8 @@ type Package struct {
 	// the .go files its build constraints exclude, test files among them (the clock check skips
 	// those).
 	GoFiles, CgoFiles, IgnoredGoFiles []string
+	// TestGoFiles and XTestGoFiles are the package's _test.go files (in-package and external).
+	TestGoFiles, XTestGoFiles []string
 	// Imports are the direct imports of its non-test files, resolved (vendored standard-library
 	// paths included).
 	Imports []string
@@ -78,7 +80,7 @@ func (g *Graph) Listed() []*Package {
 
 // Load runs `go list -deps -json` on patterns in dir (the module root) and returns the graph.
 func Load(ctx context.Context, dir string, patterns ...string) (*Graph, error) {
-	args := append([]string{"list", "-deps", "-json=ImportPath,Name,Dir,GoFiles,CgoFiles,IgnoredGoFiles,Imports,DepOnly"}, patterns...)
+	args := append([]string{"list", "-deps", "-json=ImportPath,Name,Dir,GoFiles,CgoFiles,IgnoredGoFiles,TestGoFiles,XTestGoFiles,Imports,DepOnly"}, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
@@ -375,4 +377,33 @@ func Unmatched(g *Graph, module string, imports []ImportRule, clocks []ClockRule
 
 func sortViolations(vs []Violation) {
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].String() < vs[j].String() })
+}
+
+// CheckTestSleeps returns every time.Sleep in the _test.go files of the graph's listed packages
+// other than those matching except. A test that waits a fixed time is a flaky test: it waits on a
+// condition (internal/testwait) or drives a fake clock instead.
+func CheckTestSleeps(g *Graph, except Patterns) ([]Violation, error) {
+	var out []Violation
+	fset := token.NewFileSet()
+	for _, p := range g.Listed() {
+		if except.Match(p.ImportPath) {
+			continue
+		}
+		files := append(append([]string(nil), p.TestGoFiles...), p.XTestGoFiles...)
+		sort.Strings(files)
+		for _, f := range files {
+			reads, err := ClockReads(fset, filepath.Join(p.Dir, f), nil)
+			if err != nil {
+				return nil, fmt.Errorf("package %s: %w", p.ImportPath, err)
+			}
+			for _, cr := range reads {
+				if strings.HasSuffix(cr.Func, ".Sleep") {
+					out = append(out, Violation{Rule: "no-test-sleep", Package: p.ImportPath,
+						Detail: fmt.Sprintf("%s:%d:%d: %s", f, cr.Pos.Line, cr.Pos.Column, cr.Func)})
+				}
+			}
+		}
+	}
+	sortViolations(out)
+	return out, nil
 }
