@@ -83,6 +83,12 @@ const (
 	// drifted (its labels, taints or GPU settings changed); a node without it is checked only
 	// against what its labels and taints show.
 	AnnotationPoolHash = "tiler.dev/pool-hash"
+	// AnnotationMIGRelayout is on a node whose MIG layout Tiler is changing: the plan's
+	// NodeRelayout as JSON, from the moment Tiler sets nvidia.com/mig.config until the MIG manager
+	// reports success or failure. While it is there, decisions count the node with its new layout
+	// (so a restarted controller neither buys for the pods the new slices are for nor re-plans the
+	// node).
+	AnnotationMIGRelayout = "tiler.dev/mig-relayout"
 )
 
 // LabelCostPolicy marks the ConfigMaps that hold cost policies for the controller.

@@ -58,6 +58,9 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	} else {
 		c.syncPlaceholders(ctx, log, d.Placeholders)
 	}
+	for _, e := range d.RelayoutsEnded {
+		c.endRelayout(ctx, log, e)
+	}
 	c.metrics.PendingPods.Set(float64(d.Pending))
 	if d.Pending == 0 {
 		return res
@@ -79,6 +82,9 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	// The cloud calls do not wait for the pods' reservation tolerations: those are needed before
 	// the node is Ready, not before it is ordered, and the launch records written first are what
 	// a restart recovers from (a pod that misses its toleration waits for the reservation to end).
+	for _, r := range d.Relayouts {
+		c.startRelayout(ctx, log, r)
+	}
 	var tolerating sync.WaitGroup
 	if c.reservations != nil {
 		tolerating.Go(func() { c.reservations.tolerate(ctx, log, d.Tolerations) })

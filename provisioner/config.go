@@ -28,6 +28,10 @@ type Config struct {
 	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`
 	// Nominate sets status.nominatedNodeName on pods planned onto new nodes.
 	Nominate bool `mapstructure:"nominate"`
+	// MIGRelayout lets plans re-partition the idle GPUs of existing device-plugin MIG nodes
+	// instead of buying (relayout.go). The GPU operator's MIG manager must know the mig-parted
+	// configurations Tiler names (simulator/mig.ConfigName), as for the MIG nodes it launches.
+	MIGRelayout bool `mapstructure:"mig-relayout"`
 	// Reserve launches nodes with the taint tiler.dev/reserved=<launch ID> that only the pods
 	// planned there tolerate (Tiler adds the toleration), until they are bound or the node has been
 	// Ready for ReservationTTL (see reserve.go).

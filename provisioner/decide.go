@@ -127,6 +127,10 @@ type Decision struct {
 	// Launch are the launch records of the plan's new nodes, in the plan's order: act writes them
 	// all, then launches them. Their CreatedAt is set when they are written.
 	Launch []LaunchRecord
+	// Relayouts are the plan's MIG re-layouts of existing nodes, which act starts; RelayoutsEnded
+	// are those the MIG manager finished, whose annotation act removes (relayout.go).
+	Relayouts      []api.NodeRelayout
+	RelayoutsEnded []RelayoutEnd
 
 	// planned indexes the pods the batch planned (pending and expected), for the launches' Events.
 	planned map[string]*corev1.Pod
@@ -209,6 +213,8 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	pending = append(pending, s.Expected...)
 	d.Pending = len(pending)
+	relayouting, ended := relayouts(s.Nodes)
+	d.RelayoutsEnded = ended
 	if len(pending) == 0 {
 		return d
 	}
@@ -229,7 +235,8 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	d.inFlight = len(recs)
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
-		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: inFlight(recs, idx, s.ResourceSlices)}})
+		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: inFlight(recs, idx, s.ResourceSlices),
+			MIGRelayout: cfg.MIGRelayout, Relayouting: relayouting}})
 	if cfg.Clock != nil {
 		d.SimulationTime = cfg.Clock.Since(start)
 	}
@@ -249,6 +256,7 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	for _, n := range plan.NewNodes {
 		d.Launch = append(d.Launch, recordFor(n, s.Now))
 	}
+	d.Relayouts = plan.Relayouts
 	return d
 }
 

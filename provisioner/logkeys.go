@@ -21,6 +21,8 @@ const (
 	keyError         = "error_kind"
 	keyConfigMap     = "configmap"
 	keyPriorityClass = "priority_class"
+	keyMIGConfig     = "mig_config"
+	keyGPUs          = "gpus"
 	// The offering the cloud launched when it was a fallback, not the planned one.
 	keyLaunchedType         = "launched_instance_type"
 	keyLaunchedZone         = "launched_zone"

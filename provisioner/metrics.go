@@ -24,6 +24,8 @@ type Metrics struct {
 	ReservationsEnded    *prometheus.CounterVec
 	// Placeholders counts placeholder pods created and deleted (action).
 	Placeholders *prometheus.CounterVec
+	// Relayouts counts MIG re-layouts of existing nodes started, succeeded and failed (event).
+	Relayouts *prometheus.CounterVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -71,9 +73,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl)."}, []string{"reason"}),
 		Placeholders: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "placeholder_pods_total", Help: "Placeholder pods created and deleted, by action (created, deleted)."}, []string{"action"}),
+		Relayouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "mig_relayouts_total", Help: "MIG re-layouts of existing nodes instead of purchases, by event (started, succeeded, failed)."}, []string{"event"}),
 	}
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
-		m.Placeholders)
+		m.Placeholders, m.Relayouts)
 	return m
 }
