@@ -288,7 +288,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.interruptions != nil {
 		go c.watchInterruptions(ctx)
 	}
-	go c.runDisruption(ctx)
+	disrupting := make(chan struct{})
+	go func() {
+		defer close(disrupting)
+		c.runDisruption(ctx)
+	}()
+	defer func() { <-disrupting }() // Run returns once no disruption pass is running
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()
 	var gcTick <-chan time.Time

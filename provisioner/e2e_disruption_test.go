@@ -1,0 +1,423 @@
+package provisioner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
+	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// TestE2EDisruption runs the consolidation scenarios on one real control plane, with the
+// simulated cloud playing the kubelet for pods too (Running, Ready, terminating pods end), so
+// that ReplicaSets, PodDisruptionBudgets and the Eviction API behave as in a cluster. Time is
+// real but short: consolidateAfter of a few seconds in the policy, a disruption pass every second.
+func TestE2EDisruption(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Options{})
+	t.Run("ShrinkConsolidates", func(t *testing.T) { testShrinkConsolidates(t, cp) })
+}
+
+// passLog records the disruption passes of an env's controllers (Options.OnDisruption).
+type passLog struct {
+	mu   sync.Mutex
+	seen []*provisioner.DisruptionPass
+	// hook, when set, sees each pass first (under no lock).
+	hook func(*provisioner.DisruptionPass)
+}
+
+func (l *passLog) observe(p *provisioner.DisruptionPass) {
+	if l.hook != nil {
+		l.hook(p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, p)
+}
+
+func (l *passLog) all() []*provisioner.DisruptionPass {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*provisioner.DisruptionPass(nil), l.seen...)
+}
+
+func disruptionConfig() provisioner.Config {
+	cfg := testConfig()
+	cfg.DisruptionInterval = time.Second
+	cfg.DisruptionStepInterval = 200 * time.Millisecond
+	cfg.DisruptionRescheduleGrace = 30 * time.Second
+	return cfg
+}
+
+// newDisruptionEnv is an env whose simulated cloud runs pods and whose controllers report their
+// disruption passes to the returned log.
+func newDisruptionEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config)) (*env, *passLog) {
+	t.Helper()
+	passes := &passLog{}
+	e := newEnvSetup(t, cp, cfg, func(c *sim.Config) {
+		c.RunPods = true
+		if tweak != nil {
+			tweak(c)
+		}
+	}, func(o *provisioner.Options) { o.OnDisruption = passes.observe })
+	return e, passes
+}
+
+func (e *env) namespace(name string) {
+	e.t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+}
+
+// deployment creates a Deployment of replicas pods shaped like the template pod (its labels
+// must hold app=name).
+func (e *env) deployment(ns, name string, replicas int32, tmpl *corev1.Pod) *appsv1.Deployment {
+	e.t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+				Spec: *tmpl.Spec.DeepCopy()}}}
+	d.Spec.Template.Spec.SchedulerName = corev1.DefaultSchedulerName
+	zero := int64(0)
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = &zero
+	if len(d.Spec.Template.Spec.Containers) > 0 && d.Spec.Template.Spec.Containers[0].Image == "" {
+		d.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.10"
+	}
+	got, err := e.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
+}
+
+func (e *env) scale(ns, name string, replicas int32) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := e.kube.AppsV1().Deployments(ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) pdb(ns, name string, maxUnavailable, minAvailable *intstr.IntOrString) {
+	e.t.Helper()
+	b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: maxUnavailable, MinAvailable: minAvailable,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+	if _, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// appPods returns the pods of app in ns that are not terminating.
+func (e *env) appPods(ns, app string) []corev1.Pod {
+	e.t.Helper()
+	pods, err := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitAppReady waits until app has exactly n pods, not terminating, bound and Ready.
+func (e *env) waitAppReady(ns, app string, n int, timeout time.Duration) []corev1.Pod {
+	e.t.Helper()
+	var pods []corev1.Pod
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("%d pods of %s bound and Ready", n, app), timeout, func() bool {
+		pods = e.appPods(ns, app)
+		if len(pods) != n {
+			return false
+		}
+		for i := range pods {
+			if pods[i].Spec.NodeName == "" || !podReady(&pods[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	return pods
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// records reads the launch records.
+func (e *env) records() []provisioner.LaunchRecord {
+	e.t.Helper()
+	cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []provisioner.LaunchRecord
+	for _, v := range cm.Data {
+		var r provisioner.LaunchRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// fleetCost is the price of every launch Tiler has on record.
+func (e *env) fleetCost() float64 {
+	total := 0.0
+	for _, r := range e.records() {
+		total += r.PricePerHour
+	}
+	return total
+}
+
+// scratchCost is what Tiler buys for n pods like tmpl from nothing, under the policy doc.
+func (e *env) scratchCost(doc string, tmpl *corev1.Pod, n int) float64 {
+	e.t.Helper()
+	pol, err := policy.Parse([]byte(doc))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		p := tmpl.DeepCopy()
+		p.Name = fmt.Sprintf("scratch-%d", i)
+		pods = append(pods, p)
+	}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: pods}, Catalog: e.cat, Policy: pol})
+	if err != nil || len(plan.Unschedulable) > 0 {
+		e.t.Fatalf("plan from scratch: %v %+v", err, plan)
+	}
+	return plan.CostPerHour
+}
+
+// availabilityWatch follows the pods of app and records the most that were unavailable at once
+// (not Ready, or terminating) against want, from its start to stop.
+type availabilityWatch struct {
+	mu         sync.Mutex
+	maxMissing int
+	events     int
+	stop       context.CancelFunc
+	done       chan struct{}
+}
+
+func (e *env) watchAvailability(ns, app string, want int) *availabilityWatch {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := e.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a := &availabilityWatch{stop: cancel, done: make(chan struct{})}
+	avail := map[string]bool{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		avail[p.Name] = p.DeletionTimestamp == nil && podReady(p)
+	}
+	go func() {
+		defer close(a.done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				delete(avail, p.Name)
+			default:
+				avail[p.Name] = p.DeletionTimestamp == nil && podReady(p)
+			}
+			n := 0
+			for _, ok := range avail {
+				if ok {
+					n++
+				}
+			}
+			a.mu.Lock()
+			a.events++
+			a.maxMissing = max(a.maxMissing, want-n)
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+// finish stops the watch and returns the most pods unavailable at once and the events seen.
+func (a *availabilityWatch) finish() (maxMissing, events int) {
+	a.stop()
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.maxMissing, a.events
+}
+
+// instancesMatchNodes checks that every instance of the cloud has its managed Node and every
+// managed Node its instance: nothing leaked, nothing bought twice.
+func (e *env) instancesMatchNodes() {
+	e.t.Helper()
+	var insts, nodes []string
+	testwait.Until(e.t, testwait.Slow, "the cloud's instances and the managed Nodes to match", 20*time.Second, func() bool {
+		all, err := e.cloud.List(context.Background())
+		if err != nil {
+			return false
+		}
+		insts, nodes = nil, nil
+		for _, i := range all {
+			insts = append(insts, i.NodeName)
+		}
+		for _, n := range e.managedNodes() {
+			nodes = append(nodes, n.Name)
+		}
+		return sameSet(insts, nodes)
+	})
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]int{}
+	for _, x := range a {
+		m[x]++
+	}
+	for _, x := range b {
+		m[x]--
+	}
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanupNamespace deletes the Deployments and budgets of ns before the env's cleanup.
+func (e *env) cleanupNamespace(ns string) {
+	ctx := context.Background()
+	e.stop()
+	_ = e.kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = e.kube.PolicyV1().PodDisruptionBudgets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	zero := int64(0)
+	_ = e.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	e.cleanup(nil)
+}
+
+const shrinkPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: web
+  instanceTypes: [m7i.2xlarge]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 2s
+`
+
+// testShrinkConsolidates: a Deployment of 30 pods bought onto 6 nodes is scaled to 8. Within
+// consolidateAfter and a few passes the fleet costs at most 1.10× what Tiler buys for 8 such pods
+// from nothing, every pod is bound and Ready, and a watch over the whole consolidation never sees
+// more pods unavailable than the PodDisruptionBudget's maxUnavailable: 1.
+func testShrinkConsolidates(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns, app = "shrink", "shrink"
+	e.namespace(ns)
+	e.applyPolicy("policy", shrinkPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("2Gi").Obj()
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	e.deployment(ns, app, 30, tmpl)
+	e.waitAppReady(ns, app, 30, 90*time.Second)
+	if n := len(e.managedNodes()); n != 6 {
+		t.Fatalf("%d nodes for 30 pods, want 6", n)
+	}
+	launchesBefore := e.launches()
+	e.scale(ns, app, 8)
+	e.waitAppReady(ns, app, 8, 30*time.Second)
+	watch := e.watchAvailability(ns, app, 8)
+	start := time.Now()
+	want := e.scratchCost(shrinkPolicy, tmpl, 8)
+	before := e.fleetCost()
+	testwait.Until(t, testwait.Slow, "the fleet to cost at most 1.10× a purchase from scratch", 60*time.Second, func() bool {
+		return e.fleetCost() <= 1.10*want+1e-9 && len(e.managedNodes()) == len(e.records())
+	})
+	took := time.Since(start)
+	pods := e.waitAppReady(ns, app, 8, 30*time.Second)
+	maxMissing, events := watch.finish()
+	after := e.fleetCost()
+	t.Logf("fleet $%.4f/h → $%.4f/h in %.1fs (from scratch $%.4f/h, ratio %.3f); %d nodes; %d pod events watched, at most %d unavailable",
+		before, after, took.Seconds(), want, after/want, len(e.managedNodes()), events, maxMissing)
+	if maxMissing > 1 {
+		t.Errorf("%d pods unavailable at once; the PodDisruptionBudget allows 1", maxMissing)
+	}
+	if events == 0 {
+		t.Error("the watch saw no pod move: nothing was consolidated under it")
+	}
+	nodes := map[string]bool{}
+	for _, n := range e.managedNodes() {
+		nodes[n.Name] = true
+	}
+	for _, p := range pods {
+		if !nodes[p.Spec.NodeName] {
+			t.Errorf("pod %s is on %s, not a managed node", p.Name, p.Spec.NodeName)
+		}
+	}
+	if got := e.launches(); got != launchesBefore {
+		t.Errorf("%d launches during consolidation; deletions need none", got-launchesBefore)
+	}
+	done := 0
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Step == provisioner.ActionDone {
+				done++
+			}
+			if a.Step == provisioner.ActionAbandoned {
+				t.Errorf("action %s abandoned: %s", a.ID, a.Message)
+			}
+		}
+	}
+	if done == 0 {
+		t.Error("no disruption action reported done")
+	}
+	if v := collectorSeries(e.metrics.DisruptionActions); v == 0 {
+		t.Error("tiler_disruption_actions_total has no series")
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+var _ = strings.Contains
+var _ = api.AnnotationDisruptionAction
