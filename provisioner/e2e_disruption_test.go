@@ -36,6 +36,8 @@ import (
 func TestE2EDisruption(t *testing.T) {
 	cp := cptest.Start(t, controlplane.Options{})
 	t.Run("ShrinkConsolidates", func(t *testing.T) { testShrinkConsolidates(t, cp) })
+	t.Run("DoNotDisruptAndPDBKeepNodes", func(t *testing.T) { testDisruptionBlocked(t, cp) })
+	t.Run("RestartDuringDrain", func(t *testing.T) { testRestartDuringDrain(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).
@@ -419,5 +421,173 @@ func testShrinkConsolidates(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanupNamespace(ns)
 }
 
-var _ = strings.Contains
-var _ = api.AnnotationDisruptionAction
+const keepPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: keep
+  instanceTypes: [m7i.large]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 1s
+`
+
+// setUnschedulable cordons or uncordons a node, as kubectl cordon does.
+func (e *env) setUnschedulable(node string, v bool) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v)
+	if _, err := e.kube.CoreV1().Nodes().Patch(context.Background(), node, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitNodeEvent waits for an Event of the reason on the node whose message holds substr.
+func (e *env) waitNodeEvent(node, reason, substr string, timeout time.Duration) corev1.Event {
+	e.t.Helper()
+	var found corev1.Event
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("a %s Event on %s saying %q", reason, node, substr), timeout, func() bool {
+		evs, err := e.kube.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+		if err != nil {
+			return false
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == reason && strings.Contains(ev.Message, substr) {
+				found = ev
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// testDisruptionBlocked: two nodes that one could replace are kept, one for its pod annotated
+// tiler.dev/do-not-disrupt, the other for its pod whose PodDisruptionBudget allows no eviction,
+// each with a DisruptionBlocked Event saying why. Once the budget is deleted, the second node is
+// consolidated onto the first: it was kept for the budget alone.
+func testDisruptionBlocked(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns = "keep"
+	e.namespace(ns)
+	e.applyPolicy("policy", keepPolicy)
+	guarded := simtest.Pod("t").Namespace(ns).Label("app", "guarded").CPU("500m").Mem("1Gi").Obj()
+	one := intstr.FromInt32(1)
+	e.pdb(ns, "guarded", nil, &one)
+	e.deployment(ns, "guarded", 1, guarded)
+	b := e.waitAppReady(ns, "guarded", 1, 60*time.Second)[0].Spec.NodeName
+	// Keep the do-not-disrupt pod off b, so that each node holds one pod and either could go.
+	e.setUnschedulable(b, true)
+	pinned := simtest.Pod("t").Namespace(ns).Label("app", "pinned").Annotate(api.AnnotationDoNotDisrupt, "true").CPU("500m").Mem("1Gi").Obj()
+	e.deployment(ns, "pinned", 1, pinned)
+	a := e.waitAppReady(ns, "pinned", 1, 60*time.Second)[0].Spec.NodeName
+	e.setUnschedulable(b, false)
+	if a == b {
+		t.Fatalf("both pods on %s", a)
+	}
+	start := time.Now()
+	ev := e.waitNodeEvent(a, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	t.Logf("%s: %s", a, ev.Message)
+	ev = e.waitNodeEvent(b, "DisruptionBlocked", string(api.KeepPDB), 30*time.Second)
+	t.Logf("%s: %s", b, ev.Message)
+	for _, p := range passes.all() {
+		for _, id := range p.Started {
+			t.Errorf("pass at %s started action %s while both nodes were blocked", p.Now.Format(time.RFC3339), id)
+		}
+	}
+	if n := len(e.managedNodes()); n != 2 {
+		t.Fatalf("%d managed nodes, want both kept", n)
+	}
+	// The budget goes: b's pod may move, and b is consolidated onto a.
+	if err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Delete(context.Background(), "guarded", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the node kept for the budget alone to be consolidated", 30*time.Second, func() bool {
+		nodes := e.managedNodes()
+		return len(nodes) == 1 && nodes[0].Name == a
+	})
+	if got := e.waitAppReady(ns, "guarded", 1, 30*time.Second)[0].Spec.NodeName; got != a {
+		t.Errorf("the guarded pod is on %s, want %s", got, a)
+	}
+	t.Logf("blocked Events and the consolidation after the budget went: %.1fs", time.Since(start).Seconds())
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// testRestartDuringDrain: the controller is killed right after a disruption pass that left an
+// action draining (one pod evicted, the next refused by the PodDisruptionBudget). The node stays
+// cordoned with its action; a new controller (new process, new cloud client on the same
+// inventory) resumes the drain and removes the node: no pod lost, no pod beyond the budget
+// unavailable, nothing launched, every instance a managed Node and every managed Node an instance.
+func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns, app = "restart", "restart"
+	e.namespace(ns)
+	e.applyPolicy("policy", shrinkPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("2Gi").Obj()
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	e.deployment(ns, app, 10, tmpl)
+	e.waitAppReady(ns, app, 10, 90*time.Second)
+	if n := len(e.managedNodes()); n != 2 {
+		t.Fatalf("%d nodes for 10 pods, want 2", n)
+	}
+	launches := e.launches()
+	// Kill the first controller after the first pass that leaves an action draining.
+	var once sync.Once
+	killed := make(chan string, 1)
+	cancel := e.cancel
+	passes.hook = func(p *provisioner.DisruptionPass) {
+		for _, a := range p.Actions {
+			if a.Step == api.DisruptionStepDraining {
+				once.Do(func() {
+					cancel()
+					killed <- a.ID + " on " + strings.Join(a.Nodes, ",") + ": " + a.Message
+				})
+			}
+		}
+	}
+	e.scale(ns, app, 4)
+	e.waitAppReady(ns, app, 4, 30*time.Second)
+	watch := e.watchAvailability(ns, app, 4)
+	var what string
+	select {
+	case what = <-killed:
+	case <-time.After(45 * time.Second):
+		t.Fatal("no disruption action reached its drain")
+	}
+	e.stopAndWait()
+	t.Logf("killed during the drain of %s", what)
+	draining := 0
+	for _, n := range e.managedNodes() {
+		if n.Annotations[api.AnnotationDisruptionStep] == api.DisruptionStepDraining {
+			draining++
+			if !n.Spec.Unschedulable {
+				t.Errorf("node %s is draining but not cordoned", n.Name)
+			}
+		}
+	}
+	if draining != 1 {
+		t.Fatalf("%d nodes draining after the kill, want 1", draining)
+	}
+	start := time.Now()
+	e.start()
+	testwait.Until(t, testwait.Slow, "the restarted controller to finish the action", 30*time.Second, func() bool {
+		return len(e.managedNodes()) == 1 && len(e.records()) == 1
+	})
+	pods := e.waitAppReady(ns, app, 4, 30*time.Second)
+	maxMissing, _ := watch.finish()
+	t.Logf("resumed and done %.1fs after the restart; at most %d pods unavailable", time.Since(start).Seconds(), maxMissing)
+	if maxMissing > 1 {
+		t.Errorf("%d pods unavailable at once; the budget allows 1", maxMissing)
+	}
+	node := e.managedNodes()[0].Name
+	for _, p := range pods {
+		if p.Spec.NodeName != node {
+			t.Errorf("pod %s on %s, want %s", p.Name, p.Spec.NodeName, node)
+		}
+	}
+	if got := e.launches(); got != launches {
+		t.Errorf("%d launches since the scale-down, want none", got-launches)
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
