@@ -38,6 +38,8 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("ShrinkConsolidates", func(t *testing.T) { testShrinkConsolidates(t, cp) })
 	t.Run("DoNotDisruptAndPDBKeepNodes", func(t *testing.T) { testDisruptionBlocked(t, cp) })
 	t.Run("RestartDuringDrain", func(t *testing.T) { testRestartDuringDrain(t, cp) })
+	t.Run("LargeNodeReplacedFirst", func(t *testing.T) { testReplaceLaunchedFirst(t, cp) })
+	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).
@@ -590,4 +592,197 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)
+}
+
+const replacePolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: big
+  instanceTypes: [m7i.large, m7i.4xlarge]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 2s
+`
+
+// nodeEvent is one Node as a watch delivered it: watch events of one stream are in etcd order.
+type nodeEvent struct {
+	name          string
+	ready         bool
+	unschedulable bool
+}
+
+// nodeWatch records every Node event in order until stopped.
+type nodeWatch struct {
+	mu     sync.Mutex
+	events []nodeEvent
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func (e *env) watchNodes() *nodeWatch {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	list, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := e.kube.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	nw := &nodeWatch{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(nw.done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted {
+				nw.mu.Lock()
+				nw.events = append(nw.events, nodeEvent{name: n.Name, ready: snapshot.IsNodeReady(n), unschedulable: n.Spec.Unschedulable})
+				nw.mu.Unlock()
+			}
+		}
+	}()
+	return nw
+}
+
+func (w *nodeWatch) finish() []nodeEvent {
+	w.stop()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events
+}
+
+// testReplaceLaunchedFirst: a Deployment of 10 pods bought onto one m7i.4xlarge is scaled to 1.
+// The large on-demand node is replaced by an m7i.large: a node watch sees the replacement Ready
+// before the old node is cordoned, the pod ends on the replacement and the fleet costs the
+// replacement's price.
+func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns, app = "replace", "replace"
+	e.namespace(ns)
+	e.applyPolicy("policy", replacePolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
+	e.deployment(ns, app, 10, tmpl)
+	e.waitAppReady(ns, app, 10, 60*time.Second)
+	nodes := e.managedNodes()
+	if len(nodes) != 1 || nodes[0].Labels[corev1.LabelInstanceTypeStable] != "m7i.4xlarge" {
+		t.Fatalf("nodes %v for 10 pods, want one m7i.4xlarge", names(nodes))
+	}
+	old := nodes[0].Name
+	launches := e.launches()
+	nw := e.watchNodes()
+	start := time.Now()
+	e.scale(ns, app, 1)
+	want := e.scratchCost(replacePolicy, tmpl, 1)
+	testwait.Until(t, testwait.Slow, "the large node to be replaced", 45*time.Second, func() bool {
+		nodes := e.managedNodes()
+		return len(nodes) == 1 && nodes[0].Name != old && len(e.records()) == 1
+	})
+	took := time.Since(start)
+	events := nw.finish()
+	repl := e.managedNodes()[0]
+	pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]
+	t.Logf("m7i.4xlarge %s replaced by %s %s in %.1fs; fleet $%.4f/h (from scratch $%.4f/h)", old,
+		repl.Labels[corev1.LabelInstanceTypeStable], repl.Name, took.Seconds(), e.fleetCost(), want)
+	readyAt, cordonAt := -1, -1
+	for i, ev := range events {
+		if readyAt < 0 && ev.name == repl.Name && ev.ready {
+			readyAt = i
+		}
+		if cordonAt < 0 && ev.name == old && ev.unschedulable {
+			cordonAt = i
+		}
+	}
+	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
+		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
+	}
+	if pod.Spec.NodeName != repl.Name {
+		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
+	}
+	if got := e.fleetCost(); got > 1.10*want+1e-9 {
+		t.Errorf("fleet $%.4f/h, from scratch $%.4f/h", got, want)
+	}
+	if got := e.launches(); got != launches+1 {
+		t.Errorf("%d launches, want the replacement alone", got-launches)
+	}
+	replaced := false
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone {
+				replaced = true
+			}
+		}
+	}
+	if !replaced {
+		t.Error("no Replace action reported done")
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+const gpuCPUPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: cpu
+  instanceTypes: [m7i.xlarge]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 2s
+- name: gpu
+  instanceTypes: [g6.xlarge]
+  capacityTypes: [on-demand]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  disruption:
+    consolidateAfter: 2s
+`
+
+// testGPUNodeEmptied: a GPU node bought for a GPU pod also runs two CPU pods (they tolerate the
+// GPU taint). Once the GPU workload is gone, the node carries CPU pods only: it is emptied onto a
+// CPU node and removed.
+func testGPUNodeEmptied(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns = "gpu-cpu"
+	e.namespace(ns)
+	e.applyPolicy("policy", gpuCPUPolicy)
+	train := simtest.Pod("t").Namespace(ns).Label("app", "train").CPU("1").Mem("4Gi").GPU(1).Obj()
+	e.deployment(ns, "train", 1, train)
+	gpuNode := e.waitAppReady(ns, "train", 1, 60*time.Second)[0].Spec.NodeName
+	side := simtest.Pod("t").Namespace(ns).Label("app", "side").CPU("1").Mem("2Gi").Tolerate("nvidia.com/gpu").Obj()
+	e.deployment(ns, "side", 2, side)
+	for _, p := range e.waitAppReady(ns, "side", 2, 30*time.Second) {
+		if p.Spec.NodeName != gpuNode {
+			t.Fatalf("side pod %s on %s, want the GPU node %s", p.Name, p.Spec.NodeName, gpuNode)
+		}
+	}
+	start := time.Now()
+	if err := e.kube.AppsV1().Deployments(ns).Delete(context.Background(), "train", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the GPU node to be removed", 45*time.Second, func() bool {
+		for _, n := range e.managedNodes() {
+			if n.Name == gpuNode {
+				return false
+			}
+		}
+		return len(e.records()) == len(e.managedNodes())
+	})
+	pods := e.waitAppReady(ns, "side", 2, 30*time.Second)
+	for _, p := range pods {
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil || n.Labels[api.LabelPool] != "cpu" {
+			t.Errorf("side pod %s on %s, want a node of the cpu pool", p.Name, p.Spec.NodeName)
+		}
+	}
+	t.Logf("GPU node %s emptied and removed in %.1fs; fleet $%.4f/h on %d nodes", gpuNode, time.Since(start).Seconds(), e.fleetCost(), len(e.managedNodes()))
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+func names(nodes []corev1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name+"("+n.Labels[corev1.LabelInstanceTypeStable]+")")
+	}
+	return out
 }
