@@ -591,7 +591,8 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		switch err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); {
 		case err == nil:
-			c.disruption.noteEviction(p, now)
+			// The batch reads when it was, on its own clock (State.DisruptionEvicted).
+			c.disruption.noteEviction(p, c.clock.Now())
 			c.metrics.DisruptionEvictions.Inc()
 			log.Info("evicted", zap.String(keyPod, key))
 		case apierrors.IsNotFound(err):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
@@ -721,27 +723,32 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanupNamespace(ns)
 }
 
+// gpuCPUPolicy leaves consolidateAfter at its defaults: 10 minutes for the GPU pool, 2 for the
+// CPU pool. The scenario drives the disruption loop's clock past them.
 const gpuCPUPolicy = `apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
 - name: cpu
   instanceTypes: [m7i.xlarge]
   capacityTypes: [on-demand]
-  disruption:
-    consolidateAfter: 2s
 - name: gpu
   instanceTypes: [g6.xlarge]
   capacityTypes: [on-demand]
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
-  disruption:
-    consolidateAfter: 2s
 `
 
 // testGPUNodeEmptied: a GPU node bought for a GPU pod also runs two CPU pods (they tolerate the
 // GPU taint). Once the GPU workload is gone, the node carries CPU pods only: it is emptied onto a
-// CPU node and removed.
+// CPU node and removed. The disruption loop runs on a fake clock that the test steps 30 s at a
+// time, so the GPU pool's default consolidateAfter (10 min) passes in well under a minute; the
+// node is not touched before it has been a candidate that long.
 func testGPUNodeEmptied(t *testing.T, cp *controlplane.ControlPlane) {
-	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	dclock := clocktesting.NewFakeClock(time.Now())
+	passes := &passLog{}
+	e := newEnvSetup(t, cp, disruptionConfig(), func(c *sim.Config) { c.RunPods = true }, func(o *provisioner.Options) {
+		o.DisruptionClock = dclock
+		o.OnDisruption = passes.observe
+	})
 	const ns = "gpu-cpu"
 	e.namespace(ns)
 	e.applyPolicy("policy", gpuCPUPolicy)
@@ -755,18 +762,49 @@ func testGPUNodeEmptied(t *testing.T, cp *controlplane.ControlPlane) {
 			t.Fatalf("side pod %s on %s, want the GPU node %s", p.Name, p.Spec.NodeName, gpuNode)
 		}
 	}
-	start := time.Now()
+	start, fakeStart := time.Now(), dclock.Now()
 	if err := e.kube.AppsV1().Deployments(ns).Delete(context.Background(), "train", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	e.waitAppReady(ns, "side", 2, 30*time.Second)
+	// The fake clock jumps 30 s while the loop waits for candidates; it follows the cloud's real
+	// pace (a step interval per poll) while an action is under way, so that a replacement booting
+	// in real time is not judged by fake minutes.
 	testwait.Until(t, testwait.Slow, "the GPU node to be removed", 45*time.Second, func() bool {
-		for _, n := range e.managedNodes() {
-			if n.Name == gpuNode {
-				return false
+		nodes := e.managedNodes()
+		step, gone := 30*time.Second, true
+		for _, n := range nodes {
+			if n.Annotations[api.AnnotationDisruptionAction] != "" {
+				step = e.cfg.DisruptionStepInterval
+			}
+			gone = gone && n.Name != gpuNode
+		}
+		if !gone {
+			dclock.Step(step)
+			return false
+		}
+		return len(e.records()) == len(nodes)
+	})
+	// No action touched the GPU node before it had been a candidate for consolidateAfter.
+	var since time.Time
+	for _, p := range passes.all() {
+		if p.Plan != nil && since.IsZero() && slices.Contains(p.Plan.Candidates, gpuNode) {
+			since = p.Now
+		}
+		for _, a := range p.Actions {
+			if slices.Contains(a.Nodes, gpuNode) && (since.IsZero() || p.Now.Sub(since) < policy.DefaultConsolidateAfterGPU) {
+				t.Errorf("pass at %s carried an action on %s, a candidate since %s only", p.Now, gpuNode, since)
 			}
 		}
-		return len(e.records()) == len(e.managedNodes())
-	})
+	}
+	t.Logf("the disruption clock moved %s", dclock.Since(fakeStart))
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Step == provisioner.ActionAbandoned {
+				t.Errorf("action %s on %v abandoned: %s", a.ID, a.Nodes, a.Message)
+			}
+		}
+	}
 	pods := e.waitAppReady(ns, "side", 2, 30*time.Second)
 	for _, p := range pods {
 		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
