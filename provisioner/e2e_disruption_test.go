@@ -40,7 +40,8 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("ShrinkConsolidates", func(t *testing.T) { testShrinkConsolidates(t, cp) })
 	t.Run("DoNotDisruptAndPDBKeepNodes", func(t *testing.T) { testDisruptionBlocked(t, cp) })
 	t.Run("RestartDuringDrain", func(t *testing.T) { testRestartDuringDrain(t, cp) })
-	t.Run("LargeNodeReplacedFirst", func(t *testing.T) { testReplaceLaunchedFirst(t, cp) })
+	t.Run("LargeNodeReplacedFirst", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, false) })
+	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
 }
 
@@ -658,10 +659,27 @@ func (w *nodeWatch) finish() []nodeEvent {
 // testReplaceLaunchedFirst: a Deployment of 10 pods bought onto one m7i.4xlarge is scaled to 1.
 // The large on-demand node is replaced by an m7i.large: a node watch sees the replacement Ready
 // before the old node is cordoned, the pod ends on the replacement and the fleet costs the
-// replacement's price.
-func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane) {
+// replacement's price. With kill, the controller is killed right after the pass that launched
+// the replacement, and a new one (new cloud client, same inventory) resumes the action: still one
+// launch, no duplicate and no leaked instance.
+func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill bool) {
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
-	const ns, app = "replace", "replace"
+	ns, app := "replace", "replace"
+	if kill {
+		ns, app = "replace-restart", "replace-restart"
+	}
+	killed := make(chan struct{})
+	if kill {
+		var once sync.Once
+		cancel := e.cancel
+		passes.hook = func(p *provisioner.DisruptionPass) {
+			for _, a := range p.Actions {
+				if a.Step == api.DisruptionStepReplacing {
+					once.Do(func() { cancel(); close(killed) })
+				}
+			}
+		}
+	}
 	e.namespace(ns)
 	e.applyPolicy("policy", replacePolicy)
 	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
@@ -677,6 +695,19 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane) {
 	start := time.Now()
 	e.scale(ns, app, 1)
 	want := e.scratchCost(replacePolicy, tmpl, 1)
+	if kill {
+		select {
+		case <-killed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no action reached Replacing")
+		}
+		e.stopAndWait()
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), old, metav1.GetOptions{})
+		if err != nil || n.Annotations[api.AnnotationDisruptionStep] != api.DisruptionStepReplacing || n.Spec.Unschedulable {
+			t.Fatalf("after the kill the old node is %v (err %v); want it uncordoned, Replacing", n.Annotations, err)
+		}
+		e.start()
+	}
 	testwait.Until(t, testwait.Slow, "the large node to be replaced", 45*time.Second, func() bool {
 		nodes := e.managedNodes()
 		return len(nodes) == 1 && nodes[0].Name != old && len(e.records()) == 1
