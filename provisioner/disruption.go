@@ -238,9 +238,7 @@ func (c *Controller) disrupt(ctx context.Context, plan bool) *DisruptionPass {
 	if !plan && !c.actionsUnderWay() {
 		return nil
 	}
-	c.batchMu.Lock()
-	pass := c.disruptLocked(ctx, plan)
-	c.batchMu.Unlock()
+	pass := c.disruptPass(ctx, plan)
 	if pass.Err != nil && ctx.Err() == nil {
 		c.log.Error("disruption pass", zap.Error(pass.Err))
 	}
@@ -264,7 +262,11 @@ func (c *Controller) actionsUnderWay() bool {
 	return false
 }
 
-func (c *Controller) disruptLocked(ctx context.Context, plan bool) *DisruptionPass {
+// disruptPass advances the actions under way and plans. It runs beside the batches: only the
+// start of new actions waits for a batch to end (batchMu), and happens only if the cluster is
+// still settled then, so that a long plan never holds a batch and no batch buys for what an
+// action is about to move.
+func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass {
 	now := c.dclock.Now()
 	pass := &DisruptionPass{Now: now}
 	s, err := c.observeCluster(ctx, now)
@@ -291,12 +293,8 @@ func (c *Controller) disruptLocked(ctx context.Context, plan bool) *DisruptionPa
 		pass.Skipped = "an action is under way"
 		return pass
 	}
-	if pending, _ := provisionablePods(s.Pods, now, 0); len(pending) > 0 {
-		pass.Skipped = fmt.Sprintf("%d pods are pending", len(pending))
-		return pass
-	}
-	if f := inFlight(s.Records, idx, s.ResourceSlices); len(f) > 0 {
-		pass.Skipped = fmt.Sprintf("%d launches are in flight", len(f))
+	if why := unsettled(&s, idx); why != "" {
+		pass.Skipped = why
 		return pass
 	}
 	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, now)
@@ -308,6 +306,22 @@ func (c *Controller) disruptLocked(ctx context.Context, plan bool) *DisruptionPa
 	}
 	pass.Plan = dp
 	c.reportPlan(ctx, &s, dp, now)
+	if len(dp.Actions) == 0 {
+		return pass
+	}
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	// What a batch did while the plan was made: the plan may be stale.
+	if s2, err := c.observeCluster(ctx, now); err != nil {
+		pass.Err = err
+		return pass
+	} else if why := unsettled(&s2, newNodeIndex(s2.Nodes)); why != "" {
+		pass.Skipped = "the cluster changed while planning: " + why
+		return pass
+	} else if len(s2.Records) != len(s.Records) {
+		pass.Skipped = "the cluster changed while planning: launches were recorded or removed"
+		return pass
+	}
 	for _, a := range dp.Actions {
 		if err := c.startAction(ctx, &s, idx, a, now); err != nil {
 			c.log.Warn("disruption action not started", zap.String(keyAction, a.ID), zap.Error(err))
@@ -316,6 +330,18 @@ func (c *Controller) disruptLocked(ctx context.Context, plan bool) *DisruptionPa
 		pass.Started = append(pass.Started, a.ID)
 	}
 	return pass
+}
+
+// unsettled says why the cluster is not settled enough to plan disruption ("" when it is): pods
+// are pending, or launches are in flight.
+func unsettled(s *State, idx nodeIndex) string {
+	if pending, _ := provisionablePods(s.Pods, s.Now, 0); len(pending) > 0 {
+		return fmt.Sprintf("%d pods are pending", len(pending))
+	}
+	if f := inFlight(s.Records, idx, s.ResourceSlices); len(f) > 0 {
+		return fmt.Sprintf("%d launches are in flight", len(f))
+	}
+	return ""
 }
 
 // reportPlan sets the fleet gauges and the kept-node gauges, tells the nodes newly blocked by a

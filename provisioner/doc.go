@@ -27,7 +27,8 @@
 //
 // Capacity is given back by a disruption loop of its own (disruption.go), on its own cadence and
 // clock: it plans with simulator.PlanDisruption over the snapshot the batch builds, when no action
-// is under way, nothing is pending and nothing is in flight, and carries each action out in one
+// is under way, nothing is pending and nothing is in flight (beside the batches: only starting the
+// plan's actions waits for a batch to end, and re-checks that), and carries each action out in one
 // order — the replacement launched first through the launch path and waited for Ready with its
 // devices, then cordon and eviction through the Eviction API (refusals retried with backoff, the
 // action abandoned and uncordoned past Config.DisruptionDrainTimeout), then the instance, Node
