@@ -620,6 +620,8 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			// The batch reads when it was, on its own clock (State.DisruptionEvicted).
 			c.disruption.noteEviction(p, c.clock.Now())
 			c.metrics.DisruptionEvictions.Inc()
+			c.recorder.Eventf(p, corev1.EventTypeNormal, "Disrupted", "evicted from node %s by disruption action %s (%s): the node is removed",
+				p.Spec.NodeName, a.id, a.reason)
 			log.Info("evicted", zap.String(keyPod, key))
 		case apierrors.IsNotFound(err):
 			left--

@@ -392,7 +392,14 @@ func testShrinkConsolidates(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	// (The ReplicaSet may leave whole nodes empty when it scales down: then nothing moves and the
 	// watch sees no event, which is fine.)
-	t.Logf("%v pods evicted", counterValue(t, e.metrics.DisruptionEvictions))
+	evicted := counterValue(t, e.metrics.DisruptionEvictions)
+	t.Logf("%v pods evicted", evicted)
+	if evicted > 0 {
+		testwait.Until(t, testwait.Slow, "a Disrupted Event on an evicted pod", 20*time.Second, func() bool {
+			evs, err := e.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Disrupted"})
+			return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "disruption action d-")
+		})
+	}
 	nodes := map[string]bool{}
 	for _, n := range e.managedNodes() {
 		nodes[n.Name] = true
