@@ -783,7 +783,11 @@ pools:
 func testGPUNodeEmptied(t *testing.T, cp *controlplane.ControlPlane) {
 	dclock := clocktesting.NewFakeClock(time.Now())
 	passes := &passLog{}
-	e := newEnvSetup(t, cp, disruptionConfig(), func(c *sim.Config) { c.RunPods = true }, func(o *provisioner.Options) {
+	cfg := disruptionConfig()
+	// The replacement's wait is measured on the fake clock, which runs ahead of the cloud's real
+	// boot (a step interval per 50 ms poll): give it the production timeout, not the tests' 30 s.
+	cfg.RegistrationTimeout = provisioner.DefaultConfig().RegistrationTimeout
+	e := newEnvSetup(t, cp, cfg, func(c *sim.Config) { c.RunPods = true }, func(o *provisioner.Options) {
 		o.DisruptionClock = dclock
 		o.OnDisruption = passes.observe
 	})
