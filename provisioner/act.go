@@ -32,7 +32,13 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	// decides it again.
 	fleet := d.Fleet
 	for _, rm := range d.Remove {
-		if c.remove(ctx, log, rm.Record, rm.Node, rm.Reason) {
+		removed := false
+		if rm.Reason == RemovalEmpty {
+			removed = c.removeEmpty(ctx, log, rm, s.Now)
+		} else {
+			removed = c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
+		}
+		if removed {
 			res.Deleted = append(res.Deleted, rm.Record.NodeName)
 			continue
 		}

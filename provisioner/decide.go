@@ -109,7 +109,8 @@ type Decision struct {
 	// Pending is the number of pods the batch plans: provisionable pods and expected pods.
 	Pending int
 	// RecheckAfter, when positive, is when to look again at GPU pods held back by
-	// Config.GPUTriggerDelay.
+	// Config.GPUTriggerDelay, or at pods held back after a disruption evicted their peers
+	// (Config.DisruptionRescheduleGrace).
 	RecheckAfter time.Duration
 	// Placeholders are the placeholder pods to delete and to create.
 	Placeholders PlaceholderChanges
@@ -208,6 +209,11 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	if held {
 		d.RecheckAfter = cfg.GPUTriggerDelay
 	}
+	// Pods a disruption evicted are expected where its plan moved them: not a reason to buy.
+	pending, wait := holdEvicted(pending, s.DisruptionEvicted, s.Now, cfg.DisruptionRescheduleGrace)
+	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
+		d.RecheckAfter = wait
+	}
 	if s.ExpectedErr == nil {
 		d.Placeholders = placeholderChanges(s.Placeholders, s.WantedPlaceholders, s.PlaceholderClass)
 	}
@@ -299,7 +305,8 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			poolNodes[r.Pool]--
 			removed[r.LaunchID] = true
 			continue
-		case n != nil && !busy[n.Name] && !kept[n.Name]:
+		case n != nil && !busy[n.Name] && !kept[n.Name] && n.Annotations[api.AnnotationDisruptionAction] == "":
+			// (A node under a disruption action is the disruption loop's to remove.)
 			// A removal that fails keeps the node's entry, so the next batch tries again at once;
 			// one that succeeds takes the record, and the entry goes with it (Memory.forget).
 			since, seen := mem.EmptySince[n.Name]

@@ -29,4 +29,8 @@ const (
 	keyLaunchedCapacityType = "launched_capacity_type"
 	keyLaunchedPrice        = "launched_price_per_hour"
 	keyFallback             = "fallback"
+	// Disruption actions.
+	keyAction = "action_id"
+	keyNodes  = "nodes"
+	keyStep   = "step"
 )

@@ -47,6 +47,10 @@ type LaunchRecord struct {
 	CreatedAt time.Time            `json:"createdAt"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
+	// DisruptionAction is the ID of the disruption action this node replaces nodes for (empty for
+	// a purchase). A replacement is launched without a node reservation: the pods it takes are
+	// recreated under new names once the old nodes are drained.
+	DisruptionAction string `json:"disruptionAction,omitempty"`
 }
 
 // UnmarshalJSON reads a record, including one written before the GPU configuration was kept
