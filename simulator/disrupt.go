@@ -34,6 +34,9 @@ type DisruptionOptions struct {
 	// consolidateAfter (what-if use: a snapshot without api.AnnotationCandidateSince). Node age
 	// (api.KeepTooYoung) still applies.
 	IgnoreCandidateWait bool
+	// ClusterAutoscalerRule plans with the Cluster Autoscaler's scale-down rule instead of Tiler's
+	// (see caStyle): the baseline a replay compares with (package replay, policy whole-gpu).
+	ClusterAutoscalerRule bool
 
 	// caStyle plans with the Cluster Autoscaler's rule instead, for comparisons in tests: a node
 	// under 50 % utilised (GPU-aware) whose pods all fit on other nodes is deleted; no
@@ -68,6 +71,9 @@ func PlanDisruption(in DisruptionInput) (*api.DisruptionPlan, error) {
 	}
 	if in.Policy == nil {
 		in.Policy = policy.Default()
+	}
+	if in.Options.ClusterAutoscalerRule {
+		in.Options.caStyle = true
 	}
 	d, err := newDisruptor(in)
 	if err != nil {
