@@ -102,7 +102,7 @@ type world struct {
 	// schedPolicy the policy's pools without their instance types, which noTypes lacks.
 	noTypes     *catalog.Catalog
 	schedPolicy *policy.CostPolicy
-	acct    accounting
+	acct        accounting
 }
 
 // Run replays the workload under the policy and returns what it cost.

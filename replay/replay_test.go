@@ -50,3 +50,13 @@ func TestSmoke(t *testing.T) {
 			p.Name, r.Cost, r.GPUHoursRequested, r.GPUHoursBought, r.PendingP50, r.PendingP95, r.PendingMax, r.NodesLaunched, r.NodesRemoved, r.Evictions, r.NeverBound, r.Batches, r.PlanErrors, time.Since(start))
 	}
 }
+
+func TestBoundSmoke(t *testing.T) {
+	w := alibaba(t, replay.DefaultAlibabaFrom, 2*time.Hour)
+	start := time.Now()
+	b, err := replay.ClairvoyantBound(w, config(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bound %.2f$ over %d intervals, unplaceable %v (%s)", b.Cost, b.Intervals, b.Unplaceable, time.Since(start))
+}

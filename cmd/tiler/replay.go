@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/replay"
+)
+
+func init() { register(newFleetReplayCmd) }
+
+// fleetReplayOptions are the flags of `tiler replay`.
+type fleetReplayOptions struct {
+	pods, catalog     string
+	fromDay, hours    float64
+	policies, capType string
+	json              bool
+}
+
+func newFleetReplayCmd() *cobra.Command {
+	o := fleetReplayOptions{}
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay a workload over simulated time under tiler and the baselines, and compare what each costs",
+		Long: "Replays the Alibaba GPU trace's arrivals and departures (a window of its creation_time and\n" +
+			"deletion_time) through the controller's own decisions (provisioner.Decide, simulator.PlanDisruption)\n" +
+			"with a simulated cloud and a scheduler model in virtual time, under each policy on the same catalog\n" +
+			"and prices, and prints $, the ratio to the clairvoyant bound, GPU/CPU allocation, pending times,\n" +
+			"nodes launched and removed, and evictions.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFleetReplay(cmd.OutOrStdout(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.pods, "pods", envOr("TILER_REPLAY_PODS", benchDefaultPods), "Alibaba openb pod list CSV with creation_time and deletion_time [TILER_REPLAY_PODS]")
+	f.Float64Var(&o.fromDay, "from-day", replay.DefaultAlibabaFrom.Hours()/24, "start of the window, in days of the trace's time")
+	f.Float64Var(&o.hours, "hours", replay.DefaultAlibabaLength.Hours(), "length of the window, in hours")
+	f.StringVar(&o.catalog, "catalog", "aws-us-east-1", "embedded catalog name or catalog JSON file")
+	f.StringVar(&o.policies, "policies", strings.Join(allReplayPolicies(), ","), "policies to replay, comma-separated")
+	f.StringVar(&o.capType, "capacity-types", string(api.OnDemand), "capacity types every policy buys, comma-separated (spot interruptions are not modelled yet)")
+	f.BoolVar(&o.json, "json", false, "write the report, time series included, as JSON")
+	return cmd
+}
+
+func allReplayPolicies() []string {
+	return []string{replay.PolicyTiler, replay.PolicyTilerNoConsolidation, replay.PolicyWholeGPU, replay.PolicyKarpenterLike}
+}
+
+func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
+	if o.hours <= 0 {
+		return fmt.Errorf("--hours must be positive")
+	}
+	if o.fromDay < 0 {
+		return fmt.Errorf("--from-day must not be negative")
+	}
+	var caps []api.CapacityType
+	for _, c := range strings.Split(o.capType, ",") {
+		switch ct := api.CapacityType(strings.TrimSpace(c)); ct {
+		case api.OnDemand, api.Spot:
+			caps = append(caps, ct)
+		default:
+			return fmt.Errorf("--capacity-types: unknown capacity type %q (want on-demand, spot)", c)
+		}
+	}
+	all, err := replay.Policies(caps)
+	if err != nil {
+		return err
+	}
+	var pols []replay.Policy
+	for _, name := range strings.Split(o.policies, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, p := range all {
+			if p.Name == name {
+				pols, found = append(pols, p), true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--policies: unknown policy %q (want %s)", name, strings.Join(allReplayPolicies(), ", "))
+		}
+	}
+	cat, err := loadCatalog(o.catalog)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(o.pods)
+	if err != nil {
+		return fmt.Errorf("--pods: %w", err)
+	}
+	defer f.Close()
+	from := time.Duration(o.fromDay * 24 * float64(time.Hour))
+	length := time.Duration(o.hours * float64(time.Hour))
+	wl, err := replay.ReadAlibaba(strings.TrimSuffix(pathBase(o.pods), ".csv"), f, from, length)
+	if err != nil {
+		return fmt.Errorf("--pods: %w", err)
+	}
+	cfg := replay.DefaultConfig(cat)
+	cfg.CapacityTypes = caps
+	rep, err := replay.Compare(wl, pols, cfg)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return rep.WriteJSON(out)
+	}
+	return rep.WriteTable(out)
+}
+
+// pathBase is the last element of a slash- or OS-separated path.
+func pathBase(p string) string {
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
