@@ -69,7 +69,7 @@ func (w *world) disrupt() (bool, error) {
 		switch a.Kind {
 		case api.ActionDelete:
 			for _, name := range a.Nodes {
-				w.removeNode(name, "consolidation")
+				w.removeNode(name, "consolidation:"+string(a.Reason))
 			}
 		case api.ActionReplace:
 			if a.Replacement == nil {
@@ -78,7 +78,7 @@ func (w *world) disrupt() (bool, error) {
 			w.launch(provisioner.RecordFor(*a.Replacement, w.now), *a.Replacement)
 			for _, name := range a.Nodes {
 				if n := w.nodes[name]; n != nil {
-					n.drainFor = a.Replacement.Name
+					n.drainFor, n.drainReason = a.Replacement.Name, "consolidation:"+string(a.Reason)
 					n.obj.Spec.Unschedulable = true
 				}
 			}

@@ -78,7 +78,7 @@ type nodeState struct {
 	readyAt, devicesAt time.Time
 	devices            bool
 	// drainFor names the replacement (launch ID) whose arrival drains this node.
-	drainFor string
+	drainFor, drainReason string
 	// candidateSince is when disruption first listed the node as a candidate.
 	candidateSince time.Time
 }
@@ -322,8 +322,8 @@ func (w *world) cloudStep() bool {
 	}
 	for _, repl := range usableNow {
 		for _, name := range w.nodeNames() {
-			if w.nodes[name].drainFor == repl {
-				w.removeNode(name, "consolidation")
+			if n := w.nodes[name]; n.drainFor == repl {
+				w.removeNode(name, n.drainReason)
 			}
 		}
 	}
