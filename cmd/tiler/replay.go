@@ -17,7 +17,9 @@ func init() { register(newFleetReplayCmd) }
 
 // fleetReplayOptions are the flags of `tiler replay`.
 type fleetReplayOptions struct {
+	workload          string
 	pods, catalog     string
+	traffic, from     string
 	fromDay, hours    float64
 	policies, capType string
 	json              bool
@@ -37,8 +39,11 @@ func newFleetReplayCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFleetReplay(cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.workload, "workload", "alibaba", "alibaba (the GPU trace's arrivals and departures) or diurnal (inference Deployments scaled on a traffic series)")
+	f.StringVar(&o.traffic, "traffic", "testdata/traces/nab/nyc_taxi.csv", "diurnal: traffic series CSV (time, value)")
+	f.StringVar(&o.from, "from", replay.DefaultDiurnalFrom.Format(time.RFC3339), "diurnal: start of the window in the series' time (RFC 3339)")
 	f.StringVar(&o.pods, "pods", envOr("TILER_REPLAY_PODS", benchDefaultPods), "Alibaba openb pod list CSV with creation_time and deletion_time [TILER_REPLAY_PODS]")
-	f.Float64Var(&o.fromDay, "from-day", replay.DefaultAlibabaFrom.Hours()/24, "start of the window, in days of the trace's time")
+	f.Float64Var(&o.fromDay, "from-day", replay.DefaultAlibabaFrom.Hours()/24, "alibaba: start of the window, in days of the trace's time")
 	f.Float64Var(&o.hours, "hours", replay.DefaultAlibabaLength.Hours(), "length of the window, in hours")
 	f.StringVar(&o.catalog, "catalog", "aws-us-east-1", "embedded catalog name or catalog JSON file")
 	f.StringVar(&o.policies, "policies", strings.Join(allReplayPolicies(), ","), "policies to replay, comma-separated")
@@ -88,16 +93,9 @@ func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(o.pods)
+	wl, err := replayWorkload(o)
 	if err != nil {
-		return fmt.Errorf("--pods: %w", err)
-	}
-	defer f.Close()
-	from := time.Duration(o.fromDay * 24 * float64(time.Hour))
-	length := time.Duration(o.hours * float64(time.Hour))
-	wl, err := replay.ReadAlibaba(strings.TrimSuffix(pathBase(o.pods), ".csv"), f, from, length)
-	if err != nil {
-		return fmt.Errorf("--pods: %w", err)
+		return err
 	}
 	cfg := replay.DefaultConfig(cat)
 	cfg.CapacityTypes = caps
@@ -109,6 +107,41 @@ func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
 		return rep.WriteJSON(out)
 	}
 	return rep.WriteTable(out)
+}
+
+// replayWorkload reads the workload the flags name.
+func replayWorkload(o fleetReplayOptions) (*replay.Workload, error) {
+	length := time.Duration(o.hours * float64(time.Hour))
+	switch o.workload {
+	case "alibaba":
+		f, err := os.Open(o.pods)
+		if err != nil {
+			return nil, fmt.Errorf("--pods: %w", err)
+		}
+		defer f.Close()
+		from := time.Duration(o.fromDay * 24 * float64(time.Hour))
+		wl, err := replay.ReadAlibaba(strings.TrimSuffix(pathBase(o.pods), ".csv"), f, from, length)
+		if err != nil {
+			return nil, fmt.Errorf("--pods: %w", err)
+		}
+		return wl, nil
+	case "diurnal":
+		from, err := time.Parse(time.RFC3339, o.from)
+		if err != nil {
+			return nil, fmt.Errorf("--from: %w", err)
+		}
+		f, err := os.Open(o.traffic)
+		if err != nil {
+			return nil, fmt.Errorf("--traffic: %w", err)
+		}
+		defer f.Close()
+		wl, err := replay.ReadDiurnal(strings.TrimSuffix(pathBase(o.traffic), ".csv")+"-diurnal", f, from, length, replay.DefaultDiurnalDeployments)
+		if err != nil {
+			return nil, fmt.Errorf("--traffic: %w", err)
+		}
+		return wl, nil
+	}
+	return nil, fmt.Errorf("--workload: unknown workload %q (want alibaba, diurnal)", o.workload)
 }
 
 // pathBase is the last element of a slash- or OS-separated path.
