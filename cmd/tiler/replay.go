@@ -23,6 +23,7 @@ type fleetReplayOptions struct {
 	fromDay, hours    float64
 	policies, capType string
 	json              bool
+	html              string
 }
 
 func newFleetReplayCmd() *cobra.Command {
@@ -49,6 +50,7 @@ func newFleetReplayCmd() *cobra.Command {
 	f.StringVar(&o.policies, "policies", strings.Join(allReplayPolicies(), ","), "policies to replay, comma-separated")
 	f.StringVar(&o.capType, "capacity-types", string(api.OnDemand), "capacity types every policy buys, comma-separated (spot interruptions are not modelled yet)")
 	f.BoolVar(&o.json, "json", false, "write the report, time series included, as JSON")
+	f.StringVar(&o.html, "html", "", "also write the report as one self-contained HTML file (table, savings, plots over time)")
 	return cmd
 }
 
@@ -103,6 +105,11 @@ func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.html != "" {
+		if err := writeReplayHTML(o.html, rep); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+	}
 	if o.json {
 		return rep.WriteJSON(out)
 	}
@@ -142,6 +149,19 @@ func replayWorkload(o fleetReplayOptions) (*replay.Workload, error) {
 		return wl, nil
 	}
 	return nil, fmt.Errorf("--workload: unknown workload %q (want alibaba, diurnal)", o.workload)
+}
+
+// writeReplayHTML writes the HTML report to path.
+func writeReplayHTML(path string, rep *replay.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteHTML(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // pathBase is the last element of a slash- or OS-separated path.

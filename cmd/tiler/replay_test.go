@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,7 +36,8 @@ func TestReplayCommand(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	out, err = runFleetReplayCmd(t, pods, "--hours=0.5", "--policies=tiler,whole-gpu", "--json")
+	html := filepath.Join(t.TempDir(), "report.html")
+	out, err = runFleetReplayCmd(t, pods, "--hours=0.5", "--policies=tiler,whole-gpu", "--json", "--html="+html)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +51,18 @@ func TestReplayCommand(t *testing.T) {
 	for _, r := range rep.Results {
 		if r.Pods != rep.Pods || r.Cost < rep.Bound.Cost {
 			t.Errorf("%s: %d of %d pods, $%.2f vs bound $%.2f", r.Policy, r.Pods, rep.Pods, r.Cost, rep.Bound.Cost)
+		}
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(page), "<svg"); n != 3 || !strings.Contains(string(page), "Savings of tiler") {
+		t.Errorf("HTML report: %d plots, savings section %v; want 3 plots and the savings", n, strings.Contains(string(page), "Savings of tiler"))
+	}
+	for _, banned := range []string{"<script", "<link", "@import", `src="http`, `href="http`, "url(http"} {
+		if strings.Contains(string(page), banned) {
+			t.Errorf("HTML report loads something (%q); it must be self-contained", banned)
 		}
 	}
 	for args, want := range map[string]string{
