@@ -139,11 +139,12 @@ func (a *accounting) podDone(p *podState, start, now time.Time) {
 // sample records the fleet now.
 func (w *world) sample() {
 	s := Sample{At: w.now.Sub(w.wl.Start), Nodes: len(w.nodes)}
-	for _, n := range w.nodes {
+	for _, name := range w.nodeNames() { // in order: float sums must not depend on map order
+		n := w.nodes[name]
 		s.CostPerHour += n.rec.PricePerHour
 		s.GPUs += n.rec.GPUs
 	}
-	for _, p := range w.live {
+	for _, p := range w.livePods() {
 		s.GPUsNeeded += p.spec.GPUs()
 		if p.obj.Spec.NodeName == "" {
 			s.Pending++
