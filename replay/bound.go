@@ -105,8 +105,10 @@ func ClairvoyantBound(wl *Workload, cfg Config) (*Bound, error) {
 	}
 	b := &Bound{}
 	unplaceable := map[string]bool{}
+	prog := newProgress(cfg, PolicyClairvoyant, wl.Length)
 	for i := 0; i+1 < len(times); i++ {
 		from, to := times[i], times[i+1]
+		prog.at(from)
 		snap := &snapshot.Snapshot{Now: wl.Start.Add(from)}
 		for j := range wl.Pods {
 			if p := &wl.Pods[j]; p.Arrive <= from && p.Depart > from {

@@ -33,6 +33,10 @@ type Config struct {
 	SampleInterval time.Duration
 	// CapacityTypes the policies buy (nil: on-demand only).
 	CapacityTypes []api.CapacityType
+	// Progress, when set, is called with the policy (or PolicyClairvoyant) and the virtual time
+	// reached, at most once per ProgressEvery of virtual time.
+	Progress      func(policy string, reached, total time.Duration)
+	ProgressEvery time.Duration
 }
 
 // DefaultConfig is the replay's defaults on a catalog.
@@ -134,6 +138,7 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 
 	end := wl.Start.Add(wl.Length)
 	ctrl := cfg.Controller
+	prog := newProgress(cfg, pol.Name, wl.Length)
 	nextResync, nextSample := wl.Start, wl.Start
 	nextDisrupt := wl.Start.Add(cfg.ConsolidationInterval)
 	var batchAt time.Time
@@ -153,6 +158,7 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 			break
 		}
 		w.now = t
+		prog.at(t.Sub(wl.Start))
 		changed := false
 		for len(departures) > 0 && !wl.Start.Add(departures[0].spec.Depart).After(t) {
 			w.depart(departures[0])
@@ -199,6 +205,30 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 	}
 	w.now = end
 	return w.finish(), nil
+}
+
+// progress reports the virtual time reached to Config.Progress.
+type progress struct {
+	fn     func(string, time.Duration, time.Duration)
+	policy string
+	every  time.Duration
+	total  time.Duration
+	next   time.Duration
+}
+
+func newProgress(cfg Config, policy string, total time.Duration) *progress {
+	every := cfg.ProgressEvery
+	if every <= 0 {
+		every = time.Hour
+	}
+	return &progress{fn: cfg.Progress, policy: policy, every: every, total: total}
+}
+
+func (p *progress) at(reached time.Duration) {
+	if p.fn != nil && reached >= p.next {
+		p.fn(p.policy, reached, p.total)
+		p.next = reached + p.every
+	}
 }
 
 // earliest is the earliest of t and the non-zero times ts.

@@ -280,3 +280,38 @@ func TestDeterministic(t *testing.T) {
 		t.Errorf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }
+
+// TestProgress: the progress callback sees the virtual time reached grow, spaced at least
+// ProgressEvery apart, within the window, for the policy and for the bound.
+func TestProgress(t *testing.T) {
+	cfg := config(t)
+	wl := &replay.Workload{Name: "p", Start: replay.ReplayEpoch, Length: 3 * time.Hour, Pods: []replay.Pod{
+		{Name: "a", Arrive: 0, Depart: 2 * time.Hour, CPUMilli: 1000, MemoryMiB: 1024},
+		{Name: "b", Arrive: 90 * time.Minute, Depart: 3 * time.Hour, CPUMilli: 1000, MemoryMiB: 1024},
+	}}
+	seen := map[string][]time.Duration{}
+	cfg.ProgressEvery = time.Hour
+	cfg.Progress = func(p string, reached, total time.Duration) {
+		if total != wl.Length {
+			t.Errorf("%s: total %s", p, total)
+		}
+		seen[p] = append(seen[p], reached)
+	}
+	if _, err := replay.Run(wl, policy(t, replay.PolicyTilerNoConsolidation), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.ClairvoyantBound(wl, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{replay.PolicyTilerNoConsolidation, replay.PolicyClairvoyant} {
+		r := seen[p]
+		if len(r) < 2 || r[0] != 0 {
+			t.Errorf("%s: progress %v; want it from 0", p, r)
+		}
+		for i := 1; i < len(r); i++ {
+			if r[i]-r[i-1] < cfg.ProgressEvery || r[i] >= wl.Length {
+				t.Errorf("%s: progress %v; want steps of at least %s within %s", p, r, cfg.ProgressEvery, wl.Length)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/replay"
@@ -101,6 +102,10 @@ func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
 	}
 	cfg := replay.DefaultConfig(cat)
 	cfg.CapacityTypes = caps
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		cfg.Progress, cfg.ProgressEvery = terminalProgress(os.Stderr), 15*time.Minute
+		defer fmt.Fprint(os.Stderr, "\r\033[K")
+	}
 	rep, err := replay.Compare(wl, pols, cfg)
 	if err != nil {
 		return err
@@ -114,6 +119,24 @@ func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
 		return rep.WriteJSON(out)
 	}
 	return rep.WriteTable(out)
+}
+
+// terminalProgress shows on one terminal line the virtual time each policy has reached and the
+// wall time it still needs at its pace so far.
+func terminalProgress(w io.Writer) func(string, time.Duration, time.Duration) {
+	var policy string
+	var start time.Time
+	return func(p string, reached, total time.Duration) {
+		if p != policy {
+			policy, start = p, time.Now()
+		}
+		eta := "?"
+		if reached > 0 {
+			left := time.Duration(float64(time.Since(start)) * float64(total-reached) / float64(reached))
+			eta = left.Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "\r\033[K%s: %s of %s simulated, ETA %s", p, reached.Round(time.Minute), total, eta)
+	}
 }
 
 // replayWorkload reads the workload the flags name.
