@@ -27,7 +27,7 @@ func BenchmarkReplayAlibabaDay(b *testing.B) {
 // BenchmarkReplayDiurnalDay replays workload 2's default day (the NYC taxi series driving the
 // default Deployments) under tiler.
 func BenchmarkReplayDiurnalDay(b *testing.B) {
-	f, err := os.Open("../testdata/traces/nab/nyc_taxi.csv")
+	f, err := os.Open("../testdata/traces/tune/nab/nyc_taxi.csv")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestDiurnalScales(t *testing.T) {
 // TestDiurnalDefaultDay: the default day of the NYC taxi series replays under tiler with every
 // pod accounted for and a cost above the clairvoyant bound (a short window keeps the test quick).
 func TestDiurnalDefaultDay(t *testing.T) {
-	f, err := os.Open("../testdata/traces/nab/nyc_taxi.csv")
+	f, err := os.Open("../testdata/traces/tune/nab/nyc_taxi.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

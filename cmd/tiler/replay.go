@@ -42,7 +42,7 @@ func newFleetReplayCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.workload, "workload", "alibaba", "alibaba (the GPU trace's arrivals and departures) or diurnal (inference Deployments scaled on a traffic series)")
-	f.StringVar(&o.traffic, "traffic", "testdata/traces/nab/nyc_taxi.csv", "diurnal: traffic series CSV (time, value)")
+	f.StringVar(&o.traffic, "traffic", "testdata/traces/tune/nab/nyc_taxi.csv", "diurnal: traffic series CSV (time, value)")
 	f.StringVar(&o.from, "from", replay.DefaultDiurnalFrom.Format(time.RFC3339), "diurnal: start of the window in the series' time (RFC 3339)")
 	f.StringVar(&o.pods, "pods", envOr("TILER_REPLAY_PODS", benchDefaultPods), "Alibaba openb pod list CSV with creation_time and deletion_time [TILER_REPLAY_PODS]")
 	f.Float64Var(&o.fromDay, "from-day", replay.DefaultAlibabaFrom.Hours()/24, "alibaba: start of the window, in days of the trace's time")
