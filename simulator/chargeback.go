@@ -31,14 +31,6 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 	if snap == nil || cat == nil {
 		return nil, fmt.Errorf("chargeback: the snapshot and the catalog are required")
 	}
-	types := typesByLabel(cat)
-	pods := map[string][]*corev1.Pod{}
-	for _, p := range snap.Pods {
-		if p.Spec.NodeName != "" && snapshot.IsActive(p) {
-			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], p)
-		}
-	}
-	claimed := claimShares(snap)
 	type key struct {
 		ns, pool string
 		ct       api.CapacityType
@@ -54,37 +46,26 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 		return l
 	}
 	r := &api.CostReport{Unpriced: []string{}, Lines: []api.CostLine{}}
-	for _, n := range snap.Nodes {
-		np := priceNode(types, cat, n)
+	nodeCosts(snap, cat, func(n *corev1.Node, np nodePrice, pods []*corev1.Pod, costs, gpus []float64) {
 		if np.price <= 0 {
 			r.Unpriced = append(r.Unpriced, n.Name)
-			continue
+			return
 		}
 		pool := n.Labels[api.LabelPool]
 		if pool == "" {
 			pool = UnmanagedPool
 		}
 		ct := np.offering.CapacityType
-		shares, gpus := podShares(n, pods[n.Name], claimed[n.Name], np)
-		total := 0.0
-		for _, s := range shares {
-			total += s
-		}
-		scale := 1.0
-		if total > 1 {
-			scale = 1 / total
-		}
 		taken := 0.0
-		for i, p := range pods[n.Name] {
-			cost := np.price * shares[i] * scale
-			if shares[i] == 0 {
+		for i, p := range pods {
+			if costs[i] == 0 {
 				continue
 			}
 			l := line(key{ns: p.Namespace, pool: pool, ct: ct})
-			l.CostPerHour += cost
+			l.CostPerHour += costs[i]
 			l.Pods++
 			l.GPUs += gpus[i]
-			taken += cost
+			taken += costs[i]
 		}
 		if idle := np.price - taken; idle > 0 {
 			line(key{pool: pool, ct: ct, idle: true}).CostPerHour += idle
@@ -92,7 +73,7 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 		}
 		r.CostPerHour += np.price
 		r.Nodes++
-	}
+	})
 	for _, l := range lines {
 		r.Lines = append(r.Lines, *l)
 	}
@@ -111,6 +92,42 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 	})
 	sort.Strings(r.Unpriced)
 	return r, nil
+}
+
+// nodeCosts calls fn for every node of the snapshot, in order, with its price, its active pods and
+// the $/h and GPUs each pod takes of it (Chargeback's rule: shares of the scarcest resource, scaled
+// to the node when they exceed it). An unpriced node (np.price 0) comes with zero costs.
+func nodeCosts(snap *snapshot.Snapshot, cat *catalog.Catalog, fn func(n *corev1.Node, np nodePrice, pods []*corev1.Pod, costs, gpus []float64)) {
+	types := typesByLabel(cat)
+	pods := map[string][]*corev1.Pod{}
+	for _, p := range snap.Pods {
+		if p.Spec.NodeName != "" && snapshot.IsActive(p) {
+			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], p)
+		}
+	}
+	claimed := claimShares(snap)
+	for _, n := range snap.Nodes {
+		np := priceNode(types, cat, n)
+		on := pods[n.Name]
+		costs := make([]float64, len(on))
+		if np.price <= 0 {
+			fn(n, np, on, costs, make([]float64, len(on)))
+			continue
+		}
+		shares, gpus := podShares(n, on, claimed[n.Name], np)
+		total := 0.0
+		for _, s := range shares {
+			total += s
+		}
+		scale := 1.0
+		if total > 1 {
+			scale = 1 / total
+		}
+		for i := range on {
+			costs[i] = np.price * shares[i] * scale
+		}
+		fn(n, np, on, costs, gpus)
+	}
 }
 
 // podShares returns, for each pod on the node, the share of the node it takes and the GPUs it
