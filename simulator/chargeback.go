@@ -9,6 +9,7 @@ import (
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
@@ -27,10 +28,21 @@ const UnmanagedPool = "(unmanaged)"
 // What the pods do not take is the idle line of the node's pool and capacity type. When the
 // pods' shares exceed the node (requests over allocatable), they are scaled to it. The lines add
 // up to CostPerHour.
-func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport, error) {
+//
+// With a policy that has teams, every namespace line carries its namespace's team (policy teams,
+// namespaces by name or by the labels of the snapshot's Namespace objects; "" for a namespace in
+// none) and the report sums the lines per team (CostReport.Teams). A namespace two teams claim is
+// an error.
+func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog, pol *policy.CostPolicy) (*api.CostReport, error) {
 	if snap == nil || cat == nil {
 		return nil, fmt.Errorf("chargeback: the snapshot and the catalog are required")
 	}
+	if pol != nil {
+		if err := pol.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	teams := newTeamIndex(pol, snap)
 	type key struct {
 		ns, pool string
 		ct       api.CapacityType
@@ -44,6 +56,17 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 		l := &api.CostLine{Namespace: k.ns, Idle: k.idle, Pool: k.pool, CapacityType: k.ct}
 		lines[k] = l
 		return l
+	}
+	var teamErr error
+	teamOf := func(ns string) string {
+		t, err := teams.of(ns)
+		if err != nil && teamErr == nil {
+			teamErr = err
+		}
+		if t == nil {
+			return ""
+		}
+		return t.Name
 	}
 	r := &api.CostReport{Unpriced: []string{}, Lines: []api.CostLine{}}
 	nodeCosts(snap, cat, func(n *corev1.Node, np nodePrice, pods []*corev1.Pod, costs, gpus []float64) {
@@ -62,6 +85,7 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 				continue
 			}
 			l := line(key{ns: p.Namespace, pool: pool, ct: ct})
+			l.Team = teamOf(p.Namespace)
 			l.CostPerHour += costs[i]
 			l.Pods++
 			l.GPUs += gpus[i]
@@ -74,9 +98,37 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 		r.CostPerHour += np.price
 		r.Nodes++
 	})
+	if teamErr != nil {
+		return nil, fmt.Errorf("chargeback: %w", teamErr)
+	}
+	byTeam := map[string]*api.TeamCost{}
+	if teams != nil {
+		r.Teams = []api.TeamCost{}
+	}
 	for _, l := range lines {
 		r.Lines = append(r.Lines, *l)
+		if teams == nil || l.Idle {
+			continue
+		}
+		tc := byTeam[l.Team]
+		if tc == nil {
+			tc = &api.TeamCost{Team: l.Team}
+			byTeam[l.Team] = tc
+		}
+		tc.CostPerHour += l.CostPerHour
+		tc.Pods += l.Pods
+		tc.GPUs += l.GPUs
 	}
+	for _, tc := range byTeam {
+		r.Teams = append(r.Teams, *tc)
+	}
+	sort.Slice(r.Teams, func(i, j int) bool {
+		a, b := r.Teams[i].Team, r.Teams[j].Team
+		if (a == "") != (b == "") {
+			return b == "" // namespaces without a team last
+		}
+		return a < b
+	})
 	sort.Slice(r.Lines, func(i, j int) bool {
 		a, b := r.Lines[i], r.Lines[j]
 		if a.Idle != b.Idle {

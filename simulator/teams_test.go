@@ -151,7 +151,7 @@ func teamCost(t *testing.T, snap *snapshot.Snapshot, plan *api.Plan, cat *catalo
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := simulator.Chargeback(bound, cat)
+	r, err := simulator.Chargeback(bound, cat, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
