@@ -252,6 +252,9 @@ func simulateAdmitted(in Input) (*api.Plan, error) {
 		return nil, err
 	}
 	in.Policy = pol
+	// Placeholder pods hold room the scheduler preempts for real pods: they count against no
+	// limit, as the simulation leaves them out.
+	in.Snapshot = withoutPlaceholders(in.Snapshot)
 	a, err := newAdmission(in, pol)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package simulator_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,6 +102,20 @@ func TestTeamGPULimit(t *testing.T) {
 	}
 	if r.Code != api.TeamLimitExceeded || !strings.Contains(r.Reason, "team research is at its limit limits.gpus 3: 3 GPUs in use or planned, the pod requests 1") {
 		t.Errorf("lab/low: %+v", r)
+	}
+	// Placeholders (bound or pending) count against no limit: the same pods are planned and
+	// reported. (simtest.Check does not know placeholders, so this plan is compared, not checked.)
+	withPH := *snap
+	withPH.Pods = append(slices.Clone(snap.Pods),
+		simtest.Pod("held").Namespace("lab").GPU(1).Label(api.LabelPlaceholder, "x").On("g6-1").Obj(),
+		simtest.Pod("ahead").Namespace("lab").GPU(1).Label(api.LabelPlaceholder, "x").Priority(100).Obj())
+	planPH, err := simulator.Simulate(simulator.Input{Snapshot: &withPH, Catalog: cat, Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodesPH, reasonsPH := teamPlacement(planPH)
+	if len(nodesPH) != len(nodes) || len(reasonsPH) != 1 || reasonsPH["lab/low"] != r {
+		t.Errorf("with placeholders: placed %v, reported %v; want %v and only lab/low", nodesPH, reasonsPH, nodes)
 	}
 	// Without the limit all three are planned: the limit is what stops the third.
 	pol.Teams[0].Limits.GPUs = nil
