@@ -1,6 +1,7 @@
 package simulator_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -324,5 +325,80 @@ func TestTeamSelector(t *testing.T) {
 	_, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
 	if err == nil || !strings.Contains(err.Error(), `namespace "chat" belongs to several teams`) {
 		t.Errorf("namespace in two teams: %v", err)
+	}
+}
+
+// TestTeamLimitsHoldRandom: on random snapshots whose pods are dealt to two limited teams and a
+// free namespace, the independent checker passes, a team's planned and running GPUs stay within
+// limits.gpus, and a team over its $/h or node limit after the plan (measured by binding the plan
+// and running Chargeback) has none of its pods on a new node: nothing was bought for it.
+func TestTeamLimitsHoldRandom(t *testing.T) {
+	cat := teamCatalog(t)
+	pol := policy.Default()
+	pol.Teams = []policy.Team{
+		{Name: "t1", Namespaces: []string{"t1"}, Limits: policy.TeamLimits{GPUs: intp(2), MaxPricePerHour: 0.4}},
+		{Name: "t2", Namespaces: []string{"t2"}, Pools: []string{"default"}, Limits: policy.TeamLimits{MaxNodes: 2}},
+	}
+	seeds := 25
+	if testing.Short() {
+		seeds = 8
+	}
+	for seed := 1; seed <= seeds; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			snap := simtest.RandomSnapshot(uint64(seed), 10+seed%30)
+			for i, p := range snap.Pods {
+				if p.Spec.NodeName == "" {
+					p.Namespace = []string{"t1", "t2", "free"}[i%3]
+				}
+			}
+			plan := teamSimulate(t, snap, cat, pol)
+			nodes, reasons := teamPlacement(plan)
+			newNode := map[string]bool{}
+			for _, n := range plan.NewNodes {
+				newNode[n.Name] = true
+				for _, p := range n.Pods {
+					if strings.HasPrefix(p, "t2/") && n.Pool != "default" {
+						t.Errorf("%s bought in pool %s, team t2 may use default only", p, n.Pool)
+					}
+				}
+			}
+			gpus := int64(0)
+			onNew := map[string]int{}
+			for _, p := range snap.Pods {
+				k := p.Namespace + "/" + p.Name
+				if nodes[k] != "" || p.Spec.NodeName != "" {
+					if p.Namespace == "t1" {
+						for _, c := range p.Spec.Containers {
+							gpus += c.Resources.Requests.Name(api.ResourceGPU, resource.DecimalSI).Value()
+						}
+					}
+					if newNode[nodes[k]] {
+						onNew[p.Namespace]++
+					}
+				}
+				if r, ok := reasons[k]; ok && r.Code == api.TeamLimitExceeded && p.Namespace == "free" {
+					t.Errorf("%s has no team but is reported %+v", k, r)
+				}
+			}
+			if gpus > 2 {
+				t.Errorf("team t1 holds %d GPUs, limit 2", gpus)
+			}
+			bound, err := simtest.Bind(snap, plan, cat, dNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := teamCost(t, snap, plan, cat, "t1"); c > 0.4+1e-9 && onNew["t1"] > 0 {
+				t.Errorf("team t1 at $%.4f/h over its $0.4/h with %d pods on new nodes", c, onNew["t1"])
+			}
+			held := map[string]bool{}
+			for _, p := range bound.Pods {
+				if p.Namespace == "t2" && p.Spec.NodeName != "" {
+					held[p.Spec.NodeName] = true
+				}
+			}
+			if len(held) > 2 && onNew["t2"] > 0 {
+				t.Errorf("team t2 on %d nodes, limit 2, with %d pods on new nodes", len(held), onNew["t2"])
+			}
+		})
 	}
 }
