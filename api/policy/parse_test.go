@@ -55,6 +55,13 @@ func TestBadPolicies(t *testing.T) {
 		"disruption-schedule.bad.yaml":             `pools[0].disruption.budgets[0].schedule: "61 * * * *": end of range (61) above maximum (59)`,
 		"disruption-threshold.bad.yaml":            "pools[0].disruption.savingsThreshold: 1.5 must be between 0 and 1",
 		"disruption-unknown-field.bad.yaml":        `unknown field "pools[0].disruption.consolidateAfterr"`,
+		"team-namespace-twice.bad.yaml":            `teams[1].namespaces[1] "chat" already belongs to team "a" (teams[0])`,
+		"team-unknown-pool.bad.yaml":               `teams[0].pools[0] "gpu" is not a pool of the policy`,
+		"team-negative-gpus.bad.yaml":              "teams[0].limits.gpus must not be negative",
+		"team-mig-profile.bad.yaml":                `teams[0].limits.migProfiles: "big-slice" is not a MIG profile`,
+		"team-unknown-field.bad.yaml":              `unknown field "teams[0].limits.maxGPUs"`,
+		"team-no-namespaces.bad.yaml":              `teams[0].namespaces: team "a" needs namespaces or a namespaceSelector`,
+		"team-selector.bad.yaml":                   `teams[0].namespaceSelector: "Within" is not a valid label selector operator`,
 		"disruption-consolidate-after.bad.yaml":    `cannot unmarshal duration "ten minutes" (want e.g. 10m, 1h30m) into Go struct field Disruption.pools.disruption.consolidateAfter`,
 	}
 	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
