@@ -372,12 +372,13 @@ func (s *state) withinLimits(pl *poolInfo, n *simNode, cands []*offering) bool {
 	} else {
 		nodes++
 	}
+	// A nil limit is none; 0 allows nothing (policy.Limits).
 	l := pl.Limits
 	switch {
-	case l.MaxNodes > 0 && nodes > l.MaxNodes,
-		l.MaxVCPU > 0 && vcpu > l.MaxVCPU,
+	case l.MaxNodes != nil && nodes > *l.MaxNodes,
+		l.MaxVCPU != nil && vcpu > *l.MaxVCPU,
 		l.MaxGPUs != nil && gpus > *l.MaxGPUs,
-		l.MaxPricePerHour > 0 && pl.price+delta > l.MaxPricePerHour+1e-9,
+		l.MaxPricePerHour != nil && pl.price+delta > *l.MaxPricePerHour+1e-9,
 		s.in.Policy.Budget != nil && s.budget+delta > s.in.Policy.Budget.MaxPricePerHour+1e-9:
 		return false
 	}
