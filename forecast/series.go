@@ -27,6 +27,11 @@ type Series struct {
 	Values []float64
 }
 
+// MaxPoints bounds the grid of a series (16 bytes a point while it is built): 194 days at one
+// point a second, 32 years at one a minute. Samples a century apart at the step of two close ones
+// would ask for billions (gigabytes).
+const MaxPoints = 1 << 24
+
 // ErrNoSamples is returned when a series is built from no samples.
 var ErrNoSamples = errors.New("no samples")
 
@@ -46,7 +51,13 @@ func NewSeries(samples []Sample, step time.Duration) (Series, error) {
 		}
 	}
 	start := samples[0].Time.Truncate(step)
-	n := int(samples[len(samples)-1].Time.Sub(start)/step) + 1
+	span := samples[len(samples)-1].Time.Sub(start)
+	if span == math.MaxInt64 || span/step >= MaxPoints {
+		// Sub saturates past 292 years; either way the grid would not fit in memory.
+		return Series{}, fmt.Errorf("the samples span %s to %s: at a step of %s that is more than %d grid points",
+			samples[0].Time.Format(time.RFC3339), samples[len(samples)-1].Time.Format(time.RFC3339), step, MaxPoints)
+	}
+	n := int(span/step) + 1
 	sum := make([]float64, n)
 	count := make([]int, n)
 	for _, s := range samples {
