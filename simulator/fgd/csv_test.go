@@ -58,7 +58,7 @@ func TestParseErrors(t *testing.T) {
 		{"fractional multi-GPU", false, podHeader + "p0,1,1,2,500,\n", "line 2, column 10 (gpu_milli): a 2-GPU request must ask for whole GPUs"},
 		{"too many GPUs", false, podHeader + "p0,1,1,17,1000,\n", "line 2, column 8 (num_gpu): num_gpu 17 exceeds 16"},
 		{"empty name", false, podHeader + ",1,1,0,0,\n", "line 2, column 1 (name): empty pod name"},
-		{"missing column", false, "name,cpu_milli\np0,1\n", `line 1, column 1: header lacks column "memory_mib"`},
+		{"missing column", false, "name,cpu_milli\np0,1\n", `line 1, column 1: header lacks column "num_gpu"`},
 		{"empty file", false, "", "line 1, column 1: empty file"},
 		{"ragged row", false, podHeader + "p0,1,1\n", "record on line 2: wrong number of fields"},
 		{"gpu node without model", true, nodeHeader + "n0,1,1,2,\n", "line 2, column 10 (model): node with 2 GPUs has no GPU model"},
