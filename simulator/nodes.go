@@ -51,6 +51,8 @@ type simNode struct {
 	compatBySig map[int]bool
 	compatCands **offering
 	compatLen   int
+	// ports are the host ports its pods bind (countPod keeps them).
+	ports portSet
 }
 
 // domain returns the node's value of a topology key, and false when the node has none yet (a
@@ -216,6 +218,7 @@ func (s *state) applyDaemonSets() {
 			p.Namespace = ds.Namespace
 			if podMatchesNode(p, o.node) {
 				o.alloc.sub(s.dims.grow(s.dims.fromList(podRequests(p), false)))
+				o.dsPorts = o.dsPorts.add(podHostPorts(p), 1)
 			}
 		}
 	}

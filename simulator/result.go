@@ -48,7 +48,7 @@ func (s *state) buildPlan() *api.Plan {
 	sort.Slice(p.ExistingNodes, func(i, j int) bool { return p.ExistingNodes[i].Name < p.ExistingNodes[j].Name })
 	sort.Slice(p.Unschedulable, func(i, j int) bool { return p.Unschedulable[i].Pod < p.Unschedulable[j].Pod })
 	p.CostPerHour = round6(p.CostPerHour)
-	p.LowerBoundPerHour = round6(math.Min(s.lowerBound(), p.CostPerHour))
+	p.LowerBoundPerHour = round6(math.Min(math.Max(s.lowerBound(), s.minNodesBound()), p.CostPerHour))
 	p.Warnings = s.warnings
 	return p
 }
