@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
@@ -62,7 +63,13 @@ type Controller struct {
 	nominations *nominationWatch
 	// reservations adds reservation tolerations to planned pods and ends reservations.
 	reservations *reservationWatch
+	// synced is set once Start has seen every informer cache sync (Synced).
+	synced atomic.Bool
 }
+
+// Synced reports whether the controller's informer caches have synced: before, it knows nothing
+// of the cluster (an unreachable API server keeps it so), and `tiler run` answers /readyz 503.
+func (c *Controller) Synced() bool { return c.synced.Load() }
 
 // Prescaler turns forecasts into reservations: pending pods that do not exist yet, planned like
 // real ones so that capacity is bought ahead of load.
@@ -172,7 +179,11 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 	}
 	c.reservations.start(ctx)
-	return c.nominations.start(ctx)
+	if err := c.nominations.start(ctx); err != nil {
+		return err
+	}
+	c.synced.Store(true)
+	return nil
 }
 
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
