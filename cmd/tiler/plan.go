@@ -58,6 +58,11 @@ func runPlan(w io.Writer, o planOptions) error {
 	if err != nil {
 		return err
 	}
+	if pol != nil {
+		if err := simulator.CheckPolicy(cat, pol); err != nil {
+			return fmt.Errorf("%s: %w", o.policy, err)
+		}
+	}
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol,
 		Options: simulator.Options{Seed: o.seed}})
 	if err != nil {
@@ -94,7 +99,11 @@ func loadCatalog(nameOrFile string) (*catalog.Catalog, error) {
 			return nil, err
 		}
 		defer f.Close()
-		return catalog.Decode(f)
+		cat, err := catalog.Decode(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", nameOrFile, err)
+		}
+		return cat, nil
 	}
 	return catalog.Embedded(nameOrFile)
 }
