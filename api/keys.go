@@ -43,15 +43,36 @@ const (
 	LabelPlaceholder = "tiler.dev/placeholder"
 	// AnnotationPlaceholderWorkload holds a placeholder's workload key (Kind/namespace/name).
 	AnnotationPlaceholderWorkload = "tiler.dev/workload"
-	// LabelReservation marks the virtual pods the pre-scaler plans for replicas a forecast
-	// expects; its value names the workload. They never reach the API server.
-	LabelReservation = "tiler.dev/reservation"
+	// LabelForecastDemand marks the expected pods: the virtual pods the pre-scaler plans for
+	// replicas a forecast expects beyond the current ones; its value names the workload. They
+	// never reach the API server.
+	LabelForecastDemand = "tiler.dev/forecast-demand"
 	// AnnotationNominatedBy marks pods whose status.nominatedNodeName Tiler set (to the node it
 	// bought for them), so they are told apart from the scheduler's preemption nominations.
 	AnnotationNominatedBy = "tiler.dev/nominated-by"
 	// AnnotationNominatedNode records the node Tiler nominated a pod for, next to
 	// AnnotationNominatedBy, so that a nominatedNodeName the scheduler set since is told apart.
 	AnnotationNominatedNode = "tiler.dev/nominated-node"
+)
+
+// Annotations that govern disruption (simulator.PlanDisruption): what may be drained and when.
+const (
+	// AnnotationDoNotDisrupt set to "true" on a pod keeps its node; on a node, keeps the node.
+	AnnotationDoNotDisrupt = "tiler.dev/do-not-disrupt"
+	// AnnotationKarpenterDoNotDisrupt is Karpenter's equivalent of AnnotationDoNotDisrupt, honoured
+	// the same way on pods and nodes so that workloads written for Karpenter keep their meaning.
+	AnnotationKarpenterDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+	// AnnotationSafeToEvict is the Cluster Autoscaler's pod annotation: "false" keeps the pod's
+	// node; "true" lets a pod be moved although it has local storage or no controller.
+	AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+	// AnnotationScaleDownDisabled is the Cluster Autoscaler's node annotation: "true" keeps the
+	// node.
+	AnnotationScaleDownDisabled = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+	// AnnotationCandidateSince is set by the controller on a node the disruption plan lists as a
+	// candidate (RFC 3339 time it first was one) and removed when it stops being one. It lives in
+	// the cluster, so the wait a node must be a candidate for (the pool's consolidateAfter)
+	// survives restarts and leader changes.
+	AnnotationCandidateSince = "tiler.dev/disruption-candidate-since"
 )
 
 // LabelCostPolicy marks the ConfigMaps that hold cost policies for the controller.

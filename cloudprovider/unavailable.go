@@ -88,9 +88,18 @@ func (u *UnavailableOfferings) List() []UnavailableEntry {
 // set, so that one call per planning cycle brings the plan's catalog up to date without touching
 // the shared one. Marks c already has are kept.
 func (u *UnavailableOfferings) Apply(c *catalog.Catalog) (*catalog.Catalog, int) {
+	return MarkCatalog(c, u.List(), u.clock.Now())
+}
+
+// MarkCatalog returns a copy of c with Unavailable set on the offerings of the entries still
+// unavailable at now, and how many it set; marks c already has are kept. It is Apply over a list
+// of entries, for a decision made on a copy of them (the controller's Decide).
+func MarkCatalog(c *catalog.Catalog, entries []UnavailableEntry, now time.Time) (*catalog.Catalog, int) {
 	live := map[api.Offering]bool{}
-	for _, e := range u.List() {
-		live[e.Offering] = true
+	for _, e := range entries {
+		if now.Before(e.Until) {
+			live[e.Offering] = true
+		}
 	}
 	out := c.Clone()
 	n := 0

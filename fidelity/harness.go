@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
 )
@@ -169,8 +170,8 @@ func (r *run) run(ctx context.Context) error {
 	cfg.ClusterName, cfg.Namespace, cfg.Catalog = r.id, ControllerNamespace, r.sc.Catalog
 	cfg.Nominate, cfg.Reserve = r.mode.Nominate(), r.mode.Reserve()
 	cfg.RegistrationTimeout, cfg.EmptyNodeTTL = 5*time.Minute, time.Hour
-	ctrl, err := provisioner.New(cfg, h.kube, r.cloud, cat, clock.RealClock{}, h.log.With(zap.String("run", r.id)),
-		provisioner.NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: h.kube, Provider: r.cloud, Catalog: cat, Clock: clock.RealClock{},
+		Logger: h.log.With(zap.String("run", r.id)), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)
 	}
@@ -428,7 +429,7 @@ func later(a, b time.Time) time.Time {
 func (r *run) nodesUp(ctx context.Context, launched []string) bool {
 	for _, name := range launched {
 		n, err := r.h.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil || !isReady(n) {
+		if err != nil || !snapshot.IsNodeReady(n) {
 			return false
 		}
 		if n.Labels[api.LabelGPUCount] != "" && !hasGPUResources(n) {
@@ -516,15 +517,6 @@ func podName(key string) string {
 		return key[i+1:]
 	}
 	return key
-}
-
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func hasGPUResources(n *corev1.Node) bool {

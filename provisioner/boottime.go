@@ -4,8 +4,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // bootSamples is how many recent boots per pool the observed boot time is the median of.
@@ -46,25 +44,17 @@ func (b *bootTimes) median(pool string) (time.Duration, bool) {
 }
 
 // ObservedBootTime is the median time from launch to Ready of the pool's recent launches, and
-// false until one has been seen. The
-// pre-scaler derives its default lead time from it (ForecastPrescaler.SetBootTimes).
+// false until one has been seen. The pre-scaler derives its default lead time from it
+// (prescale.ForecastPrescaler.SetBootTimes).
 func (c *Controller) ObservedBootTime(pool string) (time.Duration, bool) {
 	return c.boot.median(pool)
 }
 
-// observeBoot records a launch's boot time when its node is first seen usable: from the record's
-// creation to the Ready condition's transition (or now, when that is older than the launch).
-func (c *Controller) observeBoot(r LaunchRecord, n *corev1.Node, now time.Time) {
-	at := now
-	for _, cond := range n.Status.Conditions {
-		if t := cond.LastTransitionTime.Time; cond.Type == corev1.NodeReady && t.After(r.CreatedAt) && !t.After(now) {
-			at = t
-		}
-	}
-	d := at.Sub(r.CreatedAt)
+// recordBoot records a boot time of the pool (0: unknown, not recorded).
+func (c *Controller) recordBoot(pool string, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	c.boot.observe(r.Pool, d)
-	c.metrics.NodeBoot.WithLabelValues(r.Pool).Observe(d.Seconds())
+	c.boot.observe(pool, d)
+	c.metrics.NodeBoot.WithLabelValues(pool).Observe(d.Seconds())
 }

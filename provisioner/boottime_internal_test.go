@@ -38,7 +38,7 @@ func TestObserveBootUsesReadyTransition(t *testing.T) {
 	created := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
 	n := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady,
 		Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created.Add(3*time.Minute + 30*time.Second))}}}}
-	c.observeBoot(LaunchRecord{Pool: "gpu", CreatedAt: created}, n, created.Add(10*time.Minute))
+	c.recordBoot("gpu", bootTime(LaunchRecord{Pool: "gpu", CreatedAt: created}, n, created.Add(10*time.Minute)))
 	if d, ok := c.ObservedBootTime("gpu"); !ok || d != 210*time.Second {
 		t.Errorf("observed %s %v, want 3m30s from the Ready transition", d, ok)
 	}

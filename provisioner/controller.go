@@ -2,11 +2,13 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tiler-dev/tiler/api"
 
 	"go.uber.org/zap"
@@ -26,42 +28,49 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// Controller is the provisioner. Build it with New, then call Run (or, in tests, Reconcile).
+// Controller is the provisioner. Build it with New, then call Run (or, in tests, Start and
+// Reconcile).
 type Controller struct {
-	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
-	// Debug); only Reconcile, which runs one batch at a time, touches it.
-	placeholderErr string
-	cfg            Config
-	kube           kubernetes.Interface
-	provider       cloudprovider.Provider
-	clock          clock.WithTicker
-	log            *zap.Logger
-	metrics        *Metrics
-	recorder       record.EventRecorder
-	factory        informers.SharedInformerFactory
-	policyInf      informers.SharedInformerFactory
-	catalog        *catalog.Catalog
-	records        *recordStore
-	unavailable    *cloudprovider.UnavailableOfferings
+	cfg         Config
+	kube        kubernetes.Interface
+	provider    cloudprovider.Provider
+	clock       clock.WithTicker
+	log         *zap.Logger
+	metrics     *Metrics
+	recorder    record.EventRecorder
+	factory     informers.SharedInformerFactory
+	policyInf   informers.SharedInformerFactory
+	catalog     *catalog.Catalog
+	records     *recordStore
+	unavailable *cloudprovider.UnavailableOfferings
 
-	mu         sync.Mutex
-	policy     *policy.CostPolicy // last valid policy; nil means the default
-	policyRV   map[string]string  // ConfigMap resourceVersion already judged
-	emptySince map[string]time.Time
-	announced  map[string]bool
-	boot       *bootTimes // launch-to-Ready times per pool (boottime.go)
-	batches    int
-	trigger    chan struct{}
+	mu       sync.Mutex
+	policy   *policy.CostPolicy // last valid policy; nil means the default
+	policyRV map[string]string  // ConfigMap resourceVersion already judged
+	boot     *bootTimes         // launch-to-Ready times per pool (boottime.go)
+	trigger  chan struct{}
+
+	// batchMu serialises batches; it guards memory and placeholderErr.
+	batchMu sync.Mutex
+	// memory is what decisions carry from batch to batch (Decide).
+	memory *Memory
+	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
+	// Debug).
+	placeholderErr string
 
 	// catalogSource, when set, supplies each batch's catalog (live prices).
 	catalogSource func() *catalog.Catalog
 	// interruptions, when set, delivers the cloud's interruption notices.
 	interruptions cloudprovider.InterruptionSource
-	// prescaler, when set, adds capacity reservations (pods the forecast expects) to each batch.
+	// prescaler, when set, adds the pods forecasts expect (forecast demand) to each batch.
 	prescaler Prescaler
-	// nominations keeps the nominations of planned pods in force between batches.
+	// onBatch, when set, sees every batch (Options.OnBatch).
+	onBatch func(State, *Result)
+	// nominations keeps the nominations of planned pods in force between batches; nil when
+	// Config.Nominate is off.
 	nominations *nominationWatch
-	// reservations adds reservation tolerations to planned pods and ends reservations.
+	// reservations adds node-reservation tolerations to planned pods and ends node reservations;
+	// nil when Config.Reserve is off.
 	reservations *reservationWatch
 	// synced is set once Start has seen every informer cache sync (Synced).
 	synced atomic.Bool
@@ -71,17 +80,24 @@ type Controller struct {
 // of the cluster (an unreachable API server keeps it so), and `tiler run` answers /readyz 503.
 func (c *Controller) Synced() bool { return c.synced.Load() }
 
-// Prescaler turns forecasts into reservations: pending pods that do not exist yet, planned like
-// real ones so that capacity is bought ahead of load.
+// Prescaler turns forecasts into forecast demand: expected pods, pending pods that do not exist
+// yet, planned like real ones so that capacity is bought ahead of load. The forecast pre-scaler
+// (package prescale) implements it.
 type Prescaler interface {
-	// Reservations returns the pods to plan in addition to the real pending ones. It is called once
-	// per batch with the cluster's current pods; an error skips pre-scaling for this batch only.
-	Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error)
+	// ExpectedPods returns the pods to plan in addition to the real pending ones. It is called
+	// once per batch with the cluster's current pods; an error skips pre-scaling for this batch
+	// only.
+	ExpectedPods(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error)
 }
 
-// SetCatalogSource makes each batch read its catalog from fn (live prices from a
-// pricing.Refresher) instead of the catalog given to New.
-func (c *Controller) SetCatalogSource(fn func() *catalog.Catalog) { c.catalogSource = fn }
+// ExpectedPodsHolder is implemented by a Prescaler that remembers the expected pods it returned
+// last. Housekeeping does not count a managed node as empty while a plan of those pods puts one
+// on it: the node is kept for the forecast (forecast_keep.go), so capacity bought ahead stays
+// while the forecast still wants it.
+type ExpectedPodsHolder interface {
+	// LastExpectedPods returns (copies of) the expected pods of the last ExpectedPods call.
+	LastExpectedPods() []*corev1.Pod
+}
 
 // currentCatalog returns the catalog of this batch.
 func (c *Controller) currentCatalog() *catalog.Catalog {
@@ -93,31 +109,81 @@ func (c *Controller) currentCatalog() *catalog.Catalog {
 	return c.catalog
 }
 
-// SetPrescaler installs the forecast-driven pre-scaler (call before Run).
-func (c *Controller) SetPrescaler(p Prescaler) { c.prescaler = p }
+// Options are what a Controller is built from: its configuration and every dependency, so that
+// a controller is complete once New returns.
+type Options struct {
+	// Config tunes the controller; it is validated by New.
+	Config Config
+	// Kube is the API server's client. Required.
+	Kube kubernetes.Interface
+	// Provider launches and deletes the cloud's instances. Required.
+	Provider cloudprovider.Provider
+	// Catalog is the catalog to buy from, prices applied. Required.
+	Catalog *catalog.Catalog
+	// CatalogSource, when set, supplies each batch's catalog (live prices from a
+	// pricing.Refresher); a nil answer falls back to Catalog.
+	CatalogSource func() *catalog.Catalog
+	// Clock is the controller's time; nil means the real clock.
+	Clock clock.WithTicker
+	// Logger receives the controller's logs; nil means none.
+	Logger *zap.Logger
+	// Metrics are the controller's metrics; nil means metrics of its own, registered nowhere.
+	Metrics *Metrics
+	// Interruptions, when set, delivers the cloud's interruption notices (spot interruption
+	// warnings, rebalance recommendations, state changes, GCP preemptions).
+	Interruptions cloudprovider.InterruptionSource
+	// Prescaler, when set, adds the pods forecasts expect to each batch (package prescale).
+	Prescaler Prescaler
+	// OnBatch, when set, is called at the end of every batch with the State it decided on and
+	// its Result (whose Decision says what it decided), from the goroutine that ran the batch:
+	// tests and tools watch the controller decide through it.
+	OnBatch func(State, *Result)
+}
 
-// New builds a controller. cat is the catalog to buy from (prices already applied).
-func New(cfg Config, kube kubernetes.Interface, provider cloudprovider.Provider, cat *catalog.Catalog,
-	clk clock.WithTicker, log *zap.Logger, metrics *Metrics) (*Controller, error) {
+// New builds a controller from opts.
+func New(opts Options) (*Controller, error) {
+	cfg := opts.Config
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("provisioner config: %w", err)
 	}
+	switch {
+	case opts.Kube == nil:
+		return nil, errors.New("provisioner: Options.Kube must be set")
+	case opts.Provider == nil:
+		return nil, errors.New("provisioner: Options.Provider must be set")
+	case opts.Catalog == nil:
+		return nil, errors.New("provisioner: Options.Catalog must be set")
+	}
+	clk, log, metrics := opts.Clock, opts.Logger, opts.Metrics
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if metrics == nil {
+		metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	kube := opts.Kube
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	c := &Controller{
-		cfg: cfg, kube: kube, provider: provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
+		cfg: cfg, kube: kube, provider: opts.Provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
 		factory:  informers.NewSharedInformerFactory(kube, 0),
 		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" })),
-		catalog:     cat,
-		records:     &recordStore{kube: kube, namespace: cfg.Namespace},
-		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
-		policyRV:    map[string]string{},
-		emptySince:  map[string]time.Time{},
-		announced:   map[string]bool{},
-		boot:        newBootTimes(),
-		trigger:     make(chan struct{}, 1),
+		catalog:       opts.Catalog,
+		catalogSource: opts.CatalogSource,
+		interruptions: opts.Interruptions,
+		prescaler:     opts.Prescaler,
+		onBatch:       opts.OnBatch,
+		records:       &recordStore{kube: kube, namespace: cfg.Namespace},
+		unavailable:   cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
+		policyRV:      map[string]string{},
+		memory:        NewMemory(),
+		boot:          newBootTimes(),
+		trigger:       make(chan struct{}, 1),
 	}
 	c.registerInformers()
 	return c, nil
@@ -144,10 +210,18 @@ func (c *Controller) registerInformers() {
 	f.Resource().V1().ResourceSlices().Informer()
 	f.Resource().V1().DeviceClasses().Informer()
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
-	c.nominations = newNominationWatch(c)
-	c.nominations.register()
-	c.reservations = newReservationWatch(c)
-	c.reservations.register()
+	pods, nodes, slices := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer(), f.Resource().V1().ResourceSlices().Informer()
+	if c.cfg.Nominate {
+		c.nominations = newNominationWatch(nominationDeps{kube: c.kube, pods: pods, nodes: nodes, slices: slices,
+			namespace: c.cfg.Namespace, clock: c.clock, log: c.log})
+		c.nominations.register()
+	}
+	if c.cfg.Reserve {
+		c.reservations = newReservationWatch(reservationDeps{kube: c.kube, pods: pods, nodes: nodes, records: c.records.List,
+			clock: c.clock, log: c.log, recorder: c.recorder, ended: c.metrics.ReservationsEnded,
+			ttl: c.cfg.ReservationTTL, recheck: c.cfg.ResyncPeriod})
+		c.reservations.register()
+	}
 }
 
 func (c *Controller) pokeIfProvisionable(o any) {
@@ -178,9 +252,13 @@ func (c *Controller) Start(ctx context.Context) error {
 			return fmt.Errorf("informer cache for %v did not sync", t)
 		}
 	}
-	c.reservations.start(ctx)
-	if err := c.nominations.start(ctx); err != nil {
-		return err
+	if c.reservations != nil {
+		c.reservations.start(ctx)
+	}
+	if c.nominations != nil {
+		if err := c.nominations.start(ctx); err != nil {
+			return err
+		}
 	}
 	c.synced.Store(true)
 	return nil
@@ -188,13 +266,16 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
 // poke and closes after BatchIdle without another, or after BatchMax; housekeeping also runs every
-// ResyncPeriod.
+// ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions).
 func (c *Controller) Run(ctx context.Context) error {
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
 	if err := c.Recover(ctx); err != nil {
 		c.log.Error("recovering launches", zap.Error(err))
+	}
+	if c.interruptions != nil {
+		go c.watchInterruptions(ctx)
 	}
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()

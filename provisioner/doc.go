@@ -2,10 +2,17 @@
 // informers, batches them, snapshots the cluster together with the launches still in flight, calls
 // simulator.Simulate once per batch, and launches the plan's nodes through a cloudprovider.Provider.
 //
-// It is the only package that talks to the API server. Launches are idempotent: every planned node
-// gets a launch ID that is written to durable state (a ConfigMap) before the cloud is called, and
-// the cloud tags the instance with it, so a restarted controller reconciles instances with records
-// and neither buys twice nor leaks an instance.
+// A batch (Reconcile) is observe → Decide → act. observe reads the informers, the launch records,
+// the policy, the catalog and the pre-scaler's expected pods into a State; Decide is a pure
+// function of the State, the Config and the Memory of earlier batches that returns a Decision
+// (launches, removals, nominations, tolerations, placeholders, gauges), as Simulate returns a plan;
+// act carries the Decision out against the API server and the cloud. Interruption notices are
+// polled in a loop of their own, so that a slow queue never holds a batch.
+//
+// With package prescale, it is the only code that talks to the API server. Launches are idempotent:
+// every planned node gets a launch ID that is written to durable state (a ConfigMap) before the
+// cloud is called, and the cloud tags the instance with it, so a restarted controller reconciles
+// instances with records and neither buys twice nor leaks an instance.
 //
 // A launch's Node is found by its spec.providerID naming the record's instance, else by name
 // (nodeIndex): the simulated cloud and GCE register Nodes under the planned name, but an EKS node
@@ -15,5 +22,11 @@
 // While its nodes boot, the controller tells kube-scheduler what it planned, so that the pods land
 // where the plan put them: each planned pod is nominated to its node (status.nominatedNodeName,
 // nominate.go), and each bought node is reserved for its planned pods by the taint
-// tiler.dev/reserved=<launch ID>, which only they tolerate, until they are bound (reserve.go).
+// tiler.dev/reserved=<launch ID>, which only they tolerate, until they are bound (node
+// reservations, reserve.go).
+//
+// Forecast demand comes in through the Prescaler interface, which package prescale implements
+// (cmd/tiler wires it; this package does not import it): expected pods are planned like pending
+// ones, the nodes their plan needs are kept for the forecast instead of being removed as empty
+// (forecast_keep.go), and placeholder pods hold the room (placeholder_sync.go).
 package provisioner

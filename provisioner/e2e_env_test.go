@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 )
 
@@ -37,8 +40,83 @@ type env struct {
 	cancel  context.CancelFunc
 	cfg     provisioner.Config
 	started time.Time
-	// setup, when set, configures each controller before it runs (e.g. its pre-scaler).
-	setup func(*provisioner.Controller)
+	// setup, when set, adds to the options of each controller (e.g. its pre-scaler).
+	setup func(*provisioner.Options)
+	// batches are the batches the env's controllers ran.
+	batches *batchLog
+}
+
+// batchLog records the batches a controller runs (Options.OnBatch), so that tests wait on what
+// the controller observed and decided rather than on the clock.
+type batchLog struct {
+	mu   sync.Mutex
+	seen []batch
+}
+
+// batch is one batch as the controller saw it and what it decided and did.
+type batch struct {
+	state provisioner.State
+	res   *provisioner.Result
+}
+
+func (l *batchLog) observe(s provisioner.State, r *provisioner.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, batch{state: s, res: r})
+}
+
+// count is the number of batches seen so far.
+func (l *batchLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen)
+}
+
+// since returns the batches from the n-th on.
+func (l *batchLog) since(n int) []batch {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]batch(nil), l.seen[min(n, len(l.seen)):]...)
+}
+
+// waitBatch waits until a batch that ends after the call satisfies ok, and returns it.
+func (e *env) waitBatch(what string, timeout time.Duration, ok func(batch) bool) batch {
+	e.t.Helper()
+	from := e.batches.count()
+	var found batch
+	testwait.Until(e.t, testwait.Slow, what, timeout, func() bool {
+		for _, b := range e.batches.since(from) {
+			if ok(b) {
+				found = b
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// boundPods counts the batch's pods in the namespace, matching the label selector (k=v), that
+// are bound.
+func (b batch) boundPods(namespace, selector string) int {
+	k, v, _ := strings.Cut(selector, "=")
+	n := 0
+	for _, p := range b.state.Pods {
+		if p.Namespace == namespace && p.Labels[k] == v && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// hasPod reports whether the batch's pods include namespace/name.
+func (b batch) hasPod(key string) bool {
+	for _, p := range b.state.Pods {
+		if p.Namespace+"/"+p.Name == key {
+			return true
+		}
+	}
+	return false
 }
 
 func testConfig() provisioner.Config {
@@ -57,8 +135,8 @@ func newEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config,
 	return newEnvSetup(t, cp, cfg, tweak, nil)
 }
 
-// newEnvSetup is newEnv with setup run on the controller before it starts.
-func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Controller)) *env {
+// newEnvSetup is newEnv with setup adding to the options of the controller.
+func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	ctx := context.Background()
@@ -77,7 +155,7 @@ func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Co
 	if tweak != nil {
 		tweak(&simCfg)
 	}
-	e := &env{t: t, cp: cp, kube: kube, cat: cat, simCfg: simCfg, cfg: cfg, setup: setup}
+	e := &env{t: t, cp: cp, kube: kube, cat: cat, simCfg: simCfg, cfg: cfg, setup: setup, batches: &batchLog{}}
 	e.start()
 	return e
 }
@@ -89,11 +167,7 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctrl := e.newController(cloud)
-	ctrl.SetInterruptionSource(cloud.Interruptions())
-	if e.setup != nil {
-		e.setup(ctrl)
-	}
+	ctrl := e.newController(cloud, cloud.Interruptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
 	go func() { _ = cloud.Run(ctx) }()
@@ -130,23 +204,21 @@ func (e *env) create(pods ...*corev1.Pod) {
 // waitBound waits until every listed pod is bound by the real scheduler and returns pod → node.
 func (e *env) waitBound(timeout time.Duration, pods ...*corev1.Pod) map[string]string {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		bound := map[string]string{}
+	var bound map[string]string
+	err := testwait.Poll(testwait.Slow, timeout, func() bool {
+		bound = map[string]string{}
 		for _, p := range pods {
 			got, err := e.kube.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
 			if err == nil && got.Spec.NodeName != "" {
 				bound[p.Namespace+"/"+p.Name] = got.Spec.NodeName
 			}
 		}
-		if len(bound) == len(pods) {
-			return bound
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d of %d pods bound after %s: %v", len(bound), len(pods), timeout, bound)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(bound) == len(pods)
+	})
+	if err != nil {
+		e.t.Fatalf("%d of %d pods bound after %s: %v", len(bound), len(pods), timeout, bound)
 	}
+	return bound
 }
 
 func (e *env) managedNodes() []corev1.Node {
@@ -159,10 +231,17 @@ func (e *env) managedNodes() []corev1.Node {
 
 func named(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
 
-func (e *env) newController(cloud cloudprovider.Provider) *provisioner.Controller {
+// newController builds a controller over cloud and its interruptions (nil: none), with the env's
+// setup.
+func (e *env) newController(cloud cloudprovider.Provider, interruptions cloudprovider.InterruptionSource) *provisioner.Controller {
 	e.t.Helper()
 	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
-	ctrl, err := provisioner.New(e.cfg, e.kube, cloud, e.cat, clock.RealClock{}, zaptest.NewLogger(e.t), e.metrics)
+	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
+		Logger: zaptest.NewLogger(e.t), Metrics: e.metrics, Interruptions: interruptions, OnBatch: e.batches.observe}
+	if e.setup != nil {
+		e.setup(&opts)
+	}
+	ctrl, err := provisioner.New(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -172,40 +251,23 @@ func (e *env) newController(cloud cloudprovider.Provider) *provisioner.Controlle
 // waitLaunches waits until the cloud logged n launches.
 func (e *env) waitLaunches(n int, timeout time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for e.launches() < n {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%d launches after %s, want %d", e.launches(), timeout, n)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := testwait.Poll(testwait.Slow, timeout, func() bool { return e.launches() >= n }); err != nil {
+		e.t.Fatalf("%d launches after %s, want %d", e.launches(), timeout, n)
 	}
 }
 
 // waitNode waits until some node satisfies ok.
 func (e *env) waitNode(ok func(*corev1.Node) bool, timeout time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testwait.Until(e.t, testwait.Slow, "a node in the awaited state", timeout, func() bool {
 		nodes, _ := e.kube.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		for i := range nodes.Items {
 			if ok(&nodes.Items[i]) {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatal("no node reached the awaited state")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func isReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+		return false
+	})
 }
 
 func clockReal() clock.Clock { return clock.RealClock{} }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -60,18 +61,21 @@ func testSpotInterruption(t *testing.T, cp *controlplane.ControlPlane) {
 // not, and returns that node.
 func (e *env) waitDeploymentNode(app, not string, timeout time.Duration) string {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	node := ""
+	err := testwait.Poll(testwait.Slow, timeout, func() bool {
 		pods, _ := e.kube.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
 		for _, p := range pods.Items {
 			if p.Spec.NodeName != "" && p.Spec.NodeName != not && p.DeletionTimestamp == nil {
-				return p.Spec.NodeName
+				node = p.Spec.NodeName
+				return true
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		e.t.Fatalf("no pod of %s bound to a node other than %q", app, not)
 	}
-	e.t.Fatalf("no pod of %s bound to a node other than %q", app, not)
-	return ""
+	return node
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

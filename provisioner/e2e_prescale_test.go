@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -18,18 +20,20 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 )
 
-// placeholderPolicy is chatPolicy with at most three replicas and placeholders: at 05:00 the
-// forecast for 07:00 wants four or more, so three are reserved while the Deployment runs none.
-var placeholderPolicy = strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n  placeholders: true\n", 1)
+// placeholderPolicy is prescaletest.ChatPolicy with at most three replicas and placeholders: at 05:00 the
+// forecast for 07:00 wants four or more, so three are expected while the Deployment runs none.
+var placeholderPolicy = strings.Replace(prescaletest.ChatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n  placeholders: true\n", 1)
 
 // testPlaceholders: a forecast with placeholders: true on the real control plane.
-//  1. The reservation (three one-GPU replicas) is bought and held by three placeholder pods of
+//  1. The forecast demand (three one-GPU replicas) is bought and held by three placeholder pods of
 //     the tiler-placeholder PriorityClass (created by the controller), bound by the real
-//     kube-scheduler on the nodes bought for the reservation.
+//     kube-scheduler on the nodes bought for the forecast.
 //  2. The Deployment scales to two replicas: the scheduler preempts placeholders for them, they
 //     bind on the nodes bought ahead, nothing more is bought, and one placeholder remains.
 //  3. The forecast is removed: the last placeholder is deleted.
@@ -41,9 +45,9 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 		e.cleanup(e.placeholders())
 	}()
 
-	// 1. Three placeholders bound on the nodes bought for the reservation.
+	// 1. Three placeholders bound on the nodes bought for the forecast.
 	var bought int
-	waitFor(t, "three placeholder pods bound", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "three placeholder pods bound", 60*time.Second, func() bool {
 		ps := e.placeholders()
 		for _, p := range ps {
 			if p.Spec.NodeName == "" {
@@ -53,9 +57,9 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 		bought = e.launches()
 		return len(ps) == 3 && bought > 0
 	})
-	pc, err := kube.SchedulingV1().PriorityClasses().Get(ctx, provisioner.DefaultPlaceholderPriorityClass, metav1.GetOptions{})
-	if err != nil || pc.Value != provisioner.DefaultPlaceholderPriority || pc.PreemptionPolicy == nil || *pc.PreemptionPolicy != corev1.PreemptNever {
-		t.Fatalf("placeholder PriorityClass = %+v, %v; want value %d, preemption Never", pc, err, provisioner.DefaultPlaceholderPriority)
+	pc, err := kube.SchedulingV1().PriorityClasses().Get(ctx, prescale.DefaultPlaceholderPriorityClass, metav1.GetOptions{})
+	if err != nil || pc.Value != prescale.DefaultPlaceholderPriority || pc.PreemptionPolicy == nil || *pc.PreemptionPolicy != corev1.PreemptNever {
+		t.Fatalf("placeholder PriorityClass = %+v, %v; want value %d, preemption Never", pc, err, prescale.DefaultPlaceholderPriority)
 	}
 	managed, gpus := map[string]bool{}, int64(0)
 	for _, n := range e.managedNodes() {
@@ -63,23 +67,23 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 		gpus += n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).Value()
 	}
 	if gpus != 3 {
-		// Pending placeholders planned as pods of their own would buy the reservation twice.
-		t.Errorf("%d GPUs bought for a reservation of three one-GPU replicas", gpus)
+		// Pending placeholders planned as pods of their own would buy the forecast demand twice.
+		t.Errorf("%d GPUs bought for a forecast demand of three one-GPU replicas", gpus)
 	}
 	for _, p := range e.placeholders() {
-		if !managed[p.Spec.NodeName] || p.Spec.Priority == nil || *p.Spec.Priority != provisioner.DefaultPlaceholderPriority {
+		if !managed[p.Spec.NodeName] || p.Spec.Priority == nil || *p.Spec.Priority != prescale.DefaultPlaceholderPriority {
 			t.Errorf("placeholder %s on %q (managed %v), priority %v", p.Name, p.Spec.NodeName, managed, p.Spec.Priority)
 		}
 		if q := p.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"]; q.Value() != 1 || p.Labels["app"] != "" {
 			t.Errorf("placeholder %s: GPU limit %s, labels %v; want 1 GPU and none of the workload's labels", p.Name, q.String(), p.Labels)
 		}
 	}
-	t.Logf("reservation of 3 replicas: %d instance(s) bought, placeholders bound", bought)
+	t.Logf("forecast demand of 3 replicas: %d instance(s) bought, placeholders bound", bought)
 
 	// 2. Two real replicas preempt placeholders and bind where they were; nothing more is bought.
 	scale(t, kube, "llm", "chat", 2)
 	var real []corev1.Pod
-	waitFor(t, "two replicas bound and one placeholder left", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "two replicas bound and one placeholder left", 60*time.Second, func() bool {
 		list, err := kube.CoreV1().Pods("llm").List(ctx, metav1.ListOptions{LabelSelector: "app=chat"})
 		if err != nil {
 			return false
@@ -95,30 +99,46 @@ func testPlaceholders(t *testing.T, cp *controlplane.ControlPlane) {
 	})
 	for _, p := range real {
 		if !managed[p.Spec.NodeName] {
-			t.Errorf("replica %s bound on %s, not on a node bought for the reservation %v", p.Name, p.Spec.NodeName, managed)
+			t.Errorf("replica %s bound on %s, not on a node bought for the forecast %v", p.Name, p.Spec.NodeName, managed)
 		}
 	}
-	time.Sleep(2 * time.Second) // a batch or two more: no purchase for the replicas
+	// Two batches that see both replicas bound buy nothing for them.
+	from := e.batches.count()
+	var seen []batch
+	testwait.Until(t, testwait.Slow, "two batches seeing the replicas bound", 30*time.Second, func() bool {
+		seen = seen[:0]
+		for _, b := range e.batches.since(from) {
+			if b.boundPods("llm", "app=chat") == 2 {
+				seen = append(seen, b)
+			}
+		}
+		return len(seen) >= 2
+	})
+	for _, b := range seen {
+		if d := b.res.Decision; len(d.Launch) > 0 {
+			t.Errorf("batch %s launched %d nodes after the replicas arrived", d.Batch, len(d.Launch))
+		}
+	}
 	if n := e.launches(); n != bought {
 		t.Errorf("%d instances bought after the replicas arrived, want still %d", n, bought)
 	}
 
 	// 3. The forecast goes away: so does the last placeholder.
-	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute) // the pre-scaler's next round
-	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+	testwait.Until(t, testwait.Slow, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
 }
 
 // testPrescaleBuysAhead: the same forecast without placeholders, through its whole life. The
-// reservation (three one-GPU replicas) is bought while the Deployment runs none; the nodes stay
+// forecast demand (three one-GPU replicas) is bought while the Deployment runs none; the nodes stay
 // empty well past EmptyNodeTTL because the forecast still wants them; when the Deployment scales
 // to three its pods are bound by the real kube-scheduler on those nodes with nothing more bought;
 // once the replicas are gone and the forecast with them, the nodes are removed like any empty node.
 func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 	ctx := context.Background()
-	policy := strings.Replace(strings.Replace(chatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n", 1), "name: chat}", "name: ahead}", 1)
+	policy := strings.Replace(strings.Replace(prescaletest.ChatPolicy, "  maxReplicas: 20\n", "  maxReplicas: 3\n", 1), "name: chat}", "name: ahead}", 1)
 	cfg := testConfig()
 	cfg.EmptyNodeTTL = 2 * time.Second
 	e, kube, clk := startPrescaleEnv(t, cp, cfg, "ahead", policy)
@@ -127,10 +147,10 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 		e.cleanup(nil)
 	}()
 	var gpus int64
-	waitFor(t, "three GPUs bought and Ready", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "three GPUs bought and Ready", 60*time.Second, func() bool {
 		gpus = 0
 		for _, n := range e.managedNodes() {
-			if isReady(&n) {
+			if snapshot.IsNodeReady(&n) {
 				gpus += n.Status.Allocatable.Name("nvidia.com/gpu", resource.DecimalSI).Value()
 			}
 		}
@@ -141,13 +161,34 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 	for _, n := range e.managedNodes() {
 		managed[n.Name] = true
 	}
-	time.Sleep(2*cfg.EmptyNodeTTL + time.Second) // empty, past EmptyNodeTTL, reservation held
+	// Empty, and kept for the forecast past EmptyNodeTTL: every batch from the first that keeps
+	// them to one an EmptyNodeTTL later keeps them all and removes none.
+	from := e.batches.count()
+	keepsAll := func(b batch) bool {
+		kept := map[string]bool{}
+		for _, n := range b.res.Decision.KeptForForecast {
+			kept[n] = true
+		}
+		for n := range managed {
+			if !kept[n] {
+				return false
+			}
+		}
+		return true
+	}
+	first := e.waitBatch("a batch keeping the nodes for the forecast", 30*time.Second, keepsAll).res.Decision.Now
+	e.waitBatch("a batch EmptyNodeTTL later", 30*time.Second, func(b batch) bool { return b.res.Decision.Now.Sub(first) >= cfg.EmptyNodeTTL })
+	for _, b := range e.batches.since(from) {
+		if d := b.res.Decision; !d.Now.Before(first) && (!keepsAll(b) || len(d.Remove) > 0) {
+			t.Errorf("batch %s kept %v and removed %d launches; want every node of %v kept and none removed", d.Batch, d.KeptForForecast, len(d.Remove), managed)
+		}
+	}
 	if n, left := e.launches(), len(e.managedNodes()); n != bought || gpus != 3 || left != len(managed) {
 		t.Fatalf("%d GPUs in %d launches; then %d launches and %d of %d nodes left; want 3 GPUs bought once and kept",
 			gpus, bought, n, left, len(managed))
 	}
 	scale(t, kube, "llm", "ahead", 3)
-	waitFor(t, "three replicas bound", 60*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "three replicas bound", 60*time.Second, func() bool {
 		list, err := kube.CoreV1().Pods("llm").List(ctx, metav1.ListOptions{LabelSelector: "app=ahead"})
 		if err != nil {
 			return false
@@ -173,11 +214,11 @@ func testPrescaleBuysAhead(t *testing.T, cp *controlplane.ControlPlane) {
 		metav1.ListOptions{LabelSelector: "app=ahead"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(policy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", strings.Split(policy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute) // the pre-scaler's next round
-	waitFor(t, "the nodes bought ahead removed", 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
+	testwait.Until(t, testwait.Slow, "the nodes bought ahead removed", 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
 }
 
 // startPrescaleEnv creates the Deployment llm/<name> with no replica and the cost policy, and
@@ -192,22 +233,22 @@ func startPrescaleEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provision
 			t.Fatal(err)
 		}
 	}
-	if _, err := kube.AppsV1().Deployments("llm").Create(ctx, prescaleDeployment("llm", name, 0), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.AppsV1().Deployments("llm").Create(ctx, prescaletest.Deployment("llm", name, 0), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", policy), metav1.CreateOptions{}); err != nil {
+	if _, err := kube.CoreV1().ConfigMaps("tiler-system").Create(ctx, prescaletest.PolicyConfigMap("cost-policy", policy), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fp := newFakeProm()
-	fp.series[chatQuery] = diurnal
-	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
-	e := newEnvSetup(t, cp, cfg, nil, func(c *provisioner.Controller) {
-		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, kube, fp, clk,
+	fp := prescaletest.NewFakeProm()
+	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
+	clk := clocktesting.NewFakeClock(prescaletest.At(5, 0))
+	e := newEnvSetup(t, cp, cfg, nil, func(o *provisioner.Options) {
+		p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, kube, fp, clk,
 			zaptest.NewLogger(t), nil, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetPrescaler(p)
+		o.Prescaler = p
 	})
 	return e, kube, clk
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -30,6 +32,7 @@ import (
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/manifest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -70,8 +73,10 @@ func TestRBAC(t *testing.T) {
 	e.stop()
 	testRBACPrescaler(t, admin, tiler, log)
 	testRBACPlaceholders(t, cp, admin, tiler, log)
-	// Events go out asynchronously; give the last ones time to be refused.
-	time.Sleep(2 * time.Second)
+	// Events go out asynchronously and nothing marks the moment the last one has been written:
+	// give them two seconds to be refused (reportRefusals names what was, at cleanup).
+	testwait.StaysFalse(t, testwait.Slow, "the API server refused a request of the service account", 2*time.Second,
+		func() bool { return len(denied.List()) > 0 })
 }
 
 // reportRefusals fails the test for each request the API server refused with 403 and each log
@@ -97,7 +102,7 @@ func reportRefusals(t *testing.T, denied *manifest.Denied, observed *observer.Ob
 // test can see the controller delete them; spot interruptions keep the node for 2 min (the
 // simulated cloud's default), long enough to see it cordoned and drained.
 func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger,
-	setup func(*provisioner.Controller)) *env {
+	setup func(*provisioner.Options)) *env {
 	t.Helper()
 	cfg := testConfig()
 	cfg.EmptyNodeTTL = 10 * time.Second
@@ -112,13 +117,15 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 		t.Fatal(err)
 	}
 	metrics := provisioner.NewMetrics(prometheus.NewRegistry())
-	ctrl, err := provisioner.New(cfg, tiler, cloud, cat, clock.RealClock{}, log, metrics)
+	batches := &batchLog{}
+	opts := provisioner.Options{Config: cfg, Kube: tiler, Provider: cloud, Catalog: cat, Clock: clock.RealClock{}, Logger: log,
+		Metrics: metrics, Interruptions: cloud.Interruptions(), OnBatch: batches.observe}
+	if setup != nil {
+		setup(&opts)
+	}
+	ctrl, err := provisioner.New(opts)
 	if err != nil {
 		t.Fatal(err)
-	}
-	ctrl.SetInterruptionSource(cloud.Interruptions())
-	if setup != nil {
-		setup(ctrl)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -129,7 +136,7 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 		}
 	}()
 	return &env{t: t, cp: cp, kube: admin, cat: cat, simCfg: simCfg, cloud: cloud, ctrl: ctrl, metrics: metrics,
-		cancel: cancel, cfg: cfg, started: time.Now()}
+		cancel: cancel, cfg: cfg, started: time.Now(), batches: batches}
 }
 
 // testRBACProvisions: CPU pods and a GPU pod in a namespace of their own are bound by the real
@@ -163,7 +170,7 @@ func testRBACProvisions(t *testing.T, e *env) map[string]string {
 			t.Errorf("%s/%s has no %s toleration: Tiler did not update it", ns, p.Name, api.TaintReserved)
 		}
 	}
-	waitFor(t, "the reservation taints to be removed", time.Minute, func() bool {
+	testwait.Until(t, testwait.Slow, "the reservation taints to be removed", time.Minute, func() bool {
 		for _, n := range e.managedNodes() {
 			for _, taint := range n.Spec.Taints {
 				if taint.Key == api.TaintReserved {
@@ -200,7 +207,7 @@ func testRBACInterruption(t *testing.T, e *env, bound map[string]string) {
 	if err := e.cloud.Interrupt(id); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "node "+node+" to be cordoned and drained", time.Minute, func() bool {
+	testwait.Until(t, testwait.Slow, "node "+node+" to be cordoned and drained", time.Minute, func() bool {
 		n, err := e.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil || !n.Spec.Unschedulable {
 			return false
@@ -227,7 +234,7 @@ func testRBACRemovesEmptyNodes(t *testing.T, e *env) {
 	if err := e.kube.CoreV1().Pods("rbac").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the empty nodes and their launch records to be removed", 90*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "the empty nodes and their launch records to be removed", 90*time.Second, func() bool {
 		cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(ctx, provisioner.RecordsConfigMap, metav1.GetOptions{})
 		return err == nil && len(cm.Data) == 0 && len(e.managedNodes()) == 0
 	})
@@ -241,27 +248,27 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "llm"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	zeroReplicas := prescaleDeployment("llm", "chat", 0)
+	zeroReplicas := prescaletest.Deployment("llm", "chat", 0)
 	if _, err := admin.AppsV1().Deployments("llm").Create(ctx, zeroReplicas, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Create(ctx, policyConfigMap("cost-policy", chatPolicy), metav1.CreateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Create(ctx, prescaletest.PolicyConfigMap("cost-policy", prescaletest.ChatPolicy), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fp := newFakeProm()
-	fp.series[chatQuery] = diurnal
-	p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, tiler, fp,
-		clocktesting.NewFakeClock(prescaleAt(5, 0)), log, nil, prometheus.NewRegistry())
+	fp := prescaletest.NewFakeProm()
+	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
+	p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, tiler, fp,
+		clocktesting.NewFakeClock(prescaletest.At(5, 0)), log, nil, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Reservations(ctx, nil); err != nil {
+	if _, err := p.ExpectedPods(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if d := p.Decisions(); len(d) != 1 || d[0].Err != nil {
 		t.Fatalf("pre-scaler decisions = %+v, want one without error", d)
 	}
-	waitEvent(t, admin, "llm", provisioner.ReasonPreScale)
+	waitEvent(t, admin, "llm", prescale.ReasonPreScale)
 }
 
 // testRBACPlaceholders runs the controller with a pre-scaler whose forecast asks for placeholder
@@ -269,26 +276,26 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 // deletes them once the forecast is gone.
 func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger) {
 	ctx := context.Background()
-	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", placeholderPolicy), metav1.UpdateOptions{}); err != nil {
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", placeholderPolicy), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fp := newFakeProm()
-	fp.series[chatQuery] = diurnal
-	clk := clocktesting.NewFakeClock(prescaleAt(5, 0))
-	e := startRBACController(t, cp, admin, tiler, log, func(c *provisioner.Controller) {
-		p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
+	fp := prescaletest.NewFakeProm()
+	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
+	clk := clocktesting.NewFakeClock(prescaletest.At(5, 0))
+	e := startRBACController(t, cp, admin, tiler, log, func(o *provisioner.Options) {
+		p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetPrescaler(p)
+		o.Prescaler = p
 	})
 	defer e.stop()
-	waitFor(t, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })
-	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, policyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
+	testwait.Until(t, testwait.Slow, "three placeholder pods", 30*time.Second, func() bool { return len(e.placeholders()) == 3 })
+	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", strings.Split(placeholderPolicy, "forecasts:")[0]), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute)
-	waitFor(t, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+	testwait.Until(t, testwait.Slow, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
 }
 
 // applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the
@@ -326,7 +333,7 @@ func waitRBACActive(t *testing.T, c *rest.Config) {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(c)
 	ctx := context.Background()
-	waitFor(t, "the RBAC bindings to take effect", 30*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "the RBAC bindings to take effect", 30*time.Second, func() bool {
 		_, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil
 	})
@@ -353,22 +360,10 @@ func containsValue(m map[string]string, v string) bool {
 	return false
 }
 
-// waitFor polls ok every 200 ms until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // waitEvent waits for an Event with the reason in the namespace, as the admin sees them.
 func waitEvent(t *testing.T, kube kubernetes.Interface, ns, reason string) {
 	t.Helper()
-	waitFor(t, "a "+reason+" Event in "+ns, 30*time.Second, func() bool {
+	testwait.Until(t, testwait.Slow, "a "+reason+" Event in "+ns, 30*time.Second, func() bool {
 		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
 		return err == nil && len(list.Items) > 0
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -88,19 +89,14 @@ func testReservation(t *testing.T, cp *controlplane.ControlPlane, shared bool) {
 		if shared {
 			want = []string{api.ReservationPending, node, ""}
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var got []string
+		if err := testwait.Poll(testwait.Slow, 30*time.Second, func() bool {
 			mu.Lock()
-			got := append([]string(nil), history[node]...)
+			got = append([]string(nil), history[node]...)
 			mu.Unlock()
-			if slices.Equal(got, want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("node %s reservation values %q, want %q", node, got, want)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+			return slices.Equal(got, want)
+		}); err != nil {
+			t.Errorf("node %s reservation values %q, want %q", node, got, want)
 		}
 	}
 	if got := counterValue(t, e.metrics.ReservationsEnded.WithLabelValues("planned-pods-bound")); got < 1 {
@@ -132,7 +128,9 @@ func testReservationTTL(t *testing.T, cp *controlplane.ControlPlane) {
 	stuck.Spec.Tolerations = append(stuck.Spec.Tolerations, corev1.Toleration{Key: api.TaintReserved,
 		Operator: corev1.TolerationOpEqual, Value: "held", Effect: corev1.TaintEffectNoSchedule})
 	e.create(stuck)
-	time.Sleep(time.Second) // let the controller's pod cache see it
+	// The reservation watch reads the pod cache the batches read: a batch that has the pod shows
+	// that the watch has it too.
+	e.waitBatch("the controller's pod cache to have resv-stuck", 30*time.Second, func(b batch) bool { return b.hasPod("default/resv-stuck") })
 	start := time.Now()
 	mkNode("resv-held", "held")
 	mkNode("resv-free", "free")

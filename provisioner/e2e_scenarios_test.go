@@ -16,6 +16,7 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -67,7 +68,7 @@ func testNoSecondPurchase(t *testing.T, cp *controlplane.ControlPlane) {
 	// Wait until the GPU node is Ready but still GPU-less, then add a GPU pod.
 	e.waitNode(func(n *corev1.Node) bool {
 		_, hasGPU := n.Status.Allocatable["nvidia.com/gpu"]
-		return n.Labels["tiler.dev/pool"] == "gpu" && isReady(n) && !hasGPU
+		return n.Labels["tiler.dev/pool"] == "gpu" && snapshot.IsNodeReady(n) && !hasGPU
 	}, 40*time.Second)
 	third := simtest.Pod("gpu-b").Label("app", "g").CPU("2").Mem("8Gi").GPU(1).Obj()
 	e.create(third)
@@ -109,8 +110,12 @@ func testRestartMidLaunch(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	blocking := &blockingCloud{Provider: cloud, launched: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
-	ctrl := e.newController(blocking)
-	go func() { _ = ctrl.Run(ctx) }()
+	ctrl := e.newController(blocking, nil)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = ctrl.Run(ctx)
+	}()
 	pods := []*corev1.Pod{simtest.Pod("restart-a").Label("app", "r").CPU("2").Mem("4Gi").Obj()}
 	e.create(pods...)
 	select {
@@ -119,7 +124,11 @@ func testRestartMidLaunch(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatal("no launch")
 	}
 	cancel() // kill the controller mid-launch
-	time.Sleep(500 * time.Millisecond)
+	select { // the launch call returns with the context, then Run
+	case <-stopped:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the killed controller did not stop")
+	}
 	e.start() // a new process: new cloud client on the same inventory, new controller
 	e.waitBound(2*time.Minute, pods...)
 	if got := e.launches(); got != 1 {
@@ -199,7 +208,10 @@ pools:
 - name: compute
   instanceFamilies: [c7i]
 `)
-	time.Sleep(time.Second) // let a batch read the valid policy
+	e.waitBatch("a batch to read the valid policy", 30*time.Second, func(b batch) bool {
+		p := b.state.Policy
+		return p != nil && len(p.Pools) == 1 && p.Pools[0].Name == "compute"
+	})
 	e.applyPolicy("policy", `apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
@@ -214,23 +226,15 @@ pools:
 	if !strings.HasPrefix(node.Labels[corev1.LabelInstanceTypeStable], "c7i.") {
 		t.Errorf("node %s is %s: the last valid policy (c7i only) was not kept", node.Name, node.Labels[corev1.LabelInstanceTypeStable])
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Until(t, testwait.Slow, "an InvalidCostPolicy event naming capacityTypes[0]", 20*time.Second, func() bool {
 		evs, _ := e.kube.CoreV1().Events(e.cfg.Namespace).List(context.Background(), metav1.ListOptions{})
-		found := false
 		for _, ev := range evs.Items {
 			if ev.Reason == "InvalidCostPolicy" && strings.Contains(ev.Message, "capacityTypes[0]") {
-				found = true
+				return true
 			}
 		}
-		if found {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no InvalidCostPolicy event naming capacityTypes[0]")
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return false
+	})
 	e.cleanup([]*corev1.Pod{pod})
 }
 
@@ -246,15 +250,14 @@ func testEmptyNodeRemoved(t *testing.T, cp *controlplane.ControlPlane) {
 	if err := e.kube.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(e.managedNodes()) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the empty node was not removed")
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	insts, _ := e.cloud.List(context.Background())
-	if len(insts) != 0 {
+	testwait.Until(t, testwait.Slow, "the empty node to be removed", 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
+	// The simulated cloud deletes the Node before it forgets the instance: give the one call that
+	// does both the time to end.
+	var insts []*cloudprovider.Instance
+	if err := testwait.Poll(testwait.Slow, 10*time.Second, func() bool {
+		insts, _ = e.cloud.List(context.Background())
+		return len(insts) == 0
+	}); err != nil {
 		t.Errorf("%d instances left", len(insts))
 	}
 	e.cleanup(nil)

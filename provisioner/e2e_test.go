@@ -12,6 +12,7 @@ import (
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -87,8 +88,6 @@ func (e *env) cleanup(pods []*corev1.Pod) {
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(ctx, "tiler-launches", metav1.DeleteOptions{})
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: "tiler.dev/cost-policy"})
-	deadline := time.Now().Add(30 * time.Second)
-	for len(e.managedNodes()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Not fatal: a scenario ends once its nodes are gone or after 30 s.
+	_ = testwait.Poll(testwait.Slow, 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
 }

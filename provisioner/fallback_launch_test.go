@@ -86,7 +86,8 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
 	reg := prometheus.NewRegistry()
-	ctrl, err := provisioner.New(cfg, kube, cloud, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(reg))
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clk,
+		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestInFlightUntilDevicesShow(t *testing.T) {
 	slices := []*resourcev1.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "dra-gpu.nvidia.com-0"},
 		Spec: resourcev1.ResourceSliceSpec{NodeName: &name, Driver: "gpu.nvidia.com"}}}
 	var got []string
-	for _, f := range (&Controller{}).inFlight(recs, idx, slices) {
+	for _, f := range inFlight(recs, idx, slices) {
 		got = append(got, f.Name)
 	}
 	want := []string{"plugin-waiting", "dra-waiting", "unregistered"}

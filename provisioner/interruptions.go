@@ -14,28 +14,61 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// SetInterruptionSource installs the cloud's interruption notices (spot interruption warnings,
-// rebalance recommendations, state changes, GCP preemptions).
-func (c *Controller) SetInterruptionSource(src cloudprovider.InterruptionSource) {
-	c.interruptions = src
+// watchInterruptions polls the interruption source until ctx ends, in a loop of its own so that
+// a slow poll (an SQS long poll waits up to 20 s for a message) never holds a batch. A poll starts
+// at most every ResyncPeriod; a source that blocks until notices come (SQS) is polled again at
+// once.
+func (c *Controller) watchInterruptions(ctx context.Context) {
+	var backlog []cloudprovider.Interruption
+	for ctx.Err() == nil {
+		start := c.clock.Now()
+		backlog = c.pollInterruptions(ctx, backlog)
+		if wait := c.cfg.ResyncPeriod - c.clock.Since(start); wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-c.clock.After(wait):
+			}
+		}
+	}
 }
 
-// handleInterruptions turns each notice into a replacement decision. For an instance that is
-// going away (spot interruption, preemption, stopping or terminated) the node is cordoned, its
-// offering marked unavailable — so the replacement is planned on another spot pool or on-demand
-// when the pool allows it — and its pods are evicted so that their controllers recreate them and
-// the next batch re-plans them. A rebalance recommendation only cordons the node: no new pods
-// land there, running ones stay. The node is the record's Node in idx, which may have registered
-// under another name than the planned one; a launch without a Node has nothing to cordon or drain.
-func (c *Controller) handleInterruptions(ctx context.Context, log *zap.Logger, recs []LaunchRecord, idx nodeIndex, pods []*corev1.Pod) {
-	if c.interruptions == nil {
-		return
-	}
+// pollInterruptions polls the source once and turns each notice, and each of the backlog, into a
+// replacement decision; it returns the notices it could not act on yet (the launch records or
+// the informers could not be read), which the source has acknowledged already, for the next poll.
+// For an instance that is going away (spot interruption, preemption, stopping or terminated) the
+// node is cordoned, its offering marked unavailable — so the replacement is planned on another
+// spot pool or on-demand when the pool allows it — and its pods are evicted so that their
+// controllers recreate them and the next batch, which it asks for, re-plans them. A rebalance
+// recommendation only cordons the node: no new pods land there, running ones stay. The node is
+// the record's Node, which may have registered under another name than the planned one; a
+// launch without a Node has nothing to cordon or drain.
+func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovider.Interruption) []cloudprovider.Interruption {
+	log := c.log.Named("interruptions")
 	notices, err := c.interruptions.Poll(ctx)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		log.Warn("polling interruptions", zap.Error(err))
-		return
 	}
+	notices = append(backlog, notices...)
+	if len(notices) == 0 {
+		return nil
+	}
+	recs, err := c.records.List(ctx)
+	if err != nil {
+		log.Error("reading the launch records of interrupted instances; retried at the next poll", zap.Error(err))
+		return notices
+	}
+	nodes, err := c.nodes()
+	if err != nil {
+		log.Error("listing nodes; retried at the next poll", zap.Error(err))
+		return notices
+	}
+	all, err := c.pods()
+	if err != nil {
+		log.Error("listing pods; retried at the next poll", zap.Error(err))
+		return notices
+	}
+	pods, _ := splitPlaceholders(all)
+	idx := newNodeIndex(nodes)
 	for _, n := range notices {
 		r, ok := recordByInstance(recs, n.InstanceID)
 		if !ok {
@@ -55,9 +88,8 @@ func (c *Controller) handleInterruptions(ctx context.Context, log *zap.Logger, r
 		c.drain(ctx, l, node, pods)
 		l.Info("instance interrupted: node cordoned and drained, pods re-planned")
 	}
-	if len(notices) > 0 {
-		c.poke()
-	}
+	c.poke()
+	return nil
 }
 
 func recordByInstance(recs []LaunchRecord, id string) (LaunchRecord, bool) {

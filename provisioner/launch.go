@@ -11,36 +11,37 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// launch buys the plan's new nodes. All launch records are written in one update BEFORE any cloud
-// call, then the launches run in parallel. When the cloud answers that the offering is
-// unavailable, it is marked so and its record dropped, and a new batch is requested so that its
-// pods are re-planned on the next offering. Offerings a provider reports unavailable on the way
-// to a successful launch (UnavailableReporter) are marked too.
-func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *api.Plan, snap *snapshot.Snapshot) (launched, failed []string) {
-	if len(plan.NewNodes) == 0 {
+// launch buys the plan's new nodes, whose launch records (Decision.Launch) it stamps with the time
+// they are written. All are written in one update BEFORE any cloud call, then the launches run in
+// parallel. When the cloud answers that the offering is unavailable, it is marked so and its
+// record dropped, and a new batch is requested so that its pods are re-planned on the next
+// offering. Offerings a provider reports unavailable on the way to a successful launch
+// (UnavailableReporter) are marked too. pods indexes the planned pods, which the launches' Events
+// go to.
+func (c *Controller) launch(ctx context.Context, log *zap.Logger, launches []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
+	if len(launches) == 0 {
 		return nil, nil
 	}
 	now := c.clock.Now()
-	recs := make([]LaunchRecord, len(plan.NewNodes))
-	for i, n := range plan.NewNodes {
-		recs[i] = recordFor(n, now)
+	recs := make([]LaunchRecord, len(launches))
+	for i, r := range launches {
+		r.CreatedAt = now
+		recs[i] = r
 	}
 	if err := c.records.Put(ctx, recs...); err != nil {
 		log.Error("recording launches; nothing launched", zap.Error(err))
 		return nil, nil
 	}
-	pods := podIndex(snap)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range recs {
 		wg.Add(1)
-		go func(r LaunchRecord, n api.NewNode) {
+		go func(r LaunchRecord) {
 			defer wg.Done()
-			ok := c.launchOne(ctx, log, r, n, pods)
+			ok := c.launchOne(ctx, log, r, pods)
 			mu.Lock()
 			defer mu.Unlock()
 			if ok {
@@ -48,7 +49,7 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, plan *api.Plan
 			} else {
 				failed = append(failed, r.NodeName)
 			}
-		}(recs[i], plan.NewNodes[i])
+		}(recs[i])
 	}
 	wg.Wait()
 	if len(failed) > 0 {
@@ -84,7 +85,9 @@ func recordFor(n api.NewNode, now time.Time) LaunchRecord {
 	return r
 }
 
-func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, _ api.NewNode, pods map[string]*corev1.Pod) bool {
+// launchOne launches the record's node and records the instance, or drops the record when the
+// cloud refused it. pods indexes the pods its Events go to (nil: none).
+func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, pods map[string]*corev1.Pod) bool {
 	off := r.Offering
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
@@ -194,25 +197,4 @@ func errorKind(err error) string {
 		return "canceled"
 	}
 	return "other"
-}
-
-func podIndex(s *snapshot.Snapshot) map[string]*corev1.Pod {
-	m := make(map[string]*corev1.Pod, len(s.Pods))
-	for _, p := range s.Pods {
-		m[p.Namespace+"/"+p.Name] = p
-	}
-	return m
-}
-
-// simulatorNode rebuilds the plan node of a record (for relaunches after a restart).
-func simulatorNode(r LaunchRecord) api.NewNode {
-	return api.NewNode{
-		PricedOffering: r.PricedOffering,
-		Name:           r.LaunchID,
-		Pool:           r.Pool,
-		Pods:           r.Pods,
-		Labels:         r.Labels,
-		Taints:         r.Taints,
-		Fallbacks:      r.Fallbacks,
-	}
 }

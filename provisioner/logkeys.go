@@ -20,6 +20,7 @@ const (
 	keyInstanceID    = "instance_id"
 	keyError         = "error_kind"
 	keyConfigMap     = "configmap"
+	keyPriorityClass = "priority_class"
 	// The offering the cloud launched when it was a fallback, not the planned one.
 	keyLaunchedType         = "launched_instance_type"
 	keyLaunchedZone         = "launched_zone"

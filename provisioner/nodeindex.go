@@ -84,14 +84,13 @@ func (x nodeIndex) relink(recs []LaunchRecord) ([]LaunchRecord, map[string]strin
 }
 
 // relink records in the launch records the actual name of each Node that registered under
-// another name than the planned one, once, so that every later lookup, Event, deletion and
-// nomination uses it (LaunchID keeps the planned name, which launches are idempotent on). It
-// returns recs relinked whether or not the write succeeded; a failed write is retried at the next
-// batch.
-func (c *Controller) relink(ctx context.Context, log *zap.Logger, recs []LaunchRecord, x nodeIndex) []LaunchRecord {
-	out, moved := x.relink(recs)
+// another name than the planned one (launch ID → node name, nodeIndex.relink), once, so that every
+// later lookup, Event, deletion and nomination uses it (LaunchID keeps the planned name, which
+// launches are idempotent on). recs are the records as read. A failed write is logged; the next
+// batch decides it again.
+func (c *Controller) relink(ctx context.Context, log *zap.Logger, recs []LaunchRecord, moved map[string]string) {
 	if len(moved) == 0 {
-		return out
+		return
 	}
 	for _, r := range recs {
 		if name, ok := moved[r.LaunchID]; ok {
@@ -102,5 +101,4 @@ func (c *Controller) relink(ctx context.Context, log *zap.Logger, recs []LaunchR
 	if err := c.records.SetNodeNames(ctx, moved); err != nil {
 		log.Error("recording the node names of launches", zap.Error(err))
 	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -165,6 +167,14 @@ type eksEnv struct {
 
 func newEKSEnv(t *testing.T, cfg Config, cloud *eksCloud, objs ...kruntime.Object) *eksEnv {
 	t.Helper()
+	return newEKSEnvWith(t, Options{Config: cfg}, cloud, objs...)
+}
+
+// newEKSEnvWith is newEKSEnv with more options; the env sets Kube, Provider, Catalog, Clock,
+// Logger and Metrics.
+func newEKSEnvWith(t *testing.T, opts Options, cloud *eksCloud, objs ...kruntime.Object) *eksEnv {
+	t.Helper()
+	cfg := opts.Config
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +182,8 @@ func newEKSEnv(t *testing.T, cfg Config, cloud *eksCloud, objs ...kruntime.Objec
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}})
 	e := &eksEnv{t: t, kube: fake.NewClientset(objs...), cloud: cloud, cfg: cfg, reg: prometheus.NewRegistry(),
 		clk: clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))}
-	e.ctrl, err = New(cfg, e.kube, cloud, cat, e.clk, zaptest.NewLogger(t), NewMetrics(e.reg))
+	opts.Kube, opts.Provider, opts.Catalog, opts.Clock, opts.Logger, opts.Metrics = e.kube, cloud, cat, e.clk, zaptest.NewLogger(t), NewMetrics(e.reg)
+	e.ctrl, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +204,10 @@ func (e *eksEnv) reconcile() *Result {
 	return res
 }
 
-// wait polls until ok holds (the informers caught up), for at most 10 s.
+// wait waits until ok holds (the informers caught up), for at most 10 s.
 func (e *eksEnv) wait(what string, ok func() bool) {
 	e.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testwait.Until(e.t, testwait.Fast, what, 10*time.Second, ok)
 }
 
 // waitNode waits until the controller's informer has the Node as ok wants it (nil: gone).
@@ -313,7 +320,7 @@ func TestLaunchRegisteredUnderAnotherName(t *testing.T) {
 	if _, err := e.kube.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitNode(eksName, "the Node Ready", func(n *corev1.Node) bool { return n != nil && ready(n) })
+	e.waitNode(eksName, "the Node Ready", func(n *corev1.Node) bool { return n != nil && snapshot.IsNodeReady(n) })
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = eksName
 	bound.Status.Conditions = nil
@@ -450,11 +457,12 @@ func TestInterruptionCordonsNodeUnderAnotherName(t *testing.T) {
 	}
 	n := simtest.Node(eksName, "m7i.large", "us-east-1a", simtest.Resources("cpu", "1930m", "memory", "7Gi", "pods", "29"))
 	n.Spec.ProviderID = awsProviderID("us-east-1a", rec.InstanceID)
-	e := newEKSEnv(t, cfg, newEKSCloud(), recordsConfigMap(cfg, rec), n)
-	e.ctrl.SetInterruptionSource(&interruptionsOnce{notices: []cloudprovider.Interruption{
-		{InstanceID: rec.InstanceID, Kind: cloudprovider.SpotInterruption}}})
+	e := newEKSEnvWith(t, Options{Config: cfg, Interruptions: &interruptionsOnce{notices: []cloudprovider.Interruption{
+		{InstanceID: rec.InstanceID, Kind: cloudprovider.SpotInterruption}}}}, newEKSCloud(), recordsConfigMap(cfg, rec), n)
 
-	e.reconcile()
+	if left := e.ctrl.pollInterruptions(context.Background(), nil); len(left) != 0 {
+		t.Fatalf("notices left for the next poll: %+v", left)
+	}
 	got, err := e.kube.CoreV1().Nodes().Get(context.Background(), eksName, metav1.GetOptions{})
 	if err != nil || !got.Spec.Unschedulable {
 		t.Errorf("Node %s after the interruption: %v, unschedulable %v; want it cordoned", eksName, err, got.Spec.Unschedulable)

@@ -1,56 +1,43 @@
 package provisioner
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
-// Nominations (KEP-5278, NominatedNodeNameForExpectation) tell kube-scheduler where each planned
-// pod is expected to land: status.nominatedNodeName names the node bought for it. The scheduler
-// tries a pod's nominated node first, and when it evaluates any other pod on a node it counts the
-// pods nominated there (of equal or higher priority) as if they ran there — the protection that
-// keeps pods planned for later nodes off the room of a node that came up first.
+// Nominations (KEP-5278) tell kube-scheduler where each planned pod is expected to land:
+// status.nominatedNodeName names the node bought for it. The scheduler tries that node first and,
+// when it evaluates other pods on a node, counts the pods nominated there, which keeps pods planned
+// for later nodes off the room of a node that came up first.
 //
-// kube-scheduler v1.37 clears a nomination at the pod's next failed attempt (DefaultPreemption's
-// PostFilter: "preemption is not helpful", NewPostFilterResultWithNominatedNode("")), and each
-// such clear of a non-empty nomination makes it retry every pending pod of equal or lower
-// priority (hasNominatedNodeNameChanged → MoveAllToActiveOrBackoffQueue as for a deleted pod,
-// popped at once while the active queue is empty, SchedulerPopFromBackoffQ). A nomination set
-// again at once is cleared again by that round of retries, which starts the next round: a loop
-// that keeps the scheduler busy for as long as the nodes boot. So Tiler:
+// kube-scheduler clears an external nomination at the pod's next failed attempt, and each clear
+// makes it retry every pending pod of equal or lower priority at once: a nomination set again at
+// once is cleared again by those retries, a loop that keeps the scheduler busy while nodes boot.
+// So Tiler nominates as soon as the cloud accepted the launch, sets a cleared nomination again
+// only after a per-pod delay that doubles with each clear (nominationRetryMin to
+// nominationRetryMax, from the minimum again when the node advances), and stops once the pod is
+// bound, its launch record is gone or its node has been usable for nominationGrace. It writes only
+// a nomination that is empty or its own (api.AnnotationNominatedBy, api.AnnotationNominatedNode),
+// never the scheduler's preemption nomination, and every write carries the pod's resourceVersion.
 //
-//   - nominates a pod as soon as the cloud accepted the launch of its node (the launch record has
-//     an instance ID) or the Node registered, from the launch-record events, before the node can
-//     turn Ready;
-//   - sets a nomination the scheduler cleared again from the pod's update event, after a per-pod
-//     delay that starts at nominationRetryMin and doubles with every clear up to
-//     nominationRetryMax — long enough for the round of retries to have ended, so the nomination
-//     stays — and restarts from the minimum when the node advances (registers, turns Ready
-//     without start-up taints, becomes usable: GPUs advertised);
-//   - stops once the pod is bound, its launch record is gone (the launch failed or was deleted:
-//     Tiler's nomination is cleared, or moved to the pod's new planned node), or its node has been
-//     usable for nominationGrace.
-//
-// Tiler only writes a nomination that is empty or its own: the annotations tiler.dev/nominated-by
-// and tiler.dev/nominated-node record which node Tiler nominated, and a pod whose
-// nominatedNodeName names another node (the scheduler's preemption nomination) is never
-// overwritten; Tiler drops its annotations there instead, so that provisionable sees the
-// scheduler's nomination. Every write carries the pod's resourceVersion, so a nomination the
-// scheduler made after Tiler read the pod is not overwritten either (the write fails with a
-// conflict and the pod is looked at again).
+// The kube-scheduler v1.37 code this follows (https://github.com/kubernetes/kubernetes/blob/v1.37.2/):
+//   - the clear: pkg/scheduler/framework/preemption/preemption.go, Evaluator.Preempt returning
+//     NewPostFilterResultWithNominatedNode("") when preemption does not help;
+//   - the retries: pkg/scheduler/eventhandlers.go, updatePodInSchedulingQueue and
+//     hasNominatedNodeNameChanged;
+//   - nominated pods counted on their node: pkg/scheduler/framework/runtime/framework.go,
+//     RunFilterPluginsWithNominatedPods;
+//   - the maximum pod backoff: pkg/scheduler/backend/queue/backoff_queue.go.
 
 // nominatedByTiler is the value of api.AnnotationNominatedBy on pods Tiler nominated.
 const nominatedByTiler = "tiler"
@@ -92,7 +79,7 @@ func phaseOf(n *corev1.Node, r LaunchRecord, sliced bool) nodePhase {
 	switch {
 	case n == nil:
 		return phaseLaunched
-	case !ready(n) || hasStartupTaint(n):
+	case !snapshot.IsNodeReady(n) || hasStartupTaint(n):
 		return phaseRegistered
 	case !devicesPublished(n, r) && !sliced:
 		return phaseReady
@@ -113,28 +100,29 @@ func hasStartupTaint(n *corev1.Node) bool {
 	return false
 }
 
-// nominationOp is what the controller does to one pod's nomination.
-type nominationOp int
+// NominationOp is what the controller does to one pod's nomination.
+type NominationOp int
 
 const (
-	// nominationKeep leaves the pod alone.
-	nominationKeep nominationOp = iota
-	// nominationSet sets nominatedNodeName to the planned node, with Tiler's annotations.
-	nominationSet
-	// nominationClear clears Tiler's stale nomination and its annotations.
-	nominationClear
-	// nominationRelease drops Tiler's annotations from a pod the scheduler nominated elsewhere.
-	nominationRelease
+	// NominationKeep leaves the pod alone.
+	NominationKeep NominationOp = iota
+	// NominationSet sets nominatedNodeName to the planned node, with Tiler's annotations.
+	NominationSet
+	// NominationClear clears Tiler's stale nomination and its annotations.
+	NominationClear
+	// NominationRelease drops Tiler's annotations from a pod the scheduler nominated elsewhere.
+	NominationRelease
 )
 
-func (o nominationOp) String() string {
+// String names the operation in logs.
+func (o NominationOp) String() string {
 	return [...]string{"keep", "set", "clear", "release"}[o]
 }
 
-// nominationChange is a decision about one pod: the operation and, for nominationSet, the node.
-// again marks a nominationSet that restores Tiler's nomination after the scheduler cleared it.
+// nominationChange is a decision about one pod: the operation and, for NominationSet, the node.
+// again marks a NominationSet that restores Tiler's nomination after the scheduler cleared it.
 type nominationChange struct {
-	op    nominationOp
+	op    NominationOp
 	node  string
 	again bool
 }
@@ -288,50 +276,18 @@ func (v nominationView) decide(p *corev1.Pod) nominationChange {
 		return nominationChange{}
 	case nnn == "":
 		// With Tiler's annotations for the same node, the scheduler cleared Tiler's nomination.
-		return nominationChange{op: nominationSet, node: want, again: tagged && recorded == want}
+		return nominationChange{op: NominationSet, node: want, again: tagged && recorded == want}
 	case !tagged:
 		return nominationChange{} // someone else's nomination, e.g. the scheduler's preemption
 	case !ours:
-		return nominationChange{op: nominationRelease}
+		return nominationChange{op: NominationRelease}
 	case v.plan.lists(nnn, key):
 		return nominationChange{} // ours, for a node still planned for the pod
 	case want != "":
-		return nominationChange{op: nominationSet, node: want} // ours, for a launch that is gone
+		return nominationChange{op: NominationSet, node: want} // ours, for a launch that is gone
 	default:
-		return nominationChange{op: nominationClear}
+		return nominationChange{op: NominationClear}
 	}
-}
-
-// nominate runs the nomination decisions over every pod once per batch, with the batch's launch
-// records and Nodes, and queues the pods whose nomination should change; the nomination workers
-// (nominate_watch.go) write them, at the pace that holds for the events in between.
-func (c *Controller) nominate(_ context.Context, _ *zap.Logger, recs []LaunchRecord, nodes []*corev1.Node, pods []*corev1.Pod) {
-	if !c.cfg.Nominate {
-		return
-	}
-	byName := make(map[string]*corev1.Node, len(nodes))
-	for _, n := range nodes {
-		byName[n.Name] = n
-	}
-	v := c.nominations.view(newNominationPlan(recs), func(name string) *corev1.Node { return byName[name] })
-	for _, p := range pods {
-		c.nominations.enqueue(p, v.decide(p))
-	}
-}
-
-// applyNomination writes a decision in one patch of the pod's status subresource (which also
-// takes metadata.annotations), conditional on the pod's resourceVersion.
-func (c *Controller) applyNomination(ctx context.Context, p *corev1.Pod, ch nominationChange) error {
-	body, err := nominationPatch(p, ch)
-	if err != nil {
-		return err
-	}
-	if _, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-		return fmt.Errorf("%s nomination of %s/%s: %w", ch.op, p.Namespace, p.Name, err)
-	}
-	c.log.Debug("nomination", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Stringer(keyReason, ch.op),
-		zap.String(keyNode, ch.node))
-	return nil
 }
 
 // nominationPatch renders a decision as a JSON merge patch.
@@ -342,16 +298,59 @@ func nominationPatch(p *corev1.Pod, ch nominationChange) ([]byte, error) {
 	}
 	patch := map[string]any{"metadata": meta}
 	switch ch.op {
-	case nominationSet:
+	case NominationSet:
 		meta["annotations"] = map[string]any{api.AnnotationNominatedBy: nominatedByTiler, api.AnnotationNominatedNode: ch.node}
 		patch["status"] = map[string]any{"nominatedNodeName": ch.node}
-	case nominationClear:
+	case NominationClear:
 		meta["annotations"] = map[string]any{api.AnnotationNominatedBy: nil, api.AnnotationNominatedNode: nil}
 		patch["status"] = map[string]any{"nominatedNodeName": nil}
-	case nominationRelease:
+	case NominationRelease:
 		meta["annotations"] = map[string]any{api.AnnotationNominatedBy: nil, api.AnnotationNominatedNode: nil}
 	default:
 		return nil, fmt.Errorf("no patch for nomination op %s", ch.op)
 	}
 	return json.Marshal(patch)
+}
+
+// decideNominations runs the nomination decisions over every pod of the batch, with its launch
+// records (those that remain after housekeeping) and Nodes, and returns the pods whose nomination
+// should change. The nomination watch decides again when it writes them, at the pace that holds
+// for the events in between (nominate_watch.go).
+func decideNominations(s *State, recs []LaunchRecord) []Nomination {
+	byName := make(map[string]*corev1.Node, len(s.Nodes))
+	for _, n := range s.Nodes {
+		byName[n.Name] = n
+	}
+	sliced := slicedNodes(s.ResourceSlices)
+	// Only pending pods are nominated, and only pending pods keep one another from being
+	// scheduled (blocksSpread).
+	pending := map[string]*corev1.Pod{}
+	for _, p := range s.Pods {
+		if snapshot.IsPending(p) {
+			pending[p.Namespace+"/"+p.Name] = p
+		}
+	}
+	v := nominationView{
+		plan: newNominationPlan(recs),
+		node: func(name string) *corev1.Node { return byName[name] },
+		observe: func(n *corev1.Node, r LaunchRecord) (nodePhase, time.Duration) {
+			if n == nil {
+				return phaseLaunched, 0
+			}
+			phase := phaseOf(n, r, sliced[n.Name])
+			since, seen := s.UsableSince[n.Name]
+			if phase != phaseUsable || !seen {
+				return phase, 0
+			}
+			return phase, s.Now.Sub(since)
+		},
+		pod: func(key string) *corev1.Pod { return pending[key] },
+	}
+	var out []Nomination
+	for _, p := range s.Pods {
+		if ch := v.decide(p); ch.op != NominationKeep {
+			out = append(out, Nomination{Pod: p.Namespace + "/" + p.Name, Op: ch.op, Node: ch.node})
+		}
+	}
+	return out
 }

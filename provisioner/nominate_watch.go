@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
@@ -30,11 +34,18 @@ const nominationWorkers = 2
 // for the next batch: launch-record updates (the cloud accepted a launch, a launch failed or was
 // deleted), Node events (a planned node registered, turned Ready, became usable) and pod updates
 // (the scheduler cleared or overwrote a nomination). Handlers only decide and queue pod keys;
-// workers read the pod again and write.
+// workers read the pod again and write. It reads and writes through its own narrow dependencies,
+// not through the controller; the controller builds it only when nominations are on, and each
+// batch queues the pods it decided on (Decision.Nominations) and reads usableSince.
 type nominationWatch struct {
-	c       *Controller
-	log     *zap.Logger
-	records informers.SharedInformerFactory // the launch-records ConfigMap only
+	kube   kubernetes.Interface
+	pods   cache.SharedIndexInformer // the controller's pod informer
+	nodes  cache.SharedIndexInformer // the controller's node informer
+	slices cache.SharedIndexInformer // the controller's ResourceSlice informer
+	clock  clock.WithTicker
+	log    *zap.Logger
+	// records watches the launch-records ConfigMap only.
+	records informers.SharedInformerFactory
 	queue   workqueue.TypedRateLimitingInterface[string]
 
 	mu      sync.Mutex
@@ -64,15 +75,26 @@ func (l nominationLoss) retryAt() time.Time {
 	return l.at.Add(min(d, nominationRetryMax))
 }
 
-func newNominationWatch(c *Controller) *nominationWatch {
+// nominationDeps are what the nomination watch needs: the API server's client, the controller's
+// pod, node and ResourceSlice informers, the namespace of the launch records, a clock and a
+// logger.
+type nominationDeps struct {
+	kube                kubernetes.Interface
+	pods, nodes, slices cache.SharedIndexInformer
+	namespace           string
+	clock               clock.WithTicker
+	log                 *zap.Logger
+}
+
+func newNominationWatch(d nominationDeps) *nominationWatch {
 	return &nominationWatch{
-		c:   c,
-		log: c.log.Named("nominations"),
-		records: informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.cfg.Namespace),
+		kube: d.kube, pods: d.pods, nodes: d.nodes, slices: d.slices, clock: d.clock,
+		log: d.log.Named("nominations"),
+		records: informers.NewSharedInformerFactoryWithOptions(d.kube, 0, informers.WithNamespace(d.namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + RecordsConfigMap })),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](nominationRetryMin, nominationRetryMax),
-			workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Clock: d.clock}),
 		plan:    newNominationPlan(nil),
 		usable:  map[string]time.Time{},
 		phases:  map[string]nodePhase{},
@@ -82,27 +104,23 @@ func newNominationWatch(c *Controller) *nominationWatch {
 
 // register hooks the handlers to the pod and node informers and to the launch-records informer.
 func (w *nominationWatch) register() {
-	if !w.c.cfg.Nominate {
-		return
-	}
-	f := w.c.factory
-	if err := f.Resource().V1().ResourceSlices().Informer().AddIndexers(cache.Indexers{sliceNodeIndex: sliceNode}); err != nil {
+	if err := w.slices.AddIndexers(cache.Indexers{sliceNodeIndex: sliceNode}); err != nil {
 		w.log.Warn("indexing ResourceSlices by node: nodes whose GPUs only the DRA driver publishes never count as usable", zap.Error(err))
 	}
-	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { w.onPod(nil, o) },
 		UpdateFunc: w.onPod,
 		DeleteFunc: w.onPodDelete,
 	})
-	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.onNode,
 		UpdateFunc: func(_, o any) { w.onNode(o) },
 	})
 	// A node whose GPUs only the DRA driver publishes becomes usable with its ResourceSlices.
-	_, _ = f.Resource().V1().ResourceSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = w.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
 			if names, _ := sliceNode(o); len(names) == 1 {
-				if n, err := f.Core().V1().Nodes().Lister().Get(names[0]); err == nil {
+				if n := w.node(names[0]); n != nil {
 					w.onNode(n)
 				}
 			}
@@ -125,9 +143,6 @@ func (w *nominationWatch) register() {
 // start starts the launch-records informer, waits for it and starts the workers, which stop
 // when ctx ends. Call it after the controller's informers have started.
 func (w *nominationWatch) start(ctx context.Context) error {
-	if !w.c.cfg.Nominate {
-		return nil
-	}
 	w.records.Start(ctx.Done())
 	for t, ok := range w.records.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -153,23 +168,18 @@ func (w *nominationWatch) synced() bool {
 	return w.records.Core().V1().ConfigMaps().Informer().HasSynced()
 }
 
-// view returns the decision inputs over plan and the Nodes node returns.
-func (w *nominationWatch) view(plan *nominationPlan, node func(string) *corev1.Node) nominationView {
-	pods := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
-	return nominationView{plan: plan, node: node, observe: w.observe, pod: func(key string) *corev1.Pod {
-		if o, ok, _ := pods.GetByKey(key); ok {
-			p, _ := o.(*corev1.Pod)
-			return p
-		}
-		return nil
-	}}
-}
-
 // enqueue queues the pod when its nomination should change; the worker decides again and waits
 // for the pod's retry time before it sets a nomination the scheduler cleared.
 func (w *nominationWatch) enqueue(p *corev1.Pod, ch nominationChange) {
-	if ch.op != nominationKeep {
+	if ch.op != NominationKeep {
 		w.queue.Add(p.Namespace + "/" + p.Name)
+	}
+}
+
+// apply queues the pods of a batch's nomination decisions.
+func (w *nominationWatch) apply(ns []Nomination) {
+	for _, n := range ns {
+		w.queue.Add(n.Pod)
 	}
 }
 
@@ -178,14 +188,34 @@ func (w *nominationWatch) current() nominationView {
 	w.mu.Lock()
 	plan := w.plan
 	w.mu.Unlock()
-	lister := w.c.factory.Core().V1().Nodes().Lister()
-	return w.view(plan, func(name string) *corev1.Node {
-		n, err := lister.Get(name)
-		if err != nil {
-			return nil
-		}
-		return n
-	})
+	return nominationView{plan: plan, node: w.node, observe: w.observe, pod: w.pod}
+}
+
+// node returns the informer's Node of the name, or nil.
+func (w *nominationWatch) node(name string) *corev1.Node {
+	o, ok, _ := w.nodes.GetIndexer().GetByKey(name)
+	if !ok {
+		return nil
+	}
+	n, _ := o.(*corev1.Node)
+	return n
+}
+
+// pod returns the informer's pod namespace/name, or nil.
+func (w *nominationWatch) pod(key string) *corev1.Pod {
+	o, ok, _ := w.pods.GetIndexer().GetByKey(key)
+	if !ok {
+		return nil
+	}
+	p, _ := o.(*corev1.Pod)
+	return p
+}
+
+// usableSince returns a copy of when each launched node was first seen usable.
+func (w *nominationWatch) usableSince() map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.usable)
 }
 
 // observe returns the phase of the node n (nil: not registered) launched for r and, when it is
@@ -201,7 +231,7 @@ func (w *nominationWatch) observe(n *corev1.Node, r LaunchRecord) (nodePhase, ti
 		delete(w.usable, n.Name)
 		return phase, 0
 	}
-	now := w.c.clock.Now()
+	now := w.clock.Now()
 	since, seen := w.usable[n.Name]
 	if !seen {
 		w.usable[n.Name] = now
@@ -212,7 +242,7 @@ func (w *nominationWatch) observe(n *corev1.Node, r LaunchRecord) (nodePhase, ti
 
 // sliced reports whether DRA ResourceSlices exist for the node.
 func (w *nominationWatch) sliced(node string) bool {
-	objs, err := w.c.factory.Resource().V1().ResourceSlices().Informer().GetIndexer().ByIndex(sliceNodeIndex, node)
+	objs, err := w.slices.GetIndexer().ByIndex(sliceNodeIndex, node)
 	return err == nil && len(objs) > 0
 }
 
@@ -242,7 +272,7 @@ func (w *nominationWatch) onPod(oldObj, newObj any) {
 		p.Annotations[api.AnnotationNominatedBy] == nominatedByTiler {
 		w.mu.Lock()
 		l := w.cleared[key]
-		w.cleared[key] = nominationLoss{count: l.count + 1, at: w.c.clock.Now()}
+		w.cleared[key] = nominationLoss{count: l.count + 1, at: w.clock.Now()}
 		w.mu.Unlock()
 	}
 	w.enqueue(p, w.current().decide(p))
@@ -401,28 +431,40 @@ func (w *nominationWatch) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	p, err := w.c.factory.Core().V1().Pods().Lister().Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
+	p := w.pod(ns + "/" + name)
+	if p == nil {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
 	ch := w.current().decide(p)
-	if ch.op == nominationKeep {
+	if ch.op == NominationKeep {
 		return nil
 	}
 	if ch.again {
 		w.mu.Lock()
 		at := w.cleared[key].retryAt()
 		w.mu.Unlock()
-		if wait := at.Sub(w.c.clock.Now()); wait > 0 {
+		if wait := at.Sub(w.clock.Now()); wait > 0 {
 			w.queue.AddAfter(key, wait)
 			return nil
 		}
 	}
-	if err := w.c.applyNomination(ctx, p, ch); err != nil && !apierrors.IsNotFound(err) {
+	if err := w.write(ctx, p, ch); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	return nil
+}
+
+// write carries out a decision in one patch of the pod's status subresource (which also takes
+// metadata.annotations), conditional on the pod's resourceVersion.
+func (w *nominationWatch) write(ctx context.Context, p *corev1.Pod, ch nominationChange) error {
+	body, err := nominationPatch(p, ch)
+	if err != nil {
+		return err
+	}
+	if _, err := w.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("%s nomination of %s/%s: %w", ch.op, p.Namespace, p.Name, err)
+	}
+	w.log.Debug("nomination", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Stringer(keyReason, ch.op),
+		zap.String(keyNode, ch.node))
 	return nil
 }

@@ -3,12 +3,14 @@ package provisioner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -42,7 +44,8 @@ func newNominationEnv(t *testing.T, recs []LaunchRecord, pods ...string) *nomina
 		}
 	}
 	e.putRecords(recs...)
-	ctrl, err := New(cfg, e.kube, nil, nil, e.clk, zaptest.NewLogger(t), NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := New(Options{Config: cfg, Kube: e.kube, Provider: newEKSCloud(), Catalog: &catalog.Catalog{}, Clock: e.clk,
+		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +88,13 @@ func (e *nominationEnv) schedulerSets(pod, node string) {
 // waitPod waits until the pod satisfies ok, and fails with what, after 5 s.
 func (e *nominationEnv) waitPod(pod, what string, ok func(*corev1.Pod) bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		p, err := e.kube.CoreV1().Pods("ns").Get(context.Background(), pod, metav1.GetOptions{})
-		if err == nil && ok(p) {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("pod %s: not %s after 5s: nominatedNodeName %q, annotations %v", pod, what, p.Status.NominatedNodeName, p.Annotations)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var p *corev1.Pod
+	if err := testwait.Poll(testwait.Fast, 5*time.Second, func() bool {
+		var err error
+		p, err = e.kube.CoreV1().Pods("ns").Get(context.Background(), pod, metav1.GetOptions{})
+		return err == nil && ok(p)
+	}); err != nil {
+		e.t.Fatalf("pod %s: not %s after 5s: nominatedNodeName %q, annotations %v", pod, what, p.Status.NominatedNodeName, p.Annotations)
 	}
 }
 
@@ -117,11 +117,11 @@ func TestNominationsFollowEvents(t *testing.T) {
 	cleared := func(p *corev1.Pod) bool { return p.Status.NominatedNodeName == "" }
 
 	e.waitPod("p", "nominated for n1 before its Node registers", nominatedByTilerFor("n1"))
-	e.schedulerSets("p", "") // a failed attempt while n1 boots: set again 250 ms later
+	e.schedulerClears("p") // a failed attempt while n1 boots: set again 250 ms later
 	e.stays("p", "left cleared before the retry delay", cleared)
 	e.clk.Step(nominationRetryMin)
 	e.waitPod("p", "nominated again after 250 ms", nominatedByTilerFor("n1"))
-	e.schedulerSets("p", "") // the second clear: 500 ms
+	e.schedulerClears("p") // the second clear: 500 ms
 	e.stays("p", "left cleared before the retry delay", cleared)
 	e.clk.Step(nominationRetryMin)
 	e.stays("p", "left cleared 250 ms after the second clear", cleared)
@@ -134,7 +134,7 @@ func TestNominationsFollowEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitPhaseSeen("n1", phaseRegistered)
-	e.schedulerSets("p", "") // n1 registered: the delay restarts from 250 ms
+	e.schedulerClears("p") // n1 registered: the delay restarts from 250 ms
 	e.stays("p", "left cleared before the retry delay", cleared)
 	e.clk.Step(nominationRetryMin)
 	e.waitPod("p", "nominated again 250 ms after the first clear since n1 registered", nominatedByTilerFor("n1"))
@@ -162,46 +162,57 @@ func TestNominationsFollowEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitPhaseSeen("n1", phaseUsable)
-	e.schedulerSets("p", "")
+	e.schedulerClears("p")
 	e.stays("p", "left cleared before the retry delay", cleared)
 	e.clk.Step(nominationRetryMin)
 	e.waitPod("p", "nominated again inside the grace", nominatedByTilerFor("n1"))
 	e.clk.Step(nominationGrace)
-	e.schedulerSets("p", "")
+	e.schedulerClears("p")
 	e.stays("p", "left cleared past the grace", cleared)
 	e.clk.Step(nominationRetryMax)
 	e.stays("p", "left cleared past the grace, after the retry delay", cleared)
 }
 
-// stays waits 300 ms and checks that the pod still satisfies ok.
+// schedulerClears clears the pod's nomination as kube-scheduler does and waits until the watch
+// has seen the clear of Tiler's nomination.
+func (e *nominationEnv) schedulerClears(pod string) {
+	e.t.Helper()
+	w := e.ctrl.nominations
+	clears := func() int {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.cleared["ns/"+pod].count
+	}
+	before := clears()
+	e.schedulerSets(pod, "")
+	testwait.Until(e.t, testwait.Fast, "the watch to see the clear of "+pod, 5*time.Second, func() bool { return clears() > before })
+}
+
+// stays checks that the pod keeps satisfying ok for 300 ms. The watch decides to wait (or not to
+// nominate at all) without a trace outside it, so nothing marks the moment a wrong nomination
+// would have been written: the check looks for one for a while, as the scheduler would see it.
 func (e *nominationEnv) stays(pod, what string, ok func(*corev1.Pod) bool) {
 	e.t.Helper()
-	time.Sleep(300 * time.Millisecond)
-	p, err := e.kube.CoreV1().Pods("ns").Get(context.Background(), pod, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if !ok(p) {
-		e.t.Fatalf("pod %s: not %s: nominatedNodeName %q, annotations %v", pod, what, p.Status.NominatedNodeName, p.Annotations)
-	}
+	var p *corev1.Pod
+	testwait.StaysFalse(e.t, testwait.Fast, "pod "+pod+": not "+what, 300*time.Millisecond, func() bool {
+		got, err := e.kube.CoreV1().Pods("ns").Get(context.Background(), pod, metav1.GetOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		p = got
+		return !ok(p)
+	})
 }
 
 // waitPhaseSeen waits until the nominations saw the node in the phase.
 func (e *nominationEnv) waitPhaseSeen(node string, phase nodePhase) {
 	e.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Until(e.t, testwait.Fast, fmt.Sprintf("node %s seen in phase %d", node, phase), 5*time.Second, func() bool {
 		e.ctrl.nominations.mu.Lock()
+		defer e.ctrl.nominations.mu.Unlock()
 		got, seen := e.ctrl.nominations.phases[node]
-		e.ctrl.nominations.mu.Unlock()
-		if seen && got == phase {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("node %s not seen in phase %d after 5s", node, phase)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return seen && got == phase
+	})
 }
 
 // TestNominationsDRAOnlyNode: a Ready node whose GPUs only the DRA driver publishes becomes usable
@@ -235,7 +246,8 @@ func TestNominationsOff(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := New(cfg, kube, nil, nil, clocktesting.NewFakeClock(time.Now()), zaptest.NewLogger(t), NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := New(Options{Config: cfg, Kube: kube, Provider: newEKSCloud(), Catalog: &catalog.Catalog{},
+		Clock: clocktesting.NewFakeClock(time.Now()), Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +256,18 @@ func TestNominationsOff(t *testing.T) {
 	if err := ctrl.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// With nominations off there is no watch to write one, ever: nothing to wait for.
+	if ctrl.nominations != nil {
+		t.Fatal("nominations off: the controller has a nomination watch")
+	}
+	if _, err := ctrl.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "pods" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Errorf("nominations off: %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
 	p, err := kube.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func (c *Controller) refreshPolicy(ctx context.Context) {
 	var merged *policy.CostPolicy
 	valid := true
 	for _, cm := range cms {
-		p, err := policy.Parse(configMapDocument(cm))
+		p, err := policy.FromConfigMap(cm)
 		if err != nil {
 			valid = false
 			c.reportInvalid(cm, err)
@@ -56,10 +56,6 @@ func (c *Controller) refreshPolicy(ctx context.Context) {
 	case len(cms) == 0:
 		c.policy = nil
 	}
-}
-
-func configMapDocument(cm *corev1.ConfigMap) []byte {
-	return []byte(cm.Data[policy.ConfigMapKey])
 }
 
 func (c *Controller) reportInvalid(cm *corev1.ConfigMap, err error) {

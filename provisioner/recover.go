@@ -52,12 +52,13 @@ func (c *Controller) Recover(ctx context.Context) error {
 			continue
 		case inst == nil:
 			c.log.Info("relaunching a recorded launch", zap.String(keyLaunchID, r.LaunchID))
-			c.launchOne(ctx, c.log, r, simulatorNode(r), nil)
+			c.launchOne(ctx, c.log, r, nil)
 			continue
 		}
 		kept = append(kept, r)
 	}
-	c.relink(ctx, c.log, kept, newNodeIndex(nodes))
+	_, moved := newNodeIndex(nodes).relink(kept)
+	c.relink(ctx, c.log, kept, moved)
 	for _, i := range insts {
 		if !known[i.LaunchID] {
 			c.log.Warn("deleting an orphan instance", zap.String(keyInstanceID, i.ID), zap.String(keyLaunchID, i.LaunchID))

@@ -7,16 +7,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/snapshot"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Reservations keep a bought node's room for the pods planned onto it.
@@ -89,9 +94,11 @@ func reservedValues(p *corev1.Pod) []string {
 	return out
 }
 
-// reservationWatch adds reservation tolerations to planned pods and ends reservations.
+// reservationWatch adds reservation tolerations to planned pods (as each batch decided:
+// Decision.Tolerations) and ends reservations. It reads and writes through its own narrow
+// dependencies, not through the controller; the controller builds it only when reservations are on.
 type reservationWatch struct {
-	c    *Controller
+	reservationDeps
 	log  *zap.Logger
 	wake chan struct{}
 
@@ -101,8 +108,22 @@ type reservationWatch struct {
 	held map[string]map[string]bool
 }
 
-func newReservationWatch(c *Controller) *reservationWatch {
-	return &reservationWatch{c: c, log: c.log.Named("reservations"), wake: make(chan struct{}, 1),
+// reservationDeps are what the reservation watch needs: the API server's client, the
+// controller's pod and node informers, the launch records, a clock, a logger, an Event recorder,
+// the counter of ended reservations and the timing of Config.
+type reservationDeps struct {
+	kube         kubernetes.Interface
+	pods, nodes  cache.SharedIndexInformer
+	records      func(context.Context) ([]LaunchRecord, error)
+	clock        clock.Clock
+	log          *zap.Logger
+	recorder     record.EventRecorder
+	ended        *prometheus.CounterVec
+	ttl, recheck time.Duration // Config.ReservationTTL and Config.ResyncPeriod
+}
+
+func newReservationWatch(d reservationDeps) *reservationWatch {
+	return &reservationWatch{reservationDeps: d, log: d.log.Named("reservations"), wake: make(chan struct{}, 1),
 		held: map[string]map[string]bool{}}
 }
 
@@ -116,13 +137,9 @@ func (w *reservationWatch) poke() {
 // register wakes the release loop on the events that can end a reservation: a reserved node's
 // changes (registered, Ready) and the binding or deletion of a pod that holds a reservation.
 func (w *reservationWatch) register() {
-	if !w.c.cfg.Reserve {
-		return
-	}
-	f := w.c.factory
 	// Only the transition matters: a bound pod keeps its tolerations, and its later status updates
 	// must not rescan every pod.
-	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = w.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, o any) {
 			before, ok1 := old.(*corev1.Pod)
 			p, ok2 := o.(*corev1.Pod)
@@ -139,7 +156,7 @@ func (w *reservationWatch) register() {
 			}
 		},
 	})
-	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { w.pokeNode(o) },
 		UpdateFunc: func(_, o any) {
 			w.pokeNode(o)
@@ -157,13 +174,10 @@ func (w *reservationWatch) pokeNode(o any) {
 
 // start runs the release loop until ctx ends.
 func (w *reservationWatch) start(ctx context.Context) {
-	if !w.c.cfg.Reserve {
-		return
-	}
 	go func() {
 		for {
 			next := w.release(ctx)
-			wait := w.c.cfg.ResyncPeriod
+			wait := w.recheck
 			if next > 0 && next < wait {
 				wait = next
 			}
@@ -171,45 +185,22 @@ func (w *reservationWatch) start(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-w.wake:
-			case <-w.c.clock.After(wait):
+			case <-w.clock.After(wait):
 			}
 		}
 	}()
 }
 
-// tolerate adds, before the plan's launches, the reservation toleration of each reserved node
-// the plan puts pods on: the new nodes (value: launch ID = planned name) and existing or in-flight
-// nodes still reserved (value: the Node's taint, or the launch ID of a record whose Node has not
-// registered). Pods already bound or gone are skipped; a pod that cannot be updated is logged —
-// it waits for the reservation to end.
-func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, plan *api.Plan, recs []LaunchRecord, idx nodeIndex) {
-	if !w.c.cfg.Reserve || plan == nil {
+// tolerate adds the tolerations a batch decided (pod key → node reservations it must tolerate,
+// Decision.Tolerations) before the plan's launches. Pods already bound or gone are skipped; a pod
+// that cannot be updated is logged — it waits for the reservation to end.
+func (w *reservationWatch) tolerate(ctx context.Context, log *zap.Logger, values map[string][]string) {
+	if len(values) == 0 {
 		return
 	}
-	nodes := w.c.factory.Core().V1().Nodes().Lister()
-	values := reservationValues(plan, recs, idx, func(name string) *corev1.Node {
-		n, _ := nodes.Get(name)
-		return n
-	})
-	// Only pods the API server has (pre-scale reservations are pods of the simulation alone) and
-	// that lack a toleration in the cache (a re-plan of in-flight pods mostly finds them there).
-	pods := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
 	keys := make([]string, 0, len(values))
-	for k, vs := range values {
-		o, exists, _ := pods.GetByKey(k)
-		if !exists {
-			continue
-		}
-		p := o.(*corev1.Pod)
-		for _, v := range vs {
-			if !toleratesReservation(p, v) {
-				keys = append(keys, k)
-				break
-			}
-		}
-	}
-	if len(keys) == 0 {
-		return
+	for k := range values {
+		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	work := make(chan string)
@@ -243,7 +234,7 @@ func (w *reservationWatch) addTolerations(ctx context.Context, key string, value
 	if err != nil {
 		return err
 	}
-	pods := w.c.kube.CoreV1().Pods(ns)
+	pods := w.kube.CoreV1().Pods(ns)
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -285,24 +276,23 @@ func (w *reservationWatch) addTolerations(ctx context.Context, key string, value
 // release ends the reservations that are over and returns how long until the next one may end by
 // its TTL (0: none pending).
 func (w *reservationWatch) release(ctx context.Context) time.Duration {
-	nodes, err := w.c.factory.Core().V1().Nodes().Lister().List(everything())
-	if err != nil {
-		return 0
-	}
-	pods, err := w.c.factory.Core().V1().Pods().Lister().List(everything())
-	if err != nil {
-		return 0
+	var nodes []*corev1.Node
+	for _, o := range w.nodes.GetStore().List() {
+		if n, ok := o.(*corev1.Node); ok {
+			nodes = append(nodes, n)
+		}
 	}
 	waiting := map[string]bool{} // reservation values an unbound pod holds
-	for _, p := range pods {
-		if !waitingPod(p) {
+	for _, o := range w.pods.GetStore().List() {
+		p, ok := o.(*corev1.Pod)
+		if !ok || !waitingPod(p) {
 			continue
 		}
 		for _, v := range reservedValues(p) {
 			waiting[v] = true
 		}
 	}
-	podIndexer := w.c.factory.Core().V1().Pods().Informer().GetIndexer()
+	podIndexer := w.pods.GetIndexer()
 	w.mu.Lock()
 	for v, keys := range w.held {
 		for k := range keys {
@@ -318,8 +308,40 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 	}
 	w.mu.Unlock()
 	launchIDs := w.launchIDs(ctx, nodes)
-	var next time.Duration
-	now := w.c.clock.Now()
+	rekey, ends, next := decideReservations(nodes, waiting, launchIDs, w.clock.Now(), w.ttl)
+	for node, id := range rekey {
+		if err := w.setTaint(ctx, node, id); err != nil {
+			w.log.Warn("setting the reservation of a registered node", zap.String(keyNode, node), zap.Error(err))
+		}
+	}
+	for _, e := range ends {
+		if err := w.untaint(ctx, e.node.Name); err != nil {
+			w.log.Warn("ending the reservation", zap.String(keyNode, e.node.Name), zap.Error(err))
+			continue
+		}
+		w.ended.WithLabelValues(e.reason).Inc()
+		w.log.Info("reservation ended", zap.String(keyNode, e.node.Name), zap.String(keyReason, e.reason))
+		w.recorder.Eventf(e.node, corev1.EventTypeNormal, "ReservationEnded", "reservation %s ended (%s): any pod may use the node", e.value, e.reason)
+	}
+	return next
+}
+
+// reservationEnd is a node reservation to end, and why (the reason label of
+// tiler_provisioner_reservations_ended_total).
+type reservationEnd struct {
+	node          *corev1.Node
+	value, reason string
+}
+
+// decideReservations decides, at now, on the reservations of nodes given the reservation values
+// an unbound pod holds (waiting) and the launch IDs of the nodes registered with
+// api.ReservationPending (nil: the launch records could not be read). It returns the pending
+// reservations to set to their launch ID (node → launch ID), the reservations to end — an
+// unknown launch's, one no unbound pod holds, one whose node has been Ready for ttl — and how long
+// until the next may end by its TTL (0: none).
+func decideReservations(nodes []*corev1.Node, waiting map[string]bool, launchIDs map[string]string, now time.Time,
+	ttl time.Duration) (rekey map[string]string, ends []reservationEnd, next time.Duration) {
+	rekey = map[string]string{}
 	for _, n := range nodes {
 		v, ok := reservationValue(n)
 		if !ok {
@@ -327,9 +349,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		}
 		if v == api.ReservationPending {
 			if id := launchIDs[n.Name]; id != "" {
-				if err := w.setTaint(ctx, n.Name, id); err != nil {
-					w.log.Warn("setting the reservation of a registered node", zap.String(keyNode, n.Name), zap.Error(err))
-				}
+				rekey[n.Name] = id
 				continue
 			}
 			if launchIDs == nil {
@@ -337,30 +357,23 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 			}
 		}
 		reason := ""
-		switch since, isReady := readySince(n); {
+		switch since, isReady := snapshot.NodeReadySince(n); {
 		case v == api.ReservationPending:
 			reason = "unknown-launch"
 		case !waiting[v]:
 			reason = "planned-pods-bound"
-		case isReady && now.Sub(since) >= w.c.cfg.ReservationTTL:
+		case isReady && now.Sub(since) >= ttl:
 			reason = "ttl"
 		case isReady:
-			if d := w.c.cfg.ReservationTTL - now.Sub(since); next == 0 || d < next {
+			if d := ttl - now.Sub(since); next == 0 || d < next {
 				next = d
 			}
 		}
-		if reason == "" {
-			continue
+		if reason != "" {
+			ends = append(ends, reservationEnd{node: n, value: v, reason: reason})
 		}
-		if err := w.untaint(ctx, n.Name); err != nil {
-			w.log.Warn("ending the reservation", zap.String(keyNode, n.Name), zap.Error(err))
-			continue
-		}
-		w.c.metrics.ReservationsEnded.WithLabelValues(reason).Inc()
-		w.log.Info("reservation ended", zap.String(keyNode, n.Name), zap.String(keyReason, reason))
-		w.c.recorder.Eventf(n, corev1.EventTypeNormal, "ReservationEnded", "reservation %s ended (%s): any pod may use the node", v, reason)
 	}
-	return next
+	return rekey, ends, next
 }
 
 // launchIDs maps the nodes whose reservation registered as api.ReservationPending to
@@ -376,7 +389,7 @@ func (w *reservationWatch) launchIDs(ctx context.Context, nodes []*corev1.Node) 
 	if !pending {
 		return map[string]string{}
 	}
-	recs, err := w.c.records.List(ctx)
+	recs, err := w.records(ctx)
 	if err != nil {
 		w.log.Warn("reading the launch records to match reserved nodes", zap.Error(err))
 		return nil
@@ -404,7 +417,7 @@ func (w *reservationWatch) setTaint(ctx context.Context, name, value string) err
 // mutateReservation applies fn to the node's reservation taint (false: remove it) and updates the
 // node when that changed it.
 func (w *reservationWatch) mutateReservation(ctx context.Context, name string, fn func(*corev1.Taint) bool) error {
-	nodes := w.c.kube.CoreV1().Nodes()
+	nodes := w.kube.CoreV1().Nodes()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -443,16 +456,6 @@ func (w *reservationWatch) mutateReservation(ctx context.Context, name string, f
 func waitingPod(p *corev1.Pod) bool {
 	return p.Spec.NodeName == "" && p.DeletionTimestamp == nil &&
 		p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-// readySince returns when the node last turned Ready, if it is.
-func readySince(n *corev1.Node) (time.Time, bool) {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.LastTransitionTime.Time, c.Status == corev1.ConditionTrue
-		}
-	}
-	return time.Time{}, false
 }
 
 // reservationValues returns, for each pod the plan puts on a reserved node, the reservation values

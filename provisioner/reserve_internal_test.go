@@ -1,8 +1,10 @@
 package provisioner
 
 import (
+	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -65,5 +67,49 @@ func TestReservationValues(t *testing.T) {
 		if !slices.Equal(got[k], v) {
 			t.Errorf("%s: reservations %v, want %v", k, got[k], v)
 		}
+	}
+}
+
+// TestDecideReservations: which node reservations end, and why, at one moment.
+func TestDecideReservations(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	ttl := 2 * time.Minute
+	node := func(name, value string, readyFor time.Duration) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: api.TaintReserved, Value: value, Effect: corev1.TaintEffectNoSchedule}}}}
+		if readyFor >= 0 {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(now.Add(-readyFor))}}
+		}
+		return n
+	}
+	nodes := []*corev1.Node{
+		node("booting", "l-boot", -1),         // held, not Ready: stays
+		node("fresh", "l-fresh", time.Minute), // held, Ready for 1 min: stays 1 min more
+		node("old", "l-old", 3*time.Minute),   // held, Ready past the TTL
+		node("bound", "l-bound", time.Second), // no pod holds it any more
+		node("aws-known", api.ReservationPending, 0),
+		node("aws-unknown", api.ReservationPending, 0),
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+	}
+	waiting := map[string]bool{"l-boot": true, "l-fresh": true, "l-old": true}
+	rekey, ends, next := decideReservations(nodes, waiting, map[string]string{"aws-known": "l-aws"}, now, ttl)
+	if len(rekey) != 1 || rekey["aws-known"] != "l-aws" {
+		t.Errorf("rekey %v, want aws-known → l-aws", rekey)
+	}
+	got := map[string]string{}
+	for _, e := range ends {
+		got[e.node.Name] = e.reason
+	}
+	want := map[string]string{"old": "ttl", "bound": "planned-pods-bound", "aws-unknown": "unknown-launch"}
+	if !maps.Equal(got, want) {
+		t.Errorf("ends %v, want %v", got, want)
+	}
+	if next != time.Minute {
+		t.Errorf("next %s, want 1m (fresh's TTL)", next)
+	}
+	// The launch records could not be read: pending reservations are left for later.
+	if rekey, ends, _ := decideReservations(nodes[4:6], nil, nil, now, ttl); len(rekey) != 0 || len(ends) != 0 {
+		t.Errorf("records unread: rekey %v, ends %+v; want nothing", rekey, ends)
 	}
 }

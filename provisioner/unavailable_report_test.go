@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/promtest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -54,7 +56,8 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 			cfg := provisioner.DefaultConfig()
 			cfg.Nominate = false
 			reg := prometheus.NewRegistry()
-			ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(reg))
+			ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, Clock: clk,
+				Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +112,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 // unavailableGauge reads tiler_provisioner_unavailable_offerings, set by each batch that plans.
 func unavailableGauge(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	v, _ := metricValue(t, reg, "tiler_provisioner_unavailable_offerings")
+	v, _ := promtest.Value(t, reg, "tiler_provisioner_unavailable_offerings")
 	return v
 }
 
@@ -151,18 +154,15 @@ func nodeOf(t *testing.T, plan *api.Plan, pod string) api.NewNode {
 // fake API server asynchronously) and returns it.
 func reconcileUntil(t *testing.T, ctrl *provisioner.Controller, pending int) *provisioner.Result {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		res, err := ctrl.Reconcile(context.Background())
-		if err != nil {
+	var res *provisioner.Result
+	if err := testwait.Poll(testwait.Fast, 10*time.Second, func() bool {
+		var err error
+		if res, err = ctrl.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if res.Pending == pending {
-			return res
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no batch saw %d pending pods; last saw %d", pending, res.Pending)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return res.Pending == pending
+	}); err != nil {
+		t.Fatalf("no batch saw %d pending pods; last saw %d", pending, res.Pending)
 	}
+	return res
 }

@@ -62,6 +62,14 @@ func utilisation(n *simNode) float64 {
 // clear removes every pod from a new node (and its claim allocations) and drops the node,
 // undoably, and returns the pods.
 func (s *state) clear(n *simNode) []*podInfo {
+	pods := s.takePods(n)
+	s.drop(n)
+	return pods
+}
+
+// takePods removes every pod the simulation placed on the node, and its claim allocations,
+// undoably, and returns them.
+func (s *state) takePods(n *simNode) []*podInfo {
 	pods := n.pods
 	prevUsed := n.used.clone()
 	var uncount []func()
@@ -80,7 +88,6 @@ func (s *state) clear(n *simNode) []*podInfo {
 		copy(n.used, prevUsed)
 	})
 	s.clearDRA(n)
-	s.drop(n)
 	return append([]*podInfo(nil), pods...)
 }
 

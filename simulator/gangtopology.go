@@ -3,8 +3,8 @@ package simulator
 import "sort"
 
 // placeGangOnNode puts every member on one node: an existing or in-flight node if one can take
-// them all, else one new node opened by the first member and restricted to it. Members already
-// bound fix the node.
+// them all (or, under newNodeCap, a new node already open), else one new node opened by the first
+// member and restricted to it. Members already bound fix the node.
 func (s *state) placeGangOnNode(g *gang) (failure, bool) {
 	if g.bound > 0 {
 		i := s.nodeIndex(g.boundNode)
@@ -17,7 +17,9 @@ func (s *state) placeGangOnNode(g *gang) (failure, bool) {
 		return failure{newNode: "the node of the gang's bound members cannot hold the rest"}, false
 	}
 	for _, n := range s.nodes {
-		if !n.existing {
+		// Under a cap on new nodes (a disruption action may open one), the new nodes already
+		// open are tried too; purchases keep opening a node of the gang's own.
+		if !n.available() || !n.existing && s.newNodeCap == 0 {
 			continue
 		}
 		mark := s.checkpoint()

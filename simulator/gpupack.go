@@ -31,6 +31,12 @@ import (
 type gpuRank struct {
 	scorer *gpushare.TilerPack
 	dims   []int // the device-plugin GPU dimensions ranked
+	// nodes are the existing nodes that expose ranked GPUs, in node order, and shapes their
+	// shapes: built on first use (existing nodes never change their labels or allocatable), so
+	// that ranking does not walk every node of a large cluster for every GPU pod.
+	nodes  []*simNode
+	shapes []gpuShape
+	built  bool
 }
 
 // gpuShape is how a node exposes its GPUs: physical count, replicas per GPU, model and the
@@ -66,10 +72,15 @@ func (s *state) setupGPURank() *gpuRank {
 	// The mix: the pending GPU pods' requests, in units of the most common replica count of the
 	// existing nodes that advertise their resource.
 	var reqs []gpushare.Request
+	common := map[int]int{}
 	for _, pi := range s.pending {
 		for _, d := range dims {
 			if r := pi.req[d]; r > 0 {
-				k := s.commonReplicas(d, dims)
+				k, ok := common[d]
+				if !ok {
+					k = s.commonReplicas(d, dims)
+					common[d] = k
+				}
 				if req, ok := gpuRequest(pi, r, k, ""); ok {
 					reqs = append(reqs, req)
 				}
@@ -173,6 +184,20 @@ func (s *state) nodeState(n *simNode, sh gpuShape) (gpushare.NodeState, bool) {
 	return ns, true
 }
 
+// rankable builds, once, the list of existing nodes whose GPUs are ranked.
+func (s *state) rankable() {
+	g := s.gpuRank
+	if g.built {
+		return
+	}
+	g.built = true
+	for _, n := range s.nodes {
+		if sh, ok := s.gpuShapeOf(n, g.dims); ok && n.existing {
+			g.nodes, g.shapes = append(g.nodes, n), append(g.shapes, sh)
+		}
+	}
+}
+
 // rankedGPUNodes returns the existing nodes that can take the pod by its GPU request, best
 // TilerPack score first (ties in node order), or nil when the pod asks for no ranked GPU.
 func (s *state) rankedGPUNodes(pi *podInfo) []*simNode {
@@ -184,12 +209,10 @@ func (s *state) rankedGPUNodes(pi *podInfo) []*simNode {
 		score float64
 	}
 	var cands []cand
-	for _, n := range s.nodes {
-		if !n.existing || n.removed {
-			continue
-		}
-		sh, ok := s.gpuShapeOf(n, s.gpuRank.dims)
-		if !ok || pi.req[sh.dim] <= 0 || !s.podFits(pi, n.used, n.alloc) {
+	s.rankable()
+	for i, n := range s.gpuRank.nodes {
+		sh := s.gpuRank.shapes[i]
+		if !n.available() || pi.req[sh.dim] <= 0 || !s.podFits(pi, n.used, n.alloc) {
 			continue
 		}
 		req, ok := gpuRequest(pi, pi.req[sh.dim], sh.replicas, sh.model)

@@ -39,9 +39,14 @@ type simNode struct {
 	// chosen is the cheapest candidate: what the node costs if bought now. Pool limits and the
 	// budget are counted with it.
 	chosen *offering
-	// removed marks a new node that consolidation emptied and dropped.
+	// removed marks a new node that consolidation emptied and dropped, or an existing node the
+	// disruption plan removes.
 	removed bool
-	idx     int
+	// noTarget keeps pods off the node: a node already being disrupted, or the replacement of an
+	// earlier action of a disruption plan (so that actions do not depend on each other's
+	// replacements). Simulate never sets it.
+	noTarget bool
+	idx      int
 	// dra holds the node's DRA pods and claim allocations (filter_dra.go).
 	dra *nodeDRA
 	// slices are the ResourceSlices an in-flight node will publish, while the snapshot has none
@@ -54,6 +59,9 @@ type simNode struct {
 	// ports are the host ports its pods bind (countPod keeps them).
 	ports portSet
 }
+
+// available reports whether pods may be placed on the node.
+func (n *simNode) available() bool { return !n.removed && !n.noTarget }
 
 // domain returns the node's value of a topology key, and false when the node has none yet (a
 // new node whose zone is not pinned).

@@ -18,6 +18,9 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 			return failure{newNode: why}, false
 		}
 	}
+	if s.newNodeCap > 0 && len(s.nodes) >= s.newNodeCap {
+		return failure{newNode: "no further new node may be opened"}, false
+	}
 	var best []*offering
 	var bestPool *poolInfo
 	limited := false

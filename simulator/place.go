@@ -164,7 +164,7 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 		}
 	}
 	for _, n := range s.nodes {
-		if !n.removed && s.tryNode(pi, n, r) {
+		if n.available() && s.tryNode(pi, n, r) {
 			return failure{}, true
 		}
 	}
@@ -325,9 +325,12 @@ func (s *state) commit(pi *podInfo, n *simNode, cands []*offering, zone string) 
 	}
 	n.used.add(pi.req)
 	n.pods = append(n.pods, pi)
+	prevNode := pi.node
+	pi.node = n
 	undoCount := s.countPod(pi, n)
 	s.undo = append(s.undo, func() {
 		undoCount()
+		pi.node = prevNode
 		n.pods = n.pods[:len(n.pods)-1]
 		n.used.sub(pi.req)
 		if !n.existing {

@@ -32,7 +32,12 @@ type podInfo struct {
 	gang        *gang
 	// assigned marks a pod placed back on the in-flight node bought for it.
 	assigned bool
-	order    int // position in the input, for stable ordering
+	// node is the node the pod is placed on now (nil while it has none).
+	node *simNode
+	// origin is, for a running pod the disruption plan may move, the node it runs on in the
+	// snapshot; "" for pending pods.
+	origin string
+	order  int // position in the input, for stable ordering
 	// dra is what the pod asks of DRA (claims, DRA-served extended resources); nil if nothing.
 	dra *podClaims
 	// flex counts the offerings a GPU pod fits alone (0 for pods without GPUs): among GPU pods

@@ -114,8 +114,11 @@ type state struct {
 	// gpuRank ranks existing nodes for device-plugin GPU pods (gpupack.go), nil when unused.
 	gpuRank  *gpuRank
 	newCount int
-	budget   float64 // $/h of managed nodes, existing and new
-	warnings []string
+	// newNodeCap, when positive, is the length s.nodes may not reach by opening nodes: the
+	// disruption plan lets an action open at most one. Simulate leaves it 0 (no cap).
+	newNodeCap int
+	budget     float64 // $/h of managed nodes, existing and new
+	warnings   []string
 }
 
 func newState(in Input) (*state, error) {

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // FuzzParse checks that Parse never panics and that a policy it accepts is valid and means the
@@ -42,6 +45,17 @@ func FuzzParse(f *testing.F) {
 			}
 			if pl.MinNodes < 0 || l.MaxNodes != nil && pl.MinNodes > *l.MaxNodes {
 				t.Fatalf("pools[%d]: minNodes %d accepted with %+v", i, pl.MinNodes, l)
+			}
+		}
+		for i := range p.Pools {
+			pl := &p.Pools[i]
+			if th := pl.SavingsThresholdOf(); !(th >= 0 && th <= 1) {
+				t.Fatalf("pools[%d]: savingsThreshold %v accepted", i, th)
+			}
+			for _, r := range []api.DisruptionReason{api.ReasonEmpty, api.ReasonUnderutilized} {
+				if n := pl.AllowedDisruptions(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC), r, 10); n < 0 {
+					t.Fatalf("pools[%d]: %d disruptions allowed for %s", i, n, r)
+				}
 			}
 		}
 		if b := p.Budget; b != nil && !(b.MaxPricePerHour > 0) {

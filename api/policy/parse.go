@@ -49,6 +49,11 @@ func Parse(data []byte) (*CostPolicy, error) {
 	return parseDocument(data)
 }
 
+// FromConfigMap reads the cost policy a ConfigMap holds under ConfigMapKey, as Parse does.
+func FromConfigMap(cm *corev1.ConfigMap) (*CostPolicy, error) {
+	return Parse([]byte(cm.Data[ConfigMapKey]))
+}
+
 func parseDocument(data []byte) (*CostPolicy, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("policy: the document is empty")
@@ -120,15 +125,8 @@ func (p *CostPolicy) Validate() error {
 	if b := p.Budget; b != nil && !(b.MaxPricePerHour > 0 && b.MaxPricePerHour <= maxPrice) {
 		return fmt.Errorf("policy: budget.maxPricePerHour %g must be positive and at most %g", b.MaxPricePerHour, float64(maxPrice))
 	}
-	names := map[string]bool{}
-	for i := range p.Pools {
-		if err := p.Pools[i].validate(); err != nil {
-			return fmt.Errorf("policy: pools[%d]: %w", i, err)
-		}
-		if names[p.Pools[i].Name] {
-			return fmt.Errorf("policy: pools[%d].name %q is used twice", i, p.Pools[i].Name)
-		}
-		names[p.Pools[i].Name] = true
+	if err := p.validatePools(); err != nil {
+		return err
 	}
 	workloads := map[string]int{}
 	for i := range p.Forecasts {
@@ -140,6 +138,26 @@ func (p *CostPolicy) Validate() error {
 			return fmt.Errorf("policy: forecasts[%d].workload: %s is already forecast by forecasts[%d]", i, key, j)
 		}
 		workloads[key] = i
+	}
+	return nil
+}
+
+// validatePools checks every pool, its disruption settings and that names are unique.
+func (p *CostPolicy) validatePools() error {
+	names := map[string]bool{}
+	for i := range p.Pools {
+		if err := p.Pools[i].validate(); err != nil {
+			return fmt.Errorf("policy: pools[%d]: %w", i, err)
+		}
+		if d := p.Pools[i].Disruption; d != nil {
+			if err := d.validate(); err != nil {
+				return fmt.Errorf("policy: pools[%d].disruption.%w", i, err)
+			}
+		}
+		if names[p.Pools[i].Name] {
+			return fmt.Errorf("policy: pools[%d].name %q is used twice", i, p.Pools[i].Name)
+		}
+		names[p.Pools[i].Name] = true
 	}
 	return nil
 }
@@ -164,11 +182,11 @@ func validateForecast(f *forecast.WorkloadForecast) error {
 	}
 	if t.Name == "" {
 		return &forecast.FieldError{Field: "workload.template.metadata.name",
-			Message: "must be set: it names the workload's reservation pods, Events and metrics"}
+			Message: "must be set: it names the workload's expected pods, Events and metrics"}
 	}
 	if errs := validation.IsDNS1123Label(t.Name); len(errs) > 0 {
 		return &forecast.FieldError{Field: "workload.template.metadata.name",
-			Message: fmt.Sprintf("%q: %s (it names the workload's reservation pods, Events and metrics)", t.Name, errs[0])}
+			Message: fmt.Sprintf("%q: %s (it names the workload's expected pods, Events and metrics)", t.Name, errs[0])}
 	}
 	if t.Namespace != "" {
 		if errs := validation.IsDNS1123Label(t.Namespace); len(errs) > 0 {

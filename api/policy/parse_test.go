@@ -1,10 +1,14 @@
 package policy
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 func TestGoodPolicies(t *testing.T) {
@@ -26,23 +30,31 @@ func TestGoodPolicies(t *testing.T) {
 // TestBadPolicies: every bad file fails with an error that names the field.
 func TestBadPolicies(t *testing.T) {
 	want := map[string]string{
-		"unknown-field.bad.yaml":              `unknown field "pools[0].instanceFamily"`,
-		"capacity-type.bad.yaml":              `pools[0]: capacityTypes[0] "reserved" must be spot or on-demand`,
-		"negative-limit.bad.yaml":             "pools[0]: limits.maxNodes must not be negative (omit it for no limit)",
-		"duplicate-pool.bad.yaml":             `pools[1].name "a" is used twice`,
-		"bad-taint.bad.yaml":                  `pools[0]: taints[0]: effect "Sometimes" must be NoSchedule, PreferNoSchedule or NoExecute`,
-		"replicas-without-sharing.bad.yaml":   `pools[0]: gpu.replicas needs sharing time-slicing or mps`,
-		"configmap-missing-key.bad.yaml":      "data.policy.yaml is missing",
-		"wrong-kind.bad.yaml":                 `kind must be CostPolicy, not "CostPolice"`,
-		"forecast-missing-query.bad.yaml":     "policy: forecasts[0].loadQuery: must be set",
-		"forecast-unknown-field.bad.yaml":     `unknown field "forecasts[0].loadQuerry"`,
-		"forecast-template.bad.yaml":          `forecasts[0].workload.template: unknown field "spec.containerz"`,
-		"forecast-template-name.bad.yaml":     "forecasts[0].workload.template.metadata.name: must be set",
-		"forecast-duplicate.bad.yaml":         "forecasts[1].workload: Deployment/llm/chat is already forecast by forecasts[0]",
-		"forecast-time-zone.bad.yaml":         `forecasts[0].timeZone: "CET+1" is not an IANA time zone name`,
-		"second-document.bad.yaml":            "policy: a second YAML document",
-		"duplicate-key.bad.yaml":              `key "limits" already set in map`,
-		"forecast-template-negative.bad.yaml": "forecasts[0].workload.template: spec.containers[0].resources.requests.cpu: -2 must not be negative",
+		"unknown-field.bad.yaml":                `unknown field "pools[0].instanceFamily"`,
+		"capacity-type.bad.yaml":                `pools[0]: capacityTypes[0] "reserved" must be spot or on-demand`,
+		"negative-limit.bad.yaml":               "pools[0]: limits.maxNodes must not be negative (omit it for no limit)",
+		"duplicate-pool.bad.yaml":               `pools[1].name "a" is used twice`,
+		"bad-taint.bad.yaml":                    `pools[0]: taints[0]: effect "Sometimes" must be NoSchedule, PreferNoSchedule or NoExecute`,
+		"replicas-without-sharing.bad.yaml":     `pools[0]: gpu.replicas needs sharing time-slicing or mps`,
+		"configmap-missing-key.bad.yaml":        "data.policy.yaml is missing",
+		"wrong-kind.bad.yaml":                   `kind must be CostPolicy, not "CostPolice"`,
+		"forecast-missing-query.bad.yaml":       "policy: forecasts[0].loadQuery: must be set",
+		"forecast-unknown-field.bad.yaml":       `unknown field "forecasts[0].loadQuerry"`,
+		"forecast-template.bad.yaml":            `forecasts[0].workload.template: unknown field "spec.containerz"`,
+		"forecast-template-name.bad.yaml":       "forecasts[0].workload.template.metadata.name: must be set",
+		"forecast-duplicate.bad.yaml":           "forecasts[1].workload: Deployment/llm/chat is already forecast by forecasts[0]",
+		"forecast-time-zone.bad.yaml":           `forecasts[0].timeZone: "CET+1" is not an IANA time zone name`,
+		"second-document.bad.yaml":              "policy: a second YAML document",
+		"duplicate-key.bad.yaml":                `key "limits" already set in map`,
+		"forecast-template-negative.bad.yaml":   "forecasts[0].workload.template: spec.containers[0].resources.requests.cpu: -2 must not be negative",
+		"disruption-consolidation.bad.yaml":     `pools[1].disruption.consolidation: "sometimes" must be whenEmpty, whenUnderutilized or never`,
+		"disruption-budget-nodes.bad.yaml":      `pools[1].disruption.budgets[0].nodes: "ten" must be a number of nodes ("3") or a percentage ("10%")`,
+		"disruption-budget-reason.bad.yaml":     `pools[0].disruption.budgets[0].reasons[0]: "Drifted" must be Empty or Underutilized`,
+		"disruption-schedule-duration.bad.yaml": "pools[0].disruption.budgets[1].schedule: schedule and duration must be set together",
+		"disruption-schedule.bad.yaml":          `pools[0].disruption.budgets[0].schedule: "61 * * * *": end of range (61) above maximum (59)`,
+		"disruption-threshold.bad.yaml":         "pools[0].disruption.savingsThreshold: 1.5 must be between 0 and 1",
+		"disruption-unknown-field.bad.yaml":     `unknown field "pools[0].disruption.consolidateAfterr"`,
+		"disruption-consolidate-after.bad.yaml": `cannot unmarshal duration "ten minutes" (want e.g. 10m, 1h30m) into Go struct field Disruption.pools.disruption.consolidateAfter`,
 	}
 	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
 	if len(files) != len(want) {
@@ -87,6 +99,20 @@ func TestParseBadInput(t *testing.T) {
 		{"price limit too large", head + "pools: [{name: a, limits: {maxPricePerHour: 1e300}}]\n", "pools[0]: limits.maxPricePerHour 1e+300 must be in 0..1e+09"},
 		{"budget too large", head + "budget: {maxPricePerHour: 1e300}\npools: [{name: a}]\n", "budget.maxPricePerHour 1e+300 must be positive and at most 1e+09"},
 		{"minNodes above a zero maxNodes", head + "pools: [{name: a, minNodes: 1, limits: {maxNodes: 0}}]\n", "minNodes 1 exceeds limits.maxNodes 0"},
+		{"budget nodes overflow", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"99999999999999999999\"}]}}]\n",
+			`pools[0].disruption.budgets[0].nodes: "99999999999999999999" is too large a number of nodes`},
+		{"budget percentage overflow", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"99999999999999999999%\"}]}}]\n",
+			`pools[0].disruption.budgets[0].nodes: "99999999999999999999%" is more than 100%`},
+		{"schedule that never fires", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"0\", schedule: \"0 0 30 2 *\", duration: 1h}]}}]\n",
+			`pools[0].disruption.budgets[0].schedule: "0 0 30 2 *" never fires`},
+		{"savings threshold NaN", head + "pools: [{name: a, disruption: {savingsThreshold: \"NaN%\"}}]\n",
+			"pools[0].disruption.savingsThreshold: NaN must be between 0 and 1"},
+		{"negative consolidateAfter", head + "pools: [{name: a, disruption: {consolidateAfter: -1m}}]\n",
+			"pools[0].disruption.consolidateAfter: -1m0s must not be negative"},
+		{"negative spotToSpotMinOfferings", head + "pools: [{name: a, disruption: {spotToSpotMinOfferings: -1}}]\n",
+			"pools[0].disruption.spotToSpotMinOfferings: -1 must not be negative"},
+		{"zero budget duration", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"0\", schedule: \"@daily\", duration: 0s}]}}]\n",
+			"pools[0].disruption.budgets[0].duration: 0s must be positive"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,5 +121,74 @@ func TestParseBadInput(t *testing.T) {
 				t.Errorf("error %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestDisruptionDefaultsAndGoodFile(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/config/policy-disruption.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, gpu, batch, pinned := &p.Pools[0], &p.Pools[1], &p.Pools[2], &p.Pools[3]
+	if got := dev.SavingsThresholdOf(); math.Abs(got-0.05) > 1e-12 {
+		t.Errorf("dev threshold %g, want 0.05 from \"5%%\"", got)
+	}
+	if dev.ConsolidateAfterOf(false) != 3*time.Minute || gpu.ConsolidateAfterOf(true) != 15*time.Minute || batch.ConsolidateAfterOf(false) != 0 {
+		t.Error("consolidateAfter not read")
+	}
+	if gpu.SpotToSpotMinOfferingsOf() != 8 || dev.SpotToSpotMinOfferingsOf() != DefaultSpotToSpotMinOfferings {
+		t.Error("spotToSpotMinOfferings not read or defaulted")
+	}
+	if batch.ConsolidationOf() != WhenEmpty || pinned.ConsolidationOf() != Never || dev.ConsolidationOf() != WhenUnderutilized {
+		t.Error("consolidation not read")
+	}
+	var none Pool
+	if none.ConsolidationOf() != WhenUnderutilized || none.ConsolidateAfterOf(true) != DefaultConsolidateAfterGPU ||
+		none.ConsolidateAfterOf(false) != DefaultConsolidateAfter || none.SavingsThresholdOf() != DefaultSavingsThreshold {
+		t.Error("defaults of a pool without disruption settings")
+	}
+}
+
+// TestAllowedDisruptions: the most restrictive active budget for the reason, percentages rounded
+// up, schedules in UTC, the 10 % default.
+func TestAllowedDisruptions(t *testing.T) {
+	b, _ := os.ReadFile("../../testdata/config/policy-disruption.good.yaml")
+	p, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := &p.Pools[1] // 20 %; 0 weekdays 09:00–17:00 UTC; 1 for Underutilized
+	monday := func(h, m int) time.Time { return time.Date(2026, 3, 2, h, m, 0, 0, time.UTC) }
+	cases := []struct {
+		name   string
+		pool   *Pool
+		now    time.Time
+		reason api.DisruptionReason
+		nodes  int
+		want   int
+	}{
+		{"window open", gpu, monday(10, 0), api.ReasonEmpty, 20, 0},
+		{"window opens at 9", gpu, monday(9, 0), api.ReasonEmpty, 20, 0},
+		{"window closed at 17", gpu, monday(17, 0), api.ReasonEmpty, 20, 4},
+		{"before the window", gpu, monday(8, 59), api.ReasonEmpty, 20, 4},
+		{"in another zone it is 10:00, in UTC 08:00", gpu, time.Date(2026, 3, 2, 10, 0, 0, 0, time.FixedZone("CEST", 2*3600)), api.ReasonEmpty, 20, 4},
+		{"saturday", gpu, time.Date(2026, 3, 7, 10, 0, 0, 0, time.UTC), api.ReasonEmpty, 20, 4},
+		{"reason-specific budget", gpu, monday(20, 0), api.ReasonUnderutilized, 20, 1},
+		{"20% of 3 rounds up", gpu, monday(20, 0), api.ReasonEmpty, 3, 1},
+		{"default 10% of 25", &p.Pools[0], monday(10, 0), api.ReasonUnderutilized, 25, 3},
+		{"default of an empty pool", &p.Pools[0], monday(10, 0), api.ReasonEmpty, 0, 0},
+	}
+	for _, c := range cases {
+		if got := c.pool.AllowedDisruptions(c.now, c.reason, c.nodes); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	only := Pool{Disruption: &Disruption{Budgets: []DisruptionBudget{{Nodes: "2", Reasons: []api.DisruptionReason{api.ReasonEmpty}}}}}
+	if got := only.AllowedDisruptions(monday(0, 0), api.ReasonUnderutilized, 10); got != math.MaxInt {
+		t.Errorf("no budget for the reason: %d, want unlimited", got)
 	}
 }

@@ -57,6 +57,9 @@ type Pool struct {
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements,omitempty"`
 	// GPU configures how the pool's GPUs are exposed.
 	GPU *GPUPolicy `json:"gpu,omitempty"`
+	// Disruption configures how the pool gives capacity back: consolidation, its timing, the
+	// savings threshold and budgets (disruption.go). Nil means the defaults.
+	Disruption *Disruption `json:"disruption,omitempty"`
 }
 
 // Limits bound a pool. Every limit means the same: absent (nil) is no limit, a number is the most

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,7 +32,7 @@ var (
 
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme,
-		schedulingv1.AddToScheme, resourcev1.AddToScheme} {
+		schedulingv1.AddToScheme, resourcev1.AddToScheme, policyv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -274,6 +275,11 @@ func (s *Snapshot) add(where, id string, obj runtime.Object) error {
 		s.ResourceClaimTemplates = append(s.ResourceClaimTemplates, o)
 	case *resourcev1.ResourceSlice:
 		s.ResourceSlices = append(s.ResourceSlices, o)
+	case *policyv1.PodDisruptionBudget:
+		if o.Namespace == "" {
+			o.Namespace = "default"
+		}
+		s.PodDisruptionBudgets = append(s.PodDisruptionBudgets, o)
 	default:
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: skipped %s: kind not used by the simulation", where, id))
 	}

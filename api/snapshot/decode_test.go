@@ -65,3 +65,17 @@ func TestDecodeSkipsUnknownKinds(t *testing.T) {
 		t.Errorf("gpu request %v, want 1", q.String())
 	}
 }
+
+func TestDecodePodDisruptionBudget(t *testing.T) {
+	doc := "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\nstatus: {disruptionsAllowed: 0, currentHealthy: 2, desiredHealthy: 2, expectedPods: 2}\n"
+	s, err := Decode(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.PodDisruptionBudgets) != 1 || len(s.Warnings) != 0 {
+		t.Fatalf("budgets %v, warnings %v", s.PodDisruptionBudgets, s.Warnings)
+	}
+	if b := s.PodDisruptionBudgets[0]; b.Namespace != "default" || b.Status.DisruptionsAllowed != 0 || b.Spec.Selector.MatchLabels["app"] != "web" {
+		t.Errorf("budget %+v", b)
+	}
+}

@@ -1,4 +1,4 @@
 // Package snapshot holds the cluster state a simulation starts from — Nodes, Pods,
-// PriorityClasses, DaemonSets and the DRA objects — and decodes it from the multi-document YAML or
+// PriorityClasses, DaemonSets, the DRA objects and PodDisruptionBudgets — and decodes it from the multi-document YAML or
 // JSON that `kubectl get … -o yaml` prints (including `v1 List` documents).
 package snapshot

@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
@@ -22,6 +23,9 @@ type Snapshot struct {
 	ResourceClaims         []*resourcev1.ResourceClaim
 	ResourceClaimTemplates []*resourcev1.ResourceClaimTemplate
 	ResourceSlices         []*resourcev1.ResourceSlice
+	// PodDisruptionBudgets limit how many of the pods they select may be evicted at once; only the
+	// disruption plan (simulator.PlanDisruption) reads them.
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 	// Warnings lists what the decoder skipped (unknown kinds).
 	Warnings []string
 }

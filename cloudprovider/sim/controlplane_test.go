@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/snapshot"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -49,7 +50,7 @@ func testGPUPodBindsAfterDeviceDelay(t *testing.T, client kubernetes.Interface) 
 
 	e.step(testBootDelay)
 	node := waitForNode(ctx, t, client, nodeName, "Ready without the not-ready taint", func(n *corev1.Node) bool {
-		return isReady(n) && !hasTaint(n.Spec.Taints, notReadyTaint)
+		return snapshot.IsNodeReady(n) && !hasTaint(n.Spec.Taints, notReadyTaint)
 	})
 	if node.Spec.ProviderID != "sim:///us-east-1a/sim-000001" || !hasTaint(node.Spec.Taints, gpuTaint) {
 		t.Fatalf("node providerID %q taints %v", node.Spec.ProviderID, node.Spec.Taints)
@@ -94,7 +95,7 @@ func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 	const nodeName = "sim-dra-1"
 	e.create(gpuRequest("launch-dra-1", nodeName))
 	e.step(testBootDelay)
-	waitForNode(ctx, t, client, nodeName, "Ready", isReady)
+	waitForNode(ctx, t, client, nodeName, "Ready", snapshot.IsNodeReady)
 
 	tmpl := &resourcev1.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "l4"},

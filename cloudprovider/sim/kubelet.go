@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // Run calls Step every Config.StepInterval of the injected clock until ctx is done, logging the
@@ -117,9 +118,9 @@ func (p *Provider) ensureNode(ctx context.Context, r *record, it *catalog.Instan
 // (a spec update), which the TaintNodesByCondition admission plugin adds to every new Node.
 func (p *Provider) ensureReady(ctx context.Context, node *corev1.Node, now time.Time) (*corev1.Node, error) {
 	var err error
-	if !isReady(node) {
+	if !snapshot.IsNodeReady(node) {
 		node, err = p.mutateNode(ctx, node.Name, true, func(n *corev1.Node) bool {
-			if isReady(n) {
+			if snapshot.IsNodeReady(n) {
 				return false
 			}
 			n.Status.Conditions = readyConditions(now)

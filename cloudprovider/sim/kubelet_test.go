@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator/dra"
 )
 
@@ -52,7 +53,7 @@ func TestStepLifecycle(t *testing.T) {
 	if got := node.Status.Addresses[0]; got.Type != corev1.NodeInternalIP || got.Address != "10.0.0.1" {
 		t.Errorf("first address %+v, want InternalIP 10.0.0.1", got)
 	}
-	if !isReady(node) {
+	if !snapshot.IsNodeReady(node) {
 		t.Errorf("node not Ready: %+v", node.Status.Conditions)
 	}
 	// g6.xlarge: 4 vCPU, 16 GiB, 110 pods. Reserved (AWS formula): CPU 60+10+5+5 = 80m;

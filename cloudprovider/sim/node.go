@@ -141,16 +141,6 @@ func readyConditions(now time.Time) []corev1.NodeCondition {
 	}
 }
 
-// isReady reports whether the Node's Ready condition is True.
-func isReady(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // hasResources reports whether the Node's capacity and allocatable hold want exactly.
 func hasResources(node *corev1.Node, want corev1.ResourceList) bool {
 	for name, q := range want {

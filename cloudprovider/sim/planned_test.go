@@ -104,7 +104,7 @@ func runPlanned(t *testing.T, client kubernetes.Interface, file string) map[stri
 		}
 	})
 	e.step(testBootDelay)
-	waitForNode(ctx, t, client, n.Name, "Ready", isReady)
+	waitForNode(ctx, t, client, n.Name, "Ready", snapshot.IsNodeReady)
 	e.step(testDeviceDelay)
 	t.Logf("%s (%s, %s): %d ResourceSlices published", n.Name, n.InstanceType, n.GPU.Sharing, len(apiSlices(ctx, t, client, n.Name)))
 

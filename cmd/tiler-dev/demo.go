@@ -109,11 +109,11 @@ func startDemoController(ctx context.Context, kube kubernetes.Interface, dir str
 	if err != nil {
 		return nil, err
 	}
-	ctrl, err := provisioner.New(cfg, kube, cloud, cat, clock.RealClock{}, log, provisioner.NewMetrics(prometheus.NewRegistry()))
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clock.RealClock{},
+		Logger: log, Metrics: provisioner.NewMetrics(prometheus.NewRegistry()), Interruptions: cloud.Interruptions()})
 	if err != nil {
 		return nil, err
 	}
-	ctrl.SetInterruptionSource(cloud.Interruptions())
 	go func() { _ = cloud.Run(ctx) }()
 	go func() { _ = ctrl.Run(ctx) }()
 	return cloud, nil

@@ -62,6 +62,7 @@ func badInputFiles(t *testing.T, dir string) map[string]string {
 		"policy-dup-key.yaml":    policyHead + "pools: [{name: a}]\npools: [{name: b}]\n",
 		"policy-negative.yaml":   policyHead + "pools: [{name: a, limits: {maxVCPU: -1}}]\n",
 		"empty.yaml":             "",
+		"policy-budget.yaml":     policyHead + "pools: [{name: a, disruption: {budgets: [{nodes: \"0\", schedule: \"0 0 30 2 *\", duration: 1h}]}}]\n",
 		"one-row.csv":            "timestamp,value\n1700000000,5\n",
 		"stray-quote.csv":        "timestamp,value\n1700000000,5\n\"1700000060,6\n1700000120,7\n",
 		"bad-cell.csv":           "timestamp,value\n1700000000,5\n1700000060,abc\n",
@@ -119,6 +120,10 @@ func TestBadInput(t *testing.T) {
 		{"policy unknown family", newPlanCmd, []string{"-f", f["empty.yaml"], "--policy", f["policy-family.yaml"]}, []string{f["policy-family.yaml"], "pools[0] (general): instanceFamilies[1]", `"m99z"`}},
 		{"policy duplicate key", newPlanCmd, []string{"-f", f["empty.yaml"], "--policy", f["policy-dup-key.yaml"]}, []string{f["policy-dup-key.yaml"], `key "pools" already set`}},
 		{"policy negative limit", newPlanCmd, []string{"-f", f["empty.yaml"], "--policy", f["policy-negative.yaml"]}, []string{"pools[0]: limits.maxVCPU must not be negative"}},
+		// tiler plan --disruption.
+		{"disruption budget never opens", newPlanCmd, []string{"-f", f["empty.yaml"], "--disruption", "--policy", f["policy-budget.yaml"]}, []string{f["policy-budget.yaml"], `pools[0].disruption.budgets[0].schedule: "0 0 30 2 *" never fires`}},
+		{"disruption --now", newPlanCmd, []string{"-f", f["empty.yaml"], "--disruption", "--now", "tomorrow"}, []string{`--now "tomorrow"`}},
+		{"disruption on a bad snapshot", newPlanCmd, []string{"-f", f["cpu-negative.yaml"], "--disruption"}, []string{f["cpu-negative.yaml"], "Pod/ml/hog", "-8 must not be negative"}},
 		// tiler catalog.
 		{"embedded catalog of another region", newCatalogCmd, []string{"--region", "us-west-2"}, []string{"--region us-west-2", "catalog aws-us-east-1 is of region us-east-1", "--catalog"}},
 		{"unknown region", newCatalogCmd, []string{"--region", "mars-north-9"}, []string{"--region mars-north-9", "embedded catalogs"}},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,17 +19,27 @@ func init() { register(newPlanCmd) }
 
 type planOptions struct {
 	file, catalog, policy, output, seed string
+	// disruption plans what to give back instead of what to buy; now is its time (RFC 3339,
+	// default the clock) and candidateWait honours the nodes' candidate-since annotations.
+	disruption    bool
+	now           string
+	candidateWait bool
 }
 
 func newPlanCmd() *cobra.Command {
 	o := planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan -f SNAPSHOT",
-		Short: "Plan the cheapest new nodes for a cluster snapshot's pending pods (offline what-if)",
+		Short: "Plan the cheapest new nodes for a cluster snapshot's pending pods, or (--disruption) what to give back (offline what-if)",
 		Long: `plan reads a cluster snapshot (multi-document YAML or JSON of Nodes, Pods, PriorityClasses,
-DaemonSets and DRA objects, or a v1 List such as 'kubectl get nodes,pods -A -o yaml' prints),
-simulates where the pending pods can go and which instance types, zones and capacity types to buy,
-and prints the plan.`,
+DaemonSets, PodDisruptionBudgets and DRA objects, or a v1 List such as 'kubectl get nodes,pods -A -o yaml'
+prints), simulates where the pending pods can go and which instance types, zones and capacity types to
+buy, and prints the plan.
+
+With --disruption it plans consolidation instead: which managed nodes (labelled tiler.dev/pool) to
+remove or replace with a cheaper node, where their pods would go, the savings, and why every other
+node stays. Node ages and budget windows are measured at --now; the nodes' candidate-since
+annotations are honoured only with --candidate-wait (the controller's view).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.OutOrStdout(), o) },
 	}
@@ -38,6 +49,9 @@ and prints the plan.`,
 	f.StringVar(&o.policy, "policy", "", "cost policy file: a CostPolicy document or a ConfigMap with a policy.yaml key")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	f.StringVar(&o.seed, "seed", "", "seed for new node names")
+	f.BoolVar(&o.disruption, "disruption", false, "plan what to remove or replace (consolidation) instead of what to buy")
+	f.StringVar(&o.now, "now", "", "with --disruption: the decision's time, RFC 3339 (default: now)")
+	f.BoolVar(&o.candidateWait, "candidate-wait", false, "with --disruption: act only on nodes that have been candidates (tiler.dev/disruption-candidate-since) for their pool's consolidateAfter")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -62,6 +76,9 @@ func runPlan(w io.Writer, o planOptions) error {
 		if err := simulator.CheckPolicy(cat, pol); err != nil {
 			return fmt.Errorf("%s: %w", o.policy, err)
 		}
+	}
+	if o.disruption {
+		return runDisruption(w, o, snap, cat, pol)
 	}
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol,
 		Options: simulator.Options{Seed: o.seed}})
@@ -121,4 +138,25 @@ func loadPolicy(path string) (*policy.CostPolicy, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// runDisruption plans consolidation on the snapshot and writes the disruption plan.
+func runDisruption(w io.Writer, o planOptions, snap *snapshot.Snapshot, cat *catalog.Catalog, pol *policy.CostPolicy) error {
+	now := time.Now()
+	if o.now != "" {
+		t, err := time.Parse(time.RFC3339, o.now)
+		if err != nil {
+			return fmt.Errorf("--now %q: %w", o.now, err)
+		}
+		now = t
+	}
+	plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: snap, Catalog: cat, Policy: pol,
+		Options: simulator.DisruptionOptions{Now: now, Seed: o.seed, IgnoreCandidateWait: !o.candidateWait}})
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		return plan.WriteJSON(w)
+	}
+	return plan.WriteTable(w)
 }

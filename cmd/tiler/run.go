@@ -29,6 +29,7 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	prom "github.com/tiler-dev/tiler/promsource"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
 )
 
 func init() { register(newRunCmd) }
@@ -116,11 +117,11 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("reservation-ttl", d.ReservationTTL, "end a node's reservation once it has been Ready this long")
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
 	f.Duration("garbage-collect-period", d.GarbageCollectPeriod, "how often the cloud's objects no launch needs (unused launch templates) are deleted; 0 turns it off")
-	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy reserve capacity ahead of load")
-	f.Duration("prescale-interval", provisioner.DefaultPrescaleInterval, "query Prometheus for the forecasts at most this often")
-	f.String("placeholder-image", provisioner.DefaultPlaceholderImage, "image of the placeholder pods that hold reserved capacity (forecasts with placeholders: true)")
-	f.String("placeholder-priority-class", provisioner.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
-	f.Int32("placeholder-priority", provisioner.DefaultPlaceholderPriority, "value of the placeholder PriorityClass when Tiler creates it; must be below every real workload's priority")
+	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy buy capacity ahead of load")
+	f.Duration("prescale-interval", prescale.DefaultInterval, "query Prometheus for the forecasts at most this often")
+	f.String("placeholder-image", prescale.DefaultPlaceholderImage, "image of the placeholder pods that hold the capacity bought for a forecast (forecasts with placeholders: true)")
+	f.String("placeholder-priority-class", prescale.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
+	f.Int32("placeholder-priority", prescale.DefaultPlaceholderPriority, "value of the placeholder PriorityClass when Tiler creates it; must be below every real workload's priority")
 	_ = v.BindPFlags(f)
 	v.SetEnvPrefix("TILER")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -201,12 +202,12 @@ func runControllerWithLogger(ctx context.Context, cfg provisioner.Config, rf run
 
 // newPrescaler builds the forecast-driven pre-scaler over the Prometheus at --prometheus-url.
 func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kube kubernetes.Interface, clk clock.PassiveClock,
-	log *zap.Logger, reg prometheus.Registerer) (*provisioner.ForecastPrescaler, error) {
+	log *zap.Logger, reg prometheus.Registerer) (*prescale.ForecastPrescaler, error) {
 	client, err := prom.New(prom.Config{Address: rf.prometheusURL})
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-url: %w", err)
 	}
-	ps, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat,
+	ps, err := prescale.New(prescale.Config{Namespace: cfg.Namespace, Interval: rf.prescaleInterval, Catalog: cat,
 		PlaceholderImage: rf.placeholderImage, PlaceholderPriorityClass: rf.placeholderClass, PlaceholderPriority: &rf.placeholderPriority},
 		kube, client, clk, log, nil, reg)
 	if err != nil {

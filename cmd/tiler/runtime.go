@@ -69,24 +69,22 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 			catalogSource = func() *catalog.Catalog { return refresher.Catalog(base) }
 		}
 	}
-	ctrl, err := provisioner.New(cfg, kube, provider, cat, clk, log, metrics)
+	src, err := interruptionSource(ctx, rf, provider)
 	if err != nil {
 		return nil, err
 	}
-	if catalogSource != nil {
-		ctrl.SetCatalogSource(catalogSource)
-	}
-	if src, err := interruptionSource(ctx, rf, provider); err != nil {
-		return nil, err
-	} else if src != nil {
-		ctrl.SetInterruptionSource(src)
-	}
+	opts := provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
+		Clock: clk, Logger: log, Metrics: metrics, Interruptions: src}
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
 		if err != nil {
 			return nil, err
 		}
-		ctrl.SetPrescaler(ps)
+		opts.Prescaler = ps
+	}
+	ctrl, err := provisioner.New(opts)
+	if err != nil {
+		return nil, err
 	}
 	return &runtime{kube: kube, provider: provider, catalog: cat, ctrl: ctrl, registry: reg, runCloud: runCloud}, nil
 }

@@ -19,9 +19,10 @@ func mod(rel ...string) Patterns {
 var Pure = mod("simulator/...", "forecast/...", "api/...", "pricing")
 
 // TestHelpers are the packages that exist for tests: builders, wire-level fakes of cloud APIs,
-// a Prometheus launcher, the control plane's test wrapper. Some import package testing.
+// a Prometheus launcher, the control plane's test wrapper, the pre-scaler's fixtures, the waits
+// on conditions. Some import package testing.
 var TestHelpers = mod("simulator/simtest", "cloudprovider/aws/awstest", "cloudprovider/gcp/gcptest",
-	"internal/promtest", "internal/controlplane/cptest")
+	"internal/promtest", "internal/controlplane/cptest", "provisioner/prescale/prescaletest", "internal/testwait")
 
 // Harnesses are the packages that start a local control plane: package controlplane itself and
 // the fidelity campaign built on it. The developer binary (cmd/tiler-dev) and tests use them.

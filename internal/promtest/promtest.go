@@ -1,6 +1,7 @@
 // Package promtest starts a real Prometheus server on loopback for tests, over a TSDB built
 // from a trace (promtool tsdb create-blocks-from openmetrics), as the Prometheus-facing tests of
-// promsource and provisioner need. The Debian package `prometheus` provides both binaries
+// promsource and the pre-scaler need, and reads the series of a client-side registry
+// (Value, SeriesCount). The Debian package `prometheus` provides both binaries
 // (`make prometheus`).
 package promtest
 

@@ -1,4 +1,4 @@
-package provisioner
+package prescale
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/provisioner"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -34,20 +35,20 @@ import (
 	prom "github.com/tiler-dev/tiler/promsource"
 )
 
-// ReservationPrefix starts the name of every reservation pod: tiler-reservation-<workload>-<i>.
-const ReservationPrefix = "tiler-reservation-"
+// ExpectedPodPrefix starts the name of every expected pod: tiler-expected-<workload>-<i>.
+const ExpectedPodPrefix = "tiler-expected-"
 
-// Defaults of PrescalerConfig.
+// Defaults of Config.
 const (
-	// DefaultPrescaleInterval is how often Prometheus is queried at most.
-	DefaultPrescaleInterval = 30 * time.Second
-	// DefaultPrescaleHistory is the history each forecast reads: four weeks hold the two weekly
+	// DefaultInterval is how often Prometheus is queried at most.
+	DefaultInterval = 30 * time.Second
+	// DefaultHistory is the history each forecast reads: four weeks hold the two weekly
 	// periods the forecaster needs to trust a weekly cycle plus two more for its profile, and at
-	// DefaultPrescaleStep they are 8,064 points, one query_range request.
-	DefaultPrescaleHistory = 4 * forecast.Week
-	// DefaultPrescaleStep is the grid of the history: five-minute means, the resolution the
+	// DefaultStep they are 8,064 points, one query_range request.
+	DefaultHistory = 4 * forecast.Week
+	// DefaultStep is the grid of the history: five-minute means, the resolution the
 	// forecaster is tuned on (finer samples add noise no model predicts).
-	DefaultPrescaleStep = 5 * time.Minute
+	DefaultStep = 5 * time.Minute
 	// DefaultBootTime is the node boot time assumed when a forecast declares no leadTime; the lead
 	// is then DefaultBootTime + forecast.LeadBuffer.
 	DefaultBootTime = 5 * time.Minute
@@ -55,7 +56,8 @@ const (
 
 // Event reasons of the pre-scaler.
 const (
-	// ReasonPreScale is the Normal Event on a workload that explains a reservation decision.
+	// ReasonPreScale is the Normal Event on a workload that explains a pre-scaling decision (how
+	// many replicas the forecast expects beyond the current ones).
 	ReasonPreScale = "PreScale"
 	// ReasonNoPlaceholders is the Warning Event on a workload whose forecast asks for placeholder
 	// pods its template cannot have (it claims DRA devices).
@@ -75,20 +77,20 @@ type PromAPI interface {
 
 var _ PromAPI = (*prom.Client)(nil)
 
-// ReservationHolder is implemented by a Prescaler that remembers the reservations it returned
-// last. Housekeeping does not count a managed node as empty while a plan of those reservations
-// puts reservation pods on it, so reserved capacity stays while the forecast still wants it.
-type ReservationHolder interface {
-	// HeldReservations returns (copies of) the reservation pods of the last Reservations call.
-	HeldReservations() []*corev1.Pod
-}
+// The ForecastPrescaler is the controller's Prescaler, remembers the expected pods it returned
+// last (so housekeeping keeps the nodes they need), and asks for placeholder pods.
+var (
+	_ provisioner.Prescaler          = (*ForecastPrescaler)(nil)
+	_ provisioner.ExpectedPodsHolder = (*ForecastPrescaler)(nil)
+	_ provisioner.PlaceholderSource  = (*ForecastPrescaler)(nil)
+)
 
-// PrescalerConfig configures a ForecastPrescaler. Zero values take the defaults.
-type PrescalerConfig struct {
+// Config configures a ForecastPrescaler. Zero values take the defaults.
+type Config struct {
 	// Namespace holds the cost-policy ConfigMaps whose forecasts section is read.
 	Namespace string
 	// Interval is the least time between two rounds of Prometheus queries; between rounds,
-	// Reservations returns the last round's reservations.
+	// ExpectedPods returns the last round's expected pods.
 	Interval time.Duration
 	// History is how far back the load history is read.
 	History time.Duration
@@ -110,18 +112,18 @@ type PrescalerConfig struct {
 	PlaceholderPriority *int32
 }
 
-func (c PrescalerConfig) withDefaults() (PrescalerConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	if c.Namespace == "" {
 		return c, errors.New("prescaler namespace: must be set")
 	}
 	if c.Interval == 0 {
-		c.Interval = DefaultPrescaleInterval
+		c.Interval = DefaultInterval
 	}
 	if c.History == 0 {
-		c.History = DefaultPrescaleHistory
+		c.History = DefaultHistory
 	}
 	if c.Step == 0 {
-		c.Step = DefaultPrescaleStep
+		c.Step = DefaultStep
 	}
 	if c.BootTime == 0 {
 		c.BootTime = DefaultBootTime
@@ -163,16 +165,17 @@ type Decision struct {
 	Lead time.Duration
 	// Current is the workload's replicas when the decision was made.
 	Current int
-	// Reservation is the forecaster's answer; Reservation.Reserve pods were returned.
+	// Reservation is the forecaster's answer; Reservation.Reserve expected pods were returned.
 	Reservation forecast.Reservation
-	// Err is why no reservation was made; nil on success.
+	// Err is why no pods are expected for the workload this round; nil on success.
 	Err error
 }
 
 // ForecastPrescaler is the Prescaler that reads the forecasts of the cost-policy ConfigMaps,
 // queries their history and current values in Prometheus, runs the forecast model and returns
-// one reservation pod, built from the workload's pod template, per replica the workload will
-// need a lead time ahead beyond its current replicas.
+// one expected pod, built from the workload's pod template, per replica the workload will need a
+// lead time ahead beyond its current replicas: the forecast demand the controller plans and buys
+// for like real pending pods.
 //
 // For each declared forecast, in each round:
 //
@@ -181,26 +184,27 @@ type Decision struct {
 //	actual             ← query(loadQuery, now); depth ← query(queueDepthQuery, now)
 //	forecast           ← forecast.Predict(history, now, horizon = lead)
 //	previous           ← forecast.Predict(history, now−lead, …).Point (the forecast made for now)
-//	reservation        ← WorkloadForecast.Reserve: max(upper forecast, queue need), clamped
+//	expected pods      ← WorkloadForecast.Reserve: max(upper forecast, queue need), clamped,
+//	                     less the current replicas
 //
 // The queue model is fed with the arrival rate = actual load (loadQuery is in the units of
 // perReplica, e.g. requests/s) and the service rate per GPU = perReplica / gpusPerReplica.
 // A failed query, an empty result or a missing workload skips pre-scaling for that workload only
 // (reactive scaling continues) and raises a ForecastFailed Warning on the ConfigMap.
 type ForecastPrescaler struct {
-	cfg      PrescalerConfig
+	cfg      Config
 	kube     kubernetes.Interface
 	prom     PromAPI
 	clock    clock.PassiveClock
 	log      *zap.Logger
 	recorder record.EventRecorder
-	metrics  *PrescaleMetrics
+	metrics  *Metrics
 
 	mu        sync.Mutex
 	refreshed time.Time
-	reserved  []heldReservation // per workload, from the last round
-	held      []*corev1.Pod     // returned by the last Reservations call
-	// placeholders are the placeholder pods the last Reservations call wants.
+	demand    []workloadDemand // per workload, from the last round
+	expected  []*corev1.Pod    // returned by the last ExpectedPods call
+	// placeholders are the placeholder pods the last ExpectedPods call wants.
 	placeholders []*corev1.Pod
 	// noPlaceholders is, per workload, why its placeholders cannot be made (told once).
 	noPlaceholders map[string]string
@@ -213,15 +217,15 @@ type ForecastPrescaler struct {
 }
 
 // SetBootTimes makes the default lead time follow each pool's observed boot time (call before
-// the first round), e.g. with Controller.ObservedBootTime; PrescalerConfig.BootTime stays the
+// the first round), e.g. with Controller.ObservedBootTime; Config.BootTime stays the
 // value for pools with no boot seen yet.
 func (p *ForecastPrescaler) SetBootTimes(fn func(pool string) (time.Duration, bool)) {
 	p.bootTimes = fn
 }
 
-// NewPrescaler builds the forecast-driven pre-scaler. recorder may be nil: Events then go to the
-// API server through a broadcaster of its own. Its metrics are registered with reg.
-func NewPrescaler(cfg PrescalerConfig, kube kubernetes.Interface, api PromAPI, clk clock.PassiveClock, log *zap.Logger,
+// New builds the forecast-driven pre-scaler. recorder may be nil: Events then go to the API
+// server through a broadcaster of its own. Its metrics are registered with reg.
+func New(cfg Config, kube kubernetes.Interface, api PromAPI, clk clock.PassiveClock, log *zap.Logger,
 	recorder record.EventRecorder, reg prometheus.Registerer) (*ForecastPrescaler, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -235,7 +239,7 @@ func NewPrescaler(cfg PrescalerConfig, kube kubernetes.Interface, api PromAPI, c
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 		recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"})
 	}
-	m, err := NewPrescaleMetrics(reg)
+	m, err := NewMetrics(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -244,44 +248,44 @@ func NewPrescaler(cfg PrescalerConfig, kube kubernetes.Interface, api PromAPI, c
 		noPlaceholders: map[string]string{}}, nil
 }
 
-// Reservations implements Prescaler. Prometheus is queried at most once per Interval; in between,
-// the last round's reservations are returned again, less one for each pod the workload gained
-// since (a replica that arrived, pending or not, takes the place of its reservation at once, so
-// that a scale-up between two rounds is not bought twice). The error (the cost-policy ConfigMaps
-// could not be listed) skips pre-scaling for this batch.
-func (p *ForecastPrescaler) Reservations(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+// ExpectedPods implements provisioner.Prescaler. Prometheus is queried at most once per
+// Interval; in between, the last round's expected pods are returned again, less one for each pod
+// the workload gained since (a replica that arrived, pending or not, takes the place of its
+// expected pod at once, so that a scale-up between two rounds is not bought twice). The error
+// (the cost-policy ConfigMaps could not be listed) skips pre-scaling for this batch.
+func (p *ForecastPrescaler) ExpectedPods(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.clock.Now()
 	if p.refreshed.IsZero() || now.Sub(p.refreshed) >= p.cfg.Interval || now.Before(p.refreshed) {
 		rounds, err := p.refresh(ctx, now, pods)
 		if err != nil {
-			p.reserved, p.held = nil, nil
+			p.demand, p.expected = nil, nil
 			return nil, err
 		}
-		p.refreshed, p.reserved = now, rounds
+		p.refreshed, p.demand = now, rounds
 	}
-	p.held, p.placeholders = p.held[:0], p.placeholders[:0]
-	for _, r := range p.reserved {
-		gained := max(0, matchingPods(pods, r.namespace, r.labels)-r.baseline)
-		keep := max(0, len(r.pods)-gained)
-		p.held = append(p.held, r.pods[:keep]...)
-		p.placeholders = append(p.placeholders, r.placeholders[:min(keep, len(r.placeholders))]...)
+	p.expected, p.placeholders = p.expected[:0], p.placeholders[:0]
+	for _, d := range p.demand {
+		gained := max(0, matchingPods(pods, d.namespace, d.labels)-d.baseline)
+		keep := max(0, len(d.pods)-gained)
+		p.expected = append(p.expected, d.pods[:keep]...)
+		p.placeholders = append(p.placeholders, d.placeholders[:min(keep, len(d.placeholders))]...)
 	}
-	return copyPods(p.held), nil
+	return copyPods(p.expected), nil
 }
 
-// Placeholders implements PlaceholderSource: the placeholder pods of the forecasts that ask for
-// them, one per reservation pod the last Reservations call returned for their workload.
+// Placeholders implements provisioner.PlaceholderSource: the placeholder pods of the forecasts
+// that ask for them, one per expected pod the last ExpectedPods call returned for their workload.
 func (p *ForecastPrescaler) Placeholders() (*schedulingv1.PriorityClass, []*corev1.Pod) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return placeholderClass(p.cfg.PlaceholderPriorityClass, *p.cfg.PlaceholderPriority), copyPods(p.placeholders)
 }
 
-// heldReservation is one workload's reservation pods of the last round, with the workload's live
-// pods then.
-type heldReservation struct {
+// workloadDemand is one workload's expected pods of the last round, with the workload's live pods
+// then.
+type workloadDemand struct {
 	namespace string
 	labels    map[string]string
 	baseline  int
@@ -290,15 +294,15 @@ type heldReservation struct {
 	placeholders []*corev1.Pod
 }
 
-// HeldReservations implements ReservationHolder.
-func (p *ForecastPrescaler) HeldReservations() []*corev1.Pod {
+// LastExpectedPods implements provisioner.ExpectedPodsHolder.
+func (p *ForecastPrescaler) LastExpectedPods() []*corev1.Pod {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return copyPods(p.held)
+	return copyPods(p.expected)
 }
 
 // Metrics returns the pre-scaler's metrics.
-func (p *ForecastPrescaler) Metrics() *PrescaleMetrics { return p.metrics }
+func (p *ForecastPrescaler) Metrics() *Metrics { return p.metrics }
 
 // Decisions returns the decisions of the last round, one per declared forecast.
 func (p *ForecastPrescaler) Decisions() []Decision {
@@ -324,12 +328,12 @@ type declaredForecast struct {
 }
 
 // refresh runs one round over every declared forecast.
-func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]heldReservation, error) {
+func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]workloadDemand, error) {
 	decls, pools, budget, err := p.readForecasts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []heldReservation
+	var out []workloadDemand
 	decisions := make([]Decision, 0, len(decls))
 	declared := map[string]bool{}
 	for _, d := range decls {
@@ -369,7 +373,7 @@ func (p *ForecastPrescaler) readForecasts(ctx context.Context) ([]declaredForeca
 		cm := &cms[i]
 		id := cm.Namespace + "/" + cm.Name
 		seen[id] = true
-		if pol, err := policy.Parse(configMapDocument(cm)); err == nil {
+		if pol, err := policy.FromConfigMap(cm); err == nil {
 			p.policies[id] = pol
 		}
 		pol := p.policies[id]
@@ -383,7 +387,7 @@ func (p *ForecastPrescaler) readForecasts(ctx context.Context) ([]declaredForeca
 		for j, f := range pol.Forecasts {
 			key := policy.ForecastWorkloadKey(f.Workload)
 			if seen[key] {
-				p.log.Warn("workload forecast declared twice; the first declaration is used", zap.String(keyConfigMap, id), zap.String("workload", key))
+				p.log.Warn("workload forecast declared twice; the first declaration is used", zap.String(keyConfigMap, id), zap.String(keyWorkload, key))
 				continue
 			}
 			seen[key] = true
@@ -406,11 +410,11 @@ type workload struct {
 	object          runtime.Object // where PreScale Events go
 }
 
-// decide makes one workload's decision and returns its reservation (nil when it failed).
+// decide makes one workload's decision and returns its demand (nil when it failed).
 func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declaredForecast, pods []*corev1.Pod,
-	pools []policy.Pool, budget *policy.Budget) (Decision, *heldReservation) {
+	pools []policy.Pool, budget *policy.Budget) (Decision, *workloadDemand) {
 	dec := Decision{Workload: d.key, At: now}
-	fail := func(stage string, err error) (Decision, *heldReservation) {
+	fail := func(stage string, err error) (Decision, *workloadDemand) {
 		dec.Err = fmt.Errorf("%s: %w", stage, err)
 		p.failed(d, dec.Err)
 		return dec, nil
@@ -452,15 +456,15 @@ func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declare
 	}
 	res, err := f.Reserve(in)
 	if err != nil {
-		return fail("sizing the reservation", err)
+		return fail("sizing the forecast demand", err)
 	}
 	dec.Reservation = res
 	p.metrics.observe(d.key, res)
 	p.explain(d, w, dec)
-	out := &heldReservation{namespace: w.namespace, labels: w.template.Labels, baseline: matchingPods(pods, w.namespace, w.template.Labels),
+	out := &workloadDemand{namespace: w.namespace, labels: w.template.Labels, baseline: matchingPods(pods, w.namespace, w.template.Labels),
 		pods: make([]*corev1.Pod, res.Reserve)}
 	for i := range out.pods {
-		out.pods[i] = reservationPod(w, i, now)
+		out.pods[i] = expectedPod(w, i, now)
 	}
 	if f.Placeholders {
 		out.placeholders = p.placeholdersFor(d, w, res.Reserve)
@@ -477,9 +481,9 @@ func (p *ForecastPrescaler) placeholdersFor(d declaredForecast, w *workload, n i
 		if err != nil {
 			if p.noPlaceholders[d.key] != err.Error() {
 				p.noPlaceholders[d.key] = err.Error()
-				p.log.Warn("no placeholder pods for this workload; its reservation stays in the simulation", zap.String("workload", d.key), zap.Error(err))
+				p.log.Warn("no placeholder pods for this workload; its expected pods stay in the simulation", zap.String(keyWorkload, d.key), zap.Error(err))
 				p.recorder.Eventf(w.object, corev1.EventTypeWarning, ReasonNoPlaceholders,
-					"placeholders: %v; the reservation is planned and bought without placeholder pods", err)
+					"placeholders: %v; the expected pods are planned and bought without placeholder pods", err)
 			}
 			return nil
 		}
@@ -559,15 +563,16 @@ func matchingPods(pods []*corev1.Pod, namespace string, labels map[string]string
 	return n
 }
 
-// reservationPod is the i-th pending pod that stands for a replica the forecast expects: the
-// workload's pod template, unbound, labelled tiler.dev/reservation=<workload>.
-func reservationPod(w *workload, i int, now time.Time) *corev1.Pod {
-	name := fmt.Sprintf("%s%s-%d", ReservationPrefix, w.name, i)
+// expectedPod is the i-th pending pod that stands for a replica the forecast expects: the
+// workload's pod template, unbound, labelled tiler.dev/forecast-demand=<workload>. It never
+// reaches the API server.
+func expectedPod(w *workload, i int, now time.Time) *corev1.Pod {
+	name := fmt.Sprintf("%s%s-%d", ExpectedPodPrefix, w.name, i)
 	labels := map[string]string{}
 	for k, v := range w.template.Labels {
 		labels[k] = v
 	}
-	labels[api.LabelReservation] = labelValue(w.name)
+	labels[api.LabelForecastDemand] = labelValue(w.name)
 	var annotations map[string]string
 	if len(w.template.Annotations) > 0 {
 		annotations = map[string]string{}
@@ -576,7 +581,7 @@ func reservationPod(w *workload, i int, now time.Time) *corev1.Pod {
 		}
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, UID: types.UID("tiler-reservation/" + w.namespace + "/" + name),
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.namespace, UID: types.UID("tiler-expected/" + w.namespace + "/" + name),
 			Labels: labels, Annotations: annotations, CreationTimestamp: metav1.NewTime(now)},
 		Spec:   *w.template.Spec.DeepCopy(),
 		Status: corev1.PodStatus{Phase: corev1.PodPending},
@@ -601,22 +606,23 @@ func labelValue(s string) string {
 
 // told is the last decision a workload's Events reported.
 type told struct {
-	target, reserve int
-	err             string
+	target, expected int
+	err              string
 }
 
-// explain records a Normal PreScale Event on the workload when its decision changed: a new or
-// resized reservation, or the release of one.
+// explain records a Normal PreScale Event on the workload when its decision changed: new or more
+// or fewer expected pods, or none any more. The messages keep the words "reserving" and
+// "releasing the reservation", which operators and alerts already match.
 func (p *ForecastPrescaler) explain(d declaredForecast, w *workload, dec Decision) {
 	res := dec.Reservation
 	prev := p.told[d.key]
-	p.told[d.key] = told{target: res.TargetReplicas, reserve: res.Reserve}
+	p.told[d.key] = told{target: res.TargetReplicas, expected: res.Reserve}
 	exp := res.Explanation
 	var msg string
 	switch {
-	case res.Reserve > 0 && (prev.reserve != res.Reserve || prev.target != res.TargetReplicas || prev.err != ""):
+	case res.Reserve > 0 && (prev.expected != res.Reserve || prev.target != res.TargetReplicas || prev.err != ""):
 		msg = fmt.Sprintf("reserving %d pod(s): target %d replicas %s ahead (current %d)", res.Reserve, res.TargetReplicas, dec.Lead, dec.Current)
-	case res.Reserve == 0 && prev.reserve > 0:
+	case res.Reserve == 0 && prev.expected > 0:
 		msg = fmt.Sprintf("releasing the reservation: target %d replicas %s ahead (current %d)", res.TargetReplicas, dec.Lead, dec.Current)
 	default:
 		return
@@ -624,8 +630,8 @@ func (p *ForecastPrescaler) explain(d declaredForecast, w *workload, dec Decisio
 	msg += fmt.Sprintf("; forecast %.4g (sized %.4g) for %s, actual %.4g; %s",
 		exp.Forecast, exp.Sized, exp.Target.Format(time.RFC3339), exp.Actual, exp.Message())
 	p.recorder.Event(w.object, corev1.EventTypeNormal, ReasonPreScale, msg)
-	p.log.Info("pre-scale", zap.String("workload", d.key), zap.Int("reserve", res.Reserve), zap.Int("target", res.TargetReplicas),
-		zap.Int("current", dec.Current), zap.Duration("lead", dec.Lead), zap.Float64("forecast", exp.Forecast), zap.Float64("actual", exp.Actual))
+	p.log.Info("pre-scale", zap.String(keyWorkload, d.key), zap.Int(keyExpected, res.Reserve), zap.Int(keyTarget, res.TargetReplicas),
+		zap.Int(keyCurrent, dec.Current), zap.Duration(keyLead, dec.Lead), zap.Float64(keyForecast, exp.Forecast), zap.Float64(keyActual, exp.Actual))
 }
 
 // failed records a Warning ForecastFailed Event on the ConfigMap that declares the forecast (once
@@ -637,7 +643,7 @@ func (p *ForecastPrescaler) failed(d declaredForecast, err error) {
 	}
 	p.told[d.key] = told{err: err.Error()}
 	p.log.Warn("no pre-scaling for this workload; reactive scaling continues", zap.String(keyConfigMap, d.cm.Namespace+"/"+d.cm.Name),
-		zap.String("workload", d.key), zap.Error(err))
+		zap.String(keyWorkload, d.key), zap.Error(err))
 	p.recorder.Eventf(d.cm, corev1.EventTypeWarning, ReasonForecastFailed, "%s: forecasts[%d] (%s): %v; no pre-scaling for this workload, reactive scaling continues",
 		policy.ConfigMapKey, d.index, d.key, err)
 }

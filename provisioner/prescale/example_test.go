@@ -1,4 +1,4 @@
-package provisioner_test
+package prescale_test
 
 import (
 	"context"
@@ -15,13 +15,14 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
-	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 	"github.com/tiler-dev/tiler/simulator"
 )
 
 func readExample(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "examples", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "examples", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func readExample(t *testing.T, name string) []byte {
 }
 
 // TestForecastExample: deploy/examples/forecast-example.yaml.txt is the demo's cost policy with
-// the same pools plus forecasts, and its forecast for the MIG Deployment makes reservation pods
+// the same pools plus forecasts, and its forecast for the MIG Deployment makes expected pods
 // that ask for MIG slices, for which the simulation buys MIG-partitioned A100 nodes of pool mig.
 func TestForecastExample(t *testing.T) {
 	demo, err := policy.Parse(readExample(t, "00-policy.yaml"))
@@ -62,20 +63,20 @@ func TestForecastExample(t *testing.T) {
 	if err := yaml.UnmarshalStrict(readExample(t, "forecast-example.yaml.txt"), &cm); err != nil {
 		t.Fatal(err)
 	}
-	e := newPrescaleEnv(t, prescaleAt(8, 0), provisioner.PrescalerConfig{}, &cm, &dep)
-	e.prom.series[query] = func(at time.Time) float64 { return diurnal(at) / 3 }
-	e.prom.series[queue] = func(time.Time) float64 { return 0 }
-	pods, err := e.p.Reservations(context.Background(), nil)
+	e := newPrescaleEnv(t, prescaletest.At(8, 0), prescale.Config{}, &cm, &dep)
+	e.prom.Series[query] = func(at time.Time) float64 { return prescaletest.Diurnal(at) / 3 }
+	e.prom.Series[queue] = func(time.Time) float64 { return 0 }
+	pods, err := e.p.ExpectedPods(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := e.p.Decisions()
 	if d[0].Err != nil || len(pods) == 0 {
-		t.Fatalf("decision %+v, %d pods: want a reservation for the ramp", d[0], len(pods))
+		t.Fatalf("decision %+v, %d pods: want expected pods for the ramp", d[0], len(pods))
 	}
 	for _, p := range pods {
 		if q := p.Spec.Containers[0].Resources.Limits["nvidia.com/mig-1g.5gb"]; q.Value() != 1 {
-			t.Fatalf("reservation pod %s does not ask for a MIG slice: %+v", p.Name, p.Spec.Containers[0].Resources)
+			t.Fatalf("expected pod %s does not ask for a MIG slice: %+v", p.Name, p.Spec.Containers[0].Resources)
 		}
 	}
 	if d[1].Err == nil {
@@ -86,21 +87,21 @@ func TestForecastExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Now: prescaleAt(8, 0), Pods: pods}, Catalog: cat,
-		Policy: example, Options: simulator.Options{Now: prescaleAt(8, 0), Seed: "example"}})
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Now: prescaletest.At(8, 0), Pods: pods}, Catalog: cat,
+		Policy: example, Options: simulator.Options{Now: prescaletest.At(8, 0), Seed: "example"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	placed := 0
 	for _, n := range plan.NewNodes {
 		if n.Pool != "mig" || n.InstanceType != "p4d.24xlarge" {
-			t.Errorf("reservations bought %s in pool %s, want p4d.24xlarge in pool mig", n.InstanceType, n.Pool)
+			t.Errorf("expected pods bought %s in pool %s, want p4d.24xlarge in pool mig", n.InstanceType, n.Pool)
 		}
 		placed += len(n.Pods)
 	}
 	if placed != len(pods) || len(plan.Unschedulable) != 0 {
-		t.Errorf("%d of %d reservation pods placed, unschedulable %+v", placed, len(pods), plan.Unschedulable)
+		t.Errorf("%d of %d expected pods placed, unschedulable %+v", placed, len(pods), plan.Unschedulable)
 	}
-	t.Logf("%d reservation pods (target %d replicas, current %d): %d new node(s) of %s at $%.2f/h",
+	t.Logf("%d expected pods (target %d replicas, current %d): %d new node(s) of %s at $%.2f/h",
 		len(pods), d[0].Reservation.TargetReplicas, d[0].Current, len(plan.NewNodes), plan.NewNodes[0].InstanceType, plan.CostPerHour)
 }

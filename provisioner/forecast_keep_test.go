@@ -23,7 +23,7 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// heldPrescaler returns and holds a fixed set of reservation pods.
+// heldPrescaler returns and remembers a fixed set of expected pods.
 type heldPrescaler struct {
 	mu   sync.Mutex
 	pods []*corev1.Pod
@@ -35,11 +35,11 @@ func (h *heldPrescaler) set(pods ...*corev1.Pod) {
 	h.pods = pods
 }
 
-func (h *heldPrescaler) Reservations(context.Context, []*corev1.Pod) ([]*corev1.Pod, error) {
-	return h.HeldReservations(), nil
+func (h *heldPrescaler) ExpectedPods(context.Context, []*corev1.Pod) ([]*corev1.Pod, error) {
+	return h.LastExpectedPods(), nil
 }
 
-func (h *heldPrescaler) HeldReservations() []*corev1.Pod {
+func (h *heldPrescaler) LastExpectedPods() []*corev1.Pod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]*corev1.Pod, len(h.pods))
@@ -62,11 +62,11 @@ func (nopCloud) Get(_ context.Context, id string) (*cloudprovider.Instance, erro
 func (nopCloud) List(context.Context) ([]*cloudprovider.Instance, error) { return nil, nil }
 func (nopCloud) Delete(context.Context, string) error                    { return nil }
 
-// TestHousekeepingKeepsReservedNodes: two managed nodes stand empty. The one the held reservation
-// is planned onto is not empty while the reservation is held, however long it stays so; the other
-// is removed after EmptyNodeTTL. Once the forecast falls and the reservation goes, the kept node
-// is removed one EmptyNodeTTL later, like any empty node.
-func TestHousekeepingKeepsReservedNodes(t *testing.T) {
+// TestHousekeepingKeepsNodesForForecast: two managed nodes stand empty. The one the expected pod
+// is planned onto is kept for the forecast while the pod is expected, however long it stays so;
+// the other is removed after EmptyNodeTTL. Once the forecast falls and the expected pod goes, the
+// kept node is removed one EmptyNodeTTL later, like any empty node.
+func TestHousekeepingKeepsNodesForForecast(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
 	alloc := simtest.Resources("cpu", "15890m", "memory", "60Gi", "pods", "110")
@@ -93,13 +93,13 @@ func TestHousekeepingKeepsReservedNodes(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
 	cfg.EmptyNodeTTL = 10 * time.Minute
-	ctrl, err := provisioner.New(cfg, kube, nopCloud{}, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(prometheus.NewRegistry()))
+	held := &heldPrescaler{}
+	held.set(simtest.Pod("tiler-expected-web-0").Namespace("web").Label(api.LabelForecastDemand, "web").CPU("4").Mem("8Gi").Obj())
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: nopCloud{}, Catalog: cat, Clock: clk,
+		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(prometheus.NewRegistry()), Prescaler: held})
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := &heldPrescaler{}
-	held.set(simtest.Pod("tiler-reservation-web-0").Namespace("web").Label(api.LabelReservation, "web").CPU("4").Mem("8Gi").Obj())
-	ctrl.SetPrescaler(held)
 	ctx := context.Background()
 	if err := ctrl.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -113,32 +113,32 @@ func TestHousekeepingKeepsReservedNodes(t *testing.T) {
 		return res
 	}
 
-	res := reconcile() // both nodes seen; the reservation is planned onto one of them
+	res := reconcile() // both nodes seen; the expected pod is planned onto one of them
 	if res.Plan == nil || len(res.Plan.NewNodes) != 0 {
-		t.Fatalf("plan %+v: want the reservation placed on an existing node", res.Plan)
+		t.Fatalf("plan %+v: want the expected pod placed on an existing node", res.Plan)
 	}
-	reservedOn := ""
+	keptOn := ""
 	for _, n := range res.Plan.ExistingNodes {
 		for _, p := range n.Pods {
-			if p == "web/tiler-reservation-web-0" {
-				reservedOn = n.Name
+			if p == "web/tiler-expected-web-0" {
+				keptOn = n.Name
 			}
 		}
 	}
-	if reservedOn == "" {
-		t.Fatalf("the reservation is not planned onto an existing node: %+v", res.Plan)
+	if keptOn == "" {
+		t.Fatalf("the expected pod is not planned onto an existing node: %+v", res.Plan)
 	}
-	other := map[string]string{"tiler-a": "tiler-b", "tiler-b": "tiler-a"}[reservedOn]
+	other := map[string]string{"tiler-a": "tiler-b", "tiler-b": "tiler-a"}[keptOn]
 
 	clk.Step(11 * time.Minute)
 	res = reconcile()
 	if len(res.Deleted) != 1 || res.Deleted[0] != other {
-		t.Fatalf("after EmptyNodeTTL: deleted %v, want only %s (%s holds the reservation)", res.Deleted, other, reservedOn)
+		t.Fatalf("after EmptyNodeTTL: deleted %v, want only %s (%s is kept for the forecast)", res.Deleted, other, keptOn)
 	}
 	for i := 0; i < 3; i++ {
 		clk.Step(time.Hour)
 		if res = reconcile(); len(res.Deleted) != 0 {
-			t.Fatalf("while the reservation is held: deleted %v", res.Deleted)
+			t.Fatalf("while the pod is expected: deleted %v", res.Deleted)
 		}
 	}
 
@@ -147,57 +147,7 @@ func TestHousekeepingKeepsReservedNodes(t *testing.T) {
 		t.Fatalf("the released node was removed at once: %v; want one EmptyNodeTTL first", res.Deleted)
 	}
 	clk.Step(11 * time.Minute)
-	if res = reconcile(); len(res.Deleted) != 1 || res.Deleted[0] != reservedOn {
-		t.Fatalf("EmptyNodeTTL after the release: deleted %v, want %s", res.Deleted, reservedOn)
-	}
-}
-
-// gcCloud is nopCloud with garbage to collect: it counts the calls.
-type gcCloud struct {
-	nopCloud
-	calls chan struct{}
-}
-
-func (g gcCloud) CollectGarbage(context.Context) ([]string, error) {
-	g.calls <- struct{}{}
-	return []string{"tiler-web-0123456789abcdef"}, nil
-}
-
-// TestRunCollectsGarbage: Run asks a provider that has garbage to collect at once and then every
-// GarbageCollectPeriod.
-func TestRunCollectsGarbage(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
-	kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}})
-	cat, err := catalog.Embedded("aws-us-east-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := provisioner.DefaultConfig()
-	cfg.GarbageCollectPeriod = time.Hour
-	cloud := gcCloud{calls: make(chan struct{}, 10)}
-	ctrl, err := provisioner.New(cfg, kube, cloud, cat, clk, zaptest.NewLogger(t), provisioner.NewMetrics(prometheus.NewRegistry()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = ctrl.Run(ctx) }()
-	wait := func(what string) {
-		t.Helper()
-		select {
-		case <-cloud.calls:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no CollectGarbage call %s", what)
-		}
-	}
-	wait("when Run starts")
-	for i := 0; i < 2; i++ {
-		// Step until the hourly ticker fires (Run may not have created it yet).
-		deadline := time.Now().Add(10 * time.Second)
-		for len(cloud.calls) == 0 && time.Now().Before(deadline) {
-			clk.Step(time.Hour)
-			time.Sleep(20 * time.Millisecond)
-		}
-		wait("after an hour")
+	if res = reconcile(); len(res.Deleted) != 1 || res.Deleted[0] != keptOn {
+		t.Fatalf("EmptyNodeTTL after the release: deleted %v, want %s", res.Deleted, keptOn)
 	}
 }

@@ -1,4 +1,4 @@
-package provisioner
+package prescale
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	prom "github.com/tiler-dev/tiler/promsource"
 )
 
-// PrescaleMetrics are the pre-scaler's metrics. Every series is labelled by workload (its key,
+// Metrics are the pre-scaler's metrics. Every series is labelled by workload (its key,
 // Kind/namespace/name), which the cost policy's forecasts section bounds; a workload's series are
 // deleted when its forecast is removed.
-type PrescaleMetrics struct {
+type Metrics struct {
 	// Value is the point forecast of the load one lead time ahead (tiler_forecast_value).
 	Value *prometheus.GaugeVec
 	// Sized is the value capacity is sized for, after the margin (tiler_forecast_sized_value).
@@ -25,34 +25,35 @@ type PrescaleMetrics struct {
 	ErrorRatio *prometheus.GaugeVec
 	// TargetReplicas is the replicas capacity is held for (tiler_forecast_target_replicas).
 	TargetReplicas *prometheus.GaugeVec
-	// ReservedPods is the reservation pods returned to the batch (tiler_forecast_reserved_pods).
-	ReservedPods *prometheus.GaugeVec
+	// ExpectedPods is the expected pods returned to the batch (tiler_forecast_reserved_pods; the
+	// name predates "expected pods" and stays for dashboards).
+	ExpectedPods *prometheus.GaugeVec
 	// Failures counts forecasts that could not be made, by kind of failure
 	// (tiler_forecast_failures_total; kinds: BadQuery, EmptyResult, MultipleSeries, Unavailable,
 	// Timeout, Workload, Model).
 	Failures *prometheus.CounterVec
 }
 
-// NewPrescaleMetrics creates the pre-scaler's metrics and registers them with reg.
-func NewPrescaleMetrics(reg prometheus.Registerer) (*PrescaleMetrics, error) {
+// NewMetrics creates the pre-scaler's metrics and registers them with reg (nil: none).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	w := []string{"workload"}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "forecast", Name: name, Help: help}, w)
 	}
-	m := &PrescaleMetrics{
+	m := &Metrics{
 		Value:          gauge("value", "Point forecast of the workload's load one lead time ahead, in the units of its loadQuery."),
-		Sized:          gauge("sized_value", "Forecast load the reservation is sized for (after the safety margin)."),
+		Sized:          gauge("sized_value", "Forecast load the expected pods are sized for (after the safety margin)."),
 		Actual:         gauge("actual", "The workload's load now (its loadQuery)."),
 		ErrorRatio:     gauge("error_ratio", "(actual - forecast made one lead time ago for now) / actual."),
 		TargetReplicas: gauge("target_replicas", "Replicas the pre-scaler holds capacity for, a lead time ahead."),
-		ReservedPods:   gauge("reserved_pods", "Reservation pods (replicas beyond the current ones) planned in the last batch."),
+		ExpectedPods:   gauge("reserved_pods", "Expected pods (replicas beyond the current ones) planned in the last batch."),
 		Failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "forecast", Name: "failures_total",
 			Help: "Forecasts that could not be made (no pre-scaling for the workload that round), by kind."}, []string{"workload", "kind"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.Value, m.Sized, m.Actual, m.ErrorRatio, m.TargetReplicas, m.ReservedPods, m.Failures} {
+	for _, c := range []prometheus.Collector{m.Value, m.Sized, m.Actual, m.ErrorRatio, m.TargetReplicas, m.ExpectedPods, m.Failures} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering the forecast metrics: %w", err)
 		}
@@ -61,7 +62,7 @@ func NewPrescaleMetrics(reg prometheus.Registerer) (*PrescaleMetrics, error) {
 }
 
 // observe records a decision.
-func (m *PrescaleMetrics) observe(workload string, r forecast.Reservation) {
+func (m *Metrics) observe(workload string, r forecast.Reservation) {
 	e := r.Explanation
 	m.Value.WithLabelValues(workload).Set(e.Forecast)
 	m.Sized.WithLabelValues(workload).Set(e.Sized)
@@ -72,11 +73,11 @@ func (m *PrescaleMetrics) observe(workload string, r forecast.Reservation) {
 		m.ErrorRatio.WithLabelValues(workload).Set(e.Error)
 	}
 	m.TargetReplicas.WithLabelValues(workload).Set(float64(r.TargetReplicas))
-	m.ReservedPods.WithLabelValues(workload).Set(float64(r.Reserve))
+	m.ExpectedPods.WithLabelValues(workload).Set(float64(r.Reserve))
 }
 
-// fail records a failed forecast: nothing is reserved and the forecast series are removed.
-func (m *PrescaleMetrics) fail(workload string, err error) {
+// fail records a failed forecast: no pod is expected and the forecast series are removed.
+func (m *Metrics) fail(workload string, err error) {
 	kind := string(prom.KindOf(err))
 	if kind == "" {
 		kind = "Model"
@@ -90,12 +91,12 @@ func (m *PrescaleMetrics) fail(workload string, err error) {
 	m.Actual.DeleteLabelValues(workload)
 	m.ErrorRatio.DeleteLabelValues(workload)
 	m.TargetReplicas.DeleteLabelValues(workload)
-	m.ReservedPods.WithLabelValues(workload).Set(0)
+	m.ExpectedPods.WithLabelValues(workload).Set(0)
 }
 
 // forget removes every series of a workload whose forecast is no longer declared.
-func (m *PrescaleMetrics) forget(workload string) {
-	for _, g := range []*prometheus.GaugeVec{m.Value, m.Sized, m.Actual, m.ErrorRatio, m.TargetReplicas, m.ReservedPods} {
+func (m *Metrics) forget(workload string) {
+	for _, g := range []*prometheus.GaugeVec{m.Value, m.Sized, m.Actual, m.ErrorRatio, m.TargetReplicas, m.ExpectedPods} {
 		g.DeleteLabelValues(workload)
 	}
 	m.Failures.DeletePartialMatch(prometheus.Labels{"workload": workload})

@@ -1,18 +1,14 @@
-package provisioner
+package prescale
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"strings"
 
 	"github.com/tiler-dev/tiler/api"
 
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -22,23 +18,24 @@ import (
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
-// Placeholder pods materialise a forecast's reservation (WorkloadForecast.Placeholders) as real
+// Placeholder pods materialise a forecast's expected pods (WorkloadForecast.Placeholders) as real
 // pods of the lowest priority, so the room Tiler bought ahead is held by pods the real scheduler
 // preempts the moment the workload's replicas — or any other pod — need it, without waiting for
 // a controller round. This is the cluster autoscaler's "overprovisioning" pattern, sized by the
-// forecast instead of by hand.
+// forecast instead of by hand. The pre-scaler builds them (Placeholders); the controller creates
+// and deletes them to match (provisioner/placeholder_sync.go).
 //
 // How they fit the rest of the controller:
-//   - The simulation never sees them. The reservation pods the pre-scaler returns already stand
-//     for the same replicas, so a placeholder, pending or bound, is left out of every batch
-//     (splitPlaceholders, and simulator.Simulate itself, so `tiler plan` on a snapshot agrees):
-//     a pending one triggers no second purchase, and the room a bound one holds counts as free
-//     for real pods, as it is once the scheduler preempts it. Housekeeping does not count them
-//     either: a node only they occupy is kept by the reservation, not by them.
-//   - Their count follows the reservation: a replica that arrives takes its reservation's place
-//     at once (ForecastPrescaler.Reservations), so one placeholder is deleted; one the scheduler
-//     preempted for another workload is created again and, pending, makes the reservation plan a
-//     node for it, restoring the headroom.
+//   - The simulation never sees them. The expected pods the pre-scaler returns already stand for
+//     the same replicas, so a placeholder, pending or bound, is left out of every batch (the
+//     controller sets them apart, and simulator.Simulate itself does, so `tiler plan` on a
+//     snapshot agrees): a pending one triggers no second purchase, and the room a bound one holds
+//     counts as free for real pods, as it is once the scheduler preempts it. Housekeeping does not
+//     count them either: a node only they occupy is kept for the forecast, not by them.
+//   - Their count follows the expected pods: a replica that arrives takes its expected pod's place
+//     at once (ForecastPrescaler.ExpectedPods), so one placeholder is deleted; one the scheduler
+//     preempted for another workload is created again and, pending, makes the expected pods plan
+//     a node for it, restoring the headroom.
 //   - They live in the controller's namespace, not the workload's: they do not count against
 //     the workload namespace's ResourceQuota, and they carry none of the workload's labels, so no
 //     ReplicaSet adopts them and no spread or anti-affinity rule counts them.
@@ -47,7 +44,7 @@ import (
 //     without grace. A required anti-affinity of the replicas against each other (one per node
 //     or zone) becomes the same among the placeholders; other pod affinity and spread
 //     constraints are dropped (they name the workload's labels). Templates that claim DRA
-//     devices keep their reservation in the simulation only: a placeholder would need claims of
+//     devices keep their expected pods in the simulation only: a placeholder would need claims of
 //     its own.
 
 // Placeholder labels and defaults.
@@ -63,32 +60,6 @@ const (
 	// every pod without a class, so any real pod preempts a placeholder.
 	DefaultPlaceholderPriority = -10
 )
-
-// PlaceholderSource is implemented by a Prescaler that asks for placeholder pods (the
-// ForecastPrescaler does). The controller creates and deletes pods in its namespace to match.
-type PlaceholderSource interface {
-	// Placeholders returns the PriorityClass placeholders use and the placeholder pods the last
-	// Reservations call wants, by name.
-	Placeholders() (*schedulingv1.PriorityClass, []*corev1.Pod)
-}
-
-// isPlaceholder reports whether p is a placeholder pod.
-func isPlaceholder(p *corev1.Pod) bool {
-	_, ok := p.Labels[api.LabelPlaceholder]
-	return ok
-}
-
-// splitPlaceholders separates the placeholder pods from the others.
-func splitPlaceholders(all []*corev1.Pod) (pods, placeholders []*corev1.Pod) {
-	for _, p := range all {
-		if isPlaceholder(p) {
-			placeholders = append(placeholders, p)
-		} else {
-			pods = append(pods, p)
-		}
-	}
-	return pods, placeholders
-}
 
 // placeholderPod is the i-th placeholder of workload w, in namespace ns: see the comment at the
 // top of this file for what it copies from the template. It returns an error naming why w's template cannot
@@ -194,77 +165,4 @@ func placeholderClass(name string, value int32) *schedulingv1.PriorityClass {
 	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/managed-by": "tiler"}},
 		Value: value, PreemptionPolicy: &never,
 		Description: "Tiler's placeholder pods: the room bought ahead of a forecast, preempted by any real pod."}
-}
-
-// syncPlaceholders creates the placeholder pods the pre-scaler wants that do not exist and
-// deletes those not wanted any more (existing: the placeholders the informer has; with no
-// pre-scaler, or one that wants no placeholders, every one is deleted). It creates the PriorityClass
-// first when it is missing. Errors are logged; the next batch tries again.
-func (c *Controller) syncPlaceholders(ctx context.Context, log *zap.Logger, existing []*corev1.Pod) {
-	var class *schedulingv1.PriorityClass
-	var wanted []*corev1.Pod
-	if src, ok := c.prescaler.(PlaceholderSource); ok {
-		class, wanted = src.Placeholders()
-	}
-	want := map[string]*corev1.Pod{}
-	for _, p := range wanted {
-		want[p.Namespace+"/"+p.Name] = p
-	}
-	have := map[string]bool{}
-	for _, p := range existing {
-		key := p.Namespace + "/" + p.Name
-		have[key] = true // a terminating one is created again once it is gone
-		if _, ok := want[key]; ok || p.DeletionTimestamp != nil {
-			continue
-		}
-		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-		if err != nil && !apierrors.IsNotFound(err) {
-			log.Warn("deleting a placeholder pod", zap.String(keyPod, key), zap.Error(err))
-			continue
-		}
-		c.metrics.Placeholders.WithLabelValues("deleted").Inc()
-	}
-	var missing []*corev1.Pod
-	for key, p := range want {
-		if !have[key] {
-			missing = append(missing, p)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	sort.Slice(missing, func(i, j int) bool { return missing[i].Name < missing[j].Name })
-	if err := c.ensurePriorityClass(ctx, class); err != nil {
-		level := zap.WarnLevel
-		if err.Error() == c.placeholderErr {
-			level = zap.DebugLevel // said already; it is retried every batch
-		}
-		c.placeholderErr = err.Error()
-		log.Log(level, "no placeholder pods: their PriorityClass is missing and could not be created", zap.String("priorityClass", class.Name), zap.Error(err))
-		return
-	}
-	c.placeholderErr = ""
-	for _, p := range missing {
-		_, err := c.kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-		switch {
-		case apierrors.IsAlreadyExists(err):
-		case err != nil:
-			log.Warn("creating a placeholder pod", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
-		default:
-			c.metrics.Placeholders.WithLabelValues("created").Inc()
-		}
-	}
-}
-
-// ensurePriorityClass creates class unless a PriorityClass of its name exists (an operator's own,
-// with whatever value, is kept).
-func (c *Controller) ensurePriorityClass(ctx context.Context, class *schedulingv1.PriorityClass) error {
-	if _, err := c.factory.Scheduling().V1().PriorityClasses().Lister().Get(class.Name); err == nil {
-		return nil
-	}
-	_, err := c.kube.SchedulingV1().PriorityClasses().Create(ctx, class, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
 }

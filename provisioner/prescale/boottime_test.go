@@ -1,4 +1,4 @@
-package provisioner_test
+package prescale_test
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 )
 
 // TestPrescalerLeadFollowsObservedBootTime: a forecast without leadTime is sized the pool's
 // observed boot time plus forecast.LeadBuffer ahead; before any boot is seen, the configured
 // boot time.
 func TestPrescalerLeadFollowsObservedBootTime(t *testing.T) {
-	noLead := strings.Replace(chatPolicy, "  leadTime: 2h\n", "", 1)
+	noLead := strings.Replace(prescaletest.ChatPolicy, "  leadTime: 2h\n", "", 1)
 	for _, c := range []struct {
 		name     string
 		observed map[string]time.Duration
@@ -24,14 +25,14 @@ func TestPrescalerLeadFollowsObservedBootTime(t *testing.T) {
 		{"another pool's boot does not count", map[string]time.Duration{"batch": 2 * time.Minute}, 15 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newPrescaleEnv(t, prescaleAt(5, 0), provisioner.PrescalerConfig{},
-				policyConfigMap("cost-policy", noLead), prescaleDeployment("llm", "chat", 1))
-			e.prom.series[chatQuery] = diurnal
+			e := newPrescaleEnv(t, prescaletest.At(5, 0), prescale.Config{},
+				prescaletest.PolicyConfigMap("cost-policy", noLead), prescaletest.Deployment("llm", "chat", 1))
+			e.prom.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
 			e.p.SetBootTimes(func(pool string) (time.Duration, bool) {
 				d, ok := c.observed[pool]
 				return d, ok
 			})
-			if _, err := e.p.Reservations(context.Background(), nil); err != nil {
+			if _, err := e.p.ExpectedPods(context.Background(), nil); err != nil {
 				t.Fatal(err)
 			}
 			d := e.p.Decisions()

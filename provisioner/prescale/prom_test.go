@@ -1,4 +1,4 @@
-package provisioner_test
+package prescale_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zaptest"
@@ -19,7 +21,6 @@ import (
 	"github.com/tiler-dev/tiler/forecast"
 	"github.com/tiler-dev/tiler/internal/promtest"
 	prom "github.com/tiler-dev/tiler/promsource"
-	"github.com/tiler-dev/tiler/provisioner"
 )
 
 // startTracePrometheus loads the first span of a trace as tiler_trace_value{trace="…"} into a
@@ -27,7 +28,7 @@ import (
 func startTracePrometheus(t *testing.T, trace string, span time.Duration) *promtest.Server {
 	t.Helper()
 	// The trace has a sample every step: an instant query between two samples sees the last.
-	return promtest.Start(t, filepath.Join("..", "testdata", "traces", trace), span, promtest.Options{LookbackOneStep: true})
+	return promtest.Start(t, filepath.Join("..", "..", "testdata", "traces", trace), span, promtest.Options{LookbackOneStep: true})
 }
 
 // TestPrescalerAgainstPrometheus drives the pre-scaler end to end against a real Prometheus
@@ -64,9 +65,9 @@ forecasts:
 	// Wednesday 23 July 2014, three weeks and a day into the trace; one minute past each sample.
 	day := time.Date(2014, 7, 23, 0, 1, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(day)
-	kube := fake.NewClientset(policyConfigMap("cost-policy", doc), prescaleDeployment("taxi", "dispatch", 1), prescaleDeployment("taxi", "broken", 1))
+	kube := fake.NewClientset(prescaletest.PolicyConfigMap("cost-policy", doc), prescaletest.Deployment("taxi", "dispatch", 1), prescaletest.Deployment("taxi", "broken", 1))
 	reg := prometheus.NewRegistry()
-	p, err := provisioner.NewPrescaler(provisioner.PrescalerConfig{Namespace: "tiler-system", Step: srv.Trace.Step, History: 3 * forecast.Week},
+	p, err := prescale.New(prescale.Config{Namespace: "tiler-system", Step: srv.Trace.Step, History: 3 * forecast.Week},
 		kube, client, clk, zaptest.NewLogger(t), nil, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ forecasts:
 		if _, err := kube.AppsV1().Deployments("taxi").Update(ctx, dep, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		pods, err := p.Reservations(ctx, nil)
+		pods, err := p.ExpectedPods(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,8 +106,8 @@ forecasts:
 			t.Fatalf("%s: the broken forecast's error is %v, want a rejected query", now.Format("15:04"), d[1].Err)
 		}
 		for _, pod := range pods {
-			if pod.Labels[api.LabelReservation] != "dispatch" || pod.Namespace != "taxi" {
-				t.Fatalf("reservation pod %s/%s labels %v", pod.Namespace, pod.Name, pod.Labels)
+			if pod.Labels[api.LabelForecastDemand] != "dispatch" || pod.Namespace != "taxi" {
+				t.Fatalf("expected pod %s/%s labels %v", pod.Namespace, pod.Name, pod.Labels)
 			}
 		}
 		e := d[0].Reservation.Explanation
@@ -144,13 +145,13 @@ forecasts:
 		return row{}
 	}
 	// Before the morning ramp (demand bottoms out around 05:00 and triples by 08:00), the
-	// reactive Deployment runs for the night while the reservation covers the ramp.
+	// reactive Deployment runs for the night while the expected pods cover the ramp.
 	early := 0
 	for _, hhmm := range []string{"04:01", "04:31", "05:01", "05:31", "06:01"} {
 		r := at(hhmm)
 		early += r.reserved
 		if r.reserved == 0 {
-			t.Errorf("%s: no reservation before the ramp (actual %.0f, forecast %.0f for +2h)", hhmm, r.actual, r.fc)
+			t.Errorf("%s: no expected pod before the ramp (actual %.0f, forecast %.0f for +2h)", hhmm, r.actual, r.fc)
 		}
 	}
 	// At night demand falls: the forecast two hours ahead is below what runs, nothing is reserved.
@@ -159,18 +160,18 @@ forecasts:
 			t.Errorf("%s: %d reserved while demand falls (actual %.0f, forecast %.0f for +2h)", hhmm, r.reserved, r.actual, r.fc)
 		}
 	}
-	t.Logf("reservation pods made 04:00–06:00 ahead of the ramp: %d in total over 5 rounds", early)
+	t.Logf("expected pods made 04:00–06:00 ahead of the ramp: %d in total over 5 rounds", early)
 
-	ev := waitPrescaleEvent(t, kube, "tiler-system", provisioner.ReasonForecastFailed, "ConfigMap", "cost-policy")
+	ev := waitPrescaleEvent(t, kube, "tiler-system", prescale.ReasonForecastFailed, "ConfigMap", "cost-policy")
 	if !strings.Contains(ev.Message, badQuery) || !strings.Contains(ev.Message, "BadQuery") {
 		t.Errorf("ForecastFailed message %q does not name the query and the error", ev.Message)
 	}
-	pre := waitPrescaleEvent(t, kube, "taxi", provisioner.ReasonPreScale, "Deployment", "dispatch")
+	pre := waitPrescaleEvent(t, kube, "taxi", prescale.ReasonPreScale, "Deployment", "dispatch")
 	t.Logf("PreScale Event: %s", pre.Message)
-	if got, ok := metricValue(t, reg, "tiler_forecast_value", "workload", "Deployment/taxi/dispatch"); !ok || got != rows[len(rows)-1].fc {
+	if got, ok := promtest.Value(t, reg, "tiler_forecast_value", "workload", "Deployment/taxi/dispatch"); !ok || got != rows[len(rows)-1].fc {
 		t.Errorf("tiler_forecast_value = %g (present %v), want the last forecast %g", got, ok, rows[len(rows)-1].fc)
 	}
-	if _, ok := metricValue(t, reg, "tiler_forecast_value", "workload", "Deployment/taxi/broken"); ok {
+	if _, ok := promtest.Value(t, reg, "tiler_forecast_value", "workload", "Deployment/taxi/broken"); ok {
 		t.Error("the broken forecast has a tiler_forecast_value series")
 	}
 }

@@ -1,0 +1,253 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// DisruptionPlan is the answer of simulator.PlanDisruption: which managed nodes to remove, what
+// (if anything) replaces them, where every moved pod is expected to land, and why every other
+// node is kept. Actions are ordered: each one was planned with the ones before it done, so a
+// controller carries them out in order (any prefix of the list is a valid plan on its own).
+type DisruptionPlan struct {
+	// CostPerHourBefore is the $/h of the managed fleet (nodes labelled tiler.dev/pool, priced
+	// from the catalog, and nodes in flight); CostPerHourAfter what it costs once every action is
+	// carried out.
+	CostPerHourBefore float64 `json:"costPerHourBefore"`
+	CostPerHourAfter  float64 `json:"costPerHourAfter"`
+	// SavingsPerHour is CostPerHourBefore − CostPerHourAfter.
+	SavingsPerHour float64            `json:"savingsPerHour"`
+	Actions        []DisruptionAction `json:"actions"`
+	// Kept lists every node of the snapshot that no action removes, with the reason.
+	Kept []KeptNode `json:"kept"`
+	// Candidates are the nodes an action would remove now if each had been a candidate for its
+	// pool's consolidateAfter. The controller sets AnnotationCandidateSince on them (when
+	// missing) and removes it from every other node.
+	Candidates []string `json:"candidates"`
+	// Warnings carries notes about the input.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// DisruptionKind is what an action does.
+type DisruptionKind string
+
+// The action kinds. Several nodes into one is a Replace with several Nodes; into none, a Delete.
+const (
+	// ActionDelete removes the nodes; their pods fit on the rest of the cluster.
+	ActionDelete DisruptionKind = "Delete"
+	// ActionReplace removes the nodes after launching one cheaper node (Replacement) that takes
+	// the pods the rest of the cluster cannot.
+	ActionReplace DisruptionKind = "Replace"
+)
+
+// DisruptionReason is why an action removes its nodes. Empty and Underutilized are consolidation;
+// the node-lifecycle reasons (Drifted, Expired, Unhealthy, Interrupted) will join them and share
+// the action, budget and reporting machinery.
+type DisruptionReason string
+
+// The disruption reasons.
+const (
+	// ReasonEmpty: the nodes run no pod that needs moving (DaemonSet and mirror pods die with
+	// their node).
+	ReasonEmpty DisruptionReason = "Empty"
+	// ReasonUnderutilized: the nodes' pods fit on the rest of the cluster, with at most one
+	// cheaper new node, for less.
+	ReasonUnderutilized DisruptionReason = "Underutilized"
+)
+
+// DisruptionAction removes one or more nodes of one pool.
+type DisruptionAction struct {
+	// ID is a hash of the action's content (kind, reason, nodes, replacement, moves): the same
+	// decision on the same cluster always has the same ID, so a controller recognises an action it
+	// has already started.
+	ID     string           `json:"id"`
+	Kind   DisruptionKind   `json:"kind"`
+	Reason DisruptionReason `json:"reason"`
+	// Pool is the pool of the removed nodes.
+	Pool  string   `json:"pool"`
+	Nodes []string `json:"nodes"`
+	// Replacement is the node to launch first (Replace only): a NewNode as in purchases, with the
+	// pods it takes and its fallbacks.
+	Replacement *NewNode `json:"replacement,omitempty"`
+	// Moves says where each evicted pod is expected to land, by pod.
+	Moves []PodMove `json:"moves"`
+	// CostPerHourBefore is the $/h of the removed nodes; CostPerHourAfter that of the replacement
+	// (0 for a Delete); SavingsPerHour their difference.
+	CostPerHourBefore float64 `json:"costPerHourBefore"`
+	CostPerHourAfter  float64 `json:"costPerHourAfter"`
+	SavingsPerHour    float64 `json:"savingsPerHour"`
+}
+
+// PodMove is one evicted pod and the node it is expected to land on: an existing node or the
+// action's replacement.
+type PodMove struct {
+	Pod  string `json:"pod"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// KeepReason classifies why a node is kept.
+type KeepReason string
+
+// The keep reasons. The first group are properties of the node or its pods, checked before any
+// simulation; the second the outcome of the search; the last what the caller asked.
+const (
+	// KeepUnmanaged: the node has no tiler.dev/pool label, or its pool is not in the policy.
+	KeepUnmanaged KeepReason = "Unmanaged"
+	// KeepUnpriced: the catalog has no price for the node's instance type, zone and capacity type.
+	KeepUnpriced KeepReason = "Unpriced"
+	// KeepDoNotDisrupt: the node is annotated do-not-disrupt (tiler.dev, karpenter.sh) or
+	// cluster-autoscaler.kubernetes.io/scale-down-disabled.
+	KeepDoNotDisrupt KeepReason = "DoNotDisrupt"
+	// KeepPodDoNotDisrupt: a pod is annotated do-not-disrupt, or safe-to-evict "false".
+	KeepPodDoNotDisrupt KeepReason = "PodDoNotDisrupt"
+	// KeepPodWithoutController: a pod has no controller to recreate it elsewhere.
+	KeepPodWithoutController KeepReason = "PodWithoutController"
+	// KeepLocalStorage: a pod uses emptyDir (not in memory) or hostPath storage and is not
+	// annotated safe-to-evict "true".
+	KeepLocalStorage KeepReason = "LocalStorage"
+	// KeepPDB: a PodDisruptionBudget selecting one of the pods allows no disruption now.
+	KeepPDB KeepReason = "PDB"
+	// KeepGang: the node runs members of a gang whose other members run on nodes that cannot move
+	// with it; a gang moves whole or not at all.
+	KeepGang KeepReason = "Gang"
+	// KeepUnplaceablePod: a pod on the node cannot be simulated (an invalid selector or claim, an
+	// incomplete gang), so no place for it elsewhere can be vouched for.
+	KeepUnplaceablePod KeepReason = "UnplaceablePod"
+	// KeepConsolidationDisabled: the pool's consolidation is never, or whenEmpty and the node is
+	// not empty.
+	KeepConsolidationDisabled KeepReason = "ConsolidationDisabled"
+	// KeepTooYoung: the node was created less than its pool's consolidateAfter ago.
+	KeepTooYoung KeepReason = "TooYoung"
+	// KeepDisrupting: the node is already being disrupted (listed by the caller, deleting,
+	// cordoned or not Ready); it counts against the pool's budget.
+	KeepDisrupting KeepReason = "Disrupting"
+	// KeepKept: the caller keeps the node (a forecast wants it); the message says why.
+	KeepKept KeepReason = "Kept"
+
+	// KeepNoCheaperFit: the node's pods do not fit on the rest of the cluster with at most one new
+	// node that costs less than the nodes it replaces.
+	KeepNoCheaperFit KeepReason = "NoCheaperFit"
+	// KeepBelowThreshold: a move was found but saves less than the pool's savings threshold.
+	KeepBelowThreshold KeepReason = "BelowThreshold"
+	// KeepSpotDiversity: the only cheaper replacement is spot for a spot node, and the pool has
+	// fewer cheaper spot offerings than its spotToSpotMinOfferings.
+	KeepSpotDiversity KeepReason = "SpotDiversity"
+	// KeepMinNodes: removing the node would take its pool below minNodes.
+	KeepMinNodes KeepReason = "MinNodes"
+	// KeepBudget: the pool's disruption budget is used up (or 0 now).
+	KeepBudget KeepReason = "Budget"
+	// KeepNotCandidateLongEnough: an action would remove the node, but it has not been a
+	// candidate (AnnotationCandidateSince) for its pool's consolidateAfter yet.
+	KeepNotCandidateLongEnough KeepReason = "NotCandidateLongEnough"
+)
+
+// KeptNode is a node no action removes, and why.
+type KeptNode struct {
+	Name    string     `json:"name"`
+	Pool    string     `json:"pool,omitempty"`
+	Reason  KeepReason `json:"reason"`
+	Message string     `json:"message,omitempty"`
+}
+
+// ActionID returns the deterministic ID of an action: "d-" and the first 16 hex digits of the
+// SHA-256 of its JSON without the ID and the prices (which follow from the rest).
+func ActionID(a DisruptionAction) string {
+	a.ID = ""
+	a.CostPerHourBefore, a.CostPerHourAfter, a.SavingsPerHour = 0, 0, 0
+	b, _ := json.Marshal(a) // a plain struct of strings, maps and numbers: never fails
+	sum := sha256.Sum256(b)
+	return "d-" + hex.EncodeToString(sum[:8])
+}
+
+// WriteJSON writes the disruption plan's JSON contract, indented, with a trailing newline.
+func (p *DisruptionPlan) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the disruption plan: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes the disruption plan for people: the fleet's price before and after, the
+// actions with their savings and where their pods go, the kept nodes with their reasons and the
+// candidates.
+func (p *DisruptionPlan) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	pct := 0.0
+	if p.CostPerHourBefore > 0 {
+		pct = 100 * p.SavingsPerHour / p.CostPerHourBefore
+	}
+	removed := 0
+	for _, a := range p.Actions {
+		removed += len(a.Nodes)
+	}
+	fmt.Fprintf(tw, "Managed fleet: $%.4f/h → $%.4f/h (saves $%.4f/h, %.1f%%)\n", p.CostPerHourBefore, p.CostPerHourAfter, p.SavingsPerHour, pct)
+	fmt.Fprintf(tw, "Actions: %d, nodes removed: %d, kept: %d\n", len(p.Actions), removed, len(p.Kept))
+	if len(p.Actions) > 0 {
+		fmt.Fprintln(tw, "\nACTION\tKIND\tREASON\tPOOL\tNODES\tREPLACEMENT\t$/H BEFORE\t$/H AFTER\tSAVES\tMOVES")
+		for _, a := range p.Actions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%s\n", a.ID, a.Kind, a.Reason, a.Pool,
+				strings.Join(a.Nodes, ", "), replacementString(a.Replacement), a.CostPerHourBefore, a.CostPerHourAfter,
+				a.SavingsPerHour, movesSummary(a.Moves))
+		}
+	}
+	if len(p.Kept) > 0 {
+		fmt.Fprintln(tw, "\nKEPT NODE\tPOOL\tREASON\tMESSAGE")
+		for _, k := range p.Kept {
+			pool := k.Pool
+			if pool == "" {
+				pool = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, pool, k.Reason, k.Message)
+		}
+	}
+	if len(p.Candidates) > 0 {
+		fmt.Fprintf(tw, "\nCandidates (%s): %s\n", AnnotationCandidateSince, strings.Join(p.Candidates, ", "))
+	}
+	for _, warn := range p.Warnings {
+		fmt.Fprintf(tw, "warning: %s\n", warn)
+	}
+	return tw.Flush()
+}
+
+// replacementString renders a replacement as name (type/zone/capacity type), or "-".
+func replacementString(n *NewNode) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s)", n.Name, n.Offering)
+}
+
+// movesSummary counts the moves per destination: "5 pods: 3 → node-a, 2 → node-b", "1 pod: 1 →
+// node-a".
+func movesSummary(moves []PodMove) string {
+	if len(moves) == 0 {
+		return "-"
+	}
+	count := map[string]int{}
+	var dests []string
+	for _, m := range moves {
+		if count[m.To] == 0 {
+			dests = append(dests, m.To)
+		}
+		count[m.To]++
+	}
+	sort.Strings(dests)
+	parts := make([]string, len(dests))
+	for i, d := range dests {
+		parts[i] = fmt.Sprintf("%d → %s", count[d], d)
+	}
+	noun := "pods"
+	if len(moves) == 1 {
+		noun = "pod"
+	}
+	return fmt.Sprintf("%d %s: %s", len(moves), noun, strings.Join(parts, ", "))
+}

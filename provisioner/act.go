@@ -1,0 +1,108 @@
+package provisioner
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// act carries out a batch's Decision against the API server and the cloud, in the order the
+// batch used to interleave deciding and doing: the relinked node names and the housekeeping first
+// (so that a re-planned pod is not counted on a launch that is being removed), then the
+// nominations, placeholders and metrics, then the tolerations and the launches. What fails is
+// logged, and decided again by a later batch.
+func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
+	log := c.log.With(zap.String(keyBatch, d.Batch))
+	res := &Result{Pending: d.Pending, Plan: d.Plan, Decision: d}
+	c.relink(ctx, log, s.Records, d.Relink)
+	for _, a := range d.Announce {
+		c.announce(a, s.Now)
+	}
+	if d.KeepErr != nil {
+		log.Warn("empty nodes are not kept for the forecast this batch", zap.Error(d.KeepErr))
+	}
+	for _, o := range d.MarkUnavailable {
+		c.unavailable.MarkUnavailable(o, RemovalRegistrationTimeout)
+	}
+	// Decide counted every removal as done: one that fails leaves its node managed (an empty one
+	// still costs; a launch that never registered is not counted in the cost), and the next batch
+	// decides it again.
+	fleet := d.Fleet
+	for _, rm := range d.Remove {
+		if c.remove(ctx, log, rm.Record, rm.Node, rm.Reason) {
+			res.Deleted = append(res.Deleted, rm.Record.NodeName)
+			continue
+		}
+		fleet.Nodes++
+		if rm.Reason == RemovalEmpty {
+			fleet.CostPerHour += rm.Record.PricePerHour
+		}
+	}
+	c.metrics.ManagedNodes.Set(float64(fleet.Nodes))
+	c.metrics.ManagedCost.Set(fleet.CostPerHour)
+	c.metrics.GPUAllocationRatio.Set(fleet.GPUAllocationRatio)
+	if len(res.Deleted) > 0 {
+		c.poke()
+	}
+	if c.nominations != nil {
+		c.nominations.apply(d.Nominations)
+	}
+	if d.RecheckAfter > 0 {
+		c.pokeAfter(ctx, d.RecheckAfter)
+	}
+	if s.ExpectedErr != nil {
+		log.Warn("pre-scaling skipped for this batch", zap.Error(s.ExpectedErr))
+	} else {
+		c.syncPlaceholders(ctx, log, d.Placeholders)
+	}
+	c.metrics.PendingPods.Set(float64(d.Pending))
+	if d.Pending == 0 {
+		return res
+	}
+	c.metrics.UnavailableOfferings.Set(float64(d.UnavailableOfferings))
+	c.metrics.SimulationDuration.Observe(d.SimulationTime.Seconds())
+	if d.PlanErr != nil {
+		return res
+	}
+	plan := d.Plan
+	c.metrics.PlanCost.Set(plan.CostPerHour)
+	c.metrics.PlanLowerBound.Set(plan.LowerBoundPerHour)
+	log.Info("planned", zap.Int(keyPending, d.Pending), zap.Int(keyNewNodes, len(plan.NewNodes)),
+		zap.Float64(keyCost, plan.CostPerHour), zap.Float64(keyLowerBound, plan.LowerBoundPerHour),
+		zap.Int(keyUnschedulable, len(plan.Unschedulable)), zap.Int(keyInFlight, d.inFlight))
+	for _, u := range plan.Unschedulable {
+		log.Debug("no place", zap.String(keyPod, u.Pod), zap.String(keyReason, string(u.Code)+": "+u.Reason))
+	}
+	if c.reservations != nil {
+		c.reservations.tolerate(ctx, log, d.Tolerations)
+	}
+	res.Launched, res.Failed = c.launch(ctx, log, d.Launch, d.planned)
+	c.metrics.BatchDuration.Observe(c.clock.Since(s.Now).Seconds())
+	return res
+}
+
+// pokeAfter asks for a batch after d, unless ctx ends first; the returned channel is closed when
+// its goroutine ends.
+func (c *Controller) pokeAfter(ctx context.Context, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-ctx.Done():
+		case <-c.clock.After(d):
+			c.poke()
+		}
+	}()
+	return done
+}
+
+// announce records a Normal "Provisioned" Event on a launched node the first time it is Ready,
+// and its boot time.
+func (c *Controller) announce(a Announcement, now time.Time) {
+	r := a.Record
+	c.recordBoot(r.Pool, a.BootTime)
+	c.recorder.Eventf(a.Node, corev1.EventTypeNormal, "Provisioned", "launched by Tiler as %s in %s (%s, $%.4f/h) for %d pods; Ready %.0fs after launch",
+		r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour, len(r.Pods), now.Sub(r.CreatedAt).Seconds())
+}

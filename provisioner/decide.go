@@ -1,0 +1,502 @@
+package provisioner
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/simulator"
+)
+
+// A batch is observe → Decide → act. Decide is the controller's judgement: a pure function of the
+// State, the configuration and the Memory of earlier batches, which calls no client, informer or
+// cloud (simulator.Simulate is pure too). It returns a Decision, which act carries out against
+// the API server and the cloud, as Simulate returns a plan. Tests assert Decisions and move a
+// fake clock between batches; a replay drives Decide with a virtual clock and an in-memory
+// cluster and carries the Memory itself.
+
+// Memory is what decisions carry from batch to batch. The controller owns one; a replay carries
+// its own.
+type Memory struct {
+	// Batches counts the batches decided; it numbers their IDs.
+	Batches int
+	// EmptySince is when each managed node (by name) was first seen empty.
+	EmptySince map[string]time.Time
+	// Announced are the managed nodes (by name) already announced Ready.
+	Announced map[string]bool
+}
+
+// NewMemory returns the memory of a controller that has decided nothing yet.
+func NewMemory() *Memory {
+	return &Memory{EmptySince: map[string]time.Time{}, Announced: map[string]bool{}}
+}
+
+// forget drops what the memory holds about nodes no launch record names any more.
+func (m *Memory) forget(recs []LaunchRecord) {
+	names := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		names[r.NodeName] = true
+	}
+	for n := range m.EmptySince {
+		if !names[n] {
+			delete(m.EmptySince, n)
+		}
+	}
+	for n := range m.Announced {
+		if !names[n] {
+			delete(m.Announced, n)
+		}
+	}
+}
+
+// DecideConfig is what Decide is configured with: the controller's Config and, optionally, a
+// clock that times the simulation for the tiler_provisioner_simulation_duration_seconds metric.
+// Decisions never read the clock; they are made at State.Now.
+type DecideConfig struct {
+	// Config is the controller's configuration.
+	Config
+	// Clock, when set, times the simulation (Decision.SimulationTime).
+	Clock clock.PassiveClock
+}
+
+// Removal reasons (the reason label of tiler_provisioner_deletions_total).
+const (
+	// RemovalRegistrationTimeout: the launch did not become a Ready Node within
+	// Config.RegistrationTimeout; its offering is marked unavailable.
+	RemovalRegistrationTimeout = "registration-timeout"
+	// RemovalEmpty: the managed node stayed empty for Config.EmptyNodeTTL.
+	RemovalEmpty = "empty"
+)
+
+// Decision is what one batch decided, in the order act carries it out.
+type Decision struct {
+	// Batch names the batch in logs and seeds the plan's node names.
+	Batch string
+	// Now is when the batch decided (State.Now).
+	Now time.Time
+	// Relink maps launch IDs to the name of the Node their launch registered under, for the
+	// records whose Node took another name than the planned one (see nodeIndex).
+	Relink map[string]string
+	// Announce are the managed nodes seen Ready for the first time.
+	Announce []Announcement
+	// MarkUnavailable are offerings to keep out of plans for Config.UnavailableTTL: those of the
+	// launches removed for RemovalRegistrationTimeout.
+	MarkUnavailable []api.Offering
+	// Remove are the launches to delete: instance, Node and launch record.
+	Remove []Removal
+	// Fleet are the managed nodes as they are once Remove is carried out.
+	Fleet Fleet
+	// KeptForForecast are the managed nodes, empty but for the expected pods a plan puts there,
+	// that housekeeping did not count as empty (sorted).
+	KeptForForecast []string
+	// KeepErr is why no node could be kept for the forecast in this batch (the plan of the last
+	// expected pods failed): empty nodes were judged as if no pod were expected.
+	KeepErr error
+	// Nominations are the pods whose nomination should change; the nomination watch writes them.
+	Nominations []Nomination
+	// Pending is the number of pods the batch plans: provisionable pods and expected pods.
+	Pending int
+	// RecheckAfter, when positive, is when to look again at GPU pods held back by
+	// Config.GPUTriggerDelay.
+	RecheckAfter time.Duration
+	// Placeholders are the placeholder pods to delete and to create.
+	Placeholders PlaceholderChanges
+	// UnavailableOfferings is the number of offerings the plan's catalog has marked unavailable.
+	UnavailableOfferings int
+	// Plan is the simulation's plan; nil when nothing is pending or PlanErr is set.
+	Plan *api.Plan
+	// PlanErr is why there is no plan although pods are pending.
+	PlanErr error
+	// SimulationTime is how long the simulation took (0 without DecideConfig.Clock).
+	SimulationTime time.Duration
+	// Tolerations maps each pod a plan puts on a reserved node, and that lacks a toleration, to
+	// the node reservations (launch IDs) it must tolerate; act adds them before the launches.
+	Tolerations map[string][]string
+	// Launch are the launch records of the plan's new nodes, in the plan's order: act writes them
+	// all, then launches them. Their CreatedAt is set when they are written.
+	Launch []LaunchRecord
+
+	// planned indexes the pods the batch planned (pending and expected), for the launches' Events.
+	planned map[string]*corev1.Pod
+	// inFlight is the number of launch records the plan counted.
+	inFlight int
+}
+
+// Announcement is a managed node seen Ready for the first time: act records a Provisioned Event
+// on it and its boot time.
+type Announcement struct {
+	// Record is the node's launch record.
+	Record LaunchRecord
+	// Node is the Node, Ready.
+	Node *corev1.Node
+	// BootTime is the time from the launch to Ready; 0 when it cannot be told.
+	BootTime time.Duration
+}
+
+// Removal is a launch to delete, and why (RemovalRegistrationTimeout, RemovalEmpty).
+type Removal struct {
+	// Record is the launch's record.
+	Record LaunchRecord
+	// Node is the Node to delete with it; "" for none (a Node of the record's name that belongs
+	// to another instance).
+	Node string
+	// Reason is RemovalRegistrationTimeout or RemovalEmpty.
+	Reason string
+}
+
+// Fleet are the gauges of the managed nodes.
+type Fleet struct {
+	// Nodes is the number of managed nodes, registered or in flight.
+	Nodes int
+	// CostPerHour is their price.
+	CostPerHour float64
+	// GPUAllocationRatio is requested over allocatable nvidia.com/gpu on them.
+	GPUAllocationRatio float64
+}
+
+// Nomination is a change of one pod's nomination: the pod (namespace/name), what to do and, for
+// NominationSet, the node.
+type Nomination struct {
+	// Pod is the pod's namespace/name.
+	Pod string
+	// Op is what to do to its nomination.
+	Op NominationOp
+	// Node is the node to nominate it for (NominationSet).
+	Node string
+}
+
+// PlaceholderChanges are the placeholder pods to delete and to create (sorted by name), and the
+// PriorityClass to create first when it is missing.
+type PlaceholderChanges struct {
+	// Delete are the placeholder pods not wanted any more.
+	Delete []*corev1.Pod
+	// Create are the wanted placeholder pods that do not exist.
+	Create []*corev1.Pod
+	// Class is the PriorityClass of Create.
+	Class *schedulingv1.PriorityClass
+}
+
+// Decide makes one batch's decisions over s (see the comment at the top of this file). It updates
+// mem: the batch count, and the empty-node and announcement bookkeeping.
+func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
+	mem.Batches++
+	d := &Decision{Batch: fmt.Sprintf("%d-%d", s.Now.Unix(), mem.Batches), Now: s.Now}
+	idx := newNodeIndex(s.Nodes)
+	recs, moved := idx.relink(s.Records)
+	d.Relink = moved
+	recs = d.housekeep(&s, cfg.Config, mem, recs, idx)
+	if cfg.Nominate {
+		d.Nominations = decideNominations(&s, recs)
+	}
+	pending, held := provisionablePods(s.Pods, s.Now, cfg.GPUTriggerDelay)
+	if held {
+		d.RecheckAfter = cfg.GPUTriggerDelay
+	}
+	if s.ExpectedErr == nil {
+		d.Placeholders = placeholderChanges(s.Placeholders, s.WantedPlaceholders, s.PlaceholderClass)
+	}
+	pending = append(pending, s.Expected...)
+	d.Pending = len(pending)
+	if len(pending) == 0 {
+		return d
+	}
+	snap := s.snapshot(pending)
+	unavailable := s.Unavailable
+	if len(d.MarkUnavailable) > 0 {
+		unavailable = slices.Clone(s.Unavailable)
+		for _, o := range d.MarkUnavailable {
+			unavailable = append(unavailable, cloudprovider.UnavailableEntry{Offering: o, Code: RemovalRegistrationTimeout,
+				Until: s.Now.Add(cfg.UnavailableTTL)})
+		}
+	}
+	cat, marked := cloudprovider.MarkCatalog(s.Catalog, unavailable, s.Now)
+	d.UnavailableOfferings = marked
+	var start time.Time
+	if cfg.Clock != nil {
+		start = cfg.Clock.Now()
+	}
+	d.inFlight = len(recs)
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
+		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: inFlight(recs, idx, s.ResourceSlices)}})
+	if cfg.Clock != nil {
+		d.SimulationTime = cfg.Clock.Since(start)
+	}
+	if err != nil {
+		d.PlanErr = err
+		return d
+	}
+	d.Plan = plan
+	d.planned = podIndex(pending)
+	if cfg.Reserve {
+		expected := make(map[string]bool, len(s.Expected))
+		for _, p := range s.Expected {
+			expected[p.Namespace+"/"+p.Name] = true
+		}
+		d.Tolerations = tolerationsToAdd(plan, recs, idx, d.planned, expected)
+	}
+	for _, n := range plan.NewNodes {
+		d.Launch = append(d.Launch, recordFor(n, s.Now))
+	}
+	return d
+}
+
+// housekeep decides on the launches: it announces the nodes that turned Ready, removes the
+// launches that did not register in time (marking their offering unavailable) and the managed
+// nodes that stayed empty for EmptyNodeTTL (never below a pool's minNodes), and sums up the
+// fleet. A node that a plan of the last expected pods needs is not empty: it is kept for the
+// forecast (keptForForecast). It returns the records that remain.
+func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRecord, idx nodeIndex) []LaunchRecord {
+	mem.forget(recs)
+	busy := map[string]bool{}
+	for _, p := range s.Pods {
+		if snapshot.IsActive(p) && !snapshot.IsDaemonSetPod(p) {
+			busy[p.Spec.NodeName] = true
+		}
+	}
+	kept, err := keptForForecast(s, recs, idx, busy)
+	d.KeepErr = err
+	for n := range kept {
+		d.KeptForForecast = append(d.KeptForForecast, n)
+	}
+	sort.Strings(d.KeptForForecast)
+	now := s.Now
+	poolNodes := map[string]int{}
+	for _, r := range recs {
+		poolNodes[r.Pool]++
+	}
+	removed := map[string]bool{}
+	var cost float64
+	for _, r := range recs {
+		n := idx.forRecord(r)
+		if n != nil && snapshot.IsNodeReady(n) && !mem.Announced[r.NodeName] {
+			mem.Announced[r.NodeName] = true
+			d.Announce = append(d.Announce, Announcement{Record: r, Node: n, BootTime: bootTime(r, n, now)})
+		}
+		switch {
+		case (n == nil || !snapshot.IsNodeReady(n)) && now.Sub(r.CreatedAt) > cfg.RegistrationTimeout:
+			d.MarkUnavailable = append(d.MarkUnavailable, r.Offering)
+			d.Remove = append(d.Remove, Removal{Record: r, Node: idx.nodeToDelete(r), Reason: RemovalRegistrationTimeout})
+			poolNodes[r.Pool]--
+			removed[r.LaunchID] = true
+			continue
+		case n != nil && !busy[n.Name] && !kept[n.Name]:
+			// A removal that fails keeps the node's entry, so the next batch tries again at once;
+			// one that succeeds takes the record, and the entry goes with it (Memory.forget).
+			since, seen := mem.EmptySince[n.Name]
+			if !seen {
+				mem.EmptySince[n.Name] = now
+			} else if now.Sub(since) >= cfg.EmptyNodeTTL && poolNodes[r.Pool] > minNodes(s.Policy, r.Pool) {
+				d.Remove = append(d.Remove, Removal{Record: r, Node: n.Name, Reason: RemovalEmpty})
+				poolNodes[r.Pool]--
+				removed[r.LaunchID] = true
+				continue
+			}
+		default:
+			delete(mem.EmptySince, r.NodeName) // relinked: n.Name when n != nil
+		}
+		cost += r.PricePerHour
+	}
+	d.Fleet = Fleet{Nodes: len(recs) - len(d.Remove), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods)}
+	if len(removed) == 0 {
+		return recs
+	}
+	out := make([]LaunchRecord, 0, len(recs)-len(removed))
+	for _, r := range recs {
+		if !removed[r.LaunchID] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// minNodes is the pool's minNodes in the policy (0 without one).
+func minNodes(p *policy.CostPolicy, pool string) int {
+	if p != nil {
+		for _, pl := range p.Pools {
+			if pl.Name == pool {
+				return pl.MinNodes
+			}
+		}
+	}
+	return 0
+}
+
+// bootTime is the time from the launch r to Ready of its node n, seen Ready at now: to the Ready
+// condition's transition, or to now when that is older than the launch; 0 when not after it.
+func bootTime(r LaunchRecord, n *corev1.Node, now time.Time) time.Duration {
+	at := now
+	if t, _ := snapshot.NodeReadySince(n); t.After(r.CreatedAt) && !t.After(now) {
+		at = t
+	}
+	return max(0, at.Sub(r.CreatedAt))
+}
+
+// gpuAllocationRatio is requested over allocatable nvidia.com/gpu on the managed nodes.
+func gpuAllocationRatio(recs []LaunchRecord, idx nodeIndex, pods []*corev1.Pod) float64 {
+	managed := map[string]bool{}
+	var alloc int64
+	for _, r := range recs {
+		if n := idx.forRecord(r); n != nil {
+			managed[n.Name] = true
+			q := n.Status.Allocatable["nvidia.com/gpu"]
+			alloc += q.Value()
+		}
+	}
+	if alloc == 0 {
+		return 0
+	}
+	var used int64
+	for _, p := range pods {
+		if snapshot.IsActive(p) && managed[p.Spec.NodeName] {
+			for _, ctr := range p.Spec.Containers {
+				q := ctr.Resources.Requests["nvidia.com/gpu"]
+				used += q.Value()
+			}
+		}
+	}
+	return float64(used) / float64(alloc)
+}
+
+// provisionablePods returns the pods that may trigger a purchase at now, and whether GPU pods
+// were held back: GPU pods unschedulable for less than delay wait for a later batch, so that a
+// rollout's pods are planned together.
+func provisionablePods(pods []*corev1.Pod, now time.Time, delay time.Duration) (out []*corev1.Pod, held bool) {
+	for _, p := range pods {
+		if !provisionable(p) {
+			continue
+		}
+		if delay > 0 && requestsGPU(p) {
+			if cond, ok := unschedulableSince(p); ok && now.Sub(cond.LastTransitionTime.Time) < delay {
+				held = true
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, held
+}
+
+// placeholderChanges compares the placeholder pods that exist with those wanted: the ones not
+// wanted any more are deleted (a terminating one is left to go), the wanted ones that do not exist
+// are created, once a terminating namesake is gone.
+func placeholderChanges(existing, wanted []*corev1.Pod, class *schedulingv1.PriorityClass) PlaceholderChanges {
+	want := make(map[string]bool, len(wanted))
+	for _, p := range wanted {
+		want[p.Namespace+"/"+p.Name] = true
+	}
+	var ch PlaceholderChanges
+	have := make(map[string]bool, len(existing))
+	for _, p := range existing {
+		key := p.Namespace + "/" + p.Name
+		have[key] = true
+		if !want[key] && p.DeletionTimestamp == nil {
+			ch.Delete = append(ch.Delete, p)
+		}
+	}
+	for _, p := range wanted {
+		if !have[p.Namespace+"/"+p.Name] {
+			ch.Create = append(ch.Create, p)
+		}
+	}
+	sort.Slice(ch.Create, func(i, j int) bool { return ch.Create[i].Name < ch.Create[j].Name })
+	if len(ch.Create) > 0 {
+		ch.Class = class
+	}
+	return ch
+}
+
+// inFlight turns launch records into capacity the simulation counts: records whose Node has not
+// registered, is not Ready, or has not published the GPUs it was bought for (the device-plugin
+// gap, when a node looks GPU-less and peers buy again). An in-flight node is named as its Node,
+// once registered (under whatever name), so that the simulator takes it for that Node and counts
+// the pods bound there; until then it keeps the planned name.
+func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceSlice) []simulator.InFlightNode {
+	sliced := slicedNodes(slices)
+	var out []simulator.InFlightNode
+	for _, r := range recs {
+		name := r.NodeName
+		if n := idx.forRecord(r); n != nil {
+			// A GPU node is in flight until its devices show: device-plugin resources in its
+			// allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
+			if snapshot.IsNodeReady(n) && (devicesPublished(n, r) || sliced[n.Name]) {
+				continue
+			}
+			name = n.Name
+		}
+		out = append(out, simulator.InFlightNode{
+			PricedOffering: r.PricedOffering,
+			Name:           name,
+			Pool:           r.Pool,
+			GPU:            r.GPU,
+			Pods:           r.Pods,
+		})
+	}
+	return out
+}
+
+// slicedNodes returns the nodes that DRA ResourceSlices exist for.
+func slicedNodes(slices []*resourcev1.ResourceSlice) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range slices {
+		if s.Spec.NodeName != nil {
+			out[*s.Spec.NodeName] = true
+		}
+	}
+	return out
+}
+
+// devicesPublished reports whether a GPU node advertises GPU resources yet.
+func devicesPublished(n *corev1.Node, r LaunchRecord) bool {
+	if r.GPUs == 0 {
+		return true
+	}
+	for name, q := range n.Status.Allocatable {
+		if strings.HasPrefix(string(name), "nvidia.com/") && !q.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// tolerationsToAdd returns, for each pod of the plan on a reserved node that the API server has
+// (expected pods are the simulation's alone) and that lacks one of the reservations' tolerations,
+// the node reservations it must tolerate (reservationValues). pods indexes the planned pods.
+func tolerationsToAdd(plan *api.Plan, recs []LaunchRecord, idx nodeIndex, pods map[string]*corev1.Pod,
+	expected map[string]bool) map[string][]string {
+	values := reservationValues(plan, recs, idx, func(name string) *corev1.Node { return idx.byName[name] })
+	out := map[string][]string{}
+	for key, vs := range values {
+		p := pods[key]
+		if p == nil || expected[key] {
+			continue
+		}
+		for _, v := range vs {
+			if !toleratesReservation(p, v) {
+				out[key] = vs
+				break
+			}
+		}
+	}
+	return out
+}
+
+// podIndex indexes pods by namespace/name.
+func podIndex(pods []*corev1.Pod) map[string]*corev1.Pod {
+	m := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		m[p.Namespace+"/"+p.Name] = p
+	}
+	return m
+}

@@ -1,0 +1,174 @@
+package provisioner_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// These tests drive Decide as a replay would: a hand-built State at the time of a fake clock,
+// the Memory carried from batch to batch, no API server and no cloud.
+
+func decideCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// TestDecideRegistrationTimeout: a launch whose Node never registers carries its pod while it is
+// in flight; one second past RegistrationTimeout it is removed, its offering is marked unavailable,
+// and the same batch plans the pod onto a new node of another offering.
+func TestDecideRegistrationTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	mem := provisioner.NewMemory()
+	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("3").Mem("6Gi").Obj())
+	s := provisioner.State{Now: clk.Now(), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
+
+	d := provisioner.Decide(s, cfg, mem)
+	if d.Pending != 1 || len(d.Launch) != 1 || len(d.Remove) != 0 {
+		t.Fatalf("first batch: %d pending, launches %+v, removals %+v; want one launch for the pod", d.Pending, d.Launch, d.Remove)
+	}
+	// What act would have written: the record, with the instance the cloud accepted.
+	rec := d.Launch[0]
+	rec.InstanceID = "i-1"
+	s.Records = []provisioner.LaunchRecord{rec}
+
+	clk.Step(cfg.RegistrationTimeout)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 0 || len(d.Launch) != 0 || len(d.Plan.ExistingNodes) != 1 || d.Plan.ExistingNodes[0].Name != rec.NodeName {
+		t.Fatalf("at the timeout: removals %+v, launches %+v, existing %+v; want the pod on the launch in flight",
+			d.Remove, d.Launch, d.Plan.ExistingNodes)
+	}
+
+	clk.Step(time.Second)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 1 || d.Remove[0].Reason != provisioner.RemovalRegistrationTimeout || d.Remove[0].Record.LaunchID != rec.LaunchID ||
+		d.Remove[0].Node != rec.NodeName {
+		t.Fatalf("past the timeout: removals %+v; want %s removed for %s, with its Node name", d.Remove, rec.LaunchID, provisioner.RemovalRegistrationTimeout)
+	}
+	if len(d.MarkUnavailable) != 1 || d.MarkUnavailable[0] != rec.Offering || d.UnavailableOfferings != 1 {
+		t.Errorf("unavailable: marked %+v, %d in the catalog; want %+v", d.MarkUnavailable, d.UnavailableOfferings, rec.Offering)
+	}
+	if len(d.Launch) != 1 || d.Launch[0].Offering == rec.Offering || d.Fleet.Nodes != 0 {
+		t.Errorf("launches %+v, fleet %+v; want the pod re-planned on another offering, no managed node left", d.Launch, d.Fleet)
+	}
+}
+
+// TestDecideEmptyNodeTTL: a managed node that holds no pod is removed EmptyNodeTTL after it was
+// first seen empty, as the Memory remembers; a pod arriving on it resets the count; a pool's
+// minNodes keeps it.
+func TestDecideEmptyNodeTTL(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	node := simtest.Node("tiler-default-1", "m7i.xlarge", "us-east-1a", simtest.Resources("cpu", "3920m", "memory", "14Gi", "pods", "58"))
+	rec := provisioner.LaunchRecord{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.2},
+		LaunchID:       node.Name, NodeName: node.Name, Pool: "default", InstanceID: "i-1", CreatedAt: clk.Now().Add(-time.Hour),
+	}
+	s := provisioner.State{Nodes: []*corev1.Node{node}, Records: []provisioner.LaunchRecord{rec}, Catalog: decideCatalog(t)}
+	decide := func(mem *provisioner.Memory) *provisioner.Decision {
+		s.Now = clk.Now()
+		return provisioner.Decide(s, cfg, mem)
+	}
+
+	mem := provisioner.NewMemory()
+	if d := decide(mem); len(d.Remove) != 0 || d.Fleet.Nodes != 1 || len(d.Announce) != 1 {
+		t.Fatalf("first seen empty: removals %+v, fleet %+v, announced %d; want the node kept and announced once", d.Remove, d.Fleet, len(d.Announce))
+	}
+	clk.Step(cfg.EmptyNodeTTL - time.Second)
+	if d := decide(mem); len(d.Remove) != 0 || len(d.Announce) != 0 {
+		t.Fatalf("a second before the TTL: removals %+v, announced %d; want none", d.Remove, len(d.Announce))
+	}
+	// A replay that forgot the Memory starts the count again.
+	clk.Step(time.Second)
+	if d := decide(provisioner.NewMemory()); len(d.Remove) != 0 {
+		t.Fatalf("fresh memory: removals %+v; want the node first seen empty now", d.Remove)
+	}
+	d := decide(mem)
+	if len(d.Remove) != 1 || d.Remove[0].Reason != provisioner.RemovalEmpty || d.Remove[0].Node != node.Name || d.Fleet.Nodes != 0 {
+		t.Fatalf("at the TTL: removals %+v, fleet %+v; want %s removed as empty", d.Remove, d.Fleet, node.Name)
+	}
+	// The removal failed (the record is still there): the next batch tries again at once.
+	if d := decide(mem); len(d.Remove) != 1 {
+		t.Fatalf("after a failed removal: removals %+v; want it decided again", d.Remove)
+	}
+
+	// A pod bound there resets the count.
+	s.Pods = []*corev1.Pod{simtest.Pod("web-0").Namespace("web").CPU("1").On(node.Name).Obj()}
+	if d := decide(mem); len(d.Remove) != 0 {
+		t.Fatalf("with a pod: removals %+v", d.Remove)
+	}
+	s.Pods = nil
+	decide(mem)
+	clk.Step(cfg.EmptyNodeTTL)
+	if d := decide(mem); len(d.Remove) != 1 {
+		t.Fatalf("empty again for the TTL: removals %+v; want the node removed", d.Remove)
+	}
+
+	// minNodes: 1 keeps the pool's last node however long it stays empty.
+	one := provisioner.NewMemory()
+	s.Policy = minNodesPolicy(t, 1)
+	decide(one)
+	clk.Step(10 * cfg.EmptyNodeTTL)
+	if d := decide(one); len(d.Remove) != 0 {
+		t.Fatalf("minNodes 1: removals %+v", d.Remove)
+	}
+
+	// Once the record is gone, so is what the Memory held about its node.
+	s.Records, s.Nodes = nil, nil
+	decide(one)
+	if len(one.EmptySince) != 0 || len(one.Announced) != 0 {
+		t.Errorf("memory after the launch went: %+v", one)
+	}
+}
+
+// TestDecideHoldsGPUPodsForTheTriggerDelay: a GPU pod waits GPUTriggerDelay after it became
+// unschedulable before it triggers a purchase, and the batch asks to look again then.
+func TestDecideHoldsGPUPodsForTheTriggerDelay(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	cfg.GPUTriggerDelay = 30 * time.Second
+	pod := simtest.Pod("infer-0").Namespace("ml").CPU("2").Mem("8Gi").GPU(1).Obj()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(clk.Now())}}
+	s := provisioner.State{Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
+	mem := provisioner.NewMemory()
+
+	clk.Step(10 * time.Second)
+	s.Now = clk.Now()
+	if d := provisioner.Decide(s, cfg, mem); d.Pending != 0 || d.Plan != nil || d.RecheckAfter != cfg.GPUTriggerDelay {
+		t.Fatalf("10 s after: %d pending, plan %v, recheck after %s; want the pod held and a recheck after %s",
+			d.Pending, d.Plan, d.RecheckAfter, cfg.GPUTriggerDelay)
+	}
+	clk.Step(20 * time.Second)
+	s.Now = clk.Now()
+	if d := provisioner.Decide(s, cfg, mem); d.Pending != 1 || len(d.Launch) != 1 || d.RecheckAfter != 0 {
+		t.Fatalf("30 s after: %d pending, launches %+v, recheck after %s; want the pod planned", d.Pending, d.Launch, d.RecheckAfter)
+	}
+}
+
+// minNodesPolicy is the default policy with pool default keeping n nodes.
+func minNodesPolicy(t *testing.T, n int) *policy.CostPolicy {
+	t.Helper()
+	p := policy.Default()
+	p.Pools[0].MinNodes = n
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,133 @@
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider"
+)
+
+// State is what one batch decides on: the cluster as the informers have it, the launch records,
+// the policy and catalog in force, the offerings the cloud refused and the pods forecasts expect.
+// The controller reads it (observe); Decide reads nothing else, so a replay can build it from an
+// in-memory cluster at a virtual time.
+type State struct {
+	// Now is when the batch started: the time every decision of the batch is made at.
+	Now time.Time
+	// Pods are the cluster's pods, placeholder pods excepted.
+	Pods []*corev1.Pod
+	// Placeholders are the placeholder pods that exist (api.LabelPlaceholder).
+	Placeholders []*corev1.Pod
+	// Nodes are the cluster's Nodes.
+	Nodes []*corev1.Node
+	// DaemonSets, PriorityClasses and the DRA objects are copied into the simulation's snapshot.
+	DaemonSets             []*appsv1.DaemonSet
+	PriorityClasses        []*schedulingv1.PriorityClass
+	DeviceClasses          []*resourcev1.DeviceClass
+	ResourceClaims         []*resourcev1.ResourceClaim
+	ResourceClaimTemplates []*resourcev1.ResourceClaimTemplate
+	ResourceSlices         []*resourcev1.ResourceSlice
+	// Records are the launch records as stored, sorted by launch ID.
+	Records []LaunchRecord
+	// Policy is the cost policy in force; nil means the default.
+	Policy *policy.CostPolicy
+	// Catalog is the batch's catalog, before the unavailable offerings are marked in it.
+	Catalog *catalog.Catalog
+	// Unavailable are the offerings the cloud would not sell now, why, and until when.
+	Unavailable []cloudprovider.UnavailableEntry
+	// Expected are the pods forecasts expect this batch (Prescaler.ExpectedPods); ExpectedErr is
+	// why there are none when the pre-scaler failed: pre-scaling is skipped for the batch and the
+	// placeholder pods are left as they are.
+	Expected    []*corev1.Pod
+	ExpectedErr error
+	// LastExpected are the expected pods of the batch before (ExpectedPodsHolder): housekeeping
+	// keeps the nodes a plan of them needs.
+	LastExpected []*corev1.Pod
+	// PlaceholderClass and WantedPlaceholders are what the PlaceholderSource wants: the
+	// PriorityClass placeholders use and the placeholder pods, by name.
+	PlaceholderClass   *schedulingv1.PriorityClass
+	WantedPlaceholders []*corev1.Pod
+	// UsableSince is when the nomination watch first saw each launched node usable (the start of
+	// its nominationGrace).
+	UsableSince map[string]time.Time
+}
+
+// observe reads the State of a batch: the policy (reporting invalid cost-policy ConfigMaps), the
+// informers' objects, the launch records, the batch's catalog and the unavailable offerings, and
+// the pre-scaler's expected pods — the last batch's first, then this batch's.
+func (c *Controller) observe(ctx context.Context) (State, error) {
+	s := State{Now: c.clock.Now()}
+	c.refreshPolicy(ctx)
+	s.Policy = c.currentPolicy()
+	all, err := c.pods()
+	if err != nil {
+		return s, fmt.Errorf("listing pods: %w", err)
+	}
+	// Placeholder pods stand for expected pods the pre-scaler returns anyway: no batch plans them.
+	s.Pods, s.Placeholders = splitPlaceholders(all)
+	if s.Nodes, err = c.nodes(); err != nil {
+		return s, fmt.Errorf("listing nodes: %w", err)
+	}
+	f := c.factory
+	if s.DaemonSets, err = f.Apps().V1().DaemonSets().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	if s.PriorityClasses, err = f.Scheduling().V1().PriorityClasses().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	if s.DeviceClasses, err = f.Resource().V1().DeviceClasses().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	if s.ResourceClaims, err = f.Resource().V1().ResourceClaims().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	if s.ResourceClaimTemplates, err = f.Resource().V1().ResourceClaimTemplates().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing ResourceClaimTemplates: %w", err)
+	}
+	if s.ResourceSlices, err = f.Resource().V1().ResourceSlices().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	if s.Records, err = c.records.List(ctx); err != nil {
+		return s, err
+	}
+	s.Catalog = c.currentCatalog()
+	s.Unavailable = c.unavailable.List()
+	if holder, ok := c.prescaler.(ExpectedPodsHolder); ok {
+		s.LastExpected = holder.LastExpectedPods()
+	}
+	if c.prescaler != nil {
+		s.Expected, s.ExpectedErr = c.prescaler.ExpectedPods(ctx, s.Pods)
+		if src, ok := c.prescaler.(PlaceholderSource); ok && s.ExpectedErr == nil {
+			s.PlaceholderClass, s.WantedPlaceholders = src.Placeholders()
+		}
+	}
+	if c.nominations != nil {
+		s.UsableSince = c.nominations.usableSince()
+	}
+	return s, nil
+}
+
+// snapshot is the simulation's input over the State: every node, every bound pod that holds its
+// node's resources, and, of the pending pods, only pending (those that may trigger a purchase
+// now, and expected pods); the others are still the scheduler's to try.
+func (s *State) snapshot(pending []*corev1.Pod) *snapshot.Snapshot {
+	snap := &snapshot.Snapshot{Now: s.Now, Nodes: s.Nodes, DaemonSets: s.DaemonSets, PriorityClasses: s.PriorityClasses,
+		DeviceClasses: s.DeviceClasses, ResourceClaims: s.ResourceClaims, ResourceClaimTemplates: s.ResourceClaimTemplates,
+		ResourceSlices: s.ResourceSlices}
+	for _, p := range s.Pods {
+		if snapshot.IsActive(p) {
+			snap.Pods = append(snap.Pods, p)
+		}
+	}
+	snap.Pods = append(snap.Pods, pending...)
+	return snap
+}

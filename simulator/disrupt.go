@@ -1,0 +1,202 @@
+package simulator
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+)
+
+// DisruptionOptions tune a disruption decision. Now is required (or the snapshot's Now).
+type DisruptionOptions struct {
+	// Now is the decision's time: node ages, candidate waits and budget windows are measured
+	// against it; the simulator reads no clock.
+	Now time.Time
+	// Seed makes the names of replacement nodes unique across decisions, as Options.Seed does.
+	Seed string
+	// NodeNamePrefix starts every replacement's name; default "tiler-".
+	NodeNamePrefix string
+	// InFlight are nodes being launched: capacity pods may move to, never candidates.
+	InFlight []InFlightNode
+	// Keep lists nodes the caller keeps, with why (a forecast wants the node): api.KeepKept.
+	Keep map[string]string
+	// Disrupting lists nodes already under an action: not candidates, not destinations, and
+	// counted against their pool's budget.
+	Disrupting []string
+	// MaxActions bounds the actions of the plan; 0 means no bound beyond the budgets.
+	MaxActions int
+	// IgnoreCandidateWait plans as if every node had been a candidate for its pool's
+	// consolidateAfter (what-if use: a snapshot without api.AnnotationCandidateSince). Node age
+	// (api.KeepTooYoung) still applies.
+	IgnoreCandidateWait bool
+
+	// caStyle plans with the Cluster Autoscaler's rule instead, for comparisons in tests: a node
+	// under 50 % utilised (GPU-aware) whose pods all fit on other nodes is deleted; no
+	// replacement, no multi-node search, no savings threshold.
+	caStyle bool
+}
+
+// DisruptionInput is everything a disruption decision reads.
+type DisruptionInput struct {
+	Snapshot *snapshot.Snapshot
+	Catalog  *catalog.Catalog
+	// Policy is the cost policy; nil means policy.Default().
+	Policy  *policy.CostPolicy
+	Options DisruptionOptions
+}
+
+// PlanDisruption decides which managed nodes to give back: it is the disruption counterpart of
+// Simulate, a pure function of its input (the same input gives the same plan). The simulation
+// state is built once with every pod that may move placed where it runs; each candidate set is
+// then tried in place — its nodes removed, their pods re-placed on the rest of the cluster with
+// at most one new node, the price compared — and kept or undone (disrupt_search.go). Everything a
+// purchase honours holds after a move. The error is reserved for bad input.
+func PlanDisruption(in DisruptionInput) (*api.DisruptionPlan, error) {
+	if in.Snapshot == nil || in.Catalog == nil {
+		return nil, fmt.Errorf("plan disruption: snapshot and catalog are required")
+	}
+	if in.Options.Now.IsZero() {
+		in.Options.Now = in.Snapshot.Now
+	}
+	if in.Options.Now.IsZero() {
+		return nil, fmt.Errorf("plan disruption: Options.Now (or Snapshot.Now) is required: node ages and budget windows are measured against it")
+	}
+	if in.Policy == nil {
+		in.Policy = policy.Default()
+	}
+	d, err := newDisruptor(in)
+	if err != nil {
+		return nil, fmt.Errorf("plan disruption: %w", err)
+	}
+	return d.plan(), nil
+}
+
+// plan runs the search and, when some action uses a node that has not been a candidate for long
+// enough, runs it again without such nodes (so that no emitted action depends on one). The
+// candidates of the first run are what the controller marks.
+func (d *disruptor) plan() *api.DisruptionPlan {
+	mark := d.s.checkpoint()
+	first := d.newPass(nil)
+	first.run()
+	waiting := map[string]bool{}
+	for _, a := range first.actions {
+		for _, name := range a.Nodes {
+			if !d.byName[name].ready {
+				waiting[name] = true
+			}
+		}
+	}
+	if len(waiting) == 0 {
+		return d.result(first, first)
+	}
+	d.s.revert(mark)
+	exclude := map[string]bool{}
+	for _, f := range d.facts {
+		if f.keep == nil && !f.ready {
+			exclude[f.node.Name] = true
+		}
+	}
+	second := d.newPass(exclude)
+	for name := range exclude {
+		if waiting[name] {
+			second.keep(d.byName[name], api.KeepNotCandidateLongEnough, d.waitMessage(d.byName[name]))
+		} else if k := first.reasons[name]; k != nil {
+			second.reasons[name] = k
+		}
+	}
+	second.run()
+	return d.result(first, second)
+}
+
+// waitMessage explains how long a node has been a candidate and must be.
+func (d *disruptor) waitMessage(f *nodeFacts) string {
+	if f.since.IsZero() {
+		return fmt.Sprintf("an action would remove it; it must first be a candidate (%s) for %s", api.AnnotationCandidateSince, f.consolidateAfter)
+	}
+	return fmt.Sprintf("a candidate since %s (%s), it must be one for %s", f.since.UTC().Format(time.RFC3339),
+		d.now.Sub(f.since).Round(time.Second), f.consolidateAfter)
+}
+
+// result builds the plan from the pass whose actions are emitted (last) and the pass that found
+// the candidates (first; the same pass when no node had to wait).
+func (d *disruptor) result(first, last *pass) *api.DisruptionPlan {
+	plan := &api.DisruptionPlan{Actions: last.actions, Kept: d.kept(last), Candidates: candidates(first, last)}
+	if plan.Actions == nil {
+		plan.Actions = []api.DisruptionAction{}
+	}
+	plan.CostPerHourBefore = round6(d.fleetPrice())
+	for _, a := range plan.Actions {
+		plan.SavingsPerHour += a.SavingsPerHour
+	}
+	plan.SavingsPerHour = round6(plan.SavingsPerHour)
+	plan.CostPerHourAfter = round6(plan.CostPerHourBefore - plan.SavingsPerHour)
+	plan.Warnings = append(append([]string(nil), d.s.warnings...), d.warnings...)
+	return plan
+}
+
+// candidates lists, sorted, the nodes the actions of either pass remove.
+func candidates(first, last *pass) []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for _, p := range []*pass{first, last} {
+		for _, a := range p.actions {
+			for _, n := range a.Nodes {
+				if !seen[n] {
+					seen[n] = true
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// kept lists every node the pass does not remove, in name order, with its reason: the static
+// one, else what the search found.
+func (d *disruptor) kept(last *pass) []api.KeptNode {
+	out := []api.KeptNode{}
+	for _, f := range d.facts {
+		if last.removed[f.node.Name] {
+			continue
+		}
+		switch k := last.reasons[f.node.Name]; {
+		case f.keep != nil:
+			out = append(out, *f.keep)
+		case k != nil:
+			out = append(out, *k)
+		default:
+			// Only a node no method could try (not in the simulation) gets here.
+			out = append(out, api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepNoCheaperFit, Message: "not tried"})
+		}
+	}
+	return out
+}
+
+// fleetPrice is the $/h of the managed fleet: priced managed nodes and nodes in flight (once
+// each). Unpriced managed nodes are left out, with a warning.
+func (d *disruptor) fleetPrice() float64 {
+	total, unpriced := 0.0, 0
+	for _, f := range d.facts {
+		if f.pol != nil {
+			total += f.price
+			if f.price <= 0 {
+				unpriced++
+			}
+		}
+	}
+	for _, f := range d.in.Options.InFlight {
+		if d.byName[f.Name] == nil || d.byName[f.Name].price <= 0 {
+			total += f.PricePerHour
+		}
+	}
+	if unpriced > 0 {
+		d.warnings = append(d.warnings, fmt.Sprintf("%d managed nodes have no catalog price; the fleet's cost leaves them out", unpriced))
+	}
+	return total
+}

@@ -1,0 +1,235 @@
+package simulator
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/tiler-dev/tiler/api"
+)
+
+// tryAction removes the nodes (all of one pool), re-places their pods on the rest of the cluster
+// with at most one new node, and judges the result (worthIt). With commit it keeps a good result
+// as an action; otherwise, and whenever the result is not good, it undoes everything. It returns
+// why the nodes stay, or nil when the action is good.
+//
+// Several nodes replaced by a node of the type of one of them, x, at no lower price are emptied
+// into x instead when the others' pods fit there without a new node: as cheap, and no launch
+// (Karpenter rejects such replacements outright; this keeps the saving when a gang or affinity
+// means only the replacement can take the pods).
+func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit bool) *api.KeptNode {
+	s, pol := p.d.s, nodes[0].pol
+	if a := p.allowance(pol, reason); len(nodes) > a {
+		return kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
+	}
+	mark := s.checkpoint()
+	m, k := p.move(nodes, !p.d.in.Options.caStyle)
+	if k != nil {
+		return k
+	}
+	if x := sameTypeNode(nodes, m.repl); x != nil {
+		s.revert(mark)
+		rest := without(nodes, x)
+		if m, k = p.move(rest, false); k == nil {
+			nodes = rest
+		} else if m, k = p.move(nodes, true); k != nil {
+			return k
+		}
+	}
+	if k := p.worthIt(nodes, m.repl, m.price); k != nil || !commit {
+		s.revert(mark)
+		return k
+	}
+	p.record(nodes, reason, m)
+	return nil
+}
+
+// moved is what a move did: the pods it re-placed and where they came from, the replacement it
+// opened (nil: none) and the removed nodes' price.
+type moved struct {
+	pods  []*podInfo
+	from  map[*podInfo]string
+	repl  *simNode
+	price float64
+}
+
+// move removes the nodes and re-places their pods, opening one new node at most when allowNew.
+// When a pod finds no place it undoes everything and says why.
+func (p *pass) move(nodes []*nodeFacts, allowNew bool) (moved, *api.KeptNode) {
+	s := p.d.s
+	if k := p.podChecks(nodes); k != nil {
+		return moved{}, k
+	}
+	mark, before := s.checkpoint(), len(s.nodes)
+	m := moved{from: map[*podInfo]string{}}
+	for _, f := range nodes {
+		it := p.d.types[CatalogTypeOf(f.node.Labels)]
+		for _, pi := range s.removeNode(f.sim, f.pool, it.VCPU, it.GPU.Count, f.price) {
+			m.from[pi] = f.node.Name
+			m.pods = append(m.pods, pi)
+		}
+		m.price += f.price
+	}
+	s.newNodeCap = before
+	if allowNew {
+		s.newNodeCap = before + 1
+	}
+	placed := s.checkpoint()
+	failed := s.placeMoved(m.pods, false)
+	if failed != nil && allowNew && s.anyZoneSensitive(m.pods) {
+		// The new node's zone is pinned by the first pod that cares; a pod needing another
+		// zone then finds no place. Placing the zone-bound pods first lets them pick it.
+		s.revert(placed)
+		failed = s.placeMoved(m.pods, true)
+	}
+	s.newNodeCap = 0
+	if failed != nil {
+		s.revert(mark)
+		return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node", failed.key)
+	}
+	if len(s.nodes) > before {
+		m.repl = s.nodes[before]
+	}
+	return m, nil
+}
+
+// without returns the nodes other than x.
+func without(nodes []*nodeFacts, x *nodeFacts) []*nodeFacts {
+	out := make([]*nodeFacts, 0, len(nodes)-1)
+	for _, f := range nodes {
+		if f != x {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func kept(r api.KeepReason, format string, a ...any) *api.KeptNode {
+	return &api.KeptNode{Reason: r, Message: fmt.Sprintf(format, a...)}
+}
+
+// podChecks rejects, before any simulation, nodes whose pods may not all move together: a
+// PodDisruptionBudget that has no disruption left in this plan (each action uses one of every
+// budget that selects a pod it evicts, so that actions carried out at once never break one), or
+// a gang with members on other nodes.
+func (p *pass) podChecks(nodes []*nodeFacts) *api.KeptNode {
+	in := map[*simNode]bool{}
+	for _, f := range nodes {
+		in[f.sim] = true
+	}
+	for _, f := range nodes {
+		for _, pi := range f.sim.pods {
+			for _, b := range p.d.podPDBs[pi.key] {
+				if p.pdbLeft[b] <= 0 {
+					return kept(api.KeepPDB, "PodDisruptionBudget %s allows no further disruption of pod %s in this plan", p.d.pdbs[b].key, pi.key)
+				}
+			}
+			if g := pi.gang; g != nil {
+				for _, m := range g.members {
+					if m.node == nil || !in[m.node] {
+						return kept(api.KeepGang, "gang %s moves whole or not at all, and its member %s is on another node", g.name, m.key)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// worthIt judges a move: a replacement must cost less than the nodes it replaces; a spot node
+// replaced by a spot node needs spotToSpotMinOfferings cheaper spot offerings that hold its pods
+// (single-node moves, as Karpenter); the savings must reach the pool's threshold × the removed
+// nodes' price; and the pool keeps its minNodes.
+func (p *pass) worthIt(nodes []*nodeFacts, repl *simNode, price float64) *api.KeptNode {
+	pol := nodes[0].pol
+	after := 0.0
+	if repl != nil {
+		after = repl.chosen.price
+		if after >= price-1e-9 {
+			return kept(api.KeepNoCheaperFit, "the cheapest node for the pods the others cannot take (%s, $%.4f/h) costs no less than $%.4f/h",
+				repl.chosen.it.Name, after, price)
+		}
+		if len(nodes) == 1 && nodes[0].offering.CapacityType == api.Spot && repl.chosen.ct == api.Spot {
+			want, have := pol.SpotToSpotMinOfferingsOf(), 0
+			for _, o := range repl.cands {
+				if o.ct == api.Spot && o.price < price {
+					have++
+				}
+			}
+			if have < want {
+				return kept(api.KeepSpotDiversity, "%d cheaper spot offerings can take the pods; spot-to-spot needs %d", have, want)
+			}
+		}
+	}
+	threshold := pol.SavingsThresholdOf()
+	if p.d.in.Options.caStyle {
+		threshold = 0
+	}
+	if saved := price - after; saved < threshold*price-1e-9 {
+		return kept(api.KeepBelowThreshold, "saves $%.4f/h (%.1f%% of $%.4f/h), below pool %s's threshold of %.0f%%",
+			saved, 100*saved/price, price, pol.Name, 100*threshold)
+	}
+	if pl := nodes[0].pool; pl.nodes < pol.MinNodes {
+		return kept(api.KeepMinNodes, "pool %s keeps at least %d nodes", pol.Name, pol.MinNodes)
+	}
+	return nil
+}
+
+// sameTypeNode returns, when several nodes would be replaced by a node of the type of one of
+// them at no lower price, that node — the fullest such, the last in candidate order — else nil.
+func sameTypeNode(nodes []*nodeFacts, repl *simNode) *nodeFacts {
+	if len(nodes) < 2 || repl == nil {
+		return nil
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if f := nodes[i]; f.offering.InstanceType == repl.chosen.it.Name && f.price <= repl.chosen.price+1e-9 {
+			return f
+		}
+	}
+	return nil
+}
+
+// record keeps a good action: its moves, its replacement (frozen, so that later actions never
+// depend on it), and what it uses of the budgets.
+func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, m moved) {
+	a := api.DisruptionAction{Kind: api.ActionDelete, Reason: reason, Pool: nodes[0].pol.Name, Moves: []api.PodMove{},
+		CostPerHourBefore: round6(m.price)}
+	for _, f := range nodes {
+		a.Nodes = append(a.Nodes, f.node.Name)
+		p.removed[f.node.Name] = true
+	}
+	sort.Strings(a.Nodes)
+	var budgets []int
+	for _, pi := range m.pods {
+		if pi.origin == "" {
+			continue // a pending pod planned there: nothing to evict
+		}
+		a.Moves = append(a.Moves, api.PodMove{Pod: pi.key, From: m.from[pi], To: pi.node.name})
+		for _, b := range p.d.podPDBs[pi.key] {
+			if !containsInt(budgets, b) {
+				budgets = append(budgets, b)
+			}
+		}
+	}
+	for _, b := range budgets {
+		p.pdbLeft[b]--
+	}
+	sort.Slice(a.Moves, func(i, j int) bool { return a.Moves[i].Pod < a.Moves[j].Pod })
+	if m.repl != nil {
+		nn := p.d.s.newNode(m.repl)
+		a.Kind, a.Replacement, a.CostPerHourAfter = api.ActionReplace, &nn, round6(m.repl.chosen.price)
+		p.d.s.freeze(m.repl)
+	}
+	a.SavingsPerHour = round6(a.CostPerHourBefore - a.CostPerHourAfter)
+	a.ID = api.ActionID(a)
+	p.actions = append(p.actions, a)
+	p.used[a.Pool] += len(nodes)
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
