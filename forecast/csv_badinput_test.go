@@ -49,8 +49,43 @@ func TestNewSeriesBoundsGrid(t *testing.T) {
 			t.Errorf("last sample %s: error %v", last, err)
 		}
 	}
-	if _, err := NewSeries([]Sample{{t0, 1}, {t0.Add(28 * 24 * time.Hour), 2}}, time.Second); err != nil {
-		t.Errorf("four weeks at one point a second refused: %v", err)
+	var weeks []Sample
+	for i := 0; i < 28*24*60; i++ {
+		weeks = append(weeks, Sample{t0.Add(time.Duration(i) * time.Minute), 1})
+	}
+	if _, err := NewSeries(weeks, time.Minute); err != nil {
+		t.Errorf("four weeks at one point a minute refused: %v", err)
+	}
+	// One sample every 50 grid points, as a series at a step finer than its scrape: kept.
+	var coarse []Sample
+	for i := 0; i < 1000; i++ {
+		coarse = append(coarse, Sample{t0.Add(time.Duration(50*i) * time.Second), 1})
+	}
+	if _, err := NewSeries(coarse, time.Second); err != nil {
+		t.Errorf("a sample every 50 points refused: %v", err)
+	}
+}
+
+// TestNewSeriesRefusesMostlyGap: a timestamp with a digit lost (fuzzing found it: 628641020
+// among 1628641080, 1628641140, …) put 28 samples on a grid of 16.7 million points, 256 MiB
+// of gap; it is an error naming the gap.
+func TestNewSeriesRefusesMostlyGap(t *testing.T) {
+	samples, err := ReadCSV(strings.NewReader("value,\n628641020,61.1\n1628641080,61.0\n1628641140,62.0\n1628641200,61.2\n"), CSVOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewSeries(samples, InferStep(samples))
+	if err == nil || !strings.Contains(err.Error(), "grid points") {
+		t.Errorf("error %v, want the grid bound", err)
+	}
+	t0 := time.Unix(1628641080, 0)
+	samples = []Sample{{t0.Add(-24 * time.Hour), 1}}
+	for i := 0; i < 100; i++ {
+		samples = append(samples, Sample{t0.Add(time.Duration(i) * time.Minute), 1})
+	}
+	_, err = NewSeries(samples, time.Second)
+	if err == nil || !strings.Contains(err.Error(), "the largest gap, 24h0m0s, is between sample 0 at 2021-08-10T00:18:00Z and sample 1") {
+		t.Errorf("error %v, want the gap named", err)
 	}
 }
 
