@@ -47,6 +47,14 @@ type LaunchRecord struct {
 	CreatedAt time.Time            `json:"createdAt"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
+	// LaunchAttempts counts the launch calls the cloud API failed without refusing the launch
+	// (throttled, 5xx, unreachable). The cloud may have launched the node, so the record stays,
+	// its pods count it in flight, and the launch is retried with the same launch ID at RetryAt.
+	LaunchAttempts int `json:"launchAttempts,omitempty"`
+	// LastError is the last of those failures.
+	LastError string `json:"lastError,omitempty"`
+	// RetryAt is when the next attempt is due.
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // UnmarshalJSON reads a record, including one written before the GPU configuration was kept

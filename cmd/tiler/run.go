@@ -110,6 +110,8 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("batch-max", d.BatchMax, "close a batch after this long in any case")
 	f.Duration("gpu-trigger-delay", d.GPUTriggerDelay, "let GPU pods wait this long before they trigger a purchase")
 	f.Duration("registration-timeout", d.RegistrationTimeout, "delete an instance that is not a Ready node after this long")
+	f.Duration("launch-retry", d.LaunchRetry, "wait before retrying a launch the cloud API failed without refusing it (throttled, 5xx); doubles with each failure")
+	f.Duration("launch-retry-max", d.LaunchRetryMax, "longest wait between launch retries")
 	f.Duration("unavailable-ttl", d.UnavailableTTL, "how long an unavailable offering stays out of plans")
 	f.Duration("empty-node-ttl", d.EmptyNodeTTL, "remove a managed node that stayed empty this long")
 	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes")
