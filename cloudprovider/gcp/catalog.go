@@ -149,10 +149,14 @@ func builtInAccelerator(mt *computepb.MachineType) (string, int) {
 func knownGPU(acc string) bool { _, ok := gpuFor(acc, 0); return ok }
 
 // add records that the type name, machine type mt with count GPUs of type acc (built in or
-// attached), is offered in zone.
+// attached), is offered in zone. A listing that names a type twice in a zone (a page repeated
+// while the list changed) records the zone once: twice would repeat the offering and fail the
+// whole catalog.
 func (s *Shapes) add(mt *computepb.MachineType, zone, acc string, count int, name api.InstanceTypeName) {
 	if sh, ok := s.types[name]; ok {
-		sh.zones = append(sh.zones, zone)
+		if !slices.Contains(sh.zones, zone) {
+			sh.zones = append(sh.zones, zone)
+		}
 		return
 	}
 	t := catalog.InstanceType{
