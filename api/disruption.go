@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // DisruptionPlan is the answer of simulator.PlanDisruption: which managed nodes to remove, what
@@ -30,6 +31,11 @@ type DisruptionPlan struct {
 	// pool's consolidateAfter. The controller sets AnnotationCandidateSince on them (when
 	// missing) and removes it from every other node.
 	Candidates []string `json:"candidates"`
+	// Unhealthy lists the managed nodes that show a health signal now (GPUs missing from
+	// allocatable, a tainted DRA device, a repair condition, not Ready), due for repair or still in
+	// their grace period. The controller sets AnnotationUnhealthySince on them (when missing) and
+	// removes it from every other node, so that the grace period survives restarts.
+	Unhealthy []UnhealthyNode `json:"unhealthy,omitempty"`
 	// Warnings carries notes about the input.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -41,14 +47,16 @@ type DisruptionKind string
 const (
 	// ActionDelete removes the nodes; their pods fit on the rest of the cluster.
 	ActionDelete DisruptionKind = "Delete"
-	// ActionReplace removes the nodes after launching one cheaper node (Replacement) that takes
-	// the pods the rest of the cluster cannot.
+	// ActionReplace removes the nodes after launching one node (Replacement) that takes the pods
+	// the rest of the cluster cannot: a cheaper one for consolidation, any that fits for the
+	// node-lifecycle reasons.
 	ActionReplace DisruptionKind = "Replace"
 )
 
-// DisruptionReason is why an action removes its nodes. Empty and Underutilized are consolidation;
-// the node-lifecycle reasons (Drifted, Expired, Unhealthy, Interrupted) will join them and share
-// the action, budget and reporting machinery.
+// DisruptionReason is why an action removes its nodes. Empty and Underutilized are consolidation:
+// they must save money. The node-lifecycle reasons (Drifted, Expired, Unhealthy, Interrupted)
+// force the node out whatever it costs: their actions come first, need no savings and may replace
+// a node by a dearer one, since they replace what exists.
 type DisruptionReason string
 
 // The disruption reasons.
@@ -59,7 +67,28 @@ const (
 	// ReasonUnderutilized: the nodes' pods fit on the rest of the cluster, with at most one
 	// cheaper new node, for less.
 	ReasonUnderutilized DisruptionReason = "Underutilized"
+	// ReasonDrifted: the node no longer matches its pool (the pool was removed; its instance
+	// types, families, zones, capacity types or requirements exclude the node; its labels, taints
+	// or GPU configuration changed; AnnotationPoolHash differs). Under the pool's budgets;
+	// do-not-disrupt blocks it.
+	ReasonDrifted DisruptionReason = "Drifted"
+	// ReasonExpired: the node is older than its pool's expireAfter. Under the pool's budgets;
+	// do-not-disrupt blocks it.
+	ReasonExpired DisruptionReason = "Expired"
+	// ReasonUnhealthy: the node's GPUs or kubelet are broken past the pool's repair grace periods.
+	// Under the pool's repair budget; do-not-disrupt does not block it (a broken node loses its
+	// pods anyway).
+	ReasonUnhealthy DisruptionReason = "Unhealthy"
+	// ReasonInterrupted: the cloud reclaims the node at the action's Deadline (a spot
+	// interruption, passed in by the caller). No budget; do-not-disrupt does not block it.
+	ReasonInterrupted DisruptionReason = "Interrupted"
 )
+
+// Forced reports whether the reason is a node-lifecycle one: the node must go, and the action
+// needs no savings.
+func (r DisruptionReason) Forced() bool {
+	return r == ReasonDrifted || r == ReasonExpired || r == ReasonUnhealthy || r == ReasonInterrupted
+}
 
 // DisruptionAction removes one or more nodes of one pool.
 type DisruptionAction struct {
@@ -77,8 +106,19 @@ type DisruptionAction struct {
 	Replacement *NewNode `json:"replacement,omitempty"`
 	// Moves says where each evicted pod is expected to land, by pod.
 	Moves []PodMove `json:"moves"`
+	// LeftBehind are the pods of the nodes that do not move and end with them (node-lifecycle
+	// reasons only, by key): pods no controller recreates, and on an unhealthy or interrupted
+	// node members of a gang that runs on other nodes too. The controller does not wait for them.
+	LeftBehind []string `json:"leftBehind,omitempty"`
+	// Message says, for the node-lifecycle reasons, what drifted, how old the node is, which
+	// health signal fired or when the node is reclaimed, and which pods stay behind.
+	Message string `json:"message,omitempty"`
+	// Deadline is when the cloud reclaims an interrupted node (Interrupted only): the replacement
+	// must be up and the pods moved before it.
+	Deadline *time.Time `json:"deadline,omitempty"`
 	// CostPerHourBefore is the $/h of the removed nodes; CostPerHourAfter that of the replacement
-	// (0 for a Delete); SavingsPerHour their difference.
+	// (0 for a Delete); SavingsPerHour their difference, negative when a forced action replaces a
+	// node by a dearer one.
 	CostPerHourBefore float64 `json:"costPerHourBefore"`
 	CostPerHourAfter  float64 `json:"costPerHourAfter"`
 	SavingsPerHour    float64 `json:"savingsPerHour"`
@@ -146,7 +186,43 @@ const (
 	// KeepNotCandidateLongEnough: an action would remove the node, but it has not been a
 	// candidate (AnnotationCandidateSince) for its pool's consolidateAfter yet.
 	KeepNotCandidateLongEnough KeepReason = "NotCandidateLongEnough"
+	// KeepNoReplacement: the node must go (drifted, expired, unhealthy, interrupted), but a pod of
+	// it fits neither on the rest of the cluster nor, with the pods the rest cannot take, on one
+	// new node. Drift and expiry wait; for the others the message says so, and the pods become
+	// pending when the node goes.
+	KeepNoReplacement KeepReason = "NoReplacement"
 )
+
+// HealthSignal is what marks a node unhealthy.
+type HealthSignal string
+
+// The health signals.
+const (
+	// SignalGPUsMissing: allocatable GPUs (nvidia.com/gpu, nvidia.com/gpu.shared,
+	// nvidia.com/mig-*) below capacity; the device plugin reports devices unhealthy. Due after the
+	// pool's repair gracePeriod, counted from AnnotationUnhealthySince.
+	SignalGPUsMissing HealthSignal = "GPUsMissing"
+	// SignalDeviceTainted: a DRA device of the node (its ResourceSlices) carries a NoSchedule or
+	// NoExecute taint, as the DRA driver taints devices it finds broken. Due at once.
+	SignalDeviceTainted HealthSignal = "DeviceTainted"
+	// SignalCondition: the node has one of the pool's repair conditions (by default
+	// AcceleratedHardwareReady=False, XID errors). Due at once.
+	SignalCondition HealthSignal = "Condition"
+	// SignalNotReady: the node's Ready condition is False or Unknown. Due after the pool's
+	// notReadyGracePeriod, counted from the condition's lastTransitionTime.
+	SignalNotReady HealthSignal = "NotReady"
+)
+
+// UnhealthyNode is a managed node with a health signal.
+type UnhealthyNode struct {
+	Name    string       `json:"name"`
+	Pool    string       `json:"pool,omitempty"`
+	Signal  HealthSignal `json:"signal"`
+	Message string       `json:"message"`
+	// Due: the grace period is over, so the node is repaired (an Unhealthy action) or kept with
+	// the reason that stops it.
+	Due bool `json:"due"`
+}
 
 // KeptNode is a node no action removes, and why.
 type KeptNode struct {
@@ -157,9 +233,10 @@ type KeptNode struct {
 }
 
 // ActionID returns the deterministic ID of an action: "d-" and the first 16 hex digits of the
-// SHA-256 of its JSON without the ID and the prices (which follow from the rest).
+// SHA-256 of its JSON without the ID, the prices (which follow from the rest) and the message
+// (which may name ages and durations that change from one decision to the next).
 func ActionID(a DisruptionAction) string {
-	a.ID = ""
+	a.ID, a.Message = "", ""
 	a.CostPerHourBefore, a.CostPerHourAfter, a.SavingsPerHour = 0, 0, 0
 	b, _ := json.Marshal(a) // a plain struct of strings, maps and numbers: never fails
 	sum := sha256.Sum256(b)
@@ -198,6 +275,11 @@ func (p *DisruptionPlan) WriteTable(w io.Writer) error {
 				strings.Join(a.Nodes, ", "), replacementString(a.Replacement), a.CostPerHourBefore, a.CostPerHourAfter,
 				a.SavingsPerHour, movesSummary(a.Moves))
 		}
+		for _, a := range p.Actions {
+			if a.Message != "" {
+				fmt.Fprintf(tw, "  %s %s: %s\n", a.ID, a.Reason, a.Message)
+			}
+		}
 	}
 	if len(p.Kept) > 0 {
 		fmt.Fprintln(tw, "\nKEPT NODE\tPOOL\tREASON\tMESSAGE")
@@ -211,6 +293,12 @@ func (p *DisruptionPlan) WriteTable(w io.Writer) error {
 	}
 	if len(p.Candidates) > 0 {
 		fmt.Fprintf(tw, "\nCandidates (%s): %s\n", AnnotationCandidateSince, strings.Join(p.Candidates, ", "))
+	}
+	if len(p.Unhealthy) > 0 {
+		fmt.Fprintf(tw, "\nUNHEALTHY NODE (%s)\tPOOL\tSIGNAL\tDUE\tMESSAGE\n", AnnotationUnhealthySince)
+		for _, u := range p.Unhealthy {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", u.Name, u.Pool, u.Signal, u.Due, u.Message)
+		}
 	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(tw, "warning: %s\n", warn)

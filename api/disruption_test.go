@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func testDisruptionPlan() *DisruptionPlan {
@@ -89,5 +90,47 @@ func TestEmptyDisruptionPlan(t *testing.T) {
 	if !strings.Contains(tab.String(), "Actions: 0, nodes removed: 0, kept: 1") || !strings.Contains(tab.String(), "cp-1       -     Unmanaged") ||
 		strings.Contains(tab.String(), "ACTION") || strings.Contains(tab.String(), "Candidates") {
 		t.Errorf("table:\n%s", tab.String())
+	}
+}
+
+// TestLifecycleActionRenders: a forced action shows its message and deadline, its ID ignores the
+// message (ages change between decisions), and the unhealthy nodes are listed for the annotation.
+func TestLifecycleActionRenders(t *testing.T) {
+	deadline := time.Date(2026, 3, 2, 20, 2, 0, 0, time.UTC)
+	a := DisruptionAction{Kind: ActionReplace, Reason: ReasonInterrupted, Pool: "gpu", Nodes: []string{"n1"},
+		Moves: []PodMove{{Pod: "ml/a", From: "n1", To: "n2"}}, Message: "interrupted: reclaimed at 20:02",
+		Deadline: &deadline, CostPerHourBefore: 1, CostPerHourAfter: 1.5, SavingsPerHour: -0.5}
+	a.ID = ActionID(a)
+	b := a
+	b.Message = "interrupted 1s later"
+	if ActionID(b) != a.ID {
+		t.Error("the ID depends on the message")
+	}
+	b.Deadline = new(deadline.Add(time.Minute))
+	if ActionID(b) == a.ID {
+		t.Error("another deadline gives the same ID")
+	}
+	if !ReasonInterrupted.Forced() || !ReasonDrifted.Forced() || ReasonEmpty.Forced() || ReasonUnderutilized.Forced() {
+		t.Error("Forced")
+	}
+	p := &DisruptionPlan{Actions: []DisruptionAction{a}, Kept: []KeptNode{}, Candidates: []string{},
+		Unhealthy: []UnhealthyNode{{Name: "n1", Pool: "gpu", Signal: SignalGPUsMissing, Message: "nvidia.com/gpu 7 of 8", Due: true}}}
+	var tab, js bytes.Buffer
+	if err := p.WriteTable(&tab); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Interrupted", "-0.5000", a.ID + " Interrupted: interrupted: reclaimed at 20:02",
+		"UNHEALTHY NODE (" + AnnotationUnhealthySince + ")", "GPUsMissing", "nvidia.com/gpu 7 of 8"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
+	}
+	if err := p.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"deadline": "2026-03-02T20:02:00Z"`, `"message": "interrupted: reclaimed at 20:02"`, `"signal": "GPUsMissing"`, `"due": true`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, js.String())
+		}
 	}
 }

@@ -73,6 +73,16 @@ const (
 	// the cluster, so the wait a node must be a candidate for (the pool's consolidateAfter)
 	// survives restarts and leader changes.
 	AnnotationCandidateSince = "tiler.dev/disruption-candidate-since"
+	// AnnotationUnhealthySince is set by the controller on a node the disruption plan lists as
+	// unhealthy (RFC 3339 time it first was) and removed when it stops being listed. The repair
+	// grace period of a signal that carries no time of its own (GPUs missing from allocatable) is
+	// counted from it, so that it survives restarts and leader changes.
+	AnnotationUnhealthySince = "tiler.dev/unhealthy-since"
+	// AnnotationPoolHash is set by the controller on the nodes it launches: policy.PoolHash of the
+	// node's pool at launch. A node whose annotation differs from its pool's current hash has
+	// drifted (its labels, taints or GPU settings changed); a node without it is checked only
+	// against what its labels and taints show.
+	AnnotationPoolHash = "tiler.dev/pool-hash"
 )
 
 // LabelCostPolicy marks the ConfigMaps that hold cost policies for the controller.
@@ -143,6 +153,9 @@ const (
 	LabelSharingStrategy = "nvidia.com/gpu.sharing-strategy"
 	// LabelMIGConfig selects the mig-parted configuration the MIG manager applies.
 	LabelMIGConfig = "nvidia.com/mig.config"
+	// LabelMIGConfigState is the MIG manager's progress on LabelMIGConfig: MIGConfigPending,
+	// MIGConfigSuccess or MIGConfigFailed.
+	LabelMIGConfigState = "nvidia.com/mig.config.state"
 	// LabelMIGStrategy is the device plugin's MIG strategy (single, mixed).
 	LabelMIGStrategy = "nvidia.com/mig.strategy"
 	// LabelDevicePluginConfig selects, by name, the device plugin's configuration (time-slicing
@@ -155,6 +168,18 @@ const (
 	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 	// ResourceGPUShared is the renamed time-sliced GPU resource.
 	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
+)
+
+// The values of LabelMIGConfigState.
+const (
+	// MIGConfigPending: the MIG manager is applying the configuration; the node's MIG devices are
+	// being withdrawn and re-created.
+	MIGConfigPending = "pending"
+	// MIGConfigSuccess: the configuration is applied and its devices are advertised.
+	MIGConfigSuccess = "success"
+	// MIGConfigFailed: the configuration could not be applied (a GPU it changes is in use, or the
+	// configuration is unknown); the previous devices stay.
+	MIGConfigFailed = "failed"
 )
 
 // LabelGKEAccelerator is GKE's label of the accelerator attached to a node's machine type.

@@ -32,10 +32,14 @@ type Plan struct {
 	// plan places on new nodes and keeps the pools' minNodes (see lowerBound), so
 	// CostPerHour/LowerBoundPerHour−1 bounds the gap to the optimum. It is 0 only when the plan
 	// buys nothing the bound can account for; the gap is then not known (WriteTable says n/a).
-	LowerBoundPerHour float64            `json:"lowerBoundPerHour"`
-	NewNodes          []NewNode          `json:"newNodes"`
-	ExistingNodes     []ExistingNode     `json:"existingNodes"`
-	Unschedulable     []UnschedulablePod `json:"unschedulable"`
+	LowerBoundPerHour float64        `json:"lowerBoundPerHour"`
+	NewNodes          []NewNode      `json:"newNodes"`
+	ExistingNodes     []ExistingNode `json:"existingNodes"`
+	// Relayouts are existing MIG nodes whose idle GPUs the plan re-partitions instead of buying
+	// (free, so preferred to any purchase); the pods they are for are also listed in
+	// ExistingNodes. Omitted when empty.
+	Relayouts     []NodeRelayout     `json:"relayouts,omitempty"`
+	Unschedulable []UnschedulablePod `json:"unschedulable"`
 	// Warnings carries notes about the input (skipped objects, defaults applied).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -92,6 +96,29 @@ type ExistingNode struct {
 	Pods []string `json:"pods"`
 	// Claims lists the DRA devices the planned pods' claims would get on the node.
 	Claims []ClaimAllocation `json:"claims,omitempty"`
+}
+
+// NodeRelayout re-partitions the idle GPUs of an existing node (device-plugin MIG): the
+// controller sets the node's nvidia.com/mig.config label to MIGConfig, has the GPU operator's MIG
+// manager know MigPartedConfig, and counts the node as in flight (simulator.Options.Relayouting)
+// until nvidia.com/mig.config.state is success and the new devices are advertised. Only GPUs
+// without an allocated slice are changed; a change that would move pods is a disruption.
+type NodeRelayout struct {
+	Node string `json:"node"`
+	Pool string `json:"pool"`
+	// GPUs are the indices of the GPUs whose layout changes.
+	GPUs []int `json:"gpus"`
+	// Layout is the node's new MIG layout, every GPU (the unchanged ones as they are).
+	Layout [][]string `json:"layout"`
+	// MIGConfig is the new nvidia.com/mig.config value, MigPartedConfig the mig-parted file that
+	// defines it.
+	MIGConfig       string `json:"migConfig"`
+	MigPartedConfig string `json:"migPartedConfig"`
+	// Allocatable is the node's allocatable once the new layout is advertised.
+	Allocatable corev1.ResourceList `json:"allocatable"`
+	// Pods are the pending pods the new layout is for: planned onto the node, asking for its MIG
+	// slices. They bind once the new slices are advertised.
+	Pods []string `json:"pods"`
 }
 
 // UnschedulablePod is a pending pod the plan has no place for.

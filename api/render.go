@@ -52,6 +52,9 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		placed += len(n.Pods)
 	}
 	fmt.Fprintf(tw, "Pods placed: %d, unschedulable: %d\n", placed, len(p.Unschedulable))
+	if len(p.Relayouts) > 0 {
+		fmt.Fprintf(tw, "MIG re-layouts: %d existing nodes (no purchase)\n", len(p.Relayouts))
+	}
 	if len(p.NewNodes) > 0 {
 		fmt.Fprintln(tw, "\nNEW NODE\tPOOL\tTYPE\tZONE\tCAPACITY\t$/H\tGPUS\tPODS")
 		for _, n := range p.NewNodes {
@@ -76,6 +79,19 @@ func (p *Plan) WriteTable(w io.Writer) error {
 			if len(n.Claims) > 0 {
 				fmt.Fprintf(tw, "  %s claims: %s\n", n.Name, claimsString(n.Claims))
 			}
+		}
+	}
+	if len(p.Relayouts) > 0 {
+		fmt.Fprintln(tw, "\nMIG RELAYOUT\tPOOL\tGPUS\tMIG CONFIG\tPODS")
+		for _, r := range p.Relayouts {
+			gpus := make([]string, len(r.GPUs))
+			for i, g := range r.GPUs {
+				gpus[i] = fmt.Sprint(g)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Node, r.Pool, strings.Join(gpus, ","), r.MIGConfig, podList(r.Pods, ""))
+		}
+		for _, r := range p.Relayouts {
+			fmt.Fprintf(tw, "  %s MIG after the change: %s\n", r.Node, migLayoutString(r.Layout))
 		}
 	}
 	if len(p.Unschedulable) > 0 {

@@ -7,8 +7,9 @@
 //
 //	samples ─▶ Series (regular grid, gaps are NaN, never zero)
 //	        ─▶ DetectPeriod (day, week or none)
-//	        ─▶ profile stacks, combined by their recent errors (or the non-seasonal Holt
-//	           fallback) ─▶ Forecast{Point, Upper}
+//	        ─▶ experts: profile stacks, profiles, Holt, seasonal-naive baselines
+//	        ─▶ mix weighed by their recent errors, or the baseline it does not beat
+//	        ─▶ Forecast{Point, Upper, Shares}
 //	queue depth + arrival rate + service rate ─▶ QueueNeed
 //	max(Upper, QueueNeed) clamped by min/max and budget ─▶ Target ─▶ Reservation
 //
@@ -54,24 +55,57 @@
 //
 // # Model combination
 //
-// Two weeks of history are needed to confirm a weekly cycle, but one week already allows a
-// forecast from the same time last week, and on workloads whose weekends differ it can beat the
-// daily model long before the cycle can be confirmed (crane's input2: two weeks of CPU usage, a
-// busier weekend, daily jobs at fixed minutes). So while the detected cycle is a day — or a week
-// not yet confirmable — and a week and a horizon of history exist, the daily stack has four
-// rivals: the weekly stack; the weekly profile alone (the median of the same time in the past
-// weeks; with little history the stack's level terms add more noise than they remove); and the
-// weekday/weekend stack and profile, whose profile is the median of the same time of day on the
-// last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in
-// Options.Location: the forecast's timeZone, UTC by default) — it knows the weekend from one week
-// of history like the weekly rivals, but takes its median over five weekdays instead of copying
-// last Tuesday's one-off batch job. At every refit each expert's forecasts for the targets of the
-// last week are replayed as they would have been made — from their own origins, with the weights
-// of the last refit before them — and the forecast is the mix weighted by (1/MAE)⁸ of each
-// expert's mean absolute error there: an expert 10 % worse than the best keeps half the weight,
-// 25 % worse a sixth. Weighing rather than picking keeps a rival in play while the evidence is
-// a few days old; a confirmed weekly cycle (NYC taxi) runs its stack alone. Forecast.Model names
-// the expert with the largest weight.
+// No model is best on every series, and a forecaster a user cannot trust to at least match "same
+// hour last week" gets switched off. So the forecast is a mix of experts weighed by their errors
+// on the recent past, and the seasonal-naive baselines a backtest compares it with are experts
+// too: on a series where nothing beats them, the mix becomes them.
+//
+// The experts: the stack of the detected cycle and its profile alone (the median of the same
+// phase in the past cycles; with little history the stack's level terms add more noise than they
+// remove); as rivals, the stacks and profiles of the other cycles — a week of history already
+// allows a forecast from the same time last week, though two are needed to confirm a weekly
+// cycle, and the weekday/weekend stack and profile, whose profile is the median of the same time
+// of day on the last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in
+// Options.Location: the forecast's timeZone, UTC by default), know the weekend from its first
+// one; Holt's damped trend; and the three baselines — the value a day before the target
+// (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
+// weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
+// profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth
+// forecasting from.
+//
+// Every hour (a mix point) each expert's forecasts for the targets of the last week are scored
+// as they were made — from their own origins, a stack with the weights of the refit before —
+// against the expert with the most of them (the reference), on the targets both forecast:
+// rᵢ = (Σ|y−fᵢ| + P)/(Σ|y−f_ref| + P), P being a day's worth of the reference's error, so an
+// expert that joins late and is lucky on its first day does not take over. The mix weighs the
+// experts by (min r/rᵢ)⁸: one 10 % worse than the best keeps half the weight, 25 % worse a sixth.
+// Weighing rather than picking keeps a rival in play while the evidence is a few days old.
+//
+// The mix is then judged like an expert: its own forecasts, as made, over the last eight weeks,
+// against each baseline's on the targets both forecast. When the mix's error is not below a
+// baseline's, the forecast is that baseline alone, and Forecast.Fallback says so. The long
+// window lets one bad day count as one day: with a week, an outage that made the mix trail "same
+// time last week" for a day locked the forecast to that baseline for the week in which it then
+// repeated the outage. A baseline is judged only on evidence with half a day of weekdays and half
+// a day of weekend in it: "same time yesterday" copies a batch job's weekday minute for minute,
+// and evidence from weekdays alone must not make it forecast a Saturday.
+//
+// Regime changes. A level shift makes every expert fall behind until forecasts made after it are
+// scored, a horizon later: the stacks' level terms follow within hours, same time yesterday after
+// one horizon, and the weights move to whoever followed once their forecasts are judged — a day
+// behind same time yesterday at a one-day horizon. A holiday is the reverse: the baselines
+// repeat it (a day or a week later), the profiles' medians do not. A missing day leaves the
+// experts that read it without a forecast; the mix renormalises over the others, and the
+// targets it covered are scored by nobody. TestLevelShiftAndGaps, TestHolidayIsNotRepeated,
+// TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline pin these behaviours, and
+// forecast/backtest's TestGeneralisation scores the whole on the tune and eval traces.
+//
+// Schedules. The period is detected two days into the series and every week after, the stacks
+// are refitted every Options.RefitEvery (a day), the experts reweighed every hour, each on a
+// schedule counted from the first point of the series: a forecast from origin o is the same
+// whether the walker walked every origin before it (a backtest) or was asked for o alone
+// (Predict). On grids finer than five minutes the evidence scores every fifth minute only.
+// Forecast.Model names the expert with the largest weight and Forecast.Shares gives them all.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
 // relative errors over the fit window (busy targets only) at the target's time of day, in
@@ -83,6 +117,6 @@
 // upper forecast past that level: the load does not exceed its limit, so capacity above it idles
 // (crane's input2 sits at its limit four hours a day). The point forecast is never cut.
 //
-// With no period, or less than two periods of history, the model falls back to Holt's linear
-// exponential smoothing with a damped trend and says so in Forecast.Fallback.
+// With no period, or less than two periods of history, Holt's linear exponential smoothing with
+// a damped trend leads the mix, and Forecast.Fallback says why.
 package forecast

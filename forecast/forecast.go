@@ -55,16 +55,29 @@ type Forecast struct {
 	Point float64
 	// Upper is the value the margin quantile covers; capacity is bought for this.
 	Upper float64
-	// Model names the model: "seasonal/day", "seasonal/week", "profile/week" (the weekly profile
-	// alone), "seasonal/weekday-weekend", "profile/weekday-weekend" (the daily model whose profile
-	// takes only days of the target's kind) or "holt"; when several are combined, the one with
-	// the largest weight.
+	// Model names the model: "seasonal/day", "seasonal/week", "profile/day" or "profile/week"
+	// (a profile alone), "seasonal/weekday-weekend", "profile/weekday-weekend" (the daily model
+	// whose profile takes only days of the target's kind), "holt", or a seasonal-naive baseline,
+	// "baseline/" followed by BaselineNaiveDay, BaselineNaiveWeek or BaselineMeanWeeks; when
+	// several are combined, the one with the largest weight (Shares has them all).
 	Model string
 	// Period is the period the model used.
 	Period Period
 	// Fallback says why the requested or detected model was not used (a weekly cycle with less
-	// than two weeks of history runs the daily model; no cycle runs Holt); empty when it was.
+	// than two weeks of history runs the daily model; no cycle runs Holt; the mix of experts
+	// did not beat a seasonal-naive baseline over the last eight weeks, which then forecasts alone);
+	// empty when it was.
 	Fallback string
+	// Shares is the weight each expert carries in Point, largest first, summing to 1.
+	Shares []Share
+}
+
+// Share is one expert's weight in a forecast.
+type Share struct {
+	// Model names the expert as Forecast.Model does.
+	Model string
+	// Weight is its share of the forecast, in (0, 1].
+	Weight float64
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -17,6 +17,9 @@ const (
 type holt struct {
 	level, trend []float64
 	resid        []float64 // one-step relative errors, NaN where unknown
+	// dampH and dampSum memoise φ+φ²+…+φʰ for the last h point was asked for.
+	dampH   int
+	dampSum float64
 }
 
 func newHolt(y []float64) *holt {
@@ -44,6 +47,20 @@ func newHolt(y []float64) *holt {
 		}
 	}
 	return m
+}
+
+// point is the point forecast h steps after origin o (see predict), without the margin.
+func (m *holt) point(o, h int) (float64, bool) {
+	if o < 0 || o >= len(m.level) || math.IsNaN(m.level[o]) {
+		return 0, false
+	}
+	if m.dampH != h {
+		m.dampH, m.dampSum = h, 0
+		for i, f := 1, holtPhi; i <= h; i, f = i+1, f*holtPhi {
+			m.dampSum += f
+		}
+	}
+	return math.Max(0, m.level[o]+m.dampSum*m.trend[o]), true
 }
 
 // predict forecasts h steps after origin o: level + (φ+φ²+…+φʰ)·trend, floored at zero, with the

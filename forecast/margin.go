@@ -49,14 +49,22 @@ func (b phaseBins) n() int { return (b.day + b.width - 1) / b.width }
 // replay: NYC taxi came out a point better (−94 % GPU-minutes short for the same GPU-hours), but
 // crane's input0 and input1 paid 2 and 12 points more GPU-hours (+8.0 % against +5.7 %, +50.6 %
 // against +38.7 %); the last day alone left NYC taxi both shorter and dearer (−92 %, +9.5 %).
-func (e *ensemble) marginQuantiles(y []float64, window int, margin float64) {
+func (e *ensemble) marginQuantiles(w *Walker, m *mixture, window int, margin float64) {
+	y := w.s.Values
 	lo := max(0, e.at-window+1)
 	busy := 0.5 * meanObserved(y[lo:e.at+1])
 	var all []float64
 	bins := make([][]float64, e.bins.n())
+	predict := m.inSample(w, e.at)
 	for T := lo; T <= e.at; T++ {
-		p, ok := e.predict(T, true)
-		if !ok || p <= 0 || p < busy || math.IsNaN(y[T]) {
+		if T%w.stride != 0 {
+			continue
+		}
+		if math.IsNaN(y[T]) {
+			continue
+		}
+		p, ok := predict(T)
+		if !ok || p <= 0 || p < busy {
 			continue
 		}
 		r := (y[T] - p) / p

@@ -11,11 +11,11 @@ func TestDetectPeriodTraces(t *testing.T) {
 		want  Period
 	}{
 		// crane's own expectations for its DSP test data (signal_test.go): day, day, week.
-		{"crane-dsp/input0.csv", PeriodDay},
-		{"crane-dsp/input1.csv", PeriodDay},
-		{"crane-dsp/input2.csv", PeriodWeek},
+		{"tune/crane-dsp/input0.csv", PeriodDay},
+		{"tune/crane-dsp/input1.csv", PeriodDay},
+		{"tune/crane-dsp/input2.csv", PeriodWeek},
 		// NYC taxi: daily ACF 0.80 and weekly 0.89 (traces README); the week wins.
-		{"nab/nyc_taxi.csv", PeriodWeek},
+		{"tune/nab/nyc_taxi.csv", PeriodWeek},
 	}
 	for _, tt := range tests {
 		t.Run(tt.trace, func(t *testing.T) {

@@ -49,6 +49,7 @@ type seasonal struct {
 	wa, wb  []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
 	feats   []featureRow
 	fits    map[int]weights
+	scratch []float64 // profile's buffer of the values at one phase
 }
 
 // featureRow memoises the predictors of one target: every fit and every past forecast replayed
@@ -100,7 +101,7 @@ func (m *seasonal) profile(t int) float64 {
 	if m.done[t] {
 		return m.prof[t]
 	}
-	vals := make([]float64, 0, m.cycles)
+	vals := m.scratch[:0] // median reorders it; nothing keeps it
 	if m.weekend != nil {
 		// The same time of day on the last cycles days of the target's kind, within five weeks.
 		for k := m.k0; k < m.k0+dayKindLookback && len(vals) < m.cycles; k++ {
@@ -112,7 +113,7 @@ func (m *seasonal) profile(t int) float64 {
 				vals = append(vals, m.y[i])
 			}
 		}
-		m.prof[t], m.done[t] = median(vals), true
+		m.prof[t], m.done[t], m.scratch = median(vals), true, vals
 		return m.prof[t]
 	}
 	for k := m.k0; k < m.k0+m.cycles; k++ {
@@ -120,7 +121,7 @@ func (m *seasonal) profile(t int) float64 {
 			vals = append(vals, m.y[i])
 		}
 	}
-	m.prof[t], m.done[t] = median(vals), true
+	m.prof[t], m.done[t], m.scratch = median(vals), true, vals
 	return m.prof[t]
 }
 

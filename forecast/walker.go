@@ -3,27 +3,56 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
-// Walker makes walk-forward forecasts over one series: At(o) uses only the values at indices ≤ o,
-// refitting the models and their combination every Options.RefitEvery, and re-detecting the
-// period at least a week apart, as o advances. It is what Predict uses for a single forecast and what a
-// backtest uses for thousands.
+// Walker makes walk-forward forecasts over one series: At(o) uses only the values at indices ≤ o.
+// Everything it decides is decided on fixed schedules counted from the first point of the series
+// — the period at detection points, the models' weights at refit points (Options.RefitEvery),
+// the experts' combination at mix points (every hour) — so a forecast from origin o is the same
+// whether the walker got there by walking every origin before it, as a backtest does, or was
+// asked for o alone, as Predict does.
 type Walker struct {
-	s     Series
-	opts  Options
-	h     int
+	s    Series
+	opts Options
+	h    int
+	// refit is how often the stacks' weights and the margin are refitted, in steps.
 	refit int
-	// redetect is how often the period is re-detected: daily refits, weekly detection, since a
-	// workload's cycle changes far more rarely than its level and detection costs 100 FFTs.
+	// redetect is how often the period is re-detected after the first detection, two days in:
+	// daily refits, weekly detection, since a workload's cycle changes far more rarely than its
+	// level and detection costs 100 FFTs.
 	redetect int
-	holt     *holt
-	models   map[Period]*seasonal
-	kinds    *seasonal // the weekday/weekend daily model, nil until a rival needs it
-	period   Period
-	reason   string
-	checked  int       // origin of the last period decision, -1 before the first
-	ens      *ensemble // the last refit's, nil before the first
+	// mixEvery is how often the experts are reweighed and the fallback decided, in steps: every
+	// hour (a divisor of refit), so that after a level shift the experts that follow it gain
+	// weight within hours of the evidence instead of at the next daily refit.
+	mixEvery int
+	// stride is every how many steps a target is scored as evidence (evidenceStep).
+	stride int
+	holt   *holt
+	models map[Period]*seasonal
+	kinds  *seasonal // the weekday/weekend daily model, nil until a rival needs it
+	// tracks holds every expert that has been a candidate, with its forecasts as made.
+	tracks map[string]*track
+	// cands memoises candidates by period and whether two days, and a week, and a horizon are
+	// known.
+	cands map[[3]int][]*track
+	// baselines are the seasonal-naive experts (newBaselines), also in tracks.
+	baselines []*track
+	periods   map[int]periodDecision  // by detection point
+	mixes     map[int]*mixture        // by mix point, before the fallback
+	falls     map[int]*track          // the fallback decided at each mix point, nil for none
+	pairs     map[[2]*track]*pairSums // a track's errors against a reference's (versus)
+	mixSums   [][2]pairSums           // the mix's errors against each baseline's (versusMix)
+	ens       *ensemble               // the last margin refit's
+	// mixPred[T] is the mix's forecast for target T as made at T−h (before the fallback),
+	// notYet until computed, NaN when it had none.
+	mixPred []float64
+}
+
+// periodDecision is the period decided at a detection point and why it is not the detected one.
+type periodDecision struct {
+	period Period
+	reason string
 }
 
 // NewWalker prepares walk-forward forecasts of s with the given options.
@@ -35,54 +64,100 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	if s.Len() == 0 {
 		return nil, ErrNoSamples
 	}
-	return &Walker{
-		s: s, opts: opts, h: max(1, s.Steps(opts.Horizon)), refit: max(1, s.Steps(opts.RefitEvery)),
+	h := max(1, s.Steps(opts.Horizon))
+	refit := max(1, s.Steps(opts.RefitEvery))
+	w := &Walker{
+		s: s, opts: opts, h: h, refit: refit,
 		redetect: max(1, s.Steps(max(opts.RefitEvery, Week))),
-		holt:     newHolt(s.Values), models: map[Period]*seasonal{}, checked: -1,
-	}, nil
+		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
+		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
+		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{},
+		mixPred: newPredictions(s.Len() + h + 1), cands: map[[3]int][]*track{},
+	}
+	for _, b := range newBaselines(s, h) {
+		w.baselines = append(w.baselines, w.track(b))
+	}
+	w.pairs, w.mixSums = map[[2]*track]*pairSums{}, make([][2]pairSums, len(w.baselines))
+	return w, nil
 }
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// floorTo is the latest point at or before o on a schedule of every k steps from 0.
+func floorTo(o, k int) int { return o - o%k }
 
 // HorizonSteps returns the horizon in grid steps (the forecast for origin o is for o+HorizonSteps).
 func (w *Walker) HorizonSteps() int { return w.h }
 
-// At forecasts the value HorizonSteps after origin o from the values at indices ≤ o. Origins
-// must not decrease between calls for the refit schedule to hold (any order is still free of
-// look-ahead).
+// At forecasts the value HorizonSteps after origin o from the values at indices ≤ o: the mix of
+// experts weighed at the last mix point, or the baseline it fell back to there, with the margin
+// of the last refit.
 func (w *Walker) At(o int) (Forecast, error) {
 	if o < 0 || o >= w.s.Len() {
 		return Forecast{}, fmt.Errorf("origin %d outside the series of %d points", o, w.s.Len())
 	}
 	fc := Forecast{Origin: w.s.TimeAt(o), Target: w.s.TimeAt(o + w.h)}
-	w.decidePeriod(o)
-	if w.period != PeriodNone {
-		if e := w.ens; e == nil || o-e.at >= w.refit || o < e.at || e.experts[0].m.period != w.period {
-			ens := w.refitAt(o)
-			w.ens = &ens
+	pd := w.periodAt(o)
+	T := o + w.h
+	e := w.ensembleAt(floorTo(o, w.refit))
+	u := floorTo(o, w.mixEvery)
+	m := w.mixAt(u)
+	fellBack := ""
+	if b := w.fallbackAt(u); b != nil {
+		if _, ok := w.forecastOf(b, T); ok {
+			m, fellBack = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, b.name
 		}
-		if p, ok := w.ens.predict(o+w.h, false); ok {
-			m := w.ens.model()
-			fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, w.ens.upper(o+w.h, p), m.name(), m.m.period, w.reason
-			return fc, nil
-		}
-		w.reason = fmt.Sprintf("no value at this phase in the last %d %ss", w.opts.Cycles, w.period)
 	}
-	p, u, ok := w.holt.predict(o, w.h, w.opts.Margin)
+	if p, ok := m.predict(w, T); ok {
+		lead := m.model()
+		fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, e.upper(T, p), lead.name, lead.period, pd.reason
+		fc.Shares = m.shares(w, T)
+		if fellBack != "" {
+			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
+		}
+		return fc, nil
+	}
+	reason := pd.reason
+	if pd.period != PeriodNone {
+		reason = fmt.Sprintf("no value at this phase in the last %d %ss", w.opts.Cycles, pd.period)
+	}
+	p, up, ok := w.holt.predict(o, w.h, w.opts.Margin)
 	if !ok {
 		return Forecast{}, fmt.Errorf("forecasting from %s: %w", fc.Origin, ErrTooLittleHistory)
 	}
-	fc.Point, fc.Upper, fc.Model, fc.Fallback = p, u, "holt", w.reason
+	fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, up, "holt", PeriodNone, reason
+	fc.Shares = []Share{{Model: "holt", Weight: 1}}
 	return fc, nil
 }
 
-// decidePeriod re-runs detection (or applies the forced period) every refit interval, on the
-// history known at o only.
-func (w *Walker) decidePeriod(o int) {
-	if w.checked >= 0 && o-w.checked < w.redetect && o >= w.checked {
-		return
+// joinReasons joins two fallback reasons with "; ", either may be empty.
+func joinReasons(a, b string) string {
+	if a == "" {
+		return b
 	}
-	w.checked = o
-	w.reason = ""
-	known := Series{Start: w.s.Start, Step: w.s.Step, Values: w.s.Values[:o+1]}
+	return a + "; " + b
+}
+
+// periodAt returns the period decided at the detection point of origin o: two days into the
+// series (a daily cycle is testable from two), then every redetect interval after that; none
+// before. Detection (or the forced period) sees the history known at that point only. Detecting
+// at every refit of the first week as well cost the short crane traces' backtests twice their
+// time, for the same figures on the tune set: every cycle's experts are candidates anyway.
+func (w *Walker) periodAt(o int) periodDecision {
+	d := 0
+	if two := 2 * w.s.Steps(Day); o >= two {
+		d = two + floorTo(o-two, w.redetect)
+	}
+	if pd, ok := w.periods[d]; ok {
+		return pd
+	}
+	var pd periodDecision
+	known := Series{Start: w.s.Start, Step: w.s.Step, Values: w.s.Values[:d+1]}
 	p := w.opts.Period
 	if p == PeriodAuto {
 		win := known
@@ -91,18 +166,20 @@ func (w *Walker) decidePeriod(o int) {
 		}
 		res := DetectPeriod(win)
 		if p = res.Period; p == PeriodNone {
-			w.reason = "no daily or weekly cycle: " + res.Reason
+			pd.reason = "no daily or weekly cycle: " + res.Reason
 		}
 	}
 	if p == PeriodWeek && observedSpan(known.Values) < 2*known.Steps(Week) {
 		// Two weeks are needed to fit a weekly profile; a daily one still applies meanwhile.
-		w.reason, p = "less than two weeks of history for the weekly cycle; daily model", PeriodDay
+		pd.reason, p = "less than two weeks of history for the weekly cycle; daily model", PeriodDay
 	}
 	if p != PeriodNone && p != PeriodAuto && observedSpan(known.Values) < 2*known.Steps(p.Duration()) {
-		w.reason = fmt.Sprintf("less than two %ss of history", p)
+		pd.reason = fmt.Sprintf("less than two %ss of history", p)
 		p = PeriodNone
 	}
-	w.period = p
+	pd.period = p
+	w.periods[d] = pd
+	return pd
 }
 
 func (w *Walker) model(p Period) *seasonal {

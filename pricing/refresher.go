@@ -23,7 +23,7 @@ const DefaultRefreshInterval = 10 * time.Minute
 type RefresherConfig struct {
 	// Interval is the time between two refreshes in Run; zero means DefaultRefreshInterval.
 	Interval time.Duration
-	// Clock reads the time and times Run; nil means the real clock. Only cmd/ passes the real one.
+	// Clock reads the time and times Run; required. Only cmd/ passes the real one.
 	Clock clock.WithTicker
 }
 
@@ -82,10 +82,10 @@ func NewRefresher(ctx context.Context, embedded Source, live []Source, cfg Refre
 	if err != nil {
 		return nil, fmt.Errorf("price refresher: reading embedded prices from %s: %w", embedded.Name(), err)
 	}
-	r := &Refresher{clock: cfg.Clock, interval: cfg.Interval, fallback: fallback}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
+	if cfg.Clock == nil {
+		return nil, fmt.Errorf("price refresher: Clock is nil (the caller passes the clock: package pricing reads none)")
 	}
+	r := &Refresher{clock: cfg.Clock, interval: cfg.Interval, fallback: fallback}
 	if r.interval <= 0 {
 		r.interval = DefaultRefreshInterval
 	}

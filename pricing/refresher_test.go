@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -198,15 +199,24 @@ func TestNewRefresherRejectsBadInput(t *testing.T) {
 		name     string
 		embedded Source
 		live     []Source
+		noClock  bool
 	}{
-		{"nil embedded", nil, nil},
-		{"nil live source", embedded, []Source{nil}},
-		{"duplicate names", embedded, []Source{&fakeSource{name: "gcp"}, &fakeSource{name: "gcp"}}},
-		{"live named like embedded", embedded, []Source{&fakeSource{name: "embedded"}}},
-		{"failing embedded", &fakeSource{name: "e", answers: []answer{{err: errors.New("x")}}}, nil},
+		{"nil clock", embedded, nil, true},
+		{"nil embedded", nil, nil, false},
+		{"nil live source", embedded, []Source{nil}, false},
+		{"duplicate names", embedded, []Source{&fakeSource{name: "gcp"}, &fakeSource{name: "gcp"}}, false},
+		{"live named like embedded", embedded, []Source{&fakeSource{name: "embedded"}}, false},
+		{"failing embedded", &fakeSource{name: "e", answers: []answer{{err: errors.New("x")}}}, nil, false},
+	}
+	if _, err := NewRefresher(ctx, embedded, nil, RefresherConfig{Clock: clocktesting.NewFakeClock(observed)}); err != nil {
+		t.Fatalf("the good input fails: %v", err)
 	}
 	for _, tc := range tests {
-		if _, err := NewRefresher(ctx, tc.embedded, tc.live, RefresherConfig{}); err == nil {
+		cfg := RefresherConfig{Clock: clocktesting.NewFakeClock(observed)}
+		if tc.noClock {
+			cfg.Clock = nil
+		}
+		if _, err := NewRefresher(ctx, tc.embedded, tc.live, cfg); err == nil {
 			t.Errorf("%s: NewRefresher did not fail", tc.name)
 		}
 	}
@@ -215,11 +225,5 @@ func TestNewRefresherRejectsBadInput(t *testing.T) {
 // waitFor polls cond for up to 5 s: Run works in its own goroutine.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met in time")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, time.Millisecond, "the condition", 5*time.Second, cond)
 }

@@ -17,7 +17,7 @@ import (
 
 func TestAgainstPrometheus(t *testing.T) {
 	// Three weeks of NYC taxi at 30 minutes: 1008 samples in 2014, queried like production.
-	srv := startPrometheus(t, "nab/nyc_taxi.csv", 3*forecast.Week)
+	srv := startPrometheus(t, "tune/nab/nyc_taxi.csv", 3*forecast.Week)
 	c, err := New(Config{Address: srv.URL, Timeout: 10 * time.Second, Backoff: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

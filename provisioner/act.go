@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,8 +12,8 @@ import (
 // act carries out a batch's Decision against the API server and the cloud, in the order the
 // batch used to interleave deciding and doing: the relinked node names and the housekeeping first
 // (so that a re-planned pod is not counted on a launch that is being removed), then the
-// nominations, placeholders and metrics, then the tolerations and the launches. What fails is
-// logged, and decided again by a later batch.
+// nominations, placeholders and metrics, then the launches with the tolerations beside them. What
+// fails is logged, and decided again by a later batch.
 func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	log := c.log.With(zap.String(keyBatch, d.Batch))
 	res := &Result{Pending: d.Pending, Plan: d.Plan, Decision: d}
@@ -79,11 +80,16 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	for _, u := range plan.Unschedulable {
 		log.Debug("no place", zap.String(keyPod, u.Pod), zap.String(keyReason, string(u.Code)+": "+u.Reason))
 	}
+	// The cloud calls do not wait for the pods' reservation tolerations: those are needed before
+	// the node is Ready, not before it is ordered, and the launch records written first are what
+	// a restart recovers from (a pod that misses its toleration waits for the reservation to end).
+	var tolerating sync.WaitGroup
 	if c.reservations != nil {
-		c.reservations.tolerate(ctx, log, d.Tolerations)
+		tolerating.Go(func() { c.reservations.tolerate(ctx, log, d.Tolerations) })
 	}
 	launched, failed := c.launch(ctx, log, d.Launch, d.planned)
 	res.Launched, res.Failed = append(res.Launched, launched...), append(res.Failed, failed...)
+	tolerating.Wait()
 	c.metrics.BatchDuration.Observe(c.clock.Since(s.Now).Seconds())
 	return res
 }

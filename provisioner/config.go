@@ -28,7 +28,7 @@ type Config struct {
 	// pods are not bought for twice, until RegistrationTimeout ends it.
 	LaunchRetry    time.Duration `mapstructure:"launch-retry"`
 	LaunchRetryMax time.Duration `mapstructure:"launch-retry-max"`
-	// UnavailableTTL is how long a refused offering stays out of plans.
+	// UnavailableTTL is how long an unavailable offering (the cloud had no capacity) stays out of plans.
 	UnavailableTTL time.Duration `mapstructure:"unavailable-ttl"`
 	// EmptyNodeTTL is how long a managed node may stay empty before it is removed.
 	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`

@@ -17,7 +17,7 @@ import (
 )
 
 // State is what one batch decides on: the cluster as the informers have it, the launch records,
-// the policy and catalog in force, the offerings the cloud refused and the pods forecasts expect.
+// the policy and catalog in force, the offerings marked unavailable and the pods forecasts expect.
 // The controller reads it (observe); Decide reads nothing else, so a replay can build it from an
 // in-memory cluster at a virtual time.
 type State struct {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/tiler-dev/tiler/api"
@@ -68,7 +67,7 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 	case api.TimeSlicing, api.MPS:
 		k := g.Replicas
 		if k == 0 {
-			k = 4
+			k = policy.DefaultReplicas
 		}
 		name := api.ResourceGPU
 		if g.RenameShared {
@@ -175,7 +174,6 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 	}
 	counts := map[mig.MIGProfile]int{}
 	var layout [][]string
-	names := map[string]bool{}
 	for _, l := range perGPU {
 		var ps []string
 		for _, p := range l.Profiles {
@@ -183,7 +181,6 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 			ps = append(ps, string(p))
 		}
 		layout = append(layout, ps)
-		names[m.LayoutName(l)] = true
 	}
 	res := corev1.ResourceList{}
 	if strategy == "single" {
@@ -198,14 +195,9 @@ func migVariant(m *mig.GPUModel, perGPU []mig.Layout, strategy string) deviceVar
 			res[corev1.ResourceName(mig.ResourceName(p))] = qty(n)
 		}
 	}
-	config := ""
-	if len(names) == 1 {
-		for n := range names {
-			config = n
-		}
-	} else {
-		config = "tiler-" + strings.ReplaceAll(m.LayoutName(perGPU[0]), "custom-", "") + fmt.Sprintf("-%dgpu-mixed", len(perGPU))
-	}
+	// The name says the layout (mig.ConfigName), so that a node's label tells a later decision
+	// how its GPUs are partitioned (relayout.go).
+	config := m.ConfigName(perGPU)
 	gp := api.GPUConfig{Sharing: api.MIG, MIGStrategy: strategy, MIGLayout: layout, MIGConfig: config}
 	perGPUProfiles := make([][]mig.MIGProfile, len(perGPU))
 	for i, l := range perGPU {

@@ -30,10 +30,16 @@ type DisruptionOptions struct {
 	Disrupting []string
 	// MaxActions bounds the actions of the plan; 0 means no bound beyond the budgets.
 	MaxActions int
-	// IgnoreCandidateWait plans as if every node had been a candidate for its pool's
-	// consolidateAfter (what-if use: a snapshot without api.AnnotationCandidateSince). Node age
-	// (api.KeepTooYoung) still applies.
+	// IgnoreCandidateWait plans as if every wait recorded in an annotation were over (what-if use:
+	// a snapshot without them): every node has been a candidate for its pool's consolidateAfter
+	// (api.AnnotationCandidateSince), and GPUs missing from allocatable have been missing for the
+	// repair grace period (api.AnnotationUnhealthySince). Node age (api.KeepTooYoung) and the
+	// NotReady grace period, which the snapshot itself shows, still apply.
 	IgnoreCandidateWait bool
+	// Interrupted lists the nodes the cloud is about to reclaim (a spot interruption notice), with
+	// the time it does: each gets an Interrupted action — its pods on the rest of the cluster and
+	// at most one new node — before any other, under no budget.
+	Interrupted map[string]time.Time
 
 	// caStyle plans with the Cluster Autoscaler's rule instead, for comparisons in tests: a node
 	// under 50 % utilised (GPU-aware) whose pods all fit on other nodes is deleted; no
@@ -125,7 +131,8 @@ func (d *disruptor) waitMessage(f *nodeFacts) string {
 // result builds the plan from the pass whose actions are emitted (last) and the pass that found
 // the candidates (first; the same pass when no node had to wait).
 func (d *disruptor) result(first, last *pass) *api.DisruptionPlan {
-	plan := &api.DisruptionPlan{Actions: last.actions, Kept: d.kept(last), Candidates: candidates(first, last)}
+	plan := &api.DisruptionPlan{Actions: last.actions, Kept: d.kept(last), Candidates: candidates(first, last),
+		Unhealthy: d.unhealthyList()}
 	if plan.Actions == nil {
 		plan.Actions = []api.DisruptionAction{}
 	}
@@ -139,12 +146,16 @@ func (d *disruptor) result(first, last *pass) *api.DisruptionPlan {
 	return plan
 }
 
-// candidates lists, sorted, the nodes the actions of either pass remove.
+// candidates lists, sorted, the nodes the consolidation actions of either pass remove (the wait
+// is consolidation's; forced actions need none).
 func candidates(first, last *pass) []string {
 	seen := map[string]bool{}
 	out := []string{}
 	for _, p := range []*pass{first, last} {
 		for _, a := range p.actions {
+			if a.Reason.Forced() {
+				continue
+			}
 			for _, n := range a.Nodes {
 				if !seen[n] {
 					seen[n] = true

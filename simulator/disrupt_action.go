@@ -2,7 +2,9 @@ package simulator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 )
@@ -22,16 +24,16 @@ func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit
 		return kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
 	}
 	mark := s.checkpoint()
-	m, k := p.move(nodes, !p.d.in.Options.caStyle)
+	m, k := p.move(nodes, !p.d.in.Options.caStyle, false)
 	if k != nil {
 		return k
 	}
 	if x := sameTypeNode(nodes, m.repl); x != nil {
 		s.revert(mark)
 		rest := without(nodes, x)
-		if m, k = p.move(rest, false); k == nil {
+		if m, k = p.move(rest, false, false); k == nil {
 			nodes = rest
-		} else if m, k = p.move(nodes, true); k != nil {
+		} else if m, k = p.move(nodes, true, false); k != nil {
 			return k
 		}
 	}
@@ -39,7 +41,7 @@ func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit
 		s.revert(mark)
 		return k
 	}
-	p.record(nodes, reason, m)
+	p.record(nodes, reason, m, "", nil, nil)
 	return nil
 }
 
@@ -53,17 +55,22 @@ type moved struct {
 }
 
 // move removes the nodes and re-places their pods, opening one new node at most when allowNew.
-// When a pod finds no place it undoes everything and says why.
-func (p *pass) move(nodes []*nodeFacts, allowNew bool) (moved, *api.KeptNode) {
+// When a pod finds no place it undoes everything and says why. An urgent move (an unhealthy or
+// interrupted node, which goes whatever Tiler does) is not stopped by PodDisruptionBudgets.
+func (p *pass) move(nodes []*nodeFacts, allowNew, urgent bool) (moved, *api.KeptNode) {
 	s := p.d.s
-	if k := p.podChecks(nodes); k != nil {
+	if k := p.podChecks(nodes, urgent); k != nil {
 		return moved{}, k
 	}
 	mark, before := s.checkpoint(), len(s.nodes)
 	m := moved{from: map[*podInfo]string{}}
 	for _, f := range nodes {
-		it := p.d.types[CatalogTypeOf(f.node.Labels)]
-		for _, pi := range s.removeNode(f.sim, f.pool, it.VCPU, it.GPU.Count, f.price) {
+		vcpu, gpus := 0, 0
+		if it := p.d.types[CatalogTypeOf(f.node.Labels)]; it != nil {
+			// A type the catalog lacks (a drifted node) was never counted in its pool's sums.
+			vcpu, gpus = it.VCPU, it.GPU.Count
+		}
+		for _, pi := range s.removeNode(f.sim, f.pool, vcpu, gpus, f.price) {
 			m.from[pi] = f.node.Name
 			m.pods = append(m.pods, pi)
 		}
@@ -111,7 +118,7 @@ func kept(r api.KeepReason, format string, a ...any) *api.KeptNode {
 // PodDisruptionBudget that has no disruption left in this plan (each action uses one of every
 // budget that selects a pod it evicts, so that actions carried out at once never break one), or
 // a gang with members on other nodes.
-func (p *pass) podChecks(nodes []*nodeFacts) *api.KeptNode {
+func (p *pass) podChecks(nodes []*nodeFacts, urgent bool) *api.KeptNode {
 	in := map[*simNode]bool{}
 	for _, f := range nodes {
 		in[f.sim] = true
@@ -119,7 +126,7 @@ func (p *pass) podChecks(nodes []*nodeFacts) *api.KeptNode {
 	for _, f := range nodes {
 		for _, pi := range f.sim.pods {
 			for _, b := range p.d.podPDBs[pi.key] {
-				if p.pdbLeft[b] <= 0 {
+				if p.pdbLeft[b] <= 0 && !urgent {
 					return kept(api.KeepPDB, "PodDisruptionBudget %s allows no further disruption of pod %s in this plan", p.d.pdbs[b].key, pi.key)
 				}
 			}
@@ -189,10 +196,13 @@ func sameTypeNode(nodes []*nodeFacts, repl *simNode) *nodeFacts {
 }
 
 // record keeps a good action: its moves, its replacement (frozen, so that later actions never
-// depend on it), and what it uses of the budgets.
-func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, m moved) {
+// depend on it), and what it uses of the budgets; msg, deadline and behind are a forced action's.
+func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, m moved, msg string, deadline *time.Time, behind []string) {
 	a := api.DisruptionAction{Kind: api.ActionDelete, Reason: reason, Pool: nodes[0].pol.Name, Moves: []api.PodMove{},
-		CostPerHourBefore: round6(m.price)}
+		CostPerHourBefore: round6(m.price), Message: msg, Deadline: deadline}
+	if len(behind) > 0 {
+		a.LeftBehind = slices.Sorted(slices.Values(behind))
+	}
 	for _, f := range nodes {
 		a.Nodes = append(a.Nodes, f.node.Name)
 		p.removed[f.node.Name] = true
@@ -211,7 +221,7 @@ func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, m moved) 
 		}
 	}
 	for _, b := range budgets {
-		p.pdbLeft[b]--
+		p.pdbLeft[b]-- // below 0 after an urgent action: its evictions wait for the budget while the node lasts
 	}
 	sort.Slice(a.Moves, func(i, j int) bool { return a.Moves[i].Pod < a.Moves[j].Pod })
 	if m.repl != nil {

@@ -2,8 +2,8 @@ package simulator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
@@ -39,8 +39,19 @@ type nodeFacts struct {
 	use  nodeUse
 	// keep is the reason the node is kept whatever the search finds; nil for candidates.
 	keep *api.KeptNode
-	// disrupting: the node is already going; it counts against its pool's budget.
-	disrupting bool
+	// disrupting: the node is already going; it counts against its pool's budget. listed: the
+	// caller lists it among Options.Disrupting.
+	disrupting, listed bool
+	// orphan: the node's tiler.dev/pool names a pool the policy no longer has; pol is a stand-in
+	// of that name with the default settings.
+	orphan bool
+	// forced is why the node must go whatever it costs (nil: it may only be consolidated);
+	// health are its health signals, due or not.
+	forced *forced
+	health []api.UnhealthyNode
+	// behind are the pods that stay with a forced node instead of moving: nothing recreates them,
+	// or (urgent reasons) their gang runs on other nodes too.
+	behind []string
 }
 
 // pdbInfo is a PodDisruptionBudget and how many disruptions it allows now.
@@ -67,15 +78,21 @@ func (d *disruptor) classify() {
 	for _, f := range d.in.Options.InFlight {
 		inFlight[f.Name] = true
 	}
+	d.deviceTaints = indexDeviceTaints(snap.ResourceSlices)
+	gangNodes := d.gangNodes()
 	for _, n := range snap.Nodes {
 		f := d.newFacts(n, byNode[n.Name], going[n.Name])
 		switch {
 		case f.pol == nil:
-			f.keep = &api.KeptNode{Reason: api.KeepUnmanaged, Message: "no " + api.LabelPool + " label of a pool in the policy"}
+			f.keep = &api.KeptNode{Reason: api.KeepUnmanaged, Message: "no " + api.LabelPool + " label"}
 		case inFlight[n.Name]:
 			f.keep = &api.KeptNode{Reason: api.KeepTooYoung, Message: "the node is still being launched"}
 		default:
-			f.keep = d.nodeKeep(f)
+			if d.detectForced(f); f.forced != nil {
+				f.keep = d.forcedKeep(f, gangNodes)
+			} else {
+				f.keep = d.nodeKeep(f)
+			}
 		}
 		if f.keep != nil {
 			f.keep.Name = n.Name
@@ -91,10 +108,14 @@ func (d *disruptor) classify() {
 // newFacts records what the labels, the catalog and the pods running there say about a node;
 // listed says the caller lists it as being disrupted.
 func (d *disruptor) newFacts(n *corev1.Node, pods []*corev1.Pod, listed bool) *nodeFacts {
-	f := &nodeFacts{node: n}
+	f := &nodeFacts{node: n, listed: listed}
 	d.facts = append(d.facts, f)
 	d.byName[n.Name] = f
 	f.pol = policyPool(d.in.Policy, n.Labels[api.LabelPool])
+	if name := n.Labels[api.LabelPool]; f.pol == nil && name != "" {
+		// Tiler bought the node for a pool that has since been removed: it is managed, and drifted.
+		f.pol, f.orphan = &policy.Pool{Name: name}, true
+	}
 	f.gpus, f.offering, f.price = d.nodeType(n)
 	for _, p := range pods {
 		if movesWithNode(p) {
@@ -132,8 +153,7 @@ func (d *disruptor) nodeKeep(f *nodeFacts) *api.KeptNode {
 	switch {
 	case d.in.Options.Keep[n.Name] != "":
 		return keep(api.KeepKept, "%s", d.in.Options.Keep[n.Name])
-	case n.Annotations[api.AnnotationDoNotDisrupt] == "true", n.Annotations[api.AnnotationKarpenterDoNotDisrupt] == "true",
-		n.Annotations[api.AnnotationScaleDownDisabled] == "true":
+	case nodeDoNotDisrupt(n):
 		return keep(api.KeepDoNotDisrupt, "the node is annotated not to be disrupted")
 	case f.disrupting:
 		return keep(api.KeepDisrupting, "already being disrupted (listed, deleting, cordoned or not Ready)")
@@ -155,27 +175,54 @@ func (d *disruptor) nodeKeep(f *nodeFacts) *api.KeptNode {
 	return nil
 }
 
+// nodeDoNotDisrupt reports whether the node is annotated do-not-disrupt (tiler.dev, karpenter.sh)
+// or scale-down-disabled (the Cluster Autoscaler's).
+func nodeDoNotDisrupt(n *corev1.Node) bool {
+	a := n.Annotations
+	return a[api.AnnotationDoNotDisrupt] == "true" || a[api.AnnotationKarpenterDoNotDisrupt] == "true" ||
+		a[api.AnnotationScaleDownDisabled] == "true"
+}
+
+// podDoNotDisrupt reports whether the pod is annotated do-not-disrupt (tiler.dev, karpenter.sh)
+// or safe-to-evict "false" (the Cluster Autoscaler's).
+func podDoNotDisrupt(p *corev1.Pod) bool {
+	a := p.Annotations
+	return a[api.AnnotationDoNotDisrupt] == "true" || a[api.AnnotationKarpenterDoNotDisrupt] == "true" ||
+		a[api.AnnotationSafeToEvict] == "false"
+}
+
+// notePDBs records the PodDisruptionBudgets that select the pod, so that the actions evicting it
+// use one of their disruptions each, and returns the first that allows none now (-1: none).
+func (d *disruptor) notePDBs(p *corev1.Pod) int {
+	key, blocked := podKey(p), -1
+	for i, b := range d.pdbs {
+		if b.ns != p.Namespace || !b.sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if b.allowed <= 0 && blocked < 0 {
+			blocked = i
+		}
+		d.podPDBs[key] = append(d.podPDBs[key], i)
+	}
+	return blocked
+}
+
 // podKeep returns why the pod keeps its node, or nil; it records the budgets that select it.
 func (d *disruptor) podKeep(p *corev1.Pod) *api.KeptNode {
 	key := podKey(p)
 	a := p.Annotations
 	safe := a[api.AnnotationSafeToEvict] == "true"
 	switch {
-	case a[api.AnnotationDoNotDisrupt] == "true", a[api.AnnotationKarpenterDoNotDisrupt] == "true", a[api.AnnotationSafeToEvict] == "false":
+	case podDoNotDisrupt(p):
 		return &api.KeptNode{Reason: api.KeepPodDoNotDisrupt, Message: "pod " + key + " is annotated not to be disrupted"}
 	case !safe && metav1.GetControllerOf(p) == nil:
 		return &api.KeptNode{Reason: api.KeepPodWithoutController, Message: "pod " + key + " has no controller to recreate it"}
 	case !safe && hasLocalStorage(p):
 		return &api.KeptNode{Reason: api.KeepLocalStorage, Message: "pod " + key + " has local storage (emptyDir or hostPath) and is not annotated " + api.AnnotationSafeToEvict + ": \"true\""}
 	}
-	for i, b := range d.pdbs {
-		if b.ns != p.Namespace || !b.sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		if b.allowed <= 0 {
-			return &api.KeptNode{Reason: api.KeepPDB, Message: "PodDisruptionBudget " + b.key + " allows no disruption of pod " + key}
-		}
-		d.podPDBs[key] = append(d.podPDBs[key], i)
+	if i := d.notePDBs(p); i >= 0 {
+		delete(d.podPDBs, key)
+		return &api.KeptNode{Reason: api.KeepPDB, Message: "PodDisruptionBudget " + d.pdbs[i].key + " allows no disruption of pod " + key}
 	}
 	return nil
 }
@@ -250,41 +297,16 @@ func (d *disruptor) poolHasGPUs(pl *policy.Pool) bool {
 	return v
 }
 
-// nodeType returns the node's GPU count, offering and price by its labels and the catalog.
+// nodeType returns the node's GPU count, offering and catalog price (0 when unknown).
 func (d *disruptor) nodeType(n *corev1.Node) (int, api.Offering, float64) {
-	l := n.Labels
-	it := d.types[CatalogTypeOf(l)]
-	o := api.Offering{InstanceType: api.InstanceTypeName(CatalogTypeOf(l)), Zone: l[LabelZone], CapacityType: api.CapacityType(l[api.LabelCapacityType])}
-	gpus := 0
-	for _, k := range []string{api.LabelGPUCountNVIDIA, api.LabelGPUCount} {
-		if v, err := strconv.Atoi(l[k]); err == nil && v > 0 {
-			gpus = v
-			break
-		}
-	}
-	if it == nil {
-		return gpus, o, 0
-	}
-	o.InstanceType = it.Name
-	if gpus == 0 {
-		gpus = it.GPU.Count
-	}
-	price, _ := d.in.Catalog.Price(o)
-	return gpus, o, price
+	np := priceNode(d.types, d.in.Catalog, n)
+	return np.gpus, np.offering, np.price
 }
 
 // gpuModel returns the node's GPU count, model and per-GPU memory for utilisation.
 func (d *disruptor) gpuModel(n *corev1.Node) (int, string, int64) {
-	f := d.byName[n.Name]
-	it := d.types[CatalogTypeOf(n.Labels)]
-	model, mem := n.Labels[api.LabelGPUModel], int64(0)
-	if v, err := strconv.ParseInt(n.Labels[api.LabelGPUMemory], 10, 64); err == nil {
-		mem = v
-	}
-	if it != nil {
-		model, mem = it.GPU.Model, it.GPU.MemoryMiB
-	}
-	return f.gpus, model, mem
+	np := priceNode(d.types, d.in.Catalog, n)
+	return d.byName[n.Name].gpus, np.model, np.memMiB
 }
 
 // typesByLabel indexes the catalog's types by the label form of their names (CatalogTypeOf).
@@ -335,7 +357,9 @@ func (d *disruptor) keepGangs() {
 		for _, key := range keys {
 			stuck := ""
 			for _, p := range members[key] {
-				if f := d.byName[p.Spec.NodeName]; f == nil || f.keep != nil {
+				// A member left behind on a node that goes whatever happens (urgent) cannot move
+				// either; the node itself goes nonetheless.
+				if f := d.byName[p.Spec.NodeName]; f == nil || f.keep != nil || f.urgent() && slices.Contains(f.behind, podKey(p)) {
 					stuck = podKey(p)
 					break
 				}
@@ -344,7 +368,7 @@ func (d *disruptor) keepGangs() {
 				continue
 			}
 			for _, p := range members[key] {
-				if f := d.byName[p.Spec.NodeName]; f != nil && f.keep == nil {
+				if f := d.byName[p.Spec.NodeName]; f != nil && f.keep == nil && !f.urgent() {
 					f.keep = &api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepGang,
 						Message: fmt.Sprintf("gang %s moves whole or not at all, and its member %s cannot move", key, stuck)}
 					changed = true

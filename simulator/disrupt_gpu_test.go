@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/simulator/dra"
 	"github.com/tiler-dev/tiler/simulator/simtest"
@@ -103,8 +104,22 @@ func TestDisruptBelowThreshold(t *testing.T) {
 // of its profile — never to a node whose GPUs are taken or partitioned otherwise.
 func TestDisruptTimeSlicedAndMIG(t *testing.T) {
 	f := newFleet(t)
+	// Each exposure has its pool: a time-sliced or partitioned node in the exclusive pool would
+	// be drifted.
+	f.pol += `- name: shared
+  instanceFamilies: [g6]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  gpu: {sharing: time-slicing, replicas: 4}
+  disruption: {budgets: [{nodes: "100%"}]}
+- name: mig
+  instanceFamilies: [p4d]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  gpu: {sharing: mig}
+  disruption: {budgets: [{nodes: "100%"}]}
+`
 	shared := func(name string, used int) {
-		n := f.node(name, "gpu", "g6.xlarge", api.Spot)
+		n := f.node(name, "shared", "g6.xlarge", api.Spot)
+		n.Spec.Taints = []corev1.Taint{policy.DefaultGPUTaint}
 		n.Labels[api.LabelGPUReplicas] = "4"
 		n.Status.Allocatable[api.ResourceGPU] = resource.MustParse("4")
 		for i := 0; i < used; i++ {
@@ -116,7 +131,8 @@ func TestDisruptTimeSlicedAndMIG(t *testing.T) {
 	f.node("excl", "gpu", "g6.xlarge", api.Spot)
 	f.pod("whole", "excl").CPU("500m").Mem("1Gi").GPU(1)
 	sliced := func(name, profile string, alloc, used int) {
-		n := f.node(name, "gpu", "p4d.24xlarge", api.Spot)
+		n := f.node(name, "mig", "p4d.24xlarge", api.Spot)
+		n.Spec.Taints = []corev1.Taint{policy.DefaultGPUTaint}
 		delete(n.Status.Allocatable, api.ResourceGPU)
 		n.Status.Allocatable[corev1.ResourceName("nvidia.com/mig-"+profile)] = *resource.NewQuantity(int64(alloc), resource.DecimalSI)
 		for i := 0; i < used; i++ {
@@ -128,10 +144,17 @@ func TestDisruptTimeSlicedAndMIG(t *testing.T) {
 	sliced("mig-b", "1g.5gb", 7, 6)
 	sliced("mig-c", "3g.20gb", 2, 1)
 	p := f.plan()
-	if destination(p, "ts-a-r0") != "ts-b" || destination(p, "mig-a-s0") != "mig-b" {
-		t.Errorf("time-sliced pod to %q (want ts-b), MIG pod to %q (want mig-b)", destination(p, "ts-a-r0"), destination(p, "mig-a-s0"))
+	if destination(p, "ts-a-r0") != "ts-b" {
+		t.Errorf("time-sliced pod to %q, want ts-b", destination(p, "ts-a-r0"))
 	}
-	for _, n := range []string{"excl", "mig-c", "ts-b", "mig-b"} {
+	// The 1g.5gb slices go where a 1g.5gb slice is free — mig-b, or a new node the MIG pool lays
+	// out for them (it may replace all three A100 nodes by one) — never to mig-c's 3g.20gb GPUs.
+	for _, pod := range []string{"mig-a-s0", "mig-b-s0", "mig-b-s5"} {
+		if to := destination(p, pod); to == "mig-c" || to == "excl" || strings.HasPrefix(to, "ts-") {
+			t.Errorf("MIG pod %s moved to %s", pod, to)
+		}
+	}
+	for _, n := range []string{"excl", "ts-b"} {
 		if actionOf(p, n) != nil {
 			t.Errorf("node %s removed: %+v", n, actionOf(p, n))
 		}

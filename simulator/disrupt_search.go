@@ -20,9 +20,10 @@ type pass struct {
 	d *disruptor
 	// exclude are nodes this pass must not use (not candidates for long enough).
 	exclude map[string]bool
-	// used counts, per pool, the nodes the pass's actions remove; pdbLeft the disruptions each
-	// PodDisruptionBudget still allows.
+	// used counts, per pool, the nodes the pass's actions remove (repairs those of its Unhealthy
+	// actions); pdbLeft the disruptions each PodDisruptionBudget still allows.
 	used    map[string]int
+	repairs map[string]int
 	pdbLeft []int32
 	actions []api.DisruptionAction
 	reasons map[string]*api.KeptNode
@@ -30,16 +31,19 @@ type pass struct {
 }
 
 func (d *disruptor) newPass(exclude map[string]bool) *pass {
-	p := &pass{d: d, exclude: exclude, used: map[string]int{}, reasons: map[string]*api.KeptNode{}, removed: map[string]bool{}}
+	p := &pass{d: d, exclude: exclude, used: map[string]int{}, repairs: map[string]int{}, reasons: map[string]*api.KeptNode{},
+		removed: map[string]bool{}}
 	for _, b := range d.pdbs {
 		p.pdbLeft = append(p.pdbLeft, b.allowed)
 	}
 	return p
 }
 
-// run tries the methods in Karpenter's order: empty nodes, several nodes into one or none, then
-// one node at a time. Each kept action changes the state the next one is planned on.
+// run plans the nodes that must go first (disrupt_forced.go), then tries the consolidation
+// methods in Karpenter's order: empty nodes, several nodes into one or none, then one node at a
+// time. Each kept action changes the state the next one is planned on.
 func (p *pass) run() {
+	p.forcedNodes()
 	p.emptyNodes()
 	if !p.d.in.Options.caStyle {
 		p.multiNode()

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,10 +37,18 @@ type disruptor struct {
 	// again).
 	origin    map[string]string
 	origAlloc map[string]*resourcev1.AllocationResult
-	// poolNodes and poolDisrupting count each pool's nodes, and those already being disrupted.
+	// poolNodes and poolDisrupting count each pool's nodes, and those already being disrupted;
+	// repairing those already being disrupted that are unhealthy (under repair).
 	poolNodes      map[string]int
 	poolDisrupting map[string]int
-	warnings       []string
+	repairing      map[string]int
+	// forced lists the nodes that must go and may, in the order they are handled
+	// (disrupt_forced.go); hashes caches each pool's policy.PoolHash; deviceTaints lists each
+	// node's tainted DRA devices.
+	forced       []*nodeFacts
+	hashes       map[string]string
+	deviceTaints map[string][]string
+	warnings     []string
 }
 
 // newDisruptor classifies the nodes, builds the simulation state over a snapshot in which the
@@ -50,7 +59,8 @@ func newDisruptor(in DisruptionInput) (*disruptor, error) {
 	}
 	d := &disruptor{in: in, now: in.Options.Now, byName: map[string]*nodeFacts{}, types: typesByLabel(in.Catalog),
 		gpuPools: map[string]bool{}, podPDBs: map[string][]int{}, origin: map[string]string{},
-		origAlloc: map[string]*resourcev1.AllocationResult{}, poolNodes: map[string]int{}, poolDisrupting: map[string]int{}}
+		origAlloc: map[string]*resourcev1.AllocationResult{}, poolNodes: map[string]int{}, poolDisrupting: map[string]int{},
+		repairing: map[string]int{}, hashes: map[string]string{}}
 	d.classify()
 	o := in.Options
 	s, err := newState(Input{Snapshot: d.movableSnapshot(), Catalog: in.Catalog, Policy: in.Policy,
@@ -63,6 +73,7 @@ func newDisruptor(in DisruptionInput) (*disruptor, error) {
 	d.preplace()
 	s.placePendingOnExisting()
 	d.orderCandidates()
+	d.orderForced()
 	return d, nil
 }
 
@@ -153,8 +164,12 @@ func (d *disruptor) attach() {
 			if f.disrupting {
 				d.poolDisrupting[f.pol.Name]++
 			}
+			if f.disrupting && slices.ContainsFunc(f.health, func(h api.UnhealthyNode) bool { return h.Due }) {
+				d.repairing[f.pol.Name]++
+			}
 		}
-		if f.disrupting && f.sim != nil {
+		// Nodes that are going, or must go, take no pods: what moves there would move again.
+		if (f.disrupting || f.forced != nil) && f.sim != nil {
 			f.sim.noTarget = true
 		}
 	}
@@ -236,7 +251,7 @@ func (d *disruptor) commitOriginalClaims(pi *podInfo, n *simNode) {
 // (their pods belong on a CPU node), then fewer pods, lower utilisation, higher price, name.
 func (d *disruptor) orderCandidates() {
 	for _, f := range d.facts {
-		if f.keep == nil && f.sim != nil && f.pool != nil {
+		if f.keep == nil && f.forced == nil && f.sim != nil && f.pool != nil {
 			d.order = append(d.order, f)
 		}
 	}

@@ -53,6 +53,7 @@ func (s *state) buildPlan() *api.Plan {
 		lb = 0 // JSON cannot carry it; 0 reads as "no bound" (WriteTable: gap n/a)
 	}
 	p.LowerBoundPerHour = round6(math.Min(lb, p.CostPerHour))
+	p.Relayouts = s.relayoutPlans()
 	p.Warnings = s.warnings
 	return p
 }

@@ -28,6 +28,14 @@ type Options struct {
 	// InFlight are nodes already being launched: the simulation counts them as existing capacity
 	// so that it never buys twice for the same pods.
 	InFlight []InFlightNode
+	// MIGRelayout lets the plan re-partition idle GPUs of existing MIG nodes instead of buying
+	// (Plan.Relayouts, relayout.go). Only a caller that applies the re-layouts may set it: a plan
+	// that counts on a re-layout nobody applies buys nothing for its pods.
+	MIGRelayout bool
+	// Relayouting are MIG re-layouts under way (an earlier plan's Relayouts whose
+	// nvidia.com/mig.config.state is not success yet): each node counts with the allocatable its
+	// new layout gives, whatever its status shows meanwhile, and is not re-laid-out again.
+	Relayouting []api.NodeRelayout
 }
 
 // InFlightNode is a node that was bought but has not registered yet (or registered without its
@@ -61,6 +69,9 @@ type Input struct {
 func Simulate(in Input) (*api.Plan, error) {
 	s, err := newState(in)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.planRelayouts(); err != nil {
 		return nil, err
 	}
 	s.placeAll()
@@ -119,6 +130,8 @@ type state struct {
 	newNodeCap int
 	budget     float64 // $/h of managed nodes, existing and new
 	warnings   []string
+	// relayouts are the MIG re-layouts of existing nodes planned before placement (relayout.go).
+	relayouts []*relayout
 }
 
 func newState(in Input) (*state, error) {

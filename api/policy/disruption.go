@@ -64,8 +64,17 @@ type Disruption struct {
 	// offering replace a spot node.
 	SpotToSpotMinOfferings *int `json:"spotToSpotMinOfferings,omitempty"`
 	// Budgets bound how many of the pool's nodes are disrupted at once; the most restrictive
-	// active one applies. None means one budget of DefaultBudgetNodes.
+	// active one applies. None means one budget of DefaultBudgetNodes. They govern consolidation
+	// (Empty, Underutilized), drift and expiry; repairs have their own (Repair.Budget) and
+	// interrupted nodes none, since those nodes are going whatever Tiler does.
 	Budgets []DisruptionBudget `json:"budgets,omitempty"`
+	// ExpireAfter replaces the pool's nodes once they are that old (reason Expired), under the
+	// budgets; unset means never. Long-lived nodes accumulate drift no check sees (kernel, driver,
+	// AMI patches), and expiry bounds it.
+	ExpireAfter *Duration `json:"expireAfter,omitempty"`
+	// Repair configures the replacement of nodes whose GPUs or kubelet are unhealthy (reason
+	// Unhealthy); nil means the defaults (repair is on).
+	Repair *Repair `json:"repair,omitempty"`
 }
 
 // DisruptionBudget is one budget, as Karpenter's NodePool budgets: at most Nodes nodes ("3") or
@@ -138,19 +147,20 @@ func (d *Disruption) validate() error {
 			return fmt.Errorf("budgets[%d].%w", i, err)
 		}
 	}
+	if d.ExpireAfter != nil && d.ExpireAfter.Duration.Duration <= 0 {
+		return fmt.Errorf("expireAfter: %s must be positive (leave it out to never expire nodes)", d.ExpireAfter.Duration.Duration)
+	}
+	if d.Repair != nil {
+		if err := d.Repair.validate(); err != nil {
+			return fmt.Errorf("repair.%w", err)
+		}
+	}
 	return nil
 }
 
 func (b *DisruptionBudget) validate() error {
-	if !budgetNodesRE.MatchString(b.Nodes) {
-		return fmt.Errorf("nodes: %q must be a number of nodes (\"3\") or a percentage (\"10%%\")", b.Nodes)
-	}
-	if p, ok := strings.CutSuffix(b.Nodes, "%"); ok {
-		if v, err := strconv.Atoi(p); err != nil || v > 100 {
-			return fmt.Errorf("nodes: %q is more than 100%%", b.Nodes)
-		}
-	} else if _, err := strconv.Atoi(b.Nodes); err != nil {
-		return fmt.Errorf("nodes: %q is too large a number of nodes", b.Nodes)
+	if err := validateNodeCount(b.Nodes); err != nil {
+		return fmt.Errorf("nodes: %w", err)
 	}
 	if (b.Schedule == "") != (b.Duration == nil) {
 		return fmt.Errorf("schedule: schedule and duration must be set together")
@@ -173,8 +183,14 @@ func (b *DisruptionBudget) validate() error {
 		}
 	}
 	for i, r := range b.Reasons {
-		if r != api.ReasonEmpty && r != api.ReasonUnderutilized {
-			return fmt.Errorf("reasons[%d]: %q must be Empty or Underutilized", i, r)
+		switch r {
+		case api.ReasonEmpty, api.ReasonUnderutilized, api.ReasonDrifted, api.ReasonExpired:
+		case api.ReasonUnhealthy:
+			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired: repairs have their own budget (disruption.repair.budget)", i, r)
+		case api.ReasonInterrupted:
+			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired: an interrupted node goes whatever a budget says", i, r)
+		default:
+			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired", i, r)
 		}
 	}
 	return nil
@@ -239,12 +255,32 @@ func (pl *Pool) AllowedDisruptions(now time.Time, reason api.DisruptionReason, p
 }
 
 // nodesOf resolves the budget's nodes against the pool's size. Validation guarantees the form.
-func (b DisruptionBudget) nodesOf(poolNodes int) int {
-	if p, ok := strings.CutSuffix(b.Nodes, "%"); ok {
+func (b DisruptionBudget) nodesOf(poolNodes int) int { return nodeCountOf(b.Nodes, poolNodes) }
+
+// validateNodeCount checks a count of nodes, "3", or a share of a pool's nodes, "10%" (at most
+// 100 %).
+func validateNodeCount(s string) error {
+	if !budgetNodesRE.MatchString(s) {
+		return fmt.Errorf("%q must be a number of nodes (\"3\") or a percentage (\"10%%\")", s)
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		if v, err := strconv.Atoi(p); err != nil || v > 100 {
+			return fmt.Errorf("%q is more than 100%%", s)
+		}
+	} else if _, err := strconv.Atoi(s); err != nil {
+		return fmt.Errorf("%q is too large a number of nodes", s)
+	}
+	return nil
+}
+
+// nodeCountOf resolves a valid count against the pool's size: "N" is N, "P%" is ⌈P % × poolNodes⌉
+// (rounded up, as Karpenter and PodDisruptionBudgets do, so that 10 % of five nodes is one).
+func nodeCountOf(s string, poolNodes int) int {
+	if p, ok := strings.CutSuffix(s, "%"); ok {
 		v, _ := strconv.Atoi(p)
 		return (v*poolNodes + 99) / 100
 	}
-	v, _ := strconv.Atoi(b.Nodes)
+	v, _ := strconv.Atoi(s)
 	return v
 }
 

@@ -80,7 +80,7 @@ type Limits struct {
 // GPUPolicy configures the GPUs of a pool.
 type GPUPolicy struct {
 	Sharing api.Sharing `json:"sharing,omitempty"`
-	// Replicas is how many pods share one GPU under time-slicing or MPS.
+	// Replicas is how many pods share one GPU under time-slicing or MPS; DefaultReplicas when 0.
 	Replicas int `json:"replicas,omitempty"`
 	// MIGStrategy is the device plugin's strategy: single exposes nvidia.com/gpu per slice,
 	// mixed exposes nvidia.com/mig-<profile>.
@@ -96,6 +96,9 @@ type GPUPolicy struct {
 	// GPU's memory. It needs GPUs published to DRA: sharing exclusive (or unset) or dynamic-mig.
 	ConsumableMemory bool `json:"consumableMemory,omitempty"`
 }
+
+// DefaultReplicas is the time-slicing or MPS replica count per GPU of a pool that sets none.
+const DefaultReplicas = 4
 
 // DefaultGPUTaint is put on GPU nodes of the default pool, as GPU pools conventionally do.
 var DefaultGPUTaint = corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -231,11 +232,5 @@ func TestOperationWaitUsesTheClock(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, time.Millisecond, "the condition", 5*time.Second, cond)
 }

@@ -52,6 +52,9 @@ type Config struct {
 	StepInterval time.Duration
 	// InterruptionGrace is the time from Interrupt until the cloud reclaims the instance.
 	InterruptionGrace time.Duration
+	// MIGReconfigureDelay is the time the simulated MIG manager takes to apply a node's new
+	// nvidia.com/mig.config (migmanager.go).
+	MIGReconfigureDelay time.Duration
 	// RenameSharedGPUs advertises time-sliced and MPS GPUs as nvidia.com/gpu.shared instead of
 	// nvidia.com/gpu on every node, like a device plugin deployed with renameByDefault everywhere.
 	// Without it, each launch's GPUConfig.RenameShared decides (the pool's gpu.renameShared).
@@ -107,13 +110,14 @@ type SlowBoot struct {
 // and state file.
 func DefaultConfig(cat *catalog.Catalog, clusterName, statePath string) Config {
 	return Config{
-		Catalog:           cat,
-		ClusterName:       clusterName,
-		StatePath:         statePath,
-		BootDelay:         DefaultBootDelay,
-		DeviceDelay:       DefaultDeviceDelay,
-		StepInterval:      DefaultStepInterval,
-		InterruptionGrace: DefaultInterruptionGrace,
+		Catalog:             cat,
+		ClusterName:         clusterName,
+		StatePath:           statePath,
+		BootDelay:           DefaultBootDelay,
+		DeviceDelay:         DefaultDeviceDelay,
+		StepInterval:        DefaultStepInterval,
+		InterruptionGrace:   DefaultInterruptionGrace,
+		MIGReconfigureDelay: DefaultMIGReconfigureDelay,
 	}
 }
 
@@ -134,6 +138,8 @@ func (c *Config) validate() error {
 		return errors.New("sim config: StepInterval must not be negative")
 	case c.InterruptionGrace < 0:
 		return errors.New("sim config: InterruptionGrace must not be negative")
+	case c.MIGReconfigureDelay < 0:
+		return errors.New("sim config: MIGReconfigureDelay must not be negative")
 	case c.MaxInstances < 0:
 		return errors.New("sim config: MaxInstances must not be negative")
 	case c.MaxGPUs < 0:

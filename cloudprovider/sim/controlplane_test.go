@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,7 @@ func TestAgainstControlPlane(t *testing.T) {
 	t.Run("GPUPodBindsOnlyAfterDeviceDelay", func(t *testing.T) { testGPUPodBindsAfterDeviceDelay(t, client) })
 	t.Run("DRAClaimAllocatedFromPublishedSlice", func(t *testing.T) { testDRAClaim(t, client) })
 	t.Run("RestartIdempotencyFallbackDelete", func(t *testing.T) { testRestartFallbackDelete(t, client) })
+	t.Run("MIGRelayoutBindsPendingPod", func(t *testing.T) { testMIGRelayout(t, client) })
 	if err := cp.Err(); err != nil {
 		t.Fatalf("a component exited: %v", err)
 	}
@@ -209,5 +212,76 @@ func gpuPod(namespace, name, nodeName string) *corev1.Pod {
 				Resources: corev1.ResourceRequirements{Requests: requests, Limits: requests},
 			}},
 		},
+	}
+}
+
+// testMIGRelayout: a p4d.24xlarge in all-1g.5gb whose slices the scheduler gave to seven pods
+// (seven GPUs' worth) cannot take a pod asking for a 3g.20gb slice; once its nvidia.com/mig.config
+// names the eighth GPU in all-3g.20gb (the simulator's plan for it), the simulated MIG manager
+// re-partitions that GPU after its delay — finding the running pods through the real API server —
+// and the scheduler binds the pod there. A change of a GPU in use is then refused.
+func testMIGRelayout(t *testing.T, client kubernetes.Interface) {
+	ctx := t.Context()
+	e := newEnv(t, client, func(c *Config) { c.MIGReconfigureDelay = testMIGDelay })
+	const nodeName = "sim-a100-1"
+	layout := make([][]string, 8)
+	for i := range layout {
+		layout[i] = slices.Repeat([]string{"1g.5gb"}, 7)
+	}
+	req := gpuRequest("launch-a100-1", nodeName)
+	req.Offering = a100OD1c
+	req.Labels[corev1.LabelTopologyZone] = a100OD1c.Zone
+	req.GPU = api.GPUConfig{Sharing: api.MIG, MIGStrategy: MIGStrategyMixed, MIGLayout: layout, MIGConfig: "all-1g.5gb"}
+	e.create(req)
+	e.step(testBootDelay + testDeviceDelay)
+	waitForNode(ctx, t, client, nodeName, "56 1g.5gb slices", func(n *corev1.Node) bool {
+		return quantity(n.Status.Allocatable, "nvidia.com/mig-1g.5gb") == 56
+	})
+	migPod := func(name, profile string, n int) *corev1.Pod {
+		pod := gpuPod("default", name, nodeName)
+		q := *resource.NewQuantity(int64(n), resource.DecimalSI)
+		res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceName(ResourceMIGPrefix + profile): q}
+		pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: res, Limits: res}
+		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating pod %s: %v", name, err)
+		}
+		return pod
+	}
+	for i := range 7 {
+		p := migPod(fmt.Sprint("small-", i), "1g.5gb", 7)
+		waitForPod(ctx, t, client, "default", p.Name, "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	}
+	mid := migPod("mid", "3g.20gb", 1)
+	waitForPod(ctx, t, client, "default", mid.Name, "unschedulable for lack of 3g.20gb", func(p *corev1.Pod) bool {
+		return isUnschedulable(p) && strings.Contains(scheduledMessage(p), "Insufficient nvidia.com/mig-3g.20gb")
+	})
+	relabel := func(config string) {
+		n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Labels[LabelMIGConfig] = config
+		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel("tiler-7xall-1g.5gb_all-3g.20gb")
+	e.step(time.Second)
+	if n := e.node(nodeName); n.Labels[LabelMIGConfigState] != api.MIGConfigPending {
+		t.Fatalf("after the relabel: %v", n.Labels)
+	}
+	e.step(testMIGDelay)
+	got := waitForPod(ctx, t, client, "default", mid.Name, "bound", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })
+	if got.Spec.NodeName != nodeName {
+		t.Fatalf("mid bound to %s", got.Spec.NodeName)
+	}
+	n := e.node(nodeName)
+	if n.Labels[LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
+		t.Errorf("after the change: %v, %v", nodeMIG(n), n.Labels)
+	}
+	relabel("all-3g.20gb")
+	e.step(time.Second)
+	if n := e.node(nodeName); n.Labels[LabelMIGConfigState] != api.MIGConfigFailed || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
+		t.Errorf("a change of GPUs in use: %v, %v", nodeMIG(n), n.Labels)
 	}
 }

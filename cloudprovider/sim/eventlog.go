@@ -25,6 +25,9 @@ const (
 	EventDeleted EventKind = "deleted"
 	// EventInterrupted is a spot interruption notice sent by Interrupt.
 	EventInterrupted EventKind = "interrupted"
+	// EventMIGReconfigureFailed is the simulated MIG manager refusing a node's new
+	// nvidia.com/mig.config (the reason says why).
+	EventMIGReconfigureFailed EventKind = "mig-reconfigure-failed"
 )
 
 // Reasons of EventDeleted.

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
@@ -84,7 +85,16 @@ func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) erro
 		}
 	}
 	if !now.Before(r.DevicesAt) {
-		if node, err = p.ensureDevices(ctx, r, it, node); err != nil {
+		changing := false
+		if node, changing, err = p.ensureMIGConfig(ctx, r, it, node, now); err != nil {
+			return err
+		}
+		if !changing {
+			if node, err = p.ensureDevices(ctx, r, it, node); err != nil {
+				return err
+			}
+		}
+		if node, err = p.ensureGPUFault(ctx, r, it, node); err != nil {
 			return err
 		}
 		if err := p.ensureSlices(ctx, r, it, node); err != nil {
@@ -150,15 +160,23 @@ func (p *Provider) ensureReady(ctx context.Context, node *corev1.Node, now time.
 // Labels the request set are kept.
 func (p *Provider) ensureDevices(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node) (*corev1.Node, error) {
 	want := gpuResources(r.GPU, it, p.cfg.RenameSharedGPUs)
+	alloc := want
+	if r.GPUFault == GPUFaultLost {
+		// The device plugin keeps unhealthy devices in capacity and takes them out of allocatable.
+		alloc = corev1.ResourceList{}
+		for name := range want {
+			alloc[name] = resource.Quantity{Format: resource.DecimalSI}
+		}
+	}
 	var err error
-	if !hasResources(node, want) {
+	if !hasResources(node, want, alloc) {
 		node, err = p.mutateNode(ctx, node.Name, true, func(n *corev1.Node) bool {
-			if hasResources(n, want) {
+			if hasResources(n, want, alloc) {
 				return false
 			}
 			for name, q := range want {
 				n.Status.Capacity[name] = q
-				n.Status.Allocatable[name] = q
+				n.Status.Allocatable[name] = alloc[name]
 			}
 			return true
 		})

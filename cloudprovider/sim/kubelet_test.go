@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/testwait"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -215,17 +216,16 @@ func TestRunSteps(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- e.p.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.node("gpu-node-1") == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("Run never registered the node")
+	testwait.Until(t, time.Millisecond, "Run to register the node", 10*time.Second, func() bool {
+		if e.node("gpu-node-1") != nil {
+			return true
 		}
 		// Advance only while Run waits on its timer, so no tick is lost.
 		if e.clk.HasWaiters() {
 			e.clk.Step(DefaultStepInterval)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v", err)

@@ -141,12 +141,13 @@ func readyConditions(now time.Time) []corev1.NodeCondition {
 	}
 }
 
-// hasResources reports whether the Node's capacity and allocatable hold want exactly.
-func hasResources(node *corev1.Node, want corev1.ResourceList) bool {
-	for name, q := range want {
+// hasResources reports whether the Node's capacity holds capacity and its allocatable alloc
+// exactly, for every resource of capacity.
+func hasResources(node *corev1.Node, capacity, alloc corev1.ResourceList) bool {
+	for name, q := range capacity {
 		c, okc := node.Status.Capacity[name]
 		a, oka := node.Status.Allocatable[name]
-		if !okc || !oka || c.Cmp(q) != 0 || a.Cmp(q) != 0 {
+		if !okc || !oka || c.Cmp(q) != 0 || a.Cmp(alloc[name]) != 0 {
 			return false
 		}
 	}

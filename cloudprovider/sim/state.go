@@ -54,6 +54,11 @@ type record struct {
 	Labels         map[string]string `json:"labels,omitempty"`
 	Taints         []corev1.Taint    `json:"taints,omitempty"`
 	GPU            api.GPUConfig     `json:"gpu"`
+	// MIGChange is the MIG re-configuration under way or refused (migmanager.go); GPU holds the
+	// applied layout and configuration.
+	MIGChange *migChange `json:"migChange,omitempty"`
+	// GPUFault is the fault injected into the node's GPUs (InjectGPUFault); "" when healthy.
+	GPUFault GPUFault `json:"gpuFault,omitempty"`
 }
 
 // instance returns the record as the cloudprovider API shows it, sharing nothing with r.

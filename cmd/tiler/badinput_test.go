@@ -74,7 +74,7 @@ func badInputFiles(t *testing.T, dir string) map[string]string {
 		"pods-bad-cell.csv":      "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,lots,1,1,1000\n",
 		"nodes-gpu-no-model.csv": "sn,cpu_milli,memory_mib,gpu\nn0,64000,262144,2\n",
 	}
-	trace, err := os.ReadFile("../../testdata/traces/crane-dsp/input0.csv")
+	trace, err := os.ReadFile("../../testdata/traces/tune/crane-dsp/input0.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -86,7 +87,7 @@ func (f *traceFlags) load() (string, forecast.Series, error) {
 }
 
 // seriesName is the trace's path relative to its traces directory when it has one, e.g.
-// "nab/nyc_taxi.csv", else the base name.
+// "tune/nab/nyc_taxi.csv", else the base name.
 func seriesName(path string) string {
 	p := filepath.ToSlash(path)
 	if i := strings.LastIndex(p, "traces/"); i >= 0 {
@@ -158,10 +159,12 @@ func newReplayCmd() *cobra.Command {
 	}
 	tf.register(cmd.Flags())
 	cmd.Flags().Float64Var(&cfg.PerGPU, "per-gpu", 0, "load one GPU serves, in the trace's units (required)")
-	cfg.Boot, cfg.ScaleDownDelay = 5*time.Minute, backtest.DefaultScaleDownDelay
+	cfg.Boot, cfg.ScaleDownDelay, cfg.QueueTarget = 5*time.Minute, backtest.DefaultScaleDownDelay, backtest.DefaultQueueTarget
 	cmd.Flags().Var((*durationFlag)(&cfg.Boot), "boot", "time from ordering a node to its GPU serving")
 	cmd.Flags().Var((*durationFlag)(&cfg.Lead), "lead", "how far ahead the forecast-driven policy looks (default: boot + 10m)")
 	cmd.Flags().Var((*durationFlag)(&cfg.ScaleDownDelay), "scale-down-delay", "how long unneeded capacity stays")
+	cmd.Flags().Var((*durationFlag)(&cfg.QueueTarget), "queue-target", "work each GPU's queue may hold, in seconds of its service, before the queue signal asks for capacity")
+	cmd.Flags().BoolVar(&cfg.Clairvoyant, "clairvoyant", true, "also compute the clairvoyant bound (36 more replays)")
 	bindEnv(cmd, "TILER_FORECAST_")
 	return cmd
 }
@@ -228,9 +231,45 @@ func backtestTable(w io.Writer, r backtest.Result) {
 	if len(r.Baselines) == 0 {
 		// A ratio of 0.000 would read as a perfect forecaster.
 		fmt.Fprintf(w, "WAPE / best baseline\tn/a (no baseline: the series is too short for a seasonal-naive forecast)\n")
-		return
+	} else {
+		fmt.Fprintf(w, "WAPE / best baseline\t%.3f (%.0f %% interval %.3f–%.3f: bootstrap, %d resamples of %d-target blocks)\n",
+			r.Ratio, 100*r.RatioInterval.Level, r.RatioInterval.Low, r.RatioInterval.High, r.RatioInterval.Resamples, r.RatioInterval.BlockTargets)
 	}
-	fmt.Fprintf(w, "WAPE / best baseline\t%.3f\n", r.Ratio)
+	fmt.Fprintf(w, "fell back to a baseline\t%.1f %% of forecasts\n", 100*r.FellBack)
+	shareTable(w, r)
+	fmt.Fprintf(w, "verdict\t%s\n", r.Verdict)
+}
+
+// minShownShare is the smallest overall share an expert needs to get a row in the text table.
+const minShownShare = 0.005
+
+// shareTable prints which expert carried the forecast: one row per expert with its overall
+// share, then its share in each period of SharesOverTime.
+func shareTable(w io.Writer, r backtest.Result) {
+	names := make([]string, 0, len(r.Shares))
+	for m, v := range r.Shares {
+		if v >= minShownShare {
+			names = append(names, m)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if r.Shares[names[i]] != r.Shares[names[j]] {
+			return r.Shares[names[i]] > r.Shares[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	fmt.Fprintf(w, "expert shares\tall")
+	for _, p := range r.SharesOverTime {
+		fmt.Fprintf(w, "\tfrom %s", p.From.Format("01-02"))
+	}
+	fmt.Fprintln(w)
+	for _, m := range names {
+		fmt.Fprintf(w, "  %s\t%.0f %%", m, 100*r.Shares[m])
+		for _, p := range r.SharesOverTime {
+			fmt.Fprintf(w, "\t%.0f %%", 100*p.Shares[m])
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // nonFinite returns the JSON path and value of the first NaN or infinite float in v (struct
@@ -280,10 +319,24 @@ func nonFinite(v reflect.Value, path string) (string, float64, bool) {
 
 func replayTable(w io.Writer, r backtest.ReplayResult) {
 	fmt.Fprintf(w, "series\t%s\nper GPU\t%g\nboot\t%s\nlead\t%s\n", r.Series, r.PerGPU, r.Boot, r.Lead)
-	fmt.Fprintf(w, "\treactive\tforecast\n")
-	fmt.Fprintf(w, "under-provisioned GPU-minutes\t%.0f\t%.0f\n", r.Reactive.UnderGPUMinutes, r.Forecast.UnderGPUMinutes)
-	fmt.Fprintf(w, "GPU-hours\t%.1f\t%.1f\n", r.Reactive.GPUHours, r.Forecast.GPUHours)
-	fmt.Fprintf(w, "idle GPU-hours\t%.1f\t%.1f\n", r.Reactive.IdleGPUHours, r.Forecast.IdleGPUHours)
-	fmt.Fprintf(w, "peak GPUs\t%d\t%d\n", r.Reactive.PeakGPUs, r.Forecast.PeakGPUs)
-	fmt.Fprintf(w, "under-provisioning reduction\t%.1f %%\nGPU-hours increase\t%+.1f %%\n", 100*r.UnderReduction, 100*r.GPUHoursIncrease)
+	fmt.Fprintf(w, "\treactive\tforecast\tforecast+queue\n")
+	a, b, c := r.Reactive, r.Forecast, r.ForecastQueue
+	fmt.Fprintf(w, "under-provisioned GPU-minutes\t%.0f\t%.0f\t%.0f\n", a.UnderGPUMinutes, b.UnderGPUMinutes, c.UnderGPUMinutes)
+	fmt.Fprintf(w, "GPU-hours\t%.1f\t%.1f\t%.1f\n", a.GPUHours, b.GPUHours, c.GPUHours)
+	fmt.Fprintf(w, "idle GPU-hours\t%.1f\t%.1f\t%.1f\n", a.IdleGPUHours, b.IdleGPUHours, c.IdleGPUHours)
+	fmt.Fprintf(w, "peak GPUs\t%d\t%d\t%d\n", a.PeakGPUs, b.PeakGPUs, c.PeakGPUs)
+	fmt.Fprintf(w, "mean wait in queue\t%.1f s\t%.1f s\t%.1f s\n", a.MeanWaitSeconds, b.MeanWaitSeconds, c.MeanWaitSeconds)
+	fmt.Fprintf(w, "under-provisioning reduction\t\t%.1f %%\t%.1f %%\n", 100*r.UnderReduction, 100*r.QueueUnderReduction)
+	fmt.Fprintf(w, "GPU-hours increase\t\t%+.1f %%\t%+.1f %%\n", 100*r.GPUHoursIncrease, 100*r.QueueGPUHoursIncrease)
+	fmt.Fprintf(w, "queue removes\t%.1f %% of the forecast's under-provisioned GPU-minutes\n", 100*r.QueueRemoves)
+	if cb := r.Clairvoyant; cb != nil {
+		if cb.TargetReached {
+			fmt.Fprintf(w, "clairvoyant bound\t%+.1f %% GPU-hours cut the shortfall by %.0f %% (the target restated for this trace)\n", 100*cb.TargetIncrease, 100*cb.TargetReduction)
+		} else {
+			fmt.Fprintf(w, "clairvoyant bound\tno clairvoyant policy cuts the shortfall by %.0f %%: the target is beyond this trace\n", 100*cb.TargetReduction)
+		}
+		if cb.Reached {
+			fmt.Fprintf(w, "\t%+.1f %% GPU-hours cut it by %.1f %% as the forecast does: the forecast pays %.3f× those GPU-hours\n", 100*cb.Increase, 100*cb.Reduction, cb.Ratio)
+		}
+	}
 }

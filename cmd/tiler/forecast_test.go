@@ -26,23 +26,48 @@ func TestForecastBacktestJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through a whole trace")
 	}
-	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/crane-dsp/input0.csv", "--horizon", "1h", "-o", "json")
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/tune/crane-dsp/input0.csv", "--horizon", "1h", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
-		Series    string             `json:"series"`
-		Horizon   string             `json:"horizon"`
-		Model     string             `json:"model"`
-		WAPE      float64            `json:"wape"`
-		MAPE      float64            `json:"mape"`
-		Baselines map[string]float64 `json:"baselines"`
+		Series        string             `json:"series"`
+		Horizon       string             `json:"horizon"`
+		Model         string             `json:"model"`
+		WAPE          float64            `json:"wape"`
+		MAPE          float64            `json:"mape"`
+		Baselines     map[string]float64 `json:"baselines"`
+		Ratio         float64            `json:"ratio"`
+		Shares        map[string]float64 `json:"shares"`
+		RatioInterval struct {
+			Low, High float64
+		} `json:"ratioInterval"`
+		Verdict string `json:"verdict"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
-	if got.Series != "crane-dsp/input0.csv" || got.Model != "seasonal/day" || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 {
+	if got.Series != "tune/crane-dsp/input0.csv" || got.Shares[got.Model] <= 0 || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 ||
+		!(got.RatioInterval.Low <= got.Ratio && got.Ratio <= got.RatioInterval.High) || got.Verdict == "" {
 		t.Errorf("unexpected result %+v", got)
+	}
+}
+
+// TestForecastBacktestSaysWhenItLoses: on a series where the forecaster loses to a baseline
+// (an EC2 CPU series of the eval set whose one-off anomaly the weekly baselines and the mix
+// repeat), the text output says so in words, names the baseline and shows the experts' shares.
+func TestForecastBacktestSaysWhenItLoses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("walks forward through a whole trace")
+	}
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/ec2_cpu_utilization_825cc2.csv", "--horizon", "1d", "--step", "1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"LOSES to its best baseline", "the same time yesterday", "expert shares", "interval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
@@ -50,11 +75,11 @@ func TestForecastReplayText(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays a whole trace")
 	}
-	out, err := runTiler(t, "replay", "--csv", "../../testdata/traces/crane-dsp/input0.csv", "--per-gpu", "6", "--boot", "5m")
+	out, err := runTiler(t, "replay", "--csv", "../../testdata/traces/tune/crane-dsp/input0.csv", "--per-gpu", "6", "--boot", "5m")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"under-provisioned GPU-minutes", "GPU-hours", "lead", "15m0s"} {
+	for _, want := range []string{"under-provisioned GPU-minutes", "GPU-hours", "lead", "15m0s", "forecast+queue", "mean wait in queue", "queue removes", "clairvoyant bound", "the forecast pays"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

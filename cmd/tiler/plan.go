@@ -24,6 +24,8 @@ type planOptions struct {
 	disruption    bool
 	now           string
 	candidateWait bool
+	// migRelayout lets the purchase plan re-partition idle MIG GPUs instead of buying.
+	migRelayout bool
 }
 
 func newPlanCmd() *cobra.Command {
@@ -52,6 +54,7 @@ annotations are honoured only with --candidate-wait (the controller's view).`,
 	f.BoolVar(&o.disruption, "disruption", false, "plan what to remove or replace (consolidation) instead of what to buy")
 	f.StringVar(&o.now, "now", "", "with --disruption: the decision's time, RFC 3339 (default: now)")
 	f.BoolVar(&o.candidateWait, "candidate-wait", false, "with --disruption: act only on nodes that have been candidates (tiler.dev/disruption-candidate-since) for their pool's consolidateAfter")
+	f.BoolVar(&o.migRelayout, "mig-relayout", false, "let the plan re-partition idle GPUs of existing MIG nodes (nvidia.com/mig.config) instead of buying; the controller does not apply re-layouts yet")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -81,7 +84,7 @@ func runPlan(w io.Writer, o planOptions) error {
 		return runDisruption(w, o, snap, cat, pol)
 	}
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol,
-		Options: simulator.Options{Seed: o.seed}})
+		Options: simulator.Options{Seed: o.seed, MIGRelayout: o.migRelayout}})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -54,6 +55,10 @@ type runFlags struct {
 	// placeholders configures the placeholder pods of forecasts with placeholders: true.
 	placeholderImage, placeholderClass string
 	placeholderPriority                int32
+	// kubeQPS and kubeBurst size the API client's client-side rate limit. client-go's defaults
+	// (5 and 10) make a batch of a thousand pods wait minutes on its own writes.
+	kubeQPS   float32
+	kubeBurst int
 }
 
 func newRunCmd() *cobra.Command { return runCmd(runController) }
@@ -123,6 +128,8 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("prescale-interval", prescale.DefaultInterval, "query Prometheus for the forecasts at most this often")
 	f.String("placeholder-image", prescale.DefaultPlaceholderImage, "image of the placeholder pods that hold the capacity bought for a forecast (forecasts with placeholders: true)")
 	f.String("placeholder-priority-class", prescale.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
+	f.Float32("kube-api-qps", DefaultKubeQPS, "API client: requests per second before client-side throttling")
+	f.Int("kube-api-burst", DefaultKubeBurst, "API client: burst above --kube-api-qps")
 	f.Int32("placeholder-priority", prescale.DefaultPlaceholderPriority, "value of the placeholder PriorityClass when Tiler creates it; must be below every real workload's priority")
 	_ = v.BindPFlags(f)
 	v.SetEnvPrefix("TILER")
@@ -150,13 +157,19 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
 		placeholderImage: v.GetString("placeholder-image"), placeholderClass: v.GetString("placeholder-priority-class"),
-		placeholderPriority: v.GetInt32("placeholder-priority"), awsTemplateRetention: v.GetDuration("aws-template-retention"),
+		placeholderPriority: v.GetInt32("placeholder-priority"), kubeQPS: float32(v.GetFloat64("kube-api-qps")), kubeBurst: v.GetInt("kube-api-burst"), awsTemplateRetention: v.GetDuration("aws-template-retention"),
 		awsBootstrap: awscloud.NodeBootstrap{ClusterName: v.GetString("aws-eks-cluster"), APIServerEndpoint: v.GetString("aws-cluster-endpoint"),
 			CertificateAuthority: v.GetString("aws-cluster-ca"), ServiceCIDR: v.GetString("aws-service-cidr"),
 			ImageID: v.GetString("aws-image-id"), GPUImageID: v.GetString("aws-gpu-image-id"),
 			InstanceProfile: v.GetString("aws-instance-profile"), SecurityGroupIDs: v.GetStringSlice("aws-security-groups")}}
 	if rf.prescaleInterval <= 0 {
 		return cfg, rf, fmt.Errorf("--prescale-interval %s: must be positive", rf.prescaleInterval)
+	}
+	if !(rf.kubeQPS > 0) || math.IsInf(float64(rf.kubeQPS), 0) {
+		return cfg, rf, fmt.Errorf("--kube-api-qps %v: must be a positive number", rf.kubeQPS)
+	}
+	if rf.kubeBurst < 1 {
+		return cfg, rf, fmt.Errorf("--kube-api-burst %d: must be at least 1", rf.kubeBurst)
 	}
 	if rf.awsTemplateRetention <= 0 {
 		return cfg, rf, fmt.Errorf("--aws-template-retention %s: must be positive", rf.awsTemplateRetention)
@@ -219,7 +232,26 @@ func newPrescaler(rf runFlags, cfg provisioner.Config, cat *catalog.Catalog, kub
 	return ps, nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// DefaultKubeQPS and DefaultKubeBurst are the API client's rate limit unless flags say otherwise:
+// Karpenter's defaults (KUBE_CLIENT_QPS 200, KUBE_CLIENT_BURST 300), which the API server's own
+// priority and fairness bounds.
+const (
+	DefaultKubeQPS   = 200
+	DefaultKubeBurst = 300
+)
+
+// restConfig is the API client's configuration: --kubeconfig, then $KUBECONFIG, then in-cluster,
+// with the rate limit of --kube-api-qps and --kube-api-burst.
+func restConfig(rf runFlags) (*rest.Config, error) {
+	c, err := loadRESTConfig(rf.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c.QPS, c.Burst = rf.kubeQPS, rf.kubeBurst
+	return c, nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig == "" {
 		kubeconfig = os.Getenv("KUBECONFIG")
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider/aws/awstest"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
+	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -280,13 +281,7 @@ func batchCount(t *testing.T, rt *runtime) uint64 {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, testwait.Slow, what, timeout, ok)
 }
 
 // setAWSTestEnv gives the SDK's default chain static credentials and no shared files or IMDS.

@@ -36,7 +36,7 @@ type runtime struct {
 // point --endpoint at fake cloud APIs and --kubeconfig at a local control plane. Background work
 // (the price refresher) stops with ctx.
 func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *zap.Logger) (*runtime, error) {
-	restCfg, err := restConfig(rf.kubeconfig)
+	restCfg, err := restConfig(rf)
 	if err != nil {
 		return nil, err
 	}

@@ -3,21 +3,24 @@ package backtest
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tiler-dev/tiler/forecast"
 )
 
-// Baseline names used as keys of Result.Baselines.
+// Baseline names used as keys of Result.Baselines: the forecaster's baseline experts are the
+// same forecasts under the same names, computed by it independently of the scoring here.
 const (
 	// SeasonalNaiveDay repeats the value one day (or the first whole number of days ≥ the horizon)
 	// before the target.
-	SeasonalNaiveDay = "seasonalNaiveDay"
+	SeasonalNaiveDay = forecast.BaselineNaiveDay
 	// SeasonalNaiveWeek repeats the value one week before the target.
-	SeasonalNaiveWeek = "seasonalNaiveWeek"
+	SeasonalNaiveWeek = forecast.BaselineNaiveWeek
 	// SeasonalMeanWeeks averages the same time of week 1–4 weeks before the target (as many as exist).
-	SeasonalMeanWeeks = "seasonalMean1to4Weeks"
+	SeasonalMeanWeeks = forecast.BaselineMeanWeeks
 )
 
 // Config says what to score.
@@ -58,6 +61,39 @@ type Result struct {
 	// Targets is the number of scored targets; From is the first.
 	Targets int       `json:"targets"`
 	From    time.Time `json:"from"`
+	// Shares is the mean weight each expert carried in the scored forecasts (forecast.Share),
+	// summing to 1: how much of the forecast each one made.
+	Shares map[string]float64 `json:"shares"`
+	// SharesOverTime splits Shares by period of the scored span (weeks, grouped into at most
+	// maxSharePeriods), so a user sees which expert carried the forecast when.
+	SharesOverTime []SharePeriod `json:"sharesOverTime"`
+	// FellBack is the fraction of scored forecasts that were a baseline alone because the mix
+	// had not beaten it (forecast.Forecast.Fallback).
+	FellBack float64 `json:"fellBack"`
+	// RatioInterval is the bootstrap interval of Ratio.
+	RatioInterval Interval `json:"ratioInterval"`
+	// BestBaselineName names the baseline of BestBaseline.
+	BestBaselineName string `json:"bestBaselineName"`
+	// Verdict says in one sentence whether the forecaster earns its keep on this series.
+	Verdict string `json:"verdict"`
+}
+
+// SharePeriod is the experts' shares of the forecasts for the targets in [From, To).
+type SharePeriod struct {
+	From   time.Time          `json:"from"`
+	To     time.Time          `json:"to"`
+	Shares map[string]float64 `json:"shares"`
+}
+
+// Interval is a bootstrap confidence interval.
+type Interval struct {
+	// Low and High bound the interval at the given Level (0.95).
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+	Level float64 `json:"level"`
+	// Resamples is the number of bootstrap resamples, BlockTargets the targets per block.
+	Resamples    int `json:"resamples"`
+	BlockTargets int `json:"blockTargets"`
 }
 
 // DefaultStep is the scoring resolution for a horizon: a twelfth of it, at least the series step
@@ -117,11 +153,18 @@ type scores struct {
 	apeN, covered        int
 	base                 map[string]float64
 	baseOK               map[string]bool
+	// Per scored target, in order: its index, the forecaster's and each baseline's absolute
+	// error (for the bootstrap), and the experts' shares.
+	targets  []int
+	modelErr []float64
+	baseErr  map[string][]float64
+	shares   [][]forecast.Share
+	fellBack int
 }
 
 func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*scores, error) {
 	h := w.HorizonSteps()
-	sc := &scores{from: max(warmUp(s), h), base: map[string]float64{}, baseOK: map[string]bool{}}
+	sc := &scores{from: max(warmUp(s), h), base: map[string]float64{}, baseOK: map[string]bool{}, baseErr: map[string][]float64{}}
 	baselines := baselineFuncs(s, h)
 	for name, f := range baselines {
 		_, ok := f(sc.from)
@@ -142,6 +185,11 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 		}
 		models[fc.Model]++
 		sc.add(y, fc, mean)
+		sc.targets = append(sc.targets, T)
+		sc.shares = append(sc.shares, fc.Shares)
+		if len(fc.Shares) == 1 && strings.HasPrefix(fc.Model, "baseline/") && fc.Fallback != "" {
+			sc.fellBack++
+		}
 	}
 	if sc.n == 0 {
 		return nil, fmt.Errorf("no target could be scored: the series is too short or too sparse for a %d-step horizon", h)
@@ -165,12 +213,14 @@ func (sc *scores) baselinesAt(baselines map[string]func(int) (float64, bool), T 
 	}
 	for name, v := range vals {
 		sc.base[name] += math.Abs(y - v)
+		sc.baseErr[name] = append(sc.baseErr[name], math.Abs(y-v))
 	}
 	return true
 }
 
 func (sc *scores) add(y float64, fc forecast.Forecast, mean float64) {
 	e := math.Abs(y - fc.Point)
+	sc.modelErr = append(sc.modelErr, e)
 	sc.absErr += e
 	sc.absY += math.Abs(y)
 	if math.Abs(y) > 0.01*mean {
@@ -201,9 +251,18 @@ func (sc *scores) fill(res *Result, s forecast.Series) {
 	}
 	if len(res.Baselines) > 0 {
 		res.Ratio = res.WAPE / res.BestBaseline
+		for name, v := range res.Baselines {
+			if v == res.BestBaseline && (res.BestBaselineName == "" || name < res.BestBaselineName) {
+				res.BestBaselineName = name
+			}
+		}
+		res.RatioInterval = sc.bootstrap(s)
 	} else {
 		res.BestBaseline = 0
 	}
+	res.FellBack = float64(sc.fellBack) / float64(sc.n)
+	res.Shares, res.SharesOverTime = sc.shareSummary(s)
+	res.Verdict = verdict(*res)
 	names := make([]string, 0, len(res.Models))
 	for m := range res.Models {
 		names = append(names, m)
@@ -251,4 +310,128 @@ func meanAbs(v []float64) float64 {
 		}
 	}
 	return sum / float64(max(n, 1))
+}
+
+// maxSharePeriods bounds the rows of Result.SharesOverTime: a long trace's weeks are grouped.
+const maxSharePeriods = 8
+
+// shareSummary returns the experts' mean shares over all scored targets and per period of
+// whole weeks from the first (grouped so there are at most maxSharePeriods).
+func (sc *scores) shareSummary(s forecast.Series) (map[string]float64, []SharePeriod) {
+	mean := func(from, to int) map[string]float64 {
+		out := map[string]float64{}
+		for _, sh := range sc.shares[from:to] {
+			for _, x := range sh {
+				out[x.Model] += x.Weight / float64(to-from)
+			}
+		}
+		return out
+	}
+	all := mean(0, len(sc.shares))
+	week := s.Steps(forecast.Week)
+	span := sc.targets[len(sc.targets)-1] - sc.from + 1
+	weeks := (span + week - 1) / week
+	per := (weeks + maxSharePeriods - 1) / maxSharePeriods * week // targets' index span of a period
+	var periods []SharePeriod
+	for i := 0; i < len(sc.targets); {
+		start := sc.from + (sc.targets[i]-sc.from)/per*per
+		j := i
+		for j < len(sc.targets) && sc.targets[j] < start+per {
+			j++
+		}
+		periods = append(periods, SharePeriod{From: s.TimeAt(start), To: s.TimeAt(min(start+per, s.Len())), Shares: mean(i, j)})
+		i = j
+	}
+	return all, periods
+}
+
+// Bootstrap settings: the ratio's interval is the 2.5 and 97.5 percentiles of the ratio over
+// bootstrapResamples resamples of the scored targets, drawn in blocks of a day's targets (or a
+// tenth of them on a short trace, so there are ten blocks at least) with replacement — errors a
+// day apart are close to independent, errors an hour apart are not — from a generator with a
+// fixed seed, so the same trace always gives the same interval. Each resample takes the least
+// WAPE of the baselines on it, as Ratio does on the whole.
+const (
+	bootstrapResamples = 2000
+	bootstrapLevel     = 0.95
+	bootstrapSeed      = 20
+)
+
+// bootstrap returns the interval of the ratio of the forecaster's WAPE to the best baseline's.
+func (sc *scores) bootstrap(s forecast.Series) Interval {
+	n := len(sc.modelErr)
+	block := max(1, min(s.Steps(forecast.Day), (n+9)/10))
+	nb := (n + block - 1) / block
+	// Per block sums: the forecaster's errors and each baseline's; the actuals cancel in the
+	// ratio of WAPEs (both divide by the same Σ|y| of the resample).
+	names := make([]string, 0, len(sc.baseErr))
+	for name := range sc.baseErr {
+		if sc.baseOK[name] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	model := make([]float64, nb)
+	base := make([][]float64, len(names))
+	for j := range base {
+		base[j] = make([]float64, nb)
+	}
+	for i := range n {
+		model[i/block] += sc.modelErr[i]
+		for j, name := range names {
+			base[j][i/block] += sc.baseErr[name][i]
+		}
+	}
+	r := rand.New(rand.NewPCG(bootstrapSeed, uint64(n)))
+	ratios := make([]float64, bootstrapResamples)
+	sums := make([]float64, len(names))
+	for k := range ratios {
+		m := 0.0
+		clear(sums)
+		for range nb {
+			b := r.IntN(nb)
+			m += model[b]
+			for j := range names {
+				sums[j] += base[j][b]
+			}
+		}
+		best := math.Inf(1)
+		for _, v := range sums {
+			best = math.Min(best, v)
+		}
+		ratios[k] = m / math.Max(best, 1e-12)
+	}
+	sort.Float64s(ratios)
+	tail := (1 - bootstrapLevel) / 2
+	return Interval{
+		Low: ratios[int(tail*float64(len(ratios)-1))], High: ratios[int((1-tail)*float64(len(ratios)-1)+0.5)],
+		Level: bootstrapLevel, Resamples: bootstrapResamples, BlockTargets: block,
+	}
+}
+
+// baselineWords says what each baseline forecasts, for the verdict.
+var baselineWords = map[string]string{
+	SeasonalNaiveDay:  "the same time yesterday",
+	SeasonalNaiveWeek: "the same time last week",
+	SeasonalMeanWeeks: "the mean of the same time over the last 1–4 weeks",
+}
+
+// verdict is the plain sentence of a result: whether the forecaster beats its best baseline,
+// and whether the bootstrap interval says so with confidence.
+func verdict(r Result) string {
+	if r.BestBaselineName == "" {
+		return "No baseline could be scored on this series, so nothing tells whether the forecaster earns its keep."
+	}
+	name := baselineWords[r.BestBaselineName]
+	ci := fmt.Sprintf("ratio %.3f, %.0f %% interval %.3f–%.3f", r.Ratio, 100*r.RatioInterval.Level, r.RatioInterval.Low, r.RatioInterval.High)
+	switch {
+	case r.Ratio > 1 && r.RatioInterval.Low > 1:
+		return fmt.Sprintf("The forecaster LOSES to its best baseline on this series: its WAPE is %.0f %% higher than forecasting %s (%s). Forecasting %s would do better here.", 100*(r.Ratio-1), name, ci, name)
+	case r.Ratio > 1:
+		return fmt.Sprintf("The forecaster loses to its best baseline on this series, though within the noise: its WAPE is %.1f %% higher than forecasting %s (%s).", 100*(r.Ratio-1), name, ci)
+	case r.RatioInterval.High >= 1:
+		return fmt.Sprintf("The forecaster is not clearly better than forecasting %s on this series: its WAPE is %.1f %% lower, within the noise (%s).", name, 100*(1-r.Ratio), ci)
+	default:
+		return fmt.Sprintf("The forecaster beats its best baseline, %s, by %.0f %% of WAPE on this series (%s).", name, 100*(1-r.Ratio), ci)
+	}
 }

@@ -88,38 +88,6 @@ func meanOf(x []float64) float64 {
 	return sum / float64(len(x))
 }
 
-// clairvoyantReplay is the cheapest replay, in GPU-hours, of a family of policies that know the
-// future demand: each sizes capacity at max(demand now, m × the q-quantile of the one-minute
-// demand over the last a of the lead window [now+lead−a, now+lead]), for m in 0.9–1.05, q in
-// {median, upper quartile, max} and a in {0, 5, 10} minutes, all under the replay's boot time
-// and scale-down delay. It returns the least GPU-hours increase among those that cut the
-// under-provisioned GPU-minutes by at least minReduction, +Inf when none does.
-func clairvoyantReplay(s forecast.Series, cfg ReplayConfig, minReduction float64) float64 {
-	cfg, _ = cfg.withDefaults(s.Step)
-	from, to := s.TimeAt(warmUp(s)), s.End()
-	d := demand{s: s}
-	reactive := simulate(d, cfg, from, to, func(t time.Time) int { return d.need(t, cfg.PerGPU) })
-	best := math.Inf(1)
-	for _, a := range []time.Duration{0, 5 * time.Minute, 10 * time.Minute} {
-		for _, q := range []float64{0.5, 0.75, 1} {
-			for _, m := range []float64{0.9, 0.95, 1, 1.05} {
-				r := simulate(d, cfg, from, to, func(t time.Time) int {
-					var future []float64
-					for u := t.Add(cfg.Lead - a); !u.After(t.Add(cfg.Lead)); u = u.Add(cfg.Tick) {
-						future = append(future, d.at(u))
-					}
-					sort.Float64s(future)
-					return max(d.need(t, cfg.PerGPU), gpusFor(m*future[int(q*float64(len(future)-1))], cfg.PerGPU))
-				})
-				if 1-r.UnderGPUMinutes/reactive.UnderGPUMinutes >= minReduction {
-					best = math.Min(best, r.GPUHours/reactive.GPUHours-1)
-				}
-			}
-		}
-	}
-	return best
-}
-
 // TestMissesBeyondOracles runs the oracles on the known misses and checks that those marked
 // beyondOracle are missed by the oracles too: if the data, the baselines or the replay change so
 // that an oracle reaches such a target, the mark and its explanation are stale and the test
@@ -153,7 +121,7 @@ func TestMissesBeyondOracles(t *testing.T) {
 			continue
 		}
 		t.Run("replay/"+tt.trace, func(t *testing.T) {
-			inc := clairvoyantReplay(loadTrace(t, tt.trace), ReplayConfig{PerGPU: tt.perGPU, Boot: 5 * time.Minute}, targetReduction)
+			inc := ClairvoyantIncrease(loadTrace(t, tt.trace), ReplayConfig{PerGPU: tt.perGPU, Boot: 5 * time.Minute}, targetReduction)
 			t.Logf("cheapest clairvoyant policy cutting ≥ %.0f %%: GPU-hours %+.1f %%", 100*targetReduction, 100*inc)
 			if tt.beyondOracle && inc <= targetIncrease {
 				t.Errorf("a clairvoyant policy reaches the target (%+.1f %% GPU-hours): it is not beyond reach", 100*inc)

@@ -3,6 +3,7 @@ package backtest
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/tiler-dev/tiler/forecast"
@@ -32,7 +33,28 @@ type ReplayConfig struct {
 	Tick time.Duration
 	// Options configures the forecaster (its Horizon is set to Lead).
 	Options forecast.Options
+	// QueueTarget is how much work, in seconds of one GPU's service, each GPU's queue may hold
+	// before the queue signal asks for capacity (forecast.QueueDemand's target per GPU, as
+	// requests at one a second); zero means DefaultQueueTarget.
+	QueueTarget time.Duration
+	// Clairvoyant also computes the clairvoyant bound (ClairvoyantIncrease) for the result: the
+	// least GPU-hours increase with which perfect foresight cuts the under-provisioning as much as
+	// the target (TargetReduction) and as much as the forecast does. It costs 36 more replays.
+	Clairvoyant bool
 }
+
+// DefaultQueueTarget is the work each GPU's queue may hold, in seconds of its service, when a
+// replay does not say: forecast.DefaultQueueTargetPerGPU requests at one request a second.
+const DefaultQueueTarget = forecast.DefaultQueueTargetPerGPU * time.Second
+
+// The replay target: TargetReduction fewer under-provisioned GPU-minutes than reactive scaling
+// for at most TargetIncrease more GPU-hours (ClairvoyantBound restates it per trace).
+const (
+	// TargetReduction is the target's cut in under-provisioned GPU-minutes (0.8: 80 % fewer).
+	TargetReduction = 0.8
+	// TargetIncrease is the most GPU-hours the target allows over reactive scaling (0.1: 10 %).
+	TargetIncrease = 0.1
+)
 
 // PolicyResult is what one scaling policy cost and missed over the replay.
 type PolicyResult struct {
@@ -44,6 +66,14 @@ type PolicyResult struct {
 	IdleGPUHours float64 `json:"idleGPUHours"`
 	// PeakGPUs is the largest pool size.
 	PeakGPUs int `json:"peakGPUs"`
+	// MeanWaitSeconds is how long the average unit of work waited in the queue (Little's law:
+	// the backlog integrated over time divided by the work that arrived). The trace is read as
+	// work arriving per second, served by the ready GPUs at PerGPU each; what they cannot serve
+	// waits, first in first out.
+	MeanWaitSeconds float64 `json:"meanWaitSeconds"`
+	// PeakQueueSeconds is the largest backlog, in seconds of the whole pool's service at the
+	// time (how long the queue would take to drain at the capacity then).
+	PeakQueueSeconds float64 `json:"peakQueueSeconds"`
 }
 
 // ReplayResult compares reactive scaling with forecast-driven pre-scaling on one trace.
@@ -53,13 +83,26 @@ type ReplayResult struct {
 	PerGPU float64 `json:"perGPU"`
 	Boot   string  `json:"boot"`
 	Lead   string  `json:"lead"`
-	// Reactive scales to the demand it sees now; Forecast to max(now, upper forecast at now+Lead).
-	Reactive PolicyResult `json:"reactive"`
-	Forecast PolicyResult `json:"forecast"`
+	// Reactive scales to the demand it sees now; Forecast to max(now, upper forecast at now+Lead);
+	// ForecastQueue to the larger of Forecast's and what the queue asks for
+	// (forecast.QueueDemand: arrivals plus the backlog beyond QueueTarget per GPU drained within
+	// the lead), as the controller does when a workload declares a queue-depth query.
+	Reactive      PolicyResult `json:"reactive"`
+	Forecast      PolicyResult `json:"forecast"`
+	ForecastQueue PolicyResult `json:"forecastQueue"`
 	// UnderReduction is 1 − Forecast.Under/Reactive.Under (0.8 means 80 % fewer GPU-minutes short).
 	UnderReduction float64 `json:"underProvisionedReduction"`
 	// GPUHoursIncrease is Forecast.GPUHours/Reactive.GPUHours − 1.
 	GPUHoursIncrease float64 `json:"gpuHoursIncrease"`
+	// QueueUnderReduction is 1 − ForecastQueue.Under/Reactive.Under, QueueGPUHoursIncrease
+	// ForecastQueue.GPUHours/Reactive.GPUHours − 1, and QueueRemoves the share of Forecast's
+	// remaining under-provisioned GPU-minutes the queue signal removes:
+	// 1 − ForecastQueue.Under/Forecast.Under.
+	QueueUnderReduction   float64 `json:"queueUnderProvisionedReduction"`
+	QueueGPUHoursIncrease float64 `json:"queueGPUHoursIncrease"`
+	QueueRemoves          float64 `json:"queueRemoves"`
+	// Clairvoyant is the clairvoyant bound, when ReplayConfig.Clairvoyant asked for it.
+	Clairvoyant *ClairvoyantBound `json:"clairvoyant,omitempty"`
 	// From and To bound the replayed window (after the forecaster's warm-up).
 	From time.Time `json:"from"`
 	To   time.Time `json:"to"`
@@ -84,19 +127,115 @@ func Replay(name string, s forecast.Series, cfg ReplayConfig) (ReplayResult, err
 	}
 	from, to := s.TimeAt(warmUp(s)), s.End()
 	d := demand{s: s}
-	reactive := func(t time.Time) int { return d.need(t, cfg.PerGPU) }
+	reactive := func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) }
 	fc := forecastPolicy{w: w, s: fs, perGPU: cfg.PerGPU, cache: map[int]int{}, averaged: fs.Step != s.Step}
-	predictive := func(t time.Time) int { return max(d.need(t, cfg.PerGPU), fc.need(t)) }
+	predictive := func(t time.Time, _ queueState) int { return max(d.need(t, cfg.PerGPU), fc.need(t)) }
+	queued := func(t time.Time, q queueState) int {
+		need, err := forecast.QueueDemand(forecast.QueueState{Depth: q.depth, ArrivalRate: d.at(t), ServiceRatePerGPU: cfg.PerGPU, GPUs: q.ready},
+			cfg.PerGPU*cfg.QueueTarget.Seconds(), cfg.Lead)
+		if err != nil { // cannot happen: the configuration was validated
+			return predictive(t, q)
+		}
+		return max(predictive(t, q), need.GPUs)
+	}
 	res := ReplayResult{Series: name, PerGPU: cfg.PerGPU, Boot: cfg.Boot.String(), Lead: cfg.Lead.String(), From: from, To: to}
 	res.Reactive = simulate(d, cfg, from, to, reactive)
 	res.Forecast = simulate(d, cfg, from, to, predictive)
-	if res.Reactive.UnderGPUMinutes > 0 {
-		res.UnderReduction = 1 - res.Forecast.UnderGPUMinutes/res.Reactive.UnderGPUMinutes
-	}
-	if res.Reactive.GPUHours > 0 {
-		res.GPUHoursIncrease = res.Forecast.GPUHours/res.Reactive.GPUHours - 1
+	res.ForecastQueue = simulate(d, cfg, from, to, queued)
+	res.UnderReduction, res.GPUHoursIncrease = compare(res.Reactive, res.Forecast)
+	res.QueueUnderReduction, res.QueueGPUHoursIncrease = compare(res.Reactive, res.ForecastQueue)
+	res.QueueRemoves, _ = compare(res.Forecast, res.ForecastQueue)
+	if cfg.Clairvoyant {
+		inc := clairvoyant(s, cfg, TargetReduction, res.UnderReduction)
+		cb := &ClairvoyantBound{TargetReduction: TargetReduction, Reduction: res.UnderReduction}
+		if cb.TargetReached = !math.IsInf(inc[0], 1); cb.TargetReached {
+			cb.TargetIncrease = inc[0]
+		}
+		if cb.Reached = !math.IsInf(inc[1], 1); cb.Reached {
+			cb.Increase, cb.Ratio = inc[1], (1+res.GPUHoursIncrease)/(1+inc[1])
+		}
+		res.Clairvoyant = cb
 	}
 	return res, nil
+}
+
+// compare returns 1 − b.Under/a.Under and b.GPUHours/a.GPUHours − 1 (0 when a has none).
+func compare(a, b PolicyResult) (underReduction, gpuHoursIncrease float64) {
+	if a.UnderGPUMinutes > 0 {
+		underReduction = 1 - b.UnderGPUMinutes/a.UnderGPUMinutes
+	}
+	if a.GPUHours > 0 {
+		gpuHoursIncrease = b.GPUHours/a.GPUHours - 1
+	}
+	return underReduction, gpuHoursIncrease
+}
+
+// ClairvoyantBound restates the replay target against what perfect foresight costs on the trace.
+type ClairvoyantBound struct {
+	// TargetReduction is the target's cut in under-provisioned GPU-minutes, and TargetIncrease the
+	// least GPU-hours increase over reactive scaling with which a clairvoyant policy reaches it:
+	// the target restated for this trace is that increase, not 10 %. TargetReached is false (and
+	// TargetIncrease 0) when none of them does.
+	TargetReduction float64 `json:"targetReduction"`
+	TargetIncrease  float64 `json:"targetGPUHoursIncrease"`
+	TargetReached   bool    `json:"targetReached"`
+	// Reduction is the cut the forecast reached, Increase the least GPU-hours increase with which
+	// a clairvoyant policy cuts as much, and Ratio the forecast's GPU-hours over that policy's:
+	// how far the forecast is from the bound at the same cut (1 is the bound; 0 when no
+	// clairvoyant policy cuts as much, Reached false).
+	Reduction float64 `json:"reduction"`
+	Increase  float64 `json:"gpuHoursIncrease"`
+	Reached   bool    `json:"reached"`
+	Ratio     float64 `json:"ratio"`
+}
+
+// ClairvoyantIncrease is the cheapest replay, in GPU-hours over reactive scaling, of a family of
+// policies that know the future demand: each sizes capacity at max(demand now, m × the
+// q-quantile of the one-minute demand over the last a of the lead window [now+lead−a,
+// now+lead]), for m in 0.9–1.05, q in {median, upper quartile, max} and a in {0, 5, 10} minutes,
+// all under the replay's boot time and scale-down delay. It returns the least GPU-hours increase
+// among those that cut the under-provisioned GPU-minutes by at least minReduction, +Inf when
+// none does. No forecaster can do better than perfect foresight, so it bounds what a target on
+// this trace can ask: a miss beyond it is the trace's, not the forecaster's.
+func ClairvoyantIncrease(s forecast.Series, cfg ReplayConfig, minReduction float64) float64 {
+	return clairvoyant(s, cfg, minReduction)[0]
+}
+
+// clairvoyant returns ClairvoyantIncrease for each cut, from one set of replays.
+func clairvoyant(s forecast.Series, cfg ReplayConfig, minReductions ...float64) []float64 {
+	best := make([]float64, len(minReductions))
+	for i := range best {
+		best[i] = math.Inf(1)
+	}
+	cfg, err := cfg.withDefaults(s.Step)
+	if err != nil {
+		return best
+	}
+	from, to := s.TimeAt(warmUp(s)), s.End()
+	d := demand{s: s}
+	reactive := simulate(d, cfg, from, to, func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) })
+	for _, a := range []time.Duration{0, 5 * time.Minute, 10 * time.Minute} {
+		for _, q := range []float64{0.5, 0.75, 1} {
+			for _, m := range []float64{0.9, 0.95, 1, 1.05} {
+				var future []float64
+				r := simulate(d, cfg, from, to, func(t time.Time, _ queueState) int {
+					future = future[:0]
+					for u := t.Add(cfg.Lead - a); !u.After(t.Add(cfg.Lead)); u = u.Add(cfg.Tick) {
+						future = append(future, d.at(u))
+					}
+					sort.Float64s(future)
+					return max(d.need(t, cfg.PerGPU), gpusFor(m*future[int(q*float64(len(future)-1))], cfg.PerGPU))
+				})
+				reduction, increase := compare(reactive, r)
+				for i, min := range minReductions {
+					if reduction >= min-1e-9 {
+						best[i] = math.Min(best[i], increase)
+					}
+				}
+			}
+		}
+	}
+	return best
 }
 
 func (c ReplayConfig) withDefaults(step time.Duration) (ReplayConfig, error) {
@@ -117,6 +256,12 @@ func (c ReplayConfig) withDefaults(step time.Duration) (ReplayConfig, error) {
 	}
 	if c.Tick == 0 {
 		c.Tick = min(step, time.Minute)
+	}
+	if c.QueueTarget == 0 {
+		c.QueueTarget = DefaultQueueTarget
+	}
+	if c.QueueTarget < 0 {
+		return c, fmt.Errorf("queueTarget %s: must not be negative", c.QueueTarget)
 	}
 	return c, nil
 }
@@ -189,20 +334,29 @@ func (p forecastPolicy) need(t time.Time) int {
 	return n
 }
 
+// queueState is what a policy sees of the queue at a tick: the backlog (in units of work) and
+// the GPUs serving.
+type queueState struct {
+	depth float64
+	ready int
+}
+
 // simulate runs one policy: every tick it promotes booted nodes, orders nodes up to the desired
 // count, releases nodes that have been surplus for the scale-down delay (booting ones first),
-// and books the tick.
-func simulate(d demand, cfg ReplayConfig, from, to time.Time, desired func(time.Time) int) PolicyResult {
+// serves the queue — the work arriving in the tick plus the backlog, up to the ready GPUs'
+// capacity — and books the tick.
+func simulate(d demand, cfg ReplayConfig, from, to time.Time, desired func(time.Time, queueState) int) PolicyResult {
 	var res PolicyResult
 	ready := d.need(from, cfg.PerGPU)
 	var booting []time.Time
 	var surplusSince time.Time
-	hours := cfg.Tick.Hours()
+	hours, secs := cfg.Tick.Hours(), cfg.Tick.Seconds()
+	var queue, waited, arrived float64
 	for t := from; t.Before(to); t = t.Add(cfg.Tick) {
 		for len(booting) > 0 && !booting[0].After(t) {
 			booting, ready = booting[1:], ready+1
 		}
-		want := desired(t)
+		want := desired(t, queueState{depth: queue, ready: ready})
 		total := ready + len(booting)
 		switch {
 		case want > total:
@@ -220,11 +374,22 @@ func simulate(d demand, cfg ReplayConfig, from, to time.Time, desired func(time.
 		case want == total:
 			surplusSince = time.Time{}
 		}
-		need := d.need(t, cfg.PerGPU)
+		load := d.at(t)
+		need := gpusFor(load, cfg.PerGPU)
+		capacity := float64(ready) * cfg.PerGPU
+		queue = math.Max(0, queue+(load-capacity)*secs)
+		arrived += load * secs
+		waited += queue * secs
+		if capacity > 0 {
+			res.PeakQueueSeconds = math.Max(res.PeakQueueSeconds, queue/capacity)
+		}
 		res.UnderGPUMinutes += float64(max(0, need-ready)) * cfg.Tick.Minutes()
 		res.IdleGPUHours += float64(max(0, ready-need)) * hours
 		res.GPUHours += float64(ready+len(booting)) * hours
 		res.PeakGPUs = max(res.PeakGPUs, ready+len(booting))
+	}
+	if arrived > 0 {
+		res.MeanWaitSeconds = waited / arrived
 	}
 	return res
 }

@@ -20,6 +20,7 @@ import (
 	"go/token"
 	"io"
 	"os/exec"
+	pathpkg "path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -36,6 +37,8 @@ type Package struct {
 	// the .go files its build constraints exclude, test files among them (the clock check skips
 	// those).
 	GoFiles, CgoFiles, IgnoredGoFiles []string
+	// TestGoFiles and XTestGoFiles are the package's _test.go files (in-package and external).
+	TestGoFiles, XTestGoFiles []string
 	// Imports are the direct imports of its non-test files, resolved (vendored standard-library
 	// paths included).
 	Imports []string
@@ -77,7 +80,7 @@ func (g *Graph) Listed() []*Package {
 
 // Load runs `go list -deps -json` on patterns in dir (the module root) and returns the graph.
 func Load(ctx context.Context, dir string, patterns ...string) (*Graph, error) {
-	args := append([]string{"list", "-deps", "-json=ImportPath,Name,Dir,GoFiles,CgoFiles,IgnoredGoFiles,Imports,DepOnly"}, patterns...)
+	args := append([]string{"list", "-deps", "-json=ImportPath,Name,Dir,GoFiles,CgoFiles,IgnoredGoFiles,TestGoFiles,XTestGoFiles,Imports,DepOnly"}, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
@@ -236,8 +239,16 @@ var ClockFuncs = map[string]bool{
 	"Tick": true, "NewTicker": true, "NewTimer": true,
 }
 
+// ClockIdents are, per import path, the identifiers a pure package must not reference: the clock
+// functions of package time, and k8s.io/utils/clock's RealClock — a default of the real clock in a
+// pure package reads the wall clock as surely as time.Now (the caller injects the clock instead).
+var ClockIdents = map[string]map[string]bool{
+	"time":               ClockFuncs,
+	"k8s.io/utils/clock": {"RealClock": true},
+}
+
 // ClockRule forbids the non-test .go files of the packages matching From, other than those
-// matching Except, to reference a clock function of package time (ClockFuncs).
+// matching Except, to reference a clock identifier (ClockIdents).
 type ClockRule struct {
 	// Name identifies the rule in failures; Why says what it protects.
 	Name, Why    string
@@ -262,20 +273,21 @@ func ClockReads(fset *token.FileSet, filename string, src any) ([]ClockRead, err
 	if err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", filename, err)
 	}
-	names := map[string]bool{}
+	names := map[string]map[string]bool{} // the file's name for an import → its forbidden identifiers
 	var out []ClockRead
 	for _, imp := range f.Imports {
 		path, err := strconv.Unquote(imp.Path.Value)
-		if err != nil || path != "time" {
+		idents := ClockIdents[path]
+		if err != nil || idents == nil {
 			continue
 		}
 		switch {
 		case imp.Name == nil:
-			names["time"] = true
+			names[pathpkg.Base(path)] = idents
 		case imp.Name.Name == ".":
-			out = append(out, ClockRead{Pos: fset.Position(imp.Pos()), Func: `import . "time"`})
+			out = append(out, ClockRead{Pos: fset.Position(imp.Pos()), Func: `import . "` + path + `"`})
 		case imp.Name.Name != "_":
-			names[imp.Name.Name] = true
+			names[imp.Name.Name] = idents
 		}
 	}
 	if len(names) == 0 {
@@ -286,7 +298,7 @@ func ClockReads(fset *token.FileSet, filename string, src any) ([]ClockRead, err
 		if !ok {
 			return true
 		}
-		if x, ok := sel.X.(*ast.Ident); ok && names[x.Name] && ClockFuncs[sel.Sel.Name] {
+		if x, ok := sel.X.(*ast.Ident); ok && names[x.Name][sel.Sel.Name] {
 			out = append(out, ClockRead{Pos: fset.Position(sel.Pos()), Func: x.Name + "." + sel.Sel.Name})
 		}
 		return true
@@ -365,4 +377,33 @@ func Unmatched(g *Graph, module string, imports []ImportRule, clocks []ClockRule
 
 func sortViolations(vs []Violation) {
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].String() < vs[j].String() })
+}
+
+// CheckTestSleeps returns every time.Sleep in the _test.go files of the graph's listed packages
+// other than those matching except. A test that waits a fixed time is a flaky test: it waits on a
+// condition (internal/testwait) or drives a fake clock instead.
+func CheckTestSleeps(g *Graph, except Patterns) ([]Violation, error) {
+	var out []Violation
+	fset := token.NewFileSet()
+	for _, p := range g.Listed() {
+		if except.Match(p.ImportPath) {
+			continue
+		}
+		files := append(append([]string(nil), p.TestGoFiles...), p.XTestGoFiles...)
+		sort.Strings(files)
+		for _, f := range files {
+			reads, err := ClockReads(fset, filepath.Join(p.Dir, f), nil)
+			if err != nil {
+				return nil, fmt.Errorf("package %s: %w", p.ImportPath, err)
+			}
+			for _, cr := range reads {
+				if strings.HasSuffix(cr.Func, ".Sleep") {
+					out = append(out, Violation{Rule: "no-test-sleep", Package: p.ImportPath,
+						Detail: fmt.Sprintf("%s:%d:%d: %s", f, cr.Pos.Line, cr.Pos.Column, cr.Func)})
+				}
+			}
+		}
+	}
+	sortViolations(out)
+	return out, nil
 }

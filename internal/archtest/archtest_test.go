@@ -60,6 +60,55 @@ func TestArchitecture(t *testing.T) {
 	}
 }
 
+// TestNoSleepInTests: no test of the module waits a fixed time (time.Sleep); tests wait on
+// conditions (internal/testwait) or step a fake clock.
+func TestNoSleepInTests(t *testing.T) {
+	g, _ := loadModule(t)
+	vs, err := CheckTestSleeps(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Errorf("%s (wait on a condition with internal/testwait, or step a fake clock)", v)
+	}
+}
+
+// TestCheckTestSleepsFinds: a Sleep in an in-package or external test file is found, a renamed
+// import too; other clock reads, non-test files and excepted packages are not reported.
+func TestCheckTestSleepsFinds(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.go":       "package p\nimport \"time\"\nfunc f() { time.Sleep(1) }\n",
+		"a_test.go":  "package p\nimport \"time\"\nfunc g() { time.Sleep(time.Second); _ = time.Now() }\n",
+		"x_test.go":  "package p_test\nimport tm \"time\"\nfunc h() { tm.Sleep(1) }\n",
+		"ok_test.go": "package p\nimport \"time\"\nvar d = time.Second\n",
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := NewGraph([]*Package{
+		{ImportPath: m("provisioner"), Dir: dir, GoFiles: []string{"a.go"}, TestGoFiles: []string{"a_test.go", "ok_test.go"}, XTestGoFiles: []string{"x_test.go"}},
+		{ImportPath: m("internal/testwait"), Dir: dir, TestGoFiles: []string{"a_test.go"}},
+	})
+	vs, err := CheckTestSleeps(g, mod("internal/testwait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.String())
+	}
+	want := []string{
+		"no-test-sleep: " + m("provisioner") + " a_test.go:3:12: time.Sleep",
+		"no-test-sleep: " + m("provisioner") + " x_test.go:3:12: tm.Sleep",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestPureCoversEveryPackage pins the pure set, so that narrowing it (the old shell check skipped
 // forecast/backtest and api) is a visible change to this test, not a quiet edit of a pattern.
 func TestPureCoversEveryPackage(t *testing.T) {
@@ -253,6 +302,8 @@ func TestClockReads(t *testing.T) {
 		{"no time import", `package p; type c struct{}; func (c) Now() int { return 0 }; var time c; var x = time.Now()`, nil},
 		{"blank import", `package p; import _ "time"`, nil},
 		{"other package's Now", `package p; import "k8s.io/utils/clock"; func f(c clock.PassiveClock) { _ = c.Now() }`, nil},
+		{"real clock default", `package p; import "k8s.io/utils/clock"; var c clock.Clock = clock.RealClock{}`, []string{"clock.RealClock"}},
+		{"renamed clock import", `package p; import k "k8s.io/utils/clock"; var c = &k.RealClock{}`, []string{"k.RealClock"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reads, err := ClockReads(token.NewFileSet(), "x.go", tc.src)

@@ -38,7 +38,7 @@ func startTracePrometheus(t *testing.T, trace string, span time.Duration) *promt
 // morning ramp, hold none while demand falls at night, and raise a ForecastFailed Event for a
 // forecast whose PromQL the server rejects.
 func TestPrescalerAgainstPrometheus(t *testing.T) {
-	srv := startTracePrometheus(t, "nab/nyc_taxi.csv", 4*forecast.Week)
+	srv := startTracePrometheus(t, "tune/nab/nyc_taxi.csv", 4*forecast.Week)
 	client, err := prom.New(prom.Config{Address: srv.URL, Timeout: 10 * time.Second, Backoff: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

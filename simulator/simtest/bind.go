@@ -18,7 +18,8 @@ import (
 
 // Bind returns the snapshot after a purchase plan is carried out and the scheduler has bound
 // every pod as planned: a Ready Node for every new node (its labels, taints and allocatable,
-// created at created), every placed pod bound and running, and the DRA claims of the placed pods
+// created at created), every re-laid-out node with its new allocatable (and capacity) and
+// nvidia.com/mig.config applied, every placed pod bound and running, and the DRA claims of the placed pods
 // allocated on their nodes by the upstream allocator (a new GPU node publishes the slices
 // dra.NodeSlices gives). Pods the plan leaves unschedulable stay pending. It fails when a pod's
 // claims do not fit the node the plan put it on.
@@ -30,6 +31,17 @@ func Bind(snap *snapshot.Snapshot, plan *api.Plan, cat *catalog.Catalog, created
 	nodes := map[string]*corev1.Node{}
 	for _, n := range snap.Nodes {
 		nodes[n.Name] = n
+	}
+	for _, r := range plan.Relayouts {
+		for i, n := range out.Nodes {
+			if n.Name == r.Node {
+				cp := n.DeepCopy()
+				cp.Status.Allocatable, cp.Status.Capacity = r.Allocatable, r.Allocatable.DeepCopy()
+				cp.Labels[api.LabelMIGConfig] = r.MIGConfig
+				cp.Labels[api.LabelMIGConfigState] = api.MIGConfigSuccess
+				out.Nodes[i], nodes[n.Name] = cp, cp
+			}
+		}
 	}
 	for _, en := range plan.ExistingNodes {
 		for _, p := range en.Pods {

@@ -3,6 +3,7 @@ package simtest
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -67,6 +68,7 @@ func (c *checker) collect() {
 		}
 	}
 	c.nodes = append(c.nodes, c.snap.Nodes...)
+	c.relayouts()
 	seen := map[string]bool{}
 	placePods := func(node string, pods []string) {
 		for _, k := range pods {
@@ -101,6 +103,58 @@ func (c *checker) collect() {
 		if snapshot.IsPending(p) && !seen[key] {
 			c.errorf("pending pod %s is neither placed nor reported", key)
 		}
+	}
+}
+
+// relayouts gives each re-laid-out node its new allocatable and checks that only idle GPUs
+// change: the MIG slices the node's running pods use fit on the GPUs the re-layout keeps, as its
+// Layout lists them.
+func (c *checker) relayouts() {
+	for _, r := range c.plan.Relayouts {
+		i := -1
+		for j, n := range c.nodes {
+			if n.Name == r.Node {
+				i = j
+			}
+		}
+		if i < 0 {
+			c.errorf("relayout of unknown node %s", r.Node)
+			continue
+		}
+		changed := map[int]bool{}
+		for _, g := range r.GPUs {
+			if g < 0 || g >= len(r.Layout) {
+				c.errorf("relayout of node %s: GPU %d of %d", r.Node, g, len(r.Layout))
+			}
+			changed[g] = true
+		}
+		kept := map[corev1.ResourceName]int64{}
+		for g, profiles := range r.Layout {
+			if !changed[g] {
+				for _, p := range profiles {
+					kept[corev1.ResourceName("nvidia.com/mig-"+p)]++
+				}
+			}
+		}
+		used := map[corev1.ResourceName]int64{}
+		for _, p := range c.snap.Pods {
+			if p.Spec.NodeName != r.Node || !snapshot.IsActive(p) {
+				continue
+			}
+			for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+				if strings.HasPrefix(string(name), "nvidia.com/mig-") {
+					used[name] += q.Value()
+				}
+			}
+		}
+		for name, k := range used {
+			if k > kept[name] {
+				c.errorf("relayout of node %s: its pods use %d %s, the GPUs it keeps have %d", r.Node, k, name, kept[name])
+			}
+		}
+		n := c.nodes[i].DeepCopy()
+		n.Status.Allocatable = r.Allocatable
+		c.nodes[i] = n
 	}
 }
 

@@ -34,7 +34,8 @@ func ApplyDisruption(snap *snapshot.Snapshot, plan *api.DisruptionPlan, cat *cat
 
 // ApplyAction checks one disruption action with the independent checker and carries it out. The
 // action's nodes are taken out of a copy of the snapshot and the pods that ran there (except
-// DaemonSet, mirror and finished pods, which end with their node) become pending, with the
+// DaemonSet, mirror and finished pods, which end with their node, and the pods a node-lifecycle
+// action leaves behind) become pending, with the
 // claims only they held deallocated; the action's moves become a purchase plan that places them
 // — on existing nodes, or on the replacement as a new node — and Check judges that plan like any
 // other: every such pod placed once, resources, selectors, taints, pod (anti-)affinity and
@@ -55,14 +56,23 @@ func ApplyAction(snap *snapshot.Snapshot, a api.DisruptionAction, cat *catalog.C
 	}
 	derived.Pods = nil
 	var pending []*corev1.Pod
-	moved := map[string]bool{}
+	moved, behind := map[string]bool{}, map[string]bool{}
+	for _, k := range a.LeftBehind {
+		behind[k] = true
+	}
+	if len(behind) > 0 && !a.Reason.Forced() {
+		return nil, nil, fmt.Errorf("a %s action leaves pods behind (%v); only the node-lifecycle reasons may", a.Reason, a.LeftBehind)
+	}
 	for _, p := range snap.Pods {
 		switch {
 		case snapshot.IsPending(p):
 			pending = append(pending, p)
 		case !gone[p.Spec.NodeName]:
+			if behind[p.Namespace+"/"+p.Name] {
+				return nil, nil, fmt.Errorf("pod %s is left behind on a node the action does not remove", p.Namespace+"/"+p.Name)
+			}
 			derived.Pods = append(derived.Pods, p)
-		case endsWithNode(p):
+		case endsWithNode(p), behind[p.Namespace+"/"+p.Name]:
 		default:
 			cp := p.DeepCopy()
 			cp.Spec.NodeName, cp.Status.Phase = "", corev1.PodPending

@@ -1,0 +1,123 @@
+package backtest
+
+import (
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/forecast"
+)
+
+// traceSet lists the CSV traces of a set of testdata/traces (tune or eval), as loadTrace names.
+func traceSet(tb testing.TB, set string) []string {
+	tb.Helper()
+	root := filepath.Join("..", "..", "testdata", "traces")
+	var names []string
+	err := filepath.WalkDir(filepath.Join(root, set), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".csv") {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("listing the %s set: %v", set, err)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		tb.Fatalf("the %s set of testdata/traces is empty", set)
+	}
+	return names
+}
+
+// The targets for series the forecaster was not tuned on: a one-day-ahead hourly WAPE
+// never above the best seasonal-naive baseline's, and at most 0.85 of it as the median over
+// series.
+const (
+	targetNeverWorse = 1.0
+	targetMedian     = 0.85
+)
+
+// generalisationMisses are the series of each set where the forecaster does not reach
+// targetNeverWorse, with the ratio reached: the test asserts it plus 3 % of slack, so a
+// regression still fails, and says why it is missed.
+var generalisationMisses = map[string]struct {
+	reached float64
+	why     string
+}{
+	// A level change to 3–8× (or 5–30 %) in the scored weeks: every expert misses the day of the
+	// change; "same time yesterday" follows the new level one day later, the mix one day after
+	// that (its weights need forecasts made after the change to judge), and at the new level
+	// that one day outweighs weeks of the old one.
+	"tune/synth/migration-2.csv": {1.156, "a 5× level change: the mix follows it a day after same time yesterday"},
+	"tune/synth/migration-3.csv": {1.205, "a 6× level change: the mix follows it a day after same time yesterday"},
+	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
+	// week with one week of history.
+	"eval/nab/ec2_cpu_utilization_825cc2.csv":           {1.588, "a one-day anomaly in the first week: the mix trails for days after it and falls back to a weekly baseline, which repeats it a week later"},
+	"eval/nab/grok_asg_anomaly.csv":                     {1.478, "the load drops to 1 % for good on day 13 of 16: same time yesterday follows a day before the mix"},
+	"eval/nab/rds_cpu_utilization_cc0c53.csv":           {1.466, "the load jumps for good on day 10 of 14: same time yesterday follows a day before the mix"},
+	"eval/nab/cpu_utilization_asg_misconfiguration.csv": {1.014, "an autoscaling group's CPU whose level moves as the group resizes: same time yesterday follows each move a day before the mix (within the noise: interval 0.97–1.14)"},
+	"eval/synth/drift-101.csv":                          {1.005, "no cycle: a wandering level where the mix and same time yesterday tie"},
+	"eval/nab/ec2_cpu_utilization_77c1ca.csv":           {1.002, "spikes at random hours on a near-idle CPU (WAPE above 1 for every method)"},
+}
+
+// generalisationMedians are the medians reached over each set, asserted with 1 % of slack: both
+// miss targetMedian (see the README's forecaster section for why).
+var generalisationMedians = map[string]float64{"tune": 0.892, "eval": 0.925}
+
+// TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
+// set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
+// of each.
+func TestGeneralisation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("walks forward through every trace")
+	}
+	seen := map[string]float64{}
+	for _, set := range []string{"tune", "eval"} {
+		t.Run(set, func(t *testing.T) {
+			var ratios []float64
+			for _, name := range traceSet(t, set) {
+				r, err := Run(name, loadTrace(t, name), Config{Horizon: forecast.Day, Step: time.Hour})
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				ratios = append(ratios, r.Ratio)
+				seen[name] = r.Ratio
+				t.Logf("%-50s WAPE %.4f, best baseline %.4f (%s), ratio %.3f [%.3f, %.3f], fell back %.0f %%",
+					name, r.WAPE, r.BestBaseline, r.BestBaselineName, r.Ratio, r.RatioInterval.Low, r.RatioInterval.High, 100*r.FellBack)
+				limit := targetNeverWorse
+				if miss, ok := generalisationMisses[name]; ok {
+					limit = 1.03 * miss.reached
+					t.Logf("  known miss of the %.1f× target: %s", targetNeverWorse, miss.why)
+				}
+				if r.Ratio > limit {
+					t.Errorf("%s: WAPE %.4f is %.3f× the best baseline's %.4f, want ≤ %.3f×", name, r.WAPE, r.Ratio, r.BestBaseline, limit)
+				}
+			}
+			sort.Float64s(ratios)
+			med := (ratios[(len(ratios)-1)/2] + ratios[len(ratios)/2]) / 2
+			t.Logf("%s: %d series, median ratio %.3f, worst %.3f (target median ≤ %.2f)", set, len(ratios), med, ratios[len(ratios)-1], targetMedian)
+			if limit := 1.01 * generalisationMedians[set]; med > max(targetMedian, limit) {
+				t.Errorf("median ratio %.3f over the %s set, want ≤ %.3f", med, set, max(targetMedian, limit))
+			}
+		})
+	}
+	// A known miss that is no longer one (or no longer a trace) is a stale explanation.
+	for name := range generalisationMisses {
+		if r, ok := seen[name]; !ok {
+			t.Errorf("known miss %s: not a trace of the tune or eval set", name)
+		} else if r <= targetNeverWorse {
+			t.Errorf("known miss %s reaches %.3f ≤ %.1f: drop it from generalisationMisses", name, r, targetNeverWorse)
+		}
+	}
+}

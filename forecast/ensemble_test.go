@@ -1,0 +1,187 @@
+package forecast
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestPathIndependent: everything a walker decides is decided on schedules counted from the
+// first point, so a forecast from origin o is the same whether the walker walked every origin
+// before o (a backtest) or was asked for o alone (Predict).
+func TestPathIndependent(t *testing.T) {
+	nyc := loadTrace(t, "tune/nab/nyc_taxi.csv")
+	nyc.Values = nyc.Values[:7*7*48]
+	for _, h := range []time.Duration{Day, time.Hour} {
+		walked, err := NewWalker(nyc, Options{Horizon: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		origins := map[int]bool{3*7*48 + 5: true, 5*7*48 - 1: true, 6*7*48 + 31: true}
+		for o := 2 * 7 * 48; o < nyc.Len()-walked.HorizonSteps(); o++ {
+			want, err := walked.At(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !origins[o] {
+				continue
+			}
+			fresh, _ := NewWalker(nyc, Options{Horizon: h})
+			got, err := fresh.At(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("horizon %s, origin %d: alone %+v, walked %+v", h, o, got, want)
+			}
+		}
+	}
+}
+
+// weekly builds an hourly series of n points whose every week repeats the first one exactly: a
+// daily shape with a level drawn per day of the week. Same time last week is exact on it; no
+// model that averages days is.
+func weekly(n int) Series {
+	return synthetic(n, func(i int) float64 {
+		return (1 + 0.4*noise(7000+i/24%7)) * daily(i)
+	}, nil)
+}
+
+// TestFallsBackToAnExactBaseline: on a series that repeats every week exactly, once the mix
+// has been judged against "same time last week" for long enough, it forecasts as that baseline,
+// and says so.
+func TestFallsBackToAnExactBaseline(t *testing.T) {
+	s := weekly(6 * 7 * 24)
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fellBack int
+	for o := 4 * 7 * 24; o < s.Len()-24; o++ {
+		fc, err := w.At(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc.Model == "baseline/"+BaselineNaiveWeek || fc.Model == "baseline/"+BaselineMeanWeeks {
+			fellBack++
+			if fc.Fallback == "" || len(fc.Shares) != 1 {
+				t.Fatalf("origin %d: forecast by %s without saying so (fallback %q, shares %v)", o, fc.Model, fc.Fallback, fc.Shares)
+			}
+		}
+		if T := o + 24; math.Abs(fc.Point-s.Values[T]) > 0.05*s.Values[T] && o >= 5*7*24 {
+			t.Errorf("origin %d: forecast %g for %g, want within 5 %% in the last week", o, fc.Point, s.Values[T])
+		}
+	}
+	if fellBack < 7*24 {
+		t.Errorf("fell back to a weekly baseline at %d of the last two weeks' origins, want at least a week's", fellBack)
+	}
+}
+
+// TestNoFallbackOnWeekdaysAlone: a batch workload whose job runs at the same minute every
+// weekday and not at weekends, with a week of history and its first weekend ahead. "Same time
+// yesterday" is exact on every weekday the mix has been judged on, but evidence without a
+// weekend must not make it forecast the Saturday: it would copy Friday's job into it.
+func TestNoFallbackOnWeekdaysAlone(t *testing.T) {
+	// 2024-01-01 is a Monday; the series starts on the Saturday before (day 0) so that the
+	// first week's forecasts are judged on weekdays only and day 7 is a Saturday.
+	start := time.Date(2023, 12, 30, 0, 0, 0, 0, time.UTC)
+	s := Series{Start: start, Step: time.Hour, Values: make([]float64, 9*24)}
+	for i := range s.Values {
+		v := 10 + noise(i)
+		if d := start.Add(time.Duration(i) * time.Hour).Weekday(); d != time.Saturday && d != time.Sunday && i%24 >= 9 && i%24 < 13 {
+			v += 40 // the weekday job
+		}
+		s.Values[i] = v
+	}
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for T := 7*24 + 9; T < 7*24+13; T++ { // Saturday 09:00–12:00
+		fc, err := w.At(T - 24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fc.Model == "baseline/"+BaselineNaiveDay || fc.Point > 30 {
+			t.Errorf("Saturday %02d:00: forecast %.1f by %s (fallback %q), want no weekday job copied into the weekend", T%24, fc.Point, fc.Model, fc.Fallback)
+		}
+	}
+}
+
+// TestLevelShiftAndGaps: a daily shape whose level halves on day 30, with day 20 and day 33
+// missing. The forecasts keep coming across the gaps. In the week after the shift the
+// forecaster follows the new level, as same time yesterday does and same time last week cannot
+// (it forecasts the old level for a week) — though a day later than same time yesterday: the
+// weights need forecasts made after the shift to judge, and the first of those are scored a
+// horizon after it (reached: 256 against 96 and 3607). In the week after that, when both
+// baselines know the new level, it is no worse than the better of them.
+func TestLevelShiftAndGaps(t *testing.T) {
+	s := synthetic(45*24, func(i int) float64 {
+		lv := 1.0
+		if i >= 30*24 {
+			lv = 0.5
+		}
+		return lv * (daily(i) + 3*noise(i))
+	}, func(i int) bool { return i/24 == 20 || i/24 == 33 })
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model, naiveDay, naiveWeek [2]float64 // days 32–37, days 38–44
+	for T := 21 * 24; T < s.Len(); T++ {
+		fc, err := w.At(T - 24)
+		if err != nil {
+			t.Fatalf("origin %d: %v", T-24, err)
+		}
+		y := s.Values[T]
+		if math.IsNaN(y) || T < 32*24 || math.IsNaN(s.Values[T-24]) || math.IsNaN(s.Values[T-7*24]) {
+			continue
+		}
+		k := 0
+		if T >= 38*24 {
+			k = 1
+		}
+		model[k] += math.Abs(y - fc.Point)
+		naiveDay[k] += math.Abs(y - s.Values[T-24])
+		naiveWeek[k] += math.Abs(y - s.Values[T-7*24])
+	}
+	t.Logf("absolute error on days 32–37: %.0f forecaster, %.0f same time yesterday, %.0f same time last week", model[0], naiveDay[0], naiveWeek[0])
+	t.Logf("absolute error on days 38–44: %.0f forecaster, %.0f same time yesterday, %.0f same time last week", model[1], naiveDay[1], naiveWeek[1])
+	if model[0] > 3*naiveDay[0] || model[0] > 0.1*naiveWeek[0] {
+		t.Errorf("days 32–37: error %.0f, want at most 3× same time yesterday's %.0f and a tenth of last week's %.0f", model[0], naiveDay[0], naiveWeek[0])
+	}
+	if best := min(naiveDay[1], naiveWeek[1]); model[1] > best {
+		t.Errorf("days 38–44: error %.0f, want at most the better baseline's %.0f", model[1], best)
+	}
+}
+
+// TestHolidayIsNotRepeated: a weekly series with one holiday (day 30 at a third of its load).
+// Same time last week repeats it on day 37; the forecaster, whose profiles are medians over
+// weeks and days, does not.
+func TestHolidayIsNotRepeated(t *testing.T) {
+	s := synthetic(42*24, func(i int) float64 {
+		v := (1 + 0.3*math.Sin(float64(i/24%7))) * (daily(i) + 2*noise(i))
+		if i/24 == 30 {
+			v /= 3
+		}
+		return v
+	}, nil)
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model, naiveWeek float64
+	for T := 37 * 24; T < 38*24; T++ {
+		fc, err := w.At(T - 24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model += math.Abs(s.Values[T] - fc.Point)
+		naiveWeek += math.Abs(s.Values[T] - s.Values[T-7*24])
+	}
+	t.Logf("absolute error on the day a week after the holiday: %.0f forecaster, %.0f same time last week", model, naiveWeek)
+	if model > 0.25*naiveWeek {
+		t.Errorf("error %.0f, want at most a quarter of same time last week's %.0f", model, naiveWeek)
+	}
+}

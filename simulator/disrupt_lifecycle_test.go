@@ -1,0 +1,532 @@
+package simulator_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/simulator"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// lifecyclePolicy has pools that never consolidate, so that every action a test sees is a
+// node-lifecycle one; the budgets allow everything unless a test narrows them.
+const lifecyclePolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: general
+  instanceFamilies: [m7i]
+  requirements: [{key: tiler.dev/gpu-count, operator: DoesNotExist}]
+  disruption: {consolidation: never, budgets: [{nodes: "100%"}]}
+- name: gpu
+  instanceFamilies: [g6]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  disruption: {consolidation: never, budgets: [{nodes: "100%"}]}
+`
+
+func newLifecycleFleet(t *testing.T) *fleet {
+	f := newFleet(t)
+	f.pol = lifecyclePolicy
+	return f
+}
+
+// poolHash is policy.PoolHash of the named pool of the fleet's policy.
+func (f *fleet) poolHash(name string) string {
+	f.t.Helper()
+	pol, err := policy.Parse([]byte(f.pol))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for i := range pol.Pools {
+		if pol.Pools[i].Name == name {
+			return policy.PoolHash(&pol.Pools[i])
+		}
+	}
+	f.t.Fatalf("no pool %s", name)
+	return ""
+}
+
+func annotate(n *corev1.Node, k, v string) {
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[k] = v
+}
+
+// forcedAction returns the node's action, failing unless it has the reason.
+func forcedAction(t *testing.T, p *api.DisruptionPlan, node string, reason api.DisruptionReason) *api.DisruptionAction {
+	t.Helper()
+	a := actionOf(p, node)
+	if a == nil {
+		t.Fatalf("node %s: no action (kept as %q)", node, keptAs(p, node))
+	}
+	if a.Reason != reason {
+		t.Fatalf("node %s: reason %s, want %s", node, a.Reason, reason)
+	}
+	return a
+}
+
+// TestLifecycleDriftPoolHash: a node whose tiler.dev/pool-hash is not its pool's current hash has
+// drifted and moves to the room the cluster has; a node with the current hash, or none, has not.
+// The drift is no consolidation: the node is no candidate.
+func TestLifecycleDriftPoolHash(t *testing.T) {
+	f := newLifecycleFleet(t)
+	annotate(f.node("stale", "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, "v1-0000000000000000")
+	annotate(f.node("current", "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, f.poolHash("general"))
+	f.node("unmarked", "general", "m7i.2xlarge", api.OnDemand)
+	f.pod("s", "stale").CPU("1").Mem("2Gi")
+	f.pod("c", "current").CPU("1").Mem("2Gi")
+	f.pod("u", "unmarked").CPU("1").Mem("2Gi")
+	p := f.plan()
+	a := forcedAction(t, p, "stale", api.ReasonDrifted)
+	if a.Kind != api.ActionDelete || destination(p, "s") == "" || destination(p, "s") == "stale" {
+		t.Errorf("stale: %+v", a)
+	}
+	if !strings.Contains(a.Message, api.AnnotationPoolHash) || a.SavingsPerHour != a.CostPerHourBefore {
+		t.Errorf("stale's message %q, savings %v", a.Message, a.SavingsPerHour)
+	}
+	if len(p.Actions) != 1 || keptAs(p, "current") != api.KeepConsolidationDisabled || keptAs(p, "unmarked") != api.KeepConsolidationDisabled {
+		t.Errorf("actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+	if len(p.Candidates) != 0 {
+		t.Errorf("candidates %v: a drifted node needs no candidate wait", p.Candidates)
+	}
+}
+
+// TestLifecycleDriftReplaceFirst: a drifted node whose pods fit nowhere else is replaced by a node
+// of its pool — here a dearer one, since the pool no longer has the cheap family — and the
+// replacement takes the pods.
+func TestLifecycleDriftReplaceFirst(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, "instanceFamilies: [m7i]", "instanceFamilies: [m7i]\n  zones: [us-east-1b]", 1)
+	f.node("old-zone", "general", "m7i.xlarge", api.OnDemand)
+	f.pod("w", "old-zone").CPU("3").Mem("8Gi")
+	p := f.plan()
+	a := forcedAction(t, p, "old-zone", api.ReasonDrifted)
+	if a.Kind != api.ActionReplace || a.Replacement == nil || destination(p, "w") != a.Replacement.Name {
+		t.Fatalf("old-zone: %+v", a)
+	}
+	if a.Replacement.Zone != "us-east-1b" || a.Replacement.Pool != "general" || !strings.Contains(a.Message, "zone us-east-1a") {
+		t.Errorf("replacement %+v, message %q", a.Replacement, a.Message)
+	}
+}
+
+// TestLifecycleDriftRemovedPool: a node of a pool the policy no longer has is managed and drifted;
+// its pods go to the pools that remain.
+func TestLifecycleDriftRemovedPool(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.node("orphan", "retired", "m7i.xlarge", api.OnDemand)
+	f.node("room", "general", "m7i.2xlarge", api.OnDemand)
+	f.pod("o", "orphan").CPU("1").Mem("2Gi")
+	p := f.plan()
+	a := forcedAction(t, p, "orphan", api.ReasonDrifted)
+	if destination(p, "o") != "room" || a.Pool != "retired" || !strings.Contains(a.Message, "no longer in the policy") {
+		t.Errorf("orphan: %+v", a)
+	}
+}
+
+// TestLifecycleDriftGPUSharing: a GPU node bought with time-slicing in a pool that now hands out
+// whole GPUs has drifted.
+func TestLifecycleDriftGPUSharing(t *testing.T) {
+	f := newLifecycleFleet(t)
+	n := f.node("sliced", "gpu", "g6.xlarge", api.OnDemand)
+	n.Labels[api.LabelGPUReplicas] = "4"
+	n.Status.Allocatable = n.Status.Allocatable.DeepCopy()
+	n.Status.Allocatable[api.ResourceGPU] = resource.MustParse("4")
+	n.Status.Capacity = n.Status.Allocatable
+	f.node("whole", "gpu", "g6.xlarge", api.OnDemand)
+	p := f.plan()
+	a := forcedAction(t, p, "sliced", api.ReasonDrifted)
+	if !strings.Contains(a.Message, "exposed as replicas") || actionOf(p, "whole") != nil {
+		t.Errorf("sliced: %+v; whole: %+v", a, actionOf(p, "whole"))
+	}
+}
+
+// TestLifecycleExpired: a node older than its pool's expireAfter is replaced; a younger one stays,
+// and so does an old one annotated do-not-disrupt.
+func TestLifecycleExpired(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, "disruption: {consolidation: never, budgets: [{nodes: \"100%\"}]}",
+		"disruption: {consolidation: never, expireAfter: 12h, budgets: [{nodes: \"100%\"}]}", 1)
+	f.node("old", "general", "m7i.xlarge", api.OnDemand)
+	young := f.node("young", "general", "m7i.2xlarge", api.OnDemand)
+	young.CreationTimestamp = metav1.NewTime(dNow.Add(-2 * time.Hour))
+	annotate(f.node("old-dnd", "general", "m7i.xlarge", api.OnDemand), api.AnnotationKarpenterDoNotDisrupt, "true")
+	f.pod("a", "old").CPU("1").Mem("2Gi")
+	p := f.plan()
+	if keptAs(p, "old-dnd") != api.KeepDoNotDisrupt {
+		t.Errorf("old-dnd kept as %q", keptAs(p, "old-dnd"))
+	}
+	a := forcedAction(t, p, "old", api.ReasonExpired)
+	if destination(p, "a") != "young" || !strings.Contains(a.Message, "created 24h0m0s ago") || !strings.Contains(a.Message, "expireAfter is 12h0m0s") {
+		t.Errorf("old: %+v", a)
+	}
+	if actionOf(p, "young") != nil {
+		t.Errorf("young removed: %+v", actionOf(p, "young"))
+	}
+}
+
+// TestLifecycleBudgets: drift and expiry are bounded by the pool's budgets for their reason, less
+// the nodes already disrupting; what is left waits with reason Budget.
+func TestLifecycleBudgets(t *testing.T) {
+	build := func(budgets string) *fleet {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`, "budgets: "+budgets+"}", 1)
+		for _, n := range []string{"d1", "d2", "d3"} {
+			annotate(f.node(n, "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, "v1-stale")
+		}
+		annotate(f.node("room", "general", "m7i.4xlarge", api.OnDemand), api.AnnotationPoolHash, f.poolHash("general"))
+		return f
+	}
+	count := func(p *api.DisruptionPlan, r api.DisruptionReason) int {
+		n := 0
+		for _, a := range p.Actions {
+			if a.Reason == r {
+				n += len(a.Nodes)
+			}
+		}
+		return n
+	}
+	// One Drifted at a time; the Empty-only budget of 0 does not apply to drift.
+	f := build(`[{nodes: "1", reasons: [Drifted]}, {nodes: "0", reasons: [Empty]}]`)
+	p := f.plan()
+	if count(p, api.ReasonDrifted) != 1 || keptAs(p, "d2") != api.KeepBudget || keptAs(p, "d3") != api.KeepBudget {
+		t.Errorf("budget 1: actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+	// A node already being disrupted uses the one disruption.
+	f = build(`[{nodes: "1", reasons: [Drifted]}]`)
+	f.opts.Disrupting = []string{"room"}
+	if p := f.plan(); count(p, api.ReasonDrifted) != 0 || keptAs(p, "d1") != api.KeepBudget {
+		t.Errorf("one disrupting: actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+	// A budget of zero for Drifted stops it.
+	f = build(`[{nodes: "0", reasons: [Drifted]}]`)
+	if p := f.plan(); count(p, api.ReasonDrifted) != 0 {
+		t.Errorf("budget 0: actions %+v", p.Actions)
+	}
+	// maxActions bounds drift too.
+	f = build(`[{nodes: "100%"}]`)
+	f.opts.MaxActions = 2
+	if p := f.plan(); count(p, api.ReasonDrifted) != 2 || keptAs(p, "d3") != api.KeepBudget {
+		t.Errorf("maxActions 2: actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+}
+
+// TestLifecycleDoNotDisrupt: drift and expiry honour do-not-disrupt on the node and on its pods,
+// and a PodDisruptionBudget that allows no disruption now; a cordoned node waits.
+func TestLifecycleDoNotDisrupt(t *testing.T) {
+	f := newLifecycleFleet(t)
+	for _, n := range []string{"node-dnd", "pod-dnd", "pdb", "cordoned", "free"} {
+		annotate(f.node(n, "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, "v1-stale")
+	}
+	f.node("room", "general", "m7i.4xlarge", api.OnDemand)
+	annotate(f.snap.Nodes[0], api.AnnotationDoNotDisrupt, "true")
+	f.snap.Nodes[3].Spec.Unschedulable = true
+	f.pod("a", "node-dnd").CPU("500m").Mem("1Gi")
+	f.pod("b", "pod-dnd").CPU("500m").Mem("1Gi").Annotate(api.AnnotationKarpenterDoNotDisrupt, "true")
+	f.pod("c", "pdb").CPU("500m").Mem("1Gi").Label("app", "guarded")
+	f.pod("d", "free").CPU("500m").Mem("1Gi")
+	b := &policyv1.PodDisruptionBudget{}
+	b.Name, b.Namespace = "guarded", "default"
+	b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}
+	f.snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{b}
+	p := f.plan()
+	want := map[string]api.KeepReason{"node-dnd": api.KeepDoNotDisrupt, "pod-dnd": api.KeepPodDoNotDisrupt, "pdb": api.KeepPDB,
+		"cordoned": api.KeepDisrupting}
+	for n, r := range want {
+		if keptAs(p, n) != r {
+			t.Errorf("%s kept as %q, want %s", n, keptAs(p, n), r)
+		}
+	}
+	forcedAction(t, p, "free", api.ReasonDrifted)
+	if len(p.Actions) != 1 {
+		t.Errorf("actions %+v", p.Actions)
+	}
+}
+
+// gpuNode adds a GPU node of the gpu pool whose capacity is its own copy of allocatable, so that
+// a test can take GPUs out of allocatable alone.
+func (f *fleet) gpuNode(name string) *corev1.Node {
+	n := f.node(name, "gpu", "g6.xlarge", api.OnDemand)
+	n.Status.Capacity = n.Status.Allocatable.DeepCopy()
+	return n
+}
+
+// TestLifecycleRepair: a node with the repair condition (AcceleratedHardwareReady=False) is
+// repaired at once, even annotated do-not-disrupt; GPUs missing from allocatable are repaired
+// once tiler.dev/unhealthy-since is older than the grace period, and listed as not yet due
+// before; the pods of a repaired node move, to a replacement when the rest of the cluster has no
+// GPU free.
+func TestLifecycleRepair(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%"}}`+"\n", 2)
+	f.opts.IgnoreCandidateWait = false
+	xid := f.gpuNode("xid")
+	xid.Status.Conditions = append(xid.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+		Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	annotate(xid, api.AnnotationDoNotDisrupt, "true")
+	lost := f.gpuNode("lost")
+	lost.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	annotate(lost, api.AnnotationUnhealthySince, dNow.Add(-20*time.Minute).Format(time.RFC3339))
+	flaky := f.gpuNode("flaky")
+	flaky.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	annotate(flaky, api.AnnotationUnhealthySince, dNow.Add(-2*time.Minute).Format(time.RFC3339))
+	fresh := f.gpuNode("fresh")
+	fresh.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	f.gpuNode("spare")
+	f.pod("train", "xid").CPU("1").Mem("4Gi").GPU(1).Annotate(api.AnnotationDoNotDisrupt, "true")
+	f.pod("infer", "lost").CPU("1").Mem("4Gi").GPU(1)
+	p := f.plan()
+	a := forcedAction(t, p, "xid", api.ReasonUnhealthy)
+	if !strings.Contains(a.Message, "AcceleratedHardwareReady=False") {
+		t.Errorf("xid's message %q", a.Message)
+	}
+	forcedAction(t, p, "lost", api.ReasonUnhealthy)
+	// One pod takes the spare GPU, the other a replacement.
+	dests := map[string]bool{destination(p, "train"): true, destination(p, "infer"): true}
+	var repl *api.NewNode
+	for _, a := range p.Actions {
+		if a.Replacement != nil {
+			repl = a.Replacement
+		}
+	}
+	if !dests["spare"] || repl == nil || !dests[repl.Name] || repl.Pool != "gpu" {
+		t.Errorf("destinations %v, replacement %+v", dests, repl)
+	}
+	for _, n := range []string{"flaky", "fresh"} {
+		if actionOf(p, n) != nil {
+			t.Errorf("%s repaired in its grace period", n)
+		}
+	}
+	due := map[string]bool{}
+	for _, u := range p.Unhealthy {
+		due[u.Name] = u.Due
+	}
+	if len(due) != 4 || !due["xid"] || !due["lost"] || due["flaky"] || due["fresh"] {
+		t.Errorf("unhealthy %+v", p.Unhealthy)
+	}
+}
+
+// TestLifecycleRepairBudget: the repair budget bounds the repairs of a pool, counting the nodes
+// already under repair; consolidation budgets do not apply to repair.
+func TestLifecycleRepairBudget(t *testing.T) {
+	build := func() *fleet {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `disruption: {consolidation: never, budgets: [{nodes: "100%"}]}`+"\n",
+			`disruption: {consolidation: never, budgets: [{nodes: "0"}], repair: {budget: "1"}}`+"\n", 2)
+		for _, name := range []string{"bad-1", "bad-2"} {
+			n := f.gpuNode(name)
+			n.Status.Conditions = []corev1.NodeCondition{{Type: policy.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse}}
+		}
+		f.gpuNode("spare-1")
+		f.gpuNode("spare-2")
+		return f
+	}
+	p := build().plan()
+	if len(p.Actions) != 1 || p.Actions[0].Reason != api.ReasonUnhealthy || keptAs(p, "bad-2") != api.KeepBudget {
+		t.Fatalf("actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+	for _, k := range p.Kept {
+		if k.Name == "bad-2" && !strings.Contains(k.Message, "repair budget") {
+			t.Errorf("bad-2: %q", k.Message)
+		}
+	}
+	// bad-1 under repair already (listed as disrupting): bad-2 waits.
+	f := build()
+	f.opts.Disrupting = []string{"bad-1"}
+	if p := f.plan(); len(p.Actions) != 0 || keptAs(p, "bad-2") != api.KeepBudget {
+		t.Errorf("one under repair: actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+}
+
+// TestLifecycleInterrupted: an interrupted node gets the first action, with the deadline, whatever
+// the budgets and do-not-disrupt say; its pods that fit nowhere get a replacement, and a pod no
+// controller recreates is left behind (named, not moved).
+func TestLifecycleInterrupted(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`, `budgets: [{nodes: "0"}], expireAfter: 1h}`, 1)
+	deadline := dNow.Add(2 * time.Minute)
+	spot := f.node("spot", "general", "m7i.xlarge", api.Spot)
+	annotate(spot, api.AnnotationDoNotDisrupt, "true")
+	f.node("old", "general", "m7i.large", api.OnDemand)
+	f.opts.Interrupted = map[string]time.Time{"spot": deadline}
+	f.pod("w", "spot").CPU("3").Mem("4Gi").Annotate(api.AnnotationDoNotDisrupt, "true")
+	f.snap.Pods = append(f.snap.Pods, simtest.Pod("bare").CPU("100m").On("spot").Obj())
+	p := f.plan()
+	if len(p.Actions) != 1 {
+		t.Fatalf("actions %+v", p.Actions)
+	}
+	a := forcedAction(t, p, "spot", api.ReasonInterrupted)
+	if a.Kind != api.ActionReplace || destination(p, "w") != a.Replacement.Name || a.Deadline == nil || !a.Deadline.Equal(deadline) {
+		t.Errorf("spot: %+v", a)
+	}
+	if strings.Join(a.LeftBehind, ",") != "default/bare" || destination(p, "bare") != "" || !strings.Contains(a.Message, "(in 2m0s)") {
+		t.Errorf("left behind %v, bare to %q, message %q", a.LeftBehind, destination(p, "bare"), a.Message)
+	}
+	if keptAs(p, "old") != api.KeepBudget {
+		t.Errorf("old (expired, budget 0) kept as %q", keptAs(p, "old"))
+	}
+}
+
+// TestLifecycleOrder: forced actions come before consolidation and in urgency order —
+// interrupted, unhealthy, expired, drifted — and a node that must go takes no moved pods.
+func TestLifecycleOrder(t *testing.T) {
+	f := newFleet(t)
+	f.pol = strings.Replace(f.pol, `disruption: {budgets: [{nodes: "100%"}]}`, `disruption: {expireAfter: 20h, budgets: [{nodes: "100%"}]}`, 1)
+	young := func(n *corev1.Node) *corev1.Node {
+		n.CreationTimestamp = metav1.NewTime(dNow.Add(-time.Hour))
+		return n
+	}
+	annotate(young(f.node("drifted", "general", "m7i.xlarge", api.OnDemand)), api.AnnotationPoolHash, "v1-stale")
+	f.node("expired", "general", "m7i.xlarge", api.OnDemand)
+	sick := young(f.node("sick", "general", "m7i.xlarge", api.OnDemand))
+	sick.Status.Conditions = []corev1.NodeCondition{{Type: policy.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse}}
+	young(f.node("reclaimed", "general", "m7i.xlarge", api.Spot))
+	young(f.node("room", "general", "m7i.8xlarge", api.OnDemand))
+	f.opts.Interrupted = map[string]time.Time{"reclaimed": dNow.Add(time.Minute)}
+	for _, n := range []string{"drifted", "expired", "sick", "reclaimed", "room"} {
+		f.pod("p-"+n, n).CPU("500m").Mem("1Gi")
+	}
+	p := f.plan()
+	var order []string
+	for _, a := range p.Actions {
+		order = append(order, string(a.Reason)+":"+strings.Join(a.Nodes, ","))
+	}
+	// Consolidation may follow (room, once the others are gone, is oversized).
+	if got := strings.Join(order, " "); !strings.HasPrefix(got+" ", "Interrupted:reclaimed Unhealthy:sick Expired:expired Drifted:drifted ") {
+		t.Errorf("order %s", got)
+	}
+	for _, n := range []string{"drifted", "expired", "sick", "reclaimed"} {
+		if to := destination(p, "p-"+n); to != "room" {
+			t.Errorf("p-%s to %q, want room", n, to)
+		}
+	}
+}
+
+// TestLifecycleRandomFleets: on the shrunk random fleets (GPU, MIG, DRA, gangs, spread), half the
+// nodes are given a reason to go — an interruption notice, the repair condition, a stale pool
+// hash, in turn. Every plan is carried out with the independent checker and bound
+// (simtest.ApplyDisruption); every marked node gets an action of its reason or is kept with one;
+// with tight budgets (one drift and one repair per pool), no pool has more.
+func TestLifecycleRandomFleets(t *testing.T) {
+	cat := newFleet(t).cat
+	reasons := []api.DisruptionReason{api.ReasonInterrupted, api.ReasonUnhealthy, api.ReasonDrifted}
+	total := map[api.DisruptionReason]int{}
+	kept := map[api.KeepReason]int{}
+	for seed := uint64(1); seed <= 8; seed++ {
+		for _, tight := range []bool{false, true} {
+			f := buildShrunkFleet(t, cat, seed)
+			for i := range f.pol.Pools {
+				d := f.pol.Pools[i].Disruption
+				d.Repair = &policy.Repair{Budget: "100%"}
+				if tight {
+					d.Repair.Budget = "1"
+					d.Budgets = []policy.DisruptionBudget{{Nodes: "1", Reasons: []api.DisruptionReason{api.ReasonDrifted}}, {Nodes: "100%"}}
+				}
+			}
+			opts := simulator.DisruptionOptions{Now: dNow, Seed: "lifecycle", IgnoreCandidateWait: true, Interrupted: map[string]time.Time{}}
+			want := map[string]api.DisruptionReason{}
+			for i, n := range f.snap.Nodes {
+				if i%2 == 1 || n.Labels[api.LabelPool] == "" {
+					continue
+				}
+				r := reasons[(i/2)%len(reasons)]
+				want[n.Name] = r
+				switch r {
+				case api.ReasonInterrupted:
+					opts.Interrupted[n.Name] = dNow.Add(2 * time.Minute)
+				case api.ReasonUnhealthy:
+					n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse})
+				case api.ReasonDrifted:
+					annotate(n, api.AnnotationPoolHash, "v1-stale")
+				}
+			}
+			plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: f.snap, Catalog: cat, Policy: f.pol, Options: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, violations, err := simtest.ApplyDisruption(f.snap, plan, cat, dOld); err != nil || len(violations) > 0 {
+				t.Errorf("seed %d tight %v: %v %v", seed, tight, err, violations)
+			}
+			perPool := map[string]map[api.DisruptionReason]int{}
+			for _, a := range plan.Actions {
+				for _, n := range a.Nodes {
+					if want[n] != "" && a.Reason != want[n] {
+						t.Errorf("seed %d: node %s goes for %s, marked %s", seed, n, a.Reason, want[n])
+					}
+					if want[n] == "" && a.Reason.Forced() {
+						t.Errorf("seed %d: unmarked node %s goes for %s", seed, n, a.Reason)
+					}
+					delete(want, n)
+				}
+				if perPool[a.Pool] == nil {
+					perPool[a.Pool] = map[api.DisruptionReason]int{}
+				}
+				perPool[a.Pool][a.Reason] += len(a.Nodes)
+				total[a.Reason] += len(a.Nodes)
+			}
+			for _, k := range plan.Kept {
+				if r := want[k.Name]; r != "" {
+					kept[k.Reason]++
+					if r == api.ReasonInterrupted && k.Reason != api.KeepNoReplacement && k.Reason != api.KeepUnplaceablePod {
+						t.Errorf("seed %d: interrupted node %s kept as %s: %s", seed, k.Name, k.Reason, k.Message)
+					}
+					delete(want, k.Name)
+				}
+			}
+			if len(want) > 0 {
+				t.Errorf("seed %d: marked nodes neither removed nor kept: %v", seed, want)
+			}
+			for pool, c := range perPool {
+				if tight && (c[api.ReasonDrifted] > 1 || c[api.ReasonUnhealthy] > 1) {
+					t.Errorf("seed %d: pool %s drifts %d and repairs %d nodes at once", seed, pool, c[api.ReasonDrifted], c[api.ReasonUnhealthy])
+				}
+			}
+		}
+	}
+	t.Logf("nodes removed by reason %v; marked nodes kept by reason %v", total, kept)
+	if total[api.ReasonInterrupted] == 0 || total[api.ReasonUnhealthy] == 0 || total[api.ReasonDrifted] == 0 {
+		t.Errorf("some reason never acted: %v", total)
+	}
+}
+
+// TestLifecycleGangs: a gang moves whole or not at all. A drifted node running one member of a
+// gang whose other member runs on a node that stays is kept (Gang); an unhealthy one goes anyway,
+// leaving its member behind (the gang's controller restarts it), and the healthy member's node
+// stays.
+func TestLifecycleGangs(t *testing.T) {
+	for _, reason := range []api.DisruptionReason{api.ReasonDrifted, api.ReasonUnhealthy} {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%"}}`+"\n", 2)
+		bad := f.gpuNode("g1")
+		f.gpuNode("g2")
+		f.gpuNode("spare")
+		if reason == api.ReasonDrifted {
+			annotate(bad, api.AnnotationPoolHash, "v1-stale")
+		} else {
+			bad.Status.Conditions = []corev1.NodeCondition{{Type: policy.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse}}
+		}
+		f.pod("m0", "g1").CPU("1").Mem("2Gi").GPU(1).Gang("train", 2, "").Label("app", "train")
+		f.pod("m1", "g2").CPU("1").Mem("2Gi").GPU(1).Gang("train", 2, "").Label("app", "train")
+		p := f.plan()
+		switch reason {
+		case api.ReasonDrifted:
+			if actionOf(p, "g1") != nil || keptAs(p, "g1") != api.KeepGang {
+				t.Errorf("drifted g1: action %+v, kept as %q", actionOf(p, "g1"), keptAs(p, "g1"))
+			}
+		default:
+			a := forcedAction(t, p, "g1", api.ReasonUnhealthy)
+			if strings.Join(a.LeftBehind, ",") != "default/m0" || len(a.Moves) != 0 || actionOf(p, "g2") != nil {
+				t.Errorf("unhealthy g1: %+v; g2: %+v", a, actionOf(p, "g2"))
+			}
+		}
+	}
+}
