@@ -83,6 +83,43 @@ const (
 	// drifted (its labels, taints or GPU settings changed); a node without it is checked only
 	// against what its labels and taints show.
 	AnnotationPoolHash = "tiler.dev/pool-hash"
+	// AnnotationMIGRelayout is on a node whose MIG layout Tiler is changing: the plan's
+	// NodeRelayout as JSON, from the moment Tiler sets nvidia.com/mig.config until the MIG manager
+	// reports success or failure. While it is there, decisions count the node with its new layout
+	// (so a restarted controller neither buys for the pods the new slices are for nor re-plans the
+	// node).
+	AnnotationMIGRelayout = "tiler.dev/mig-relayout"
+)
+
+// Annotations the controller keeps on the nodes of a disruption action while it carries it out
+// (provisioner/disruption.go). The action's state lives in the cluster, so that a restarted
+// controller resumes the action or rolls it back.
+const (
+	// AnnotationDisruptionAction is the ID of the action (api.ActionID) that removes the node.
+	AnnotationDisruptionAction = "tiler.dev/disruption-action"
+	// AnnotationDisruptionStep is the action's step: DisruptionStepReplacing,
+	// DisruptionStepDraining or DisruptionStepDeleting.
+	AnnotationDisruptionStep = "tiler.dev/disruption-step"
+	// AnnotationDisruptionStepSince is when the step started (RFC 3339): the replacement's wait
+	// and the drain's timeout run from it.
+	AnnotationDisruptionStepSince = "tiler.dev/disruption-step-since"
+	// AnnotationDisruptionReason is the action's reason (DisruptionReason).
+	AnnotationDisruptionReason = "tiler.dev/disruption-reason"
+	// AnnotationDisruptionReplacement is the launch ID of the action's replacement node (Replace
+	// actions only).
+	AnnotationDisruptionReplacement = "tiler.dev/disruption-replacement"
+)
+
+// The steps of a disruption action, in order (AnnotationDisruptionStep).
+const (
+	// DisruptionStepReplacing: the replacement is launched and the action waits until it is Ready
+	// with its devices published; the node is not cordoned yet.
+	DisruptionStepReplacing = "Replacing"
+	// DisruptionStepDraining: the node is cordoned and its pods (not DaemonSet pods) are evicted
+	// through the Eviction API.
+	DisruptionStepDraining = "Draining"
+	// DisruptionStepDeleting: only DaemonSet pods remain; the instance and the Node are deleted.
+	DisruptionStepDeleting = "Deleting"
 )
 
 // LabelCostPolicy marks the ConfigMaps that hold cost policies for the controller.

@@ -170,6 +170,8 @@ func (r *run) run(ctx context.Context) error {
 	cfg.ClusterName, cfg.Namespace, cfg.Catalog = r.id, ControllerNamespace, r.sc.Catalog
 	cfg.Nominate, cfg.Reserve = r.mode.Nominate(), r.mode.Reserve()
 	cfg.RegistrationTimeout, cfg.EmptyNodeTTL = 5*time.Minute, time.Hour
+	// Fidelity measures purchases: no consolidation moves the fleet under the measurement.
+	cfg.DisruptionInterval = 0
 	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: h.kube, Provider: r.cloud, Catalog: cat, Clock: clock.RealClock{},
 		Logger: h.log.With(zap.String("run", r.id)), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {

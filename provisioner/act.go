@@ -32,7 +32,13 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	// decides it again.
 	fleet := d.Fleet
 	for _, rm := range d.Remove {
-		if c.remove(ctx, log, rm.Record, rm.Node, rm.Reason) {
+		removed := false
+		if rm.Reason == RemovalEmpty {
+			removed = c.removeEmpty(ctx, log, rm, s.Now)
+		} else {
+			removed = c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
+		}
+		if removed {
 			res.Deleted = append(res.Deleted, rm.Record.NodeName)
 			continue
 		}
@@ -62,6 +68,9 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	} else {
 		c.syncPlaceholders(ctx, log, d.Placeholders)
 	}
+	for _, e := range d.RelayoutsEnded {
+		c.endRelayout(ctx, log, e)
+	}
 	c.metrics.PendingPods.Set(float64(d.Pending))
 	if d.Pending == 0 {
 		return res
@@ -83,6 +92,9 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	// The cloud calls do not wait for the pods' reservation tolerations: those are needed before
 	// the node is Ready, not before it is ordered, and the launch records written first are what
 	// a restart recovers from (a pod that misses its toleration waits for the reservation to end).
+	for _, r := range d.Relayouts {
+		c.startRelayout(ctx, log, r)
+	}
 	var tolerating sync.WaitGroup
 	if c.reservations != nil {
 		tolerating.Go(func() { c.reservations.tolerate(ctx, log, d.Tolerations) })

@@ -34,6 +34,10 @@ type Config struct {
 	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`
 	// Nominate sets status.nominatedNodeName on pods planned onto new nodes.
 	Nominate bool `mapstructure:"nominate"`
+	// MIGRelayout lets plans re-partition the idle GPUs of existing device-plugin MIG nodes
+	// instead of buying (relayout.go). The GPU operator's MIG manager must know the mig-parted
+	// configurations Tiler names (simulator/mig.ConfigName), as for the MIG nodes it launches.
+	MIGRelayout bool `mapstructure:"mig-relayout"`
 	// Reserve launches nodes with the taint tiler.dev/reserved=<launch ID> that only the pods
 	// planned there tolerate (Tiler adds the toleration), until they are bound or the node has been
 	// Ready for ReservationTTL (see reserve.go).
@@ -44,6 +48,20 @@ type Config struct {
 	// GarbageCollectPeriod is how often the cloud provider deletes what no launch needs any more
 	// (cloudprovider.GarbageCollector: the AWS provider's unused launch templates); 0 turns it off.
 	GarbageCollectPeriod time.Duration `mapstructure:"garbage-collect-period"`
+	// DisruptionInterval is how often the disruption loop plans consolidation
+	// (simulator.PlanDisruption) when no action is under way; 0 turns planning off (actions
+	// already under way, e.g. after a restart, are still carried out or rolled back).
+	DisruptionInterval time.Duration `mapstructure:"disruption-interval"`
+	// DisruptionStepInterval is how often the loop advances the actions under way: checks the
+	// replacement, evicts, retries evictions a PodDisruptionBudget refused (with backoff), deletes.
+	DisruptionStepInterval time.Duration `mapstructure:"disruption-step-interval"`
+	// DisruptionDrainTimeout is how long a drain may be refused (a PodDisruptionBudget, a pod
+	// that does not end) before the action is abandoned and its nodes uncordoned.
+	DisruptionDrainTimeout time.Duration `mapstructure:"disruption-drain-timeout"`
+	// DisruptionRescheduleGrace is how long the pods of a controller whose pod a disruption
+	// evicted may stay pending before the batch buys for them: they are expected to land where the
+	// disruption plan moved them.
+	DisruptionRescheduleGrace time.Duration `mapstructure:"disruption-reschedule-grace"`
 }
 
 // DefaultConfig returns the production defaults.
@@ -65,6 +83,11 @@ func DefaultConfig() Config {
 		ReservationTTL:       2 * time.Minute,
 		ResyncPeriod:         10 * time.Second,
 		GarbageCollectPeriod: time.Hour,
+
+		DisruptionInterval:        30 * time.Second,
+		DisruptionStepInterval:    2 * time.Second,
+		DisruptionDrainTimeout:    10 * time.Minute,
+		DisruptionRescheduleGrace: time.Minute,
 	}
 }
 
@@ -97,6 +120,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resync-period must be positive")
 	case c.GarbageCollectPeriod < 0:
 		return fmt.Errorf("garbage-collect-period must not be negative")
+	case c.DisruptionInterval < 0:
+		return fmt.Errorf("disruption-interval must not be negative")
+	case c.DisruptionStepInterval <= 0:
+		return fmt.Errorf("disruption-step-interval must be positive")
+	case c.DisruptionDrainTimeout <= 0:
+		return fmt.Errorf("disruption-drain-timeout must be positive")
+	case c.DisruptionRescheduleGrace < 0:
+		return fmt.Errorf("disruption-reschedule-grace must not be negative")
 	}
 	return nil
 }

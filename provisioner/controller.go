@@ -74,6 +74,12 @@ type Controller struct {
 	reservations *reservationWatch
 	// synced is set once Start has seen every informer cache sync (Synced).
 	synced atomic.Bool
+	// dclock is the disruption loop's clock (Options.DisruptionClock).
+	dclock clock.WithTicker
+	// disruption is what the disruption loop and the batches share in memory (disruption.go).
+	disruption *disruptionMemory
+	// onDisruption, when set, sees every disruption pass (Options.OnDisruption).
+	onDisruption func(*DisruptionPass)
 }
 
 // Synced reports whether the controller's informer caches have synced: before, it knows nothing
@@ -138,6 +144,12 @@ type Options struct {
 	// its Result (whose Decision says what it decided), from the goroutine that ran the batch:
 	// tests and tools watch the controller decide through it.
 	OnBatch func(State, *Result)
+	// DisruptionClock is the disruption loop's clock (its cadence, and the time its plans and
+	// actions are made at); nil means Clock.
+	DisruptionClock clock.WithTicker
+	// OnDisruption, when set, is called at the end of every disruption pass that did something or
+	// planned (Controller.Disrupt), from the loop's goroutine.
+	OnDisruption func(*DisruptionPass)
 }
 
 // New builds a controller from opts.
@@ -164,6 +176,10 @@ func New(opts Options) (*Controller, error) {
 	if metrics == nil {
 		metrics = NewMetrics(prometheus.NewRegistry())
 	}
+	dclk := opts.DisruptionClock
+	if dclk == nil {
+		dclk = clk
+	}
 	kube := opts.Kube
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
@@ -184,6 +200,9 @@ func New(opts Options) (*Controller, error) {
 		memory:        NewMemory(),
 		boot:          newBootTimes(),
 		trigger:       make(chan struct{}, 1),
+		dclock:        dclk,
+		disruption:    newDisruptionMemory(cfg.DisruptionRescheduleGrace),
+		onDisruption:  opts.OnDisruption,
 	}
 	c.registerInformers()
 	return c, nil
@@ -209,6 +228,7 @@ func (c *Controller) registerInformers() {
 	f.Resource().V1().ResourceClaimTemplates().Informer()
 	f.Resource().V1().ResourceSlices().Informer()
 	f.Resource().V1().DeviceClasses().Informer()
+	f.Policy().V1().PodDisruptionBudgets().Informer()
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
 	pods, nodes, slices := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer(), f.Resource().V1().ResourceSlices().Informer()
 	if c.cfg.Nominate {
@@ -266,7 +286,8 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
 // poke and closes after BatchIdle without another, or after BatchMax; housekeeping also runs every
-// ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions).
+// ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions), and
+// disruption (consolidation) runs in a loop of its own too (runDisruption).
 func (c *Controller) Run(ctx context.Context) error {
 	if err := c.Start(ctx); err != nil {
 		return err
@@ -277,6 +298,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.interruptions != nil {
 		go c.watchInterruptions(ctx)
 	}
+	disrupting := make(chan struct{})
+	go func() {
+		defer close(disrupting)
+		c.runDisruption(ctx)
+	}()
+	defer func() { <-disrupting }() // Run returns once no disruption pass is running
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()
 	var gcTick <-chan time.Time

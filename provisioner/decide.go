@@ -109,7 +109,8 @@ type Decision struct {
 	// Pending is the number of pods the batch plans: provisionable pods and expected pods.
 	Pending int
 	// RecheckAfter, when positive, is when to look again: at GPU pods held back by
-	// Config.GPUTriggerDelay, or at the next launch retry due (the sooner).
+	// Config.GPUTriggerDelay, at pods held back after a disruption evicted their peers
+	// (Config.DisruptionRescheduleGrace), or at the next launch retry due (the soonest).
 	RecheckAfter time.Duration
 	// Retry are the launches the cloud API failed without refusing them (LaunchAttempts) whose
 	// retry is due: act launches them again with the same launch ID.
@@ -130,6 +131,10 @@ type Decision struct {
 	// Launch are the launch records of the plan's new nodes, in the plan's order: act writes them
 	// all, then launches them. Their CreatedAt is set when they are written.
 	Launch []LaunchRecord
+	// Relayouts are the plan's MIG re-layouts of existing nodes, which act starts; RelayoutsEnded
+	// are those the MIG manager finished, whose annotation act removes (relayout.go).
+	Relayouts      []api.NodeRelayout
+	RelayoutsEnded []RelayoutEnd
 
 	// planned indexes the pods the batch planned (pending and expected), for the launches' Events.
 	planned map[string]*corev1.Pod
@@ -207,6 +212,11 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	if held {
 		d.RecheckAfter = cfg.GPUTriggerDelay
 	}
+	// Pods a disruption evicted are expected where its plan moved them: not a reason to buy.
+	pending, wait := holdEvicted(pending, s.DisruptionEvicted, s.Now, cfg.DisruptionRescheduleGrace)
+	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
+		d.RecheckAfter = wait
+	}
 	var retryIn time.Duration
 	d.Retry, retryIn = launchRetries(recs, s.Now)
 	if retryIn > 0 && (d.RecheckAfter == 0 || retryIn < d.RecheckAfter) {
@@ -217,6 +227,8 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	pending = append(pending, s.Expected...)
 	d.Pending = len(pending)
+	relayouting, ended := relayouts(s.Nodes)
+	d.RelayoutsEnded = ended
 	if len(pending) == 0 {
 		return d
 	}
@@ -237,7 +249,8 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	d.inFlight = len(recs)
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
-		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: inFlight(recs, idx, s.ResourceSlices)}})
+		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: inFlight(recs, idx, s.ResourceSlices),
+			MIGRelayout: cfg.MIGRelayout, Relayouting: relayouting}})
 	if cfg.Clock != nil {
 		d.SimulationTime = cfg.Clock.Since(start)
 	}
@@ -257,6 +270,7 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	for _, n := range plan.NewNodes {
 		d.Launch = append(d.Launch, recordFor(n, s.Now))
 	}
+	d.Relayouts = plan.Relayouts
 	return d
 }
 
@@ -299,7 +313,8 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			poolNodes[r.Pool]--
 			removed[r.LaunchID] = true
 			continue
-		case n != nil && !busy[n.Name] && !kept[n.Name]:
+		case n != nil && !busy[n.Name] && !kept[n.Name] && n.Annotations[api.AnnotationDisruptionAction] == "":
+			// (A node under a disruption action is the disruption loop's to remove.)
 			// A removal that fails keeps the node's entry, so the next batch tries again at once;
 			// one that succeeds takes the record, and the entry goes with it (Memory.forget).
 			since, seen := mem.EmptySince[n.Name]

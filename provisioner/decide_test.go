@@ -220,3 +220,35 @@ func minNodesPolicy(t *testing.T, n int) *policy.CostPolicy {
 	}
 	return p
 }
+
+// TestDecideLeavesDisruptionToItsLoop: a batch does not remove an empty node a disruption action
+// is removing (the loop does), plans no pod onto it, and does not buy for the pods of a controller
+// whose pods the disruption evicted until DisruptionRescheduleGrace has passed, when it buys.
+func TestDecideLeavesDisruptionToItsLoop(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	cfg.EmptyNodeTTL = 0
+	node := simtest.Node("tiler-default-1", "m7i.xlarge", "us-east-1a", simtest.Resources("cpu", "3920m", "memory", "14Gi", "pods", "58"))
+	node.Annotations = map[string]string{api.AnnotationDisruptionAction: "d-1", api.AnnotationDisruptionStep: api.DisruptionStepDraining}
+	rec := provisioner.LaunchRecord{
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.2},
+		LaunchID:       node.Name, NodeName: node.Name, Pool: "default", InstanceID: "i-1", CreatedAt: clk.Now().Add(-time.Hour),
+	}
+	owned := pendingPod(simtest.Pod("web-1").Namespace("web").CPU("1").Controlled("ReplicaSet", "web").Obj())
+	uid := string(owned.OwnerReferences[0].UID)
+	s := provisioner.State{Now: clk.Now(), Nodes: []*corev1.Node{node}, Records: []provisioner.LaunchRecord{rec}, Catalog: decideCatalog(t),
+		Pods: []*corev1.Pod{owned}, DisruptionEvicted: map[string]time.Time{uid: clk.Now().Add(-10 * time.Second)}}
+	mem := provisioner.NewMemory()
+	provisioner.Decide(s, cfg, mem)
+	d := provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 0 || d.Pending != 0 || len(d.Launch) != 0 || d.RecheckAfter != cfg.DisruptionRescheduleGrace-10*time.Second {
+		t.Fatalf("removals %+v, pending %d, launches %+v, recheck %s; want nothing done, a look again in %s", d.Remove, d.Pending,
+			d.Launch, d.RecheckAfter, cfg.DisruptionRescheduleGrace-10*time.Second)
+	}
+	clk.Step(cfg.DisruptionRescheduleGrace)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if d.Pending != 1 || len(d.Launch) != 1 {
+		t.Fatalf("after the grace: pending %d, launches %+v; want the pod bought for (the node under the action has room but takes no pod)", d.Pending, d.Launch)
+	}
+}

@@ -34,6 +34,19 @@
 // tiler.dev/reserved=<launch ID>, which only they tolerate, until they are bound (node
 // reservations, reserve.go).
 //
+// Capacity is given back by a disruption loop of its own (disruption.go), on its own cadence and
+// clock: it plans with simulator.PlanDisruption over the snapshot the batch builds, when no action
+// is under way, nothing is pending and nothing is in flight (beside the batches: only starting the
+// plan's actions waits for a batch to end, and re-checks that), and carries each action out in one
+// order — the replacement launched first through the launch path and waited for Ready with its
+// devices, then cordon and eviction through the Eviction API (refusals retried with backoff, the
+// action abandoned and uncordoned past Config.DisruptionDrainTimeout), then the instance, Node
+// and record deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction,
+// ...Step, ...StepSince, ...Reason, ...Replacement); every pass reads it back and advances it, so
+// a restart resumes or rolls back. Batches plan nothing onto a node under an action and hold the
+// pods of controllers a disruption evicted from for Config.DisruptionRescheduleGrace; housekeeping
+// removes empty nodes through the same cordon-and-check path (removeEmpty).
+//
 // Forecast demand comes in through the Prescaler interface, which package prescale implements
 // (cmd/tiler wires it; this package does not import it): expected pods are planned like pending
 // ones, the nodes their plan needs are kept for the forecast instead of being removed as empty

@@ -38,6 +38,8 @@ type env struct {
 	ctrl    *provisioner.Controller
 	metrics *provisioner.Metrics
 	cancel  context.CancelFunc
+	// runDone is closed when the current controller's Run has returned.
+	runDone chan struct{}
 	cfg     provisioner.Config
 	started time.Time
 	// setup, when set, adds to the options of each controller (e.g. its pre-scaler).
@@ -127,6 +129,8 @@ func testConfig() provisioner.Config {
 	cfg.ResyncPeriod = 500 * time.Millisecond
 	cfg.RegistrationTimeout = 30 * time.Second
 	cfg.EmptyNodeTTL = time.Hour
+	// Consolidation is off but in the disruption scenarios (e2e_disruption_test.go).
+	cfg.DisruptionInterval = 0
 	return cfg
 }
 
@@ -170,13 +174,30 @@ func (e *env) start() {
 	ctrl := e.newController(cloud, cloud.Interruptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cloud, e.ctrl, e.cancel = cloud, ctrl, cancel
+	done := make(chan struct{})
 	go func() { _ = cloud.Run(ctx) }()
-	go func() { _ = ctrl.Run(ctx) }()
+	go func() {
+		defer close(done)
+		_ = ctrl.Run(ctx)
+	}()
+	e.runDone = done
 	e.t.Cleanup(cancel)
 	e.started = time.Now()
 }
 
 func (e *env) stop() { e.cancel() }
+
+// stopAndWait stops the controller and waits until its Run has returned, as a killed process
+// is gone before a new one starts.
+func (e *env) stopAndWait() {
+	e.t.Helper()
+	e.cancel()
+	select {
+	case <-e.runDone:
+	case <-time.After(30 * time.Second):
+		e.t.Fatal("the stopped controller's Run did not return")
+	}
+}
 
 // launches counts launch events in the cloud's append-only log.
 func (e *env) launches() int {

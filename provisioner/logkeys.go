@@ -24,10 +24,16 @@ const (
 	keyError         = "error_kind"
 	keyConfigMap     = "configmap"
 	keyPriorityClass = "priority_class"
+	keyMIGConfig     = "mig_config"
+	keyGPUs          = "gpus"
 	// The offering the cloud launched when it was a fallback, not the planned one.
 	keyLaunchedType         = "launched_instance_type"
 	keyLaunchedZone         = "launched_zone"
 	keyLaunchedCapacityType = "launched_capacity_type"
 	keyLaunchedPrice        = "launched_price_per_hour"
 	keyFallback             = "fallback"
+	// Disruption actions.
+	keyAction = "action_id"
+	keyNodes  = "nodes"
+	keyStep   = "step"
 )

@@ -24,6 +24,22 @@ type Metrics struct {
 	ReservationsEnded    *prometheus.CounterVec
 	// Placeholders counts placeholder pods created and deleted (action).
 	Placeholders *prometheus.CounterVec
+	// Relayouts counts MIG re-layouts of existing nodes started, succeeded and failed (event).
+	Relayouts *prometheus.CounterVec
+
+	// DisruptionActions counts the disruption actions carried out (the nodes removed), by kind
+	// (action: Delete, Replace) and reason; DisruptionAbandoned those abandoned and rolled back.
+	DisruptionActions   *prometheus.CounterVec
+	DisruptionAbandoned *prometheus.CounterVec
+	// DisruptionEvictions counts the pods a disruption evicted; DisruptionEvictionsRefused the
+	// evictions refused (a PodDisruptionBudget's 429, retried with backoff).
+	DisruptionEvictions        prometheus.Counter
+	DisruptionEvictionsRefused prometheus.Counter
+	// DisruptionFleetCost is the managed fleet's $/h as the last disruption plan found it
+	// (when="before") and as it would be once its actions are carried out (when="after").
+	DisruptionFleetCost *prometheus.GaugeVec
+	// DisruptionBlocked is the number of managed nodes the last plan kept, by keep reason.
+	DisruptionBlocked *prometheus.GaugeVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -71,9 +87,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl)."}, []string{"reason"}),
 		Placeholders: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "placeholder_pods_total", Help: "Placeholder pods created and deleted, by action (created, deleted)."}, []string{"action"}),
+		Relayouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "mig_relayouts_total", Help: "MIG re-layouts of existing nodes instead of purchases, by event (started, succeeded, failed)."}, []string{"event"}),
+		DisruptionActions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "actions_total", Help: "Disruption actions carried out, by kind (action) and reason."}, []string{"action", "reason"}),
+		DisruptionAbandoned: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "actions_abandoned_total", Help: "Disruption actions abandoned and rolled back, by kind (action) and reason."}, []string{"action", "reason"}),
+		DisruptionEvictions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "evictions_total", Help: "Pods evicted by disruption actions."}),
+		DisruptionEvictionsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "evictions_refused_total", Help: "Evictions refused (a PodDisruptionBudget), retried with backoff."}),
+		DisruptionFleetCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "fleet_cost_dollars_per_hour", Help: "The managed fleet's price per hour as the last disruption plan found it (when=before) and once its actions are done (when=after)."}, []string{"when"}),
+		DisruptionBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "kept_nodes", Help: "Managed nodes the last disruption plan kept, by reason."}, []string{"reason"}),
 	}
+	reg.MustRegister(m.DisruptionActions, m.DisruptionAbandoned, m.DisruptionEvictions, m.DisruptionEvictionsRefused,
+		m.DisruptionFleetCost, m.DisruptionBlocked)
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
-		m.Placeholders)
+		m.Placeholders, m.Relayouts)
 	return m
 }

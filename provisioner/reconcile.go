@@ -35,6 +35,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	d := Decide(s, DecideConfig{Config: c.cfg, Clock: c.clock}, c.memory)
+	c.disruption.setKept(d.KeptForForecast)
 	res := c.act(ctx, &s, d)
 	if c.onBatch != nil {
 		c.onBatch(s, res)

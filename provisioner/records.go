@@ -55,6 +55,10 @@ type LaunchRecord struct {
 	LastError string `json:"lastError,omitempty"`
 	// RetryAt is when the next attempt is due.
 	RetryAt time.Time `json:"retryAt,omitzero"`
+	// DisruptionAction is the ID of the disruption action this node replaces nodes for (empty for
+	// a purchase). A replacement is launched without a node reservation: the pods it takes are
+	// recreated under new names once the old nodes are drained.
+	DisruptionAction string `json:"disruptionAction,omitempty"`
 }
 
 // UnmarshalJSON reads a record, including one written before the GPU configuration was kept

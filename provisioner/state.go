@@ -3,10 +3,14 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/tiler-dev/tiler/api"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 
@@ -36,6 +40,8 @@ type State struct {
 	ResourceClaims         []*resourcev1.ResourceClaim
 	ResourceClaimTemplates []*resourcev1.ResourceClaimTemplate
 	ResourceSlices         []*resourcev1.ResourceSlice
+	// PodDisruptionBudgets are copied into the snapshot; the disruption plan honours them.
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 	// Records are the launch records as stored, sorted by launch ID.
 	Records []LaunchRecord
 	// Policy is the cost policy in force; nil means the default.
@@ -56,6 +62,10 @@ type State struct {
 	// PriorityClass placeholders use and the placeholder pods, by name.
 	PlaceholderClass   *schedulingv1.PriorityClass
 	WantedPlaceholders []*corev1.Pod
+	// DisruptionEvicted is when a disruption last evicted a pod of each controller (by the
+	// controller's UID): its pending pods are expected to land where the disruption plan moved
+	// them, and do not trigger a purchase for Config.DisruptionRescheduleGrace.
+	DisruptionEvicted map[string]time.Time
 	// UsableSince is when the nomination watch first saw each launched node usable (the start of
 	// its nominationGrace).
 	UsableSince map[string]time.Time
@@ -65,7 +75,30 @@ type State struct {
 // informers' objects, the launch records, the batch's catalog and the unavailable offerings, and
 // the pre-scaler's expected pods — the last batch's first, then this batch's.
 func (c *Controller) observe(ctx context.Context) (State, error) {
-	s := State{Now: c.clock.Now()}
+	s, err := c.observeCluster(ctx, c.clock.Now())
+	if err != nil {
+		return s, err
+	}
+	if holder, ok := c.prescaler.(ExpectedPodsHolder); ok {
+		s.LastExpected = holder.LastExpectedPods()
+	}
+	if c.prescaler != nil {
+		s.Expected, s.ExpectedErr = c.prescaler.ExpectedPods(ctx, s.Pods)
+		if src, ok := c.prescaler.(PlaceholderSource); ok && s.ExpectedErr == nil {
+			s.PlaceholderClass, s.WantedPlaceholders = src.Placeholders()
+		}
+	}
+	if c.nominations != nil {
+		s.UsableSince = c.nominations.usableSince()
+	}
+	s.DisruptionEvicted = c.disruption.evictedOwners()
+	return s, nil
+}
+
+// observeCluster reads what the batch and the disruption loop share: the policy, the
+// informers' objects, the launch records, the catalog and the unavailable offerings, at now.
+func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, error) {
+	s := State{Now: now}
 	c.refreshPolicy(ctx)
 	s.Policy = c.currentPolicy()
 	all, err := c.pods()
@@ -96,33 +129,38 @@ func (c *Controller) observe(ctx context.Context) (State, error) {
 	if s.ResourceSlices, err = f.Resource().V1().ResourceSlices().Lister().List(everything()); err != nil {
 		return s, fmt.Errorf("listing ResourceSlices: %w", err)
 	}
+	if s.PodDisruptionBudgets, err = f.Policy().V1().PodDisruptionBudgets().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	}
 	if s.Records, err = c.records.List(ctx); err != nil {
 		return s, err
 	}
 	s.Catalog = c.currentCatalog()
 	s.Unavailable = c.unavailable.List()
-	if holder, ok := c.prescaler.(ExpectedPodsHolder); ok {
-		s.LastExpected = holder.LastExpectedPods()
-	}
-	if c.prescaler != nil {
-		s.Expected, s.ExpectedErr = c.prescaler.ExpectedPods(ctx, s.Pods)
-		if src, ok := c.prescaler.(PlaceholderSource); ok && s.ExpectedErr == nil {
-			s.PlaceholderClass, s.WantedPlaceholders = src.Placeholders()
-		}
-	}
-	if c.nominations != nil {
-		s.UsableSince = c.nominations.usableSince()
-	}
 	return s, nil
 }
 
 // snapshot is the simulation's input over the State: every node, every bound pod that holds its
 // node's resources, and, of the pending pods, only pending (those that may trigger a purchase
-// now, and expected pods); the others are still the scheduler's to try.
+// now, and expected pods); the others are still the scheduler's to try. A node a disruption
+// action is removing (api.AnnotationDisruptionAction) is unschedulable in the snapshot, cordoned
+// or not yet: no plan puts a pod there.
 func (s *State) snapshot(pending []*corev1.Pod) *snapshot.Snapshot {
-	snap := &snapshot.Snapshot{Now: s.Now, Nodes: s.Nodes, DaemonSets: s.DaemonSets, PriorityClasses: s.PriorityClasses,
+	nodes, cloned := s.Nodes, false
+	for i, n := range s.Nodes {
+		if n.Annotations[api.AnnotationDisruptionAction] == "" || n.Spec.Unschedulable {
+			continue
+		}
+		if !cloned {
+			nodes, cloned = slices.Clone(s.Nodes), true
+		}
+		cp := n.DeepCopy()
+		cp.Spec.Unschedulable = true
+		nodes[i] = cp
+	}
+	snap := &snapshot.Snapshot{Now: s.Now, Nodes: nodes, DaemonSets: s.DaemonSets, PriorityClasses: s.PriorityClasses,
 		DeviceClasses: s.DeviceClasses, ResourceClaims: s.ResourceClaims, ResourceClaimTemplates: s.ResourceClaimTemplates,
-		ResourceSlices: s.ResourceSlices}
+		ResourceSlices: s.ResourceSlices, PodDisruptionBudgets: s.PodDisruptionBudgets}
 	for _, p := range s.Pods {
 		if snapshot.IsActive(p) {
 			snap.Pods = append(snap.Pods, p)

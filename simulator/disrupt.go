@@ -40,6 +40,9 @@ type DisruptionOptions struct {
 	// the time it does: each gets an Interrupted action — its pods on the rest of the cluster and
 	// at most one new node — before any other, under no budget.
 	Interrupted map[string]time.Time
+	// ClusterAutoscalerRule plans with the Cluster Autoscaler's scale-down rule instead of Tiler's
+	// (see caStyle): the baseline a replay compares with (package replay, policy whole-gpu).
+	ClusterAutoscalerRule bool
 
 	// caStyle plans with the Cluster Autoscaler's rule instead, for comparisons in tests: a node
 	// under 50 % utilised (GPU-aware) whose pods all fit on other nodes is deleted; no
@@ -74,6 +77,9 @@ func PlanDisruption(in DisruptionInput) (*api.DisruptionPlan, error) {
 	}
 	if in.Policy == nil {
 		in.Policy = policy.Default()
+	}
+	if in.Options.ClusterAutoscalerRule {
+		in.Options.caStyle = true
 	}
 	d, err := newDisruptor(in)
 	if err != nil {

@@ -63,6 +63,11 @@ type Config struct {
 	// share (cloudprovider.SharedTaints), as AWS's per-pool launch templates do: the reservation
 	// taint carries api.ReservationPending instead of the launch ID.
 	SharedBootstrap bool
+	// RunPods plays the kubelet for pods too: each Step marks the pods bound to the cluster's
+	// Ready nodes Running and Ready (so that PodDisruptionBudgets count them healthy), and ends
+	// the terminating ones there (a graceful deletion or an eviction) at once, as a kubelet does
+	// once the containers stopped.
+	RunPods bool
 	// MaxInstances and MaxGPUs are account quotas over the instances of every cluster in the
 	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.
 	MaxInstances int

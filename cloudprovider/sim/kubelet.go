@@ -55,6 +55,11 @@ func (p *Provider) Step(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("instance %s (node %s): %w", recs[i].ID, recs[i].NodeName, err))
 		}
 	}
+	if p.cfg.RunPods {
+		if err := p.runPods(ctx, recs, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 

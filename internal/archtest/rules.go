@@ -95,6 +95,12 @@ var ImportRules = []ImportRule{
 		From: mod("..."), Except: TestHelpers, Deny: testMachinery, Transitive: true,
 	},
 	{
+		Name: "replay-direct",
+		Why: "the replay drives provisioner.Decide, so it links what package provisioner links, but it does no I/O of its own: " +
+			"no Kubernetes client, cloud SDK, HTTP, zap or Prometheus client, no cloud provider",
+		From: mod("replay/..."), Deny: append(append(Patterns{}, ioPackages...), mod("cloudprovider/...", "pricing/...", "promsource/...")...),
+	},
+	{
 		Name: "product-binary",
 		Why: "the controller image carries neither the test framework, the test helpers, nor the code that starts etcd; " +
 			"those belong to cmd/tiler-dev",
@@ -109,5 +115,10 @@ var ClockRules = []ClockRule{
 		Name: "pure-clock",
 		Why:  "the pure packages take time as data (a now argument or an injected clock): reproducible plans, tests without waiting",
 		From: Pure,
+	},
+	{
+		Name: "replay-clock",
+		Why:  "a replay runs on its virtual clock: the same workload gives the same report, in seconds for a day",
+		From: mod("replay/..."),
 	},
 }

@@ -20,11 +20,19 @@ type Node struct {
 	Model     string
 }
 
-// Pod is one row of a trace pod list (openb_pod_list_*.csv); the time, QoS and phase columns
-// are ignored because the experiment does not use them.
+// Pod is one row of a trace pod list (openb_pod_list_*.csv). The packing experiment ignores the
+// times, QoS and phase; a replay over time (package replay) reads the times.
 type Pod struct {
 	Name string
 	gpushare.Request
+	// Times are the pod's creation and deletion, in seconds from the trace's origin; nil when the
+	// list has no creation_time and deletion_time columns.
+	Times *PodTimes
+}
+
+// PodTimes are a trace pod's lifetime, in seconds from the trace's own origin (not Unix time).
+type PodTimes struct {
+	Created, Deleted int64
 }
 
 // ParseError is bad input in a CSV file: Line and Column are 1-based, Column counts bytes
@@ -257,6 +265,21 @@ func (t *table) pod() (Pod, error) {
 	}
 	p.NumGPUs = int(min(num, gpushare.MaxGPUsPerNode+1))
 	p.GPUModels = gpushare.ParseGPUModels(t.str("gpu_spec"))
+	if _, ok := t.col["creation_time"]; ok {
+		if _, ok := t.col["deletion_time"]; ok {
+			var tm PodTimes
+			if tm.Created, err = t.int("creation_time"); err != nil {
+				return Pod{}, err
+			}
+			if tm.Deleted, err = t.int("deletion_time"); err != nil {
+				return Pod{}, err
+			}
+			if tm.Deleted < tm.Created {
+				return Pod{}, t.errAt("deletion_time", fmt.Errorf("%d is before creation_time %d", tm.Deleted, tm.Created))
+			}
+			p.Times = &tm
+		}
+	}
 	if err := p.Validate(); err != nil {
 		field := "gpu_milli"
 		if p.NumGPUs > gpushare.MaxGPUsPerNode {

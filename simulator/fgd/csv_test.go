@@ -14,17 +14,17 @@ func TestParsePods(t *testing.T) {
 	in := "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n" +
 		"p0,12000,16384,1,1000,,LS,Running,0,1,0\n" +
 		"p1,6000,12288,1,460,V100M16|V100M32,LS,Running,0,1,0\n" +
-		"p2,88000,32768,0,0,,BE,Running,0,1,0\n" +
+		"p2,88000,32768,0,0,,BE,Running,5,9,5\n" +
 		"p3,64000,65536,8,1000,,LS,Running,0,1,0\n"
 	got, err := ParsePods(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Pod{
-		{"p0", gpushare.Request{CPUMilli: 12000, MemoryMiB: 16384, NumGPUs: 1, GPUMilli: 1000}},
-		{"p1", gpushare.Request{CPUMilli: 6000, MemoryMiB: 12288, NumGPUs: 1, GPUMilli: 460, GPUModels: []string{"V100M16", "V100M32"}}},
-		{"p2", gpushare.Request{CPUMilli: 88000, MemoryMiB: 32768}},
-		{"p3", gpushare.Request{CPUMilli: 64000, MemoryMiB: 65536, NumGPUs: 8, GPUMilli: 1000}},
+		{"p0", gpushare.Request{CPUMilli: 12000, MemoryMiB: 16384, NumGPUs: 1, GPUMilli: 1000}, &PodTimes{0, 1}},
+		{"p1", gpushare.Request{CPUMilli: 6000, MemoryMiB: 12288, NumGPUs: 1, GPUMilli: 460, GPUModels: []string{"V100M16", "V100M32"}}, &PodTimes{0, 1}},
+		{"p2", gpushare.Request{CPUMilli: 88000, MemoryMiB: 32768}, &PodTimes{5, 9}},
+		{"p3", gpushare.Request{CPUMilli: 64000, MemoryMiB: 65536, NumGPUs: 8, GPUMilli: 1000}, &PodTimes{0, 1}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ParsePods (-want +got):\n%s", diff)
@@ -58,6 +58,8 @@ func TestParseErrors(t *testing.T) {
 		{"fractional multi-GPU", false, podHeader + "p0,1,1,2,500,\n", "line 2, column 10 (gpu_milli): a 2-GPU request must ask for whole GPUs"},
 		{"too many GPUs", false, podHeader + "p0,1,1,17,1000,\n", "line 2, column 8 (num_gpu): num_gpu 17 exceeds 16"},
 		{"empty name", false, podHeader + ",1,1,0,0,\n", "line 2, column 1 (name): empty pod name"},
+		{"deleted before created", false, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time\np0,1,1,0,0,,9,5\n",
+			"line 2, column 15 (deletion_time): 5 is before creation_time 9"},
 		{"missing column", false, "name,cpu_milli\np0,1\n", `line 1, column 1: header lacks column "num_gpu"`},
 		{"empty file", false, "", "line 1, column 1: empty file"},
 		{"ragged row", false, podHeader + "p0,1,1\n", "record on line 2: wrong number of fields"},

@@ -1,0 +1,812 @@
+package provisioner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator"
+)
+
+// Disruption gives capacity back. A loop of its own (runDisruption), on its own cadence and
+// clock, never inside a provisioning batch, plans consolidation with simulator.PlanDisruption
+// over the snapshot the batch builds, and carries the plan's actions out in one order, whatever
+// the action's reason (consolidation now; drift, expiry, repair and interruption can feed the
+// same executor, startAction, with a forced action):
+//
+//  1. Replacing (Replace actions): the nodes are annotated with the action, then the replacement
+//     is launched through the batch's launch path (launch record first, so in-flight accounting
+//     holds and a restart neither buys twice nor leaks), and the action waits until it is Ready
+//     with its devices published.
+//  2. Draining: the nodes are cordoned and every pod but DaemonSet and mirror pods is evicted
+//     through the Eviction API, so that PodDisruptionBudgets hold. A refused eviction (429) is
+//     retried with backoff; past Config.DisruptionDrainTimeout the action is abandoned: the nodes
+//     are uncordoned and a DisruptionBlocked Event says why.
+//  3. Deleting: only DaemonSet pods remain; the instance, the Node and the launch record are
+//     deleted (remove, as housekeeping does).
+//
+// The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step, ...StepSince,
+// ...Reason, ...Replacement), not in memory: every pass reads it back from the Nodes and advances
+// each action one step as far as it can, so a restarted controller resumes where the last one
+// stopped, and a step that can no longer complete rolls the action back (uncordon).
+
+// stepOrder ranks the steps; an action whose nodes disagree (a pass died between two node
+// patches) is at its least advanced step.
+var stepOrder = map[string]int{api.DisruptionStepReplacing: 1, api.DisruptionStepDraining: 2, api.DisruptionStepDeleting: 3}
+
+// Outcomes of an action in ActionProgress.Step besides the steps.
+const (
+	// ActionDone: every node of the action is removed.
+	ActionDone = "Done"
+	// ActionAbandoned: the action was rolled back; its nodes are uncordoned.
+	ActionAbandoned = "Abandoned"
+)
+
+// evictionBackoffMax bounds the wait before a refused eviction is tried again.
+const evictionBackoffMax = time.Minute
+
+// DisruptionPass reports one pass of the disruption loop (Controller.Disrupt).
+type DisruptionPass struct {
+	// Now is the time of the pass (the disruption clock's).
+	Now time.Time
+	// Actions are the actions under way at the start of the pass and what the pass made of them.
+	Actions []ActionProgress
+	// Plan is the pass's disruption plan; nil when it planned none (Skipped says why).
+	Plan    *api.DisruptionPlan
+	Skipped string
+	// Started are the IDs of the actions the pass started.
+	Started []string
+	// Err is why the pass could not read the cluster or plan.
+	Err error
+}
+
+// ActionProgress is one action under way and where a pass left it.
+type ActionProgress struct {
+	ID          string
+	Kind        api.DisruptionKind
+	Reason      api.DisruptionReason
+	Nodes       []string
+	Replacement string
+	// Step is the action's step after the pass, ActionDone or ActionAbandoned.
+	Step string
+	// Message says what the action waits for, or why it was abandoned.
+	Message string
+}
+
+// disruptionMemory is what the disruption loop and the batch share in memory. None of it is
+// needed for safety: the state of actions lives on the nodes.
+type disruptionMemory struct {
+	mu sync.Mutex
+	// evicted is when a disruption last evicted a pod of each controller (UID).
+	evicted map[string]time.Time
+	// backoff is, per pod (namespace/name), when a refused eviction may be tried again and the
+	// delay after the next refusal.
+	backoff map[string]evictionBackoff
+	// told is the keep reason last told in a DisruptionBlocked Event, per node.
+	told map[string]api.KeepReason
+	// kept are the nodes the last batch kept for the forecast.
+	kept []string
+	// grace is how long an eviction counts (Config.DisruptionRescheduleGrace).
+	grace time.Duration
+}
+
+type evictionBackoff struct {
+	next  time.Time
+	delay time.Duration
+}
+
+func newDisruptionMemory(grace time.Duration) *disruptionMemory {
+	return &disruptionMemory{evicted: map[string]time.Time{}, backoff: map[string]evictionBackoff{},
+		told: map[string]api.KeepReason{}, grace: grace}
+}
+
+// evictedOwners returns a copy of the controllers whose pods a disruption evicted.
+func (m *disruptionMemory) evictedOwners() map[string]time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]time.Time, len(m.evicted))
+	for k, v := range m.evicted {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *disruptionMemory) noteEviction(p *corev1.Pod, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, t := range m.evicted {
+		if now.Sub(t) > m.grace {
+			delete(m.evicted, uid)
+		}
+	}
+	if o := metav1.GetControllerOf(p); o != nil {
+		m.evicted[string(o.UID)] = now
+	}
+	delete(m.backoff, p.Namespace+"/"+p.Name)
+}
+
+// mayEvict reports whether the pod's backoff allows an eviction at now.
+func (m *disruptionMemory) mayEvict(key string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.backoff[key]
+	return !ok || !now.Before(b.next)
+}
+
+// refused doubles the pod's backoff, from min up to evictionBackoffMax.
+func (m *disruptionMemory) refused(key string, now time.Time, min time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.backoff[key]
+	if b.delay == 0 {
+		b.delay = min
+	}
+	b.next = now.Add(b.delay)
+	b.delay = minDuration(2*b.delay, evictionBackoffMax)
+	m.backoff[key] = b
+}
+
+func (m *disruptionMemory) setKept(nodes []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.kept = append([]string(nil), nodes...)
+}
+
+func (m *disruptionMemory) keptForForecast() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.kept))
+	for _, n := range m.kept {
+		out[n] = "kept for the forecast: a plan of the expected pods needs it"
+	}
+	return out
+}
+
+// tell reports whether the node's keep reason changed since the last Event, and remembers it.
+func (m *disruptionMemory) tell(node string, r api.KeepReason) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.told[node] == r {
+		return false
+	}
+	m.told[node] = r
+	return true
+}
+
+func minDuration(a, b time.Duration) time.Duration {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+// blockingReasons are the keep reasons told in a DisruptionBlocked Event: what a user set (or a
+// pod lacks) that keeps a node Tiler would otherwise consider.
+var blockingReasons = map[api.KeepReason]bool{
+	api.KeepDoNotDisrupt: true, api.KeepPodDoNotDisrupt: true, api.KeepPDB: true,
+	api.KeepPodWithoutController: true, api.KeepLocalStorage: true,
+}
+
+// runDisruption is the disruption loop: at once and every DisruptionStepInterval it advances the
+// actions under way; every DisruptionInterval (when positive) it also plans new ones. It runs
+// until ctx ends.
+func (c *Controller) runDisruption(ctx context.Context) {
+	step := c.dclock.NewTicker(c.cfg.DisruptionStepInterval)
+	defer step.Stop()
+	var planC <-chan time.Time
+	if c.cfg.DisruptionInterval > 0 {
+		t := c.dclock.NewTicker(c.cfg.DisruptionInterval)
+		defer t.Stop()
+		planC = t.C()
+	}
+	c.disrupt(ctx, false)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-step.C():
+			c.disrupt(ctx, false)
+		case <-planC:
+			c.disrupt(ctx, true)
+		}
+	}
+}
+
+// Disrupt runs one pass of the disruption loop: it advances the actions under way and, when
+// none is left and the cluster is settled (no pod pending, no launch in flight), plans
+// consolidation and starts the plan's actions. Run calls it on the loop's cadence; tests call it
+// directly.
+func (c *Controller) Disrupt(ctx context.Context) *DisruptionPass { return c.disrupt(ctx, true) }
+
+func (c *Controller) disrupt(ctx context.Context, plan bool) *DisruptionPass {
+	if !plan && !c.actionsUnderWay() {
+		return nil
+	}
+	pass := c.disruptPass(ctx, plan)
+	if pass.Err != nil && ctx.Err() == nil {
+		c.log.Error("disruption pass", zap.Error(pass.Err))
+	}
+	if c.onDisruption != nil {
+		c.onDisruption(pass)
+	}
+	return pass
+}
+
+// actionsUnderWay reports whether a Node carries a disruption action (from the informer).
+func (c *Controller) actionsUnderWay() bool {
+	nodes, err := c.nodes()
+	if err != nil {
+		return true // let the pass report it
+	}
+	for _, n := range nodes {
+		if n.Annotations[api.AnnotationDisruptionAction] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// disruptPass advances the actions under way and plans. It runs beside the batches: only the
+// start of new actions waits for a batch to end (batchMu), and happens only if the cluster is
+// still settled then, so that a long plan never holds a batch and no batch buys for what an
+// action is about to move.
+func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass {
+	now := c.dclock.Now()
+	pass := &DisruptionPass{Now: now}
+	s, err := c.observeCluster(ctx, now)
+	if err != nil {
+		pass.Err = err
+		return pass
+	}
+	idx := newNodeIndex(s.Nodes)
+	open := 0
+	for _, a := range actionsOf(s.Nodes) {
+		p := c.advance(ctx, &s, idx, a)
+		pass.Actions = append(pass.Actions, p)
+		if p.Step != ActionDone && p.Step != ActionAbandoned {
+			open++
+		}
+	}
+	switch {
+	case !plan:
+		return pass
+	case c.cfg.DisruptionInterval == 0:
+		pass.Skipped = "planning is off (disruption-interval 0)"
+		return pass
+	case open > 0 || len(pass.Actions) > 0:
+		pass.Skipped = "an action is under way"
+		return pass
+	}
+	if why := unsettled(&s, idx); why != "" {
+		pass.Skipped = why
+		return pass
+	}
+	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, now)
+	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
+		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast()}})
+	if err != nil {
+		pass.Err = fmt.Errorf("planning disruption: %w", err)
+		return pass
+	}
+	pass.Plan = dp
+	c.reportPlan(ctx, &s, dp, now)
+	if len(dp.Actions) == 0 {
+		return pass
+	}
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	// What a batch did while the plan was made: the plan may be stale.
+	if s2, err := c.observeCluster(ctx, now); err != nil {
+		pass.Err = err
+		return pass
+	} else if why := unsettled(&s2, newNodeIndex(s2.Nodes)); why != "" {
+		pass.Skipped = "the cluster changed while planning: " + why
+		return pass
+	} else if len(s2.Records) != len(s.Records) {
+		pass.Skipped = "the cluster changed while planning: launches were recorded or removed"
+		return pass
+	}
+	for _, a := range dp.Actions {
+		if err := c.startAction(ctx, &s, idx, a, now); err != nil {
+			c.log.Warn("disruption action not started", zap.String(keyAction, a.ID), zap.Error(err))
+			continue
+		}
+		pass.Started = append(pass.Started, a.ID)
+	}
+	return pass
+}
+
+// unsettled says why the cluster is not settled enough to plan disruption ("" when it is): pods
+// are pending, or launches are in flight.
+func unsettled(s *State, idx nodeIndex) string {
+	if pending, _ := provisionablePods(s.Pods, s.Now, 0); len(pending) > 0 {
+		return fmt.Sprintf("%d pods are pending", len(pending))
+	}
+	if f := inFlight(s.Records, idx, s.ResourceSlices); len(f) > 0 {
+		return fmt.Sprintf("%d launches are in flight", len(f))
+	}
+	return ""
+}
+
+// reportPlan sets the fleet gauges and the kept-node gauges, tells the nodes newly blocked by a
+// user's setting why (DisruptionBlocked), and marks the candidates (api.AnnotationCandidateSince):
+// set on the plan's candidates that lack it, removed from every other node.
+func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.DisruptionPlan, now time.Time) {
+	c.metrics.DisruptionFleetCost.WithLabelValues("before").Set(dp.CostPerHourBefore)
+	c.metrics.DisruptionFleetCost.WithLabelValues("after").Set(dp.CostPerHourAfter)
+	c.metrics.DisruptionBlocked.Reset()
+	for _, k := range dp.Kept {
+		if k.Reason == api.KeepUnmanaged {
+			continue
+		}
+		c.metrics.DisruptionBlocked.WithLabelValues(string(k.Reason)).Inc()
+		if blockingReasons[k.Reason] && c.disruption.tell(k.Name, k.Reason) {
+			c.recorder.Eventf(nodeRef(k.Name), corev1.EventTypeNormal, "DisruptionBlocked", "kept (%s): %s", k.Reason, k.Message)
+		} else if !blockingReasons[k.Reason] {
+			c.disruption.tell(k.Name, "")
+		}
+	}
+	cands := map[string]bool{}
+	for _, n := range dp.Candidates {
+		cands[n] = true
+	}
+	for _, n := range s.Nodes {
+		_, has := n.Annotations[api.AnnotationCandidateSince]
+		var v *string
+		switch {
+		case cands[n.Name] && !has:
+			t := now.UTC().Format(time.RFC3339)
+			v = &t
+		case !cands[n.Name] && has:
+		default:
+			continue
+		}
+		if err := c.annotate(ctx, n.Name, map[string]*string{api.AnnotationCandidateSince: v}, nil); err != nil {
+			c.log.Warn("marking a disruption candidate", zap.String(keyNode, n.Name), zap.Error(err))
+		}
+	}
+}
+
+// actionState is an action under way as its nodes' annotations say.
+type actionState struct {
+	id          string
+	step        string
+	since       time.Time
+	reason      api.DisruptionReason
+	replacement string
+	nodes       []*corev1.Node
+}
+
+func (a *actionState) kind() api.DisruptionKind {
+	if a.replacement != "" {
+		return api.ActionReplace
+	}
+	return api.ActionDelete
+}
+
+func (a *actionState) names() []string {
+	out := make([]string, len(a.nodes))
+	for i, n := range a.nodes {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// actionsOf groups the nodes by the disruption action they carry, sorted by action ID.
+func actionsOf(nodes []*corev1.Node) []*actionState {
+	byID := map[string]*actionState{}
+	for _, n := range nodes {
+		id := n.Annotations[api.AnnotationDisruptionAction]
+		if id == "" {
+			continue
+		}
+		a := byID[id]
+		step := n.Annotations[api.AnnotationDisruptionStep]
+		since, _ := time.Parse(time.RFC3339, n.Annotations[api.AnnotationDisruptionStepSince])
+		if a == nil {
+			a = &actionState{id: id, step: step, since: since}
+			byID[id] = a
+		}
+		if stepOrder[step] < stepOrder[a.step] {
+			a.step = step
+		}
+		if a.since.IsZero() || !since.IsZero() && since.Before(a.since) {
+			a.since = since
+		}
+		if r := n.Annotations[api.AnnotationDisruptionReason]; r != "" {
+			a.reason = api.DisruptionReason(r)
+		}
+		if r := n.Annotations[api.AnnotationDisruptionReplacement]; r != "" {
+			a.replacement = r
+		}
+		a.nodes = append(a.nodes, n)
+	}
+	out := make([]*actionState, 0, len(byID))
+	for _, a := range byID {
+		sort.Slice(a.nodes, func(i, j int) bool { return a.nodes[i].Name < a.nodes[j].Name })
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// startAction starts one action of a plan (or a forced one): every node must be a launch Tiler
+// recorded, since its instance is deleted through the record. A Replace action annotates its
+// nodes Replacing and launches the replacement; a Delete action cordons its nodes Draining.
+func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a api.DisruptionAction, now time.Time) error {
+	for _, name := range a.Nodes {
+		if _, ok := recordForNode(s.Records, idx, name); !ok {
+			return fmt.Errorf("node %s has no launch record: Tiler cannot delete its instance", name)
+		}
+	}
+	log := c.log.With(zap.String(keyAction, a.ID), zap.Strings(keyNodes, a.Nodes), zap.String(keyReason, string(a.Reason)))
+	since := now.UTC().Format(time.RFC3339)
+	ann := map[string]*string{api.AnnotationDisruptionAction: &a.ID, api.AnnotationDisruptionStepSince: &since}
+	reason := string(a.Reason)
+	ann[api.AnnotationDisruptionReason] = &reason
+	moves := movesText(a)
+	if a.Replacement == nil {
+		step := api.DisruptionStepDraining
+		ann[api.AnnotationDisruptionStep] = &step
+		if err := c.annotateAll(ctx, a.Nodes, ann, ptr.To(true)); err != nil {
+			return err
+		}
+		for _, n := range a.Nodes {
+			c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): deleting; %s; saves $%.4f/h",
+				a.ID, a.Kind, a.Reason, moves, a.SavingsPerHour)
+		}
+		log.Info("disruption action started: draining", zap.Float64(keyPrice, a.SavingsPerHour))
+		return nil
+	}
+	rec := recordFor(*a.Replacement, now)
+	rec.Pods = nil // the pods it takes come back under new names
+	rec.DisruptionAction = a.ID
+	step := api.DisruptionStepReplacing
+	ann[api.AnnotationDisruptionStep] = &step
+	ann[api.AnnotationDisruptionReplacement] = &rec.LaunchID
+	// The nodes name the replacement before its record exists: a restart that finds no record
+	// rolls the action back; one that finds it resumes (Recover relaunches it idempotently).
+	if err := c.annotateAll(ctx, a.Nodes, ann, nil); err != nil {
+		return err
+	}
+	for _, n := range a.Nodes {
+		c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): replacing with %s (%s, $%.4f/h); %s; saves $%.4f/h",
+			a.ID, a.Kind, a.Reason, rec.LaunchID, rec.Offering, rec.PricePerHour, moves, a.SavingsPerHour)
+	}
+	launched, _ := c.launch(ctx, log, []LaunchRecord{rec}, nil)
+	log.Info("disruption action started: replacement launched", zap.String(keyLaunchID, rec.LaunchID),
+		zap.Bool("accepted", len(launched) == 1), zap.Float64(keyPrice, a.SavingsPerHour))
+	return nil
+}
+
+// movesText summarises where an action's pods go.
+func movesText(a api.DisruptionAction) string {
+	if len(a.Moves) == 0 {
+		return "no pod to move"
+	}
+	to := map[string]int{}
+	for _, m := range a.Moves {
+		to[m.To]++
+	}
+	var parts []string
+	for n, k := range to {
+		parts = append(parts, fmt.Sprintf("%d → %s", k, n))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d pods move (%s)", len(a.Moves), strings.Join(parts, ", "))
+}
+
+// advance carries one action under way as far as it can in this pass.
+func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *actionState) ActionProgress {
+	now := s.Now
+	log := c.log.With(zap.String(keyAction, a.id), zap.Strings(keyNodes, a.names()), zap.String(keyReason, string(a.reason)))
+	p := ActionProgress{ID: a.id, Kind: a.kind(), Reason: a.reason, Nodes: a.names(), Replacement: a.replacement, Step: a.step}
+	if _, ok := stepOrder[a.step]; !ok {
+		return c.abandon(ctx, log, a, p, fmt.Sprintf("unknown step %q", a.step))
+	}
+	if a.step == api.DisruptionStepReplacing {
+		rec, ok := recordByLaunchID(s.Records, a.replacement)
+		if !ok {
+			return c.abandon(ctx, log, a, p, "the replacement "+a.replacement+" was not launched")
+		}
+		n := idx.forRecord(rec)
+		if n == nil || !snapshot.IsNodeReady(n) || !(devicesPublished(n, rec) || slicedNodes(s.ResourceSlices)[n.Name]) {
+			if now.Sub(a.since) > c.cfg.RegistrationTimeout {
+				return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", a.replacement, c.cfg.RegistrationTimeout))
+			}
+			p.Message = "waiting for the replacement " + a.replacement
+			return p
+		}
+		if err := c.setStep(ctx, a, api.DisruptionStepDraining, now, true); err != nil {
+			p.Message = err.Error()
+			return p
+		}
+		log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
+	}
+	if a.step == api.DisruptionStepDraining {
+		left, msg, abandon := c.drainAction(ctx, log, a, now)
+		if abandon != "" {
+			return c.abandon(ctx, log, a, p, abandon)
+		}
+		if left > 0 {
+			if now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
+				return c.abandon(ctx, log, a, p, fmt.Sprintf("drain not done within %s: %s", c.cfg.DisruptionDrainTimeout, msg))
+			}
+			p.Step, p.Message = a.step, msg
+			return p
+		}
+		if err := c.setStep(ctx, a, api.DisruptionStepDeleting, now, true); err != nil {
+			p.Step, p.Message = a.step, err.Error()
+			return p
+		}
+	}
+	// Deleting: only DaemonSet pods are left (a pod that got there since is evicted first).
+	if left, _, _ := c.drainAction(ctx, log, a, now); left > 0 {
+		if err := c.setStep(ctx, a, api.DisruptionStepDraining, now, true); err == nil {
+			p.Step, p.Message = api.DisruptionStepDraining, "pods came back; draining again"
+		}
+		return p
+	}
+	p.Step = api.DisruptionStepDeleting
+	for _, n := range a.nodes {
+		rec, ok := recordForNode(s.Records, idx, n.Name)
+		if !ok {
+			// The record went with the instance in an earlier pass whose Node deletion failed.
+			if err := c.kube.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				p.Message = err.Error()
+				return p
+			}
+			continue
+		}
+		if !c.remove(ctx, log, rec, n.Name, strings.ToLower(string(a.reason))) {
+			p.Message = "removing " + n.Name + " failed; retried"
+			return p
+		}
+	}
+	c.metrics.DisruptionActions.WithLabelValues(string(a.kind()), string(a.reason)).Inc()
+	log.Info("disruption action done")
+	p.Step = ActionDone
+	return p
+}
+
+// drainAction evicts the pods of the action's nodes that must go (all but DaemonSet and mirror
+// pods, and finished ones), and returns how many are left (terminating ones included), what
+// holds the drain and, when a pod must never be disrupted, why the action must be abandoned.
+func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *actionState, now time.Time) (left int, msg, abandon string) {
+	all, err := c.pods()
+	if err != nil {
+		return 1, err.Error(), ""
+	}
+	on := map[string]bool{}
+	for _, n := range a.nodes {
+		on[n.Name] = true
+	}
+	var refused []string
+	for _, p := range all {
+		if !on[p.Spec.NodeName] || !mustEvict(p) {
+			continue
+		}
+		left++
+		key := p.Namespace + "/" + p.Name
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if doNotDisrupt(p) {
+			return left, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
+		}
+		if !c.disruption.mayEvict(key, now) {
+			refused = append(refused, key)
+			continue
+		}
+		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		switch err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); {
+		case err == nil:
+			// The batch reads when it was, on its own clock (State.DisruptionEvicted).
+			c.disruption.noteEviction(p, c.clock.Now())
+			c.metrics.DisruptionEvictions.Inc()
+			c.recorder.Eventf(p, corev1.EventTypeNormal, "Disrupted", "evicted from node %s by disruption action %s (%s): the node is removed",
+				p.Spec.NodeName, a.id, a.reason)
+			log.Info("evicted", zap.String(keyPod, key))
+		case apierrors.IsNotFound(err):
+			left--
+		case apierrors.IsTooManyRequests(err):
+			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
+			c.metrics.DisruptionEvictionsRefused.Inc()
+			refused = append(refused, key)
+			log.Debug("eviction refused; retried with backoff", zap.String(keyPod, key), zap.Error(err))
+		default:
+			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
+			refused = append(refused, key)
+			log.Warn("evicting", zap.String(keyPod, key), zap.Error(err))
+		}
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		msg = fmt.Sprintf("%s: eviction refused (a PodDisruptionBudget allows no disruption now) for %s", api.KeepPDB, strings.Join(refused, ", "))
+	} else if left > 0 {
+		msg = fmt.Sprintf("%d pods still terminating", left)
+	}
+	return left, msg, ""
+}
+
+// mustEvict reports whether a pod bound to a node being drained must go before the node does:
+// not DaemonSet or mirror pods, nor finished ones.
+func mustEvict(p *corev1.Pod) bool {
+	if !snapshot.IsActive(p) || snapshot.IsDaemonSetPod(p) {
+		return false
+	}
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	return true
+}
+
+// doNotDisrupt reports whether the pod is annotated never to be disrupted.
+func doNotDisrupt(p *corev1.Pod) bool {
+	a := p.Annotations
+	return a[api.AnnotationDoNotDisrupt] == "true" || a[api.AnnotationKarpenterDoNotDisrupt] == "true" || a[api.AnnotationSafeToEvict] == "false"
+}
+
+// abandon rolls the action back: its nodes lose the action's annotations and are uncordoned
+// (when it had cordoned them), and a DisruptionBlocked Event on each says why. A replacement
+// already launched stays, an ordinary managed node (a later plan removes it if it stays empty).
+func (c *Controller) abandon(ctx context.Context, log *zap.Logger, a *actionState, p ActionProgress, why string) ActionProgress {
+	var uncordon *bool
+	if a.step != api.DisruptionStepReplacing {
+		uncordon = ptr.To(false)
+	}
+	if err := c.annotateAll(ctx, a.names(), actionAnnotationsCleared(), uncordon); err != nil {
+		p.Message = "rolling back: " + err.Error()
+		return p
+	}
+	for _, n := range a.nodes {
+		c.recorder.Eventf(n, corev1.EventTypeWarning, "DisruptionBlocked", "action %s (%s, %s) abandoned at %s: %s", a.id, a.kind(), a.reason, a.step, why)
+	}
+	c.metrics.DisruptionAbandoned.WithLabelValues(string(a.kind()), string(a.reason)).Inc()
+	log.Warn("disruption action abandoned; nodes uncordoned", zap.String(keyStep, a.step), zap.String("why", why))
+	p.Step, p.Message = ActionAbandoned, why
+	return p
+}
+
+func actionAnnotationsCleared() map[string]*string {
+	return map[string]*string{api.AnnotationDisruptionAction: nil, api.AnnotationDisruptionStep: nil,
+		api.AnnotationDisruptionStepSince: nil, api.AnnotationDisruptionReason: nil, api.AnnotationDisruptionReplacement: nil}
+}
+
+// setStep moves every node of the action to step at now, cordoning them when cordon is set.
+func (c *Controller) setStep(ctx context.Context, a *actionState, step string, now time.Time, cordon bool) error {
+	since := now.UTC().Format(time.RFC3339)
+	var unsched *bool
+	if cordon {
+		unsched = ptr.To(true)
+	}
+	if err := c.annotateAll(ctx, a.names(), map[string]*string{api.AnnotationDisruptionStep: &step,
+		api.AnnotationDisruptionStepSince: &since}, unsched); err != nil {
+		return fmt.Errorf("moving to %s: %w", step, err)
+	}
+	a.step, a.since = step, now
+	return nil
+}
+
+func (c *Controller) annotateAll(ctx context.Context, nodes []string, ann map[string]*string, unschedulable *bool) error {
+	var errs []error
+	for _, n := range nodes {
+		if err := c.annotate(ctx, n, ann, unschedulable); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// annotate merge-patches the node's annotations (nil removes one) and, when set, its
+// spec.unschedulable.
+func (c *Controller) annotate(ctx context.Context, node string, ann map[string]*string, unschedulable *bool) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": ann}}
+	if unschedulable != nil {
+		patch["spec"] = map[string]any{"unschedulable": *unschedulable}
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	if _, err := c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching node %s: %w", node, err)
+	}
+	return nil
+}
+
+// recordForNode returns the launch record whose Node is the named one.
+func recordForNode(recs []LaunchRecord, idx nodeIndex, node string) (LaunchRecord, bool) {
+	for _, r := range recs {
+		if n := idx.forRecord(r); n != nil && n.Name == node {
+			return r, true
+		}
+	}
+	return LaunchRecord{}, false
+}
+
+func recordByLaunchID(recs []LaunchRecord, id string) (LaunchRecord, bool) {
+	for _, r := range recs {
+		if r.LaunchID == id {
+			return r, true
+		}
+	}
+	return LaunchRecord{}, false
+}
+
+// removeEmpty removes an empty managed node through the disruption path: the node is annotated
+// (an Empty Delete action at its Deleting step) and cordoned, its pods are read again from the
+// API server, and it is removed only if none must be evicted; otherwise (a pod landed since the
+// batch looked) the node is uncordoned and kept. A controller killed in between finds the action
+// on the node and finishes it (advance). It reports whether the launch is gone.
+func (c *Controller) removeEmpty(ctx context.Context, log *zap.Logger, rm Removal, now time.Time) bool {
+	if rm.Node == "" {
+		return c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
+	}
+	id := api.ActionID(api.DisruptionAction{Kind: api.ActionDelete, Reason: api.ReasonEmpty, Pool: rm.Record.Pool, Nodes: []string{rm.Node}})
+	since, step, reason := now.UTC().Format(time.RFC3339), api.DisruptionStepDeleting, string(api.ReasonEmpty)
+	ann := map[string]*string{api.AnnotationDisruptionAction: &id, api.AnnotationDisruptionStep: &step,
+		api.AnnotationDisruptionStepSince: &since, api.AnnotationDisruptionReason: &reason}
+	l := log.With(zap.String(keyAction, id))
+	if err := c.annotate(ctx, rm.Node, ann, ptr.To(true)); err != nil {
+		l.Error("cordoning an empty node", zap.Error(err))
+		return false
+	}
+	pods, err := c.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + rm.Node})
+	if err == nil {
+		for i := range pods.Items {
+			if mustEvict(&pods.Items[i]) {
+				err = fmt.Errorf("pod %s/%s landed on it", pods.Items[i].Namespace, pods.Items[i].Name)
+				break
+			}
+		}
+	}
+	if err != nil {
+		l.Info("empty node not removed; uncordoned", zap.String(keyNode, rm.Node), zap.Error(err))
+		if err := c.annotate(ctx, rm.Node, actionAnnotationsCleared(), ptr.To(false)); err != nil {
+			l.Error("uncordoning", zap.Error(err))
+		}
+		return false
+	}
+	return c.remove(ctx, l, rm.Record, rm.Node, rm.Reason)
+}
+
+// holdEvicted drops from pending the pods of controllers whose pods a disruption evicted less
+// than grace ago: they are expected to land where the disruption plan moved them, not a reason to
+// buy. It returns the rest and the time until the first held pod may trigger a purchase (0: none
+// held).
+func holdEvicted(pending []*corev1.Pod, evicted map[string]time.Time, now time.Time, grace time.Duration) ([]*corev1.Pod, time.Duration) {
+	if len(evicted) == 0 || grace <= 0 {
+		return pending, 0
+	}
+	var out []*corev1.Pod
+	var wait time.Duration
+	for _, p := range pending {
+		if o := metav1.GetControllerOf(p); o != nil {
+			if at, ok := evicted[string(o.UID)]; ok && now.Sub(at) < grace {
+				if w := grace - now.Sub(at); wait == 0 || w < wait {
+					wait = w
+				}
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, wait
+}

@@ -1,0 +1,121 @@
+package provisioner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+func annotatedNode(name string, ann map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
+}
+
+// TestActionsOf: nodes are grouped by their action; an action whose nodes disagree is at its least
+// advanced step and earliest step start; the replacement makes it a Replace.
+func TestActionsOf(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) string { return t0.Add(d).Format(time.RFC3339) }
+	nodes := []*corev1.Node{
+		annotatedNode("b", map[string]string{api.AnnotationDisruptionAction: "d-1", api.AnnotationDisruptionStep: api.DisruptionStepDeleting,
+			api.AnnotationDisruptionStepSince: at(time.Minute), api.AnnotationDisruptionReason: "Underutilized"}),
+		annotatedNode("a", map[string]string{api.AnnotationDisruptionAction: "d-1", api.AnnotationDisruptionStep: api.DisruptionStepDraining,
+			api.AnnotationDisruptionStepSince: at(0), api.AnnotationDisruptionReason: "Underutilized"}),
+		annotatedNode("c", map[string]string{api.AnnotationDisruptionAction: "d-0", api.AnnotationDisruptionStep: api.DisruptionStepReplacing,
+			api.AnnotationDisruptionStepSince: at(0), api.AnnotationDisruptionReplacement: "tiler-x", api.AnnotationDisruptionReason: "Underutilized"}),
+		annotatedNode("d", nil),
+	}
+	got := actionsOf(nodes)
+	if len(got) != 2 {
+		t.Fatalf("%d actions, want 2", len(got))
+	}
+	if a := got[0]; a.id != "d-0" || a.kind() != api.ActionReplace || a.replacement != "tiler-x" || a.step != api.DisruptionStepReplacing {
+		t.Errorf("first action %+v", a)
+	}
+	a := got[1]
+	if a.id != "d-1" || a.kind() != api.ActionDelete || a.step != api.DisruptionStepDraining || !a.since.Equal(t0) ||
+		len(a.names()) != 2 || a.names()[0] != "a" || a.reason != api.ReasonUnderutilized {
+		t.Errorf("second action %+v %v", a, a.names())
+	}
+}
+
+// TestHoldEvicted: pending pods of a controller whose pod a disruption evicted are held back for
+// the grace, and the batch is told when to look again; other pods and later pods are planned.
+func TestHoldEvicted(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	owned := func(name, uid string) *corev1.Pod {
+		p := simtest.Pod(name).CPU("1").Obj()
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs-" + uid, UID: types.UID(uid), Controller: ptrTrue()}}
+		return p
+	}
+	pods := []*corev1.Pod{owned("a", "u1"), owned("b", "u2"), simtest.Pod("c").CPU("1").Obj()}
+	evicted := map[string]time.Time{"u1": now.Add(-10 * time.Second), "u2": now.Add(-2 * time.Minute)}
+	out, wait := holdEvicted(pods, evicted, now, time.Minute)
+	if len(out) != 2 || out[0].Name != "b" || out[1].Name != "c" || wait != 50*time.Second {
+		t.Fatalf("planned %v, wait %s; want b and c, 50s", names(out), wait)
+	}
+	if out, wait := holdEvicted(pods, evicted, now, 0); len(out) != 3 || wait != 0 {
+		t.Errorf("without a grace: planned %v, wait %s", names(out), wait)
+	}
+}
+
+func ptrTrue() *bool { b := true; return &b }
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// TestEvictionBackoff: a refused eviction waits the step interval, then twice as long after each
+// refusal, up to evictionBackoffMax; a successful one forgets it.
+func TestEvictionBackoff(t *testing.T) {
+	m := newDisruptionMemory(time.Minute)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	key := "ns/p"
+	if !m.mayEvict(key, now) {
+		t.Fatal("a pod never refused must be evictable")
+	}
+	wantDelays := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+	for _, d := range wantDelays {
+		m.refused(key, now, time.Second)
+		if m.mayEvict(key, now.Add(d-time.Millisecond)) || !m.mayEvict(key, now.Add(d)) {
+			t.Fatalf("after a refusal at %s the next try must be %s later", now, d)
+		}
+	}
+	for range 10 {
+		m.refused(key, now, time.Second)
+	}
+	if !m.mayEvict(key, now.Add(evictionBackoffMax)) {
+		t.Errorf("the backoff grew beyond %s", evictionBackoffMax)
+	}
+	p := simtest.Pod("p").Namespace("ns").Obj()
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", UID: "u", Controller: ptrTrue()}}
+	m.noteEviction(p, now)
+	if !m.mayEvict(key, now) || m.evictedOwners()["u"] != now {
+		t.Errorf("an eviction must clear the backoff and note the owner: %v", m.evictedOwners())
+	}
+}
+
+// TestSnapshotMarksDisruptedNodes: a node under a disruption action, cordoned or not yet, is
+// unschedulable in the batch's snapshot, and the State's Nodes are left alone.
+func TestSnapshotMarksDisruptedNodes(t *testing.T) {
+	a := annotatedNode("a", map[string]string{api.AnnotationDisruptionAction: "d-1"})
+	b := annotatedNode("b", nil)
+	s := State{Nodes: []*corev1.Node{a, b}}
+	snap := s.snapshot(nil)
+	if !snap.Nodes[0].Spec.Unschedulable || snap.Nodes[1].Spec.Unschedulable {
+		t.Errorf("snapshot unschedulable: a %v, b %v; want a only", snap.Nodes[0].Spec.Unschedulable, snap.Nodes[1].Spec.Unschedulable)
+	}
+	if a.Spec.Unschedulable || s.Nodes[0] != a {
+		t.Error("the State's node was changed")
+	}
+}

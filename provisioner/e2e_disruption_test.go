@@ -1,0 +1,868 @@
+package provisioner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
+	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// TestE2EDisruption runs the consolidation scenarios on one real control plane, with the
+// simulated cloud playing the kubelet for pods too (Running, Ready, terminating pods end), so
+// that ReplicaSets, PodDisruptionBudgets and the Eviction API behave as in a cluster. Time is
+// real but short: consolidateAfter of a few seconds in the policy, a disruption pass every second.
+func TestE2EDisruption(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Options{})
+	t.Run("ShrinkConsolidates", func(t *testing.T) { testShrinkConsolidates(t, cp) })
+	t.Run("DoNotDisruptAndPDBKeepNodes", func(t *testing.T) { testDisruptionBlocked(t, cp) })
+	t.Run("RestartDuringDrain", func(t *testing.T) { testRestartDuringDrain(t, cp) })
+	t.Run("LargeNodeReplacedFirst", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, false) })
+	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
+	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
+}
+
+// passLog records the disruption passes of an env's controllers (Options.OnDisruption).
+type passLog struct {
+	mu   sync.Mutex
+	seen []*provisioner.DisruptionPass
+	// hook, when set, sees each pass first (under no lock).
+	hook func(*provisioner.DisruptionPass)
+}
+
+func (l *passLog) observe(p *provisioner.DisruptionPass) {
+	if l.hook != nil {
+		l.hook(p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, p)
+}
+
+func (l *passLog) all() []*provisioner.DisruptionPass {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*provisioner.DisruptionPass(nil), l.seen...)
+}
+
+func disruptionConfig() provisioner.Config {
+	cfg := testConfig()
+	cfg.DisruptionInterval = time.Second
+	cfg.DisruptionStepInterval = 200 * time.Millisecond
+	cfg.DisruptionRescheduleGrace = 30 * time.Second
+	return cfg
+}
+
+// newDisruptionEnv is an env whose simulated cloud runs pods and whose controllers report their
+// disruption passes to the returned log.
+func newDisruptionEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config)) (*env, *passLog) {
+	t.Helper()
+	passes := &passLog{}
+	e := newEnvSetup(t, cp, cfg, func(c *sim.Config) {
+		c.RunPods = true
+		if tweak != nil {
+			tweak(c)
+		}
+	}, func(o *provisioner.Options) { o.OnDisruption = passes.observe })
+	return e, passes
+}
+
+func (e *env) namespace(name string) {
+	e.t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+}
+
+// deployment creates a Deployment of replicas pods shaped like the template pod (its labels
+// must hold app=name).
+func (e *env) deployment(ns, name string, replicas int32, tmpl *corev1.Pod) *appsv1.Deployment {
+	e.t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
+				Spec: *tmpl.Spec.DeepCopy()}}}
+	d.Spec.Template.Spec.SchedulerName = corev1.DefaultSchedulerName
+	zero := int64(0)
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = &zero
+	if len(d.Spec.Template.Spec.Containers) > 0 && d.Spec.Template.Spec.Containers[0].Image == "" {
+		d.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.10"
+	}
+	got, err := e.kube.AppsV1().Deployments(ns).Create(context.Background(), d, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return got
+}
+
+func (e *env) scale(ns, name string, replicas int32) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := e.kube.AppsV1().Deployments(ns).Patch(context.Background(), name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) pdb(ns, name string, maxUnavailable, minAvailable *intstr.IntOrString) {
+	e.t.Helper()
+	b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: maxUnavailable, MinAvailable: minAvailable,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}}}
+	if _, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// appPods returns the pods of app in ns that are not terminating.
+func (e *env) appPods(ns, app string) []corev1.Pod {
+	e.t.Helper()
+	pods, err := e.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitAppReady waits until app has exactly n pods, not terminating, bound and Ready.
+func (e *env) waitAppReady(ns, app string, n int, timeout time.Duration) []corev1.Pod {
+	e.t.Helper()
+	var pods []corev1.Pod
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("%d pods of %s bound and Ready", n, app), timeout, func() bool {
+		pods = e.appPods(ns, app)
+		if len(pods) != n {
+			return false
+		}
+		for i := range pods {
+			if pods[i].Spec.NodeName == "" || !podReady(&pods[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	return pods
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// records reads the launch records.
+func (e *env) records() []provisioner.LaunchRecord {
+	e.t.Helper()
+	cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []provisioner.LaunchRecord
+	for _, v := range cm.Data {
+		var r provisioner.LaunchRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// fleetCost is the price of every launch Tiler has on record.
+func (e *env) fleetCost() float64 {
+	total := 0.0
+	for _, r := range e.records() {
+		total += r.PricePerHour
+	}
+	return total
+}
+
+// scratchCost is what Tiler buys for n pods like tmpl from nothing, under the policy doc.
+func (e *env) scratchCost(doc string, tmpl *corev1.Pod, n int) float64 {
+	e.t.Helper()
+	pol, err := policy.Parse([]byte(doc))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		p := tmpl.DeepCopy()
+		p.Name = fmt.Sprintf("scratch-%d", i)
+		pods = append(pods, p)
+	}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: pods}, Catalog: e.cat, Policy: pol})
+	if err != nil || len(plan.Unschedulable) > 0 {
+		e.t.Fatalf("plan from scratch: %v %+v", err, plan)
+	}
+	return plan.CostPerHour
+}
+
+// availabilityWatch follows the pods of app and records the most that were unavailable at once
+// (not Ready, or terminating) against want, from its start to stop.
+type availabilityWatch struct {
+	mu         sync.Mutex
+	maxMissing int
+	events     int
+	stop       context.CancelFunc
+	done       chan struct{}
+}
+
+func (e *env) watchAvailability(ns, app string, want int) *availabilityWatch {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	list, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := e.kube.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=" + app, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a := &availabilityWatch{stop: cancel, done: make(chan struct{})}
+	avail := map[string]bool{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		avail[p.Name] = p.DeletionTimestamp == nil && podReady(p)
+	}
+	go func() {
+		defer close(a.done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			switch ev.Type {
+			case watch.Deleted:
+				delete(avail, p.Name)
+			default:
+				avail[p.Name] = p.DeletionTimestamp == nil && podReady(p)
+			}
+			n := 0
+			for _, ok := range avail {
+				if ok {
+					n++
+				}
+			}
+			a.mu.Lock()
+			a.events++
+			a.maxMissing = max(a.maxMissing, want-n)
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+// finish stops the watch and returns the most pods unavailable at once and the events seen.
+func (a *availabilityWatch) finish() (maxMissing, events int) {
+	a.stop()
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.maxMissing, a.events
+}
+
+// instancesMatchNodes checks that every instance of the cloud has its managed Node and every
+// managed Node its instance: nothing leaked, nothing bought twice.
+func (e *env) instancesMatchNodes() {
+	e.t.Helper()
+	var insts, nodes []string
+	testwait.Until(e.t, testwait.Slow, "the cloud's instances and the managed Nodes to match", 20*time.Second, func() bool {
+		all, err := e.cloud.List(context.Background())
+		if err != nil {
+			return false
+		}
+		insts, nodes = nil, nil
+		for _, i := range all {
+			insts = append(insts, i.NodeName)
+		}
+		for _, n := range e.managedNodes() {
+			nodes = append(nodes, n.Name)
+		}
+		return sameSet(insts, nodes)
+	})
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]int{}
+	for _, x := range a {
+		m[x]++
+	}
+	for _, x := range b {
+		m[x]--
+	}
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanupNamespace deletes the Deployments and budgets of ns before the env's cleanup.
+func (e *env) cleanupNamespace(ns string) {
+	ctx := context.Background()
+	e.stop()
+	_ = e.kube.AppsV1().Deployments(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = e.kube.PolicyV1().PodDisruptionBudgets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	zero := int64(0)
+	_ = e.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	e.cleanup(nil)
+}
+
+const shrinkPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: web
+  instanceTypes: [m7i.2xlarge]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 2s
+`
+
+// testShrinkConsolidates: a Deployment of 30 pods bought onto 6 nodes is scaled to 8. Within
+// consolidateAfter and a few passes the fleet costs at most 1.10× what Tiler buys for 8 such pods
+// from nothing, every pod is bound and Ready, and a watch over the whole consolidation never sees
+// more pods unavailable than the PodDisruptionBudget's maxUnavailable: 1.
+func testShrinkConsolidates(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns, app = "shrink", "shrink"
+	e.namespace(ns)
+	e.applyPolicy("policy", shrinkPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("2Gi").Obj()
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	e.deployment(ns, app, 30, tmpl)
+	e.waitAppReady(ns, app, 30, 90*time.Second)
+	if n := len(e.managedNodes()); n != 6 {
+		t.Fatalf("%d nodes for 30 pods, want 6", n)
+	}
+	launchesBefore := e.launches()
+	e.scale(ns, app, 8)
+	e.waitAppReady(ns, app, 8, 30*time.Second)
+	watch := e.watchAvailability(ns, app, 8)
+	start := time.Now()
+	want := e.scratchCost(shrinkPolicy, tmpl, 8)
+	before := e.fleetCost()
+	testwait.Until(t, testwait.Slow, "the fleet to cost at most 1.10× a purchase from scratch", 60*time.Second, func() bool {
+		return e.fleetCost() <= 1.10*want+1e-9 && len(e.managedNodes()) == len(e.records())
+	})
+	took := time.Since(start)
+	pods := e.waitAppReady(ns, app, 8, 30*time.Second)
+	maxMissing, events := watch.finish()
+	after := e.fleetCost()
+	t.Logf("fleet $%.4f/h → $%.4f/h in %.1fs (from scratch $%.4f/h, ratio %.3f); %d nodes; %d pod events watched, at most %d unavailable",
+		before, after, took.Seconds(), want, after/want, len(e.managedNodes()), events, maxMissing)
+	if maxMissing > 1 {
+		t.Errorf("%d pods unavailable at once; the PodDisruptionBudget allows 1", maxMissing)
+	}
+	// (The ReplicaSet may leave whole nodes empty when it scales down: then nothing moves and the
+	// watch sees no event, which is fine.)
+	evicted := counterValue(t, e.metrics.DisruptionEvictions)
+	t.Logf("%v pods evicted", evicted)
+	if evicted > 0 {
+		testwait.Until(t, testwait.Slow, "a Disrupted Event on an evicted pod", 20*time.Second, func() bool {
+			evs, err := e.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Disrupted"})
+			return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "disruption action d-")
+		})
+	}
+	nodes := map[string]bool{}
+	for _, n := range e.managedNodes() {
+		nodes[n.Name] = true
+	}
+	for _, p := range pods {
+		if !nodes[p.Spec.NodeName] {
+			t.Errorf("pod %s is on %s, not a managed node", p.Name, p.Spec.NodeName)
+		}
+	}
+	if got := e.launches(); got != launchesBefore {
+		t.Errorf("%d launches during consolidation; deletions need none", got-launchesBefore)
+	}
+	done := 0
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Step == provisioner.ActionDone {
+				done++
+			}
+			if a.Step == provisioner.ActionAbandoned {
+				t.Errorf("action %s abandoned: %s", a.ID, a.Message)
+			}
+		}
+	}
+	if done == 0 {
+		t.Error("no disruption action reported done")
+	}
+	if v := collectorSeries(e.metrics.DisruptionActions); v == 0 {
+		t.Error("tiler_disruption_actions_total has no series")
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+const keepPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: keep
+  instanceTypes: [m7i.large]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 1s
+`
+
+// setUnschedulable cordons or uncordons a node, as kubectl cordon does.
+func (e *env) setUnschedulable(node string, v bool) {
+	e.t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, v)
+	if _, err := e.kube.CoreV1().Nodes().Patch(context.Background(), node, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitNodeEvent waits for an Event of the reason on the node whose message holds substr.
+func (e *env) waitNodeEvent(node, reason, substr string, timeout time.Duration) corev1.Event {
+	e.t.Helper()
+	var found corev1.Event
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("a %s Event on %s saying %q", reason, node, substr), timeout, func() bool {
+		evs, err := e.kube.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+		if err != nil {
+			return false
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == reason && strings.Contains(ev.Message, substr) {
+				found = ev
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// testDisruptionBlocked: two nodes that one could replace are kept, one for its pod annotated
+// tiler.dev/do-not-disrupt, the other for its pod whose PodDisruptionBudget allows no eviction,
+// each with a DisruptionBlocked Event saying why. Once the budget is deleted, the second node is
+// consolidated onto the first: it was kept for the budget alone.
+func testDisruptionBlocked(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns = "keep"
+	e.namespace(ns)
+	e.applyPolicy("policy", keepPolicy)
+	guarded := simtest.Pod("t").Namespace(ns).Label("app", "guarded").CPU("500m").Mem("1Gi").Obj()
+	one := intstr.FromInt32(1)
+	e.pdb(ns, "guarded", nil, &one)
+	e.deployment(ns, "guarded", 1, guarded)
+	b := e.waitAppReady(ns, "guarded", 1, 60*time.Second)[0].Spec.NodeName
+	// Keep the do-not-disrupt pod off b, so that each node holds one pod and either could go.
+	e.setUnschedulable(b, true)
+	pinned := simtest.Pod("t").Namespace(ns).Label("app", "pinned").Annotate(api.AnnotationDoNotDisrupt, "true").CPU("500m").Mem("1Gi").Obj()
+	e.deployment(ns, "pinned", 1, pinned)
+	a := e.waitAppReady(ns, "pinned", 1, 60*time.Second)[0].Spec.NodeName
+	e.setUnschedulable(b, false)
+	if a == b {
+		t.Fatalf("both pods on %s", a)
+	}
+	start := time.Now()
+	ev := e.waitNodeEvent(a, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	t.Logf("%s: %s", a, ev.Message)
+	ev = e.waitNodeEvent(b, "DisruptionBlocked", string(api.KeepPDB), 30*time.Second)
+	t.Logf("%s: %s", b, ev.Message)
+	for _, p := range passes.all() {
+		for _, id := range p.Started {
+			t.Errorf("pass at %s started action %s while both nodes were blocked", p.Now.Format(time.RFC3339), id)
+		}
+	}
+	if n := len(e.managedNodes()); n != 2 {
+		t.Fatalf("%d managed nodes, want both kept", n)
+	}
+	// The budget goes: b's pod may move, and b is consolidated onto a.
+	if err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Delete(context.Background(), "guarded", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the node kept for the budget alone to be consolidated", 30*time.Second, func() bool {
+		nodes := e.managedNodes()
+		return len(nodes) == 1 && nodes[0].Name == a
+	})
+	if got := e.waitAppReady(ns, "guarded", 1, 30*time.Second)[0].Spec.NodeName; got != a {
+		t.Errorf("the guarded pod is on %s, want %s", got, a)
+	}
+	t.Logf("blocked Events and the consolidation after the budget went: %.1fs", time.Since(start).Seconds())
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// testRestartDuringDrain: the controller is killed right after a disruption pass that left an
+// action draining (one pod evicted, the next refused by the PodDisruptionBudget). The node stays
+// cordoned with its action; a new controller (new process, new cloud client on the same
+// inventory) resumes the drain and removes the node: no pod lost, no pod beyond the budget
+// unavailable, nothing launched, every instance a managed Node and every managed Node an instance.
+func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns, app = "restart", "restart"
+	e.namespace(ns)
+	e.applyPolicy("policy", shrinkPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("2Gi").Obj()
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	e.deployment(ns, app, 10, tmpl)
+	e.waitAppReady(ns, app, 10, 90*time.Second)
+	if n := len(e.managedNodes()); n != 2 {
+		t.Fatalf("%d nodes for 10 pods, want 2", n)
+	}
+	launches := e.launches()
+	// Kill the first controller after the first pass that leaves an action draining.
+	var once sync.Once
+	killed := make(chan string, 1)
+	cancel := e.cancel
+	passes.hook = func(p *provisioner.DisruptionPass) {
+		for _, a := range p.Actions {
+			if a.Step == api.DisruptionStepDraining {
+				once.Do(func() {
+					cancel()
+					killed <- a.ID + " on " + strings.Join(a.Nodes, ",") + ": " + a.Message
+				})
+			}
+		}
+	}
+	e.scale(ns, app, 4)
+	e.waitAppReady(ns, app, 4, 30*time.Second)
+	watch := e.watchAvailability(ns, app, 4)
+	var what string
+	select {
+	case what = <-killed:
+	case <-time.After(45 * time.Second):
+		t.Fatal("no disruption action reached its drain")
+	}
+	e.stopAndWait()
+	t.Logf("killed during the drain of %s", what)
+	draining := 0
+	for _, n := range e.managedNodes() {
+		if n.Annotations[api.AnnotationDisruptionStep] == api.DisruptionStepDraining {
+			draining++
+			if !n.Spec.Unschedulable {
+				t.Errorf("node %s is draining but not cordoned", n.Name)
+			}
+		}
+	}
+	if draining != 1 {
+		t.Fatalf("%d nodes draining after the kill, want 1", draining)
+	}
+	start := time.Now()
+	e.start()
+	testwait.Until(t, testwait.Slow, "the restarted controller to finish the action", 30*time.Second, func() bool {
+		return len(e.managedNodes()) == 1 && len(e.records()) == 1
+	})
+	pods := e.waitAppReady(ns, app, 4, 30*time.Second)
+	maxMissing, _ := watch.finish()
+	t.Logf("resumed and done %.1fs after the restart; at most %d pods unavailable", time.Since(start).Seconds(), maxMissing)
+	if maxMissing > 1 {
+		t.Errorf("%d pods unavailable at once; the budget allows 1", maxMissing)
+	}
+	node := e.managedNodes()[0].Name
+	for _, p := range pods {
+		if p.Spec.NodeName != node {
+			t.Errorf("pod %s on %s, want %s", p.Name, p.Spec.NodeName, node)
+		}
+	}
+	if got := e.launches(); got != launches {
+		t.Errorf("%d launches since the scale-down, want none", got-launches)
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+const replacePolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: big
+  instanceTypes: [m7i.large, m7i.4xlarge]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidateAfter: 2s
+`
+
+// nodeEvent is one Node as a watch delivered it: watch events of one stream are in etcd order.
+type nodeEvent struct {
+	name          string
+	ready         bool
+	unschedulable bool
+}
+
+// nodeWatch records every Node event in order until stopped.
+type nodeWatch struct {
+	mu     sync.Mutex
+	events []nodeEvent
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+func (e *env) watchNodes() *nodeWatch {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	list, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	w, err := e.kube.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	nw := &nodeWatch{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(nw.done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if n, ok := ev.Object.(*corev1.Node); ok && ev.Type != watch.Deleted {
+				nw.mu.Lock()
+				nw.events = append(nw.events, nodeEvent{name: n.Name, ready: snapshot.IsNodeReady(n), unschedulable: n.Spec.Unschedulable})
+				nw.mu.Unlock()
+			}
+		}
+	}()
+	return nw
+}
+
+func (w *nodeWatch) finish() []nodeEvent {
+	w.stop()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.events
+}
+
+// testReplaceLaunchedFirst: a Deployment of 10 pods bought onto one m7i.4xlarge is scaled to 1.
+// The large on-demand node is replaced by an m7i.large: a node watch sees the replacement Ready
+// before the old node is cordoned, the pod ends on the replacement and the fleet costs the
+// replacement's price. With kill, the controller is killed right after the pass that launched
+// the replacement, and a new one (new cloud client, same inventory) resumes the action: still one
+// launch, no duplicate and no leaked instance.
+func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill bool) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app := "replace", "replace"
+	if kill {
+		ns, app = "replace-restart", "replace-restart"
+	}
+	killed := make(chan struct{})
+	if kill {
+		var once sync.Once
+		cancel := e.cancel
+		passes.hook = func(p *provisioner.DisruptionPass) {
+			for _, a := range p.Actions {
+				if a.Step == api.DisruptionStepReplacing {
+					once.Do(func() { cancel(); close(killed) })
+				}
+			}
+		}
+	}
+	e.namespace(ns)
+	e.applyPolicy("policy", replacePolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
+	e.deployment(ns, app, 10, tmpl)
+	e.waitAppReady(ns, app, 10, 60*time.Second)
+	nodes := e.managedNodes()
+	if len(nodes) != 1 || nodes[0].Labels[corev1.LabelInstanceTypeStable] != "m7i.4xlarge" {
+		t.Fatalf("nodes %v for 10 pods, want one m7i.4xlarge", names(nodes))
+	}
+	old := nodes[0].Name
+	launches := e.launches()
+	nw := e.watchNodes()
+	start := time.Now()
+	e.scale(ns, app, 1)
+	want := e.scratchCost(replacePolicy, tmpl, 1)
+	if kill {
+		select {
+		case <-killed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no action reached Replacing")
+		}
+		e.stopAndWait()
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), old, metav1.GetOptions{})
+		if err != nil || n.Annotations[api.AnnotationDisruptionStep] != api.DisruptionStepReplacing || n.Spec.Unschedulable {
+			t.Fatalf("after the kill the old node is %v (err %v); want it uncordoned, Replacing", n.Annotations, err)
+		}
+		e.start()
+	}
+	testwait.Until(t, testwait.Slow, "the large node to be replaced", 45*time.Second, func() bool {
+		nodes := e.managedNodes()
+		return len(nodes) == 1 && nodes[0].Name != old && len(e.records()) == 1
+	})
+	took := time.Since(start)
+	events := nw.finish()
+	repl := e.managedNodes()[0]
+	pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]
+	t.Logf("m7i.4xlarge %s replaced by %s %s in %.1fs; fleet $%.4f/h (from scratch $%.4f/h)", old,
+		repl.Labels[corev1.LabelInstanceTypeStable], repl.Name, took.Seconds(), e.fleetCost(), want)
+	readyAt, cordonAt := -1, -1
+	for i, ev := range events {
+		if readyAt < 0 && ev.name == repl.Name && ev.ready {
+			readyAt = i
+		}
+		if cordonAt < 0 && ev.name == old && ev.unschedulable {
+			cordonAt = i
+		}
+	}
+	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
+		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
+	}
+	if pod.Spec.NodeName != repl.Name {
+		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
+	}
+	if got := e.fleetCost(); got > 1.10*want+1e-9 {
+		t.Errorf("fleet $%.4f/h, from scratch $%.4f/h", got, want)
+	}
+	if got := e.launches(); got != launches+1 {
+		t.Errorf("%d launches, want the replacement alone", got-launches)
+	}
+	replaced := false
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone {
+				replaced = true
+			}
+		}
+	}
+	if !replaced {
+		t.Error("no Replace action reported done")
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// gpuCPUPolicy leaves consolidateAfter at its defaults: 10 minutes for the GPU pool, 2 for the
+// CPU pool. The scenario drives the disruption loop's clock past them.
+const gpuCPUPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: cpu
+  instanceTypes: [m7i.xlarge]
+  capacityTypes: [on-demand]
+- name: gpu
+  instanceTypes: [g6.xlarge]
+  capacityTypes: [on-demand]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+`
+
+// testGPUNodeEmptied: a GPU node bought for a GPU pod also runs two CPU pods (they tolerate the
+// GPU taint). Once the GPU workload is gone, the node carries CPU pods only: it is emptied onto a
+// CPU node and removed. The disruption loop runs on a fake clock that the test steps 30 s at a
+// time, so the GPU pool's default consolidateAfter (10 min) passes in well under a minute; the
+// node is not touched before it has been a candidate that long.
+func testGPUNodeEmptied(t *testing.T, cp *controlplane.ControlPlane) {
+	dclock := clocktesting.NewFakeClock(time.Now())
+	passes := &passLog{}
+	cfg := disruptionConfig()
+	// The replacement's wait is measured on the fake clock, which runs ahead of the cloud's real
+	// boot (a step interval per 50 ms poll): give it the production timeout, not the tests' 30 s.
+	cfg.RegistrationTimeout = provisioner.DefaultConfig().RegistrationTimeout
+	e := newEnvSetup(t, cp, cfg, func(c *sim.Config) { c.RunPods = true }, func(o *provisioner.Options) {
+		o.DisruptionClock = dclock
+		o.OnDisruption = passes.observe
+	})
+	const ns = "gpu-cpu"
+	e.namespace(ns)
+	e.applyPolicy("policy", gpuCPUPolicy)
+	train := simtest.Pod("t").Namespace(ns).Label("app", "train").CPU("1").Mem("4Gi").GPU(1).Obj()
+	e.deployment(ns, "train", 1, train)
+	gpuNode := e.waitAppReady(ns, "train", 1, 60*time.Second)[0].Spec.NodeName
+	side := simtest.Pod("t").Namespace(ns).Label("app", "side").CPU("1").Mem("2Gi").Tolerate("nvidia.com/gpu").Obj()
+	e.deployment(ns, "side", 2, side)
+	for _, p := range e.waitAppReady(ns, "side", 2, 30*time.Second) {
+		if p.Spec.NodeName != gpuNode {
+			t.Fatalf("side pod %s on %s, want the GPU node %s", p.Name, p.Spec.NodeName, gpuNode)
+		}
+	}
+	start, fakeStart := time.Now(), dclock.Now()
+	if err := e.kube.AppsV1().Deployments(ns).Delete(context.Background(), "train", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitAppReady(ns, "side", 2, 30*time.Second)
+	// The fake clock jumps 30 s while the loop waits for candidates; it follows the cloud's real
+	// pace (a step interval per poll) while an action is under way, so that a replacement booting
+	// in real time is not judged by fake minutes.
+	testwait.Until(t, testwait.Slow, "the GPU node to be removed", 45*time.Second, func() bool {
+		nodes := e.managedNodes()
+		step, gone := 30*time.Second, true
+		for _, n := range nodes {
+			if n.Annotations[api.AnnotationDisruptionAction] != "" {
+				step = e.cfg.DisruptionStepInterval
+			}
+			gone = gone && n.Name != gpuNode
+		}
+		if !gone {
+			dclock.Step(step)
+			return false
+		}
+		return len(e.records()) == len(nodes)
+	})
+	// No action touched the GPU node before it had been a candidate for consolidateAfter.
+	var since time.Time
+	for _, p := range passes.all() {
+		if p.Plan != nil && since.IsZero() && slices.Contains(p.Plan.Candidates, gpuNode) {
+			since = p.Now
+		}
+		for _, a := range p.Actions {
+			if slices.Contains(a.Nodes, gpuNode) && (since.IsZero() || p.Now.Sub(since) < policy.DefaultConsolidateAfterGPU) {
+				t.Errorf("pass at %s carried an action on %s, a candidate since %s only", p.Now, gpuNode, since)
+			}
+		}
+	}
+	t.Logf("the disruption clock moved %s", dclock.Since(fakeStart))
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Step == provisioner.ActionAbandoned {
+				t.Errorf("action %s on %v abandoned: %s", a.ID, a.Nodes, a.Message)
+			}
+		}
+	}
+	pods := e.waitAppReady(ns, "side", 2, 30*time.Second)
+	for _, p := range pods {
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil || n.Labels[api.LabelPool] != "cpu" {
+			t.Errorf("side pod %s on %s, want a node of the cpu pool", p.Name, p.Spec.NodeName)
+		}
+	}
+	t.Logf("GPU node %s emptied and removed in %.1fs; fleet $%.4f/h on %d nodes", gpuNode, time.Since(start).Seconds(), e.fleetCost(), len(e.managedNodes()))
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+func names(nodes []corev1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name+"("+n.Labels[corev1.LabelInstanceTypeStable]+")")
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package replay
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
+)
+
+// disrupt plans consolidation with simulator.PlanDisruption on the settled cluster and carries the
+// actions out: a Delete evicts the pods of its nodes and deletes them; a Replace launches the
+// replacement (recorded as the controller records launches) and cordons its nodes, which are
+// drained and deleted once the replacement is usable. Candidates are marked as the controller
+// marks them (tiler.dev/disruption-candidate-since), so the pool's consolidateAfter is waited
+// for. The cluster is settled when no pod is pending, no launch is in flight and no replacement is
+// awaited: disrupting while a purchase is under way would judge a cluster that is about to change.
+// It reports whether it changed anything.
+func (w *world) disrupt() (bool, error) {
+	for _, p := range w.live {
+		if p.obj.Spec.NodeName == "" {
+			return false, nil
+		}
+	}
+	for _, n := range w.nodes {
+		if !n.usable() || n.drainFor != "" {
+			return false, nil
+		}
+	}
+	if len(w.nodes) == 0 {
+		return false, nil
+	}
+	snap := &snapshot.Snapshot{Now: w.now}
+	for _, name := range w.nodeNames() {
+		n := w.nodes[name]
+		if !n.candidateSince.IsZero() {
+			n.obj.Annotations = map[string]string{api.AnnotationCandidateSince: n.candidateSince.Format(time.RFC3339)}
+		} else {
+			n.obj.Annotations = nil
+		}
+		snap.Nodes = append(snap.Nodes, n.obj)
+	}
+	for _, p := range w.livePods() {
+		snap.Pods = append(snap.Pods, p.obj)
+	}
+	plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: snap, Catalog: w.cfg.Catalog, Policy: w.pol.Cost,
+		Options: simulator.DisruptionOptions{Now: w.now, Seed: "d" + strconv.FormatInt(w.now.Unix(), 10),
+			ClusterAutoscalerRule: w.pol.Consolidation == ConsolidateCA}})
+	if err != nil {
+		return false, fmt.Errorf("plan disruption: %w", err)
+	}
+	candidates := map[string]bool{}
+	for _, c := range plan.Candidates {
+		candidates[c] = true
+	}
+	for name, n := range w.nodes {
+		switch {
+		case !candidates[name]:
+			n.candidateSince = time.Time{}
+		case n.candidateSince.IsZero():
+			n.candidateSince = w.now
+		}
+	}
+	for _, a := range plan.Actions {
+		switch a.Kind {
+		case api.ActionDelete:
+			for _, name := range a.Nodes {
+				w.removeNode(name, "consolidation:"+string(a.Reason))
+			}
+		case api.ActionReplace:
+			if a.Replacement == nil {
+				return false, fmt.Errorf("action %s: Replace without a replacement", a.ID)
+			}
+			w.launch(provisioner.RecordFor(*a.Replacement, w.now), *a.Replacement)
+			for _, name := range a.Nodes {
+				if n := w.nodes[name]; n != nil {
+					n.drainFor, n.drainReason = a.Replacement.Name, "consolidation:"+string(a.Reason)
+					n.obj.Spec.Unschedulable = true
+				}
+			}
+		}
+	}
+	return len(plan.Actions) > 0, nil
+}

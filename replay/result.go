@@ -1,0 +1,185 @@
+package replay
+
+import (
+	"sort"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/provisioner"
+)
+
+// Result is what a policy did over the replay.
+type Result struct {
+	Policy string `json:"policy"`
+	// Cost is the total $ of the nodes bought, billed from launch to removal; Spot and OnDemand
+	// split it.
+	Cost         float64 `json:"cost"`
+	SpotCost     float64 `json:"spotCost"`
+	OnDemandCost float64 `json:"onDemandCost"`
+	// GPUHoursBought are the bought nodes' GPUs × hours; GPUHoursRequested the pods' GPU requests
+	// (fractions as the trace gives them) × their lifetime. CPU likewise, in vCPU-hours.
+	GPUHoursBought    float64 `json:"gpuHoursBought"`
+	GPUHoursRequested float64 `json:"gpuHoursRequested"`
+	CPUHoursBought    float64 `json:"cpuHoursBought"`
+	CPUHoursRequested float64 `json:"cpuHoursRequested"`
+	// Pending times are from a pod's arrival to its first binding (to its departure for a pod
+	// never bound), over the pods that arrived in the window (not the ones carried into it).
+	PendingP50 time.Duration `json:"pendingP50"`
+	PendingP95 time.Duration `json:"pendingP95"`
+	PendingP99 time.Duration `json:"pendingP99"`
+	PendingMax time.Duration `json:"pendingMax"`
+	// Pods is the number of pods; Bound those bound at least once; NeverBound the rest, each
+	// reported by name in Unbound.
+	Pods       int      `json:"pods"`
+	Bound      int      `json:"bound"`
+	NeverBound int      `json:"neverBound"`
+	Unbound    []string `json:"unbound,omitempty"`
+	// NodesLaunched and NodesRemoved count launches and removals (by reason in Removals).
+	NodesLaunched int            `json:"nodesLaunched"`
+	NodesRemoved  int            `json:"nodesRemoved"`
+	Removals      map[string]int `json:"removals,omitempty"`
+	Evictions     int            `json:"evictions"`
+	// Batches is the number of Decide calls; PlanErrors those whose simulation failed.
+	Batches    int `json:"batches"`
+	PlanErrors int `json:"planErrors"`
+	// Series is the fleet over time, every Config.SampleInterval.
+	Series []Sample `json:"series"`
+}
+
+// Sample is the fleet at one instant.
+type Sample struct {
+	// At is the offset from the workload's start.
+	At          time.Duration `json:"at"`
+	CostPerHour float64       `json:"costPerHour"`
+	// GPUs are the GPUs bought (booting included); GPUsNeeded the live pods' GPU requests.
+	GPUs       int     `json:"gpus"`
+	GPUsNeeded float64 `json:"gpusNeeded"`
+	Nodes      int     `json:"nodes"`
+	Pending    int     `json:"pending"`
+}
+
+// GPUAllocation is requested over bought GPU-hours (0 when none were bought).
+func (r *Result) GPUAllocation() float64 {
+	if r.GPUHoursBought == 0 {
+		return 0
+	}
+	return r.GPUHoursRequested / r.GPUHoursBought
+}
+
+// CPUAllocation is requested over bought vCPU-hours.
+func (r *Result) CPUAllocation() float64 {
+	if r.CPUHoursBought == 0 {
+		return 0
+	}
+	return r.CPUHoursRequested / r.CPUHoursBought
+}
+
+// accounting collects a Result as the replay runs.
+type accounting struct {
+	res     Result
+	pending []time.Duration
+	vcpu    map[string]int
+	// batches, planErrors and evictions are counted by the world.
+	batches, planErrors, evictions int
+}
+
+func (a *accounting) init(policy string) {
+	a.res = Result{Policy: policy, Removals: map[string]int{}}
+	a.vcpu = map[string]int{}
+}
+
+func (a *accounting) launched(rec provisioner.LaunchRecord, cat *catalog.Catalog) {
+	a.res.NodesLaunched++
+	if it, ok := cat.Type(rec.InstanceType); ok {
+		a.vcpu[rec.LaunchID] = it.VCPU
+	}
+}
+
+// removed bills a node from its launch to now.
+func (a *accounting) removed(n *nodeState, now time.Time, reason string) {
+	a.res.NodesRemoved++
+	a.res.Removals[reason]++
+	a.bill(n, now)
+}
+
+func (a *accounting) bill(n *nodeState, now time.Time) {
+	h := now.Sub(n.rec.CreatedAt).Hours()
+	c := n.rec.PricePerHour * h
+	a.res.Cost += c
+	if n.rec.CapacityType == api.Spot {
+		a.res.SpotCost += c
+	} else {
+		a.res.OnDemandCost += c
+	}
+	a.res.GPUHoursBought += float64(n.rec.GPUs) * h
+	a.res.CPUHoursBought += float64(a.vcpu[n.rec.LaunchID]) * h
+}
+
+// podDone accounts a pod that left (or was alive when the window closed) at now.
+func (a *accounting) podDone(p *podState, start, now time.Time) {
+	a.res.Pods++
+	life := now.Sub(start.Add(p.spec.Arrive)).Hours()
+	a.res.GPUHoursRequested += p.spec.GPUs() * life
+	a.res.CPUHoursRequested += float64(p.spec.CPUMilli) / 1000 * life
+	wait := now.Sub(start.Add(p.spec.Arrive))
+	if p.boundAt.IsZero() {
+		a.res.NeverBound++
+		a.res.Unbound = append(a.res.Unbound, p.spec.Name)
+	} else {
+		a.res.Bound++
+		wait = p.boundAt.Sub(start.Add(p.spec.Arrive))
+	}
+	if !p.spec.Carried {
+		a.pending = append(a.pending, wait)
+	}
+}
+
+// sample records the fleet now.
+func (w *world) sample() {
+	s := Sample{At: w.now.Sub(w.wl.Start), Nodes: len(w.nodes)}
+	for _, name := range w.nodeNames() { // in order: float sums must not depend on map order
+		n := w.nodes[name]
+		s.CostPerHour += n.rec.PricePerHour
+		s.GPUs += n.rec.GPUs
+	}
+	for _, p := range w.livePods() {
+		s.GPUsNeeded += p.spec.GPUs()
+		if p.obj.Spec.NodeName == "" {
+			s.Pending++
+		}
+	}
+	w.acct.res.Series = append(w.acct.res.Series, s)
+}
+
+// finish closes the window: the pods still alive leave, the nodes still running are billed.
+func (w *world) finish() *Result {
+	for _, p := range w.livePods() {
+		w.depart(p)
+	}
+	for _, name := range w.nodeNames() {
+		w.acct.bill(w.nodes[name], w.now)
+	}
+	a := &w.acct
+	a.res.Batches, a.res.PlanErrors, a.res.Evictions = a.batches, a.planErrors, a.evictions
+	sort.Strings(a.res.Unbound)
+	sort.Slice(a.pending, func(i, j int) bool { return a.pending[i] < a.pending[j] })
+	a.res.PendingP50 = quantile(a.pending, 0.50)
+	a.res.PendingP95 = quantile(a.pending, 0.95)
+	a.res.PendingP99 = quantile(a.pending, 0.99)
+	if len(a.pending) > 0 {
+		a.res.PendingMax = a.pending[len(a.pending)-1]
+	}
+	out := a.res
+	return &out
+}
+
+// quantile is the nearest-rank quantile of sorted durations (0 when empty).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.999999) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}

@@ -1,0 +1,134 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tiler-dev/tiler/simulator/fgd"
+)
+
+// Pod is one pod of a workload: when it arrives and leaves, relative to the workload's start,
+// and what it asks for, in the trace's units.
+type Pod struct {
+	Name string
+	// Arrive and Depart are offsets from the workload's start; Depart is after Arrive.
+	Arrive, Depart time.Duration
+	CPUMilli       int64
+	MemoryMiB      int64
+	// NumGPUs is the number of GPUs; GPUMilli the share of each (1000 = a whole GPU; below 1000
+	// only with NumGPUs 1: a fraction of one GPU).
+	NumGPUs  int
+	GPUMilli int64
+	// GPUModels are the catalog GPU models the pod may run on (empty: any).
+	GPUModels []string
+	// Carried marks a pod that was already running when the window opened: it arrives at the
+	// start, and its wait for a node is not counted in the pending times.
+	Carried bool
+}
+
+// GPUs is the pod's GPU demand in GPUs (a fraction for a shared GPU).
+func (p *Pod) GPUs() float64 { return float64(p.NumGPUs) * float64(p.GPUMilli) / 1000 }
+
+// Workload is a set of pods over a window of virtual time.
+type Workload struct {
+	// Name says where the workload comes from.
+	Name string
+	// Start is the virtual time of offset 0; Length the window replayed.
+	Start  time.Time
+	Length time.Duration
+	Pods   []Pod
+}
+
+// Validate checks the workload; errors name the pod and field.
+func (w *Workload) Validate() error {
+	if w.Length <= 0 {
+		return errors.New("workload length must be positive")
+	}
+	if len(w.Pods) == 0 {
+		return errors.New("workload has no pods")
+	}
+	seen := make(map[string]bool, len(w.Pods))
+	for i := range w.Pods {
+		p := &w.Pods[i]
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("pods[%d]: name must not be empty", i)
+		case seen[p.Name]:
+			return fmt.Errorf("pod %s: name is not unique", p.Name)
+		case p.Arrive < 0 || p.Arrive >= w.Length:
+			return fmt.Errorf("pod %s: arrive %s is outside the window [0, %s)", p.Name, p.Arrive, w.Length)
+		case p.Depart <= p.Arrive || p.Depart > w.Length:
+			return fmt.Errorf("pod %s: depart %s must be after arrive %s and within %s", p.Name, p.Depart, p.Arrive, w.Length)
+		case p.CPUMilli < 0 || p.MemoryMiB < 0:
+			return fmt.Errorf("pod %s: cpuMilli and memoryMiB must not be negative", p.Name)
+		case p.NumGPUs < 0 || p.NumGPUs > 0 && (p.GPUMilli <= 0 || p.GPUMilli > 1000):
+			return fmt.Errorf("pod %s: gpuMilli %d must be in 1..1000 with %d GPUs", p.Name, p.GPUMilli, p.NumGPUs)
+		case p.NumGPUs > 1 && p.GPUMilli != 1000:
+			return fmt.Errorf("pod %s: gpuMilli %d: a %d-GPU pod must ask for whole GPUs", p.Name, p.GPUMilli, p.NumGPUs)
+		}
+		seen[p.Name] = true
+	}
+	return nil
+}
+
+// TraceGPUModels maps the GPU models of the Alibaba trace (openb, gpu_spec and the node lists'
+// model column) to the catalog's GPU models. Models without a counterpart in the AWS and GCP
+// catalogs (P100, V100M16, V100M32, and the undisclosed G1, G2, G3) map to nothing: a pod whose
+// gpu_spec lists one of them may run on any GPU, since the constraint cannot be expressed. (The
+// pod lists shipped in testdata have an empty gpu_spec throughout, so today no pod is
+// constrained.)
+var TraceGPUModels = map[string][]string{
+	"T4":  {"T4"},
+	"A10": {"A10G", "A10"},
+}
+
+// catalogModels maps a pod's trace GPU models to catalog models; nil means any.
+func catalogModels(trace []string) []string {
+	var out []string
+	for _, m := range trace {
+		c, ok := TraceGPUModels[m]
+		if !ok {
+			return nil
+		}
+		out = append(out, c...)
+	}
+	return out
+}
+
+// FromAlibaba turns the pods of an Alibaba GPU trace pod list (fgd.ParsePods, which keeps
+// creation_time and deletion_time) into the workload of the window [from, from+length) of the
+// trace's time, replayed from start. A pod alive when the window opens arrives at its start
+// (Carried); one alive when it closes leaves at its end. Every pod of the list is taken, whatever
+// its pod_phase: the trace's Pending and Failed pods asked for room too.
+func FromAlibaba(name string, pods []fgd.Pod, from, length time.Duration, start time.Time) (*Workload, error) {
+	w := &Workload{Name: name, Start: start, Length: length}
+	for _, p := range pods {
+		if p.Times == nil {
+			return nil, fmt.Errorf("pod %s: the pod list has no creation_time and deletion_time", p.Name)
+		}
+		created := time.Duration(p.Times.Created) * time.Second
+		deleted := time.Duration(p.Times.Deleted) * time.Second
+		if deleted <= from || created >= from+length || deleted <= created {
+			continue
+		}
+		wp := Pod{Name: p.Name, Arrive: max(0, created-from), Depart: min(length, deleted-from),
+			CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB, NumGPUs: p.NumGPUs, GPUMilli: p.GPUMilli,
+			GPUModels: catalogModels(p.GPUModels), Carried: created < from}
+		if wp.NumGPUs == 0 {
+			wp.GPUMilli = 0
+		}
+		w.Pods = append(w.Pods, wp)
+	}
+	sort.Slice(w.Pods, func(i, j int) bool {
+		if w.Pods[i].Arrive != w.Pods[j].Arrive {
+			return w.Pods[i].Arrive < w.Pods[j].Arrive
+		}
+		return w.Pods[i].Name < w.Pods[j].Name
+	})
+	if err := w.Validate(); err != nil {
+		return nil, fmt.Errorf("alibaba window %s+%s: %w", from, length, err)
+	}
+	return w, nil
+}
