@@ -19,6 +19,12 @@ const (
 	Unschedulable ReasonCode = "Unschedulable"
 	// GangIncomplete: the pod's gang cannot be placed whole, so none of it is.
 	GangIncomplete ReasonCode = "GangIncomplete"
+	// TeamLimitExceeded: buying for the pod would take its team (policy teams) beyond one of its
+	// limits (GPUs, MIG profiles, $/h, nodes); the reason names the team and the limit.
+	TeamLimitExceeded ReasonCode = "TeamLimitExceeded"
+	// QuotaExceeded: the pod's requests would take its namespace beyond a ResourceQuota's hard
+	// limit; the reason names the quota and the resource.
+	QuotaExceeded ReasonCode = "QuotaExceeded"
 	// InvalidRequest: the pod's spec cannot be simulated (a malformed selector, a missing
 	// DeviceClass, a CEL expression that does not compile).
 	InvalidRequest ReasonCode = "InvalidRequest"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/simulator"
@@ -86,5 +87,54 @@ func BenchmarkPlanDisruption(b *testing.B) {
 			b.ReportMetric(float64(removed), "nodes_removed")
 			b.ReportMetric(100*plan.SavingsPerHour/plan.CostPerHourBefore, "saved_%")
 		})
+	}
+}
+
+// BenchmarkSimulateTeams times Simulate on Karpenter's benchmark pods dealt to four teams, each
+// limited to a fifth of the unlimited plan's $/h (so every team is over and pods are dropped and
+// re-simulated), against the same pods without limits; it reports pods/s, the pods reported
+// TeamLimitExceeded and the plan's $/h.
+func BenchmarkSimulateTeams(b *testing.B) {
+	cat := simtest.KarpenterCatalog()
+	for _, n := range []int{100, 1000} {
+		snap := simtest.KarpenterPods(n, 42)
+		for i, p := range snap.Pods {
+			p.Namespace = fmt.Sprintf("team-%d", i%4)
+		}
+		free, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pol := policy.Default()
+		for t := 0; t < 4; t++ {
+			name := fmt.Sprintf("team-%d", t)
+			pol.Teams = append(pol.Teams, policy.Team{Name: name, Namespaces: []string{name},
+				Limits: policy.TeamLimits{MaxPricePerHour: free.CostPerHour / 5}})
+		}
+		for _, limited := range []bool{false, true} {
+			in := simulator.Input{Snapshot: snap, Catalog: cat}
+			if limited {
+				in.Policy = pol
+			}
+			b.Run(fmt.Sprintf("pods=%d/limited=%v", n, limited), func(b *testing.B) {
+				var plan *api.Plan
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if plan, err = simulator.Simulate(in); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				reported := 0
+				for _, u := range plan.Unschedulable {
+					if u.Code == api.TeamLimitExceeded {
+						reported++
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+				b.ReportMetric(float64(reported), "over_limit_pods")
+				b.ReportMetric(plan.CostPerHour, "$/h")
+			})
+		}
 	}
 }

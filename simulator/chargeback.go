@@ -9,6 +9,7 @@ import (
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
@@ -27,18 +28,21 @@ const UnmanagedPool = "(unmanaged)"
 // What the pods do not take is the idle line of the node's pool and capacity type. When the
 // pods' shares exceed the node (requests over allocatable), they are scaled to it. The lines add
 // up to CostPerHour.
-func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport, error) {
+//
+// With a policy that has teams, every namespace line carries its namespace's team (policy teams,
+// namespaces by name or by the labels of the snapshot's Namespace objects; "" for a namespace in
+// none) and the report sums the lines per team (CostReport.Teams). A namespace two teams claim is
+// an error.
+func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog, pol *policy.CostPolicy) (*api.CostReport, error) {
 	if snap == nil || cat == nil {
 		return nil, fmt.Errorf("chargeback: the snapshot and the catalog are required")
 	}
-	types := typesByLabel(cat)
-	pods := map[string][]*corev1.Pod{}
-	for _, p := range snap.Pods {
-		if p.Spec.NodeName != "" && snapshot.IsActive(p) {
-			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], p)
+	if pol != nil {
+		if err := pol.Validate(); err != nil {
+			return nil, err
 		}
 	}
-	claimed := claimShares(snap)
+	teams := newTeamIndex(pol, snap)
 	type key struct {
 		ns, pool string
 		ct       api.CapacityType
@@ -53,38 +57,39 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 		lines[k] = l
 		return l
 	}
+	var teamErr error
+	teamOf := func(ns string) string {
+		t, err := teams.of(ns)
+		if err != nil && teamErr == nil {
+			teamErr = err
+		}
+		if t == nil {
+			return ""
+		}
+		return t.Name
+	}
 	r := &api.CostReport{Unpriced: []string{}, Lines: []api.CostLine{}}
-	for _, n := range snap.Nodes {
-		np := priceNode(types, cat, n)
+	nodeCosts(snap, cat, func(n *corev1.Node, np nodePrice, pods []*corev1.Pod, costs, gpus []float64) {
 		if np.price <= 0 {
 			r.Unpriced = append(r.Unpriced, n.Name)
-			continue
+			return
 		}
 		pool := n.Labels[api.LabelPool]
 		if pool == "" {
 			pool = UnmanagedPool
 		}
 		ct := np.offering.CapacityType
-		shares, gpus := podShares(n, pods[n.Name], claimed[n.Name], np)
-		total := 0.0
-		for _, s := range shares {
-			total += s
-		}
-		scale := 1.0
-		if total > 1 {
-			scale = 1 / total
-		}
 		taken := 0.0
-		for i, p := range pods[n.Name] {
-			cost := np.price * shares[i] * scale
-			if shares[i] == 0 {
+		for i, p := range pods {
+			if costs[i] == 0 {
 				continue
 			}
 			l := line(key{ns: p.Namespace, pool: pool, ct: ct})
-			l.CostPerHour += cost
+			l.Team = teamOf(p.Namespace)
+			l.CostPerHour += costs[i]
 			l.Pods++
 			l.GPUs += gpus[i]
-			taken += cost
+			taken += costs[i]
 		}
 		if idle := np.price - taken; idle > 0 {
 			line(key{pool: pool, ct: ct, idle: true}).CostPerHour += idle
@@ -92,10 +97,38 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 		}
 		r.CostPerHour += np.price
 		r.Nodes++
+	})
+	if teamErr != nil {
+		return nil, fmt.Errorf("chargeback: %w", teamErr)
+	}
+	byTeam := map[string]*api.TeamCost{}
+	if teams != nil {
+		r.Teams = []api.TeamCost{}
 	}
 	for _, l := range lines {
 		r.Lines = append(r.Lines, *l)
+		if teams == nil || l.Idle {
+			continue
+		}
+		tc := byTeam[l.Team]
+		if tc == nil {
+			tc = &api.TeamCost{Team: l.Team}
+			byTeam[l.Team] = tc
+		}
+		tc.CostPerHour += l.CostPerHour
+		tc.Pods += l.Pods
+		tc.GPUs += l.GPUs
 	}
+	for _, tc := range byTeam {
+		r.Teams = append(r.Teams, *tc)
+	}
+	sort.Slice(r.Teams, func(i, j int) bool {
+		a, b := r.Teams[i].Team, r.Teams[j].Team
+		if (a == "") != (b == "") {
+			return b == "" // namespaces without a team last
+		}
+		return a < b
+	})
 	sort.Slice(r.Lines, func(i, j int) bool {
 		a, b := r.Lines[i], r.Lines[j]
 		if a.Idle != b.Idle {
@@ -111,6 +144,42 @@ func Chargeback(snap *snapshot.Snapshot, cat *catalog.Catalog) (*api.CostReport,
 	})
 	sort.Strings(r.Unpriced)
 	return r, nil
+}
+
+// nodeCosts calls fn for every node of the snapshot, in order, with its price, its active pods and
+// the $/h and GPUs each pod takes of it (Chargeback's rule: shares of the scarcest resource, scaled
+// to the node when they exceed it). An unpriced node (np.price 0) comes with zero costs.
+func nodeCosts(snap *snapshot.Snapshot, cat *catalog.Catalog, fn func(n *corev1.Node, np nodePrice, pods []*corev1.Pod, costs, gpus []float64)) {
+	types := typesByLabel(cat)
+	pods := map[string][]*corev1.Pod{}
+	for _, p := range snap.Pods {
+		if p.Spec.NodeName != "" && snapshot.IsActive(p) {
+			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], p)
+		}
+	}
+	claimed := claimShares(snap)
+	for _, n := range snap.Nodes {
+		np := priceNode(types, cat, n)
+		on := pods[n.Name]
+		costs := make([]float64, len(on))
+		if np.price <= 0 {
+			fn(n, np, on, costs, make([]float64, len(on)))
+			continue
+		}
+		shares, gpus := podShares(n, on, claimed[n.Name], np)
+		total := 0.0
+		for _, s := range shares {
+			total += s
+		}
+		scale := 1.0
+		if total > 1 {
+			scale = 1 / total
+		}
+		for i := range on {
+			costs[i] = np.price * shares[i] * scale
+		}
+		fn(n, np, on, costs, gpus)
+	}
 }
 
 // podShares returns, for each pod on the node, the share of the node it takes and the GPUs it

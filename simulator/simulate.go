@@ -67,6 +67,14 @@ type Input struct {
 // error is reserved for bad input (a policy naming an unknown instance type, an invalid catalog);
 // pods without a place are reported in the plan with a reason.
 func Simulate(in Input) (*api.Plan, error) {
+	if needsAdmission(in) {
+		return simulateAdmitted(in)
+	}
+	return simulateOnce(in)
+}
+
+// simulateOnce is one simulation of all the snapshot's pending pods.
+func simulateOnce(in Input) (*api.Plan, error) {
 	s, err := newState(in)
 	if err != nil {
 		return nil, err
@@ -132,6 +140,10 @@ type state struct {
 	warnings   []string
 	// relayouts are the MIG re-layouts of existing nodes planned before placement (relayout.go).
 	relayouts []*relayout
+	// teams resolves pods' teams (nil without teams in the policy); sigPools holds, per signature,
+	// the pools its pods' team may buy from (nil: all).
+	teams    *teamIndex
+	sigPools [][]string
 }
 
 func newState(in Input) (*state, error) {
@@ -163,6 +175,7 @@ func newState(in Input) (*state, error) {
 		return nil, err
 	}
 	s.warnings = append(s.warnings, in.Snapshot.Warnings...)
+	s.teams = newTeamIndex(pol, in.Snapshot)
 	if err := s.setup(); err != nil {
 		return nil, err
 	}
@@ -191,7 +204,15 @@ func (s *state) setup() error {
 	}
 	for _, pi := range s.pending {
 		pi.req = s.dims.grow(pi.req)
-		pi.sig = s.signature(pi.pod)
+		team, err := s.teams.of(pi.pod.Namespace)
+		if err != nil {
+			return err
+		}
+		var pools []string
+		if team != nil {
+			pools = team.Pools
+		}
+		pi.sig = s.signature(pi.pod, pools)
 	}
 	if err := s.buildOfferings(); err != nil {
 		return err
@@ -229,13 +250,18 @@ func podPriority(p *corev1.Pod, classes map[string]int32) int32 {
 	return classes[p.Spec.PriorityClassName]
 }
 
-// signature interns the pod's node-selection signature.
-func (s *state) signature(p *corev1.Pod) int {
+// signature interns the pod's node-selection signature: its node selection and the pools its team
+// may buy from (nil: all).
+func (s *state) signature(p *corev1.Pod, pools []string) int {
 	k := signatureKey(p)
+	if pools != nil {
+		k += "|pools=" + strings.Join(pools, ",")
+	}
 	if i, ok := s.sigs[k]; ok {
 		return i
 	}
 	s.sigs[k] = len(s.sigPods)
 	s.sigPods = append(s.sigPods, p)
+	s.sigPools = append(s.sigPools, pools)
 	return len(s.sigPods) - 1
 }

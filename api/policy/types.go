@@ -27,6 +27,9 @@ type CostPolicy struct {
 	// reserves capacity for the replicas the forecast expects a lead time ahead. The simulation
 	// itself ignores them.
 	Forecasts []forecast.WorkloadForecast `json:"forecasts,omitempty"`
+	// Teams group namespaces under limits on what Tiler buys for them and the pools they may use
+	// (teams.go).
+	Teams []Team `json:"teams,omitempty"`
 }
 
 // Budget caps spending.

@@ -275,6 +275,13 @@ func (s *Snapshot) add(where, id string, obj runtime.Object) error {
 		s.ResourceClaimTemplates = append(s.ResourceClaimTemplates, o)
 	case *resourcev1.ResourceSlice:
 		s.ResourceSlices = append(s.ResourceSlices, o)
+	case *corev1.Namespace:
+		s.Namespaces = append(s.Namespaces, o)
+	case *corev1.ResourceQuota:
+		if o.Namespace == "" {
+			o.Namespace = "default"
+		}
+		s.ResourceQuotas = append(s.ResourceQuotas, o)
 	case *policyv1.PodDisruptionBudget:
 		if o.Namespace == "" {
 			o.Namespace = "default"

@@ -26,12 +26,17 @@ type Snapshot struct {
 	// PodDisruptionBudgets limit how many of the pods they select may be evicted at once; only the
 	// disruption plan (simulator.PlanDisruption) reads them.
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// Namespaces carry the labels a cost-policy team's namespaceSelector matches.
+	Namespaces []*corev1.Namespace
+	// ResourceQuotas bound what the simulation plans for their namespace's pending pods
+	// (simulator/teams.go).
+	ResourceQuotas []*corev1.ResourceQuota
 	// Warnings lists what the decoder skipped (unknown kinds).
 	Warnings []string
 }
 
-// IsPending reports whether a pod waits for a node: not bound, not terminating, not finished and
-// not owned by a DaemonSet (DaemonSet pods are counted as per-node overhead instead).
+// IsPending reports whether a pod waits for a node: not bound, not terminating, not finished, not
+// gated (IsGated) and not owned by a DaemonSet (DaemonSet pods are counted as per-node overhead instead).
 func IsPending(p *corev1.Pod) bool {
 	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
 		return false
@@ -39,8 +44,16 @@ func IsPending(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
 	}
+	if IsGated(p) {
+		return false
+	}
 	return !IsDaemonSetPod(p)
 }
+
+// IsGated reports whether the pod has scheduling gates (spec.schedulingGates, e.g. Kueue's
+// kueue.x-k8s.io/admission): the scheduler does not consider it, so nothing is bought for it until
+// its gates are removed.
+func IsGated(p *corev1.Pod) bool { return len(p.Spec.SchedulingGates) > 0 }
 
 // IsDaemonSetPod reports whether a DaemonSet controls the pod.
 func IsDaemonSetPod(p *corev1.Pod) bool {

@@ -34,9 +34,11 @@ func newPlanCmd() *cobra.Command {
 		Use:   "plan -f SNAPSHOT",
 		Short: "Plan the cheapest new nodes for a cluster snapshot's pending pods, or (--disruption) what to give back (offline what-if)",
 		Long: `plan reads a cluster snapshot (multi-document YAML or JSON of Nodes, Pods, PriorityClasses,
-DaemonSets, PodDisruptionBudgets and DRA objects, or a v1 List such as 'kubectl get nodes,pods -A -o yaml'
+DaemonSets, PodDisruptionBudgets, Namespaces, ResourceQuotas and DRA objects, or a v1 List such as 'kubectl get nodes,pods -A -o yaml'
 prints), simulates where the pending pods can go and which instance types, zones and capacity types to
-buy, and prints the plan.
+buy, and prints the plan. Pods beyond their namespace's ResourceQuota (QuotaExceeded) or their
+team's limits in the policy (TeamLimitExceeded) are reported instead of bought for; gated pods
+(spec.schedulingGates) are not planned.
 
 With --disruption it plans consolidation instead: which managed nodes (labelled tiler.dev/pool) to
 remove or replace with a cheaper node, where their pods would go, the savings, and why every other

@@ -93,3 +93,49 @@ func TestPlanPurchase(t *testing.T) {
 		t.Errorf("-o yaml: %v", err)
 	}
 }
+
+// TestPlanTeams: on the teams example, tiler plan reports the team over its GPU limit and the
+// namespace over its quota with the new reasons, buys for neither, and ignores the gated pod.
+func TestPlanTeams(t *testing.T) {
+	o := planOptions{file: "../../testdata/snapshots/teams.yaml", catalog: "aws-us-east-1",
+		policy: "../../testdata/config/policy-teams.good.yaml", output: "table", seed: "what-if"}
+	var out bytes.Buffer
+	if err := runPlan(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pods placed: 3, unschedulable: 2",
+		"lab/sweep-0        TeamLimitExceeded  team research is at its limit limits.gpus 8: 8 GPUs in use or planned, the pod requests 4",
+		"chat/serve-1       QuotaExceeded      namespace chat's ResourceQuota gpus: nvidia.com/gpu requested 1 with 1 in use exceeds hard 1",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "queued-0") {
+		t.Errorf("the gated pod is in the plan:\n%s", out.String())
+	}
+	o.output = "json"
+	out.Reset()
+	if err := runPlan(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	var plan api.Plan
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]api.ReasonCode{}
+	for _, u := range plan.Unschedulable {
+		codes[u.Pod] = u.Code
+	}
+	if codes["lab/sweep-0"] != api.TeamLimitExceeded || codes["chat/serve-1"] != api.QuotaExceeded || len(codes) != 2 {
+		t.Errorf("JSON reasons %v", codes)
+	}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			if p == "lab/sweep-0" || p == "chat/serve-1" || p == "lab/queued-0" {
+				t.Errorf("bought %s for %s", n.Name, p)
+			}
+		}
+	}
+}
