@@ -35,8 +35,9 @@ type Plan struct {
 	// CostPerHour is the sum of the new nodes' prices.
 	CostPerHour float64 `json:"costPerHour"`
 	// LowerBoundPerHour is a proven lower bound on the cost of any plan that places the pods this
-	// plan places on new nodes (see lowerBound), so CostPerHour/LowerBoundPerHour−1 bounds the gap
-	// to the optimum.
+	// plan places on new nodes and keeps the pools' minNodes (see lowerBound), so
+	// CostPerHour/LowerBoundPerHour−1 bounds the gap to the optimum. It is 0 only when the plan
+	// buys nothing the bound can account for; the gap is then not known (WriteTable says n/a).
 	LowerBoundPerHour float64        `json:"lowerBoundPerHour"`
 	NewNodes          []NewNode      `json:"newNodes"`
 	ExistingNodes     []ExistingNode `json:"existingNodes"`

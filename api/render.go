@@ -22,12 +22,28 @@ func (p *Plan) WriteJSON(w io.Writer) error {
 // and the pods without a place.
 func (p *Plan) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	gap := 0.0
-	if p.LowerBoundPerHour > 0 {
-		gap = 100 * (p.CostPerHour/p.LowerBoundPerHour - 1)
+	// Without a bound the gap is unknown: "gap ≤ 0 %" would claim an optimal plan.
+	gap := "gap n/a"
+	switch {
+	case p.CostPerHour == 0:
+		gap = "gap ≤ 0.0%"
+	case p.LowerBoundPerHour > 0:
+		gap = fmt.Sprintf("gap ≤ %.1f%%", 100*(p.CostPerHour/p.LowerBoundPerHour-1))
 	}
-	fmt.Fprintf(tw, "New capacity: %d nodes, $%.4f/h (lower bound $%.4f/h, gap ≤ %.1f%%)\n",
-		len(p.NewNodes), p.CostPerHour, p.LowerBoundPerHour, gap)
+	empty := 0
+	for _, n := range p.NewNodes {
+		if len(n.Pods) == 0 {
+			empty++
+		}
+	}
+	nodes := fmt.Sprintf("%d nodes", len(p.NewNodes))
+	if empty > 0 {
+		// Say which nodes no pod needs: a gap of 0 % means nothing cheaper keeps minNodes, not
+		// that the nodes are needed.
+		nodes += fmt.Sprintf(" (%d empty, for pools' minNodes)", empty)
+	}
+	fmt.Fprintf(tw, "New capacity: %s, $%.4f/h (lower bound $%.4f/h, %s)\n",
+		nodes, p.CostPerHour, p.LowerBoundPerHour, gap)
 	placed := 0
 	for _, n := range p.NewNodes {
 		placed += len(n.Pods)

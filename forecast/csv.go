@@ -51,10 +51,15 @@ type ParseError struct {
 	Err error
 }
 
-// Error implements error.
+// Error implements error: the line, then the column by its header name and the cell.
 func (e *ParseError) Error() string {
-	if e.Column == "" {
+	switch {
+	case e.Line == 0:
+		return e.Err.Error()
+	case e.Column == "":
 		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	case e.Value == "":
+		return fmt.Sprintf("line %d: column %q: %v", e.Line, e.Column, e.Err)
 	}
 	return fmt.Sprintf("line %d: column %q: %q: %v", e.Line, e.Column, e.Value, e.Err)
 }
@@ -72,6 +77,10 @@ func ReadCSV(r io.Reader, opts CSVOptions) ([]Sample, error) {
 	header, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("reading the header: %w", err)
+	}
+	header = append([]string(nil), header...) // ReuseRecord: the next Read overwrites it
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], "\ufeff")
 	}
 	tc, vc, err := pickColumns(header, opts)
 	if err != nil {
@@ -99,12 +108,22 @@ func readRows(cr *csv.Reader, header []string, tc, vc int) ([]row, error) {
 		if errors.Is(err, io.EOF) {
 			return rows, nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, &ParseError{Line: line, Err: err}
+			// A record that failed has no fields to ask FieldPos about (a stray quote that runs to
+			// the end of the file panicked there); the csv error knows its line and byte.
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				if pe.StartLine != pe.Line {
+					return nil, &ParseError{Line: pe.StartLine, Err: fmt.Errorf("the record starting here breaks on line %d, byte %d: %w", pe.Line, pe.Column, pe.Err)}
+				}
+				return nil, &ParseError{Line: pe.Line, Err: fmt.Errorf("byte %d: %w", pe.Column, pe.Err)}
+			}
+			return nil, &ParseError{Err: err}
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) <= max(tc, vc) {
-			return nil, &ParseError{Line: line, Err: fmt.Errorf("%d fields, want at least %d", len(rec), max(tc, vc)+1)}
+			missing := header[max(tc, vc)]
+			return nil, &ParseError{Line: line, Column: missing, Err: fmt.Errorf("the row has %d fields and no cell for this column", len(rec))}
 		}
 		t, err := parseTime(rec[tc])
 		if err != nil {
@@ -154,9 +173,19 @@ func pickColumns(header []string, opts CSVOptions) (int, int, error) {
 
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04"}
 
+// Unix seconds are accepted from year 1 to year 9999, the range RFC 3339 times have; beyond it
+// the conversion to int64 seconds is undefined.
+const (
+	minUnixSeconds = -62135596800
+	maxUnixSeconds = 253402300799
+)
+
 func parseTime(cell string) (time.Time, error) {
 	cell = strings.TrimSpace(cell)
-	if f, err := strconv.ParseFloat(cell, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+	if f, err := strconv.ParseFloat(cell, 64); err == nil {
+		if !(f >= minUnixSeconds && f <= maxUnixSeconds) {
+			return time.Time{}, fmt.Errorf("%w: %s Unix seconds is outside years 1..9999", ErrBadTime, cell)
+		}
 		sec, frac := math.Modf(f)
 		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
 	}

@@ -87,7 +87,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin
 	}
-	if o.Margin < 0.5 || o.Margin >= 1 {
+	if !(o.Margin >= 0.5 && o.Margin < 1) { // NaN fails both comparisons
 		return o, fmt.Errorf("margin %g: must be a quantile in [0.5, 1)", o.Margin)
 	}
 	if o.Cycles == 0 {

@@ -27,6 +27,19 @@ type Series struct {
 	Values []float64
 }
 
+// MaxPoints bounds the grid of a series (16 bytes a point while it is built, 64 MiB at most): 48
+// days at one point a second, 8 years at one a minute. Samples a century apart at the step of two
+// close ones would ask for billions (gigabytes).
+const MaxPoints = 1 << 22
+
+// minCoverage is the share of its grid points a long series (over sparseGrid points) must have
+// samples in: a trace whose grid is almost all gap has a timestamp out of place (a digit lost),
+// and planning on it would forecast from nothing.
+const (
+	minCoverage = 0.01
+	sparseGrid  = 10000
+)
+
 // ErrNoSamples is returned when a series is built from no samples.
 var ErrNoSamples = errors.New("no samples")
 
@@ -46,7 +59,18 @@ func NewSeries(samples []Sample, step time.Duration) (Series, error) {
 		}
 	}
 	start := samples[0].Time.Truncate(step)
-	n := int(samples[len(samples)-1].Time.Sub(start)/step) + 1
+	span := samples[len(samples)-1].Time.Sub(start)
+	if span == math.MaxInt64 || span/step >= MaxPoints {
+		// Sub saturates past 292 years; either way the grid would not fit in memory.
+		return Series{}, fmt.Errorf("the samples span %s to %s: at a step of %s that is more than %d grid points",
+			samples[0].Time.Format(time.RFC3339), samples[len(samples)-1].Time.Format(time.RFC3339), step, MaxPoints)
+	}
+	n := int(span/step) + 1
+	if n > sparseGrid && float64(len(samples)) < minCoverage*float64(n) {
+		i := largestGap(samples)
+		return Series{}, fmt.Errorf("%d samples on a grid of %d points at a step of %s: the largest gap, %s, is between sample %d at %s and sample %d at %s (a timestamp out of place?)",
+			len(samples), n, step, samples[i+1].Time.Sub(samples[i].Time), i, samples[i].Time.Format(time.RFC3339), i+1, samples[i+1].Time.Format(time.RFC3339))
+	}
 	sum := make([]float64, n)
 	count := make([]int, n)
 	for _, s := range samples {
@@ -65,6 +89,17 @@ func NewSeries(samples []Sample, step time.Duration) (Series, error) {
 		sum[i] /= float64(count[i])
 	}
 	return Series{Start: start, Step: step, Values: sum}, nil
+}
+
+// largestGap returns the index of the sample followed by the longest gap (at least two samples).
+func largestGap(samples []Sample) int {
+	best := 0
+	for i := 1; i+1 < len(samples); i++ {
+		if samples[i+1].Time.Sub(samples[i].Time) > samples[best+1].Time.Sub(samples[best].Time) {
+			best = i
+		}
+	}
+	return best
 }
 
 // InferStep returns the median spacing of consecutive samples, the natural grid of a trace.

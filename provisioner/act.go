@@ -59,6 +59,10 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	if d.RecheckAfter > 0 {
 		c.pokeAfter(ctx, d.RecheckAfter)
 	}
+	if len(d.Retry) > 0 {
+		log.Info("retrying launches the cloud API failed", zap.Int(keyRetries, len(d.Retry)))
+		res.Launched, res.Failed = c.launchAll(ctx, log, d.Retry, podIndex(s.Pods))
+	}
 	if s.ExpectedErr != nil {
 		log.Warn("pre-scaling skipped for this batch", zap.Error(s.ExpectedErr))
 	} else {
@@ -95,7 +99,8 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	if c.reservations != nil {
 		tolerating.Go(func() { c.reservations.tolerate(ctx, log, d.Tolerations) })
 	}
-	res.Launched, res.Failed = c.launch(ctx, log, d.Launch, d.planned)
+	launched, failed := c.launch(ctx, log, d.Launch, d.planned)
+	res.Launched, res.Failed = append(res.Launched, launched...), append(res.Failed, failed...)
 	tolerating.Wait()
 	c.metrics.BatchDuration.Observe(c.clock.Since(s.Now).Seconds())
 	return res

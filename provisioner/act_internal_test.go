@@ -45,3 +45,35 @@ func TestPokeAfterStopsWithItsContext(t *testing.T) {
 		t.Fatal("not poked")
 	}
 }
+
+// TestLaunchRetryDelay: LaunchRetry doubled per failure, capped at LaunchRetryMax.
+func TestLaunchRetryDelay(t *testing.T) {
+	cfg := Config{LaunchRetry: 5 * time.Second, LaunchRetryMax: time.Minute}
+	for attempts, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second,
+		4: 40 * time.Second, 5: time.Minute, 6: time.Minute, 1000: time.Minute} {
+		if got := launchRetryDelay(cfg, attempts); got != want {
+			t.Errorf("after %d failures: %s, want %s", attempts, got, want)
+		}
+	}
+}
+
+// TestConfigValidateLaunchRetry: the retry settings are checked, and errors name the flag.
+func TestConfigValidateLaunchRetry(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no retry wait", func(c *Config) { c.LaunchRetry = 0 }, "launch-retry must be positive"},
+		{"max below the first wait", func(c *Config) { c.LaunchRetryMax = c.LaunchRetry - 1 }, "launch-retry-max must be at least launch-retry"},
+	} {
+		cfg := DefaultConfig()
+		c.edit(&cfg)
+		if err := cfg.Validate(); err == nil || err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}

@@ -22,6 +22,12 @@ type Config struct {
 	// RegistrationTimeout is how long a launched instance may take to become a Ready Node before
 	// it is deleted and its offering marked unavailable.
 	RegistrationTimeout time.Duration `mapstructure:"registration-timeout"`
+	// LaunchRetry is the wait before the first retry of a launch the cloud API failed without
+	// refusing it (throttled, 5xx, unreachable: it may have launched the node); each further
+	// failure doubles the wait, up to LaunchRetryMax. The launch record stays meanwhile, so its
+	// pods are not bought for twice, until RegistrationTimeout ends it.
+	LaunchRetry    time.Duration `mapstructure:"launch-retry"`
+	LaunchRetryMax time.Duration `mapstructure:"launch-retry-max"`
 	// UnavailableTTL is how long an unavailable offering (the cloud had no capacity) stays out of plans.
 	UnavailableTTL time.Duration `mapstructure:"unavailable-ttl"`
 	// EmptyNodeTTL is how long a managed node may stay empty before it is removed.
@@ -68,6 +74,8 @@ func DefaultConfig() Config {
 		BatchMax:             10 * time.Second,
 		GPUTriggerDelay:      0,
 		RegistrationTimeout:  10 * time.Minute,
+		LaunchRetry:          5 * time.Second,
+		LaunchRetryMax:       2 * time.Minute,
 		UnavailableTTL:       3 * time.Minute,
 		EmptyNodeTTL:         10 * time.Minute,
 		Nominate:             true,
@@ -98,6 +106,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gpu-trigger-delay must not be negative")
 	case c.RegistrationTimeout <= 0:
 		return fmt.Errorf("registration-timeout must be positive")
+	case c.LaunchRetry <= 0:
+		return fmt.Errorf("launch-retry must be positive")
+	case c.LaunchRetryMax < c.LaunchRetry:
+		return fmt.Errorf("launch-retry-max must be at least launch-retry")
 	case c.UnavailableTTL <= 0:
 		return fmt.Errorf("unavailable-ttl must be positive")
 	case c.EmptyNodeTTL < 0:

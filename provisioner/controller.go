@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,6 +72,8 @@ type Controller struct {
 	// reservations adds node-reservation tolerations to planned pods and ends node reservations;
 	// nil when Config.Reserve is off.
 	reservations *reservationWatch
+	// synced is set once Start has seen every informer cache sync (Synced).
+	synced atomic.Bool
 	// dclock is the disruption loop's clock (Options.DisruptionClock).
 	dclock clock.WithTicker
 	// disruption is what the disruption loop and the batches share in memory (disruption.go).
@@ -78,6 +81,10 @@ type Controller struct {
 	// onDisruption, when set, sees every disruption pass (Options.OnDisruption).
 	onDisruption func(*DisruptionPass)
 }
+
+// Synced reports whether the controller's informer caches have synced: before, it knows nothing
+// of the cluster (an unreachable API server keeps it so), and `tiler run` answers /readyz 503.
+func (c *Controller) Synced() bool { return c.synced.Load() }
 
 // Prescaler turns forecasts into forecast demand: expected pods, pending pods that do not exist
 // yet, planned like real ones so that capacity is bought ahead of load. The forecast pre-scaler
@@ -269,8 +276,11 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.reservations.start(ctx)
 	}
 	if c.nominations != nil {
-		return c.nominations.start(ctx)
+		if err := c.nominations.start(ctx); err != nil {
+			return err
+		}
 	}
+	c.synced.Store(true)
 	return nil
 }
 

@@ -108,10 +108,13 @@ type Decision struct {
 	Nominations []Nomination
 	// Pending is the number of pods the batch plans: provisionable pods and expected pods.
 	Pending int
-	// RecheckAfter, when positive, is when to look again at GPU pods held back by
-	// Config.GPUTriggerDelay, or at pods held back after a disruption evicted their peers
-	// (Config.DisruptionRescheduleGrace).
+	// RecheckAfter, when positive, is when to look again: at GPU pods held back by
+	// Config.GPUTriggerDelay, at pods held back after a disruption evicted their peers
+	// (Config.DisruptionRescheduleGrace), or at the next launch retry due (the soonest).
 	RecheckAfter time.Duration
+	// Retry are the launches the cloud API failed without refusing them (LaunchAttempts) whose
+	// retry is due: act launches them again with the same launch ID.
+	Retry []LaunchRecord
 	// Placeholders are the placeholder pods to delete and to create.
 	Placeholders PlaceholderChanges
 	// UnavailableOfferings is the number of offerings the plan's catalog has marked unavailable.
@@ -213,6 +216,11 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	pending, wait := holdEvicted(pending, s.DisruptionEvicted, s.Now, cfg.DisruptionRescheduleGrace)
 	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
 		d.RecheckAfter = wait
+	}
+	var retryIn time.Duration
+	d.Retry, retryIn = launchRetries(recs, s.Now)
+	if retryIn > 0 && (d.RecheckAfter == 0 || retryIn < d.RecheckAfter) {
+		d.RecheckAfter = retryIn
 	}
 	if s.ExpectedErr == nil {
 		d.Placeholders = placeholderChanges(s.Placeholders, s.WantedPlaceholders, s.PlaceholderClass)
@@ -334,6 +342,24 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 		}
 	}
 	return out
+}
+
+// launchRetries returns the records of launches the cloud API failed without refusing them whose
+// retry is due at now, and how long until the next one that is not (0 for none).
+func launchRetries(recs []LaunchRecord, now time.Time) (due []LaunchRecord, next time.Duration) {
+	for _, r := range recs {
+		if r.InstanceID != "" || r.LaunchAttempts == 0 {
+			continue
+		}
+		if wait := r.RetryAt.Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		due = append(due, r)
+	}
+	return due, next
 }
 
 // minNodes is the pool's minNodes in the policy (0 without one).

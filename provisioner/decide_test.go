@@ -162,6 +162,54 @@ func TestDecideHoldsGPUPodsForTheTriggerDelay(t *testing.T) {
 	}
 }
 
+// TestDecideRetriesFailedLaunches: a launch the cloud API failed without refusing it keeps its
+// record, which carries the pod (no second purchase) until its retry is due: then Decide hands it
+// back to act (Retry), and meanwhile asks to look again when it is due. A launch the cloud
+// accepted is never retried.
+func TestDecideRetriesFailedLaunches(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	mem := provisioner.NewMemory()
+	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("3").Mem("6Gi").Obj())
+	s := provisioner.State{Now: clk.Now(), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
+	d := provisioner.Decide(s, cfg, mem)
+	if len(d.Launch) != 1 {
+		t.Fatalf("first batch: launches %+v, want one", d.Launch)
+	}
+	// What act writes when the cloud API fails the launch: no instance, one attempt, a retry due.
+	rec := d.Launch[0]
+	rec.LaunchAttempts, rec.LastError, rec.RetryAt = 1, "RequestLimitExceeded: rate exceeded", clk.Now().Add(cfg.LaunchRetry)
+	s.Records = []provisioner.LaunchRecord{rec}
+
+	clk.Step(cfg.LaunchRetry - time.Second)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Retry) != 0 || len(d.Launch) != 0 || d.RecheckAfter != time.Second {
+		t.Fatalf("before the retry: retries %+v, launches %+v, recheck after %s; want none, none, 1s", d.Retry, d.Launch, d.RecheckAfter)
+	}
+	clk.Step(time.Second)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Retry) != 1 || d.Retry[0].LaunchID != rec.LaunchID || len(d.Launch) != 0 || d.RecheckAfter != 0 {
+		t.Fatalf("when due: retries %+v, launches %+v, recheck after %s; want %s retried and nothing bought", d.Retry, d.Launch, d.RecheckAfter, rec.LaunchID)
+	}
+	accepted := rec
+	accepted.InstanceID = "i-1"
+	s.Records = []provisioner.LaunchRecord{accepted}
+	if d = provisioner.Decide(s, cfg, mem); len(d.Retry) != 0 || len(d.Launch) != 0 {
+		t.Fatalf("accepted on a retry: retries %+v, launches %+v; want neither", d.Retry, d.Launch)
+	}
+	// Past RegistrationTimeout the record is removed (with any instance under its launch ID)
+	// rather than retried, and the pod is planned again.
+	s.Records = []provisioner.LaunchRecord{rec}
+	clk.Step(cfg.RegistrationTimeout)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Retry) != 0 || len(d.Remove) != 1 || d.Remove[0].Reason != provisioner.RemovalRegistrationTimeout || len(d.Launch) != 1 {
+		t.Fatalf("past the registration timeout: retries %+v, removals %+v, launches %+v", d.Retry, d.Remove, d.Launch)
+	}
+}
+
 // minNodesPolicy is the default policy with pool default keeping n nodes.
 func minNodesPolicy(t *testing.T, n int) *policy.CostPolicy {
 	t.Helper()

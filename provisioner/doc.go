@@ -14,6 +14,15 @@
 // cloud is called, and the cloud tags the instance with it, so a restarted controller reconciles
 // instances with records and neither buys twice nor leaks an instance.
 //
+// A launch the cloud refuses (insufficient capacity, a quota) launched nothing: its record is
+// dropped, the offering marked unavailable, and the pods planned again at once. A launch the cloud
+// API fails otherwise (throttled, 5xx, unreachable, an answer lost) may have launched the node:
+// its record stays, so its pods are not bought for again, a Warning FailedScaleUp Event on each
+// pod names the error, and the launch is retried with the same launch ID after a backoff
+// (Config.LaunchRetry, doubling up to LaunchRetryMax; Decision.Retry), until it is accepted or
+// RegistrationTimeout removes the record with whatever instance the cloud holds under its launch
+// ID (a removal waits while the cloud cannot be asked).
+//
 // A launch's Node is found by its spec.providerID naming the record's instance, else by name
 // (nodeIndex): the simulated cloud and GCE register Nodes under the planned name, but an EKS node
 // registers under its EC2 private DNS name. The record then keeps that name (NodeName), while the

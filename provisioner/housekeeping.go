@@ -26,7 +26,14 @@ func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord
 		r.NodeName, r.InstanceType, r.Zone, r.CapacityType, reason)
 	id := r.InstanceID
 	if id == "" {
-		id = c.instanceByLaunchID(ctx, r.LaunchID)
+		// The cloud may have launched the node although it never answered (a failed launch
+		// call): look for an instance under the launch ID. When the cloud cannot be asked, the
+		// record stays and a later batch tries again, rather than leak what it may have bought.
+		var err error
+		if id, err = c.instanceByLaunchID(ctx, r.LaunchID); err != nil {
+			l.Error("listing instances for the launch; the removal waits for the cloud", zap.Error(err))
+			return false
+		}
 	}
 	if id != "" {
 		if err := c.provider.Delete(ctx, id); err != nil && !cloudprovider.IsNotFound(err) {
@@ -48,17 +55,19 @@ func (c *Controller) remove(ctx context.Context, log *zap.Logger, r LaunchRecord
 	return true
 }
 
-func (c *Controller) instanceByLaunchID(ctx context.Context, launchID string) string {
+// instanceByLaunchID returns the ID of the cluster's instance launched under launchID ("" for
+// none).
+func (c *Controller) instanceByLaunchID(ctx context.Context, launchID string) (string, error) {
 	insts, err := c.provider.List(ctx)
 	if err != nil {
-		return ""
+		return "", err
 	}
 	for _, i := range insts {
 		if i.LaunchID == launchID {
-			return i.ID
+			return i.ID, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 func nodeRef(name string) *corev1.ObjectReference {

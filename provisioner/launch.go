@@ -35,28 +35,70 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, launches []Lau
 		log.Error("recording launches; nothing launched", zap.Error(err))
 		return nil, nil
 	}
+	return c.launchAll(ctx, log, recs, pods)
+}
+
+// launchAll runs launchOne for each record in parallel. A refused launch asks for a new batch at
+// once, to re-plan its pods; a retried one has asked for the batch of its retry.
+func (c *Controller) launchAll(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	refusals := false
 	for i := range recs {
 		wg.Add(1)
 		go func(r LaunchRecord) {
 			defer wg.Done()
-			ok := c.launchOne(ctx, log, r, pods)
+			out := c.launchOne(ctx, log, r, pods)
 			mu.Lock()
 			defer mu.Unlock()
-			if ok {
+			if out == launchAccepted {
 				launched = append(launched, r.NodeName)
 			} else {
 				failed = append(failed, r.NodeName)
 			}
+			refusals = refusals || out == launchRefused
 		}(recs[i])
 	}
 	wg.Wait()
-	if len(failed) > 0 {
+	if refusals {
 		c.poke()
 	}
 	return launched, failed
 }
+
+// launchOutcome is what became of one launch call.
+type launchOutcome int
+
+const (
+	// launchAccepted: the cloud launched the node; the record names the instance.
+	launchAccepted launchOutcome = iota
+	// launchRefused: the cloud refused the launch (no capacity, quota): nothing was launched, the
+	// record is dropped and the pods are planned again.
+	launchRefused
+	// launchRetrying: the cloud API failed without refusing (throttled, 5xx, unreachable). It
+	// may have launched the node, so the record stays, its pods wait on it, and the launch is
+	// retried with the same launch ID (idempotent) after a backoff (launchRetryDelay).
+	launchRetrying
+	// launchInterrupted: the controller is shutting down; Recover resolves the record.
+	launchInterrupted
+)
+
+// refusal reports whether a launch error kind means that the cloud launched nothing and will not
+// for this request: insufficient capacity or a quota.
+func refusal(kind string) bool { return kind == "insufficient-capacity" || kind == "quota" }
+
+// launchRetryDelay is the wait after the attempts-th failed attempt: Config.LaunchRetry doubled
+// per earlier failure, at most Config.LaunchRetryMax.
+func launchRetryDelay(cfg Config, attempts int) time.Duration {
+	d := cfg.LaunchRetry
+	for i := 1; i < attempts && d < cfg.LaunchRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, cfg.LaunchRetryMax)
+}
+
+// maxLastError bounds the error a launch record keeps: records share one ConfigMap.
+const maxLastError = 512
 
 func recordFor(n api.NewNode, now time.Time) LaunchRecord {
 	gpus := 0
@@ -85,9 +127,10 @@ func recordFor(n api.NewNode, now time.Time) LaunchRecord {
 	return r
 }
 
-// launchOne launches the record's node and records the instance, or drops the record when the
-// cloud refused it. pods indexes the pods its Events go to (nil: none).
-func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, pods map[string]*corev1.Pod) bool {
+// launchOne launches the record's node and records the instance, drops the record when the
+// cloud refused it, or keeps it for a retry when the cloud API failed (launchOutcome). pods
+// indexes the pods its Events go to (nil: none).
+func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRecord, pods map[string]*corev1.Pod) launchOutcome {
 	off := r.Offering
 	l := log.With(zap.String(keyNode, r.NodeName), zap.String(keyInstanceType, string(r.InstanceType)),
 		zap.String(keyZone, r.Zone), zap.String(keyCapacityType, string(r.CapacityType)), zap.Float64(keyPrice, r.PricePerHour))
@@ -108,14 +151,16 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		// Shutting down: the cloud may have accepted the launch. Keep the record; Recover links
 		// or relaunches it (idempotently) on the next start.
 		l.Warn("launch interrupted by shutdown; the record stays for recovery", zap.Error(err))
-		return false
+		return launchInterrupted
 	}
 	if err != nil {
 		kind := errorKind(err)
 		c.metrics.LaunchFailures.WithLabelValues(string(off.InstanceType), off.Zone, string(off.CapacityType), kind).Inc()
-		if kind == "insufficient-capacity" || kind == "quota" {
-			c.markUnavailable(err, off, kind)
+		if !refusal(kind) {
+			c.retryLater(ctx, l, r, err, pods)
+			return launchRetrying
 		}
+		c.markUnavailable(err, off, kind)
 		if derr := c.records.Delete(ctx, r.LaunchID); derr != nil {
 			l.Error("dropping the record of a failed launch", zap.Error(derr))
 		}
@@ -125,8 +170,9 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 				c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedScaleUp", "launching %s (%s in %s, %s) failed: %v", r.NodeName, r.InstanceType, r.Zone, r.CapacityType, err)
 			}
 		}
-		return false
+		return launchRefused
 	}
+	r.RetryAt = time.Time{}
 	r.InstanceID = inst.ID
 	if bought, ok := c.boughtAs(r, inst.Offering, inst.PricePerHour); ok {
 		l.Info("the cloud launched a fallback offering", zap.String(keyLaunchedType, string(bought.InstanceType)),
@@ -146,7 +192,35 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 				r.NodeName, r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour)
 		}
 	}
-	return true
+	return launchAccepted
+}
+
+// retryLater keeps the record of a launch the cloud API failed without refusing it, counts the
+// attempt and sets when the next is due (launchRetryDelay), tells the record's pods with a
+// Warning Event naming the error, and asks for the batch that retries it. The record's pods stay
+// planned on it meanwhile: the cloud may have launched the node, and a retry with the same launch
+// ID returns that instance rather than buying a second. A record that never registers is removed
+// after Config.RegistrationTimeout with whatever instance the cloud has under its launch ID.
+func (c *Controller) retryLater(ctx context.Context, l *zap.Logger, r LaunchRecord, err error, pods map[string]*corev1.Pod) {
+	r.LaunchAttempts++
+	r.LastError = err.Error()
+	if len(r.LastError) > maxLastError {
+		r.LastError = r.LastError[:maxLastError] + "…"
+	}
+	wait := launchRetryDelay(c.cfg, r.LaunchAttempts)
+	r.RetryAt = c.clock.Now().Add(wait)
+	if perr := c.records.Put(ctx, r); perr != nil {
+		l.Error("recording the failed launch attempt; the next batch retries it", zap.Error(perr))
+	}
+	l.Warn("launch failed without a refusal; the record stays and the launch is retried with the same launch ID",
+		zap.Int(keyAttempt, r.LaunchAttempts), zap.Duration(keyRetryIn, wait), zap.Error(err))
+	for _, key := range r.Pods {
+		if p := pods[key]; p != nil {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedScaleUp", "launching %s (%s in %s, %s) failed: %v; retrying with the same launch ID in %s (attempt %d)",
+				r.NodeName, r.InstanceType, r.Zone, r.CapacityType, err, wait, r.LaunchAttempts)
+		}
+	}
+	c.pokeAfter(ctx, wait)
 }
 
 // create launches through the provider's UnavailableReporter when it has one, so that offerings

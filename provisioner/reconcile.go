@@ -13,7 +13,8 @@ type Result struct {
 	Pending int
 	// Plan is the batch's plan; nil when nothing was pending.
 	Plan *api.Plan
-	// Launched and Failed name the planned nodes whose launch the cloud accepted or refused.
+	// Launched and Failed name the nodes whose launch (or launch retry) the cloud accepted, or
+	// refused or failed (a failure without a refusal is retried: Decision.Retry).
 	Launched []string
 	Failed   []string
 	// Deleted names the nodes removed (registration timeout, empty).

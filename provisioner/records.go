@@ -47,6 +47,14 @@ type LaunchRecord struct {
 	CreatedAt time.Time            `json:"createdAt"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
+	// LaunchAttempts counts the launch calls the cloud API failed without refusing the launch
+	// (throttled, 5xx, unreachable). The cloud may have launched the node, so the record stays,
+	// its pods count it in flight, and the launch is retried with the same launch ID at RetryAt.
+	LaunchAttempts int `json:"launchAttempts,omitempty"`
+	// LastError is the last of those failures.
+	LastError string `json:"lastError,omitempty"`
+	// RetryAt is when the next attempt is due.
+	RetryAt time.Time `json:"retryAt,omitzero"`
 	// DisruptionAction is the ID of the disruption action this node replaces nodes for (empty for
 	// a purchase). A replacement is launched without a node reservation: the pods it takes are
 	// recreated under new names once the old nodes are drained.

@@ -106,6 +106,7 @@ func (s *state) drop(n *simNode) {
 
 // uncountPod reverses countPod and returns the function that counts the pod again.
 func (s *state) uncountPod(pi *podInfo, n *simNode) func() {
+	n.ports.add(pi.ports, -1)
 	var done []*tracker
 	var doms []string
 	sub := func(t *tracker) {
@@ -122,6 +123,7 @@ func (s *state) uncountPod(pi *podInfo, n *simNode) func() {
 		sub(s.trackers.list[a.owner])
 	}
 	return func() {
+		n.ports = n.ports.add(pi.ports, 1)
 		for i, t := range done {
 			t.counts[doms[i]]++
 			t.total++

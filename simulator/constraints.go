@@ -22,6 +22,11 @@ func (s *state) buildConstraints() error {
 			s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.InvalidRequest, Reason: err.Error()}
 			continue
 		}
+		pi.topoKeys = requiredTopologyKeys(pi)
+		if why := s.missingTopologyKey(pi); why != "" {
+			s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: why}
+			continue
+		}
 		valid = append(valid, pi)
 	}
 	s.pending = valid
@@ -30,7 +35,7 @@ func (s *state) buildConstraints() error {
 		if !snapshot.IsActive(p) {
 			continue
 		}
-		pi := &podInfo{pod: p, key: podKey(p)}
+		pi := &podInfo{pod: p, key: podKey(p), ports: podHostPorts(p)}
 		if err := s.parseAntiTerms(pi); err != nil {
 			s.warnings = append(s.warnings, fmt.Sprintf("pod %s: %v; its anti-affinity is ignored", pi.key, err))
 		}
@@ -131,9 +136,11 @@ func (s *state) computeMatches(pi *podInfo) {
 	}
 }
 
-// countPod adds a pod placed on node n to the trackers it matches and to the owner counts of its
-// anti-affinity terms. It returns a function that undoes the counting.
+// countPod adds a pod placed on node n to the trackers it matches, to the owner counts of its
+// anti-affinity terms and its host ports to the node's. It returns a function that undoes the
+// counting.
 func (s *state) countPod(pi *podInfo, n *simNode) func() {
+	n.ports = n.ports.add(pi.ports, 1)
 	type inc struct {
 		t *tracker
 		d string
@@ -153,6 +160,7 @@ func (s *state) countPod(pi *podInfo, n *simNode) func() {
 		add(s.trackers.list[a.owner])
 	}
 	return func() {
+		n.ports.add(pi.ports, -1)
 		for _, x := range done {
 			x.t.counts[x.d]--
 			x.t.total--

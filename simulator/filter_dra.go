@@ -162,7 +162,7 @@ func (d *draState) isExt(i int) bool {
 // fitsEmpty reports whether the pod alone fits an empty new node of the offering: resources
 // (podFits) and claims.
 func (s *state) fitsEmpty(pi *podInfo, zero vec, o *offering) bool {
-	if !s.podFits(pi, zero, o.alloc) {
+	if !s.podFits(pi, zero, o.alloc) || !offeringPortsFree(pi, o) {
 		return false
 	}
 	return pi.dra == nil || s.emptyReason(s.claimsOn(pi, o.alloc), o.draClass) == nil

@@ -4,6 +4,9 @@ package simulator
 // and anti-affinity, and the anti-affinity of placed pods against it, for node n in zone. A new
 // node whose zone is not chosen passes zone-keyed checks (the zone is chosen later).
 func (s *state) topologyAllows(pi *podInfo, n *simNode, zone string) bool {
+	if !nodeCarriesKeys(pi, n) {
+		return false
+	}
 	dom := func(key string) (string, bool) {
 		if key == LabelZone && !n.existing {
 			return zone, zone != ""

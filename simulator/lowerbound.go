@@ -40,6 +40,21 @@ func (s *state) lowerBound() float64 {
 	return total
 }
 
+// minNodesBound is a lower bound on the $/h any plan pays to keep the pools' minNodes: every pool
+// needs minNodes minus the nodes it has before planning, each at least its cheapest offering, and
+// pools do not share nodes. It is a bound of its own, not added to lowerBound: the nodes bought
+// for pods may be the ones that fill minNodes. Without it a plan that only buys minNodes nodes
+// claimed a lower bound of 0.
+func (s *state) minNodesBound() float64 {
+	var total float64
+	for _, pl := range s.pools {
+		if need := pl.MinNodes - pl.before; need > 0 && len(pl.offs) > 0 {
+			total += float64(need) * cheapest(pl.offs).price
+		}
+	}
+	return total
+}
+
 type boundGroup struct {
 	pods []*podInfo
 	offs map[int]bool

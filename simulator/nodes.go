@@ -56,6 +56,8 @@ type simNode struct {
 	compatBySig map[int]bool
 	compatCands **offering
 	compatLen   int
+	// ports are the host ports its pods bind (countPod keeps them).
+	ports portSet
 }
 
 // available reports whether pods may be placed on the node.
@@ -225,6 +227,7 @@ func (s *state) applyDaemonSets() {
 			p.Namespace = ds.Namespace
 			if podMatchesNode(p, o.node) {
 				o.alloc.sub(s.dims.grow(s.dims.fromList(podRequests(p), false)))
+				o.dsPorts = o.dsPorts.add(podHostPorts(p), 1)
 			}
 		}
 	}

@@ -2,6 +2,8 @@ package simulator
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +35,9 @@ type poolInfo struct {
 	// managed counts the existing nodes of the pool, for limits.
 	nodes, vcpu, gpus int
 	price             float64
+	// before is nodes before anything was placed: the existing and in-flight nodes that count
+	// towards minNodes in every plan (minNodesBound).
+	before int
 }
 
 // offering is one (pool, instance type, zone, capacity type) the simulation may buy.
@@ -55,6 +60,8 @@ type offering struct {
 	gpu api.GPUConfig
 	// draClass is the offering's DRA class (dra.go), when the simulation uses DRA.
 	draClass int
+	// dsPorts are the host ports the DaemonSet pods of a node of the offering bind.
+	dsPorts portSet
 }
 
 // family returns the family part of an instance type name: "m7i" of "m7i.large", "a2" of
@@ -192,12 +199,35 @@ func contains[T comparable](s []T, x T) bool {
 	return false
 }
 
-// checkPoolTypes reports pools that name instance types or zones the catalog does not have.
+// CheckPolicy reports what in the policy the catalog cannot serve: a pool naming an instance
+// type, family or zone the catalog does not have (Simulate reports the same; callers that know
+// the policy's file name check first to name it).
+func CheckPolicy(cat *catalog.Catalog, pol *policy.CostPolicy) error {
+	var pools []*poolInfo
+	for i := range pol.Pools {
+		pools = append(pools, &poolInfo{Pool: &pol.Pools[i], index: i})
+	}
+	return checkPoolTypes(cat, pools)
+}
+
+// checkPoolTypes reports pools that name instance types, families or zones the catalog does not
+// have: such a pool would silently offer nothing (a typo in a family made every pod NeverFits).
 func checkPoolTypes(cat *catalog.Catalog, pools []*poolInfo) error {
+	families := map[string]bool{}
+	for _, t := range cat.Types {
+		families[family(t.Name)] = true
+	}
 	for _, pl := range pools {
 		for i, name := range pl.InstanceTypes {
 			if _, ok := cat.Type(name); !ok {
 				return fmt.Errorf("policy: pools[%d] (%s): instanceTypes[%d]: unknown instance type %q in catalog %s", pl.index, pl.Name, i, name, cat.Name)
+			}
+		}
+		for i, f := range pl.InstanceFamilies {
+			if !families[f] {
+				known := slices.Sorted(maps.Keys(families))
+				return fmt.Errorf("policy: pools[%d] (%s): instanceFamilies[%d]: no type of family %q in catalog %s (families: %s)",
+					pl.index, pl.Name, i, f, cat.Name, strings.Join(known, ", "))
 			}
 		}
 		for i, z := range pl.Zones {

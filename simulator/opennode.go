@@ -28,7 +28,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	for _, pl := range s.pools {
 		var cands []*offering
 		for _, o := range pl.offs {
-			if r.allows(o) && s.offeringCompatible(pi.sig, o) && s.fitsEmpty(pi, empty, o) {
+			if r.allows(o) && s.offeringCompatible(pi.sig, o) && s.fitsEmpty(pi, empty, o) && offeringCarriesKeys(pi, o) {
 				cands = append(cands, o)
 			}
 		}
@@ -44,7 +44,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 		}
 	}
 	if best == nil {
-		return failure{limit: limited, newNode: "no offering can hold it"}, false
+		return failure{limit: limited, newNode: noOffering}, false
 	}
 	n := &simNode{name: s.newName(bestPool), pool: bestPool, cands: best, used: empty, labels: map[string]string{}}
 	zone, ok := s.chooseZone(pi, n, best)
@@ -72,6 +72,9 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	s.commit(pi, n, best, zone)
 	return failure{}, true
 }
+
+// noOffering is openNode's failure when no offering can hold the pod on an empty node.
+const noOffering = "no offering can hold it"
 
 // newName returns a deterministic, unique node name: prefix, pool, and five base-36 characters
 // hashed from the seed and a counter.

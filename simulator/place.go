@@ -120,6 +120,10 @@ func (s *state) fail(pi *podInfo, f failure) {
 		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: s.claimFailure(pi)}
 	case s.neverFits(pi) != "":
 		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.NeverFits, Reason: s.neverFits(pi)}
+	case f.newNode == noOffering && len(pi.ports) > 0:
+		// neverFits found an offering by resources and labels: its DaemonSets' host ports are
+		// what is left.
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: hostPortReason(pi)}
 	default:
 		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
 	}
@@ -169,6 +173,9 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 
 // tryNode places the pod on n if every filter passes, recording how to undo it.
 func (s *state) tryNode(pi *podInfo, n *simNode, r restriction) bool {
+	if !s.portsFree(pi, n) {
+		return false
+	}
 	if n.existing {
 		if !s.nodeCompatible(pi.sig, n) || !s.podFits(pi, n.used, n.alloc) {
 			return false
@@ -265,7 +272,7 @@ func (s *state) anyCompatible(sig int, n *simNode) bool {
 // anyCandidateFits is the allocation-free fast path of narrow.
 func (s *state) anyCandidateFits(pi *podInfo, n *simNode, r restriction) bool {
 	for _, o := range n.cands {
-		if r.allows(o) && s.podFits(pi, n.used, o.alloc) && s.offeringCompatible(pi.sig, o) {
+		if r.allows(o) && s.podFits(pi, n.used, o.alloc) && s.offeringCompatible(pi.sig, o) && offeringPortsFree(pi, o) && offeringCarriesKeys(pi, o) {
 			return true
 		}
 	}
@@ -277,7 +284,8 @@ func (s *state) anyCandidateFits(pi *podInfo, n *simNode, r restriction) bool {
 // modified in place, so sharing is safe and undo keeps the old slice).
 func (s *state) narrow(pi *podInfo, cands []*offering, used vec, r restriction) []*offering {
 	keep := func(o *offering) bool {
-		return r.allows(o) && s.podFits(pi, used, o.alloc) && s.offeringCompatible(pi.sig, o)
+		return r.allows(o) && s.podFits(pi, used, o.alloc) && s.offeringCompatible(pi.sig, o) && offeringPortsFree(pi, o) &&
+			offeringCarriesKeys(pi, o)
 	}
 	return filterShared(cands, keep)
 }
@@ -375,12 +383,13 @@ func (s *state) withinLimits(pl *poolInfo, n *simNode, cands []*offering) bool {
 	} else {
 		nodes++
 	}
+	// A nil limit is none; 0 allows nothing (policy.Limits).
 	l := pl.Limits
 	switch {
-	case l.MaxNodes > 0 && nodes > l.MaxNodes,
-		l.MaxVCPU > 0 && vcpu > l.MaxVCPU,
+	case l.MaxNodes != nil && nodes > *l.MaxNodes,
+		l.MaxVCPU != nil && vcpu > *l.MaxVCPU,
 		l.MaxGPUs != nil && gpus > *l.MaxGPUs,
-		l.MaxPricePerHour > 0 && pl.price+delta > l.MaxPricePerHour+1e-9,
+		l.MaxPricePerHour != nil && pl.price+delta > *l.MaxPricePerHour+1e-9,
 		s.in.Policy.Budget != nil && s.budget+delta > s.in.Policy.Budget.MaxPricePerHour+1e-9:
 		return false
 	}

@@ -43,6 +43,11 @@ type podInfo struct {
 	// flex counts the offerings a GPU pod fits alone (0 for pods without GPUs): among GPU pods
 	// of one size, the least flexible are placed first (sortPods).
 	flex int
+	// ports are the host ports the pod binds (hostports.go).
+	ports []hostPort
+	// topoKeys are the labels its node must carry for its hard spread and required pod affinity
+	// (topologykeys.go).
+	topoKeys []topologyKey
 }
 
 // size is the sort key of first-fit decreasing: GPUs (device-plugin resources and the devices

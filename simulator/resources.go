@@ -2,6 +2,9 @@ package simulator
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // vec is a resource vector over the simulation's dimensions: index 0 is CPU in milli-cores,
@@ -68,14 +71,30 @@ func (d *dims) fromList(l corev1.ResourceList, register bool) vec {
 			i = d.add(n)
 			v = append(v, make(vec, len(d.names)-len(v))...)
 		}
-		switch i {
-		case dimCPU:
-			v[i] = q.MilliValue()
-		default:
-			v[i] = q.Value()
-		}
+		v[i] = countable(q, i == dimCPU)
 	}
 	return v
+}
+
+// countable is the quantity in the simulator's unit (milli for CPU), clamped to
+// [0, snapshot.MaxQuantity]. The snapshot decoder rejects values outside it; the controller reads
+// objects the API server admitted, which bounds no quantity from above, and MilliValue of 1e30 CPU
+// is 0 — a pod that would fit any node. Clamped, it fits none; a negative value frees nothing.
+func countable(q resource.Quantity, milli bool) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
+	f := q.AsApproximateFloat64()
+	if milli {
+		f *= 1000
+	}
+	if !(f < snapshot.MaxQuantity) {
+		return snapshot.MaxQuantity
+	}
+	if milli {
+		return q.MilliValue()
+	}
+	return q.Value()
 }
 
 // grow pads v to the current number of dimensions.

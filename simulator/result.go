@@ -48,7 +48,11 @@ func (s *state) buildPlan() *api.Plan {
 	sort.Slice(p.ExistingNodes, func(i, j int) bool { return p.ExistingNodes[i].Name < p.ExistingNodes[j].Name })
 	sort.Slice(p.Unschedulable, func(i, j int) bool { return p.Unschedulable[i].Pod < p.Unschedulable[j].Pod })
 	p.CostPerHour = round6(p.CostPerHour)
-	p.LowerBoundPerHour = round6(math.Min(s.lowerBound(), p.CostPerHour))
+	lb := math.Max(s.lowerBound(), s.minNodesBound())
+	if math.IsNaN(lb) || math.IsInf(lb, 0) {
+		lb = 0 // JSON cannot carry it; 0 reads as "no bound" (WriteTable: gap n/a)
+	}
+	p.LowerBoundPerHour = round6(math.Min(lb, p.CostPerHour))
 	p.Relayouts = s.relayoutPlans()
 	p.Warnings = s.warnings
 	return p

@@ -179,6 +179,9 @@ func newState(in Input) (*state, error) {
 	if err := s.setup(); err != nil {
 		return nil, err
 	}
+	for _, pl := range s.pools {
+		pl.before = pl.nodes
+	}
 	return s, nil
 }
 
@@ -190,7 +193,7 @@ func (s *state) setup() error {
 		if !snapshot.IsPending(p) {
 			continue
 		}
-		pi := &podInfo{pod: p, key: podKey(p), order: i, priority: podPriority(p, prio)}
+		pi := &podInfo{pod: p, key: podKey(p), order: i, priority: podPriority(p, prio), ports: podHostPorts(p)}
 		pi.req = s.dims.fromList(podRequests(p), true)
 		s.pending = append(s.pending, pi)
 	}

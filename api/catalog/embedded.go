@@ -3,10 +3,13 @@ package catalog
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	sigsjson "sigs.k8s.io/json"
 )
 
 //go:generate go run ./gen -in ../../testdata/catalog -out data
@@ -37,12 +40,23 @@ func Embedded(name string) (*Catalog, error) {
 	return Decode(strings.NewReader(string(b)))
 }
 
-// Decode reads a catalog in its JSON form, strictly: unknown fields are errors.
+// Decode reads a catalog in its JSON form, strictly: unknown and duplicate fields are errors, and
+// so is anything after the catalog's object (a second catalog appended would be ignored).
 func Decode(r io.Reader) (*Catalog, error) {
 	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("decoding catalog: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("decoding catalog: data after the catalog's object at byte %d", dec.InputOffset())
+	}
 	var c Catalog
-	if err := dec.Decode(&c); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(raw, &c)
+	if err == nil && len(strict) > 0 {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decoding catalog: %w", err)
 	}
 	if err := c.Validate(); err != nil {

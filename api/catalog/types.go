@@ -86,6 +86,22 @@ func (c *Catalog) Price(o api.Offering) (float64, bool) {
 	return 0, false
 }
 
+// Bounds of an instance type, far beyond any machine sold, so that the simulator's sums stay
+// within int64 (milli-CPU and bytes; the snapshot's quantities are bounded alike) and prices stay
+// finite: a type of 2^62 vCPU would overflow to a negative capacity.
+const (
+	// MaxVCPU bounds InstanceType.VCPU.
+	MaxVCPU = 1 << 16
+	// MaxMemoryMiB bounds InstanceType.MemoryMiB and GPU.MemoryMiB: 64 TiB.
+	MaxMemoryMiB = 64 << 20
+	// MaxGPUs bounds GPU.Count.
+	MaxGPUs = 64
+	// MaxPods bounds InstanceType.MaxPods.
+	MaxPods = 1 << 16
+	// MaxPricePerHour bounds an offering's price, in $/h.
+	MaxPricePerHour = 1e6
+)
+
 // Validate checks the catalog's invariants; errors name the type and field.
 func (c *Catalog) Validate() error {
 	if c.Name == "" {
@@ -102,23 +118,35 @@ func (c *Catalog) Validate() error {
 			return fmt.Errorf("catalog %s: types[%d].name is empty", c.Name, i)
 		case seen[t.Name]:
 			return fmt.Errorf("catalog %s: type %s is listed twice", c.Name, t.Name)
-		case t.VCPU <= 0:
-			return fmt.Errorf("catalog %s: type %s: vcpu must be positive", c.Name, t.Name)
-		case t.MemoryMiB <= 0:
-			return fmt.Errorf("catalog %s: type %s: memoryMiB must be positive", c.Name, t.Name)
-		case t.GPU.Count < 0:
-			return fmt.Errorf("catalog %s: type %s: gpu.count must not be negative", c.Name, t.Name)
+		case t.VCPU <= 0 || t.VCPU > MaxVCPU:
+			return fmt.Errorf("catalog %s: type %s: vcpu %d must be in 1..%d", c.Name, t.Name, t.VCPU, MaxVCPU)
+		case t.MemoryMiB <= 0 || t.MemoryMiB > MaxMemoryMiB:
+			return fmt.Errorf("catalog %s: type %s: memoryMiB %d must be in 1..%d (64 TiB)", c.Name, t.Name, t.MemoryMiB, int64(MaxMemoryMiB))
+		case t.GPU.Count < 0 || t.GPU.Count > MaxGPUs:
+			return fmt.Errorf("catalog %s: type %s: gpu.count %d must be in 0..%d", c.Name, t.Name, t.GPU.Count, MaxGPUs)
+		case t.GPU.MemoryMiB < 0 || t.GPU.MemoryMiB > MaxMemoryMiB:
+			return fmt.Errorf("catalog %s: type %s: gpu.memoryMiB %d must be in 0..%d", c.Name, t.Name, t.GPU.MemoryMiB, int64(MaxMemoryMiB))
+		case t.GPU.Count > 0 && t.GPU.Model == "":
+			return fmt.Errorf("catalog %s: type %s: gpu.model is empty for %d GPUs", c.Name, t.Name, t.GPU.Count)
+		case t.MaxPods < 0 || t.MaxPods > MaxPods:
+			return fmt.Errorf("catalog %s: type %s: maxPods %d must be in 0..%d (0: %d)", c.Name, t.Name, t.MaxPods, MaxPods, DefaultMaxPods)
 		}
 		seen[t.Name] = true
+		offered := map[[2]string]int{}
 		for j, o := range t.Offerings {
+			k := [2]string{o.Zone, string(o.CapacityType)}
+			if first, dup := offered[k]; dup {
+				return fmt.Errorf("catalog %s: type %s: offerings[%d] repeats offerings[%d] (%s %s)", c.Name, t.Name, j, first, o.Zone, o.CapacityType)
+			}
+			offered[k] = j
 			if !o.CapacityType.Valid() {
 				return fmt.Errorf("catalog %s: type %s: offerings[%d].capacityType %q is not spot or on-demand", c.Name, t.Name, j, o.CapacityType)
 			}
 			if !zones[o.Zone] {
 				return fmt.Errorf("catalog %s: type %s: offerings[%d].zone %q is not one of the catalog's zones", c.Name, t.Name, j, o.Zone)
 			}
-			if o.PricePerHour <= 0 {
-				return fmt.Errorf("catalog %s: type %s: offerings[%d].pricePerHour must be positive", c.Name, t.Name, j)
+			if !(o.PricePerHour > 0 && o.PricePerHour <= MaxPricePerHour) {
+				return fmt.Errorf("catalog %s: type %s: offerings[%d].pricePerHour %g must be positive and at most %g", c.Name, t.Name, j, o.PricePerHour, float64(MaxPricePerHour))
 			}
 		}
 	}

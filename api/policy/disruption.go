@@ -169,8 +169,14 @@ func (b *DisruptionBudget) validate() error {
 		if strings.Contains(b.Schedule, "TZ=") {
 			return fmt.Errorf("schedule: %q: schedules are in UTC; remove the time zone", b.Schedule)
 		}
-		if _, err := cron.ParseStandard(b.Schedule); err != nil {
+		sched, err := cron.ParseStandard(b.Schedule)
+		if err != nil {
 			return fmt.Errorf("schedule: %q: %w", b.Schedule, err)
+		}
+		// cron gives up after five years without a match ("0 0 30 2 *"): such a window never
+		// opens, and the budget would silently never apply.
+		if sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
+			return fmt.Errorf("schedule: %q never fires", b.Schedule)
 		}
 		if b.Duration.Duration.Duration <= 0 {
 			return fmt.Errorf("duration: %s must be positive", b.Duration.Duration.Duration)
@@ -258,9 +264,11 @@ func validateNodeCount(s string) error {
 		return fmt.Errorf("%q must be a number of nodes (\"3\") or a percentage (\"10%%\")", s)
 	}
 	if p, ok := strings.CutSuffix(s, "%"); ok {
-		if v, _ := strconv.Atoi(p); v > 100 {
+		if v, err := strconv.Atoi(p); err != nil || v > 100 {
 			return fmt.Errorf("%q is more than 100%%", s)
 		}
+	} else if _, err := strconv.Atoi(s); err != nil {
+		return fmt.Errorf("%q is too large a number of nodes", s)
 	}
 	return nil
 }

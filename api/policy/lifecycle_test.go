@@ -72,7 +72,7 @@ func TestPoolHash(t *testing.T) {
 		"name":                 func(p *Pool) { p.Name = "other" },
 		"families":             func(p *Pool) { p.InstanceFamilies = []string{"g6", "g5"} },
 		"zones":                func(p *Pool) { p.Zones = nil },
-		"limits":               func(p *Pool) { p.Limits.MaxNodes = 3 },
+		"limits":               func(p *Pool) { n := 3; p.Limits.MaxNodes = &n },
 		"disruption":           func(p *Pool) { p.Disruption = &Disruption{Consolidation: Never} },
 		"taint order":          func(p *Pool) { p.Taints[0], p.Taints[1] = p.Taints[1], p.Taints[0] },
 		"replicas 4 spelt out": func(p *Pool) { p.GPU.Replicas = DefaultReplicas },

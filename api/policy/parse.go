@@ -4,21 +4,27 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 
 	"github.com/tiler-dev/tiler/api"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/forecast"
 )
 
 // Parse reads a cost policy from YAML or JSON: either a CostPolicy document or a ConfigMap whose
 // `policy.yaml` key holds one. Unknown fields and invalid values are errors naming the field.
 func Parse(data []byte) (*CostPolicy, error) {
+	if err := oneDocument(data); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
 	var head struct {
 		Kind string `json:"kind"`
 	}
@@ -62,10 +68,34 @@ func parseDocument(data []byte) (*CostPolicy, error) {
 	return &p, nil
 }
 
+// oneDocument fails when data holds more than one YAML document (a second CostPolicy after a
+// '---' line, content after '...', two JSON objects): the parser reads the first and would ignore
+// the rest, so a second policy would silently not apply.
+func oneDocument(data []byte) error {
+	dec := yamlv2.NewDecoder(bytes.NewReader(data))
+	for docs := 0; ; {
+		var doc any
+		err := dec.Decode(&doc)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil && docs > 0:
+			return fmt.Errorf("content after the first document: %w", err)
+		case err != nil:
+			return err
+		case doc != nil:
+			docs++
+			if docs > 1 {
+				return errors.New("a second YAML document: a policy file holds one CostPolicy (or one ConfigMap); put every pool in the one document's pools")
+			}
+		}
+	}
+}
+
 // strictUnmarshal decodes YAML or JSON, failing on unknown and duplicate fields with errors that
 // carry the field's path (e.g. unknown field "pools[0].instanceFamily").
 func strictUnmarshal(data []byte, into any) error {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return err
 	}
@@ -92,8 +122,8 @@ func (p *CostPolicy) Validate() error {
 	if len(p.Pools) == 0 {
 		return fmt.Errorf("policy: pools must list at least one pool")
 	}
-	if p.Budget != nil && p.Budget.MaxPricePerHour <= 0 {
-		return fmt.Errorf("policy: budget.maxPricePerHour must be positive")
+	if b := p.Budget; b != nil && !(b.MaxPricePerHour > 0 && b.MaxPricePerHour <= maxPrice) {
+		return fmt.Errorf("policy: budget.maxPricePerHour %g must be positive and at most %g", b.MaxPricePerHour, float64(maxPrice))
 	}
 	if err := p.validatePools(); err != nil {
 		return err
@@ -169,6 +199,10 @@ func validateForecast(f *forecast.WorkloadForecast) error {
 	if len(t.Spec.Containers) == 0 {
 		return &forecast.FieldError{Field: "workload.template.spec.containers", Message: "must list at least one container"}
 	}
+	// The reservation pods are planned like real ones: their requests must be countable.
+	if err := snapshot.CheckPodSpec("spec", &t.Spec); err != nil {
+		return &forecast.FieldError{Field: "workload.template", Message: err.Error()}
+	}
 	return nil
 }
 
@@ -241,8 +275,8 @@ func (pl *Pool) validate() error {
 	if pl.MinNodes < 0 {
 		return fmt.Errorf("minNodes must not be negative")
 	}
-	if pl.Limits.MaxNodes > 0 && pl.MinNodes > pl.Limits.MaxNodes {
-		return fmt.Errorf("minNodes %d exceeds limits.maxNodes %d", pl.MinNodes, pl.Limits.MaxNodes)
+	if m := pl.Limits.MaxNodes; m != nil && pl.MinNodes > *m {
+		return fmt.Errorf("minNodes %d exceeds limits.maxNodes %d", pl.MinNodes, *m)
 	}
 	for i, r := range pl.Requirements {
 		if err := validateRequirement(r); err != nil {
@@ -290,18 +324,23 @@ func validateRequirement(r corev1.NodeSelectorRequirement) error {
 }
 
 func (l Limits) validate() error {
+	neg := func(p *int) bool { return p != nil && *p < 0 }
 	switch {
-	case l.MaxNodes < 0:
-		return fmt.Errorf("maxNodes must not be negative")
-	case l.MaxVCPU < 0:
-		return fmt.Errorf("maxVCPU must not be negative")
-	case l.MaxGPUs != nil && *l.MaxGPUs < 0:
-		return fmt.Errorf("maxGPUs must not be negative")
-	case l.MaxPricePerHour < 0:
-		return fmt.Errorf("maxPricePerHour must not be negative")
+	case neg(l.MaxNodes):
+		return fmt.Errorf("maxNodes must not be negative (omit it for no limit)")
+	case neg(l.MaxVCPU):
+		return fmt.Errorf("maxVCPU must not be negative (omit it for no limit)")
+	case neg(l.MaxGPUs):
+		return fmt.Errorf("maxGPUs must not be negative (omit it for no limit)")
+	case l.MaxPricePerHour != nil && !(*l.MaxPricePerHour >= 0 && *l.MaxPricePerHour <= maxPrice):
+		return fmt.Errorf("maxPricePerHour %g must be in 0..%g (omit it for no limit)", *l.MaxPricePerHour, float64(maxPrice))
 	}
 	return nil
 }
+
+// maxPrice bounds the $/h of a budget or a pool's limit: far above any fleet, and small enough
+// that sums of prices stay exact to the cent.
+const maxPrice = 1e9
 
 func (g *GPUPolicy) validate() error {
 	switch g.Sharing {

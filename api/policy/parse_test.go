@@ -32,7 +32,7 @@ func TestBadPolicies(t *testing.T) {
 	want := map[string]string{
 		"unknown-field.bad.yaml":                   `unknown field "pools[0].instanceFamily"`,
 		"capacity-type.bad.yaml":                   `pools[0]: capacityTypes[0] "reserved" must be spot or on-demand`,
-		"negative-limit.bad.yaml":                  "pools[0]: limits.maxNodes must not be negative",
+		"negative-limit.bad.yaml":                  "pools[0]: limits.maxNodes must not be negative (omit it for no limit)",
 		"duplicate-pool.bad.yaml":                  `pools[1].name "a" is used twice`,
 		"bad-taint.bad.yaml":                       `pools[0]: taints[0]: effect "Sometimes" must be NoSchedule, PreferNoSchedule or NoExecute`,
 		"replicas-without-sharing.bad.yaml":        `pools[0]: gpu.replicas needs sharing time-slicing or mps`,
@@ -63,6 +63,9 @@ func TestBadPolicies(t *testing.T) {
 		"team-no-namespaces.bad.yaml":              `teams[0].namespaces: team "a" needs namespaces or a namespaceSelector`,
 		"team-selector.bad.yaml":                   `teams[0].namespaceSelector: "Within" is not a valid label selector operator`,
 		"disruption-consolidate-after.bad.yaml":    `cannot unmarshal duration "ten minutes" (want e.g. 10m, 1h30m) into Go struct field Disruption.pools.disruption.consolidateAfter`,
+		"second-document.bad.yaml":                 "policy: a second YAML document",
+		"duplicate-key.bad.yaml":                   `key "limits" already set in map`,
+		"forecast-template-negative.bad.yaml":      "forecasts[0].workload.template: spec.containers[0].resources.requests.cpu: -2 must not be negative",
 	}
 	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
 	if len(files) != len(want) {
@@ -78,6 +81,59 @@ func TestBadPolicies(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("%s: error %v, want it to contain %q", filepath.Base(f), err, w)
 		}
+	}
+}
+
+// TestLimitsSemantics: a written 0 is kept apart from an absent limit, for every limit.
+func TestLimitsSemantics(t *testing.T) {
+	p, err := Parse([]byte("apiVersion: tiler.dev/v1alpha1\nkind: CostPolicy\npools:\n- name: a\n  limits: {maxNodes: 0, maxVCPU: 0, maxGPUs: 0, maxPricePerHour: 0}\n- name: b\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := p.Pools[0].Limits, p.Pools[1].Limits
+	if a.MaxNodes == nil || *a.MaxNodes != 0 || a.MaxVCPU == nil || a.MaxGPUs == nil || a.MaxPricePerHour == nil || *a.MaxPricePerHour != 0 {
+		t.Errorf("written zeros lost: %+v", a)
+	}
+	if b.MaxNodes != nil || b.MaxVCPU != nil || b.MaxGPUs != nil || b.MaxPricePerHour != nil {
+		t.Errorf("absent limits are not nil: %+v", b)
+	}
+}
+
+func TestParseBadInput(t *testing.T) {
+	const head = "apiVersion: tiler.dev/v1alpha1\nkind: CostPolicy\n"
+	cases := []struct{ name, doc, want string }{
+		{"two JSON objects", `{"apiVersion":"tiler.dev/v1alpha1","kind":"CostPolicy","pools":[{"name":"a"}]}{"apiVersion":"tiler.dev/v1alpha1","kind":"CostPolicy","pools":[{"name":"b"}]}`, "content after the first document"},
+		{"document after ...", head + "pools: [{name: a}]\n...\n" + head + "pools: [{name: b}]\n", "content after the first document"},
+		{"second ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\ndata: {policy.yaml: x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: q}\n", "a second YAML document"},
+		{"duplicate key in the ConfigMap's policy", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p, namespace: tiler}\ndata:\n  policy.yaml: |\n    " +
+			"apiVersion: tiler.dev/v1alpha1\n    kind: CostPolicy\n    pools: [{name: a}]\n    pools: [{name: b}]\n", `ConfigMap tiler/p: data.policy.yaml: policy: yaml: unmarshal errors`},
+		{"price limit too large", head + "pools: [{name: a, limits: {maxPricePerHour: 1e300}}]\n", "pools[0]: limits.maxPricePerHour 1e+300 must be in 0..1e+09"},
+		{"budget too large", head + "budget: {maxPricePerHour: 1e300}\npools: [{name: a}]\n", "budget.maxPricePerHour 1e+300 must be positive and at most 1e+09"},
+		{"team price limit too large", head + "pools: [{name: a}]\nteams: [{name: t, namespaces: [ml], limits: {maxPricePerHour: 1e300}}]\n",
+			"teams[0].limits.maxPricePerHour 1e+300 must be at most 1e+09"},
+		{"minNodes above a zero maxNodes", head + "pools: [{name: a, minNodes: 1, limits: {maxNodes: 0}}]\n", "minNodes 1 exceeds limits.maxNodes 0"},
+		{"budget nodes overflow", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"99999999999999999999\"}]}}]\n",
+			`pools[0].disruption.budgets[0].nodes: "99999999999999999999" is too large a number of nodes`},
+		{"budget percentage overflow", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"99999999999999999999%\"}]}}]\n",
+			`pools[0].disruption.budgets[0].nodes: "99999999999999999999%" is more than 100%`},
+		{"schedule that never fires", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"0\", schedule: \"0 0 30 2 *\", duration: 1h}]}}]\n",
+			`pools[0].disruption.budgets[0].schedule: "0 0 30 2 *" never fires`},
+		{"savings threshold NaN", head + "pools: [{name: a, disruption: {savingsThreshold: \"NaN%\"}}]\n",
+			"pools[0].disruption.savingsThreshold: NaN must be between 0 and 1"},
+		{"negative consolidateAfter", head + "pools: [{name: a, disruption: {consolidateAfter: -1m}}]\n",
+			"pools[0].disruption.consolidateAfter: -1m0s must not be negative"},
+		{"negative spotToSpotMinOfferings", head + "pools: [{name: a, disruption: {spotToSpotMinOfferings: -1}}]\n",
+			"pools[0].disruption.spotToSpotMinOfferings: -1 must not be negative"},
+		{"zero budget duration", head + "pools: [{name: a, disruption: {budgets: [{nodes: \"0\", schedule: \"@daily\", duration: 0s}]}}]\n",
+			"pools[0].disruption.budgets[0].duration: 0s must be positive"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want it to contain %q", err, c.want)
+			}
+		})
 	}
 }
 

@@ -102,6 +102,8 @@ func (t *Team) validate(pools map[string]bool) error {
 		return fmt.Errorf("limits.gpus must not be negative")
 	case l.MaxPricePerHour < 0:
 		return fmt.Errorf("limits.maxPricePerHour must not be negative")
+	case !(l.MaxPricePerHour <= maxPrice): // also NaN
+		return fmt.Errorf("limits.maxPricePerHour %g must be at most %g", l.MaxPricePerHour, float64(maxPrice))
 	case l.MaxNodes < 0:
 		return fmt.Errorf("limits.maxNodes must not be negative")
 	}

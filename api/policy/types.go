@@ -65,13 +65,19 @@ type Pool struct {
 	Disruption *Disruption `json:"disruption,omitempty"`
 }
 
-// Limits bound a pool. Zero means no limit, except MaxGPUs where nil means no limit and 0 means
-// the pool buys no GPU types.
+// Limits bound a pool. Every limit means the same: absent (nil) is no limit, a number is the most
+// the pool may hold, and 0 is none at all — maxNodes: 0 or maxPricePerHour: 0 stop the pool from
+// buying, maxGPUs: 0 keeps it to types without GPUs. The counts include the pool's existing
+// nodes. (Before the fields were pointers, a written 0 meant "no limit" for all but maxGPUs.)
 type Limits struct {
-	MaxNodes        int     `json:"maxNodes,omitempty"`
-	MaxVCPU         int     `json:"maxVCPU,omitempty"`
-	MaxGPUs         *int    `json:"maxGPUs,omitempty"`
-	MaxPricePerHour float64 `json:"maxPricePerHour,omitempty"`
+	// MaxNodes caps the pool's nodes.
+	MaxNodes *int `json:"maxNodes,omitempty"`
+	// MaxVCPU caps the vCPUs of the pool's nodes.
+	MaxVCPU *int `json:"maxVCPU,omitempty"`
+	// MaxGPUs caps the GPUs of the pool's nodes; 0 buys no GPU types at all.
+	MaxGPUs *int `json:"maxGPUs,omitempty"`
+	// MaxPricePerHour caps the $/h of the pool's nodes.
+	MaxPricePerHour *float64 `json:"maxPricePerHour,omitempty"`
 }
 
 // GPUPolicy configures the GPUs of a pool.

@@ -3,20 +3,25 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	yamlv2 "go.yaml.in/yaml/v2"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,24 +41,116 @@ func init() {
 }
 
 // Decode reads a snapshot from multi-document YAML or JSON. A document may be a single object or
-// a `v1 List`. Unknown kinds are skipped with a warning; a malformed document is an error naming
-// its index, kind/name and the field.
+// a `v1 List`; a JSON document may hold several objects one after the other (a JSON stream, as
+// `kubectl get -o json` appended to one file gives). The stream is read whole: a second YAML
+// document without a `---` line, a duplicate key and an object that appears twice (same kind,
+// namespace and name) are errors, so that no object is silently lost or merged. Requests, limits,
+// capacity and allocatable are checked (CheckQuantity). Unknown kinds are skipped with a warning;
+// a malformed document is an error naming its index, kind/name and the field.
 func Decode(r io.Reader) (*Snapshot, error) {
-	s := &Snapshot{}
+	d := &decoder{s: &Snapshot{}, seen: map[string]string{}}
 	reader := utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 1<<16))
 	for index := 0; ; index++ {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return s, nil
+			return d.s, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", index, err)
 		}
-		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
-			continue
-		}
-		if err := s.addDocument(index, doc); err != nil {
+		if err := d.document(index, doc); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// decoder is the state of one Decode: the snapshot so far and where each object was read, to
+// report one read twice.
+type decoder struct {
+	s    *Snapshot
+	seen map[string]string // kind/namespace/name → where it was read
+}
+
+// document reads one `---`-separated document: a stream of JSON values, or one YAML document.
+func (d *decoder) document(index int, doc []byte) error {
+	where := fmt.Sprintf("document %d", index)
+	if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+		return nil
+	}
+	if values, ok := jsonValues(doc); ok {
+		for i, v := range values {
+			w := where
+			if i > 0 {
+				w = fmt.Sprintf("%s object %d", where, i)
+			}
+			if err := d.addDocument(w, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := singleYAMLDocument(doc); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		if strings.Contains(err.Error(), "already set in map") {
+			return fmt.Errorf("%s: duplicate key (two objects or Lists appended without a '---' line?): %w", where, err)
+		}
+		return fmt.Errorf("%s: not YAML or JSON: %w", where, err)
+	}
+	return d.addDocument(where, js)
+}
+
+// jsonValues splits a document that is a stream of JSON values. ok is false when the document
+// does not start as JSON (YAML, including YAML flow style such as {kind: Pod}); a stream that
+// starts as JSON and breaks later is returned as one value that fails to decode, naming the offset.
+func jsonValues(doc []byte) ([]json.RawMessage, bool) {
+	t := bytes.TrimSpace(doc)
+	if len(t) == 0 || t[0] != '{' && t[0] != '[' {
+		return nil, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	var out []json.RawMessage
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			return out, true
+		}
+		if err != nil {
+			if len(out) == 0 {
+				return nil, false // not JSON at all: read it as YAML
+			}
+			// The rest is not JSON: hand it on as is, so that decoding it reports the error.
+			return append(out, json.RawMessage(t[dec.InputOffset():])), true
+		}
+		out = append(out, v)
+	}
+}
+
+// singleYAMLDocument fails when doc holds more than one YAML document: content after a `...`
+// document end, or a second flow mapping after the first ({a: 1} {b: 2}). The YAML-to-JSON
+// conversion reads only the first and would drop the rest silently.
+func singleYAMLDocument(doc []byte) error {
+	dec := yamlv2.NewDecoder(bytes.NewReader(doc))
+	var first any
+	if err := dec.Decode(&first); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return fmt.Errorf("not YAML or JSON: %w", err)
+	}
+	for {
+		var next any
+		err := dec.Decode(&next)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("content after the first object (objects must be separated by a '---' line): %w", err)
+		case next != nil:
+			return errors.New("a second YAML document after '...' (objects must be separated by a '---' line)")
 		}
 	}
 }
@@ -76,40 +173,42 @@ type typeAndName struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
 	} `json:"metadata"`
-	Items []map[string]any `json:"items"`
+	Items []json.RawMessage `json:"items"`
 }
 
-func (s *Snapshot) addDocument(index int, doc []byte) error {
-	js, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return fmt.Errorf("document %d: not YAML or JSON: %w", index, err)
-	}
+// readHead decodes the type, name and list items of a JSON object; a duplicate key is an error
+// (json.Unmarshal would keep the last one silently).
+func readHead(js []byte) (typeAndName, error) {
 	var head typeAndName
-	if err := yaml.Unmarshal(js, &head); err != nil {
-		return fmt.Errorf("document %d: %w", index, err)
+	strict, err := sigsjson.UnmarshalStrict(js, &head, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return head, err
+	}
+	if len(strict) > 0 {
+		return head, fmt.Errorf("duplicate key (two objects appended?): %w", errors.Join(strict...))
+	}
+	return head, nil
+}
+
+func (d *decoder) addDocument(where string, js []byte) error {
+	head, err := readHead(js)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	if head.Kind == "List" || strings.HasSuffix(head.Kind, "List") && head.Items != nil {
 		for i, item := range head.Items {
-			b, err := yaml.Marshal(item)
-			if err != nil {
-				return fmt.Errorf("document %d item %d: %w", index, i, err)
-			}
-			if err := s.addObject(fmt.Sprintf("document %d item %d", index, i), b); err != nil {
+			if err := d.addObject(fmt.Sprintf("%s item %d", where, i), item); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	return s.addObject(fmt.Sprintf("document %d", index), js)
+	return d.addObject(where, js)
 }
 
-func (s *Snapshot) addObject(where string, data []byte) error {
-	js, err := yaml.YAMLToJSON(data)
+func (d *decoder) addObject(where string, js []byte) error {
+	head, err := readHead(js)
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	var head typeAndName
-	if err := yaml.Unmarshal(js, &head); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	gvk := schema.FromAPIVersionAndKind(head.APIVersion, head.Kind)
@@ -121,7 +220,7 @@ func (s *Snapshot) addObject(where string, data []byte) error {
 		id = head.Kind + "/" + head.Metadata.Namespace + "/" + head.Metadata.Name
 	}
 	if !scheme.Recognizes(gvk) {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: skipped %s (%s): kind not used by the simulation", where, id, head.APIVersion))
+		d.s.Warnings = append(d.s.Warnings, fmt.Sprintf("%s: skipped %s (%s): kind not used by the simulation", where, id, head.APIVersion))
 		return nil
 	}
 	obj, _, err := codecs.UniversalDeserializer().Decode(js, &gvk, nil)
@@ -131,7 +230,21 @@ func (s *Snapshot) addObject(where string, data []byte) error {
 	if head.Metadata.Name == "" {
 		return fmt.Errorf("%s (%s): metadata.name is missing", where, head.Kind)
 	}
-	return s.add(where, id, obj)
+	if err := validateObject(obj); err != nil {
+		return fmt.Errorf("%s (%s): %w", where, id, err)
+	}
+	if err := d.s.add(where, id, obj); err != nil {
+		return err
+	}
+	// The key is taken after add, which defaults the namespace of namespaced kinds.
+	if acc, err := meta.Accessor(obj); err == nil {
+		key := head.Kind + "/" + acc.GetNamespace() + "/" + acc.GetName()
+		if first, dup := d.seen[key]; dup {
+			return fmt.Errorf("%s (%s): listed twice (also %s): every object must be unique by kind, namespace and name", where, id, first)
+		}
+		d.seen[key] = where
+	}
+	return nil
 }
 
 func (s *Snapshot) add(where, id string, obj runtime.Object) error {

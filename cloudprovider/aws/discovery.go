@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/tiler-dev/tiler/api"
@@ -51,6 +52,7 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 	}
 	pages := ec2.NewDescribeInstanceTypesPaginator(client, in)
 	var out []TypeInfo
+	seen := map[string]bool{}
 	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypes: more than %d pages", maxPages)
@@ -68,6 +70,13 @@ func DiscoverTypes(ctx context.Context, client EC2API, cfg Config) ([]TypeInfo, 
 			if ok && len(info.Zones) > 0 && cfg.InstanceTypes.Allows(string(info.Name)) {
 				out = append(out, info)
 			}
+		}
+		// The paginator stops on an empty token only: a token seen before would page to maxPages.
+		if token := awssdk.ToString(resp.NextToken); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("DescribeInstanceTypes page %d: nextToken repeats an earlier page's", page)
+			}
+			seen[token] = true
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -88,6 +97,22 @@ func typeInfo(it ec2types.InstanceTypeInfo) (TypeInfo, bool, error) {
 	info.VCPU = int(awssdk.ToInt32(it.VCpuInfo.DefaultVCpus))
 	info.MemoryMiB = awssdk.ToInt64(it.MemoryInfo.SizeInMiB)
 	info.GPU, info.GPUPartition, info.Accelerator = accelerators(it.GpuInfo, it.NeuronInfo)
+	// The catalog's bounds, checked here so that the error names the wire field rather than fail
+	// the whole catalog's validation later.
+	switch g := info.GPU; {
+	case info.VCPU > catalog.MaxVCPU:
+		return info, false, fmt.Errorf("%s: vCpuInfo.defaultVCpus %d exceeds %d", info.Name, info.VCPU, catalog.MaxVCPU)
+	case info.MemoryMiB > catalog.MaxMemoryMiB:
+		return info, false, fmt.Errorf("%s: memoryInfo.sizeInMiB %d exceeds %d", info.Name, info.MemoryMiB, int64(catalog.MaxMemoryMiB))
+	case g.Count < 0 || g.Count > catalog.MaxGPUs:
+		return info, false, fmt.Errorf("%s: gpuInfo.gpus[0].count %d must be in 0..%d", info.Name, g.Count, catalog.MaxGPUs)
+	case g.MemoryMiB < 0 || g.MemoryMiB > catalog.MaxMemoryMiB:
+		return info, false, fmt.Errorf("%s: the accelerators' memoryInfo.sizeInMiB %d must be in 0..%d", info.Name, g.MemoryMiB, int64(catalog.MaxMemoryMiB))
+	case g.Count > 0 && g.Model == "":
+		return info, false, fmt.Errorf("%s: gpuInfo.gpus[0].name is missing", info.Name)
+	case math.IsNaN(info.GPUPartition) || info.GPUPartition < 0 || info.GPUPartition > 1:
+		return info, false, fmt.Errorf("%s: gpuInfo.gpus[0].gpuPartitionSize %v must be in 0..1", info.Name, info.GPUPartition)
+	}
 	for _, u := range it.SupportedUsageClasses {
 		info.OnDemand = info.OnDemand || u == ec2types.UsageClassTypeOnDemand
 		info.Spot = info.Spot || u == ec2types.UsageClassTypeSpot
@@ -121,6 +146,7 @@ func typeZones(ctx context.Context, client EC2API, cfg Config) (map[api.Instance
 	}
 	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(client, in)
 	zones := map[api.InstanceTypeName][]string{}
+	seen := map[string]bool{}
 	for page := 1; pages.HasMorePages(); page++ {
 		if page > maxPages {
 			return nil, fmt.Errorf("DescribeInstanceTypeOfferings: more than %d pages", maxPages)
@@ -137,6 +163,13 @@ func typeZones(ctx context.Context, client EC2API, cfg Config) (map[api.Instance
 			if _, ok := cfg.Subnets[zone]; ok || len(cfg.Subnets) == 0 {
 				zones[name] = append(zones[name], zone)
 			}
+		}
+		// The paginator stops on an empty token only: a token seen before would page to maxPages.
+		if token := awssdk.ToString(resp.NextToken); token != "" {
+			if seen[token] {
+				return nil, fmt.Errorf("DescribeInstanceTypeOfferings page %d: nextToken repeats an earlier page's", page)
+			}
+			seen[token] = true
 		}
 	}
 	for _, z := range zones {

@@ -59,5 +59,5 @@ func attachCount(vcpu, maxCards int) int {
 	if maxCards > 0 {
 		n = min(n, maxCards)
 	}
-	return n
+	return min(n, catalog.MaxGPUs) // a payload without maximumCardsPerInstance stays in the catalog's bounds
 }

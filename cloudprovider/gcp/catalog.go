@@ -111,6 +111,16 @@ func (s *Shapes) addMachineType(mt *computepb.MachineType, zone string, accs []*
 		return fmt.Errorf("gcp: machine type %q in %s: name, guestCpus and memoryMb must be set", mt.GetName(), zone)
 	}
 	acc, count := builtInAccelerator(mt)
+	// The catalog's bounds, checked here so that the error names the payload's field rather than
+	// fail the whole catalog's validation later.
+	switch {
+	case mt.GetGuestCpus() > catalog.MaxVCPU:
+		return fmt.Errorf("gcp: machine type %q in %s: guestCpus %d exceeds %d", mt.GetName(), zone, mt.GetGuestCpus(), catalog.MaxVCPU)
+	case int64(mt.GetMemoryMb()) > catalog.MaxMemoryMiB:
+		return fmt.Errorf("gcp: machine type %q in %s: memoryMb %d exceeds %d", mt.GetName(), zone, mt.GetMemoryMb(), int64(catalog.MaxMemoryMiB))
+	case count < 0 || count > catalog.MaxGPUs:
+		return fmt.Errorf("gcp: machine type %q in %s: accelerators[].guestAcceleratorCount sum to %d, not in 0..%d", mt.GetName(), zone, count, catalog.MaxGPUs)
+	}
 	if count == 0 || knownGPU(acc) {
 		s.add(mt, zone, acc, count, api.InstanceTypeName(mt.GetName()))
 	}
@@ -128,21 +138,25 @@ func (s *Shapes) addMachineType(mt *computepb.MachineType, zone string, accs []*
 
 func builtInAccelerator(mt *computepb.MachineType) (string, int) {
 	var acc string
-	var count int
+	var count int64 // int32 counts: their sum overflows an int32 (and a 32-bit int)
 	for _, a := range mt.GetAccelerators() {
 		acc = a.GetGuestAcceleratorType()
-		count += int(a.GetGuestAcceleratorCount())
+		count += int64(a.GetGuestAcceleratorCount())
 	}
-	return acc, count
+	return acc, int(max(min(count, catalog.MaxGPUs+1), -1))
 }
 
 func knownGPU(acc string) bool { _, ok := gpuFor(acc, 0); return ok }
 
 // add records that the type name, machine type mt with count GPUs of type acc (built in or
-// attached), is offered in zone.
+// attached), is offered in zone. A listing that names a type twice in a zone (a page repeated
+// while the list changed) records the zone once: twice would repeat the offering and fail the
+// whole catalog.
 func (s *Shapes) add(mt *computepb.MachineType, zone, acc string, count int, name api.InstanceTypeName) {
 	if sh, ok := s.types[name]; ok {
-		sh.zones = append(sh.zones, zone)
+		if !slices.Contains(sh.zones, zone) {
+			sh.zones = append(sh.zones, zone)
+		}
 		return
 	}
 	t := catalog.InstanceType{

@@ -89,6 +89,20 @@ type Faults struct {
 	SlowBoots []SlowBoot
 	// NeverRegisters lists offerings whose instances launch but never create a Node.
 	NeverRegisters []api.Offering
+	// APIFailures fail the next calls of the cloud API, one each, in order (a cloud API in
+	// trouble: throttling, 5xx, a lost answer).
+	APIFailures []APIFailure
+}
+
+// APIFailure fails one call of the simulated cloud's API with an *APIError.
+type APIFailure struct {
+	// Call is the call that fails: CallCreate or CallList.
+	Call string
+	// Code and Message are the error's, e.g. RequestLimitExceeded (throttling) or InternalError.
+	Code, Message string
+	// AfterLaunch (CallCreate only) fails the call after the cloud launched the instance, as a
+	// timeout or a 5xx of a front end does: the instance exists, the caller never hears of it.
+	AfterLaunch bool
 }
 
 // SlowBoot overrides the boot delay of the offerings matching Offering.
@@ -136,6 +150,11 @@ func (c *Config) validate() error {
 	case c.MaxGPUs < 0:
 		return errors.New("sim config: MaxGPUs must not be negative")
 	}
+	for i, f := range c.Faults.APIFailures {
+		if f.Call != CallCreate && f.Call != CallList || f.Code == "" || f.AfterLaunch && f.Call != CallCreate {
+			return fmt.Errorf("sim config: Faults.APIFailures[%d]: want Call %s or %s, a Code, and AfterLaunch only on %s", i, CallCreate, CallList, CallCreate)
+		}
+	}
 	for i, s := range c.Faults.SlowBoots {
 		if s.BootDelay < 0 {
 			return fmt.Errorf("sim config: Faults.SlowBoots[%d].BootDelay must not be negative", i)
@@ -165,6 +184,7 @@ func (f Faults) clone() Faults {
 		InsufficientCapacity: append([]api.Offering(nil), f.InsufficientCapacity...),
 		SlowBoots:            append([]SlowBoot(nil), f.SlowBoots...),
 		NeverRegisters:       append([]api.Offering(nil), f.NeverRegisters...),
+		APIFailures:          append([]APIFailure(nil), f.APIFailures...),
 	}
 	if f.Quota != nil {
 		q := *f.Quota

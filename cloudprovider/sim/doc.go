@@ -29,7 +29,9 @@
 //
 // Config.Faults and the Inject/Set methods make offerings fail with insufficient capacity (the
 // request's fallbacks are tried in order first), make every launch fail with a quota error, slow
-// down the boot of some offerings or keep their instances from ever registering. Config.MaxInstances
+// down the boot of some offerings or keep their instances from ever registering, and fail the
+// next calls of Create or List as a cloud API in trouble does (throttling, 5xx, or an answer lost
+// after the instance was launched: InjectAPIFailures). Config.MaxInstances
 // and Config.MaxGPUs are account quotas. Interrupt announces a spot interruption through
 // Interruptions().Poll and reclaims the instance after Config.InterruptionGrace.
 //

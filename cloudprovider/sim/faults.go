@@ -65,6 +65,47 @@ func (p *Provider) SetNeverRegisters(pattern api.Offering) {
 	p.faults.NeverRegisters = append(p.faults.NeverRegisters, pattern)
 }
 
+// The calls an APIFailure can fail.
+const (
+	CallCreate = "Create"
+	CallList   = "List"
+)
+
+// Error codes of the API failures tests inject, as EC2's.
+const (
+	// CodeThrottled is EC2's throttling code.
+	CodeThrottled = "RequestLimitExceeded"
+	// CodeInternal is EC2's code of a server-side failure.
+	CodeInternal = "InternalError"
+)
+
+// APIError is an injected failure of the cloud API: neither a refusal (insufficient capacity,
+// quota) nor a not-found, so the caller cannot tell whether a launch happened.
+type APIError struct{ Code, Message string }
+
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// InjectAPIFailures queues failures of the next API calls (APIFailure): each fails one call of
+// its kind, in order.
+func (p *Provider) InjectAPIFailures(fs ...APIFailure) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults.APIFailures = append(p.faults.APIFailures, fs...)
+}
+
+// takeAPIFailure removes and returns the first queued failure of the call, if any.
+func (p *Provider) takeAPIFailure(call string) (APIFailure, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.faults.APIFailures {
+		if f.Call == call {
+			p.faults.APIFailures = append(p.faults.APIFailures[:i:i], p.faults.APIFailures[i+1:]...)
+			return f, true
+		}
+	}
+	return APIFailure{}, false
+}
+
 // currentFaults returns a copy of the injected faults.
 func (p *Provider) currentFaults() Faults {
 	p.mu.Lock()

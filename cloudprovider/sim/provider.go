@@ -90,6 +90,10 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	if err := p.checkRequest(req); err != nil {
 		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
 	}
+	fault, failing := p.takeAPIFailure(CallCreate)
+	if failing && !fault.AfterLaunch {
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, &APIError{Code: fault.Code, Message: fault.Message})
+	}
 	var out *cloudprovider.Instance
 	err := p.store.update(func(st *state) error {
 		for _, r := range st.Instances {
@@ -120,6 +124,8 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 		return nil, quota
 	case err != nil:
 		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
+	case failing:
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, &APIError{Code: fault.Code, Message: fault.Message})
 	}
 	return out, nil
 }
@@ -180,6 +186,9 @@ func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance,
 // List returns every instance of the cluster (pending, running or terminating), sorted by ID.
 // Its only errors are state-file I/O.
 func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+	if f, ok := p.takeAPIFailure(CallList); ok {
+		return nil, fmt.Errorf("listing instances: %w", &APIError{Code: f.Code, Message: f.Message})
+	}
 	var out []*cloudprovider.Instance
 	err := p.store.view(func(st *state) {
 		for _, r := range st.Instances {

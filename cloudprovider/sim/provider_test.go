@@ -32,6 +32,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"negative boot", func(c *Config) { c.BootDelay = -1 }, "BootDelay must not be negative"},
 		{"negative gpus", func(c *Config) { c.MaxGPUs = -1 }, "MaxGPUs must not be negative"},
 		{"negative slow boot", func(c *Config) { c.Faults.SlowBoots = []SlowBoot{{BootDelay: -1}} }, "Faults.SlowBoots[0].BootDelay"},
+		{"API failure without a code", func(c *Config) { c.Faults.APIFailures = []APIFailure{{Call: CallCreate}} }, "Faults.APIFailures[0]"},
+		{"List failing after a launch", func(c *Config) {
+			c.Faults.APIFailures = []APIFailure{{Call: CallList, Code: CodeInternal, AfterLaunch: true}}
+		}, "Faults.APIFailures[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
@@ -247,5 +251,44 @@ func TestReadEvents(t *testing.T) {
 	}
 	if _, err := ReadEvents(path); err == nil || !strings.Contains(err.Error(), "line 4") {
 		t.Fatalf("ReadEvents of a bad line: got %v, want an error naming line 4", err)
+	}
+}
+
+// TestCreateAPIFailures: injected API failures fail one call each, in order. A failure before the
+// launch leaves nothing behind; one after it (a lost answer) leaves the instance, which a retry
+// with the same launch ID returns without a second launch. List fails once, then lists again.
+func TestCreateAPIFailures(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	e.p.InjectAPIFailures(
+		APIFailure{Call: CallCreate, Code: CodeThrottled, Message: "rate exceeded"},
+		APIFailure{Call: CallList, Code: CodeInternal, Message: "list failed"},
+		APIFailure{Call: CallCreate, Code: CodeInternal, Message: "answer lost", AfterLaunch: true},
+	)
+	req := gpuRequest("a", "node-a")
+	_, err := e.p.Create(ctx, req)
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Code != CodeThrottled || cloudprovider.IsQuota(err) || cloudprovider.IsInsufficientCapacity(err) {
+		t.Fatalf("first Create: got %v, want a %s APIError that is no refusal", err, CodeThrottled)
+	}
+	if _, err := e.p.List(ctx); !errors.As(err, &apiErr) || apiErr.Code != CodeInternal {
+		t.Fatalf("first List: got %v, want the injected %s", err, CodeInternal)
+	}
+	if insts, err := e.p.List(ctx); err != nil || len(insts) != 0 {
+		t.Fatalf("after a throttled Create: %d instances, %v; want none", len(insts), err)
+	}
+	if _, err := e.p.Create(ctx, req); !errors.As(err, &apiErr) || !strings.Contains(err.Error(), "answer lost") {
+		t.Fatalf("second Create: got %v, want the injected lost answer", err)
+	}
+	insts, err := e.p.List(ctx)
+	if err != nil || len(insts) != 1 || insts[0].LaunchID != "a" {
+		t.Fatalf("after a lost answer: %v, %v; want the instance of launch a", insts, err)
+	}
+	again := e.create(req)
+	if again.ID != insts[0].ID {
+		t.Errorf("the retry returned %s, want the instance launched before, %s", again.ID, insts[0].ID)
+	}
+	if n := CountEvents(e.events(), EventLaunched); n != 1 {
+		t.Errorf("%d launches logged, want 1", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -58,7 +59,48 @@ the cloud APIs (credentials from the SDKs' standard chains; --endpoint points at
 	return cmd
 }
 
+// Region names as the clouds spell them: AWS us-east-1, eu-central-2, us-gov-west-1; GCP
+// us-central1, europe-west4. A name of the other cloud's form is an error, not an empty catalog.
+var (
+	awsRegionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	gcpRegionRE = regexp.MustCompile(`^[a-z]+-[a-z]+[0-9]+$`)
+)
+
 func loadCloudCatalog(ctx context.Context, f catalogFlags) (*catalog.Catalog, error) {
+	cat, err := loadCloudCatalogUnchecked(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	// The catalog must be the region asked for: --region was ignored with --cloud embedded, and a
+	// cloud that answers for another region prices the wrong machines.
+	if f.region != "" && cat.Region != f.region {
+		return nil, fmt.Errorf("--region %s: catalog %s is of region %s%s", f.region, cat.Name, cat.Region, embeddedRegions(f))
+	}
+	return cat, nil
+}
+
+// embeddedRegions names the embedded catalogs' regions, for the error of --cloud embedded.
+func embeddedRegions(f catalogFlags) string {
+	if f.cloud != "embedded" {
+		return ""
+	}
+	var out []string
+	for _, name := range catalog.EmbeddedNames() {
+		if c, err := catalog.Embedded(name); err == nil {
+			out = append(out, c.Region+" ("+name+")")
+		}
+	}
+	return " (embedded catalogs: " + strings.Join(out, ", ") + "; choose one with --catalog)"
+}
+
+func loadCloudCatalogUnchecked(ctx context.Context, f catalogFlags) (*catalog.Catalog, error) {
+	switch {
+	case f.region == "":
+	case f.cloud == "aws" && !awsRegionRE.MatchString(f.region):
+		return nil, fmt.Errorf("--region %q is not an AWS region name (e.g. us-east-1)", f.region)
+	case f.cloud == "gcp" && !gcpRegionRE.MatchString(f.region):
+		return nil, fmt.Errorf("--region %q is not a GCP region name (e.g. us-central1)", f.region)
+	}
 	switch f.cloud {
 	case "embedded":
 		return catalog.Embedded(f.name)

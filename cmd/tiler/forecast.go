@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -50,6 +52,9 @@ func (f *traceFlags) register(fs *pflag.FlagSet) {
 
 // options are the forecaster options of the flags.
 func (f *traceFlags) options() (forecast.Options, error) {
+	if !(f.margin >= 0.5 && f.margin < 1) { // NaN fails both comparisons
+		return forecast.Options{}, fmt.Errorf("--margin %g: must be a quantile in [0.5, 1)", f.margin)
+	}
 	loc, err := time.LoadLocation(f.timeZone)
 	if err != nil {
 		return forecast.Options{}, fmt.Errorf("--time-zone %q: not an IANA time zone name (e.g. Europe/Berlin)", f.timeZone)
@@ -106,6 +111,13 @@ func newBacktestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if horizon <= 0 || step < 0 {
+				return fmt.Errorf("--horizon %s, --step %s: the horizon must be positive and the step not negative", horizon, step)
+			}
+			if span := time.Duration(s.Len()) * s.Step; span <= horizon {
+				return fmt.Errorf("%s: the trace spans %s (%d points of %s), not more than --horizon %s: nothing can be forecast and scored",
+					tf.csv, span, s.Len(), s.Step, horizon)
+			}
 			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: opts})
 			if err != nil {
 				return fmt.Errorf("backtesting %s: %w", name, err)
@@ -134,6 +146,9 @@ func newReplayCmd() *cobra.Command {
 			}
 			if cfg.Options, err = tf.options(); err != nil {
 				return err
+			}
+			if !(cfg.PerGPU > 0) || math.IsInf(cfg.PerGPU, 0) {
+				return fmt.Errorf("--per-gpu %g: must be a positive number, the load one GPU serves (perGPU)", cfg.PerGPU)
 			}
 			res, err := backtest.Replay(name, s, cfg)
 			if err != nil {
@@ -191,6 +206,11 @@ func bindEnv(cmd *cobra.Command, prefix string) {
 
 func render[T any](w io.Writer, format string, v T, table func(io.Writer, T)) error {
 	if format == "json" {
+		// JSON has no NaN or infinity: name the figure rather than fail in the encoder with
+		// "unsupported value".
+		if path, x, ok := nonFinite(reflect.ValueOf(v), ""); ok {
+			return fmt.Errorf("the result's %s is %v, which JSON cannot carry (a trace of zeros has no relative error); use -o text", path, x)
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
@@ -208,8 +228,13 @@ func backtestTable(w io.Writer, r backtest.Result) {
 			fmt.Fprintf(w, "baseline %s\t%.2f %%\n", name, 100*v)
 		}
 	}
-	fmt.Fprintf(w, "WAPE / best baseline\t%.3f (%.0f %% interval %.3f–%.3f: bootstrap, %d resamples of %d-target blocks)\n",
-		r.Ratio, 100*r.RatioInterval.Level, r.RatioInterval.Low, r.RatioInterval.High, r.RatioInterval.Resamples, r.RatioInterval.BlockTargets)
+	if len(r.Baselines) == 0 {
+		// A ratio of 0.000 would read as a perfect forecaster.
+		fmt.Fprintf(w, "WAPE / best baseline\tn/a (no baseline: the series is too short for a seasonal-naive forecast)\n")
+	} else {
+		fmt.Fprintf(w, "WAPE / best baseline\t%.3f (%.0f %% interval %.3f–%.3f: bootstrap, %d resamples of %d-target blocks)\n",
+			r.Ratio, 100*r.RatioInterval.Level, r.RatioInterval.Low, r.RatioInterval.High, r.RatioInterval.Resamples, r.RatioInterval.BlockTargets)
+	}
 	fmt.Fprintf(w, "fell back to a baseline\t%.1f %% of forecasts\n", 100*r.FellBack)
 	shareTable(w, r)
 	fmt.Fprintf(w, "verdict\t%s\n", r.Verdict)
@@ -245,6 +270,51 @@ func shareTable(w io.Writer, r backtest.Result) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// nonFinite returns the JSON path and value of the first NaN or infinite float in v (struct
+// fields by their json names, map values by key, slice elements by index).
+func nonFinite(v reflect.Value, path string) (string, float64, bool) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if x := v.Float(); math.IsNaN(x) || math.IsInf(x, 0) {
+			return path, x, true
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return nonFinite(v.Elem(), path)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if p, x, ok := nonFinite(v.Field(i), strings.TrimPrefix(path+"."+name, ".")); ok {
+				return p, x, true
+			}
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			if p, x, ok := nonFinite(v.MapIndex(k), fmt.Sprintf("%s[%v]", path, k)); ok {
+				return p, x, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if p, x, ok := nonFinite(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, x, true
+			}
+		}
+	}
+	return "", 0, false
 }
 
 func replayTable(w io.Writer, r backtest.ReplayResult) {

@@ -77,6 +77,11 @@ func runPlan(w io.Writer, o planOptions) error {
 	if err != nil {
 		return err
 	}
+	if pol != nil {
+		if err := simulator.CheckPolicy(cat, pol); err != nil {
+			return fmt.Errorf("%s: %w", o.policy, err)
+		}
+	}
 	if o.disruption {
 		return runDisruption(w, o, snap, cat, pol)
 	}
@@ -116,7 +121,11 @@ func loadCatalog(nameOrFile string) (*catalog.Catalog, error) {
 			return nil, err
 		}
 		defer f.Close()
-		return catalog.Decode(f)
+		cat, err := catalog.Decode(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", nameOrFile, err)
+		}
+		return cat, nil
 	}
 	return catalog.Embedded(nameOrFile)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -114,6 +115,8 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("batch-max", d.BatchMax, "close a batch after this long in any case")
 	f.Duration("gpu-trigger-delay", d.GPUTriggerDelay, "let GPU pods wait this long before they trigger a purchase")
 	f.Duration("registration-timeout", d.RegistrationTimeout, "delete an instance that is not a Ready node after this long")
+	f.Duration("launch-retry", d.LaunchRetry, "wait before retrying a launch the cloud API failed without refusing it (throttled, 5xx); doubles with each failure")
+	f.Duration("launch-retry-max", d.LaunchRetryMax, "longest wait between launch retries")
 	f.Duration("unavailable-ttl", d.UnavailableTTL, "how long an unavailable offering stays out of plans")
 	f.Duration("empty-node-ttl", d.EmptyNodeTTL, "remove a managed node that stayed empty this long")
 	f.Bool("mig-relayout", d.MIGRelayout, "re-partition idle GPUs of existing MIG nodes (nvidia.com/mig.config) instead of buying; the GPU operator's MIG manager must know the mig-parted configs Tiler names")
@@ -185,21 +188,31 @@ func runController(ctx context.Context, cfg provisioner.Config, rf runFlags) err
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	return runControllerWithLogger(ctx, cfg, rf, log)
+}
+
+// runControllerWithLogger is runController with the logger given (tests observe it).
+func runControllerWithLogger(ctx context.Context, cfg provisioner.Config, rf runFlags, log *zap.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rt, err := newRuntime(ctx, cfg, rf, log)
 	if err != nil {
 		return err
 	}
-	ready := &readiness{}
+	ready := &readiness{synced: rt.ctrl.Synced}
 	go serveHTTP(ctx, rf.metricsAddr, rt.registry, ready, log)
 	if rt.runCloud != nil {
 		go func() { _ = rt.runCloud(ctx) }()
 	}
 	run := func(ctx context.Context) error {
 		ready.set(true)
-		log.Info("controller running", zap.String("cloud", rt.provider.Name()), zap.String("catalog", rt.catalog.Name))
-		return rt.ctrl.Run(ctx)
+		log.Info("controller starting: waiting for the informer caches to sync", zap.String("cloud", rt.provider.Name()), zap.String("catalog", rt.catalog.Name))
+		go reportSync(ctx, rt.ctrl.Synced, rt.kube, log)
+		err := rt.ctrl.Run(ctx)
+		if ctx.Err() != nil {
+			return nil // stopped (a signal) while the caches were syncing: not a failure
+		}
+		return err
 	}
 	if rf.leaderElect {
 		return runWithLeaderElection(ctx, rt.kube, rf.leaseNamespace, run, log)
@@ -264,17 +277,65 @@ func newLogger(level string) (*zap.Logger, error) {
 	return c.Build()
 }
 
-type readiness struct{ ok atomicBool }
+// readiness is what /readyz answers: ok while this replica runs the controller (leads) and, when
+// synced is set, its informer caches have synced — before, the controller knows nothing of the
+// cluster (an unreachable API server keeps it so) and must not count as ready.
+type readiness struct {
+	ok     atomicBool
+	synced func() bool
+}
 
 func (r *readiness) set(v bool) { r.ok.Store(v) }
+
+func (r *readiness) ready() bool { return r.ok.Load() && (r.synced == nil || r.synced()) }
+
+// syncWarnAfter and syncWarnEvery pace reportSync's warnings (variables so that tests need not
+// wait).
+var (
+	syncWarnAfter = 5 * time.Second
+	syncWarnEvery = 30 * time.Second
+)
+
+// reportSync logs, while the informer caches have not synced, why: after syncWarnAfter and then
+// every syncWarnEvery it lists one pod from the API server and logs the error that call gets
+// (connection refused, TLS, forbidden) — the informers retry silently. It logs "controller
+// running" once synced.
+func reportSync(ctx context.Context, synced func() bool, kube kubernetes.Interface, log *zap.Logger) {
+	start := time.Now()
+	warn := time.NewTimer(syncWarnAfter)
+	defer warn.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+			if synced() {
+				log.Info("controller running: informer caches synced", zap.Duration("after", time.Since(start).Round(time.Millisecond)))
+				return
+			}
+		case <-warn.C:
+			probe, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := kube.CoreV1().Pods("").List(probe, metav1.ListOptions{Limit: 1})
+			cancel()
+			if err == nil {
+				err = errors.New("the API server answers, the caches are still loading")
+			}
+			log.Warn("not ready: informer caches have not synced; /readyz answers 503",
+				zap.Duration("waiting", time.Since(start).Round(time.Second)), zap.Error(err))
+			warn.Reset(syncWarnEvery)
+		}
+	}
+}
 
 func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready *readiness, log *zap.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.ok.Load() {
-			http.Error(w, "not leading or not started", http.StatusServiceUnavailable)
+		if !ready.ready() {
+			http.Error(w, "not leading, not started, or the informer caches have not synced", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))

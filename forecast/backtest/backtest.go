@@ -170,7 +170,7 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 		_, ok := f(sc.from)
 		sc.baseOK[name] = ok
 	}
-	mean := meanAbs(s.Values[sc.from:])
+	mean := meanAbs(s.Values[min(sc.from, s.Len()):]) // a series shorter than the horizon scores nothing
 	for T := sc.from; T < s.Len(); T++ {
 		y := s.Values[T]
 		if math.IsNaN(y) {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awspricing "github.com/aws/aws-sdk-go-v2/service/pricing"
@@ -164,8 +164,8 @@ func hourlyUSD(item priceItem) (float64, error) {
 				return 0, fmt.Errorf("%s is missing", field)
 			}
 			v, err := strconv.ParseFloat(usd, 64)
-			if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-				return 0, fmt.Errorf("%s %q is not a non-negative number", field, usd)
+			if err != nil || !(v >= 0 && v <= catalog.MaxPricePerHour) { // NaN fails both comparisons
+				return 0, fmt.Errorf("%s %q is not a non-negative number of at most %g", field, usd, float64(catalog.MaxPricePerHour))
 			}
 			return v, nil
 		}

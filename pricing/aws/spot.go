@@ -3,11 +3,11 @@ package aws
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -96,8 +96,8 @@ func spotPrice(item ec2types.SpotPrice) (pricing.Price, error) {
 	}
 	raw := awssdk.ToString(item.SpotPrice)
 	v, err := strconv.ParseFloat(raw, 64)
-	if err != nil || v <= 0 || math.IsInf(v, 0) {
-		return pricing.Price{}, fmt.Errorf("%s in %s: spotPrice %q is not a positive number", name, zone, raw)
+	if err != nil || !(v > 0 && v <= catalog.MaxPricePerHour) { // NaN fails both comparisons
+		return pricing.Price{}, fmt.Errorf("%s in %s: spotPrice %q is not a positive number of at most %g $/h", name, zone, raw, float64(catalog.MaxPricePerHour))
 	}
 	return pricing.Price{
 		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: api.InstanceTypeName(name), Zone: zone, CapacityType: api.Spot}, PricePerHour: v},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
 
 	"cloud.google.com/go/billing/apiv1/billingpb"
 )
@@ -27,6 +28,11 @@ const (
 	ram  partKind = "ram"
 	gpu  partKind = "gpu"
 )
+
+// maxRateNanosPerHour bounds a part's rate: $10,000 per vCPU-, GiB- or GPU-hour, some 10^5 times
+// any real rate, so that machine prices (VCPU × rate and the like, within catalog's bounds) are
+// exact int64 sums.
+const maxRateNanosPerHour int64 = 10_000 * 1_000_000_000
 
 // rate is a part's price in nano-dollars per unit-hour (unit: vCPU, GiB or GPU). Integers keep
 // the composition exact: the SKUs give units + nanos, so the sum is exact to the nano-dollar.
@@ -144,9 +150,19 @@ func rateOf(sku *billingpb.Sku, kind partKind, currency string) (rate, error) {
 	if c := price.GetCurrencyCode(); c != "" && c != currency {
 		return rate{}, skuError(sku, fmt.Sprintf("unitPrice.currencyCode is %q, want %q", c, currency))
 	}
-	nanos := price.GetUnits()*1e9 + int64(price.GetNanos())
-	if nanos < 0 {
+	units, frac := price.GetUnits(), int64(price.GetNanos())
+	switch {
+	case units < 0 || frac < 0:
 		return rate{}, skuError(sku, "unitPrice is negative")
+	case frac > 999_999_999:
+		return rate{}, skuError(sku, fmt.Sprintf("unitPrice.nanos %d is not below 10^9", frac))
+	case units > maxRateNanosPerHour/1e9/perHour:
+		// Checked before multiplying: units*1e9 overflowed int64 for large units.
+		return rate{}, skuError(sku, fmt.Sprintf("unitPrice.units %d is above %d $ per %s", units, maxRateNanosPerHour/1e9/perHour, expr.GetUsageUnit()))
+	}
+	nanos := units*1e9 + frac
+	if nanos*perHour > maxRateNanosPerHour {
+		return rate{}, skuError(sku, fmt.Sprintf("unitPrice %d nano-dollars per %s is above %d $ per unit-hour", nanos, expr.GetUsageUnit(), maxRateNanosPerHour/1e9))
 	}
 	return rate{
 		nanosPerHour: nanos * perHour,
@@ -221,7 +237,13 @@ func (c *RateCard) Price(m Machine, capacity api.CapacityType) (float64, time.Ti
 	if !okC || !okM {
 		return 0, time.Time{}, false
 	}
-	total := int64(m.VCPU)*cpu.nanosPerHour + (m.MemoryMiB*mem.nanosPerHour+512)/1024
+	if m.VCPU < 0 || m.VCPU > catalog.MaxVCPU || m.MemoryMiB < 0 || m.MemoryMiB > catalog.MaxMemoryMiB ||
+		m.AcceleratorCount < 0 || m.AcceleratorCount > catalog.MaxGPUs {
+		return 0, time.Time{}, false // outside the catalog's bounds the int64 sum could overflow
+	}
+	// MiB × rate / 1024, rounded, split as whole GiB plus the rest so that no product overflows.
+	gib, rest := m.MemoryMiB/1024, m.MemoryMiB%1024
+	total := int64(m.VCPU)*cpu.nanosPerHour + gib*mem.nanosPerHour + (rest*mem.nanosPerHour+512)/1024
 	effective := later(cpu.effective, mem.effective)
 	if m.AcceleratorCount > 0 {
 		g, ok := c.rates[part{gpu, m.Accelerator, capacity}]
@@ -230,6 +252,9 @@ func (c *RateCard) Price(m Machine, capacity api.CapacityType) (float64, time.Ti
 		}
 		total += int64(m.AcceleratorCount) * g.nanosPerHour
 		effective = later(effective, g.effective)
+	}
+	if float64(total)/1e9 > catalog.MaxPricePerHour {
+		return 0, time.Time{}, false
 	}
 	return float64(total) / 1e9, effective, true
 }

@@ -42,8 +42,8 @@ func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, 
 		if pool.Limits.MaxGPUs != nil && *pool.Limits.MaxGPUs > 0 {
 			out.MaxGPUs = *pool.Limits.MaxGPUs
 		}
-		if b := pool.Limits.MaxPricePerHour; b > 0 && (out.BudgetPerHour == 0 || b < out.BudgetPerHour) {
-			out.BudgetPerHour = b
+		if b := pool.Limits.MaxPricePerHour; b != nil && *b > 0 && (out.BudgetPerHour == 0 || *b < out.BudgetPerHour) {
+			out.BudgetPerHour = *b
 		}
 	}
 	if out.BudgetPerHour > 0 && p.cfg.Catalog != nil {

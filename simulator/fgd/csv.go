@@ -54,10 +54,22 @@ func (e *ParseError) Error() string {
 // Unwrap returns the cause.
 func (e *ParseError) Unwrap() error { return e.Err }
 
+// The columns of the trace's node and pod lists. The experiment needs the required ones; the
+// others default as the upstream simulator's converter (data/pod_csv_to_yaml.py of
+// hkust-adsl/kubernetes-scheduler-simulator) defaults them: no memory_mib means no memory
+// request, no gpu_milli a whole GPU per GPU asked for, no gpu_spec any model, no model a node
+// without GPUs. Published variants of the trace drop them (name,cpu_milli,memory_mib,num_gpu,
+// gpu_milli; name,cpu_milli,num_gpu,gpu_milli,...), and the times, QoS and phase are never read.
 var (
-	nodeColumns = []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}
-	podColumns  = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"}
+	nodeColumns         = []string{"sn", "cpu_milli", "memory_mib", "gpu"}
+	nodeOptionalColumns = []string{"model"}
+	podColumns          = []string{"name", "cpu_milli", "num_gpu"}
+	podOptionalColumns  = []string{"memory_mib", "gpu_milli", "gpu_spec"}
 )
+
+// MaxCell bounds the CPU (milli-cores) and memory (MiB) of one row: 2^40 is a billion cores or an
+// exbibyte, beyond any machine, and a million rows of it still sum within an int64.
+const MaxCell = 1 << 40
 
 // table reads a CSV with a header row and hands each record to row with a field accessor.
 type table struct {
@@ -66,7 +78,7 @@ type table struct {
 	rec []string
 }
 
-func newTable(src io.Reader, required []string) (*table, error) {
+func newTable(src io.Reader, required, optional []string) (*table, error) {
 	r := csv.NewReader(src)
 	r.ReuseRecord = true
 	header, err := r.Read()
@@ -78,11 +90,19 @@ func newTable(src io.Reader, required []string) (*table, error) {
 	}
 	t := &table{r: r, col: map[string]int{}}
 	for i, h := range header {
-		t.col[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))] = i
+		name := strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if _, dup := t.col[name]; dup && name != "" {
+			return nil, &ParseError{Line: 1, Column: 1, Err: fmt.Errorf("header names column %q twice", name)}
+		}
+		t.col[name] = i
 	}
 	for _, c := range required {
 		if _, ok := t.col[c]; !ok {
-			return nil, &ParseError{Line: 1, Column: 1, Err: fmt.Errorf("header lacks column %q (want %s)", c, strings.Join(required, ","))}
+			want := strings.Join(required, ",")
+			if len(optional) > 0 {
+				want += " and optionally " + strings.Join(optional, ",")
+			}
+			return nil, &ParseError{Line: 1, Column: 1, Err: fmt.Errorf("header lacks column %q (want %s)", c, want)}
 		}
 	}
 	return t, nil
@@ -103,7 +123,20 @@ func (t *table) errAt(field string, err error) error {
 	return &ParseError{Line: line, Column: col, Field: field, Err: err}
 }
 
-func (t *table) str(field string) string { return strings.TrimSpace(t.rec[t.col[field]]) }
+// has reports whether the header has the column.
+func (t *table) has(field string) bool {
+	_, ok := t.col[field]
+	return ok
+}
+
+// str returns the cell of the column, "" when the header lacks it.
+func (t *table) str(field string) string {
+	i, ok := t.col[field]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(t.rec[i])
+}
 
 func (t *table) int(field string) (int64, error) {
 	s := t.str(field)
@@ -114,27 +147,42 @@ func (t *table) int(field string) (int64, error) {
 	if v < 0 {
 		return 0, t.errAt(field, fmt.Errorf("%d must not be negative", v))
 	}
+	if v > MaxCell {
+		return 0, t.errAt(field, fmt.Errorf("%d is too large: at most %d", v, int64(MaxCell)))
+	}
 	return v, nil
 }
 
-// ParseNodes reads a node list with the columns sn,cpu_milli,memory_mib,gpu,model (extra columns
-// are ignored). A node without GPUs has an empty model.
+// readErr wraps an error of the csv reader; it names the line (and byte) already.
+func readErr(what string, err error) error {
+	return fmt.Errorf("reading %s: %w", what, err)
+}
+
+// ParseNodes reads a node list with the columns sn,cpu_milli,memory_mib,gpu and optionally model
+// (extra columns are ignored). A node without GPUs has an empty model. A node name must be
+// unique: two rows of one name are two nodes of the trace merged or a copy-paste error.
 func ParseNodes(src io.Reader) ([]Node, error) {
-	t, err := newTable(src, nodeColumns)
+	t, err := newTable(src, nodeColumns, nodeOptionalColumns)
 	if err != nil {
 		return nil, err
 	}
 	var out []Node
+	seen := map[string]int{}
 	for {
 		if err := t.next(); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("reading node list: %w", err)
+			return nil, readErr("node list", err)
 		}
 		n, err := t.node()
 		if err != nil {
 			return nil, err
 		}
+		line, _ := t.r.FieldPos(0)
+		if first, dup := seen[n.Name]; dup {
+			return nil, t.errAt("sn", fmt.Errorf("node %q is listed twice (also on line %d)", n.Name, first))
+		}
+		seen[n.Name] = line
 		out = append(out, n)
 	}
 }
@@ -165,11 +213,12 @@ func (t *table) node() (Node, error) {
 	return n, nil
 }
 
-// ParsePods reads a pod list with at least the columns name,cpu_milli,memory_mib,num_gpu,
-// gpu_milli,gpu_spec. gpu_milli of a CPU-only pod must be 0; gpu_spec lists allowed GPU models
-// separated by "|".
+// ParsePods reads a pod list with at least the columns name,cpu_milli,num_gpu and optionally
+// memory_mib, gpu_milli and gpu_spec (defaults: no memory, a whole GPU per GPU asked for, any
+// model). gpu_milli of a CPU-only pod must be 0; gpu_spec lists allowed GPU models separated by
+// "|".
 func ParsePods(src io.Reader) ([]Pod, error) {
-	t, err := newTable(src, podColumns)
+	t, err := newTable(src, podColumns, podOptionalColumns)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +227,7 @@ func ParsePods(src io.Reader) ([]Pod, error) {
 		if err := t.next(); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("reading pod list: %w", err)
+			return nil, readErr("pod list", err)
 		}
 		p, err := t.pod()
 		if err != nil {
@@ -197,15 +246,22 @@ func (t *table) pod() (Pod, error) {
 	if p.CPUMilli, err = t.int("cpu_milli"); err != nil {
 		return Pod{}, err
 	}
-	if p.MemoryMiB, err = t.int("memory_mib"); err != nil {
-		return Pod{}, err
+	if t.has("memory_mib") {
+		if p.MemoryMiB, err = t.int("memory_mib"); err != nil {
+			return Pod{}, err
+		}
 	}
 	num, err := t.int("num_gpu")
 	if err != nil {
 		return Pod{}, err
 	}
-	if p.GPUMilli, err = t.int("gpu_milli"); err != nil {
-		return Pod{}, err
+	switch {
+	case t.has("gpu_milli"):
+		if p.GPUMilli, err = t.int("gpu_milli"); err != nil {
+			return Pod{}, err
+		}
+	case num > 0:
+		p.GPUMilli = gpushare.MilliPerGPU
 	}
 	p.NumGPUs = int(min(num, gpushare.MaxGPUsPerNode+1))
 	p.GPUModels = gpushare.ParseGPUModels(t.str("gpu_spec"))

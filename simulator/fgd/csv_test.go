@@ -60,7 +60,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty name", false, podHeader + ",1,1,0,0,\n", "line 2, column 1 (name): empty pod name"},
 		{"deleted before created", false, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,deletion_time\np0,1,1,0,0,,9,5\n",
 			"line 2, column 15 (deletion_time): 5 is before creation_time 9"},
-		{"missing column", false, "name,cpu_milli\np0,1\n", `line 1, column 1: header lacks column "memory_mib"`},
+		{"missing column", false, "name,cpu_milli\np0,1\n", `line 1, column 1: header lacks column "num_gpu"`},
 		{"empty file", false, "", "line 1, column 1: empty file"},
 		{"ragged row", false, podHeader + "p0,1,1\n", "record on line 2: wrong number of fields"},
 		{"gpu node without model", true, nodeHeader + "n0,1,1,2,\n", "line 2, column 10 (model): node with 2 GPUs has no GPU model"},

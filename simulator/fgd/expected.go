@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -43,7 +44,7 @@ func ParsePublished(src io.Reader) ([]Published, error) {
 	cols := []string{"workload", "sc_policy", "alloc_pct_at_arrived_090", "alloc_pct_at_arrived_100",
 		"alloc_pct_at_arrived_100_std", "alloc_pct_at_arrived_130", "alloc_pct_at_arrived_130_std",
 		"frag_pct_at_arrived_100", "frag_pct_at_arrived_130"}
-	t, err := newTable(src, cols)
+	t, err := newTable(src, cols, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func ParsePublished(src io.Reader) ([]Published, error) {
 		if err := t.next(); errors.Is(err, io.EOF) {
 			return out, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("reading published results: %w", err)
+			return nil, readErr("published results", err)
 		}
 		p := Published{Workload: t.str("workload"), Policy: t.str("sc_policy")}
 		for i, dst := range []*float64{&p.AllocAt90, &p.AllocAt100, &p.Std100, &p.AllocAt130, &p.Std130, &p.FragAt100, &p.FragAt130} {
@@ -81,8 +82,9 @@ func FindPublished(rows []Published, workload string, p Policy) (Published, bool
 func (t *table) float(field string) (float64, error) {
 	s := t.str(field)
 	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if err != nil {
-		return 0, t.errAt(field, fmt.Errorf("%q is not a number", s))
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		// NaN would reach the JSON of tiler bench fgd, which cannot carry it.
+		return 0, t.errAt(field, fmt.Errorf("%q is not a finite number", s))
 	}
 	return v, nil
 }

@@ -172,7 +172,21 @@ func Run(w Workload, cfg Config, seed int64) (RunResult, error) {
 	for _, n := range w.Nodes {
 		res.CapacityGPUMilli += int64(n.GPUs) * gpushare.MilliPerGPU
 	}
+	var demand int64
+	for _, p := range w.Pods {
+		demand += p.TotalGPUMilli()
+	}
+	switch {
+	case res.CapacityGPUMilli == 0:
+		return RunResult{}, fmt.Errorf("workload %q: no node has a GPU; the experiment measures GPU allocation", w.Name)
+	case demand == 0:
+		return RunResult{}, fmt.Errorf("workload %q: no pod asks for a GPU (num_gpu is 0 on every row); the experiment measures GPU allocation", w.Name)
+	}
 	arr := ArrivalOrder(w.Pods, w.Nodes, res.CapacityGPUMilli, cfg.TuneRatio, seed)
+	if len(arr.Pods) >= MaxArrivals {
+		return RunResult{}, fmt.Errorf("workload %q: its pods ask for %d milli-GPU; reaching %.0f%% of the cluster's %d takes more than %d arrivals",
+			w.Name, demand, 100*cfg.TuneRatio, res.CapacityGPUMilli, MaxArrivals)
+	}
 	shapeOf, numShapes := internShapes(w.Pods)
 	c, err := newCluster(w.Nodes, &mix, numShapes, arr.NodeRank, cfg.TieBreak)
 	if err != nil {

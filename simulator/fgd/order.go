@@ -53,7 +53,14 @@ func ArrivalOrder(pods []Pod, nodes []Node, capacityMilli int64, tuneRatio float
 	return Arrivals{Pods: order, NodeRank: rank, Rand: rng}
 }
 
-// tune tops order up (or cuts it down) to the target GPU request, step 3 of ArrivalOrder.
+// MaxArrivals bounds the arrivals of one run. Topping up draws pods until their GPU request
+// reaches the target: a pod list without GPU demand never gets there (the loop appended CPU pods
+// until memory ran out), and one with very little would take millions of draws. The paper's
+// runs have about 10,000 arrivals.
+const MaxArrivals = 1 << 20
+
+// tune tops order up (or cuts it down) to the target GPU request, step 3 of ArrivalOrder. It
+// stops at MaxArrivals, and does not top up a pod list that asks for no GPU at all.
 func tune(pods []Pod, byName, order []int, target float64, enabled bool, rng *rand.Rand) []int {
 	var total int64
 	for _, i := range order {
@@ -62,7 +69,10 @@ func tune(pods []Pod, byName, order []int, target float64, enabled bool, rng *ra
 	switch {
 	case !enabled || float64(total) == target:
 	case float64(total) < target:
-		for {
+		if !slices.ContainsFunc(pods, func(p Pod) bool { return p.TotalGPUMilli() > 0 }) {
+			break // no draw can add GPU demand (checked before drawing, so the paper's stream is kept)
+		}
+		for len(order) < MaxArrivals {
 			k := byName[rng.Intn(len(byName))]
 			if float64(total+pods[k].GPUMilli) > target {
 				break

@@ -21,8 +21,8 @@ import (
 // Check is an independent, deliberately simple checker of a plan: it rebuilds every node (existing
 // ones from the snapshot, new ones from the plan) with all its pods and verifies, by brute force
 // over pods and nodes, that every pending pod is placed once or reported, and that resources,
-// node selectors, node affinity, taints, required pod (anti-)affinity and hard topology spread
-// hold. It shares no code with the simulator beyond the Kubernetes helpers. It returns the
+// host ports, node selectors, node affinity, taints, required pod (anti-)affinity and hard
+// topology spread hold. It shares no code with the simulator beyond the Kubernetes helpers. It returns the
 // violations found.
 func Check(snap *snapshot.Snapshot, plan *api.Plan) []string {
 	c := &checker{snap: snap, plan: plan, pods: map[string]*corev1.Pod{}, nodeOf: map[string]string{}}
@@ -171,8 +171,22 @@ func (c *checker) node(name string) *corev1.Node {
 func (c *checker) checkNode(n *corev1.Node) {
 	used := corev1.ResourceList{}
 	count := 0
+	var ports []corev1.ContainerPort
 	add := func(p *corev1.Pod) {
 		count++
+		for _, ct := range p.Spec.Containers {
+			for _, cp := range ct.Ports {
+				if cp.HostPort <= 0 {
+					continue
+				}
+				for _, other := range ports {
+					if portsClash(cp, other) {
+						c.errorf("node %s: host port %s %s:%d is bound twice", n.Name, cp.Protocol, cp.HostIP, cp.HostPort)
+					}
+				}
+				ports = append(ports, cp)
+			}
+		}
 		for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
 			v := used[name]
 			v.Add(q)
@@ -331,4 +345,17 @@ func (c *checker) domains(p *corev1.Pod, key string) []*corev1.Node {
 		}
 	}
 	return out
+}
+
+// portsClash is kube-scheduler's NodePorts rule: same port and protocol (TCP when empty), and the
+// same host IP or either one every address (empty or 0.0.0.0).
+func portsClash(a, b corev1.ContainerPort) bool {
+	proto := func(p corev1.ContainerPort) corev1.Protocol {
+		if p.Protocol == "" {
+			return corev1.ProtocolTCP
+		}
+		return p.Protocol
+	}
+	every := func(p corev1.ContainerPort) bool { return p.HostIP == "" || p.HostIP == "0.0.0.0" }
+	return a.HostPort == b.HostPort && proto(a) == proto(b) && (a.HostIP == b.HostIP || every(a) || every(b))
 }

@@ -1,0 +1,174 @@
+package provisioner_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/api"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
+	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// testCloudAPIFailuresRetried: the cloud API throttles the first launch call and loses the answer
+// of the second after launching the instance. The record stays through both, so no batch buys
+// for the pod again; the third call, with the same launch ID, returns the instance launched by
+// the second. One launch, one instance, the pod bound, and its Warning Events name both errors
+// and the retry.
+func testCloudAPIFailuresRetried(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.LaunchRetry, cfg.LaunchRetryMax = 300*time.Millisecond, time.Second
+	e := newEnv(t, cp, cfg, nil)
+	e.cloud.InjectAPIFailures(
+		sim.APIFailure{Call: sim.CallCreate, Code: sim.CodeThrottled, Message: "request rate exceeded"},
+		sim.APIFailure{Call: sim.CallCreate, Code: sim.CodeInternal, Message: "answer lost after the launch", AfterLaunch: true},
+	)
+	pod := simtest.Pod("apifail-a").Label("app", "apifail").CPU("2").Mem("4Gi").Obj()
+	e.create(pod)
+	bound := e.waitBound(2*time.Minute, pod)
+	if got := e.launches(); got != 1 {
+		t.Errorf("%d launches, want 1", got)
+	}
+	insts, err := e.cloud.List(context.Background())
+	if err != nil || len(insts) != 1 {
+		t.Errorf("%d instances (%v), want 1", len(insts), err)
+	}
+	rec := launchRecord(t, e.kube, e.cfg.Namespace, bound["default/apifail-a"])
+	if rec.LaunchAttempts != 2 || rec.InstanceID == "" || !strings.Contains(rec.LastError, sim.CodeInternal) {
+		t.Errorf("record: %d failed attempts, instance %q, last error %q; want 2, the instance, the %s", rec.LaunchAttempts, rec.InstanceID, rec.LastError, sim.CodeInternal)
+	}
+	if n := collectorSeries(e.metrics.LaunchFailures); n != 1 {
+		t.Errorf("%d launch failure series, want 1 (kind other)", n)
+	}
+	testwait.Until(t, testwait.Slow, "FailedScaleUp Events naming both errors and the retry", 30*time.Second, func() bool {
+		evs, err := e.kube.CoreV1().Events(pod.Namespace).List(context.Background(),
+			metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name + ",reason=FailedScaleUp"})
+		if err != nil {
+			return false
+		}
+		var all string
+		for _, ev := range evs.Items {
+			if ev.Type == corev1.EventTypeWarning {
+				all += ev.Message + "\n"
+			}
+		}
+		return strings.Contains(all, sim.CodeThrottled) && strings.Contains(all, sim.CodeInternal) &&
+			strings.Contains(all, "retrying with the same launch ID")
+	})
+	e.cleanup([]*corev1.Pod{pod})
+}
+
+// testLostLaunchAnswerAcrossRestart: the cloud launches the instance but its answer is lost, and
+// the controller restarts before the retry (an hour away). The restarted controller finds the
+// instance under the record's launch ID and links it: one launch, one instance, the pod bound.
+func testLostLaunchAnswerAcrossRestart(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.LaunchRetry, cfg.LaunchRetryMax = time.Hour, time.Hour
+	e := newEnv(t, cp, cfg, nil)
+	e.cloud.InjectAPIFailures(sim.APIFailure{Call: sim.CallCreate, Code: sim.CodeInternal, Message: "answer lost", AfterLaunch: true})
+	pod := simtest.Pod("lost-a").Label("app", "lost").CPU("2").Mem("4Gi").Obj()
+	e.create(pod)
+	var failed provisioner.LaunchRecord
+	testwait.Until(t, testwait.Slow, "a launch record with one failed attempt", time.Minute, func() bool {
+		recs := launchRecords(t, e)
+		if len(recs) == 1 && recs[0].LaunchAttempts == 1 {
+			failed = recs[0]
+			return true
+		}
+		return false
+	})
+	if failed.InstanceID != "" || !failed.RetryAt.After(time.Now().Add(30*time.Minute)) {
+		t.Fatalf("record after the lost answer: instance %q, retry at %s; want none and an hour away", failed.InstanceID, failed.RetryAt)
+	}
+	e.stop()
+	e.start() // a new process: new cloud client on the same inventory, new controller
+	e.waitBound(2*time.Minute, pod)
+	testwait.Until(t, testwait.Slow, "the record linked to the instance", time.Minute, func() bool {
+		recs := launchRecords(t, e)
+		return len(recs) == 1 && recs[0].InstanceID != ""
+	})
+	if got := e.launches(); got != 1 {
+		t.Errorf("%d launches, want 1", got)
+	}
+	insts, err := e.cloud.List(context.Background())
+	if err != nil || len(insts) != 1 || insts[0].LaunchID != failed.LaunchID {
+		t.Errorf("instances %v (%v), want the one of launch %s", insts, err, failed.LaunchID)
+	}
+	e.cleanup([]*corev1.Pod{pod})
+}
+
+// launchRecords reads every launch record.
+func launchRecords(t *testing.T, e *env) []provisioner.LaunchRecord {
+	t.Helper()
+	cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	var out []provisioner.LaunchRecord
+	for _, v := range cm.Data {
+		var r provisioner.LaunchRecord
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// testNoLeakWhenListFails: the cloud launches the instance but loses the answer, and the instance
+// never registers. At RegistrationTimeout the record is removed with the instance under its launch
+// ID; the first attempt to find that instance fails (List), so the removal waits for the next
+// batch instead of dropping the record and leaking the instance. The pod is then bought for on
+// another offering: two launches, one instance left, the first one deleted.
+func testNoLeakWhenListFails(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.LaunchRetry, cfg.LaunchRetryMax = time.Hour, time.Hour
+	cfg.RegistrationTimeout = 5 * time.Second
+	pod := simtest.Pod("listfail-a").Label("app", "listfail").CPU("3").Mem("6Gi").Obj()
+	first := planned(t, e2eCatalog(t), pendingPod(pod.DeepCopy()))
+	e := newEnv(t, cp, cfg, nil)
+	// After Recover, which lists the instances at the start: the List failure is the removal's.
+	testwait.Until(t, testwait.Slow, "the controller's first batch", 30*time.Second, func() bool { return e.batches.count() > 0 })
+	e.cloud.SetNeverRegisters(first)
+	e.cloud.InjectAPIFailures(
+		sim.APIFailure{Call: sim.CallCreate, Code: sim.CodeInternal, Message: "answer lost", AfterLaunch: true},
+		sim.APIFailure{Call: sim.CallList, Code: sim.CodeThrottled, Message: "request rate exceeded"},
+	)
+	e.create(pod)
+	bound := e.waitBound(2*time.Minute, pod)
+	node, err := e.kube.CoreV1().Nodes().Get(context.Background(), bound["default/listfail-a"], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := (api.Offering{InstanceType: api.InstanceTypeName(node.Labels[corev1.LabelInstanceTypeStable]), Zone: node.Labels[corev1.LabelTopologyZone],
+		CapacityType: api.CapacityType(node.Labels[api.LabelCapacityType])}); got == first {
+		t.Fatalf("bound on %v, which never registers", got)
+	}
+	testwait.Until(t, testwait.Slow, "the first launch's instance deleted", time.Minute, func() bool {
+		insts, err := e.cloud.List(context.Background())
+		return err == nil && len(insts) == 1 && insts[0].Offering != first
+	})
+	if got := e.launches(); got != 2 {
+		t.Errorf("%d launches, want 2 (the lost one, then another offering)", got)
+	}
+	e.cleanup([]*corev1.Pod{pod})
+}
+
+func e2eCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalogDefault()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
