@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -296,3 +297,36 @@ func clockReal() clock.Clock { return clock.RealClock{} }
 type simulatorType = api.InstanceTypeName
 
 func catalogDefault() (*catalog.Catalog, error) { return catalog.Embedded("aws-us-east-1") }
+
+// explainPurchases logs, for every batch that launched, what it saw and bought: the pending pods
+// with their tolerations and nomination, the Nodes with their readiness and taints, the launch
+// records counted in flight, and the pods each new node was for. Tests call it when more nodes
+// were bought than a plan needed, so that a failure says why.
+func (e *env) explainPurchases() {
+	e.t.Helper()
+	for i, b := range e.batches.since(0) {
+		if b.res == nil || b.res.Decision == nil || len(b.res.Decision.Launch) == 0 {
+			continue
+		}
+		e.t.Logf("batch %d (%s) launched %d nodes; %d launch records before it", i, b.res.Decision.Batch, len(b.res.Decision.Launch), len(b.state.Records))
+		for _, r := range b.res.Decision.Launch {
+			e.t.Logf("  new %s %s %s for %v", r.NodeName, r.InstanceType, r.Zone, r.Pods)
+		}
+		for _, r := range b.state.Records {
+			e.t.Logf("  record %s (%s %s) for %v", r.NodeName, r.InstanceType, r.Zone, r.Pods)
+		}
+		for _, n := range b.state.Nodes {
+			e.t.Logf("  node %s ready=%v unschedulable=%v taints=%v", n.Name, snapshot.IsNodeReady(n), n.Spec.Unschedulable, n.Spec.Taints)
+		}
+		for _, p := range b.state.Pods {
+			if p.Spec.NodeName == "" {
+				e.t.Logf("  pending %s/%s nominated=%q tolerations=%v", p.Namespace, p.Name, p.Status.NominatedNodeName, p.Spec.Tolerations)
+			}
+		}
+		if b.res.Plan != nil {
+			for _, n := range b.res.Plan.ExistingNodes {
+				e.t.Logf("  plan puts on existing %s: %v", n.Name, n.Pods)
+			}
+		}
+	}
+}

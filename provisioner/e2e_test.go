@@ -68,6 +68,7 @@ func testBindsMixedWorkload(t *testing.T, cp *controlplane.ControlPlane) {
 	managed := e.managedNodes()
 	if got := e.launches(); got != len(managed) {
 		t.Errorf("%d launches for %d managed nodes", got, len(managed))
+		e.explainPurchases()
 	}
 	for n := range nodes {
 		if !strings.HasPrefix(n, "tiler-") {
