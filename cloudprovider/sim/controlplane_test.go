@@ -171,7 +171,7 @@ func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 	}
 	e.step(testDeviceDelay)
 	node := waitForNode(ctx, t, client, nodeName, "with its GPU", func(n *corev1.Node) bool {
-		return quantity(n.Status.Allocatable, ResourceGPU) == 1
+		return quantity(n.Status.Allocatable, api.ResourceGPU) == 1
 	})
 	if node.Labels[corev1.LabelTopologyZone] != "us-east-1b" || node.Labels[api.LabelCapacityType] != "on-demand" {
 		t.Fatalf("fallback node labels %v", node.Labels)
@@ -200,7 +200,7 @@ func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 func gpuPod(namespace, name, nodeName string) *corev1.Pod {
 	requests := corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("100m"),
-		ResourceGPU:        resource.MustParse("1"),
+		api.ResourceGPU:    resource.MustParse("1"),
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
@@ -260,14 +260,14 @@ func testMIGRelayout(t *testing.T, client kubernetes.Interface) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.Labels[LabelMIGConfig] = config
+		n.Labels[api.LabelMIGConfig] = config
 		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	relabel("tiler-7xall-1g.5gb_all-3g.20gb")
 	e.step(time.Second)
-	if n := e.node(nodeName); n.Labels[LabelMIGConfigState] != api.MIGConfigPending {
+	if n := e.node(nodeName); n.Labels[api.LabelMIGConfigState] != api.MIGConfigPending {
 		t.Fatalf("after the relabel: %v", n.Labels)
 	}
 	e.step(testMIGDelay)
@@ -276,12 +276,12 @@ func testMIGRelayout(t *testing.T, client kubernetes.Interface) {
 		t.Fatalf("mid bound to %s", got.Spec.NodeName)
 	}
 	n := e.node(nodeName)
-	if n.Labels[LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
+	if n.Labels[api.LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
 		t.Errorf("after the change: %v, %v", nodeMIG(n), n.Labels)
 	}
 	relabel("all-3g.20gb")
 	e.step(time.Second)
-	if n := e.node(nodeName); n.Labels[LabelMIGConfigState] != api.MIGConfigFailed || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
+	if n := e.node(nodeName); n.Labels[api.LabelMIGConfigState] != api.MIGConfigFailed || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
 		t.Errorf("a change of GPUs in use: %v, %v", nodeMIG(n), n.Labels)
 	}
 }

@@ -17,26 +17,8 @@ import (
 // Extended resources and labels of the NVIDIA device plugin, GPU feature discovery and
 // mig-manager.
 const (
-	// ResourceGPU is a whole GPU, a time-slicing or MPS replica (without renaming), or a MIG
-	// device under the single strategy.
-	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
-	// ResourceGPUShared is a time-slicing or MPS replica when the launch's GPUConfig.RenameShared
-	// or Config.RenameSharedGPUs is set.
-	ResourceGPUShared corev1.ResourceName = "nvidia.com/gpu.shared"
 	// ResourceMIGPrefix prefixes the MIG profile in a mixed-strategy resource: nvidia.com/mig-1g.5gb.
 	ResourceMIGPrefix = "nvidia.com/mig-"
-
-	// LabelMIGConfig names the mig-parted configuration; it is on the Node from registration,
-	// set from GPUConfig.MIGConfig, as the provisioner asks mig-manager to apply it.
-	LabelMIGConfig = "nvidia.com/mig.config"
-	// LabelMIGConfigState is set to "success" once the devices are up, as mig-manager does.
-	LabelMIGConfigState = "nvidia.com/mig.config.state"
-	// LabelMIGStrategy is GPU feature discovery's single or mixed.
-	LabelMIGStrategy = "nvidia.com/mig.strategy"
-	// LabelGPUReplicas is GPU feature discovery's time-slicing or MPS replica count.
-	LabelGPUReplicas = "nvidia.com/gpu.replicas"
-	// LabelSharingMode is GPU feature discovery's sharing strategy (time-slicing or mps).
-	LabelSharingMode = "nvidia.com/gpu.sharing-strategy"
 )
 
 // The MIG strategies of the device plugin.
@@ -122,15 +104,15 @@ func gpuResources(g api.GPUConfig, it *catalog.InstanceType, renameByDefault boo
 	case api.DynamicMIG:
 		return nil
 	case api.TimeSlicing, api.MPS:
-		name := ResourceGPU
+		name := api.ResourceGPU
 		if g.RenameShared || renameByDefault {
-			name = ResourceGPUShared
+			name = api.ResourceGPUShared
 		}
 		return corev1.ResourceList{name: *resource.NewQuantity(n*int64(g.Replicas), resource.DecimalSI)}
 	case api.MIG:
 		return migResources(g, n)
 	default:
-		return corev1.ResourceList{ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
+		return corev1.ResourceList{api.ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
 	}
 }
 
@@ -138,11 +120,11 @@ func gpuResources(g api.GPUConfig, it *catalog.InstanceType, renameByDefault boo
 func migResources(g api.GPUConfig, gpus int64) corev1.ResourceList {
 	counts := map[corev1.ResourceName]int64{}
 	if whole := gpus - int64(len(g.MIGLayout)); whole > 0 {
-		counts[ResourceGPU] = whole
+		counts[api.ResourceGPU] = whole
 	}
 	for _, profiles := range g.MIGLayout {
 		for _, p := range profiles {
-			name := ResourceGPU
+			name := api.ResourceGPU
 			if g.MIGStrategy == MIGStrategyMixed {
 				name = corev1.ResourceName(ResourceMIGPrefix + p)
 			}
@@ -163,13 +145,13 @@ func gpuLabels(g api.GPUConfig, it *catalog.InstanceType) map[string]string {
 	}
 	switch g.Sharing {
 	case api.TimeSlicing, api.MPS:
-		return map[string]string{LabelGPUReplicas: strconv.Itoa(g.Replicas), LabelSharingMode: string(g.Sharing)}
+		return map[string]string{api.LabelGPUReplicas: strconv.Itoa(g.Replicas), api.LabelSharingStrategy: string(g.Sharing)}
 	case api.MIG:
 		strategy := g.MIGStrategy
 		if strategy == "" {
 			strategy = MIGStrategySingle
 		}
-		return map[string]string{LabelMIGStrategy: strategy, LabelMIGConfigState: "success"}
+		return map[string]string{api.LabelMIGStrategy: strategy, api.LabelMIGConfigState: "success"}
 	default:
 		return nil
 	}

@@ -31,31 +31,31 @@ func TestGPUResources(t *testing.T) {
 		want   corev1.ResourceList
 	}{
 		{"no GPUs", cpu, api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false, nil},
-		{"exclusive", a100, api.GPUConfig{}, false, corev1.ResourceList{ResourceGPU: n(8)}},
+		{"exclusive", a100, api.GPUConfig{}, false, corev1.ResourceList{api.ResourceGPU: n(8)}},
 		// 8 GPUs × 4 replicas = 32
 		{"time-slicing", a100, api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, false,
-			corev1.ResourceList{ResourceGPU: n(32)}},
+			corev1.ResourceList{api.ResourceGPU: n(32)}},
 		{"time-slicing renamed by default", a100, api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, true,
-			corev1.ResourceList{ResourceGPUShared: n(32)}},
+			corev1.ResourceList{api.ResourceGPUShared: n(32)}},
 		{"time-slicing renamed by the launch", a100, api.GPUConfig{Sharing: "time-slicing", Replicas: 4, RenameShared: true}, false,
-			corev1.ResourceList{ResourceGPUShared: n(32)}},
+			corev1.ResourceList{api.ResourceGPUShared: n(32)}},
 		{"mps renamed by the launch", a100, api.GPUConfig{Sharing: "mps", Replicas: 2, RenameShared: true}, false,
-			corev1.ResourceList{ResourceGPUShared: n(16)}},
+			corev1.ResourceList{api.ResourceGPUShared: n(16)}},
 		// Renaming concerns replicas only: whole GPUs stay nvidia.com/gpu.
-		{"exclusive ignores renaming", a100, api.GPUConfig{RenameShared: true}, true, corev1.ResourceList{ResourceGPU: n(8)}},
+		{"exclusive ignores renaming", a100, api.GPUConfig{RenameShared: true}, true, corev1.ResourceList{api.ResourceGPU: n(8)}},
 		// 8 × 2 = 16
-		{"mps", a100, api.GPUConfig{Sharing: "mps", Replicas: 2}, false, corev1.ResourceList{ResourceGPU: n(16)}},
+		{"mps", a100, api.GPUConfig{Sharing: "mps", Replicas: 2}, false, corev1.ResourceList{api.ResourceGPU: n(16)}},
 		// GPU 0: 7 × 1g.5gb; GPU 1: 3g.20gb + 2 × 2g.10gb; GPUs 2-7 whole.
 		{"mig mixed", a100, api.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{
 			{"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"}, {"3g.20gb", "2g.10gb", "2g.10gb"},
 		}}, false, corev1.ResourceList{
-			"nvidia.com/mig-1g.5gb": n(7), "nvidia.com/mig-3g.20gb": n(1), "nvidia.com/mig-2g.10gb": n(2), ResourceGPU: n(6),
+			"nvidia.com/mig-1g.5gb": n(7), "nvidia.com/mig-3g.20gb": n(1), "nvidia.com/mig-2g.10gb": n(2), api.ResourceGPU: n(6),
 		}},
 		// 8 GPUs × 2 × 3g.20gb = 16 slices
 		{"mig single", a100, api.GPUConfig{Sharing: "mig", MIGStrategy: "single", MIGLayout: [][]string{
 			{"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"},
 			{"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"}, {"3g.20gb", "3g.20gb"},
-		}}, false, corev1.ResourceList{ResourceGPU: n(16)}},
+		}}, false, corev1.ResourceList{api.ResourceGPU: n(16)}},
 		{"dynamic mig is DRA only", a100, api.GPUConfig{Sharing: "dynamic-mig"}, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,7 +66,7 @@ func TestStepLifecycle(t *testing.T) {
 	if quantity(node.Status.Capacity, corev1.ResourceCPU) != 4 || quantity(alloc, corev1.ResourcePods) != 110 {
 		t.Errorf("capacity %v allocatable %v", node.Status.Capacity, alloc)
 	}
-	if q := quantity(alloc, ResourceGPU); q != -1 {
+	if q := quantity(alloc, api.ResourceGPU); q != -1 {
 		t.Errorf("nvidia.com/gpu = %d before the device delay", q)
 	}
 	if s := e.slicesOf("gpu-node-1"); len(s) != 0 {
@@ -81,12 +81,12 @@ func TestStepLifecycle(t *testing.T) {
 	}
 
 	e.step(testDeviceDelay - time.Second)
-	if q := quantity(e.node("gpu-node-1").Status.Allocatable, ResourceGPU); q != -1 {
+	if q := quantity(e.node("gpu-node-1").Status.Allocatable, api.ResourceGPU); q != -1 {
 		t.Fatalf("nvidia.com/gpu = %d 1s before the device delay", q)
 	}
 	e.step(time.Second)
 	node = e.node("gpu-node-1")
-	if c, a := quantity(node.Status.Capacity, ResourceGPU), quantity(node.Status.Allocatable, ResourceGPU); c != 1 || a != 1 {
+	if c, a := quantity(node.Status.Capacity, api.ResourceGPU), quantity(node.Status.Allocatable, api.ResourceGPU); c != 1 || a != 1 {
 		t.Fatalf("nvidia.com/gpu capacity %d allocatable %d, want 1", c, a)
 	}
 	slices := e.slicesOf("gpu-node-1")
@@ -121,11 +121,11 @@ func TestStepSlowBootAndNeverRegisters(t *testing.T) {
 		t.Fatal("slow node registered at the normal boot delay")
 	}
 	e.step(5*time.Minute - testBootDelay)
-	if n := e.node("slow-node"); n == nil || quantity(n.Status.Allocatable, ResourceGPU) != -1 {
+	if n := e.node("slow-node"); n == nil || quantity(n.Status.Allocatable, api.ResourceGPU) != -1 {
 		t.Fatalf("slow node at its boot delay: %+v", n)
 	}
 	e.step(testDeviceDelay)
-	if n := e.node("slow-node"); quantity(n.Status.Allocatable, ResourceGPU) != 1 {
+	if n := e.node("slow-node"); quantity(n.Status.Allocatable, api.ResourceGPU) != 1 {
 		t.Fatalf("slow node has no GPU a device delay after its boot")
 	}
 
@@ -156,7 +156,7 @@ func TestStepRenamesSharedGPUsPerLaunch(t *testing.T) {
 	// g6.xlarge: 1 L4 × 4 replicas.
 	for node, want := range map[string][2]int64{"renamed-node": {-1, 4}, "plain-node": {4, -1}} {
 		alloc := e.node(node).Status.Allocatable
-		if got := [2]int64{quantity(alloc, ResourceGPU), quantity(alloc, ResourceGPUShared)}; got != want {
+		if got := [2]int64{quantity(alloc, api.ResourceGPU), quantity(alloc, api.ResourceGPUShared)}; got != want {
 			t.Errorf("%s: nvidia.com/gpu, nvidia.com/gpu.shared = %v, want %v (-1: absent)", node, got, want)
 		}
 	}
@@ -201,10 +201,10 @@ func TestStepPublishesPlannedSlices(t *testing.T) {
 			}
 		}
 	}
-	if q := quantity(e.node("mig-node").Status.Allocatable, ResourceGPU); q != -1 {
+	if q := quantity(e.node("mig-node").Status.Allocatable, api.ResourceGPU); q != -1 {
 		t.Errorf("dynamic MIG node advertises nvidia.com/gpu = %d", q)
 	}
-	if q := quantity(e.node("cons-node").Status.Allocatable, ResourceGPU); q != -1 {
+	if q := quantity(e.node("cons-node").Status.Allocatable, api.ResourceGPU); q != -1 {
 		t.Errorf("consumable-memory node advertises nvidia.com/gpu = %d; its GPUs are DRA devices only", q)
 	}
 }

@@ -44,7 +44,7 @@ func (p *Provider) ensureMIGConfig(ctx context.Context, r *record, it *catalog.I
 	if api.Sharing(r.GPU.Sharing) != api.MIG || r.GPU.MIGConfig == "" {
 		return node, false, nil
 	}
-	want := node.Labels[LabelMIGConfig]
+	want := node.Labels[api.LabelMIGConfig]
 	ch := r.MIGChange
 	switch {
 	case want == "" || want == r.GPU.MIGConfig && ch == nil:
@@ -160,9 +160,9 @@ func (p *Provider) checkMIGChange(ctx context.Context, r *record, it *catalog.In
 func (p *Provider) finishMIG(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node, layouts []mig.Layout, state, why string) (*corev1.Node, bool, error) {
 	var ch *migChange
 	if state == api.MIGConfigFailed {
-		ch = &migChange{Failed: node.Labels[LabelMIGConfig], Since: p.clk.Now()}
+		ch = &migChange{Failed: node.Labels[api.LabelMIGConfig], Since: p.clk.Now()}
 	}
-	if err := p.saveMIGChange(r, ch, layouts, node.Labels[LabelMIGConfig], why); err != nil {
+	if err := p.saveMIGChange(r, ch, layouts, node.Labels[api.LabelMIGConfig], why); err != nil {
 		return node, false, err
 	}
 	want := gpuResources(r.GPU, it, false)
@@ -216,14 +216,14 @@ func (p *Provider) saveMIGChange(r *record, ch *migChange, layouts []mig.Layout,
 // setMIGState sets nvidia.com/mig.config.state.
 func (p *Provider) setMIGState(ctx context.Context, node *corev1.Node, state string) (*corev1.Node, error) {
 	out, err := p.mutateNode(ctx, node.Name, false, func(n *corev1.Node) bool {
-		if n.Labels[LabelMIGConfigState] == state {
+		if n.Labels[api.LabelMIGConfigState] == state {
 			return false
 		}
-		n.Labels[LabelMIGConfigState] = state
+		n.Labels[api.LabelMIGConfigState] = state
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("setting %s=%s: %w", LabelMIGConfigState, state, err)
+		return nil, fmt.Errorf("setting %s=%s: %w", api.LabelMIGConfigState, state, err)
 	}
 	return out, nil
 }

@@ -46,7 +46,7 @@ func migNode(t *testing.T, e *env, usedSlices int) string {
 func (e *env) relabel(node, config string) {
 	e.t.Helper()
 	n := e.node(node)
-	n.Labels[LabelMIGConfig] = config
+	n.Labels[api.LabelMIGConfig] = config
 	if _, err := e.kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -59,24 +59,24 @@ func TestMIGManagerApplies(t *testing.T) {
 	e := newEnv(t, nil, func(c *Config) { c.MIGReconfigureDelay = testMIGDelay })
 	migNode(t, e, 49)
 	n := e.node("a100")
-	if quantity(n.Status.Allocatable, "nvidia.com/mig-1g.5gb") != 56 || n.Labels[LabelMIGConfigState] != api.MIGConfigSuccess {
+	if quantity(n.Status.Allocatable, "nvidia.com/mig-1g.5gb") != 56 || n.Labels[api.LabelMIGConfigState] != api.MIGConfigSuccess {
 		t.Fatalf("before: allocatable %v, labels %v", n.Status.Allocatable, n.Labels)
 	}
 	e.relabel("a100", "tiler-7xall-1g.5gb_all-3g.20gb")
 	e.step(time.Second)
 	n = e.node("a100")
-	if n.Labels[LabelMIGConfigState] != api.MIGConfigPending || quantity(n.Status.Allocatable, "nvidia.com/mig-1g.5gb") != -1 ||
+	if n.Labels[api.LabelMIGConfigState] != api.MIGConfigPending || quantity(n.Status.Allocatable, "nvidia.com/mig-1g.5gb") != -1 ||
 		quantity(n.Status.Capacity, "nvidia.com/mig-1g.5gb") != -1 {
 		t.Fatalf("pending: allocatable %v, labels %v", n.Status.Allocatable, n.Labels)
 	}
 	e.p = e.restart()
 	e.step(testMIGDelay - time.Second)
-	if n = e.node("a100"); n.Labels[LabelMIGConfigState] != api.MIGConfigPending || len(nodeMIG(n)) != 0 {
+	if n = e.node("a100"); n.Labels[api.LabelMIGConfigState] != api.MIGConfigPending || len(nodeMIG(n)) != 0 {
 		t.Fatalf("1s before the delay: %v, %v", n.Status.Allocatable, n.Labels)
 	}
 	e.step(time.Second)
 	n = e.node("a100")
-	if n.Labels[LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
+	if n.Labels[api.LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
 		t.Errorf("after the delay: %v, %v", nodeMIG(n), n.Labels)
 	}
 	if c := quantity(n.Status.Capacity, "nvidia.com/mig-3g.20gb"); c != 2 {
@@ -98,7 +98,7 @@ func TestMIGManagerRefusesBusyGPU(t *testing.T) {
 	e.step(time.Second)
 	e.step(testMIGDelay)
 	n := e.node("a100")
-	if n.Labels[LabelMIGConfigState] != api.MIGConfigFailed || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:56]" {
+	if n.Labels[api.LabelMIGConfigState] != api.MIGConfigFailed || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:56]" {
 		t.Errorf("busy GPU: %v, %v", nodeMIG(n), n.Labels)
 	}
 	if got := CountEvents(e.events(), EventMIGReconfigureFailed); got != 1 {
@@ -112,7 +112,7 @@ func TestMIGManagerRefusesBusyGPU(t *testing.T) {
 	// Back to the applied configuration: success again, nothing changed.
 	e.relabel("a100", "all-1g.5gb")
 	e.step(time.Second)
-	if n := e.node("a100"); n.Labels[LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:56]" {
+	if n := e.node("a100"); n.Labels[api.LabelMIGConfigState] != api.MIGConfigSuccess || fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:56]" {
 		t.Errorf("reverted: %v, %v", nodeMIG(n), n.Labels)
 	}
 }
@@ -140,7 +140,7 @@ func TestGPUFaults(t *testing.T) {
 	e.p = e.restart()
 	e.step(time.Second)
 	n := e.node("gpu-node-1")
-	if quantity(n.Status.Capacity, ResourceGPU) != 1 || quantity(n.Status.Allocatable, ResourceGPU) != 0 {
+	if quantity(n.Status.Capacity, api.ResourceGPU) != 1 || quantity(n.Status.Allocatable, api.ResourceGPU) != 0 {
 		t.Errorf("lost: capacity %v allocatable %v", n.Status.Capacity, n.Status.Allocatable)
 	}
 	if err := e.p.InjectGPUFault(inst.ID, GPUFaultXID); err != nil {
@@ -148,7 +148,7 @@ func TestGPUFaults(t *testing.T) {
 	}
 	e.step(time.Second)
 	n = e.node("gpu-node-1")
-	if quantity(n.Status.Allocatable, ResourceGPU) != 1 || conditionOf(n, ConditionAcceleratedHardwareReady) != corev1.ConditionFalse {
+	if quantity(n.Status.Allocatable, api.ResourceGPU) != 1 || conditionOf(n, ConditionAcceleratedHardwareReady) != corev1.ConditionFalse {
 		t.Errorf("xid: allocatable %v, conditions %+v", n.Status.Allocatable, n.Status.Conditions)
 	}
 	if err := e.p.InjectGPUFault(inst.ID, GPUFaultNone); err != nil {

@@ -79,7 +79,7 @@ func nodeLabels(r *record, cat *catalog.Catalog, it *catalog.InstanceType) map[s
 		labels[api.TagPool] = r.Pool
 	}
 	if r.GPU.MIGConfig != "" && it.GPU.Count > 0 {
-		labels[LabelMIGConfig] = r.GPU.MIGConfig
+		labels[api.LabelMIGConfig] = r.GPU.MIGConfig
 	}
 	return labels
 }
