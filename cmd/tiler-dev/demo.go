@@ -237,10 +237,10 @@ func printBought(ctx context.Context, kube kubernetes.Interface, cloud *sim.Prov
 		gpus := "-"
 		if c := l[api.LabelGPUCount]; c != "" {
 			gpus = c + "×" + l[api.LabelGPUModel]
-			if cfg := l["nvidia.com/mig.config"]; cfg != "" {
+			if cfg := l[api.LabelMIGConfig]; cfg != "" {
 				gpus += " mig " + cfg
 			}
-			if r := l["nvidia.com/gpu.replicas"]; r != "" {
+			if r := l[api.LabelGPUReplicas]; r != "" {
 				gpus += " time-sliced ×" + r
 			}
 		}
