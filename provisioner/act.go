@@ -2,11 +2,15 @@ package provisioner
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
+	"github.com/tiler-dev/tiler/api"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // act carries out a batch's Decision against the API server and the cloud, in the order the
@@ -19,7 +23,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	res := &Result{Pending: d.Pending, Plan: d.Plan, Decision: d}
 	c.relink(ctx, log, s.Records, d.Relink)
 	for _, a := range d.Announce {
-		c.announce(a, s.Now)
+		c.announce(ctx, log, a, s.Now)
 	}
 	if d.KeepErr != nil {
 		log.Warn("empty nodes are not kept for the forecast this batch", zap.Error(d.KeepErr))
@@ -122,9 +126,16 @@ func (c *Controller) pokeAfter(ctx context.Context, d time.Duration) <-chan stru
 }
 
 // announce records a Normal "Provisioned" Event on a launched node the first time it is Ready,
-// and its boot time.
-func (c *Controller) announce(a Announcement, now time.Time) {
+// and its boot time, and sets its tiler.dev/pool-hash from the launch record when the node has
+// none (a failed write is logged; the node is then judged for drift by its labels and taints).
+func (c *Controller) announce(ctx context.Context, log *zap.Logger, a Announcement, now time.Time) {
 	r := a.Record
+	if r.PoolHash != "" && a.Node.Annotations[api.AnnotationPoolHash] == "" {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.AnnotationPoolHash: r.PoolHash}}})
+		if _, err := c.kube.CoreV1().Nodes().Patch(ctx, a.Node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			log.Warn("setting the node's pool hash", zap.String(keyNode, a.Node.Name), zap.Error(err))
+		}
+	}
 	c.recordBoot(r.Pool, a.BootTime)
 	c.recorder.Eventf(a.Node, corev1.EventTypeNormal, "Provisioned", "launched by Tiler as %s in %s (%s, $%.4f/h) for %d pods; Ready %.0fs after launch",
 		r.InstanceType, r.Zone, r.CapacityType, r.PricePerHour, len(r.Pods), now.Sub(r.CreatedAt).Seconds())

@@ -268,7 +268,7 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 		d.Tolerations = tolerationsToAdd(plan, recs, idx, d.planned, expected)
 	}
 	for _, n := range plan.NewNodes {
-		d.Launch = append(d.Launch, recordFor(n, s.Now))
+		d.Launch = append(d.Launch, recordFor(n, s.Now, s.Policy))
 	}
 	d.Relayouts = plan.Relayouts
 	return d

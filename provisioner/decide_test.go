@@ -252,3 +252,31 @@ func TestDecideLeavesDisruptionToItsLoop(t *testing.T) {
 		t.Fatalf("after the grace: pending %d, launches %+v; want the pod bought for (the node under the action has room but takes no pod)", d.Pending, d.Launch)
 	}
 }
+
+// TestDecideRecordsPoolHash: a launch record carries policy.PoolHash of its pool as the policy is
+// when the launch is planned (the controller sets it on the Node for drift detection).
+func TestDecideRecordsPoolHash(t *testing.T) {
+	pol, err := policy.Parse([]byte(`apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: web
+  instanceFamilies: [m7i]
+  labels: {team: web}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("1").Mem("2Gi").Obj())
+	s := provisioner.State{Now: time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t), Policy: pol}
+	d := provisioner.Decide(s, provisioner.DecideConfig{Config: provisioner.DefaultConfig()}, provisioner.NewMemory())
+	if len(d.Launch) != 1 {
+		t.Fatalf("launches %+v, want one", d.Launch)
+	}
+	if got, want := d.Launch[0].PoolHash, policy.PoolHash(&pol.Pools[0]); got == "" || got != want {
+		t.Errorf("record pool hash %q, want %q", got, want)
+	}
+	pol.Pools[0].Labels["team"] = "search"
+	if d.Launch[0].PoolHash == policy.PoolHash(&pol.Pools[0]) {
+		t.Error("the pool hash does not change with the pool's labels")
+	}
+}

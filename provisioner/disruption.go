@@ -474,7 +474,7 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 		log.Info("disruption action started: draining", zap.Float64(keyPrice, a.SavingsPerHour))
 		return nil
 	}
-	rec := recordFor(*a.Replacement, now)
+	rec := recordFor(*a.Replacement, now, s.Policy)
 	rec.Pods = nil // the pods it takes come back under new names
 	rec.DisruptionAction = a.ID
 	step := api.DisruptionStepReplacing

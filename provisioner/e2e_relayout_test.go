@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/simulator/simtest"
@@ -57,6 +58,15 @@ func testMIGRelayout(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatalf("%d launches for 49 slices, want one p4d", got)
 	}
 	node := bound["default/slices-0"]
+	// The node carries its pool's hash from the launch record (drift detection).
+	pol, err := policy.Parse([]byte(migPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHash := policy.PoolHash(&pol.Pools[0])
+	e.waitNode(func(n *corev1.Node) bool {
+		return n.Name == node && n.Annotations[api.AnnotationPoolHash] == wantHash
+	}, 30*time.Second)
 	if n, err := e.kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{}); err != nil || n.Labels[api.LabelMIGConfig] != "all-1g.5gb" {
 		t.Fatalf("the p4d bought for 49 1g.5gb slices: %v (%v); the scenario needs every GPU in 1g.5gb", n.Labels, err)
 	}

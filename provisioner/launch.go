@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/policy"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -100,7 +101,7 @@ func launchRetryDelay(cfg Config, attempts int) time.Duration {
 // maxLastError bounds the error a launch record keeps: records share one ConfigMap.
 const maxLastError = 512
 
-func recordFor(n api.NewNode, now time.Time) LaunchRecord {
+func recordFor(n api.NewNode, now time.Time, pol *policy.CostPolicy) LaunchRecord {
 	gpus := 0
 	if q, ok := n.Allocatable[api.ResourceGPU]; ok {
 		gpus = int(q.Value())
@@ -119,6 +120,7 @@ func recordFor(n api.NewNode, now time.Time) LaunchRecord {
 		Taints:         n.Taints,
 		Fallbacks:      n.Fallbacks,
 		CreatedAt:      now,
+		PoolHash:       poolHash(pol, n.Pool),
 	}
 	if n.GPU != nil {
 		g := *n.GPU
@@ -271,4 +273,18 @@ func errorKind(err error) string {
 		return "canceled"
 	}
 	return "other"
+}
+
+// poolHash is policy.PoolHash of the named pool of pol (the default policy when pol is nil), ""
+// when there is no such pool.
+func poolHash(pol *policy.CostPolicy, name string) string {
+	if pol == nil {
+		pol = policy.Default()
+	}
+	for i := range pol.Pools {
+		if pol.Pools[i].Name == name {
+			return policy.PoolHash(&pol.Pools[i])
+		}
+	}
+	return ""
 }

@@ -45,6 +45,10 @@ type LaunchRecord struct {
 	// node's own.
 	Fallbacks []api.PricedOffering `json:"fallbacks,omitempty"`
 	CreatedAt time.Time            `json:"createdAt"`
+	// PoolHash is policy.PoolHash of the node's pool when the launch was planned; the controller
+	// sets it on the Node as tiler.dev/pool-hash once it is Ready, so that a later change of the
+	// pool's labels, taints or GPU settings is seen as drift.
+	PoolHash string `json:"poolHash,omitempty"`
 	// InstanceID is set once the cloud accepted the launch.
 	InstanceID string `json:"instanceID,omitempty"`
 	// LaunchAttempts counts the launch calls the cloud API failed without refusing the launch

@@ -75,7 +75,7 @@ func (w *world) disrupt() (bool, error) {
 			if a.Replacement == nil {
 				return false, fmt.Errorf("action %s: Replace without a replacement", a.ID)
 			}
-			w.launch(provisioner.RecordFor(*a.Replacement, w.now), *a.Replacement)
+			w.launch(provisioner.RecordFor(*a.Replacement, w.now, w.pol.Cost), *a.Replacement)
 			for _, name := range a.Nodes {
 				if n := w.nodes[name]; n != nil {
 					n.drainFor, n.drainReason = a.Replacement.Name, "consolidation:"+string(a.Reason)
