@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -542,6 +543,21 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
 	e.waitAppReady(ns, app, 10, 90*time.Second)
 	if n := len(e.managedNodes()); n != 2 {
 		t.Fatalf("%d nodes for 10 pods, want 2", n)
+	}
+	// The ReplicaSet picks the pods a scale-down deletes; left to itself it may empty a node,
+	// which is then removed without a drain. Deletion costs make it take three from each node,
+	// so that consolidation must drain one of them.
+	perNode := map[string]int{}
+	for _, p := range e.appPods(ns, app) {
+		cost := "0"
+		if perNode[p.Spec.NodeName] < 2 {
+			cost = "100"
+		}
+		perNode[p.Spec.NodeName]++
+		patch := []byte(`{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"` + cost + `"}}}`)
+		if _, err := e.kube.CoreV1().Pods(ns).Patch(context.Background(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	launches := e.launches()
 	// Kill the first controller after the first pass that leaves an action draining.
