@@ -73,21 +73,27 @@ func TestNoSleepInTests(t *testing.T) {
 	}
 }
 
-// TestCheckTestSleepsFinds: a Sleep in an in-package or external test file is found, a renamed
-// import too; other clock reads, non-test files and excepted packages are not reported.
-func TestCheckTestSleepsFinds(t *testing.T) {
+// sourceDir writes the files (name → source) into a fresh directory and returns it.
+func sourceDir(t *testing.T, files map[string]string) string {
+	t.Helper()
 	dir := t.TempDir()
-	files := map[string]string{
-		"a.go":       "package p\nimport \"time\"\nfunc f() { time.Sleep(1) }\n",
-		"a_test.go":  "package p\nimport \"time\"\nfunc g() { time.Sleep(time.Second); _ = time.Now() }\n",
-		"x_test.go":  "package p_test\nimport tm \"time\"\nfunc h() { tm.Sleep(1) }\n",
-		"ok_test.go": "package p\nimport \"time\"\nvar d = time.Second\n",
-	}
 	for name, src := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// TestCheckTestSleepsFinds: a Sleep in an in-package or external test file is found, a renamed
+// import too; other clock reads, non-test files and excepted packages are not reported.
+func TestCheckTestSleepsFinds(t *testing.T) {
+	dir := sourceDir(t, map[string]string{
+		"a.go":       "package p\nimport \"time\"\nfunc f() { time.Sleep(1) }\n",
+		"a_test.go":  "package p\nimport \"time\"\nfunc g() { time.Sleep(time.Second); _ = time.Now() }\n",
+		"x_test.go":  "package p_test\nimport tm \"time\"\nfunc h() { tm.Sleep(1) }\n",
+		"ok_test.go": "package p\nimport \"time\"\nvar d = time.Second\n",
+	})
 	g := NewGraph([]*Package{
 		{ImportPath: m("provisioner"), Dir: dir, GoFiles: []string{"a.go"}, TestGoFiles: []string{"a_test.go", "ok_test.go"}, XTestGoFiles: []string{"x_test.go"}},
 		{ImportPath: m("internal/testwait"), Dir: dir, TestGoFiles: []string{"a_test.go"}},
@@ -327,18 +333,12 @@ func TestClockReads(t *testing.T) {
 // TestCheckClockFiles checks which files of a package the clock rule reads: this build's and the
 // ones build constraints exclude, not the tests.
 func TestCheckClockFiles(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := sourceDir(t, map[string]string{
 		"a.go":       "package p\nimport \"time\"\nvar now = time.Now\n",
 		"b_other.go": "//go:build plan9\n\npackage p\nimport \"time\"\nfunc f() { time.Sleep(1) }\n",
 		"a_test.go":  "package p\nimport \"time\"\nvar t0 = time.Now()\n",
 		"clean.go":   "package p\nimport \"time\"\nvar d = time.Second\n",
-	}
-	for name, src := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	g := NewGraph([]*Package{
 		{ImportPath: m("simulator/x"), Dir: dir, GoFiles: []string{"a.go", "clean.go"}, IgnoredGoFiles: []string{"a_test.go", "b_other.go"}},
 		{ImportPath: m("provisioner"), Dir: dir, GoFiles: []string{"a.go"}},
