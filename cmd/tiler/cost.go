@@ -43,15 +43,7 @@ func runCost(w io.Writer, o costOptions) error {
 	if o.output != "table" && o.output != "json" && o.output != "csv" {
 		return fmt.Errorf("--output %q must be table, json or csv", o.output)
 	}
-	snap, err := readSnapshot(o.file)
-	if err != nil {
-		return err
-	}
-	cat, err := loadCatalog(o.catalog)
-	if err != nil {
-		return err
-	}
-	pol, err := loadPolicy(o.policy)
+	snap, cat, pol, err := readInputs(o.file, o.catalog, o.policy)
 	if err != nil {
 		return err
 	}

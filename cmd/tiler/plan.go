@@ -65,15 +65,7 @@ func runPlan(w io.Writer, o planOptions) error {
 	if o.output != "table" && o.output != "json" {
 		return fmt.Errorf("--output %q must be table or json", o.output)
 	}
-	snap, err := readSnapshot(o.file)
-	if err != nil {
-		return err
-	}
-	cat, err := loadCatalog(o.catalog)
-	if err != nil {
-		return err
-	}
-	pol, err := loadPolicy(o.policy)
+	snap, cat, pol, err := readInputs(o.file, o.catalog, o.policy)
 	if err != nil {
 		return err
 	}
@@ -94,6 +86,24 @@ func runPlan(w io.Writer, o planOptions) error {
 		return plan.WriteJSON(w)
 	}
 	return plan.WriteTable(w)
+}
+
+// readInputs reads what the offline commands work on: the snapshot file, the catalog (embedded
+// name or file) and the cost policy file (nil without one).
+func readInputs(file, catalogName, policyFile string) (*snapshot.Snapshot, *catalog.Catalog, *policy.CostPolicy, error) {
+	snap, err := readSnapshot(file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cat, err := loadCatalog(catalogName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pol, err := loadPolicy(policyFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return snap, cat, pol, nil
 }
 
 func readSnapshot(path string) (*snapshot.Snapshot, error) {

@@ -85,6 +85,21 @@ func sourceDir(t *testing.T, files map[string]string) string {
 	return dir
 }
 
+// wantViolations fails the test unless the check returned exactly want, in order.
+func wantViolations(t *testing.T, vs []Violation, err error, want []string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.String())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestCheckTestSleepsFinds: a Sleep in an in-package or external test file is found, a renamed
 // import too; other clock reads, non-test files and excepted packages are not reported.
 func TestCheckTestSleepsFinds(t *testing.T) {
@@ -99,20 +114,10 @@ func TestCheckTestSleepsFinds(t *testing.T) {
 		{ImportPath: m("internal/testwait"), Dir: dir, TestGoFiles: []string{"a_test.go"}},
 	})
 	vs, err := CheckTestSleeps(g, mod("internal/testwait"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, v := range vs {
-		got = append(got, v.String())
-	}
-	want := []string{
+	wantViolations(t, vs, err, []string{
 		"no-test-sleep: " + m("provisioner") + " a_test.go:3:12: time.Sleep",
 		"no-test-sleep: " + m("provisioner") + " x_test.go:3:12: tm.Sleep",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	})
 }
 
 // TestPureCoversEveryPackage pins the pure set, so that narrowing it (the old shell check skipped
@@ -344,20 +349,10 @@ func TestCheckClockFiles(t *testing.T) {
 		{ImportPath: m("provisioner"), Dir: dir, GoFiles: []string{"a.go"}},
 	})
 	vs, err := CheckClock(g, ClockRules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, v := range vs {
-		got = append(got, v.String())
-	}
-	want := []string{
+	wantViolations(t, vs, err, []string{
 		"pure-clock: " + m("simulator/x") + " a.go:3:11: time.Now",
 		"pure-clock: " + m("simulator/x") + " b_other.go:5:12: time.Sleep",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	})
 }
 
 // TestUnmatched checks that a rule naming a package that does not exist is reported.
