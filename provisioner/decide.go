@@ -248,8 +248,9 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 		start = cfg.Clock.Now()
 	}
 	d.inFlight = len(recs)
+	flying, bought := inFlight(recs, idx, s.ResourceSlices)
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
-		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: inFlight(recs, idx, s.ResourceSlices),
+		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: flying, Bought: bought,
 			MIGRelayout: cfg.MIGRelayout, Relayouting: relayouting}})
 	if cfg.Clock != nil {
 		d.SimulationTime = cfg.Clock.Since(start)
@@ -463,15 +464,22 @@ func placeholderChanges(existing, wanted []*corev1.Pod, class *schedulingv1.Prio
 // gap, when a node looks GPU-less and peers buy again). An in-flight node is named as its Node,
 // once registered (under whatever name), so that the simulator takes it for that Node and counts
 // the pods bound there; until then it keeps the planned name.
-func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceSlice) []simulator.InFlightNode {
+//
+// The records of the other nodes (registered, Ready, devices published) are returned as bought
+// nodes: the pods they were bought for, while still pending, go back there first.
+func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceSlice) ([]simulator.InFlightNode, []simulator.BoughtNode) {
 	sliced := slicedNodes(slices)
 	var out []simulator.InFlightNode
+	var bought []simulator.BoughtNode
 	for _, r := range recs {
 		name := r.NodeName
 		if n := idx.forRecord(r); n != nil {
 			// A GPU node is in flight until its devices show: device-plugin resources in its
 			// allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
 			if snapshot.IsNodeReady(n) && (devicesPublished(n, r) || sliced[n.Name]) {
+				if len(r.Pods) > 0 {
+					bought = append(bought, simulator.BoughtNode{Name: n.Name, Pods: r.Pods})
+				}
 				continue
 			}
 			name = n.Name
@@ -484,7 +492,7 @@ func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceS
 			Pods:           r.Pods,
 		})
 	}
-	return out
+	return out, bought
 }
 
 // slicedNodes returns the nodes that DRA ResourceSlices exist for.

@@ -338,7 +338,7 @@ func unsettled(s *State, idx nodeIndex) string {
 	if pending, _ := provisionablePods(s.Pods, s.Now, 0); len(pending) > 0 {
 		return fmt.Sprintf("%d pods are pending", len(pending))
 	}
-	if f := inFlight(s.Records, idx, s.ResourceSlices); len(f) > 0 {
+	if f, _ := inFlight(s.Records, idx, s.ResourceSlices); len(f) > 0 {
 		return fmt.Sprintf("%d launches are in flight", len(f))
 	}
 	return ""

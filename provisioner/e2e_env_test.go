@@ -30,7 +30,7 @@ import (
 // env is a real control plane, the simulated cloud playing kubelet and device plugin, and a
 // controller, all on loopback.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	cp      *controlplane.ControlPlane
 	kube    kubernetes.Interface
 	cat     *catalog.Catalog
@@ -135,13 +135,13 @@ func testConfig() provisioner.Config {
 	return cfg
 }
 
-func newEnv(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config)) *env {
+func newEnv(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config)) *env {
 	t.Helper()
 	return newEnvSetup(t, cp, cfg, tweak, nil)
 }
 
 // newEnvSetup is newEnv with setup adding to the options of the controller.
-func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
+func newEnvSetup(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	ctx := context.Background()
@@ -168,7 +168,9 @@ func newEnvSetup(t *testing.T, cp *controlplane.ControlPlane, cfg provisioner.Co
 // start (re)creates the cloud client and the controller, as a process restart would.
 func (e *env) start() {
 	e.t.Helper()
-	cloud, err := sim.New(e.simCfg, e.kube, clock.RealClock{})
+	// The simulated cloud plays the kubelets with a client of its own, as kubelets have their
+	// own rate limits: sharing the controller's would make the controller wait on the cloud.
+	cloud, err := sim.New(e.simCfg, kubernetes.NewForConfigOrDie(e.cp.RESTConfig()), clock.RealClock{})
 	if err != nil {
 		e.t.Fatal(err)
 	}

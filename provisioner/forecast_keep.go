@@ -43,9 +43,10 @@ func keptForForecast(s *State, recs []LaunchRecord, idx nodeIndex, busy map[stri
 	}
 	snap := s.snapshot(pending)
 	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, s.Now)
+	flying, bought := inFlight(recs, idx, snap.ResourceSlices)
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
 		// The seed predates the name "forecast demand"; it stays so that the plan does not change.
-		Options: simulator.Options{Now: s.Now, Seed: "reservations", InFlight: inFlight(recs, idx, snap.ResourceSlices)}})
+		Options: simulator.Options{Now: s.Now, Seed: "reservations", InFlight: flying, Bought: bought}})
 	if err != nil {
 		return nil, fmt.Errorf("planning the last expected pods: %w", err)
 	}

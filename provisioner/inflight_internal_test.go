@@ -35,7 +35,8 @@ func TestInFlightUntilDevicesShow(t *testing.T) {
 	slices := []*resourcev1.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "dra-gpu.nvidia.com-0"},
 		Spec: resourcev1.ResourceSliceSpec{NodeName: &name, Driver: "gpu.nvidia.com"}}}
 	var got []string
-	for _, f := range inFlight(recs, idx, slices) {
+	flying, _ := inFlight(recs, idx, slices)
+	for _, f := range flying {
 		got = append(got, f.Name)
 	}
 	want := []string{"plugin-waiting", "dra-waiting", "unregistered"}

@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -54,7 +56,7 @@ import (
 // Config.Reserve switches reservations off, to measure their effect.
 
 // reservationWorkers bounds the concurrent pod updates that add tolerations.
-const reservationWorkers = 8
+const reservationWorkers = 16
 
 // reservationTaint is the taint a node launched as launchID registers with.
 func reservationTaint(launchID string) corev1.Taint {
@@ -228,34 +230,31 @@ func validReservation(v string) bool {
 	return len(validation.IsValidLabelValue(v)) == 0 && v != ""
 }
 
-// addTolerations adds to the pod key the tolerations of the reservation values it lacks.
+// addTolerations adds to the pod key the tolerations of the reservation values it lacks, in one
+// JSON patch computed from the informer's copy of the pod (no GET, no read-modify-write of the
+// whole pod): the patch appends, so a concurrent writer's change to the pod is kept. A copy that
+// is a little stale can at worst append a toleration the pod already has, which is harmless.
 func (w *reservationWatch) addTolerations(ctx context.Context, key string, values []string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return err
 	}
-	pods := w.kube.CoreV1().Pods(ns)
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
-			return nil
-		}
-		changed := false
-		for _, v := range values {
-			if !toleratesReservation(p, v) {
-				p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: api.TaintReserved,
-					Operator: corev1.TolerationOpEqual, Value: v, Effect: corev1.TaintEffectNoSchedule})
-				changed = true
-			}
-		}
-		if changed {
-			_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
-		}
+	obj, ok, err := w.pods.GetStore().GetByKey(key)
+	if err != nil {
 		return err
-	})
+	}
+	if !ok {
+		return nil // deleted
+	}
+	p, isPod := obj.(*corev1.Pod)
+	if !isPod || p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+		return nil
+	}
+	patch, err := tolerationPatch(p, values)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = w.kube.CoreV1().Pods(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -271,6 +270,35 @@ func (w *reservationWatch) addTolerations(ctx context.Context, key string, value
 		w.held[v][key] = true
 	}
 	return nil
+}
+
+// tolerationPatch is the JSON patch that appends to p's tolerations those of the reservation
+// values it lacks (nil when it lacks none).
+func tolerationPatch(p *corev1.Pod, values []string) ([]byte, error) {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	var add []corev1.Toleration
+	for _, v := range values {
+		if !toleratesReservation(p, v) {
+			add = append(add, corev1.Toleration{Key: api.TaintReserved, Operator: corev1.TolerationOpEqual, Value: v,
+				Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	if len(add) == 0 {
+		return nil, nil
+	}
+	var ops []op
+	if p.Spec.Tolerations == nil {
+		ops = append(ops, op{Op: "add", Path: "/spec/tolerations", Value: add})
+	} else {
+		for _, t := range add {
+			ops = append(ops, op{Op: "add", Path: "/spec/tolerations/-", Value: t})
+		}
+	}
+	return json.Marshal(ops)
 }
 
 // release ends the reservations that are over and returns how long until the next one may end by

@@ -129,8 +129,16 @@ func (s *state) fail(pi *podInfo, f failure) {
 	}
 }
 
-// placeAssigned puts pending pods back on the in-flight nodes that were bought for them, with every
-// filter checked, before anything else is placed. Gang members are left to the gang logic.
+// placeAssigned puts pending pods back on the in-flight (or registered, Options.Bought) nodes
+// that were bought for them, with every filter checked, before anything else is placed. Gang
+// members are left to the gang logic.
+//
+// The pods are put back one from each node in turn, and those a filter refuses are tried again
+// after the others, until a round places none: the plan that bought the nodes was valid as a
+// whole, but a pod spread over zones (DoNotSchedule) can be refused while its group's pods of the
+// other zones are not back yet — put back node by node, a node's third pod of a group exceeds the
+// skew before the other zones' nodes hold theirs. Refused for that, the pod would be planned on a
+// new node, and its room on the in-flight node bought twice.
 func (s *state) placeAssigned() {
 	byKey := map[string]*podInfo{}
 	for _, pi := range s.pending {
@@ -138,17 +146,56 @@ func (s *state) placeAssigned() {
 			byKey[pi.key] = pi
 		}
 	}
-	for _, f := range s.in.Options.InFlight {
-		i := s.nodeIndex(f.Name)
-		if i < 0 || !s.nodes[i].inFlight {
-			continue
-		}
-		n := s.nodes[i]
-		for _, key := range f.Pods {
-			if pi := byKey[key]; pi != nil && !pi.assigned && s.tryNode(pi, n, restriction{node: n}) {
-				pi.assigned = true
+	type assignment struct {
+		pi *podInfo
+		n  *simNode
+	}
+	var perNode [][]assignment
+	add := func(i int, pods []string) {
+		var as []assignment
+		for _, key := range pods {
+			if pi := byKey[key]; pi != nil {
+				as = append(as, assignment{pi, s.nodes[i]})
 			}
 		}
+		perNode = append(perNode, as)
+	}
+	for _, f := range s.in.Options.InFlight {
+		if i := s.nodeIndex(f.Name); i >= 0 && s.nodes[i].inFlight {
+			add(i, f.Pods)
+		}
+	}
+	for _, b := range s.in.Options.Bought {
+		if i := s.nodeIndex(b.Name); i >= 0 && s.nodes[i].existing && s.nodes[i].available() {
+			add(i, b.Pods)
+		}
+	}
+	var todo []assignment
+	for k := 0; ; k++ {
+		more := false
+		for _, as := range perNode {
+			if k < len(as) {
+				todo = append(todo, as[k])
+				more = true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	for placed := true; placed && len(todo) > 0; {
+		placed = false
+		left := todo[:0]
+		for _, a := range todo {
+			switch {
+			case a.pi.assigned:
+			case s.tryNode(a.pi, a.n, restriction{node: a.n}):
+				a.pi.assigned, placed = true, true
+			default:
+				left = append(left, a)
+			}
+		}
+		todo = left
 	}
 	s.undo = s.undo[:0]
 }

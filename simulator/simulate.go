@@ -28,6 +28,11 @@ type Options struct {
 	// InFlight are nodes already being launched: the simulation counts them as existing capacity
 	// so that it never buys twice for the same pods.
 	InFlight []InFlightNode
+	// Bought are nodes that registered, but were bought for pods that may still be pending:
+	// re-planning puts those pods back on them first, as it does for in-flight nodes, so that a
+	// pod that arrived later does not take their room in the plan (the node's reservation keeps
+	// it from doing so in the cluster) and they are not bought for again.
+	Bought []BoughtNode
 	// MIGRelayout lets the plan re-partition idle GPUs of existing MIG nodes instead of buying
 	// (Plan.Relayouts, relayout.go). Only a caller that applies the re-layouts may set it: a plan
 	// that counts on a re-layout nobody applies buys nothing for its pods.
@@ -36,6 +41,12 @@ type Options struct {
 	// nvidia.com/mig.config.state is not success yet): each node counts with the allocatable its
 	// new layout gives, whatever its status shows meanwhile, and is not re-laid-out again.
 	Relayouting []api.NodeRelayout
+}
+
+// BoughtNode names a registered node and the pods (namespace/name) it was bought for.
+type BoughtNode struct {
+	Name string
+	Pods []string
 }
 
 // InFlightNode is a node that was bought but has not registered yet (or registered without its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,9 +36,9 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 }
 
-// Step brings every instance of the cluster to where the clock says it should be, in ID order:
+// Step brings every instance of the cluster to where the clock says it should be:
 // it finishes terminations, reclaims interrupted spot instances whose grace has passed, and for
-// every instance past its boot delay (unless it never registers) plays the kubelet — create the
+// every instance past its boot delay (several at once) (unless it never registers) plays the kubelet — create the
 // Node, post Ready, remove the not-ready taint, renew the Lease — and, past the device delay, the
 // device plugin and DRA driver: GPU extended resources, GPU labels and ResourceSlices. Each step
 // is idempotent. An instance's failure does not stop the others; the error joins them all.
@@ -49,12 +50,25 @@ func (p *Provider) Step(ctx context.Context) error {
 		return fmt.Errorf("stepping the sim cloud: %w", err)
 	}
 	now := p.clk.Now()
-	var errs []error
-	for i := range recs {
-		if err := p.reconcile(ctx, &recs[i], now); err != nil {
-			errs = append(errs, fmt.Errorf("instance %s (node %s): %w", recs[i].ID, recs[i].NodeName, err))
-		}
+	// Instances are independent, as kubelets are: they are reconciled by stepWorkers at once, so
+	// that a hundred booting nodes register in one step's time rather than one after another.
+	errs := make([]error, len(recs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(stepWorkers, len(recs)) {
+		wg.Go(func() {
+			for i := range work {
+				if err := p.reconcile(ctx, &recs[i], now); err != nil {
+					errs[i] = fmt.Errorf("instance %s (node %s): %w", recs[i].ID, recs[i].NodeName, err)
+				}
+			}
+		})
 	}
+	for i := range recs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 	if p.cfg.RunPods {
 		if err := p.runPods(ctx, recs, now); err != nil {
 			errs = append(errs, err)
@@ -62,6 +76,9 @@ func (p *Provider) Step(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// stepWorkers is how many instances Step reconciles at once.
+const stepWorkers = 16
 
 // reconcile advances one instance.
 func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) error {
