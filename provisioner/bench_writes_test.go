@@ -40,7 +40,7 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 			switch p := r.URL.Path; {
 			case strings.Contains(p, "/events"):
 				w.events.Add(1)
-			case strings.Contains(p, "/launchrecords") || strings.Contains(p, "/configmaps/"+provisioner.RecordsConfigMap) ||
+			case strings.Contains(p, "/launchrecords") || strings.Contains(p, "/configmaps/"+provisioner.LegacyRecordsConfigMap) ||
 				strings.HasSuffix(p, "/configmaps"):
 				w.records.Add(1)
 				w.writes.Add(1)
@@ -74,6 +74,7 @@ func BenchmarkWritePath(b *testing.B) {
 	setup.QPS, setup.Burst = 1000, 2000
 	kube := kubernetes.NewForConfigOrDie(setup)
 	ctx := context.Background()
+	installCRDs(b, cp)
 	for _, ns := range []string{"tiler-system"} {
 		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)

@@ -3,22 +3,39 @@ package provisioner_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/tiler-dev/tiler/deploy/crds"
+	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/provisioner"
 )
 
+// installCRDs installs Tiler's CustomResourceDefinitions (deploy/crds) on the control plane and
+// returns an admin client for them.
+func installCRDs(t testing.TB, cp *controlplane.ControlPlane) dynamic.Interface {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
+	if err := crds.Install(context.Background(), dyn, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
 // withRecordsClient gives opts the launch records' client built from rc.
-func withRecordsClient(*provisioner.Options, *rest.Config) {}
+func withRecordsClient(opts *provisioner.Options, rc *rest.Config) {
+	opts.Dynamic = dynamic.NewForConfigOrDie(rc)
+}
 
 // cleanRecords deletes every launch record in tiler-system.
-func cleanRecords(b testing.TB, rc *rest.Config) {
-	b.Helper()
-	err := kubernetes.NewForConfigOrDie(rc).CoreV1().ConfigMaps("tiler-system").Delete(context.Background(), provisioner.RecordsConfigMap, metav1.DeleteOptions{})
+func cleanRecords(t testing.TB, rc *rest.Config) {
+	t.Helper()
+	err := dynamic.NewForConfigOrDie(rc).Resource(provisioner.LaunchRecordsResource).Namespace("tiler-system").
+		DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 }
