@@ -73,12 +73,21 @@ func TestRunAWSWire(t *testing.T) {
 
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
-	if err := crds.Install(context.Background(), dyn, time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the launch records' CustomResourceDefinition the controller does not start, and
+	// says which to install.
+	bare, err := newRuntime(ctx, cfg, rf, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("newRuntime: %v", err)
+	}
+	if err := bare.ctrl.Run(ctx); err == nil || !strings.Contains(err.Error(), provisioner.LaunchRecordsCRD+" is not installed") {
+		t.Fatalf("run without the CRD: %v, want an error naming %s", err, provisioner.LaunchRecordsCRD)
+	}
+	if err := crds.Install(ctx, dyn, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := newRuntime(ctx, cfg, rf, zaptest.NewLogger(t))
