@@ -30,7 +30,7 @@ import (
 // writeCounter counts the API writes (POST, PUT, PATCH, DELETE) a client sends, those to the
 // launch records apart, and Events apart (the event broadcaster's, which are not the write path).
 type writeCounter struct {
-	writes, records, events atomic.Int64
+	writes, records, pods, events, conflicts atomic.Int64
 }
 
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -44,15 +44,26 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 				strings.HasSuffix(p, "/configmaps"):
 				w.records.Add(1)
 				w.writes.Add(1)
+			case strings.Contains(p, "/pods/"):
+				w.pods.Add(1)
+				w.writes.Add(1)
 			default:
 				w.writes.Add(1)
 			}
 		}
-		return rt.RoundTrip(r)
+		resp, err := rt.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusConflict {
+			w.conflicts.Add(1)
+		}
+		return resp, err
 	})
 }
 
-func (w *writeCounter) reset() { w.writes.Store(0); w.records.Store(0); w.events.Store(0) }
+func (w *writeCounter) reset() {
+	for _, c := range []*atomic.Int64{&w.writes, &w.records, &w.pods, &w.events, &w.conflicts} {
+		c.Store(0)
+	}
+}
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
@@ -63,7 +74,8 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // default configuration (nominations and node reservations on) and the API client sized as `tiler
 // run` sizes it (QPS 200, burst 300). It reports the API writes the batch sends per planned pod
 // (writes/pod: launch records, pod tolerations and nominations, but not Events), the launch-record
-// writes of the batch (record_writes), and the batch's wall time (s/op, from the first informer read
+// writes (record_writes) and pod writes (pod_writes) among them, the 409 Conflict answers
+// (conflicts), and the batch's wall time (s/op, from the first informer read
 // to the last launch call returning). The cloud is in memory: launches succeed at once.
 //
 // go test ./provisioner/ -run '^$' -bench BenchmarkWritePath -benchtime 1x
@@ -85,7 +97,7 @@ func BenchmarkWritePath(b *testing.B) {
 		b.Fatal(err)
 	}
 	var wall time.Duration
-	var writes, records, events int64
+	var writes, records, pods, events, conflicts int64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		ns := fmt.Sprintf("bench-%d", i)
@@ -129,6 +141,8 @@ func BenchmarkWritePath(b *testing.B) {
 		writes += counter.writes.Load()
 		records += counter.records.Load()
 		events += counter.events.Load()
+		pods += counter.pods.Load()
+		conflicts += counter.conflicts.Load()
 		cancel()
 		if err := kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			b.Fatal(err)
@@ -139,6 +153,8 @@ func BenchmarkWritePath(b *testing.B) {
 	b.ReportMetric(float64(writes)/float64(b.N*pending), "writes/pod")
 	b.ReportMetric(float64(records)/float64(b.N), "record_writes")
 	b.ReportMetric(float64(events)/float64(b.N), "event_writes")
+	b.ReportMetric(float64(pods)/float64(b.N), "pod_writes")
+	b.ReportMetric(float64(conflicts)/float64(b.N), "conflicts")
 }
 
 // plannedPods counts the pods the batch's plan put on new nodes.
