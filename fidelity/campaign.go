@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -69,7 +70,12 @@ func (c Campaign) Run(ctx context.Context) (*Report, error) {
 			cp.Stop()
 			return nil, nil, fmt.Errorf("building a client for the control plane: %w", err)
 		}
-		return cp, NewHarness(kube, dir, c.Log, c.Timing), nil
+		dyn, err := dynamic.NewForConfig(cp.RESTConfig())
+		if err != nil {
+			cp.Stop()
+			return nil, nil, fmt.Errorf("building a client for the control plane: %w", err)
+		}
+		return cp, NewHarness(kube, dyn, dir, c.Log, c.Timing), nil
 	}
 	cp, h, err := start()
 	if err != nil {

@@ -304,7 +304,7 @@ func (r *run) cleanup(ctx context.Context) error {
 		_ = kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{})
 	}
 	cms := kube.CoreV1().ConfigMaps(ControllerNamespace)
-	if err := ignoreNotFound(cms.Delete(ctx, provisioner.RecordsConfigMap, metav1.DeleteOptions{})); err != nil {
+	if err := r.h.dyn.Resource(provisioner.LaunchRecordsResource).Namespace(ControllerNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		errs = append(errs, fmt.Errorf("deleting the launch records: %w", err))
 	}
 	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: api.LabelCostPolicy}); err != nil {

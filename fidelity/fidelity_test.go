@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -152,5 +153,5 @@ func newTestHarness(t *testing.T, cp *controlplane.ControlPlane) *Harness {
 	if os.Getenv("FIDELITY_LOG") == "1" {
 		log = zaptest.NewLogger(t)
 	}
-	return NewHarness(kubernetes.NewForConfigOrDie(cp.RESTConfig()), t.TempDir(), log, Timing{})
+	return NewHarness(kubernetes.NewForConfigOrDie(cp.RESTConfig()), dynamic.NewForConfigOrDie(cp.RESTConfig()), t.TempDir(), log, Timing{})
 }

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/deploy/crds"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -70,6 +72,7 @@ const policyConfigMap = "fidelity-policy"
 // Nodes, so it must be the only user of the cluster's nodes. Runs are sequential.
 type Harness struct {
 	kube   kubernetes.Interface
+	dyn    dynamic.Interface // the launch records
 	dir    string
 	log    *zap.Logger
 	timing Timing
@@ -79,11 +82,11 @@ type Harness struct {
 
 // NewHarness returns a harness over the API server that kube talks to. dir receives the simulated
 // cloud's state files; log receives the controller's and the cloud's logs (nil: none).
-func NewHarness(kube kubernetes.Interface, dir string, log *zap.Logger, timing Timing) *Harness {
+func NewHarness(kube kubernetes.Interface, dyn dynamic.Interface, dir string, log *zap.Logger, timing Timing) *Harness {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Harness{kube: kube, dir: dir, log: log, timing: timing.withDefaults()}
+	return &Harness{kube: kube, dyn: dyn, dir: dir, log: log, timing: timing.withDefaults()}
 }
 
 // run is the state of one run of a scenario.
@@ -132,6 +135,9 @@ func (h *Harness) setup(ctx context.Context) error {
 	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ControllerNamespace, err)
 	}
+	if err := crds.Install(ctx, h.dyn, time.Minute); err != nil {
+		return err
+	}
 	h.ready = true
 	return nil
 }
@@ -172,7 +178,7 @@ func (r *run) run(ctx context.Context) error {
 	cfg.RegistrationTimeout, cfg.EmptyNodeTTL = 5*time.Minute, time.Hour
 	// Fidelity measures purchases: no consolidation moves the fleet under the measurement.
 	cfg.DisruptionInterval = 0
-	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: h.kube, Provider: r.cloud, Catalog: cat, Clock: clock.RealClock{},
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: h.kube, Dynamic: h.dyn, Provider: r.cloud, Catalog: cat, Clock: clock.RealClock{},
 		Logger: h.log.With(zap.String("run", r.id)), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)

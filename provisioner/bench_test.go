@@ -74,7 +74,7 @@ func newBenchController(b *testing.B, objs []kruntime.Object) *provisioner.Contr
 	cat, _ := catalog.Embedded("aws-us-east-1")
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
-	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: &memCloud{byID: map[string]*cloudprovider.Instance{}},
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: provisioner.FakeRecordsClient(), Provider: &memCloud{byID: map[string]*cloudprovider.Instance{}},
 		Catalog: cat, Clock: clock.RealClock{}, Logger: zap.NewNop(), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		b.Fatal(err)
@@ -122,7 +122,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 		objs = nil
 		before := heapMiB()
 		cat, _ := catalog.Embedded("aws-us-east-1")
-		ctrl, err := provisioner.New(provisioner.Options{Config: provisioner.DefaultConfig(), Kube: kube,
+		ctrl, err := provisioner.New(provisioner.Options{Config: provisioner.DefaultConfig(), Kube: kube, Dynamic: provisioner.FakeRecordsClient(),
 			Provider: &memCloud{byID: map[string]*cloudprovider.Instance{}}, Catalog: cat, Clock: clock.RealClock{}, Logger: zap.NewNop(),
 			Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 		if err != nil {

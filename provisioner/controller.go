@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -122,6 +123,9 @@ type Options struct {
 	Config Config
 	// Kube is the API server's client. Required.
 	Kube kubernetes.Interface
+	// Dynamic is the API server's client for the launch records (LaunchRecord objects,
+	// LaunchRecordsResource), built from the same configuration as Kube. Required.
+	Dynamic dynamic.Interface
 	// Provider launches and deletes the cloud's instances. Required.
 	Provider cloudprovider.Provider
 	// Catalog is the catalog to buy from, prices applied. Required.
@@ -161,6 +165,8 @@ func New(opts Options) (*Controller, error) {
 	switch {
 	case opts.Kube == nil:
 		return nil, errors.New("provisioner: Options.Kube must be set")
+	case opts.Dynamic == nil:
+		return nil, errors.New("provisioner: Options.Dynamic (the launch records' client) must be set")
 	case opts.Provider == nil:
 		return nil, errors.New("provisioner: Options.Provider must be set")
 	case opts.Catalog == nil:
@@ -194,7 +200,7 @@ func New(opts Options) (*Controller, error) {
 		interruptions: opts.Interruptions,
 		prescaler:     opts.Prescaler,
 		onBatch:       opts.OnBatch,
-		records:       &recordStore{kube: kube, namespace: cfg.Namespace},
+		records:       newRecordStore(opts.Dynamic, kube, cfg.Namespace, log.Named("provisioner")),
 		unavailable:   cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
 		policyRV:      map[string]string{},
 		memory:        NewMemory(),
@@ -233,7 +239,7 @@ func (c *Controller) registerInformers() {
 	pods, nodes, slices := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer(), f.Resource().V1().ResourceSlices().Informer()
 	if c.cfg.Nominate {
 		c.nominations = newNominationWatch(nominationDeps{kube: c.kube, pods: pods, nodes: nodes, slices: slices,
-			namespace: c.cfg.Namespace, clock: c.clock, log: c.log})
+			records: c.records, clock: c.clock, log: c.log})
 		c.nominations.register()
 	}
 	if c.cfg.Reserve {
@@ -271,6 +277,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("informer cache for %v did not sync", t)
 		}
+	}
+	if err := c.records.start(ctx); err != nil {
+		return err
 	}
 	if c.reservations != nil {
 		c.reservations.start(ctx)

@@ -39,7 +39,7 @@ func TestRunCollectsGarbage(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.GarbageCollectPeriod = time.Hour
 	cloud := gcCloud{calls: make(chan struct{}, 10)}
-	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clk,
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: provisioner.FakeRecordsClient(), Provider: cloud, Catalog: cat, Clock: clk,
 		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package provisioner_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ func testCloudAPIFailuresRetried(t *testing.T, cp *controlplane.ControlPlane) {
 	if err != nil || len(insts) != 1 {
 		t.Errorf("%d instances (%v), want 1", len(insts), err)
 	}
-	rec := launchRecord(t, e.kube, e.cfg.Namespace, bound["default/apifail-a"])
+	rec := launchRecord(t, e.dyn, e.cfg.Namespace, bound["default/apifail-a"])
 	if rec.LaunchAttempts != 2 || rec.InstanceID == "" || !strings.Contains(rec.LastError, sim.CodeInternal) {
 		t.Errorf("record: %d failed attempts, instance %q, last error %q; want 2, the instance, the %s", rec.LaunchAttempts, rec.InstanceID, rec.LastError, sim.CodeInternal)
 	}
@@ -110,19 +109,11 @@ func testLostLaunchAnswerAcrossRestart(t *testing.T, cp *controlplane.ControlPla
 // launchRecords reads every launch record.
 func launchRecords(t *testing.T, e *env) []provisioner.LaunchRecord {
 	t.Helper()
-	cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	recs, err := provisioner.ListRecords(context.Background(), e.dyn, e.cfg.Namespace)
 	if err != nil {
-		return nil
+		t.Fatal(err)
 	}
-	var out []provisioner.LaunchRecord
-	for _, v := range cm.Data {
-		var r provisioner.LaunchRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return recs
 }
 
 // testNoLeakWhenListFails: the cloud launches the instance but loses the answer, and the instance

@@ -2,7 +2,6 @@ package provisioner_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -186,19 +185,11 @@ func podReady(p *corev1.Pod) bool {
 // records reads the launch records.
 func (e *env) records() []provisioner.LaunchRecord {
 	e.t.Helper()
-	cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	recs, err := provisioner.ListRecords(context.Background(), e.dyn, e.cfg.Namespace)
 	if err != nil {
-		return nil
+		e.t.Fatal(err)
 	}
-	var out []provisioner.LaunchRecord
-	for _, v := range cm.Data {
-		var r provisioner.LaunchRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return recs
 }
 
 // fleetCost is the price of every launch Tiler has on record.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -33,6 +34,7 @@ type env struct {
 	t       testing.TB
 	cp      *controlplane.ControlPlane
 	kube    kubernetes.Interface
+	dyn     dynamic.Interface // the launch records, as the admin
 	cat     *catalog.Catalog
 	simCfg  sim.Config
 	cloud   *sim.Provider
@@ -144,6 +146,7 @@ func newEnv(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config,
 func newEnvSetup(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
 	t.Helper()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	dyn := installCRDs(t, cp)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
@@ -160,7 +163,7 @@ func newEnvSetup(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Co
 	if tweak != nil {
 		tweak(&simCfg)
 	}
-	e := &env{t: t, cp: cp, kube: kube, cat: cat, simCfg: simCfg, cfg: cfg, setup: setup, batches: &batchLog{}}
+	e := &env{t: t, cp: cp, kube: kube, dyn: dyn, cat: cat, simCfg: simCfg, cfg: cfg, setup: setup, batches: &batchLog{}}
 	e.start()
 	return e
 }
@@ -260,7 +263,7 @@ func named(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i)
 func (e *env) newController(cloud cloudprovider.Provider, interruptions cloudprovider.InterruptionSource) *provisioner.Controller {
 	e.t.Helper()
 	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
-	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
+	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Dynamic: e.dyn, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
 		Logger: zaptest.NewLogger(e.t), Metrics: e.metrics, Interruptions: interruptions, OnBatch: e.batches.observe}
 	if e.setup != nil {
 		e.setup(&opts)

@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -59,20 +60,24 @@ func TestRBAC(t *testing.T) {
 	applyManifestRBAC(t, admin, deployManifest)
 	denied := &manifest.Denied{}
 	tiler := kubernetes.NewForConfigOrDie(manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, denied.Wrap))
+	// The launch records' CustomResourceDefinition is installed by the admin (deploy/crds); the
+	// controller reads and writes LaunchRecords as the service account.
+	installCRDs(t, cp)
+	tilerDyn := dynamic.NewForConfigOrDie(manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, denied.Wrap))
 	waitRBACActive(t, manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, nil))
 
 	logs, observed := observer.New(zapcore.DebugLevel)
 	log := zaptest.NewLogger(t, zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, logs) })))
 	// Runs also when a step below gives up waiting, to name the missing permission.
 	t.Cleanup(func() { reportRefusals(t, denied, observed) })
-	e := startRBACController(t, cp, admin, tiler, log, nil)
+	e := startRBACController(t, cp, admin, tiler, tilerDyn, log, nil)
 
 	bound := testRBACProvisions(t, e)
 	testRBACInterruption(t, e, bound)
 	testRBACRemovesEmptyNodes(t, e)
 	e.stop()
 	testRBACPrescaler(t, admin, tiler, log)
-	testRBACPlaceholders(t, cp, admin, tiler, log)
+	testRBACPlaceholders(t, cp, admin, tiler, tilerDyn, log)
 	// Events go out asynchronously and nothing marks the moment the last one has been written:
 	// give them two seconds to be refused (reportRefusals names what was, at cleanup).
 	testwait.StaysFalse(t, testwait.Slow, "the API server refused a request of the service account", 2*time.Second,
@@ -101,7 +106,7 @@ func reportRefusals(t *testing.T, denied *manifest.Denied, observed *observer.Ob
 // the service account's, in an env the e2e helpers accept. Empty nodes go after 10 s so that the
 // test can see the controller delete them; spot interruptions keep the node for 2 min (the
 // simulated cloud's default), long enough to see it cordoned and drained.
-func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger,
+func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, tilerDyn dynamic.Interface, log *zap.Logger,
 	setup func(*provisioner.Options)) *env {
 	t.Helper()
 	cfg := testConfig()
@@ -118,7 +123,7 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 	}
 	metrics := provisioner.NewMetrics(prometheus.NewRegistry())
 	batches := &batchLog{}
-	opts := provisioner.Options{Config: cfg, Kube: tiler, Provider: cloud, Catalog: cat, Clock: clock.RealClock{}, Logger: log,
+	opts := provisioner.Options{Config: cfg, Kube: tiler, Dynamic: tilerDyn, Provider: cloud, Catalog: cat, Clock: clock.RealClock{}, Logger: log,
 		Metrics: metrics, Interruptions: cloud.Interruptions(), OnBatch: batches.observe}
 	if setup != nil {
 		setup(&opts)
@@ -135,7 +140,7 @@ func startRBACController(t *testing.T, cp *controlplane.ControlPlane, admin, til
 			t.Errorf("controller: %v", err)
 		}
 	}()
-	return &env{t: t, cp: cp, kube: admin, cat: cat, simCfg: simCfg, cloud: cloud, ctrl: ctrl, metrics: metrics,
+	return &env{t: t, cp: cp, kube: admin, dyn: dynamic.NewForConfigOrDie(cp.RESTConfig()), cat: cat, simCfg: simCfg, cloud: cloud, ctrl: ctrl, metrics: metrics,
 		cancel: cancel, cfg: cfg, started: time.Now(), batches: batches}
 }
 
@@ -235,8 +240,8 @@ func testRBACRemovesEmptyNodes(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, testwait.Slow, "the empty nodes and their launch records to be removed", 90*time.Second, func() bool {
-		cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(ctx, provisioner.RecordsConfigMap, metav1.GetOptions{})
-		return err == nil && len(cm.Data) == 0 && len(e.managedNodes()) == 0
+		recs, err := provisioner.ListRecords(ctx, e.dyn, e.cfg.Namespace)
+		return err == nil && len(recs) == 0 && len(e.managedNodes()) == 0
 	})
 }
 
@@ -274,7 +279,7 @@ func testRBACPrescaler(t *testing.T, admin, tiler kubernetes.Interface, log *zap
 // testRBACPlaceholders runs the controller with a pre-scaler whose forecast asks for placeholder
 // pods, as the service account: it creates their PriorityClass and the pods in tiler-system, and
 // deletes them once the forecast is gone.
-func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger) {
+func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, tilerDyn dynamic.Interface, log *zap.Logger) {
 	ctx := context.Background()
 	if _, err := admin.CoreV1().ConfigMaps("tiler-system").Update(ctx, prescaletest.PolicyConfigMap("cost-policy", placeholderPolicy), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -282,7 +287,7 @@ func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, ti
 	fp := prescaletest.NewFakeProm()
 	fp.Series[prescaletest.ChatQuery] = prescaletest.Diurnal
 	clk := clocktesting.NewFakeClock(prescaletest.At(5, 0))
-	e := startRBACController(t, cp, admin, tiler, log, func(o *provisioner.Options) {
+	e := startRBACController(t, cp, admin, tiler, tilerDyn, log, func(o *provisioner.Options) {
 		p, err := prescale.New(prescale.Config{Namespace: "tiler-system"}, tiler, fp, clk, log, nil, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)

@@ -167,7 +167,7 @@ func testInsufficientCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	if n := collectorSeries(e.metrics.LaunchFailures); n != 0 {
 		t.Errorf("%d launch failure series, want none: the fallback launched in the same call", n)
 	}
-	rec := launchRecord(t, e.kube, e.cfg.Namespace, node.Name)
+	rec := launchRecord(t, e.dyn, e.cfg.Namespace, node.Name)
 	if string(rec.InstanceType) != got || rec.Zone != node.Labels[corev1.LabelTopologyZone] ||
 		string(rec.CapacityType) != node.Labels[api.LabelCapacityType] || rec.PricePerHour <= 0 {
 		t.Errorf("launch record %s %s %s $%v; the node is %s in %s, %s", rec.InstanceType, rec.Zone, rec.CapacityType,

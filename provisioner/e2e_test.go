@@ -13,6 +13,7 @@ import (
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -90,7 +91,7 @@ func (e *env) cleanup(pods []*corev1.Pod) {
 	for _, i := range insts {
 		_ = e.cloud.Delete(ctx, i.ID)
 	}
-	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(ctx, "tiler-launches", metav1.DeleteOptions{})
+	_ = e.dyn.Resource(provisioner.LaunchRecordsResource).Namespace(e.cfg.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: "tiler.dev/cost-policy"})
 	// Not fatal: a scenario ends once its nodes are gone or after 30 s.

@@ -2,7 +2,6 @@ package provisioner_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -86,7 +85,8 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	cfg := provisioner.DefaultConfig()
 	cfg.Nominate = false
 	reg := prometheus.NewRegistry()
-	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clk,
+	dyn := provisioner.FakeRecordsClient()
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: dyn, Provider: cloud, Catalog: cat, Clock: clk,
 		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	if bought.InstanceType == "" {
 		t.Fatalf("every fallback is of the refused type %s: %+v", first.InstanceType, node.Fallbacks)
 	}
-	rec := launchRecord(t, kube, cfg.Namespace, node.Name)
+	rec := launchRecord(t, dyn, cfg.Namespace, node.Name)
 	if rec.InstanceType != bought.InstanceType || rec.Zone != bought.Zone || rec.CapacityType != bought.CapacityType ||
 		rec.PricePerHour != bought.PricePerHour || rec.InstanceID != "i-"+node.Name {
 		t.Errorf("record %s %s %s $%v %s, want the launched %+v and instance i-%s", rec.InstanceType, rec.Zone, rec.CapacityType,
@@ -172,22 +172,18 @@ func TestLaunchFallbackRecordsWhatWasBought(t *testing.T) {
 	}
 }
 
-// launchRecord reads the launch record of a node from the records ConfigMap.
-func launchRecord(t *testing.T, kube kubernetes.Interface, namespace, node string) provisioner.LaunchRecord {
+// launchRecord reads the launch record of a node.
+func launchRecord(t *testing.T, dyn dynamic.Interface, namespace, node string) provisioner.LaunchRecord {
 	t.Helper()
-	cm, err := kube.CoreV1().ConfigMaps(namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	recs, err := provisioner.ListRecords(context.Background(), dyn, namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range cm.Data {
-		var r provisioner.LaunchRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range recs {
 		if r.NodeName == node {
 			return r
 		}
 	}
-	t.Fatalf("no launch record of %s in %v", node, cm.Data)
+	t.Fatalf("no launch record of %s in %+v", node, recs)
 	return provisioner.LaunchRecord{}
 }

@@ -2,7 +2,6 @@ package provisioner_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -70,21 +69,23 @@ func TestHousekeepingKeepsNodesForForecast(t *testing.T) {
 	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
 	alloc := simtest.Resources("cpu", "15890m", "memory", "60Gi", "pods", "110")
-	recs := map[string]string{}
+	var recs []kruntime.Object
 	objs := []kruntime.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}}
 	for _, name := range []string{"tiler-a", "tiler-b"} {
 		objs = append(objs, simtest.Node(name, "m7i.4xlarge", "us-east-1a", alloc))
-		b, _ := json.Marshal(provisioner.LaunchRecord{
+		rec, err := provisioner.RecordObject(provisioner.LaunchRecord{
 			PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.4xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.8},
 			LaunchID:       name,
 			NodeName:       name,
 			Pool:           "default",
 			InstanceID:     "i-" + name,
 			CreatedAt:      now.Add(-time.Hour),
-		})
-		recs[name] = string(b)
+		}, "tiler-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
 	}
-	objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: provisioner.RecordsConfigMap, Namespace: "tiler-system"}, Data: recs})
 	kube := fake.NewClientset(objs...)
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
@@ -95,7 +96,7 @@ func TestHousekeepingKeepsNodesForForecast(t *testing.T) {
 	cfg.EmptyNodeTTL = 10 * time.Minute
 	held := &heldPrescaler{}
 	held.set(simtest.Pod("tiler-expected-web-0").Namespace("web").Label(api.LabelForecastDemand, "web").CPU("4").Mem("8Gi").Obj())
-	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: nopCloud{}, Catalog: cat, Clock: clk,
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: provisioner.FakeRecordsClient(recs...), Provider: nopCloud{}, Catalog: cat, Clock: clk,
 		Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(prometheus.NewRegistry()), Prescaler: held})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 )
 
 // launch buys the plan's new nodes, whose launch records (Decision.Launch) it stamps with the time
-// they are written. All are written in one update BEFORE any cloud call, then the launches run in
+// they are written. Each is created as its own object BEFORE any cloud call (in parallel), then the launches run in
 // parallel. When the cloud answers that the offering is unavailable, it is marked so and its
 // record dropped, and a new batch is requested so that its pods are re-planned on the next
 // offering. Offerings a provider reports unavailable on the way to a successful launch
@@ -98,7 +98,8 @@ func launchRetryDelay(cfg Config, attempts int) time.Duration {
 	return min(d, cfg.LaunchRetryMax)
 }
 
-// maxLastError bounds the error a launch record keeps: records share one ConfigMap.
+// maxLastError bounds the error a launch record keeps: records stay small (every watch of them carries
+// them whole).
 const maxLastError = 512
 
 func recordFor(n api.NewNode, now time.Time, pol *policy.CostPolicy) LaunchRecord {

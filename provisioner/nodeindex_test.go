@@ -182,7 +182,7 @@ func newEKSEnvWith(t *testing.T, opts Options, cloud *eksCloud, objs ...kruntime
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}})
 	e := &eksEnv{t: t, kube: fake.NewClientset(objs...), cloud: cloud, cfg: cfg, reg: prometheus.NewRegistry(),
 		clk: clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))}
-	opts.Kube, opts.Provider, opts.Catalog, opts.Clock, opts.Logger, opts.Metrics = e.kube, cloud, cat, e.clk, zaptest.NewLogger(t), NewMetrics(e.reg)
+	opts.Kube, opts.Dynamic, opts.Provider, opts.Catalog, opts.Clock, opts.Logger, opts.Metrics = e.kube, FakeRecordsClient(), cloud, cat, e.clk, zaptest.NewLogger(t), NewMetrics(e.reg)
 	e.ctrl, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -378,9 +378,10 @@ func (e *eksEnv) gauge(name string) float64 {
 	return 0
 }
 
-// recordsConfigMap holds recs in the launch-records ConfigMap of cfg.
+// recordsConfigMap holds recs in the launch-records ConfigMap of earlier versions in cfg's
+// namespace: the controller migrates them when it starts.
 func recordsConfigMap(cfg Config, recs ...LaunchRecord) *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: RecordsConfigMap}, Data: map[string]string{}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: LegacyRecordsConfigMap}, Data: map[string]string{}}
 	for _, r := range recs {
 		b, _ := json.Marshal(r)
 		cm.Data[r.LaunchID] = string(b)

@@ -1,7 +1,6 @@
 package provisioner
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -206,18 +205,6 @@ func TestChangedPods(t *testing.T) {
 	want := map[string]bool{"ns/a": true, "ns/b": true, "ns/d": true, "ns/e": true}
 	if diff := cmp.Diff(want, changedPods(before, after)); diff != "" {
 		t.Errorf("changedPods (-want +got):\n%s", diff)
-	}
-}
-
-func TestParseRecords(t *testing.T) {
-	good, _ := json.Marshal(LaunchRecord{LaunchID: "l1", NodeName: "n1", Pods: []string{"ns/a"}})
-	cm := &corev1.ConfigMap{Data: map[string]string{"l1": string(good), "l2": "{"}}
-	recs, err := parseRecords(cm)
-	if err == nil {
-		t.Error("want an error for the unreadable record l2")
-	}
-	if len(recs) != 1 || recs[0].NodeName != "n1" {
-		t.Errorf("records = %+v, want the readable one", recs)
 	}
 }
 

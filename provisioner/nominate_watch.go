@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -44,12 +42,12 @@ type nominationWatch struct {
 	slices cache.SharedIndexInformer // the controller's ResourceSlice informer
 	clock  clock.WithTicker
 	log    *zap.Logger
-	// records watches the launch-records ConfigMap only.
-	records informers.SharedInformerFactory
+	// records are the controller's launch records, whose informer the watch follows.
+	records *recordStore
 	queue   workqueue.TypedRateLimitingInterface[string]
 
 	mu      sync.Mutex
-	plan    *nominationPlan           // from the launch-records ConfigMap
+	plan    *nominationPlan           // from the launch records
 	usable  map[string]time.Time      // node → when it was first seen usable
 	phases  map[string]nodePhase      // node → its phase at its last event
 	cleared map[string]nominationLoss // pod key → the scheduler's clears of Tiler's nomination
@@ -76,12 +74,11 @@ func (l nominationLoss) retryAt() time.Time {
 }
 
 // nominationDeps are what the nomination watch needs: the API server's client, the controller's
-// pod, node and ResourceSlice informers, the namespace of the launch records, a clock and a
-// logger.
+// pod, node and ResourceSlice informers, the launch records, a clock and a logger.
 type nominationDeps struct {
 	kube                kubernetes.Interface
 	pods, nodes, slices cache.SharedIndexInformer
-	namespace           string
+	records             *recordStore
 	clock               clock.WithTicker
 	log                 *zap.Logger
 }
@@ -89,9 +86,8 @@ type nominationDeps struct {
 func newNominationWatch(d nominationDeps) *nominationWatch {
 	return &nominationWatch{
 		kube: d.kube, pods: d.pods, nodes: d.nodes, slices: d.slices, clock: d.clock,
-		log: d.log.Named("nominations"),
-		records: informers.NewSharedInformerFactoryWithOptions(d.kube, 0, informers.WithNamespace(d.namespace),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + RecordsConfigMap })),
+		log:     d.log.Named("nominations"),
+		records: d.records,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](nominationRetryMin, nominationRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Clock: d.clock}),
@@ -126,29 +122,12 @@ func (w *nominationWatch) register() {
 			}
 		},
 	})
-	_, _ = w.records.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.onRecords,
-		UpdateFunc: func(_, o any) { w.onRecords(o) },
-		DeleteFunc: func(o any) {
-			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = t.Obj
-			}
-			if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == RecordsConfigMap {
-				w.setPlan(newNominationPlan(nil))
-			}
-		},
-	})
+	w.records.onChange(w.onRecords)
 }
 
-// start starts the launch-records informer, waits for it and starts the workers, which stop
-// when ctx ends. Call it after the controller's informers have started.
+// start starts the workers, which stop when ctx ends. Call it after the controller's informers
+// and the launch records' have synced.
 func (w *nominationWatch) start(ctx context.Context) error {
-	w.records.Start(ctx.Done())
-	for t, ok := range w.records.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer cache for %v did not sync", t)
-		}
-	}
 	go func() {
 		<-ctx.Done()
 		w.queue.ShutDown()
@@ -165,7 +144,7 @@ func (w *nominationWatch) start(ctx context.Context) error {
 // synced reports whether the launch records are known; decisions before would clear nominations
 // whose records have not been read yet.
 func (w *nominationWatch) synced() bool {
-	return w.records.Core().V1().ConfigMaps().Informer().HasSynced()
+	return w.records.synced()
 }
 
 // enqueue queues the pod when its nomination should change; the worker decides again and waits
@@ -328,14 +307,10 @@ func (w *nominationWatch) onNode(o any) {
 	}
 }
 
-// onRecords rebuilds the plan from the launch-records ConfigMap and queues the pods whose planned
-// node, or its launch state, changed.
-func (w *nominationWatch) onRecords(o any) {
-	cm, ok := o.(*corev1.ConfigMap)
-	if !ok || cm.Name != RecordsConfigMap {
-		return
-	}
-	recs, err := parseRecords(cm)
+// onRecords rebuilds the plan from the launch records and queues the pods whose planned node, or
+// its launch state, changed.
+func (w *nominationWatch) onRecords() {
+	recs, err := w.records.List(context.Background())
 	if err != nil {
 		w.log.Warn("reading launch records for nominations", zap.Error(err))
 	}
@@ -385,25 +360,6 @@ func changedPods(a, b *nominationPlan) map[string]bool {
 		}
 	}
 	return out
-}
-
-// parseRecords reads the launch records of the records ConfigMap; records that do not parse are
-// skipped and reported.
-func parseRecords(cm *corev1.ConfigMap) ([]LaunchRecord, error) {
-	var out []LaunchRecord
-	var errs []error
-	for k, v := range cm.Data {
-		var r LaunchRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			errs = append(errs, fmt.Errorf("launch record %s: %w", k, err))
-			continue
-		}
-		out = append(out, r)
-	}
-	if len(errs) > 0 {
-		return out, fmt.Errorf("%d unreadable launch records, first: %w", len(errs), errs[0])
-	}
-	return out, nil
 }
 
 // next handles one queued pod key; it returns false once the queue is shut down. A write that

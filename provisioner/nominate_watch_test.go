@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -25,6 +26,7 @@ import (
 type nominationEnv struct {
 	t    *testing.T
 	kube kubernetes.Interface
+	dyn  dynamic.Interface
 	ctrl *Controller
 	clk  *clocktesting.FakeClock
 	cfg  Config
@@ -33,7 +35,7 @@ type nominationEnv struct {
 func newNominationEnv(t *testing.T, recs []LaunchRecord, pods ...string) *nominationEnv {
 	t.Helper()
 	cfg := DefaultConfig()
-	e := &nominationEnv{t: t, kube: fake.NewClientset(), clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cfg: cfg}
+	e := &nominationEnv{t: t, kube: fake.NewClientset(), dyn: FakeRecordsClient(), clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, name := range pods {
@@ -44,7 +46,7 @@ func newNominationEnv(t *testing.T, recs []LaunchRecord, pods ...string) *nomina
 		}
 	}
 	e.putRecords(recs...)
-	ctrl, err := New(Options{Config: cfg, Kube: e.kube, Provider: newEKSCloud(), Catalog: &catalog.Catalog{}, Clock: e.clk,
+	ctrl, err := New(Options{Config: cfg, Kube: e.kube, Dynamic: e.dyn, Provider: newEKSCloud(), Catalog: &catalog.Catalog{}, Clock: e.clk,
 		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -56,18 +58,33 @@ func newNominationEnv(t *testing.T, recs []LaunchRecord, pods ...string) *nomina
 	return e
 }
 
-// putRecords writes the launch-records ConfigMap as exactly recs.
+// putRecords writes the launch records as exactly recs.
 func (e *nominationEnv) putRecords(recs ...LaunchRecord) {
 	e.t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: RecordsConfigMap}, Data: map[string]string{}}
-	for _, r := range recs {
-		b, _ := json.Marshal(r)
-		cm.Data[r.LaunchID] = string(b)
+	ctx := context.Background()
+	client := e.dyn.Resource(LaunchRecordsResource).Namespace(e.cfg.Namespace)
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	cms := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace)
-	if _, err := cms.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
-		if _, err := cms.Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+	keep := map[string]bool{}
+	for _, r := range recs {
+		keep[r.LaunchID] = true
+		obj, err := RecordObject(r, e.cfg.Namespace)
+		if err != nil {
 			e.t.Fatal(err)
+		}
+		if _, err := client.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			if _, err := client.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	for _, o := range list.Items {
+		if !keep[o.GetName()] {
+			if err := client.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil {
+				e.t.Fatal(err)
+			}
 		}
 	}
 }
@@ -242,11 +259,11 @@ func TestNominationsOff(t *testing.T) {
 	kube := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}})
 	b, _ := json.Marshal(LaunchRecord{LaunchID: "n1", NodeName: "n1", InstanceID: "i-1", Pods: []string{"ns/p"}})
 	if _, err := kube.CoreV1().ConfigMaps(cfg.Namespace).Create(context.Background(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: RecordsConfigMap}, Data: map[string]string{"n1": string(b)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: LegacyRecordsConfigMap}, Data: map[string]string{"n1": string(b)}},
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := New(Options{Config: cfg, Kube: kube, Provider: newEKSCloud(), Catalog: &catalog.Catalog{},
+	ctrl, err := New(Options{Config: cfg, Kube: kube, Dynamic: FakeRecordsClient(), Provider: newEKSCloud(), Catalog: &catalog.Catalog{},
 		Clock: clocktesting.NewFakeClock(time.Now()), Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)

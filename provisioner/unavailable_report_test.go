@@ -56,7 +56,7 @@ func TestLaunchReportedUnavailableOfferings(t *testing.T) {
 			cfg := provisioner.DefaultConfig()
 			cfg.Nominate = false
 			reg := prometheus.NewRegistry()
-			ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, Clock: clk,
+			ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: provisioner.FakeRecordsClient(), Provider: provider, Catalog: cat, Clock: clk,
 				Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(reg)})
 			if err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/deploy/crds"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
@@ -74,7 +76,14 @@ func runDemo(ctx context.Context, w io.Writer, examples string, timeout time.Dur
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cloud, err := startDemoController(ctx, kube, dir)
+	dyn, err := dynamic.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	if err := crds.Install(ctx, dyn, time.Minute); err != nil {
+		return err
+	}
+	cloud, err := startDemoController(ctx, kube, dyn, dir)
 	if err != nil {
 		return err
 	}
@@ -90,7 +99,7 @@ func runDemo(ctx context.Context, w io.Writer, examples string, timeout time.Dur
 	return printBought(ctx, kube, cloud, w)
 }
 
-func startDemoController(ctx context.Context, kube kubernetes.Interface, dir string) (*sim.Provider, error) {
+func startDemoController(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, dir string) (*sim.Provider, error) {
 	cat, err := catalog.Embedded(catalog.DefaultName)
 	if err != nil {
 		return nil, err
@@ -109,7 +118,7 @@ func startDemoController(ctx context.Context, kube kubernetes.Interface, dir str
 	if err != nil {
 		return nil, err
 	}
-	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Provider: cloud, Catalog: cat, Clock: clock.RealClock{},
+	ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: dyn, Provider: cloud, Catalog: cat, Clock: clock.RealClock{},
 		Logger: log, Metrics: provisioner.NewMetrics(prometheus.NewRegistry()), Interruptions: cloud.Interruptions()})
 	if err != nil {
 		return nil, err

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -13,11 +12,13 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/deploy/crds"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	awscloud "github.com/tiler-dev/tiler/cloudprovider/aws"
@@ -71,9 +72,22 @@ func TestRunAWSWire(t *testing.T) {
 	cfg, rf := runConfig(t, args...)
 
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Without the launch records' CustomResourceDefinition the controller does not start, and
+	// says which to install.
+	bare, err := newRuntime(ctx, cfg, rf, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatalf("newRuntime: %v", err)
+	}
+	if err := bare.ctrl.Run(ctx); err == nil || !strings.Contains(err.Error(), provisioner.LaunchRecordsCRD+" is not installed") {
+		t.Fatalf("run without the CRD: %v, want an error naming %s", err, provisioner.LaunchRecordsCRD)
+	}
+	if err := crds.Install(ctx, dyn, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := newRuntime(ctx, cfg, rf, zaptest.NewLogger(t))
@@ -93,7 +107,7 @@ func TestRunAWSWire(t *testing.T) {
 	waitFor(t, 60*time.Second, "a CreateFleet call", func() bool { return len(srv.Requests("CreateFleet")) > 0 })
 	var rec provisioner.LaunchRecord
 	waitFor(t, 10*time.Second, "the launch record with the instance ID", func() bool {
-		recs := launchRecords(t, kube, cfg.Namespace)
+		recs := launchRecords(t, dyn, cfg.Namespace)
 		if len(recs) == 1 && recs[0].InstanceID != "" {
 			rec = recs[0]
 			return true
@@ -171,7 +185,7 @@ func TestRunAWSWire(t *testing.T) {
 	if n := len(srv.Requests("CreateFleet")); n != 1 {
 		t.Errorf("%d CreateFleet calls after more batches, want 1", n)
 	}
-	if recs := launchRecords(t, kube, cfg.Namespace); len(recs) != 1 {
+	if recs := launchRecords(t, dyn, cfg.Namespace); len(recs) != 1 {
 		t.Errorf("%d launch records, want 1", len(recs))
 	}
 }
@@ -247,21 +261,13 @@ func fleetOverrides(form map[string][]string) []string {
 }
 
 // launchRecords reads the controller's launch records.
-func launchRecords(t *testing.T, kube kubernetes.Interface, namespace string) []provisioner.LaunchRecord {
+func launchRecords(t *testing.T, dyn dynamic.Interface, namespace string) []provisioner.LaunchRecord {
 	t.Helper()
-	cm, err := kube.CoreV1().ConfigMaps(namespace).Get(context.Background(), provisioner.RecordsConfigMap, metav1.GetOptions{})
+	recs, err := provisioner.ListRecords(context.Background(), dyn, namespace)
 	if err != nil {
-		return nil
+		t.Fatal(err)
 	}
-	var out []provisioner.LaunchRecord
-	for _, v := range cm.Data {
-		var r provisioner.LaunchRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return recs
 }
 
 // batchCount is how many batches the controller has run (its batch duration histogram's count).

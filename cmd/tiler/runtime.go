@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -44,6 +45,10 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	if err != nil {
 		return nil, err
 	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
 	cat, err := catalog.Embedded(cfg.Catalog)
 	if err != nil {
 		return nil, err
@@ -73,7 +78,7 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	if err != nil {
 		return nil, err
 	}
-	opts := provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
+	opts := provisioner.Options{Config: cfg, Kube: kube, Dynamic: dyn, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
 		Clock: clk, Logger: log, Metrics: metrics, Interruptions: src}
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)

@@ -1,0 +1,82 @@
+package provisioner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tiler-dev/tiler/api"
+)
+
+// fullRecord sets every field of a launch record.
+func fullRecord() LaunchRecord {
+	return LaunchRecord{
+		LaunchID: "tiler-gpu-abc12", NodeName: "ip-10-0-0-1.ec2.internal", Pool: "gpu",
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1a", CapacityType: api.Spot}, PricePerHour: 12.5},
+		GPUs:           8, Pods: []string{"ml/train-0", "ml/train-1"},
+		Labels:           map[string]string{"tiler.dev/pool": "gpu"},
+		Taints:           []corev1.Taint{{Key: "tiler.dev/reserved", Value: "tiler-gpu-abc12", Effect: corev1.TaintEffectNoSchedule}},
+		GPU:              &api.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{{"1g.5gb", "1g.5gb"}, {"7g.40gb"}}, MIGConfig: "custom"},
+		Fallbacks:        []api.PricedOffering{{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}, PricePerHour: 32.8}},
+		CreatedAt:        time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
+		PoolHash:         "h123",
+		InstanceID:       "i-0abc",
+		LaunchAttempts:   2,
+		LastError:        "throttled",
+		RetryAt:          time.Date(2026, 3, 4, 5, 7, 0, 0, time.UTC),
+		DisruptionAction: "consolidate-1",
+	}
+}
+
+// TestRecordObjectRoundTrip: a record becomes a LaunchRecord object, spec the planned node and
+// status what became of the launch, named by its launch ID, and reads back unchanged.
+func TestRecordObjectRoundTrip(t *testing.T) {
+	r := fullRecord()
+	obj, err := RecordObject(r, "tiler-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetName() != r.LaunchID || obj.GetNamespace() != "tiler-system" || obj.GetKind() != "LaunchRecord" || obj.GetAPIVersion() != "tiler.dev/v1alpha1" {
+		t.Errorf("object %s/%s %s %s", obj.GetNamespace(), obj.GetName(), obj.GetAPIVersion(), obj.GetKind())
+	}
+	status, _, _ := unstructured.NestedMap(obj.Object, "status")
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	for _, f := range statusFields {
+		if _, ok := status[f]; !ok {
+			t.Errorf("status.%s missing", f)
+		}
+		if _, ok := spec[f]; ok {
+			t.Errorf("spec.%s should be in status", f)
+		}
+	}
+	if _, ok := spec["launchID"]; ok {
+		t.Error("spec.launchID: the launch ID is the object's name")
+	}
+	got, err := RecordFromObject(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecordFromObjectBadField: an object whose field has the wrong type is an error naming the
+// object.
+func TestRecordFromObjectBadField(t *testing.T) {
+	obj, err := RecordObject(fullRecord(), "tiler-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(obj.Object, "eight", "spec", "gpus"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = RecordFromObject(obj)
+	if err == nil || !strings.Contains(err.Error(), "tiler-system/tiler-gpu-abc12") {
+		t.Errorf("error %v, want one naming tiler-system/tiler-gpu-abc12", err)
+	}
+}
