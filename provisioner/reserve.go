@@ -335,6 +335,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		}
 	}
 	w.mu.Unlock()
+	w.holdForPlanned(ctx, nodes, waiting)
 	launchIDs := w.launchIDs(ctx, nodes)
 	rekey, ends, next := decideReservations(nodes, waiting, launchIDs, w.clock.Now(), w.ttl)
 	for node, id := range rekey {
@@ -352,6 +353,41 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		w.recorder.Eventf(e.node, corev1.EventTypeNormal, "ReservationEnded", "reservation %s ended (%s): any pod may use the node", e.value, e.reason)
 	}
 	return next
+}
+
+// holdForPlanned marks as waiting the reservation of every launch whose record lists a pod that
+// is still unbound, whether or not its toleration has been written yet: a node that turns Ready
+// before the tolerations of its planned pods are written (a fast boot, a thousand pods to patch)
+// must not be released to other pods, which would take the planned pods' room and have them
+// bought for again. The reservation TTL still bounds the wait for a pod that never comes.
+func (w *reservationWatch) holdForPlanned(ctx context.Context, nodes []*corev1.Node, waiting map[string]bool) {
+	reserved := false
+	for _, n := range nodes {
+		if _, ok := reservationValue(n); ok {
+			reserved = true
+			break
+		}
+	}
+	if !reserved {
+		return
+	}
+	recs, err := w.records(ctx)
+	if err != nil {
+		w.log.Warn("reading the launch records to hold reservations for their planned pods", zap.Error(err))
+		return
+	}
+	pods := w.pods.GetIndexer()
+	for _, r := range recs {
+		if waiting[r.LaunchID] {
+			continue
+		}
+		for _, key := range r.Pods {
+			if o, exists, _ := pods.GetByKey(key); exists && waitingPod(o.(*corev1.Pod)) {
+				waiting[r.LaunchID] = true
+				break
+			}
+		}
+	}
 }
 
 // reservationEnd is a node reservation to end, and why (the reason label of
