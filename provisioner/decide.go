@@ -460,8 +460,8 @@ func placeholderChanges(existing, wanted []*corev1.Pod, class *schedulingv1.Prio
 }
 
 // inFlight turns launch records into capacity the simulation counts: records whose Node has not
-// registered, is not Ready, or has not published the GPUs it was bought for (the device-plugin
-// gap, when a node looks GPU-less and peers buy again). An in-flight node is named as its Node,
+// registered, is not Ready or still carries a start-up taint, or has not published the GPUs it
+// was bought for (the device-plugin gap, when a node looks GPU-less and peers buy again). An in-flight node is named as its Node,
 // once registered (under whatever name), so that the simulator takes it for that Node and counts
 // the pods bound there; until then it keeps the planned name.
 //
@@ -474,9 +474,12 @@ func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceS
 	for _, r := range recs {
 		name := r.NodeName
 		if n := idx.forRecord(r); n != nil {
-			// A GPU node is in flight until its devices show: device-plugin resources in its
-			// allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
-			if snapshot.IsNodeReady(n) && (devicesPublished(n, r) || sliced[n.Name]) {
+			// A node is in flight until it can take its planned pods: Ready, without the taints
+			// of a node coming up (the not-ready taint outlives the Ready condition for a moment,
+			// and a node counted as existing then is one its pods cannot use: they were bought
+			// for again), and, for GPUs, with its devices showing: device-plugin resources in
+			// its allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
+			if phaseOf(n, r, sliced[n.Name]) == phaseUsable {
 				if len(r.Pods) > 0 {
 					bought = append(bought, simulator.BoughtNode{Name: n.Name, Pods: r.Pods})
 				}
