@@ -222,6 +222,8 @@ func (c *Controller) runDisruption(ctx context.Context) {
 			return
 		case <-step.C():
 			c.disrupt(ctx, false)
+		case <-c.disruptWake:
+			c.disrupt(ctx, false)
 		case <-planC:
 			c.disrupt(ctx, true)
 		}
@@ -248,14 +250,15 @@ func (c *Controller) disrupt(ctx context.Context, plan bool) *DisruptionPass {
 	return pass
 }
 
-// actionsUnderWay reports whether a Node carries a disruption action (from the informer).
+// actionsUnderWay reports whether a Node carries a disruption action or an interruption notice
+// (from the informer).
 func (c *Controller) actionsUnderWay() bool {
 	nodes, err := c.nodes()
 	if err != nil {
 		return true // let the pass report it
 	}
 	for _, n := range nodes {
-		if n.Annotations[api.AnnotationDisruptionAction] != "" {
+		if n.Annotations[api.AnnotationDisruptionAction] != "" || n.Annotations[api.AnnotationInterruption] != "" {
 			return true
 		}
 	}
@@ -281,6 +284,29 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		pass.Actions = append(pass.Actions, p)
 		if p.Step != ActionDone && p.Step != ActionAbandoned {
 			open++
+		}
+	}
+	// Interrupted nodes are started whatever else is under way and however unsettled the cluster
+	// is (interruptions.go). A node whose action was abandoned in this pass is planned again at
+	// the next one, with what the abandon taught (an offering marked unavailable).
+	if in := interruptedNodes(s.Nodes); len(in) > 0 {
+		for _, p := range pass.Actions {
+			for _, n := range p.Nodes {
+				delete(in, n)
+			}
+		}
+		if len(in) > 0 {
+			c.batchMu.Lock()
+			started, err := c.startInterrupted(ctx, &s, idx, in, now)
+			c.batchMu.Unlock()
+			pass.Started = append(pass.Started, started...)
+			if err != nil {
+				pass.Err = err
+				return pass
+			}
+			if len(started) > 0 {
+				open++
+			}
 		}
 	}
 	switch {
@@ -391,6 +417,22 @@ type actionState struct {
 	reason      api.DisruptionReason
 	replacement string
 	nodes       []*corev1.Node
+	// interrupted: a node of the action carries an interruption notice (api.AnnotationInterruption);
+	// deadline is the earliest of their deadlines (zero: none).
+	interrupted bool
+	deadline    time.Time
+}
+
+// urgent reports whether the action's nodes go whatever Tiler does (interrupted, or repaired
+// because broken): its drain is never abandoned, and do-not-disrupt pods are left where they are
+// rather than abandoning the action.
+func (a *actionState) urgent() bool {
+	return a.interrupted || a.reason == api.ReasonInterrupted || a.reason == api.ReasonUnhealthy
+}
+
+// deadlineNear reports whether an interrupted action's deadline is within margin of now.
+func (a *actionState) deadlineNear(now time.Time, margin time.Duration) bool {
+	return a.interrupted && !a.deadline.IsZero() && !now.Before(a.deadline.Add(-margin))
 }
 
 func (a *actionState) kind() api.DisruptionKind {
@@ -434,6 +476,12 @@ func actionsOf(nodes []*corev1.Node) []*actionState {
 		}
 		if r := n.Annotations[api.AnnotationDisruptionReplacement]; r != "" {
 			a.replacement = r
+		}
+		if _, ok := n.Annotations[api.AnnotationInterruption]; ok {
+			a.interrupted = true
+			if d, ok := parseDeadline(n); ok && (a.deadline.IsZero() || d.Before(a.deadline)) {
+				a.deadline = d
+			}
 		}
 		a.nodes = append(a.nodes, n)
 	}
@@ -521,15 +569,29 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		return c.abandon(ctx, log, a, p, fmt.Sprintf("unknown step %q", a.step))
 	}
 	if a.step == api.DisruptionStepReplacing {
+		// An interrupted node drains when its replacement is Ready or when the deadline is near,
+		// whichever comes first; a replacement that fails to come drains it too (its pods become
+		// pending and are bought for as any), but while there is time a replacement that was
+		// never launched is planned again (abandon leaves the node cordoned and annotated).
+		near := a.deadlineNear(now, c.cfg.InterruptionDrainMargin)
 		rec, ok := recordByLaunchID(s.Records, a.replacement)
-		if !ok {
-			return c.abandon(ctx, log, a, p, "the replacement "+a.replacement+" was not launched")
+		var n *corev1.Node
+		if ok {
+			n = idx.forRecord(rec)
 		}
-		n := idx.forRecord(rec)
-		if n == nil || !snapshot.IsNodeReady(n) || !(devicesPublished(n, rec) || slicedNodes(s.ResourceSlices)[n.Name]) {
-			if now.Sub(a.since) > c.cfg.RegistrationTimeout {
-				return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", a.replacement, c.cfg.RegistrationTimeout))
-			}
+		switch ready := n != nil && snapshot.IsNodeReady(n) && (devicesPublished(n, rec) || slicedNodes(s.ResourceSlices)[n.Name]); {
+		case ready:
+			log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
+		case near:
+			log.Info("interruption deadline near: draining before the replacement is Ready", zap.Time("deadline", a.deadline),
+				zap.Duration("margin", c.cfg.InterruptionDrainMargin))
+		case !ok:
+			return c.abandon(ctx, log, a, p, "the replacement "+a.replacement+" was not launched")
+		case now.Sub(a.since) > c.cfg.RegistrationTimeout && a.interrupted:
+			log.Warn("the replacement did not come: draining the interrupted node anyway", zap.String(keyLaunchID, a.replacement))
+		case now.Sub(a.since) > c.cfg.RegistrationTimeout:
+			return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", a.replacement, c.cfg.RegistrationTimeout))
+		default:
 			p.Message = "waiting for the replacement " + a.replacement
 			return p
 		}
@@ -537,16 +599,18 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			p.Message = err.Error()
 			return p
 		}
-		log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
 	}
 	if a.step == api.DisruptionStepDraining {
-		left, msg, abandon := c.drainAction(ctx, log, a, now)
+		left, stay, msg, abandon := c.drainAction(ctx, log, a, now)
 		if abandon != "" {
 			return c.abandon(ctx, log, a, p, abandon)
 		}
-		if left > 0 {
-			if now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
+		if left > 0 || stay > 0 {
+			if !a.urgent() && now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
 				return c.abandon(ctx, log, a, p, fmt.Sprintf("drain not done within %s: %s", c.cfg.DisruptionDrainTimeout, msg))
+			}
+			if left == 0 {
+				msg = fmt.Sprintf("%d pods annotated not to be disrupted stay; the node goes once they end or the cloud reclaims it", stay)
 			}
 			p.Step, p.Message = a.step, msg
 			return p
@@ -557,7 +621,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		}
 	}
 	// Deleting: only DaemonSet pods are left (a pod that got there since is evicted first).
-	if left, _, _ := c.drainAction(ctx, log, a, now); left > 0 {
+	if left, stay, _, _ := c.drainAction(ctx, log, a, now); left+stay > 0 {
 		if err := c.setStep(ctx, a, api.DisruptionStepDraining, now, true); err == nil {
 			p.Step, p.Message = api.DisruptionStepDraining, "pods came back; draining again"
 		}
@@ -587,11 +651,13 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 
 // drainAction evicts the pods of the action's nodes that must go (all but DaemonSet and mirror
 // pods, and finished ones), and returns how many are left (terminating ones included), what
-// holds the drain and, when a pod must never be disrupted, why the action must be abandoned.
-func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *actionState, now time.Time) (left int, msg, abandon string) {
+// holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
+// an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
+// without them: stay counts them.
+func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
 	all, err := c.pods()
 	if err != nil {
-		return 1, err.Error(), ""
+		return 1, 0, err.Error(), ""
 	}
 	on := map[string]bool{}
 	for _, n := range a.nodes {
@@ -608,7 +674,12 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			continue
 		}
 		if doNotDisrupt(p) {
-			return left, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
+			if a.urgent() {
+				left--
+				stay++
+				continue
+			}
+			return left, stay, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
 		}
 		if !c.disruption.mayEvict(key, now) {
 			refused = append(refused, key)
@@ -642,7 +713,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	} else if left > 0 {
 		msg = fmt.Sprintf("%d pods still terminating", left)
 	}
-	return left, msg, ""
+	return left, stay, msg, ""
 }
 
 // mustEvict reports whether a pod bound to a node being drained must go before the node does:
@@ -668,8 +739,8 @@ func doNotDisrupt(p *corev1.Pod) bool {
 // already launched stays, an ordinary managed node (a later plan removes it if it stays empty).
 func (c *Controller) abandon(ctx context.Context, log *zap.Logger, a *actionState, p ActionProgress, why string) ActionProgress {
 	var uncordon *bool
-	if a.step != api.DisruptionStepReplacing {
-		uncordon = ptr.To(false)
+	if a.step != api.DisruptionStepReplacing && !a.interrupted {
+		uncordon = ptr.To(false) // an interrupted node stays cordoned: it goes anyway
 	}
 	if err := c.annotateAll(ctx, a.names(), actionAnnotationsCleared(), uncordon); err != nil {
 		p.Message = "rolling back: " + err.Error()

@@ -45,6 +45,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
+	t.Run("SpotInterruptionReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).

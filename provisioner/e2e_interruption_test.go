@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,15 +10,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// testSpotInterruption: the cloud announces that a spot GPU node is reclaimed; the controller
-// cordons and drains it, marks the offering unavailable, and the Deployment's replacement pod is
+// testSpotInterruption: the cloud announces that a spot GPU node is reclaimed 3 s ahead; the
+// controller marks the offering unavailable and replaces the node through the disruption executor
+// (an Interrupted action, see testSpotInterruptionReplacedFirst), and the Deployment's pod is
 // bound on a newly bought node of another offering.
 func testSpotInterruption(t *testing.T, cp *controlplane.ControlPlane) {
 	e := newEnv(t, cp, testConfig(), func(c *sim.Config) { c.InterruptionGrace = 3 * time.Second })
@@ -79,3 +84,131 @@ func (e *env) waitDeploymentNode(app, not string, timeout time.Duration) string 
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// spotPolicy buys g4dn.12xlarge (4 × T4) in one zone, spot first: once the zone's spot offering
+// is marked unavailable, the only replacement left is on-demand (failover).
+const spotPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: gpu-spot
+  instanceTypes: [g4dn.12xlarge]
+  zones: [us-east-1a]
+  capacityTypes: [spot, on-demand]
+  disruption:
+    consolidation: never
+`
+
+// testSpotInterruptionReplacedFirst: three GPU pods under a PodDisruptionBudget (maxUnavailable
+// 1) run on a spot g4dn.12xlarge; the cloud announces its reclaim with a 90 s notice. The
+// controller hands the node to the disruption executor: the offering is marked unavailable, a
+// replacement is launched at once (on-demand: the pool's only other offering), and only once it
+// is Ready are the pods evicted, one at a time as the budget allows; they bind on the replacement
+// and the interrupted instance is deleted before the cloud reclaims it. One launch in all, no pod
+// lost, the budget held (lifecycle watch), instances match Nodes. The time from the notice to all
+// pods bound again is logged.
+func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPlane) {
+	const grace = 90 * time.Second
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.InterruptionGrace = grace })
+	ctx := context.Background()
+	ns, app := "spot", "spot-infer"
+	e.namespace(ns)
+	e.applyPolicy("policy", spotPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("2").Mem("8Gi").GPU(1).Obj()
+	e.deployment(ns, app, 3, tmpl)
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	pods := e.waitAppReady(ns, app, 3, 2*time.Minute)
+	old := pods[0].Spec.NodeName
+	for _, p := range pods {
+		if p.Spec.NodeName != old {
+			t.Fatalf("pods on %s and %s, want one g4dn.12xlarge", old, p.Spec.NodeName)
+		}
+	}
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	var offering api.Offering
+	for _, i := range insts {
+		if i.NodeName == old {
+			id, offering = i.ID, i.Offering
+		}
+	}
+	if id == "" || offering.CapacityType != api.Spot {
+		t.Fatalf("node %s is %+v, want a spot instance", old, offering)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+
+	start := time.Now()
+	if err := e.cloud.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	var allBound time.Duration
+	testwait.Until(t, testwait.Slow, "every pod bound again, off the interrupted node", grace, func() bool {
+		ps := e.appPods(ns, app)
+		if len(ps) != 3 {
+			return false
+		}
+		for _, p := range ps {
+			if p.Spec.NodeName == "" || p.Spec.NodeName == old {
+				return false
+			}
+		}
+		allBound = time.Since(start)
+		return true
+	})
+	testwait.Until(t, testwait.Slow, "the interrupted instance deleted by the controller", grace, func() bool {
+		_, err := e.cloud.Get(ctx, id)
+		return cloudprovider.IsNotFound(err)
+	})
+	gone := time.Since(start)
+	after := e.waitAppReady(ns, app, 3, 30*time.Second)
+	t.Logf("interruption notice→all bound: %s (interrupted instance gone after %s; notice period %s)", allBound.Round(time.Millisecond), gone.Round(time.Millisecond), grace)
+
+	repl := after[0].Spec.NodeName
+	for _, p := range after {
+		if p.Spec.NodeName != repl {
+			t.Errorf("pod %s on %s, want every pod on the replacement %s", p.Name, p.Spec.NodeName, repl)
+		}
+	}
+	insts, _ = e.cloud.List(ctx)
+	for _, i := range insts {
+		if i.NodeName == repl && i.Offering == offering {
+			t.Errorf("the replacement %s bought the interrupted offering %+v again", repl, offering)
+		}
+	}
+	if allBound >= grace {
+		t.Errorf("pods bound again %s after the notice, after the %s deadline", allBound, grace)
+	}
+	events, err := sim.ReadEvents(e.cloud.EventLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.InstanceID == id && ev.Kind == sim.EventDeleted && ev.Reason == sim.ReasonSpotReclaimed {
+			t.Errorf("the cloud reclaimed %s: the controller should have deleted it first", id)
+		}
+	}
+	if got := e.launches() - launches; got != 1 {
+		e.explainPurchases()
+		t.Errorf("%d launches since the notice, want exactly one replacement", got)
+	}
+	var started bool
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Reason == api.ReasonInterrupted && slices.Contains(a.Nodes, old) && a.Kind == api.ActionReplace {
+				started = true
+			}
+		}
+	}
+	if !started {
+		t.Errorf("no Interrupted Replace action on %s in the disruption passes", old)
+	}
+	e.waitNodeEvent(old, "Interrupted", "cordoned", 10*time.Second)
+	if evicted := lw.finish(30 * time.Second); len(evicted) != 3 {
+		t.Errorf("evicted %v through the Eviction API, want the 3 pods", evicted)
+	}
+	e.cleanupNamespace(ns)
+}

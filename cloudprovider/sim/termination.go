@@ -35,7 +35,7 @@ func (p *Provider) Interrupt(id string) error {
 		at := now
 		r.InterruptedAt = &at
 		st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
-			InstanceID: id, Kind: cloudprovider.SpotInterruption, At: now,
+			InstanceID: id, Kind: cloudprovider.SpotInterruption, At: now, Deadline: now.Add(p.cfg.InterruptionGrace),
 		}})
 		st.emit(newEvent(EventInterrupted, r, now, ""))
 		return nil
@@ -123,7 +123,7 @@ func (p *Provider) terminate(ctx context.Context, id, reason string) error {
 		st.emit(newEvent(EventDeleted, r, now, reason))
 		if reason == ReasonSpotReclaimed {
 			st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
-				InstanceID: id, Kind: cloudprovider.StateChange, State: "terminated", At: now,
+				InstanceID: id, Kind: cloudprovider.StateChange, State: "terminated", At: now, Deadline: now,
 			}})
 		}
 		return nil

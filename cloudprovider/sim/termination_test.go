@@ -43,7 +43,7 @@ func TestInterruptAndReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.SpotInterruption, At: interruptedAt}}
+	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.SpotInterruption, At: interruptedAt, Deadline: interruptedAt.Add(DefaultInterruptionGrace)}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Poll (-want +got):\n%s", diff)
 	}
@@ -63,7 +63,7 @@ func TestInterruptAndReclaim(t *testing.T) {
 		t.Fatalf("Get of the reclaimed instance: %v", err)
 	}
 	got, _ = e.p.Interruptions().Poll(ctx)
-	want = []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.StateChange, State: "terminated", At: e.clk.Now()}}
+	want = []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.StateChange, State: "terminated", At: e.clk.Now(), Deadline: e.clk.Now()}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Poll after the reclaim (-want +got):\n%s", diff)
 	}
