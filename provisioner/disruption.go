@@ -371,8 +371,10 @@ func unsettled(s *State, idx nodeIndex) string {
 }
 
 // reportPlan sets the fleet gauges and the kept-node gauges, tells the nodes newly blocked by a
-// user's setting why (DisruptionBlocked), and marks the candidates (api.AnnotationCandidateSince):
-// set on the plan's candidates that lack it, removed from every other node.
+// user's setting why (DisruptionBlocked), marks the candidates (api.AnnotationCandidateSince): set
+// on the plan's candidates that lack it, removed from every other node, and the unhealthy nodes
+// the same way (api.AnnotationUnhealthySince, from the plan's Unhealthy list): the repair grace
+// period of GPUs missing from allocatable runs from it, so it survives restarts.
 func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.DisruptionPlan, now time.Time) {
 	c.metrics.DisruptionFleetCost.WithLabelValues("before").Set(dp.CostPerHourBefore)
 	c.metrics.DisruptionFleetCost.WithLabelValues("after").Set(dp.CostPerHourAfter)
@@ -392,19 +394,30 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	for _, n := range dp.Candidates {
 		cands[n] = true
 	}
+	unhealthy := map[string]api.UnhealthyNode{}
+	for _, u := range dp.Unhealthy {
+		unhealthy[u.Name] = u
+	}
+	stamp := now.UTC().Format(time.RFC3339)
 	for _, n := range s.Nodes {
-		_, has := n.Annotations[api.AnnotationCandidateSince]
-		var v *string
-		switch {
-		case cands[n.Name] && !has:
-			t := now.UTC().Format(time.RFC3339)
-			v = &t
-		case !cands[n.Name] && has:
-		default:
+		ann := map[string]*string{}
+		u, sick := unhealthy[n.Name]
+		if _, has := n.Annotations[api.AnnotationUnhealthySince]; sick && !has {
+			c.recorder.Eventf(nodeRef(n.Name), corev1.EventTypeWarning, "Unhealthy", "%s: %s; repaired once due (the pool's repair settings)", u.Signal, u.Message)
+		}
+		for key, listed := range map[string]bool{api.AnnotationCandidateSince: cands[n.Name], api.AnnotationUnhealthySince: sick} {
+			switch _, has := n.Annotations[key]; {
+			case listed && !has:
+				ann[key] = &stamp
+			case !listed && has:
+				ann[key] = nil
+			}
+		}
+		if len(ann) == 0 {
 			continue
 		}
-		if err := c.annotate(ctx, n.Name, map[string]*string{api.AnnotationCandidateSince: v}, nil); err != nil {
-			c.log.Warn("marking a disruption candidate", zap.String(keyNode, n.Name), zap.Error(err))
+		if err := c.annotate(ctx, n.Name, ann, nil); err != nil {
+			c.log.Warn("marking a disruption candidate or an unhealthy node", zap.String(keyNode, n.Name), zap.Error(err))
 		}
 	}
 }

@@ -1,12 +1,17 @@
 package provisioner_test
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -81,5 +86,145 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Errorf("%d launches since the pods were Ready, want the replacement", got)
 	}
 	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// repairPolicy buys g4dn.12xlarge (4 × T4) on-demand in one zone: the pool has one offering, so a
+// repair that penalised it (marked it unavailable) could buy no replacement at all. Missing GPUs
+// are repaired after 5 s; the repair budget is the default 10 % (of two nodes: one at a time).
+const repairPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: repair
+  instanceTypes: [g4dn.12xlarge]
+  zones: [us-east-1a]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+    repair:
+      gracePeriod: 5s
+`
+
+// testRepairOnGPULoss: two g4dn.12xlarge nodes run a 4-GPU pod each under a PodDisruptionBudget
+// (maxUnavailable 1); the simulated device plugin then reports every GPU of both unhealthy
+// (allocatable nvidia.com/gpu 0 of 4). The controller marks both tiler.dev/unhealthy-since, and
+// once the pool's repair gracePeriod has passed replaces them through the disruption executor
+// (reason Unhealthy): replacement Ready first, the pod moved, the instance deleted — one node at a
+// time (the repair budget), each with exactly one launch of the same offering (not penalised).
+// The lifecycle watch checks the budget, that no pod is lost and no instance leaks.
+func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
+	const grace = 5 * time.Second
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ctx := context.Background()
+	ns, app := "repair", "trainer"
+	e.namespace(ns)
+	e.applyPolicy("policy", repairPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj()
+	e.deployment(ns, app, 2, tmpl)
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	pods := e.waitAppReady(ns, app, 2, 2*time.Minute)
+	sick := map[string]string{} // node → instance
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offering api.Offering
+	for _, p := range pods {
+		for _, i := range insts {
+			if i.NodeName == p.Spec.NodeName {
+				sick[i.NodeName], offering = i.ID, i.Offering
+			}
+		}
+	}
+	if len(sick) != 2 {
+		t.Fatalf("pods on %v, want two nodes", sick)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	for _, id := range sick {
+		if err := e.cloud.InjectGPUFault(id, sim.GPUFaultLost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := map[string]time.Time{}
+	testwait.Until(t, testwait.Slow, "both nodes marked "+api.AnnotationUnhealthySince, 60*time.Second, func() bool {
+		for _, n := range e.managedNodes() {
+			if _, ok := sick[n.Name]; ok {
+				if v, ok := n.Annotations[api.AnnotationUnhealthySince]; ok {
+					since[n.Name], _ = time.Parse(time.RFC3339, v)
+				}
+			}
+		}
+		return len(since) == 2
+	})
+	testwait.Until(t, testwait.Slow, "both unhealthy nodes replaced", 3*time.Minute, func() bool {
+		nodes := e.managedNodes()
+		for _, n := range nodes {
+			if _, ok := sick[n.Name]; ok {
+				return false
+			}
+		}
+		return len(nodes) == 2
+	})
+	after := e.waitAppReady(ns, app, 2, 30*time.Second)
+	for _, p := range after {
+		if _, ok := sick[p.Spec.NodeName]; ok {
+			t.Errorf("pod %s still on the unhealthy node %s", p.Name, p.Spec.NodeName)
+		}
+	}
+	for _, n := range e.managedNodes() {
+		if _, ok := n.Annotations[api.AnnotationUnhealthySince]; ok {
+			t.Errorf("replacement %s is marked %s", n.Name, api.AnnotationUnhealthySince)
+		}
+	}
+	insts, _ = e.cloud.List(ctx)
+	for _, i := range insts {
+		if i.Offering != offering {
+			t.Errorf("replacement %s is %+v, want the unhealthy nodes' offering %+v (a host fault does not penalise it)", i.NodeName, i.Offering, offering)
+		}
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches for two repairs, want two", got)
+	}
+	// The grace period held, and the repair budget: never two repairs under way at once.
+	started := map[string]time.Time{}
+	for _, p := range passes.all() {
+		open := 0
+		for _, a := range p.Actions {
+			if a.Reason == api.ReasonUnhealthy && a.Step != provisioner.ActionDone && a.Step != provisioner.ActionAbandoned {
+				open++
+			}
+		}
+		if p.Plan != nil {
+			for _, a := range p.Plan.Actions {
+				if a.Reason == api.ReasonUnhealthy && slices.Contains(p.Started, a.ID) {
+					open++
+					for _, n := range a.Nodes {
+						started[n] = p.Now
+					}
+				}
+			}
+		}
+		if open > 1 {
+			t.Errorf("pass at %s: %d repairs under way, the repair budget (10%% of 2 nodes) allows 1", p.Now.Format(time.RFC3339Nano), open)
+		}
+	}
+	for n, at := range started {
+		if wait := at.Sub(since[n]); wait < grace {
+			t.Errorf("node %s repaired %s after it was marked unhealthy, before the %s grace period", n, wait, grace)
+		}
+	}
+	if len(started) != 2 {
+		t.Errorf("repairs started for %v, want both unhealthy nodes", started)
+	}
+	if got := counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonUnhealthy))); got != 2 {
+		t.Errorf("tiler_disruption_actions_total{kind=Replace,reason=Unhealthy} = %v, want 2", got)
+	}
+	for n := range sick {
+		e.waitNodeEvent(n, "Disrupting", string(api.ReasonUnhealthy), 10*time.Second)
+	}
+	lw.finish(30 * time.Second)
 	e.cleanupNamespace(ns)
 }
