@@ -11,8 +11,8 @@ import (
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
-	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
