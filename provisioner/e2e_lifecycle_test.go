@@ -228,3 +228,127 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 	lw.finish(30 * time.Second)
 	e.cleanupNamespace(ns)
 }
+
+// driftPolicy is a pool of m7i.large whose nodes carry the label tier=<tier>; one 1500m pod fits
+// a node.
+func driftPolicy(tier string) string {
+	return `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: drift
+  instanceTypes: [m7i.large]
+  capacityTypes: [on-demand]
+  labels:
+    tier: ` + tier + `
+  disruption:
+    consolidation: never
+    budgets:
+    - nodes: "1"
+`
+}
+
+// testDriftAfterPolicyChange: three m7i.large nodes of a pool labelled tier=a run two pods of a
+// Deployment under a PodDisruptionBudget (maxUnavailable 1) and one pod annotated
+// tiler.dev/do-not-disrupt. The pool's label becomes tier=b in the policy ConfigMap: the two
+// nodes of the Deployment drift and are replaced one at a time (the pool's budget: 1) through the
+// disruption executor — each replacement Ready, carrying tier=b, before its old node is cordoned —
+// with Disrupting Events and the tiler_disruption_actions_total metric saying Drifted; the node of
+// the do-not-disrupt pod is kept (a DisruptionBlocked Event says why). The lifecycle watch checks
+// the budget, do-not-disrupt, no pod lost, no instance leaked; two launches in all.
+func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app, pinned := "drift", "web", "pinned"
+	e.namespace(ns)
+	e.applyPolicy("policy", driftPolicy("a"))
+	e.deployment(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	e.deployment(ns, pinned, 1, simtest.Pod("t").Namespace(ns).Label("app", pinned).CPU("1500m").Mem("1Gi").
+		Annotate(api.AnnotationDoNotDisrupt, "true").Obj())
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	webPods := e.waitAppReady(ns, app, 2, 2*time.Minute)
+	pinnedNode := e.waitAppReady(ns, pinned, 1, time.Minute)[0].Spec.NodeName
+	old := map[string]bool{}
+	for _, p := range webPods {
+		old[p.Spec.NodeName] = true
+	}
+	if len(old) != 2 || old[pinnedNode] || len(e.managedNodes()) != 3 {
+		t.Fatalf("web pods on %v, pinned pod on %s: want three nodes, one pod each", old, pinnedNode)
+	}
+	testwait.Until(t, testwait.Slow, "every node carrying "+api.AnnotationPoolHash, 30*time.Second, func() bool {
+		for _, n := range e.managedNodes() {
+			if n.Annotations[api.AnnotationPoolHash] == "" {
+				return false
+			}
+		}
+		return true
+	})
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	nw := e.watchNodes()
+	start := time.Now()
+	e.applyPolicy("policy", driftPolicy("b"))
+	testwait.Until(t, testwait.Slow, "both drifted web nodes replaced", 3*time.Minute, func() bool {
+		nodes := e.managedNodes()
+		for _, n := range nodes {
+			if old[n.Name] {
+				return false
+			}
+		}
+		return len(nodes) == 3
+	})
+	events := nw.finish()
+	t.Logf("policy change → both drifted nodes replaced: %.1fs", time.Since(start).Seconds())
+	var repl []string
+	for _, n := range e.managedNodes() {
+		switch {
+		case n.Name == pinnedNode:
+			if n.Labels["tier"] != "a" {
+				t.Errorf("the do-not-disrupt pod's node %s has tier=%q, want it kept as it was (a)", n.Name, n.Labels["tier"])
+			}
+		case n.Labels["tier"] != "b":
+			t.Errorf("replacement %s has tier=%q, want b", n.Name, n.Labels["tier"])
+		default:
+			repl = append(repl, n.Name)
+		}
+	}
+	// Each old node is cordoned only once some replacement is Ready, and one at a time.
+	for o := range old {
+		cordonAt, readyAt := -1, -1
+		for i, ev := range events {
+			if cordonAt < 0 && ev.name == o && ev.unschedulable {
+				cordonAt = i
+			}
+		}
+		for i, ev := range events {
+			if readyAt < 0 && slices.Contains(repl, ev.name) && ev.ready {
+				readyAt = i
+			}
+		}
+		if cordonAt < 0 || readyAt < 0 || readyAt > cordonAt {
+			t.Errorf("old node %s cordoned at node event %d, first replacement Ready at %d: the replacement must be Ready first", o, cordonAt, readyAt)
+		}
+	}
+	for _, p := range e.waitAppReady(ns, app, 2, 30*time.Second) {
+		if !slices.Contains(repl, p.Spec.NodeName) {
+			t.Errorf("web pod %s on %s, want a replacement %v", p.Name, p.Spec.NodeName, repl)
+		}
+	}
+	if got := e.appPods(ns, pinned); len(got) != 1 || got[0].Spec.NodeName != pinnedNode {
+		t.Errorf("the do-not-disrupt pod moved: %v", got)
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the policy change, want the two replacements", got)
+	}
+	if got := counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))); got != 2 {
+		t.Errorf("tiler_disruption_actions_total{kind=Replace,reason=Drifted} = %v, want 2", got)
+	}
+	for o := range old {
+		e.waitNodeEvent(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
+	}
+	e.waitNodeEvent(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	if evicted := lw.finish(30 * time.Second); len(evicted) != 2 {
+		t.Errorf("evicted %v through the Eviction API, want the two web pods", evicted)
+	}
+	e.cleanupNamespace(ns)
+}
