@@ -33,7 +33,7 @@ pools:
 // mechanism that consolidation uses (simulator.PlanDisruption's Expired reason carried out by the
 // same executor): the replacement is launched and Ready before the old node is cordoned, the
 // PodDisruptionBudget (maxUnavailable 1) holds during the whole run, every pod ends Ready on the
-// replacement, and the cloud's instances match the Nodes.
+// replacement, and the cloud's instances match the Nodes (the lifecycle watch).
 func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	ns, app := "expiry", "expiry"
@@ -51,6 +51,7 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	old := nodes[0].Name
 	launches := e.launches()
 	watch := e.watchAvailability(ns, app, 2)
+	lw := e.watchLifecycle(ns)
 	nw := e.watchNodes()
 	start := time.Now()
 	testwait.Until(t, testwait.Slow, "the expired node to be replaced", 90*time.Second, func() bool {
@@ -85,7 +86,9 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	if got := e.launches() - launches; got < 1 {
 		t.Errorf("%d launches since the pods were Ready, want the replacement", got)
 	}
-	e.instancesMatchNodes()
+	if evicted := lw.finish(30 * time.Second); len(evicted) != 2 {
+		t.Errorf("evicted %v through the Eviction API, want the two pods", evicted)
+	}
 	e.cleanupNamespace(ns)
 }
 
