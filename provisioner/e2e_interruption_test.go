@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -105,12 +107,27 @@ pools:
 // is Ready are the pods evicted, one at a time as the budget allows; they bind on the replacement
 // and the interrupted instance is deleted before the cloud reclaims it. One launch in all, no pod
 // lost, the budget held (lifecycle watch), instances match Nodes. The time from the notice to all
-// pods bound again is logged.
-func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPlane) {
+// pods bound again is logged. With kill, the controller is killed right after the pass that
+// started the Interrupted action (the notice acknowledged, the replacement launched), and a new
+// one (new cloud client, same inventory) resumes it from the node's annotations: still one launch.
+func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPlane, kill bool) {
 	const grace = 90 * time.Second
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.InterruptionGrace = grace })
 	ctx := context.Background()
 	ns, app := "spot", "spot-infer"
+	if kill {
+		ns = "spot-restart"
+	}
+	killed := make(chan struct{})
+	if kill {
+		var once sync.Once
+		cancel := e.cancel
+		passes.hook = func(p *provisioner.DisruptionPass) {
+			if len(p.Started) > 0 {
+				once.Do(func() { cancel(); close(killed) })
+			}
+		}
+	}
 	e.namespace(ns)
 	e.applyPolicy("policy", spotPolicy)
 	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("2").Mem("8Gi").GPU(1).Obj()
@@ -144,6 +161,21 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 	start := time.Now()
 	if err := e.cloud.Interrupt(id); err != nil {
 		t.Fatal(err)
+	}
+	if kill {
+		select {
+		case <-killed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no Interrupted action started")
+		}
+		e.stopAndWait()
+		n, err := e.kube.CoreV1().Nodes().Get(ctx, old, metav1.GetOptions{})
+		if err != nil || n.Annotations[api.AnnotationInterruption] == "" || n.Annotations[api.AnnotationInterruptionDeadline] == "" ||
+			n.Annotations[api.AnnotationDisruptionReason] != string(api.ReasonInterrupted) || !n.Spec.Unschedulable {
+			t.Fatalf("after the kill the interrupted node is %v, unschedulable %v (err %v); want it cordoned, annotated with the notice and the action", n.Annotations, n.Spec.Unschedulable, err)
+		}
+		t.Logf("controller killed %s after the notice, with the action at %s", time.Since(start).Round(time.Millisecond), n.Annotations[api.AnnotationDisruptionStep])
+		e.start()
 	}
 	var allBound time.Duration
 	testwait.Until(t, testwait.Slow, "every pod bound again, off the interrupted node", grace, func() bool {
@@ -195,16 +227,17 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 		e.explainPurchases()
 		t.Errorf("%d launches since the notice, want exactly one replacement", got)
 	}
-	var started bool
+	var started, done bool
 	for _, p := range passes.all() {
 		for _, a := range p.Actions {
 			if a.Reason == api.ReasonInterrupted && slices.Contains(a.Nodes, old) && a.Kind == api.ActionReplace {
 				started = true
+				done = done || a.Step == provisioner.ActionDone
 			}
 		}
 	}
-	if !started {
-		t.Errorf("no Interrupted Replace action on %s in the disruption passes", old)
+	if !started || !done {
+		t.Errorf("Interrupted Replace action on %s in the disruption passes: seen %v, done %v", old, started, done)
 	}
 	e.waitNodeEvent(old, "Interrupted", "cordoned", 10*time.Second)
 	if evicted := lw.finish(30 * time.Second); len(evicted) != 3 {
