@@ -47,6 +47,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
 	t.Run("SpotInterruptionReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, false) })
 	t.Run("RestartDuringInterruption", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, true) })
+	t.Run("SpotInterruptionDeadlineFirst", func(t *testing.T) { testSpotInterruptionDeadlineFirst(t, cp) })
 	t.Run("RepairOnGPULoss", func(t *testing.T) { testRepairOnGPULoss(t, cp) })
 	t.Run("DriftAfterPolicyChange", func(t *testing.T) { testDriftAfterPolicyChange(t, cp) })
 }

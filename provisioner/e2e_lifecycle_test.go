@@ -86,8 +86,8 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	if got := e.launches() - launches; got < 1 {
 		t.Errorf("%d launches since the pods were Ready, want the replacement", got)
 	}
-	if evicted := lw.finish(30 * time.Second); len(evicted) != 2 {
-		t.Errorf("evicted %v through the Eviction API, want the two pods", evicted)
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two pods evicted, none lost", evicted, lost)
 	}
 	e.cleanupNamespace(ns)
 }
@@ -228,7 +228,9 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 	for n := range sick {
 		e.waitNodeEvent(n, "Disrupting", string(api.ReasonUnhealthy), 10*time.Second)
 	}
-	lw.finish(30 * time.Second)
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two pods evicted, none lost", evicted, lost)
+	}
 	e.cleanupNamespace(ns)
 }
 
@@ -350,8 +352,8 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 		e.waitNodeEvent(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
 	}
 	e.waitNodeEvent(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
-	if evicted := lw.finish(30 * time.Second); len(evicted) != 2 {
-		t.Errorf("evicted %v through the Eviction API, want the two web pods", evicted)
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
 	}
 	e.cleanupNamespace(ns)
 }

@@ -22,7 +22,10 @@ import (
 //
 //   - no pod of a PodDisruptionBudget's selector was evicted or deleted while that left fewer
 //     of the selector's pods available (Ready, not terminating) than the budget's desired healthy
-//     count (minAvailable, or the pods at the start less maxUnavailable);
+//     count (minAvailable, or the pods at the start less maxUnavailable) — pods that went with
+//     their node (DisruptionTarget DeletionByPodGC or DeletionByTaintManager: the cloud reclaimed
+//     or lost it) are not held to the budget, they are reported (lostWithNode) for the test to
+//     judge;
 //   - no pod annotated not to be disrupted was evicted;
 //   - no pod was lost: every ReplicaSet of the namespace is back to its replicas, all Ready;
 //   - no instance leaked: the cloud's instances are the managed Nodes.
@@ -40,9 +43,11 @@ type lifecycleWatch struct {
 	pods   map[string]*corev1.Pod
 	seen   map[string]bool
 	budget []watchedBudget
-	// evicted are the pods evicted through the Eviction API, in order; violations what broke a rule.
-	evicted    []string
-	violations []string
+	// evicted are the pods evicted through the Eviction API, in order; lostWithNode the pods that
+	// went with their node; violations what broke a rule.
+	evicted      []string
+	lostWithNode []string
+	violations   []string
 }
 
 type watchedBudget struct {
@@ -138,6 +143,10 @@ func (lw *lifecycleWatch) observe(t watch.EventType, p *corev1.Pod) {
 	}
 	lw.seen[p.Name] = true
 	reason, _ := disruptionTarget(p)
+	if reason == "DeletionByPodGC" || reason == "DeletionByTaintManager" {
+		lw.lostWithNode = append(lw.lostWithNode, p.Name)
+		return
+	}
 	if reason == "EvictionByEvictionAPI" {
 		lw.evicted = append(lw.evicted, p.Name)
 		if a := p.Annotations; a[api.AnnotationDoNotDisrupt] == "true" || a[api.AnnotationKarpenterDoNotDisrupt] == "true" {
@@ -170,8 +179,8 @@ func orWord(s, def string) string {
 
 // finish stops the watch and checks the rules: budgets and do-not-disrupt over the run, then no
 // pod lost (every ReplicaSet of the namespace with its replicas Ready) and no instance leaked. It
-// returns the pods evicted through the Eviction API.
-func (lw *lifecycleWatch) finish(timeout time.Duration) []string {
+// returns the pods evicted through the Eviction API and those that went with their node.
+func (lw *lifecycleWatch) finish(timeout time.Duration) (evicted, lostWithNode []string) {
 	e := lw.e
 	e.t.Helper()
 	lw.stop()
@@ -180,7 +189,8 @@ func (lw *lifecycleWatch) finish(timeout time.Duration) []string {
 	for _, v := range lw.violations {
 		e.t.Errorf("lifecycle watch: %s", v)
 	}
-	evicted := append([]string(nil), lw.evicted...)
+	evicted = append([]string(nil), lw.evicted...)
+	lostWithNode = append([]string(nil), lw.lostWithNode...)
 	lw.mu.Unlock()
 	var short []string
 	err := testwait.Poll(testwait.Slow, timeout, func() bool {
@@ -200,7 +210,7 @@ func (lw *lifecycleWatch) finish(timeout time.Duration) []string {
 		e.t.Errorf("lifecycle watch: pods lost: ReplicaSets not back to their replicas: %v", short)
 	}
 	e.instancesMatchNodes()
-	return evicted
+	return evicted, lostWithNode
 }
 
 func replicasOf(rs *appsv1.ReplicaSet) int32 {
