@@ -27,8 +27,9 @@ import (
 // Disruption gives capacity back. A loop of its own (runDisruption), on its own cadence and
 // clock, never inside a provisioning batch, plans consolidation with simulator.PlanDisruption
 // over the snapshot the batch builds, and carries the plan's actions out in one order, whatever
-// the action's reason (consolidation now; drift, expiry, repair and interruption can feed the
-// same executor, startAction, with a forced action):
+// the action's reason (consolidation; drift, expiry and repair, which the plan puts first; and
+// interruptions, which interruptions.go starts from the cloud's notices, bypassing the pools'
+// budgets since the node goes anyway):
 //
 //  1. Replacing (Replace actions): the nodes are annotated with the action, then the replacement
 //     is launched through the batch's launch path (launch record first, so in-flight accounting

@@ -227,18 +227,17 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 		e.explainPurchases()
 		t.Errorf("%d launches since the notice, want exactly one replacement", got)
 	}
-	var started, done bool
-	for _, p := range passes.all() {
-		for _, a := range p.Actions {
-			if a.Reason == api.ReasonInterrupted && slices.Contains(a.Nodes, old) && a.Kind == api.ActionReplace {
-				started = true
-				done = done || a.Step == provisioner.ActionDone
+	// The pass that deleted the instance reports the action done once it ends.
+	testwait.Until(t, testwait.Slow, "the Interrupted Replace action on "+old+" reported done", 10*time.Second, func() bool {
+		for _, p := range passes.all() {
+			for _, a := range p.Actions {
+				if a.Reason == api.ReasonInterrupted && slices.Contains(a.Nodes, old) && a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone {
+					return true
+				}
 			}
 		}
-	}
-	if !started || !done {
-		t.Errorf("Interrupted Replace action on %s in the disruption passes: seen %v, done %v", old, started, done)
-	}
+		return false
+	})
 	e.waitNodeEvent(old, "Interrupted", "cordoned", 10*time.Second)
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 3 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the 3 pods evicted, none lost", evicted, lost)
