@@ -110,13 +110,18 @@ pools:
 // pods bound again is logged. With kill, the controller is killed right after the pass that
 // started the Interrupted action (the notice acknowledged, the replacement launched), and a new
 // one (new cloud client, same inventory) resumes it from the node's annotations: still one launch.
-func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPlane, kill bool) {
+// With rebalance, the notice is an EC2 rebalance recommendation instead: the same path without a
+// deadline (the replacement Ready first, whenever that is), and the cloud reclaims nothing.
+func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPlane, kill, rebalance bool) {
 	const grace = 90 * time.Second
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.InterruptionGrace = grace })
 	ctx := context.Background()
 	ns, app := "spot", "spot-infer"
 	if kill {
 		ns = "spot-restart"
+	}
+	if rebalance {
+		ns = "spot-rebalance"
 	}
 	killed := make(chan struct{})
 	if kill {
@@ -159,7 +164,11 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 	lw := e.watchLifecycle(ns)
 
 	start := time.Now()
-	if err := e.cloud.Interrupt(id); err != nil {
+	notice, what := e.cloud.Interrupt, "interruption notice"
+	if rebalance {
+		notice, what = e.cloud.RecommendRebalance, "rebalance recommendation"
+	}
+	if err := notice(id); err != nil {
 		t.Fatal(err)
 	}
 	if kill {
@@ -197,7 +206,11 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 	})
 	gone := time.Since(start)
 	after := e.waitAppReady(ns, app, 3, 30*time.Second)
-	t.Logf("interruption notice→all bound: %s (interrupted instance gone after %s; notice period %s)", allBound.Round(time.Millisecond), gone.Round(time.Millisecond), grace)
+	period := "notice period " + grace.String()
+	if rebalance {
+		period = "no deadline"
+	}
+	t.Logf("%s→all bound: %s (interrupted instance gone after %s; %s)", what, allBound.Round(time.Millisecond), gone.Round(time.Millisecond), period)
 
 	repl := after[0].Spec.NodeName
 	for _, p := range after {
@@ -238,7 +251,11 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 		}
 		return false
 	})
-	e.waitNodeEvent(old, "Interrupted", "cordoned", 10*time.Second)
+	if rebalance {
+		e.waitNodeEvent(old, "Interrupted", "rebalance-recommendation notice for instance "+id+" (no deadline)", 10*time.Second)
+	} else {
+		e.waitNodeEvent(old, "Interrupted", "spot-interruption notice for instance "+id+" (reclaimed at", 10*time.Second)
+	}
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 3 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the 3 pods evicted, none lost", evicted, lost)
 	}
