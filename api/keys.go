@@ -108,6 +108,17 @@ const (
 	// AnnotationDisruptionReplacement is the launch ID of the action's replacement node (Replace
 	// actions only).
 	AnnotationDisruptionReplacement = "tiler.dev/disruption-replacement"
+	// AnnotationInterruption is set by the controller on a node whose instance the cloud announced
+	// it reclaims (or may reclaim): the notice's kind (spot-interruption, preemption,
+	// rebalance-recommendation, state-change). The notice itself is acknowledged when it is
+	// polled; the annotation is what survives a restart: every disruption pass plans an
+	// Interrupted action for an annotated node that carries none yet.
+	AnnotationInterruption = "tiler.dev/interruption"
+	// AnnotationInterruptionDeadline is when the cloud reclaims the annotated node (RFC 3339);
+	// absent when the notice has no deadline (an AWS rebalance recommendation). The Interrupted
+	// action drains the node when its replacement is Ready or when the deadline is near
+	// (Config.InterruptionDrainMargin), whichever comes first.
+	AnnotationInterruptionDeadline = "tiler.dev/interruption-deadline"
 )
 
 // The steps of a disruption action, in order (AnnotationDisruptionStep).

@@ -134,7 +134,15 @@ type Interruption struct {
 	// State is set for StateChange (e.g. stopping, terminated).
 	State string
 	At    time.Time
+	// Deadline is when the cloud reclaims the instance: At plus the notice period (two minutes for
+	// an EC2 spot interruption), At itself for a GCP preemption or a state change (it is going or
+	// gone), zero when the notice carries none (a rebalance recommendation).
+	Deadline time.Time
 }
+
+// SpotInterruptionNotice is the notice period of an EC2 spot interruption warning: the instance
+// is reclaimed two minutes after the event.
+const SpotInterruptionNotice = 2 * time.Minute
 
 // InterruptionSource delivers the cloud's interruption notices.
 type InterruptionSource interface {

@@ -62,6 +62,11 @@ type Config struct {
 	// evicted may stay pending before the batch buys for them: they are expected to land where the
 	// disruption plan moved them.
 	DisruptionRescheduleGrace time.Duration `mapstructure:"disruption-reschedule-grace"`
+	// InterruptionDrainMargin is how long before an interrupted node's deadline (an EC2 spot
+	// interruption's two minutes) its pods are evicted if its replacement is not Ready yet: long
+	// enough for them to end gracefully (a pod's default terminationGracePeriodSeconds is 30 s).
+	// 0 waits for the replacement until the deadline itself.
+	InterruptionDrainMargin time.Duration `mapstructure:"interruption-drain-margin"`
 }
 
 // DefaultConfig returns the production defaults.
@@ -88,6 +93,7 @@ func DefaultConfig() Config {
 		DisruptionStepInterval:    2 * time.Second,
 		DisruptionDrainTimeout:    10 * time.Minute,
 		DisruptionRescheduleGrace: time.Minute,
+		InterruptionDrainMargin:   45 * time.Second,
 	}
 }
 
@@ -128,6 +134,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("disruption-drain-timeout must be positive")
 	case c.DisruptionRescheduleGrace < 0:
 		return fmt.Errorf("disruption-reschedule-grace must not be negative")
+	case c.InterruptionDrainMargin < 0:
+		return fmt.Errorf("interruption-drain-margin must not be negative")
 	}
 	return nil
 }

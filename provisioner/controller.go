@@ -50,6 +50,8 @@ type Controller struct {
 	policyRV map[string]string  // ConfigMap resourceVersion already judged
 	boot     *bootTimes         // launch-to-Ready times per pool (boottime.go)
 	trigger  chan struct{}
+	// disruptWake asks the disruption loop for a pass now (an interruption notice came).
+	disruptWake chan struct{}
 
 	// batchMu serialises batches; it guards memory and placeholderErr.
 	batchMu sync.Mutex
@@ -206,6 +208,7 @@ func New(opts Options) (*Controller, error) {
 		memory:        NewMemory(),
 		boot:          newBootTimes(),
 		trigger:       make(chan struct{}, 1),
+		disruptWake:   make(chan struct{}, 1),
 		dclock:        dclk,
 		disruption:    newDisruptionMemory(cfg.DisruptionRescheduleGrace),
 		onDisruption:  opts.OnDisruption,

@@ -27,8 +27,9 @@ import (
 // Disruption gives capacity back. A loop of its own (runDisruption), on its own cadence and
 // clock, never inside a provisioning batch, plans consolidation with simulator.PlanDisruption
 // over the snapshot the batch builds, and carries the plan's actions out in one order, whatever
-// the action's reason (consolidation now; drift, expiry, repair and interruption can feed the
-// same executor, startAction, with a forced action):
+// the action's reason (consolidation; drift, expiry and repair, which the plan puts first; and
+// interruptions, which interruptions.go starts from the cloud's notices, bypassing the pools'
+// budgets since the node goes anyway):
 //
 //  1. Replacing (Replace actions): the nodes are annotated with the action, then the replacement
 //     is launched through the batch's launch path (launch record first, so in-flight accounting
@@ -222,6 +223,8 @@ func (c *Controller) runDisruption(ctx context.Context) {
 			return
 		case <-step.C():
 			c.disrupt(ctx, false)
+		case <-c.disruptWake:
+			c.disrupt(ctx, false)
 		case <-planC:
 			c.disrupt(ctx, true)
 		}
@@ -248,14 +251,15 @@ func (c *Controller) disrupt(ctx context.Context, plan bool) *DisruptionPass {
 	return pass
 }
 
-// actionsUnderWay reports whether a Node carries a disruption action (from the informer).
+// actionsUnderWay reports whether a Node carries a disruption action or an interruption notice
+// (from the informer).
 func (c *Controller) actionsUnderWay() bool {
 	nodes, err := c.nodes()
 	if err != nil {
 		return true // let the pass report it
 	}
 	for _, n := range nodes {
-		if n.Annotations[api.AnnotationDisruptionAction] != "" {
+		if n.Annotations[api.AnnotationDisruptionAction] != "" || n.Annotations[api.AnnotationInterruption] != "" {
 			return true
 		}
 	}
@@ -281,6 +285,29 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		pass.Actions = append(pass.Actions, p)
 		if p.Step != ActionDone && p.Step != ActionAbandoned {
 			open++
+		}
+	}
+	// Interrupted nodes are started whatever else is under way and however unsettled the cluster
+	// is (interruptions.go). A node whose action was abandoned in this pass is planned again at
+	// the next one, with what the abandon taught (an offering marked unavailable).
+	if in := interruptedNodes(s.Nodes); len(in) > 0 {
+		for _, p := range pass.Actions {
+			for _, n := range p.Nodes {
+				delete(in, n)
+			}
+		}
+		if len(in) > 0 {
+			c.batchMu.Lock()
+			started, err := c.startInterrupted(ctx, &s, idx, in, now)
+			c.batchMu.Unlock()
+			pass.Started = append(pass.Started, started...)
+			if err != nil {
+				pass.Err = err
+				return pass
+			}
+			if len(started) > 0 {
+				open++
+			}
 		}
 	}
 	switch {
@@ -345,8 +372,10 @@ func unsettled(s *State, idx nodeIndex) string {
 }
 
 // reportPlan sets the fleet gauges and the kept-node gauges, tells the nodes newly blocked by a
-// user's setting why (DisruptionBlocked), and marks the candidates (api.AnnotationCandidateSince):
-// set on the plan's candidates that lack it, removed from every other node.
+// user's setting why (DisruptionBlocked), marks the candidates (api.AnnotationCandidateSince): set
+// on the plan's candidates that lack it, removed from every other node, and the unhealthy nodes
+// the same way (api.AnnotationUnhealthySince, from the plan's Unhealthy list): the repair grace
+// period of GPUs missing from allocatable runs from it, so it survives restarts.
 func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.DisruptionPlan, now time.Time) {
 	c.metrics.DisruptionFleetCost.WithLabelValues("before").Set(dp.CostPerHourBefore)
 	c.metrics.DisruptionFleetCost.WithLabelValues("after").Set(dp.CostPerHourAfter)
@@ -366,19 +395,30 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	for _, n := range dp.Candidates {
 		cands[n] = true
 	}
+	unhealthy := map[string]api.UnhealthyNode{}
+	for _, u := range dp.Unhealthy {
+		unhealthy[u.Name] = u
+	}
+	stamp := now.UTC().Format(time.RFC3339)
 	for _, n := range s.Nodes {
-		_, has := n.Annotations[api.AnnotationCandidateSince]
-		var v *string
-		switch {
-		case cands[n.Name] && !has:
-			t := now.UTC().Format(time.RFC3339)
-			v = &t
-		case !cands[n.Name] && has:
-		default:
+		ann := map[string]*string{}
+		u, sick := unhealthy[n.Name]
+		if _, has := n.Annotations[api.AnnotationUnhealthySince]; sick && !has {
+			c.recorder.Eventf(nodeRef(n.Name), corev1.EventTypeWarning, "Unhealthy", "%s: %s; repaired once due (the pool's repair settings)", u.Signal, u.Message)
+		}
+		for key, listed := range map[string]bool{api.AnnotationCandidateSince: cands[n.Name], api.AnnotationUnhealthySince: sick} {
+			switch _, has := n.Annotations[key]; {
+			case listed && !has:
+				ann[key] = &stamp
+			case !listed && has:
+				ann[key] = nil
+			}
+		}
+		if len(ann) == 0 {
 			continue
 		}
-		if err := c.annotate(ctx, n.Name, map[string]*string{api.AnnotationCandidateSince: v}, nil); err != nil {
-			c.log.Warn("marking a disruption candidate", zap.String(keyNode, n.Name), zap.Error(err))
+		if err := c.annotate(ctx, n.Name, ann, nil); err != nil {
+			c.log.Warn("marking a disruption candidate or an unhealthy node", zap.String(keyNode, n.Name), zap.Error(err))
 		}
 	}
 }
@@ -391,6 +431,22 @@ type actionState struct {
 	reason      api.DisruptionReason
 	replacement string
 	nodes       []*corev1.Node
+	// interrupted: a node of the action carries an interruption notice (api.AnnotationInterruption);
+	// deadline is the earliest of their deadlines (zero: none).
+	interrupted bool
+	deadline    time.Time
+}
+
+// urgent reports whether the action's nodes go whatever Tiler does (interrupted, or repaired
+// because broken): its drain is never abandoned, and do-not-disrupt pods are left where they are
+// rather than abandoning the action.
+func (a *actionState) urgent() bool {
+	return a.interrupted || a.reason == api.ReasonInterrupted || a.reason == api.ReasonUnhealthy
+}
+
+// deadlineNear reports whether an interrupted action's deadline is within margin of now.
+func (a *actionState) deadlineNear(now time.Time, margin time.Duration) bool {
+	return a.interrupted && !a.deadline.IsZero() && !now.Before(a.deadline.Add(-margin))
 }
 
 func (a *actionState) kind() api.DisruptionKind {
@@ -434,6 +490,12 @@ func actionsOf(nodes []*corev1.Node) []*actionState {
 		}
 		if r := n.Annotations[api.AnnotationDisruptionReplacement]; r != "" {
 			a.replacement = r
+		}
+		if _, ok := n.Annotations[api.AnnotationInterruption]; ok {
+			a.interrupted = true
+			if d, ok := parseDeadline(n); ok && (a.deadline.IsZero() || d.Before(a.deadline)) {
+				a.deadline = d
+			}
 		}
 		a.nodes = append(a.nodes, n)
 	}
@@ -521,15 +583,29 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		return c.abandon(ctx, log, a, p, fmt.Sprintf("unknown step %q", a.step))
 	}
 	if a.step == api.DisruptionStepReplacing {
+		// An interrupted node drains when its replacement is Ready or when the deadline is near,
+		// whichever comes first; a replacement that fails to come drains it too (its pods become
+		// pending and are bought for as any), but while there is time a replacement that was
+		// never launched is planned again (abandon leaves the node cordoned and annotated).
+		near := a.deadlineNear(now, c.cfg.InterruptionDrainMargin)
 		rec, ok := recordByLaunchID(s.Records, a.replacement)
-		if !ok {
-			return c.abandon(ctx, log, a, p, "the replacement "+a.replacement+" was not launched")
+		var n *corev1.Node
+		if ok {
+			n = idx.forRecord(rec)
 		}
-		n := idx.forRecord(rec)
-		if n == nil || !snapshot.IsNodeReady(n) || !(devicesPublished(n, rec) || slicedNodes(s.ResourceSlices)[n.Name]) {
-			if now.Sub(a.since) > c.cfg.RegistrationTimeout {
-				return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", a.replacement, c.cfg.RegistrationTimeout))
-			}
+		switch ready := n != nil && snapshot.IsNodeReady(n) && (devicesPublished(n, rec) || slicedNodes(s.ResourceSlices)[n.Name]); {
+		case ready:
+			log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
+		case near:
+			log.Info("interruption deadline near: draining before the replacement is Ready", zap.Time("deadline", a.deadline),
+				zap.Duration("margin", c.cfg.InterruptionDrainMargin))
+		case !ok:
+			return c.abandon(ctx, log, a, p, "the replacement "+a.replacement+" was not launched")
+		case now.Sub(a.since) > c.cfg.RegistrationTimeout && a.interrupted:
+			log.Warn("the replacement did not come: draining the interrupted node anyway", zap.String(keyLaunchID, a.replacement))
+		case now.Sub(a.since) > c.cfg.RegistrationTimeout:
+			return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", a.replacement, c.cfg.RegistrationTimeout))
+		default:
 			p.Message = "waiting for the replacement " + a.replacement
 			return p
 		}
@@ -537,16 +613,18 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			p.Message = err.Error()
 			return p
 		}
-		log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
 	}
 	if a.step == api.DisruptionStepDraining {
-		left, msg, abandon := c.drainAction(ctx, log, a, now)
+		left, stay, msg, abandon := c.drainAction(ctx, log, a, now)
 		if abandon != "" {
 			return c.abandon(ctx, log, a, p, abandon)
 		}
-		if left > 0 {
-			if now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
+		if left > 0 || stay > 0 {
+			if !a.urgent() && now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
 				return c.abandon(ctx, log, a, p, fmt.Sprintf("drain not done within %s: %s", c.cfg.DisruptionDrainTimeout, msg))
+			}
+			if left == 0 {
+				msg = fmt.Sprintf("%d pods annotated not to be disrupted stay; the node goes once they end or the cloud reclaims it", stay)
 			}
 			p.Step, p.Message = a.step, msg
 			return p
@@ -557,7 +635,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		}
 	}
 	// Deleting: only DaemonSet pods are left (a pod that got there since is evicted first).
-	if left, _, _ := c.drainAction(ctx, log, a, now); left > 0 {
+	if left, stay, _, _ := c.drainAction(ctx, log, a, now); left+stay > 0 {
 		if err := c.setStep(ctx, a, api.DisruptionStepDraining, now, true); err == nil {
 			p.Step, p.Message = api.DisruptionStepDraining, "pods came back; draining again"
 		}
@@ -587,11 +665,13 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 
 // drainAction evicts the pods of the action's nodes that must go (all but DaemonSet and mirror
 // pods, and finished ones), and returns how many are left (terminating ones included), what
-// holds the drain and, when a pod must never be disrupted, why the action must be abandoned.
-func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *actionState, now time.Time) (left int, msg, abandon string) {
+// holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
+// an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
+// without them: stay counts them.
+func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
 	all, err := c.pods()
 	if err != nil {
-		return 1, err.Error(), ""
+		return 1, 0, err.Error(), ""
 	}
 	on := map[string]bool{}
 	for _, n := range a.nodes {
@@ -608,7 +688,12 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			continue
 		}
 		if doNotDisrupt(p) {
-			return left, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
+			if a.urgent() {
+				left--
+				stay++
+				continue
+			}
+			return left, stay, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
 		}
 		if !c.disruption.mayEvict(key, now) {
 			refused = append(refused, key)
@@ -642,7 +727,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	} else if left > 0 {
 		msg = fmt.Sprintf("%d pods still terminating", left)
 	}
-	return left, msg, ""
+	return left, stay, msg, ""
 }
 
 // mustEvict reports whether a pod bound to a node being drained must go before the node does:
@@ -668,8 +753,8 @@ func doNotDisrupt(p *corev1.Pod) bool {
 // already launched stays, an ordinary managed node (a later plan removes it if it stays empty).
 func (c *Controller) abandon(ctx context.Context, log *zap.Logger, a *actionState, p ActionProgress, why string) ActionProgress {
 	var uncordon *bool
-	if a.step != api.DisruptionStepReplacing {
-		uncordon = ptr.To(false)
+	if a.step != api.DisruptionStepReplacing && !a.interrupted {
+		uncordon = ptr.To(false) // an interrupted node stays cordoned: it goes anyway
 	}
 	if err := c.annotateAll(ctx, a.names(), actionAnnotationsCleared(), uncordon); err != nil {
 		p.Message = "rolling back: " + err.Error()

@@ -44,6 +44,12 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
+	t.Run("SpotInterruptionReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, false, false) })
+	t.Run("RestartDuringInterruption", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, true, false) })
+	t.Run("RebalanceRecommendationReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, false, true) })
+	t.Run("SpotInterruptionDeadlineFirst", func(t *testing.T) { testSpotInterruptionDeadlineFirst(t, cp) })
+	t.Run("RepairOnGPULoss", func(t *testing.T) { testRepairOnGPULoss(t, cp) })
+	t.Run("DriftAfterPolicyChange", func(t *testing.T) { testDriftAfterPolicyChange(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).

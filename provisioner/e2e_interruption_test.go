@@ -2,22 +2,29 @@ package provisioner_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// testSpotInterruption: the cloud announces that a spot GPU node is reclaimed; the controller
-// cordons and drains it, marks the offering unavailable, and the Deployment's replacement pod is
+// testSpotInterruption: the cloud announces that a spot GPU node is reclaimed 3 s ahead; the
+// controller marks the offering unavailable and replaces the node through the disruption executor
+// (an Interrupted action, see testSpotInterruptionReplacedFirst), and the Deployment's pod is
 // bound on a newly bought node of another offering.
 func testSpotInterruption(t *testing.T, cp *controlplane.ControlPlane) {
 	e := newEnv(t, cp, testConfig(), func(c *sim.Config) { c.InterruptionGrace = 3 * time.Second })
@@ -79,3 +86,267 @@ func (e *env) waitDeploymentNode(app, not string, timeout time.Duration) string 
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// spotPolicy buys g4dn.12xlarge (4 × T4) in one zone, spot first: once the zone's spot offering
+// is marked unavailable, the only replacement left is on-demand (failover).
+const spotPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: gpu-spot
+  instanceTypes: [g4dn.12xlarge]
+  zones: [us-east-1a]
+  capacityTypes: [spot, on-demand]
+  disruption:
+    consolidation: never
+`
+
+// testSpotInterruptionReplacedFirst: three GPU pods under a PodDisruptionBudget (maxUnavailable
+// 1) run on a spot g4dn.12xlarge; the cloud announces its reclaim with a 90 s notice. The
+// controller hands the node to the disruption executor: the offering is marked unavailable, a
+// replacement is launched at once (on-demand: the pool's only other offering), and only once it
+// is Ready are the pods evicted, one at a time as the budget allows; they bind on the replacement
+// and the interrupted instance is deleted before the cloud reclaims it. One launch in all, no pod
+// lost, the budget held (lifecycle watch), instances match Nodes. The time from the notice to all
+// pods bound again is logged. With kill, the controller is killed right after the pass that
+// started the Interrupted action (the notice acknowledged, the replacement launched), and a new
+// one (new cloud client, same inventory) resumes it from the node's annotations: still one launch.
+// With rebalance, the notice is an EC2 rebalance recommendation instead: the same path without a
+// deadline (the replacement Ready first, whenever that is), and the cloud reclaims nothing.
+func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPlane, kill, rebalance bool) {
+	const grace = 90 * time.Second
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.InterruptionGrace = grace })
+	ctx := context.Background()
+	ns, app := "spot", "spot-infer"
+	if kill {
+		ns = "spot-restart"
+	}
+	if rebalance {
+		ns = "spot-rebalance"
+	}
+	killed := make(chan struct{})
+	if kill {
+		var once sync.Once
+		cancel := e.cancel
+		passes.hook = func(p *provisioner.DisruptionPass) {
+			if len(p.Started) > 0 {
+				once.Do(func() { cancel(); close(killed) })
+			}
+		}
+	}
+	e.namespace(ns)
+	e.applyPolicy("policy", spotPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("2").Mem("8Gi").GPU(1).Obj()
+	e.deployment(ns, app, 3, tmpl)
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	pods := e.waitAppReady(ns, app, 3, 2*time.Minute)
+	old := pods[0].Spec.NodeName
+	for _, p := range pods {
+		if p.Spec.NodeName != old {
+			t.Fatalf("pods on %s and %s, want one g4dn.12xlarge", old, p.Spec.NodeName)
+		}
+	}
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	var offering api.Offering
+	for _, i := range insts {
+		if i.NodeName == old {
+			id, offering = i.ID, i.Offering
+		}
+	}
+	if id == "" || offering.CapacityType != api.Spot {
+		t.Fatalf("node %s is %+v, want a spot instance", old, offering)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+
+	start := time.Now()
+	notice, what := e.cloud.Interrupt, "interruption notice"
+	if rebalance {
+		notice, what = e.cloud.RecommendRebalance, "rebalance recommendation"
+	}
+	if err := notice(id); err != nil {
+		t.Fatal(err)
+	}
+	if kill {
+		select {
+		case <-killed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no Interrupted action started")
+		}
+		e.stopAndWait()
+		n, err := e.kube.CoreV1().Nodes().Get(ctx, old, metav1.GetOptions{})
+		if err != nil || n.Annotations[api.AnnotationInterruption] == "" || n.Annotations[api.AnnotationInterruptionDeadline] == "" ||
+			n.Annotations[api.AnnotationDisruptionReason] != string(api.ReasonInterrupted) || !n.Spec.Unschedulable {
+			t.Fatalf("after the kill the interrupted node is %v, unschedulable %v (err %v); want it cordoned, annotated with the notice and the action", n.Annotations, n.Spec.Unschedulable, err)
+		}
+		t.Logf("controller killed %s after the notice, with the action at %s", time.Since(start).Round(time.Millisecond), n.Annotations[api.AnnotationDisruptionStep])
+		e.start()
+	}
+	var allBound time.Duration
+	testwait.Until(t, testwait.Slow, "every pod bound again, off the interrupted node", grace, func() bool {
+		ps := e.appPods(ns, app)
+		if len(ps) != 3 {
+			return false
+		}
+		for _, p := range ps {
+			if p.Spec.NodeName == "" || p.Spec.NodeName == old {
+				return false
+			}
+		}
+		allBound = time.Since(start)
+		return true
+	})
+	testwait.Until(t, testwait.Slow, "the interrupted instance deleted by the controller", grace, func() bool {
+		_, err := e.cloud.Get(ctx, id)
+		return cloudprovider.IsNotFound(err)
+	})
+	gone := time.Since(start)
+	after := e.waitAppReady(ns, app, 3, 30*time.Second)
+	period := "notice period " + grace.String()
+	if rebalance {
+		period = "no deadline"
+	}
+	t.Logf("%s→all bound: %s (interrupted instance gone after %s; %s)", what, allBound.Round(time.Millisecond), gone.Round(time.Millisecond), period)
+
+	repl := after[0].Spec.NodeName
+	for _, p := range after {
+		if p.Spec.NodeName != repl {
+			t.Errorf("pod %s on %s, want every pod on the replacement %s", p.Name, p.Spec.NodeName, repl)
+		}
+	}
+	insts, _ = e.cloud.List(ctx)
+	for _, i := range insts {
+		if i.NodeName == repl && i.Offering == offering {
+			t.Errorf("the replacement %s bought the interrupted offering %+v again", repl, offering)
+		}
+	}
+	if allBound >= grace {
+		t.Errorf("pods bound again %s after the notice, after the %s deadline", allBound, grace)
+	}
+	events, err := sim.ReadEvents(e.cloud.EventLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.InstanceID == id && ev.Kind == sim.EventDeleted && ev.Reason == sim.ReasonSpotReclaimed {
+			t.Errorf("the cloud reclaimed %s: the controller should have deleted it first", id)
+		}
+	}
+	if got := e.launches() - launches; got != 1 {
+		e.explainPurchases()
+		t.Errorf("%d launches since the notice, want exactly one replacement", got)
+	}
+	// The pass that deleted the instance reports the action done once it ends.
+	testwait.Until(t, testwait.Slow, "the Interrupted Replace action on "+old+" reported done", 10*time.Second, func() bool {
+		for _, p := range passes.all() {
+			for _, a := range p.Actions {
+				if a.Reason == api.ReasonInterrupted && slices.Contains(a.Nodes, old) && a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if rebalance {
+		e.waitNodeEvent(old, "Interrupted", "rebalance-recommendation notice for instance "+id+" (no deadline)", 10*time.Second)
+	} else {
+		e.waitNodeEvent(old, "Interrupted", "spot-interruption notice for instance "+id+" (reclaimed at", 10*time.Second)
+	}
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 3 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the 3 pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// testSpotInterruptionDeadlineFirst: the replacement cannot be Ready in time — nodes boot in 12 s,
+// the notice gives 20 s and the controller drains 15 s before the deadline. The node is drained
+// at the margin, before its replacement is Ready; the evicted pods wait for the replacement
+// already in flight (no second purchase) and bind there; the controller deletes the drained
+// instance before the cloud reclaims it, and no pod goes with the node.
+func testSpotInterruptionDeadlineFirst(t *testing.T, cp *controlplane.ControlPlane) {
+	const grace, margin, boot = 20 * time.Second, 15 * time.Second, 12 * time.Second
+	cfg := disruptionConfig()
+	cfg.InterruptionDrainMargin = margin
+	e, passes := newDisruptionEnv(t, cp, cfg, func(c *sim.Config) { c.InterruptionGrace, c.BootDelay = grace, boot })
+	ctx := context.Background()
+	ns, app := "spot-deadline", "spot-batch"
+	e.namespace(ns)
+	e.applyPolicy("policy", spotPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("2").Mem("8Gi").GPU(1).Obj()
+	e.deployment(ns, app, 2, tmpl)
+	pods := e.waitAppReady(ns, app, 2, 2*time.Minute)
+	old := pods[0].Spec.NodeName
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for _, i := range insts {
+		if i.NodeName == old && i.Offering.CapacityType == api.Spot {
+			id = i.ID
+		}
+	}
+	if id == "" || pods[1].Spec.NodeName != old {
+		t.Fatalf("pods on %s and %s, want both on one spot node", old, pods[1].Spec.NodeName)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	start := time.Now()
+	if err := e.cloud.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	var allBound time.Duration
+	testwait.Until(t, testwait.Slow, "every pod bound again, off the interrupted node", 2*grace, func() bool {
+		ps := e.appPods(ns, app)
+		if len(ps) != 2 {
+			return false
+		}
+		for _, p := range ps {
+			if p.Spec.NodeName == "" || p.Spec.NodeName == old {
+				return false
+			}
+		}
+		allBound = time.Since(start)
+		return true
+	})
+	t.Logf("interruption notice→all bound: %s (deadline-first: notice %s, drain margin %s, boot %s)", allBound.Round(time.Millisecond), grace, margin, boot)
+	e.waitAppReady(ns, app, 2, 30*time.Second)
+	// The drain began before the replacement was Ready: a pass moved the action from Replacing
+	// to Draining while its replacement had no Ready Node yet, which the executor logs as the
+	// deadline; the passes say it by the order of the steps and the time.
+	var drainAt time.Time
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			if a.Reason == api.ReasonInterrupted && a.Step == api.DisruptionStepDraining && drainAt.IsZero() {
+				drainAt = p.Now
+			}
+		}
+	}
+	if drainAt.IsZero() {
+		t.Fatal("no pass saw the Interrupted action Draining")
+	}
+	if d := drainAt.Sub(start); d >= boot {
+		t.Errorf("draining %s after the notice, want it at the margin (%s), before the replacement boots (%s)", d, grace-margin, boot)
+	}
+	if got := e.launches() - launches; got != 1 {
+		e.explainPurchases()
+		t.Errorf("%d launches since the notice, want exactly one replacement", got)
+	}
+	events, err := sim.ReadEvents(e.cloud.EventLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.InstanceID == id && ev.Kind == sim.EventDeleted && ev.Reason == sim.ReasonSpotReclaimed {
+			t.Errorf("the cloud reclaimed %s: the controller should have deleted it once drained", id)
+		}
+	}
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v, lost %v with the node; want the 2 pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}

@@ -1,13 +1,18 @@
 package provisioner_test
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -28,7 +33,7 @@ pools:
 // mechanism that consolidation uses (simulator.PlanDisruption's Expired reason carried out by the
 // same executor): the replacement is launched and Ready before the old node is cordoned, the
 // PodDisruptionBudget (maxUnavailable 1) holds during the whole run, every pod ends Ready on the
-// replacement, and the cloud's instances match the Nodes.
+// replacement, and the cloud's instances match the Nodes (the lifecycle watch).
 func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	ns, app := "expiry", "expiry"
@@ -46,6 +51,7 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	old := nodes[0].Name
 	launches := e.launches()
 	watch := e.watchAvailability(ns, app, 2)
+	lw := e.watchLifecycle(ns)
 	nw := e.watchNodes()
 	start := time.Now()
 	testwait.Until(t, testwait.Slow, "the expired node to be replaced", 90*time.Second, func() bool {
@@ -80,6 +86,276 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	if got := e.launches() - launches; got < 1 {
 		t.Errorf("%d launches since the pods were Ready, want the replacement", got)
 	}
-	e.instancesMatchNodes()
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// repairPolicy buys g4dn.12xlarge (4 × T4) on-demand in one zone: the pool has one offering, so a
+// repair that penalised it (marked it unavailable) could buy no replacement at all. Missing GPUs
+// are repaired after 5 s; the repair budget is the default 10 % (of two nodes: one at a time).
+const repairPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: repair
+  instanceTypes: [g4dn.12xlarge]
+  zones: [us-east-1a]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+    repair:
+      gracePeriod: 5s
+`
+
+// testRepairOnGPULoss: two g4dn.12xlarge nodes run a 4-GPU pod each under a PodDisruptionBudget
+// (maxUnavailable 1); the simulated device plugin then reports every GPU of both unhealthy
+// (allocatable nvidia.com/gpu 0 of 4). The controller marks both tiler.dev/unhealthy-since, and
+// once the pool's repair gracePeriod has passed replaces them through the disruption executor
+// (reason Unhealthy): replacement Ready first, the pod moved, the instance deleted — one node at a
+// time (the repair budget), each with exactly one launch of the same offering (not penalised).
+// The lifecycle watch checks the budget, that no pod is lost and no instance leaks.
+func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
+	const grace = 5 * time.Second
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ctx := context.Background()
+	ns, app := "repair", "trainer"
+	e.namespace(ns)
+	e.applyPolicy("policy", repairPolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj()
+	e.deployment(ns, app, 2, tmpl)
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	pods := e.waitAppReady(ns, app, 2, 2*time.Minute)
+	sick := map[string]string{} // node → instance
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offering api.Offering
+	for _, p := range pods {
+		for _, i := range insts {
+			if i.NodeName == p.Spec.NodeName {
+				sick[i.NodeName], offering = i.ID, i.Offering
+			}
+		}
+	}
+	if len(sick) != 2 {
+		t.Fatalf("pods on %v, want two nodes", sick)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	for _, id := range sick {
+		if err := e.cloud.InjectGPUFault(id, sim.GPUFaultLost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := map[string]time.Time{}
+	testwait.Until(t, testwait.Slow, "both nodes marked "+api.AnnotationUnhealthySince, 60*time.Second, func() bool {
+		for _, n := range e.managedNodes() {
+			if _, ok := sick[n.Name]; ok {
+				if v, ok := n.Annotations[api.AnnotationUnhealthySince]; ok {
+					since[n.Name], _ = time.Parse(time.RFC3339, v)
+				}
+			}
+		}
+		return len(since) == 2
+	})
+	testwait.Until(t, testwait.Slow, "both unhealthy nodes replaced", 3*time.Minute, func() bool {
+		nodes := e.managedNodes()
+		for _, n := range nodes {
+			if _, ok := sick[n.Name]; ok {
+				return false
+			}
+		}
+		return len(nodes) == 2
+	})
+	after := e.waitAppReady(ns, app, 2, 30*time.Second)
+	for _, p := range after {
+		if _, ok := sick[p.Spec.NodeName]; ok {
+			t.Errorf("pod %s still on the unhealthy node %s", p.Name, p.Spec.NodeName)
+		}
+	}
+	for _, n := range e.managedNodes() {
+		if _, ok := n.Annotations[api.AnnotationUnhealthySince]; ok {
+			t.Errorf("replacement %s is marked %s", n.Name, api.AnnotationUnhealthySince)
+		}
+	}
+	insts, _ = e.cloud.List(ctx)
+	for _, i := range insts {
+		if i.Offering != offering {
+			t.Errorf("replacement %s is %+v, want the unhealthy nodes' offering %+v (a host fault does not penalise it)", i.NodeName, i.Offering, offering)
+		}
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches for two repairs, want two", got)
+	}
+	// The grace period held, and the repair budget: never two repairs under way at once.
+	started := map[string]time.Time{}
+	for _, p := range passes.all() {
+		open := 0
+		for _, a := range p.Actions {
+			if a.Reason == api.ReasonUnhealthy && a.Step != provisioner.ActionDone && a.Step != provisioner.ActionAbandoned {
+				open++
+			}
+		}
+		if p.Plan != nil {
+			for _, a := range p.Plan.Actions {
+				if a.Reason == api.ReasonUnhealthy && slices.Contains(p.Started, a.ID) {
+					open++
+					for _, n := range a.Nodes {
+						started[n] = p.Now
+					}
+				}
+			}
+		}
+		if open > 1 {
+			t.Errorf("pass at %s: %d repairs under way, the repair budget (10%% of 2 nodes) allows 1", p.Now.Format(time.RFC3339Nano), open)
+		}
+	}
+	for n, at := range started {
+		if wait := at.Sub(since[n]); wait < grace {
+			t.Errorf("node %s repaired %s after it was marked unhealthy, before the %s grace period", n, wait, grace)
+		}
+	}
+	if len(started) != 2 {
+		t.Errorf("repairs started for %v, want both unhealthy nodes", started)
+	}
+	// The pass that deleted the last instance counts its action once the deletion is done.
+	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Unhealthy} = 2", 10*time.Second, func() bool {
+		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonUnhealthy))) == 2
+	})
+	for n := range sick {
+		e.waitNodeEvent(n, "Disrupting", string(api.ReasonUnhealthy), 10*time.Second)
+	}
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// driftPolicy is a pool of m7i.large whose nodes carry the label tier=<tier>; one 1500m pod fits
+// a node.
+func driftPolicy(tier string) string {
+	return `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: drift
+  instanceTypes: [m7i.large]
+  capacityTypes: [on-demand]
+  labels:
+    tier: ` + tier + `
+  disruption:
+    consolidation: never
+    budgets:
+    - nodes: "1"
+`
+}
+
+// testDriftAfterPolicyChange: three m7i.large nodes of a pool labelled tier=a run two pods of a
+// Deployment under a PodDisruptionBudget (maxUnavailable 1) and one pod annotated
+// tiler.dev/do-not-disrupt. The pool's label becomes tier=b in the policy ConfigMap: the two
+// nodes of the Deployment drift and are replaced one at a time (the pool's budget: 1) through the
+// disruption executor — each replacement Ready, carrying tier=b, before its old node is cordoned —
+// with Disrupting Events and the tiler_disruption_actions_total metric saying Drifted; the node of
+// the do-not-disrupt pod is kept (a DisruptionBlocked Event says why). The lifecycle watch checks
+// the budget, do-not-disrupt, no pod lost, no instance leaked; two launches in all.
+func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app, pinned := "drift", "web", "pinned"
+	e.namespace(ns)
+	e.applyPolicy("policy", driftPolicy("a"))
+	e.deployment(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	e.deployment(ns, pinned, 1, simtest.Pod("t").Namespace(ns).Label("app", pinned).CPU("1500m").Mem("1Gi").
+		Annotate(api.AnnotationDoNotDisrupt, "true").Obj())
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	webPods := e.waitAppReady(ns, app, 2, 2*time.Minute)
+	pinnedNode := e.waitAppReady(ns, pinned, 1, time.Minute)[0].Spec.NodeName
+	old := map[string]bool{}
+	for _, p := range webPods {
+		old[p.Spec.NodeName] = true
+	}
+	if len(old) != 2 || old[pinnedNode] || len(e.managedNodes()) != 3 {
+		t.Fatalf("web pods on %v, pinned pod on %s: want three nodes, one pod each", old, pinnedNode)
+	}
+	testwait.Until(t, testwait.Slow, "every node carrying "+api.AnnotationPoolHash, 30*time.Second, func() bool {
+		for _, n := range e.managedNodes() {
+			if n.Annotations[api.AnnotationPoolHash] == "" {
+				return false
+			}
+		}
+		return true
+	})
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	nw := e.watchNodes()
+	start := time.Now()
+	e.applyPolicy("policy", driftPolicy("b"))
+	testwait.Until(t, testwait.Slow, "both drifted web nodes replaced", 3*time.Minute, func() bool {
+		nodes := e.managedNodes()
+		for _, n := range nodes {
+			if old[n.Name] {
+				return false
+			}
+		}
+		return len(nodes) == 3
+	})
+	events := nw.finish()
+	t.Logf("policy change → both drifted nodes replaced: %.1fs", time.Since(start).Seconds())
+	var repl []string
+	for _, n := range e.managedNodes() {
+		switch {
+		case n.Name == pinnedNode:
+			if n.Labels["tier"] != "a" {
+				t.Errorf("the do-not-disrupt pod's node %s has tier=%q, want it kept as it was (a)", n.Name, n.Labels["tier"])
+			}
+		case n.Labels["tier"] != "b":
+			t.Errorf("replacement %s has tier=%q, want b", n.Name, n.Labels["tier"])
+		default:
+			repl = append(repl, n.Name)
+		}
+	}
+	// Each old node is cordoned only once some replacement is Ready, and one at a time.
+	for o := range old {
+		cordonAt, readyAt := -1, -1
+		for i, ev := range events {
+			if cordonAt < 0 && ev.name == o && ev.unschedulable {
+				cordonAt = i
+			}
+		}
+		for i, ev := range events {
+			if readyAt < 0 && slices.Contains(repl, ev.name) && ev.ready {
+				readyAt = i
+			}
+		}
+		if cordonAt < 0 || readyAt < 0 || readyAt > cordonAt {
+			t.Errorf("old node %s cordoned at node event %d, first replacement Ready at %d: the replacement must be Ready first", o, cordonAt, readyAt)
+		}
+	}
+	for _, p := range e.waitAppReady(ns, app, 2, 30*time.Second) {
+		if !slices.Contains(repl, p.Spec.NodeName) {
+			t.Errorf("web pod %s on %s, want a replacement %v", p.Name, p.Spec.NodeName, repl)
+		}
+	}
+	if got := e.appPods(ns, pinned); len(got) != 1 || got[0].Spec.NodeName != pinnedNode {
+		t.Errorf("the do-not-disrupt pod moved: %v", got)
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the policy change, want the two replacements", got)
+	}
+	// The pass that deleted the last instance counts its action once the deletion is done.
+	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Drifted} = 2", 10*time.Second, func() bool {
+		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))) == 2
+	})
+	for o := range old {
+		e.waitNodeEvent(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
+	}
+	e.waitNodeEvent(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
+	}
 	e.cleanupNamespace(ns)
 }

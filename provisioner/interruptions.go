@@ -2,17 +2,43 @@ package provisioner
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
-	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/simulator"
 )
+
+// Interruptions: the cloud announces that it reclaims an instance (an EC2 spot interruption two
+// minutes ahead, a GCP preemption as it happens, an EC2 rebalance recommendation with no
+// deadline, a state change to stopping or terminated). The node is handed to the disruption
+// executor (disruption.go) as an Interrupted action, so that its pods are replaced before they
+// go:
+//
+//  1. At the notice (pollInterruptions): the offering is marked unavailable, so that the
+//     replacement is planned on another spot pool or on-demand when the pool allows it
+//     (failover); the node is cordoned and annotated with the notice's kind and deadline
+//     (api.AnnotationInterruption, api.AnnotationInterruptionDeadline); the disruption loop is
+//     woken. The notice is acknowledged when polled: the annotation is what survives a restart.
+//  2. The next disruption pass (startInterrupted) plans the node's pods as pending against the
+//     rest of the cluster and at most one replacement (simulator.PlanDisruption with
+//     Options.Interrupted) and starts the action: the replacement is launched through the launch
+//     path (launch record first), or, when the pods need none, the node drains at once.
+//  3. The executor drains the node (Eviction API: PodDisruptionBudgets hold) when the replacement
+//     is Ready or when the deadline is within Config.InterruptionDrainMargin, whichever comes
+//     first, then deletes the instance, unless the cloud took it first.
+//
+// Interruptions are not bound by the pools' disruption budgets, consolidation's settledness or
+// maxActions, nor by the other actions under way: the node goes whatever Tiler does, and the
+// only choice left is whether its pods have somewhere to go first. Do-not-disrupt pods are not
+// evicted (they stay until the cloud reclaims the node), and a drain refused by a
+// PodDisruptionBudget is retried until the node is gone, never abandoned.
 
 // watchInterruptions polls the interruption source until ctx ends, in a loop of its own so that
 // a slow poll (an SQS long poll waits up to 20 s for a message) never holds a batch. A poll starts
@@ -32,16 +58,12 @@ func (c *Controller) watchInterruptions(ctx context.Context) {
 	}
 }
 
-// pollInterruptions polls the source once and turns each notice, and each of the backlog, into a
-// replacement decision; it returns the notices it could not act on yet (the launch records or
-// the informers could not be read), which the source has acknowledged already, for the next poll.
-// For an instance that is going away (spot interruption, preemption, stopping or terminated) the
-// node is cordoned, its offering marked unavailable — so the replacement is planned on another
-// spot pool or on-demand when the pool allows it — and its pods are evicted so that their
-// controllers recreate them and the next batch, which it asks for, re-plans them. A rebalance
-// recommendation only cordons the node: no new pods land there, running ones stay. The node is
-// the record's Node, which may have registered under another name than the planned one; a
-// launch without a Node has nothing to cordon or drain.
+// pollInterruptions polls the source once and hands each notice, and each of the backlog, to the
+// disruption loop (see above); it returns the notices it could not act on yet (the launch
+// records or the informers could not be read, a node could not be annotated), which the source
+// has acknowledged already, for the next poll. The node is the record's Node, which may have
+// registered under another name than the planned one; a launch without a Node has nothing to
+// drain (only its offering is marked). A StateChange to "running" is no interruption.
 func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovider.Interruption) []cloudprovider.Interruption {
 	log := c.log.Named("interruptions")
 	notices, err := c.interruptions.Poll(ctx)
@@ -62,34 +84,161 @@ func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovi
 		log.Error("listing nodes; retried at the next poll", zap.Error(err))
 		return notices
 	}
-	all, err := c.pods()
-	if err != nil {
-		log.Error("listing pods; retried at the next poll", zap.Error(err))
-		return notices
-	}
-	pods, _ := splitPlaceholders(all)
 	idx := newNodeIndex(nodes)
+	var retry []cloudprovider.Interruption
 	for _, n := range notices {
 		r, ok := recordByInstance(recs, n.InstanceID)
 		if !ok {
 			continue // another cluster's, or already gone
 		}
-		node := ""
-		if nd := idx.forRecord(r); nd != nil {
-			node = nd.Name
+		nd := idx.forRecord(r)
+		name := ""
+		if nd != nil {
+			name = nd.Name
 		}
-		l := log.With(zap.String(keyNode, node), zap.String(keyInstanceID, n.InstanceID), zap.String(keyReason, string(n.Kind)))
-		c.cordon(ctx, l, node)
-		c.metrics.Interruptions.WithLabelValues(string(n.Kind)).Inc()
-		if n.Kind == cloudprovider.RebalanceRecommendation || n.Kind == cloudprovider.StateChange && n.State == "running" {
+		l := log.With(zap.String(keyNode, name), zap.String(keyInstanceID, n.InstanceID), zap.String(keyReason, string(n.Kind)))
+		if n.Kind == cloudprovider.StateChange && n.State == "running" {
 			continue
 		}
+		c.metrics.Interruptions.WithLabelValues(string(n.Kind)).Inc()
 		c.unavailable.MarkUnavailable(r.Offering, string(n.Kind))
-		c.drain(ctx, l, node, pods)
-		l.Info("instance interrupted: node cordoned and drained, pods re-planned")
+		if nd == nil {
+			l.Info("instance interrupted before its node registered: offering marked unavailable")
+			continue
+		}
+		deadline := noticeDeadline(n)
+		ann := map[string]*string{api.AnnotationInterruption: ptr.To(string(n.Kind))}
+		if old, ok := parseDeadline(nd); ok && (deadline.IsZero() || old.Before(deadline)) {
+			deadline = old // an earlier notice's deadline stands
+		}
+		if !deadline.IsZero() {
+			ann[api.AnnotationInterruptionDeadline] = ptr.To(deadline.UTC().Format(time.RFC3339))
+		}
+		if err := c.annotate(ctx, name, ann, ptr.To(true)); err != nil {
+			l.Error("annotating the interrupted node; retried at the next poll", zap.Error(err))
+			retry = append(retry, n)
+			continue
+		}
+		msg := "no deadline"
+		if !deadline.IsZero() {
+			msg = "reclaimed at " + deadline.UTC().Format(time.RFC3339)
+		}
+		c.recorder.Eventf(nodeRef(name), corev1.EventTypeWarning, "Interrupted", "%s notice for instance %s (%s): cordoned; its pods are replaced before they go",
+			n.Kind, n.InstanceID, msg)
+		l.Info("instance interrupted: node cordoned, handed to the disruption executor", zap.Time("deadline", deadline))
 	}
-	c.poke()
-	return nil
+	c.wakeDisruption()
+	return retry
+}
+
+// noticeDeadline is when the noticed instance goes: the notice's Deadline, else two minutes
+// after an EC2 spot interruption, at once for a preemption or a state change, none for a
+// rebalance recommendation.
+func noticeDeadline(n cloudprovider.Interruption) time.Time {
+	switch {
+	case !n.Deadline.IsZero():
+		return n.Deadline
+	case n.Kind == cloudprovider.SpotInterruption:
+		return n.At.Add(cloudprovider.SpotInterruptionNotice)
+	case n.Kind == cloudprovider.RebalanceRecommendation:
+		return time.Time{}
+	}
+	return n.At
+}
+
+// parseDeadline reads the node's api.AnnotationInterruptionDeadline.
+func parseDeadline(n *corev1.Node) (time.Time, bool) {
+	v, ok := n.Annotations[api.AnnotationInterruptionDeadline]
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t, err == nil
+}
+
+// wakeDisruption asks the disruption loop for a pass now; wakes while one is pending coalesce.
+func (c *Controller) wakeDisruption() {
+	select {
+	case c.disruptWake <- struct{}{}:
+	default:
+	}
+}
+
+// interruptedNodes returns the interrupted nodes (api.AnnotationInterruption) that carry no
+// disruption action yet, with their deadline (zero: none).
+func interruptedNodes(nodes []*corev1.Node) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, n := range nodes {
+		if _, ok := n.Annotations[api.AnnotationInterruption]; !ok || n.Annotations[api.AnnotationDisruptionAction] != "" || n.DeletionTimestamp != nil {
+			continue
+		}
+		d, _ := parseDeadline(n)
+		out[n.Name] = d
+	}
+	return out
+}
+
+// startInterrupted starts an Interrupted action for every interrupted node without one: the
+// plan's action for the node (its pods on the rest of the cluster and at most one replacement),
+// or, when the plan finds no place for some pod, a Delete action that drains the node at once
+// (its pods become pending, and the batches buy for them as for any pending pod). Other actions
+// under way, the pools' budgets and settledness do not hold it back. It returns the IDs of the
+// actions started.
+func (c *Controller) startInterrupted(ctx context.Context, s *State, idx nodeIndex, interrupted map[string]time.Time, now time.Time) ([]string, error) {
+	var disrupting []string
+	for _, n := range s.Nodes {
+		if n.Annotations[api.AnnotationDisruptionAction] != "" {
+			disrupting = append(disrupting, n.Name)
+		}
+	}
+	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, now)
+	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
+		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("i%d", now.UnixNano()), Interrupted: interrupted,
+			Disrupting: disrupting, MaxActions: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("planning the replacement of interrupted nodes: %w", err)
+	}
+	planned := map[string]api.DisruptionAction{}
+	for _, a := range dp.Actions {
+		if a.Reason == api.ReasonInterrupted && len(a.Nodes) == 1 {
+			planned[a.Nodes[0]] = a
+		}
+	}
+	kept := map[string]api.KeptNode{}
+	for _, k := range dp.Kept {
+		kept[k.Name] = k
+	}
+	var started []string
+	for _, name := range sortedKeys(interrupted) {
+		a, ok := planned[name]
+		if !ok {
+			k := kept[name]
+			if k.Reason == api.KeepUnmanaged {
+				continue
+			}
+			a = api.DisruptionAction{Kind: api.ActionDelete, Reason: api.ReasonInterrupted, Pool: k.Pool, Nodes: []string{name},
+				Message: fmt.Sprintf("no replacement (%s: %s); drained at once", k.Reason, k.Message)}
+			if d := interrupted[name]; !d.IsZero() {
+				a.Deadline = &d
+			}
+			a.ID = api.ActionID(a)
+		}
+		if err := c.startAction(ctx, s, idx, a, now); err != nil {
+			c.log.Warn("interrupted node: action not started", zap.String(keyNode, name), zap.Error(err))
+			continue
+		}
+		started = append(started, a.ID)
+	}
+	return started, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func recordByInstance(recs []LaunchRecord, id string) (LaunchRecord, bool) {
@@ -99,32 +248,4 @@ func recordByInstance(recs []LaunchRecord, id string) (LaunchRecord, bool) {
 		}
 	}
 	return LaunchRecord{}, false
-}
-
-func (c *Controller) cordon(ctx context.Context, log *zap.Logger, node string) {
-	if node == "" {
-		return
-	}
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": true}})
-	if _, err := c.kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		log.Error("cordoning", zap.Error(err))
-	}
-}
-
-// drain evicts the node's pods (not DaemonSet pods) through the Eviction API, which honours
-// PodDisruptionBudgets; a pod that cannot be evicted now is retried on the next notice or left to
-// the cloud's termination.
-func (c *Controller) drain(ctx context.Context, log *zap.Logger, node string, pods []*corev1.Pod) {
-	if node == "" {
-		return
-	}
-	for _, p := range pods {
-		if p.Spec.NodeName != node || snapshot.IsDaemonSetPod(p) || !snapshot.IsActive(p) {
-			continue
-		}
-		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-		if err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
-			log.Warn("evicting", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
-		}
-	}
 }

@@ -182,8 +182,12 @@ func ParseEvent(body []byte) (n cloudprovider.Interruption, ok bool, err error) 
 		return n, false, nil
 	}
 	n = cloudprovider.Interruption{InstanceID: e.Detail.InstanceID, Kind: kind, At: e.Time.UTC()}
-	if kind == cloudprovider.StateChange {
+	switch kind {
+	case cloudprovider.StateChange:
 		n.State = e.Detail.State
+		n.Deadline = n.At
+	case cloudprovider.SpotInterruption:
+		n.Deadline = n.At.Add(cloudprovider.SpotInterruptionNotice)
 	}
 	return n, true, nil
 }

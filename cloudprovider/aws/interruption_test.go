@@ -48,7 +48,7 @@ func TestPollRecordedMessages(t *testing.T) {
 	}
 	want := []cloudprovider.Interruption{
 		{InstanceID: instanceID, Kind: cloudprovider.RebalanceRecommendation, At: time.Date(2026, 7, 20, 13, 58, 0, 0, time.UTC)},
-		{InstanceID: instanceID, Kind: cloudprovider.SpotInterruption, At: time.Date(2026, 7, 20, 14, 0, 0, 0, time.UTC)},
+		{InstanceID: instanceID, Kind: cloudprovider.SpotInterruption, At: time.Date(2026, 7, 20, 14, 0, 0, 0, time.UTC), Deadline: time.Date(2026, 7, 20, 14, 2, 0, 0, time.UTC)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notices (-want +got):\n%s", diff)
@@ -97,9 +97,9 @@ func TestPollEventKinds(t *testing.T) {
 		t.Fatalf("Poll: %v", err)
 	}
 	want := []cloudprovider.Interruption{
-		{InstanceID: instanceID, Kind: cloudprovider.SpotInterruption, At: time.Date(2026, 7, 20, 14, 0, 0, 0, time.UTC)},
+		{InstanceID: instanceID, Kind: cloudprovider.SpotInterruption, At: time.Date(2026, 7, 20, 14, 0, 0, 0, time.UTC), Deadline: time.Date(2026, 7, 20, 14, 2, 0, 0, time.UTC)},
 		{InstanceID: instanceID, Kind: cloudprovider.RebalanceRecommendation, At: time.Date(2026, 7, 20, 13, 58, 0, 0, time.UTC)},
-		{InstanceID: instanceID, Kind: cloudprovider.StateChange, State: "shutting-down", At: time.Date(2026, 7, 20, 14, 2, 0, 0, time.UTC)},
+		{InstanceID: instanceID, Kind: cloudprovider.StateChange, State: "shutting-down", At: time.Date(2026, 7, 20, 14, 2, 0, 0, time.UTC), Deadline: time.Date(2026, 7, 20, 14, 2, 0, 0, time.UTC)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notices (-want +got):\n%s", diff)

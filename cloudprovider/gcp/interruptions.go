@@ -71,7 +71,7 @@ func (s *PreemptionSource) Poll(ctx context.Context) ([]cloudprovider.Interrupti
 			continue
 		}
 		s.seen[id] = now
-		out = append(out, cloudprovider.Interruption{InstanceID: id, Kind: cloudprovider.Preemption, State: "terminated", At: at})
+		out = append(out, cloudprovider.Interruption{InstanceID: id, Kind: cloudprovider.Preemption, State: "terminated", At: at, Deadline: at})
 	}
 	for id, reported := range s.seen {
 		if now.Sub(reported) > seenRetention {

@@ -50,8 +50,8 @@ func TestPreemptionSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []cloudprovider.Interruption{
-		{InstanceID: "gce://my-project/us-central1-a/spot-deleted", Kind: cloudprovider.Preemption, State: "terminated", At: time.Date(2026, 7, 20, 20, 50, 0, 0, time.UTC)},
-		{InstanceID: "gce://my-project/us-central1-b/spot-stopped", Kind: cloudprovider.Preemption, State: "terminated", At: time.Date(2026, 7, 20, 20, 55, 0, 0, time.UTC)},
+		{InstanceID: "gce://my-project/us-central1-a/spot-deleted", Kind: cloudprovider.Preemption, State: "terminated", At: time.Date(2026, 7, 20, 20, 50, 0, 0, time.UTC), Deadline: time.Date(2026, 7, 20, 20, 50, 0, 0, time.UTC)},
+		{InstanceID: "gce://my-project/us-central1-b/spot-stopped", Kind: cloudprovider.Preemption, State: "terminated", At: time.Date(2026, 7, 20, 20, 55, 0, 0, time.UTC), Deadline: time.Date(2026, 7, 20, 20, 55, 0, 0, time.UTC)},
 	}
 	if d := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {
 		t.Errorf("preemptions (-want +got):\n%s", d)

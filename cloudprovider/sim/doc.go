@@ -33,7 +33,9 @@
 // next calls of Create or List as a cloud API in trouble does (throttling, 5xx, or an answer lost
 // after the instance was launched: InjectAPIFailures). Config.MaxInstances
 // and Config.MaxGPUs are account quotas. Interrupt announces a spot interruption through
-// Interruptions().Poll and reclaims the instance after Config.InterruptionGrace.
+// Interruptions().Poll (with its Deadline) and reclaims the instance after
+// Config.InterruptionGrace; RecommendRebalance announces a rebalance recommendation (no deadline,
+// nothing reclaimed).
 //
 // # GPUs
 //

@@ -35,7 +35,7 @@ func (p *Provider) Interrupt(id string) error {
 		at := now
 		r.InterruptedAt = &at
 		st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
-			InstanceID: id, Kind: cloudprovider.SpotInterruption, At: now,
+			InstanceID: id, Kind: cloudprovider.SpotInterruption, At: now, Deadline: now.Add(p.cfg.InterruptionGrace),
 		}})
 		st.emit(newEvent(EventInterrupted, r, now, ""))
 		return nil
@@ -50,12 +50,42 @@ func (p *Provider) Interrupt(id string) error {
 	return nil
 }
 
+// RecommendRebalance queues an EC2-style rebalance recommendation for a spot instance (elevated
+// risk of interruption; no deadline): the instance keeps running, and is reclaimed only if
+// Interrupt follows. It returns a *cloudprovider.NotFoundError for an unknown instance, an error
+// for an on-demand one and wrapped state-file errors.
+func (p *Provider) RecommendRebalance(id string) error {
+	now := p.clk.Now()
+	err := p.store.update(func(st *state) error {
+		r := st.find(p.cfg.ClusterName, id)
+		switch {
+		case r == nil:
+			return &cloudprovider.NotFoundError{ID: id}
+		case r.Offering.CapacityType != api.Spot:
+			return fmt.Errorf("instance %s is %s, and only spot instances get rebalance recommendations", id, r.Offering.CapacityType)
+		}
+		st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
+			InstanceID: id, Kind: cloudprovider.RebalanceRecommendation, At: now,
+		}})
+		return nil
+	})
+	var nf *cloudprovider.NotFoundError
+	if errors.As(err, &nf) {
+		return nf
+	}
+	if err != nil {
+		return fmt.Errorf("recommending a rebalance of instance %s: %w", id, err)
+	}
+	return nil
+}
+
 // Interruptions returns the source of the cluster's interruption notices. Notices live in the
 // state file, so a source of a restarted Provider delivers what the old one had not yet polled.
 func (p *Provider) Interruptions() *Interruptions { return &Interruptions{p: p} }
 
 // Interruptions delivers the simulated cloud's interruption notices: SpotInterruption from
-// Interrupt, and StateChange "terminated" when an interrupted instance is reclaimed.
+// Interrupt, RebalanceRecommendation from RecommendRebalance, and StateChange "terminated" when an
+// interrupted instance is reclaimed.
 type Interruptions struct {
 	p *Provider
 }
@@ -123,7 +153,7 @@ func (p *Provider) terminate(ctx context.Context, id, reason string) error {
 		st.emit(newEvent(EventDeleted, r, now, reason))
 		if reason == ReasonSpotReclaimed {
 			st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
-				InstanceID: id, Kind: cloudprovider.StateChange, State: "terminated", At: now,
+				InstanceID: id, Kind: cloudprovider.StateChange, State: "terminated", At: now, Deadline: now,
 			}})
 		}
 		return nil

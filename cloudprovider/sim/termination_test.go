@@ -43,7 +43,7 @@ func TestInterruptAndReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.SpotInterruption, At: interruptedAt}}
+	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.SpotInterruption, At: interruptedAt, Deadline: interruptedAt.Add(DefaultInterruptionGrace)}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Poll (-want +got):\n%s", diff)
 	}
@@ -63,7 +63,7 @@ func TestInterruptAndReclaim(t *testing.T) {
 		t.Fatalf("Get of the reclaimed instance: %v", err)
 	}
 	got, _ = e.p.Interruptions().Poll(ctx)
-	want = []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.StateChange, State: "terminated", At: e.clk.Now()}}
+	want = []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.StateChange, State: "terminated", At: e.clk.Now(), Deadline: e.clk.Now()}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Poll after the reclaim (-want +got):\n%s", diff)
 	}
@@ -111,5 +111,39 @@ func TestDelete(t *testing.T) {
 	e.step(time.Minute)
 	if e.node("gpu-node-1") != nil {
 		t.Fatal("Step re-registered a deleted instance")
+	}
+}
+
+// TestRecommendRebalance: a rebalance recommendation is a notice without deadline; the instance
+// keeps running past any interruption grace.
+func TestRecommendRebalance(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	spot := e.create(gpuRequest("spot", "spot-node"))
+	od := gpuRequest("od", "od-node")
+	od.Offering = l4OD1b
+	onDemand := e.create(od)
+	e.step(testBootDelay + testDeviceDelay)
+	if err := e.p.RecommendRebalance(onDemand.ID); err == nil || !strings.Contains(err.Error(), "only spot") {
+		t.Fatalf("RecommendRebalance of an on-demand instance: got %v", err)
+	}
+	if err := e.p.RecommendRebalance("sim-999999"); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("RecommendRebalance of an unknown instance: got %v", err)
+	}
+	at := e.clk.Now()
+	if err := e.p.RecommendRebalance(spot.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.p.Interruptions().Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.RebalanceRecommendation, At: at}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Poll (-want +got):\n%s", diff)
+	}
+	e.step(2 * DefaultInterruptionGrace)
+	if e.node("spot-node") == nil {
+		t.Fatal("the spot node was reclaimed after a mere rebalance recommendation")
 	}
 }
