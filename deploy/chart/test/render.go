@@ -131,4 +131,3 @@ func CRDPairs() ([][2]string, error) {
 	}
 	return pairs, nil
 }
-
