@@ -286,3 +286,55 @@ func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// TestChartInstallEachCloud installs the chart for aws and gcp (sim: TestChartInstallRollout) with
+// Helm's install action on the real control plane, each as its own release in its own namespace:
+// the API server accepts every object (its validation of the Deployment, RBAC and ServiceAccount),
+// the ServiceAccount carries the cloud's identity annotation, and helm uninstall removes them.
+func TestChartInstallEachCloud(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Options{})
+	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	chrt, err := loader.Load(ChartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for cloud, annotation := range map[string]string{"aws": "eks.amazonaws.com/role-arn", "gcp": "iam.gke.io/gcp-service-account"} {
+		ns, name := "tiler-"+cloud, "tiler-"+cloud
+		vals, err := Values(append(cloudValues[cloud], "namespace.create=false")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := helmConfig(t, cp, ns)
+		install := action.NewInstall(cfg)
+		install.ReleaseName, install.Namespace, install.CreateNamespace = name, ns, true
+		rel, err := install.RunWithContext(ctx, chrt, vals)
+		if err != nil {
+			t.Fatalf("helm install (%s): %v", cloud, err)
+		}
+		if rel.Info.Status != "deployed" {
+			t.Errorf("%s: release %s", cloud, rel.Info.Status)
+		}
+		sa, err := admin.CoreV1().ServiceAccounts(ns).Get(ctx, "tiler", metav1.GetOptions{})
+		if err != nil || sa.Annotations[annotation] == "" {
+			t.Errorf("%s: ServiceAccount %v, %v: want the %s annotation", cloud, sa.Annotations, err, annotation)
+		}
+		d, err := admin.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", cloud, err)
+		}
+		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--cloud="+cloud) ||
+			!strings.Contains(args, "--namespace="+ns) || !strings.Contains(args, "--leader-election-namespace="+ns) {
+			t.Errorf("%s: args %s", cloud, args)
+		}
+		if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: ClusterRoleBinding %s: %v", cloud, name, err)
+		}
+		if _, err := action.NewUninstall(cfg).Run(name); err != nil {
+			t.Fatalf("helm uninstall (%s): %v", cloud, err)
+		}
+		if _, err := admin.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s: ClusterRole %s still there after helm uninstall", cloud, name)
+		}
+	}
+}
