@@ -10,7 +10,11 @@ DEVBIN := bin/tiler-dev
 TILER_CONTROLPLANE_DIR ?= $(HOME)/.cache/tiler/controlplane/v1.37.2
 export TILER_CONTROLPLANE_DIR
 
-.PHONY: help build test test-unit bench verify demo tools controlplane prometheus fidelity forecast-report
+# The Helm chart's tests (lint, template, install and rollout on the local control plane) are a Go
+# module of their own, so that Helm's dependencies stay out of the product's go.mod.
+CHART_TEST := deploy/chart/test
+
+.PHONY: help build test test-unit bench verify demo tools controlplane prometheus fidelity forecast-report chart
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -27,11 +31,16 @@ controlplane: ## build kube-apiserver, kube-scheduler, kube-controller-manager a
 prometheus: ## install Prometheus and promtool from Debian when missing
 	@hack/install-prometheus.sh
 
-test: tools ## run every test (unit, wire-level, Prometheus, control-plane e2e)
+test: tools ## run every test (unit, wire-level, Prometheus, control-plane e2e, the Helm chart's)
 	$(GO) test -count=1 -timeout 60m ./...
+	cd $(CHART_TEST) && $(GO) test -count=1 -timeout 30m ./...
 
 test-unit: ## run the tests that need no external tools
 	$(GO) test -count=1 -short ./...
+	cd $(CHART_TEST) && $(GO) test -count=1 -short ./...
+
+chart: ## render deploy/tiler.yaml from the Helm chart deploy/chart/tiler (default values) and copy deploy/crds into the chart
+	cd $(CHART_TEST) && $(GO) run ./render
 
 bench: ## run the benchmarks once each
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./...

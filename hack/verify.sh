@@ -17,5 +17,12 @@ cp go.mod go.sum "$bak"/
 go mod tidy
 if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changes go.mod/go.sum"; git diff --stat -- go.mod go.sum; fail=1; fi
 cp "$bak"/go.mod "$bak"/go.sum .
+# The Helm chart's test module (deploy/chart/test): vet and tidy it the same way.
+chart=deploy/chart/test
+(cd "$chart" && go vet ./...) || fail=1
+mkdir -p "$bak/chart" && cp "$chart"/go.mod "$chart"/go.sum "$bak/chart"/
+(cd "$chart" && go mod tidy)
+if ! git diff --quiet -- "$chart"/go.mod "$chart"/go.sum; then echo "go mod tidy changes $chart/go.mod/go.sum"; git diff --stat -- "$chart"/go.mod "$chart"/go.sum; fail=1; fi
+cp "$bak"/chart/go.mod "$bak"/chart/go.sum "$chart"/
 go test -count=1 ./internal/archtest || { echo "architecture rules broken (internal/archtest/rules.go says why)"; fail=1; }
 exit $fail

@@ -49,11 +49,19 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 		fleet.Nodes++
 		if rm.Reason == RemovalEmpty {
 			fleet.CostPerHour += rm.Record.PricePerHour
+			if fleet.CostByPool == nil {
+				fleet.CostByPool = map[PoolCapacity]float64{}
+			}
+			fleet.CostByPool[PoolCapacity{rm.Record.Pool, rm.Record.CapacityType}] += rm.Record.PricePerHour
 		}
 	}
 	c.metrics.ManagedNodes.Set(float64(fleet.Nodes))
 	c.metrics.ManagedCost.Set(fleet.CostPerHour)
 	c.metrics.GPUAllocationRatio.Set(fleet.GPUAllocationRatio)
+	c.metrics.FleetCost.Reset()
+	for k, v := range fleet.CostByPool {
+		c.metrics.FleetCost.WithLabelValues(k.Pool, string(k.CapacityType)).Set(v)
+	}
 	if len(res.Deleted) > 0 {
 		c.poke()
 	}
@@ -76,6 +84,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 		c.endRelayout(ctx, log, e)
 	}
 	c.metrics.PendingPods.Set(float64(d.Pending))
+	c.metrics.OldestPendingPod.Set(d.OldestPending.Seconds())
 	if d.Pending == 0 {
 		return res
 	}

@@ -108,6 +108,9 @@ type Decision struct {
 	Nominations []Nomination
 	// Pending is the number of pods the batch plans: provisionable pods and expected pods.
 	Pending int
+	// OldestPending is how long the oldest provisionable pod (not an expected one) has existed; 0
+	// with none.
+	OldestPending time.Duration
 	// RecheckAfter, when positive, is when to look again: at GPU pods held back by
 	// Config.GPUTriggerDelay, at pods held back after a disruption evicted their peers
 	// (Config.DisruptionRescheduleGrace), or at the next launch retry due (the soonest).
@@ -172,6 +175,14 @@ type Fleet struct {
 	CostPerHour float64
 	// GPUAllocationRatio is requested over allocatable nvidia.com/gpu on them.
 	GPUAllocationRatio float64
+	// CostByPool is CostPerHour by pool and capacity type.
+	CostByPool map[PoolCapacity]float64
+}
+
+// PoolCapacity is a pool and a capacity type (on-demand, spot).
+type PoolCapacity struct {
+	Pool         string
+	CapacityType api.CapacityType
 }
 
 // Nomination is a change of one pod's nomination: the pod (namespace/name), what to do and, for
@@ -224,6 +235,11 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	if s.ExpectedErr == nil {
 		d.Placeholders = placeholderChanges(s.Placeholders, s.WantedPlaceholders, s.PlaceholderClass)
+	}
+	for _, p := range pending {
+		if age := s.Now.Sub(p.CreationTimestamp.Time); age > d.OldestPending {
+			d.OldestPending = age
+		}
 	}
 	pending = append(pending, s.Expected...)
 	d.Pending = len(pending)
@@ -301,6 +317,7 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	}
 	removed := map[string]bool{}
 	var cost float64
+	costByPool := map[PoolCapacity]float64{}
 	for _, r := range recs {
 		n := idx.forRecord(r)
 		if n != nil && snapshot.IsNodeReady(n) && !mem.Announced[r.NodeName] {
@@ -331,8 +348,10 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			delete(mem.EmptySince, r.NodeName) // relinked: n.Name when n != nil
 		}
 		cost += r.PricePerHour
+		costByPool[PoolCapacity{r.Pool, r.CapacityType}] += r.PricePerHour
 	}
-	d.Fleet = Fleet{Nodes: len(recs) - len(d.Remove), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods)}
+	d.Fleet = Fleet{Nodes: len(recs) - len(d.Remove), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods),
+		CostByPool: costByPool}
 	if len(removed) == 0 {
 		return recs
 	}

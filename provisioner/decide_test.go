@@ -1,6 +1,7 @@
 package provisioner_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -278,5 +279,43 @@ pools:
 	pol.Pools[0].Labels["team"] = "search"
 	if d.Launch[0].PoolHash == policy.PoolHash(&pol.Pools[0]) {
 		t.Error("the pool hash does not change with the pool's labels")
+	}
+}
+
+// TestDecideFleetGauges: the fleet's price is split by pool and capacity type (the sum is the
+// total), and the oldest provisionable pod's age is measured at the batch's time.
+func TestDecideFleetGauges(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	rec := func(name, pool string, ct api.CapacityType, price float64) provisioner.LaunchRecord {
+		return provisioner.LaunchRecord{
+			PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: ct}, PricePerHour: price},
+			LaunchID:       name, NodeName: name, Pool: pool, InstanceID: "i-" + name, CreatedAt: now.Add(-time.Minute),
+		}
+	}
+	old := pendingPod(simtest.Pod("web-0").Namespace("web").CPU("1").Mem("1Gi").Obj())
+	old.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
+	young := pendingPod(simtest.Pod("web-1").Namespace("web").CPU("1").Mem("1Gi").Obj())
+	young.CreationTimestamp = metav1.NewTime(now.Add(-10 * time.Second))
+	s := provisioner.State{Now: now, Pods: []*corev1.Pod{young, old}, Catalog: decideCatalog(t), Records: []provisioner.LaunchRecord{
+		rec("a", "general", api.OnDemand, 0.2), rec("b", "general", api.OnDemand, 0.3), rec("c", "general", api.Spot, 0.1), rec("d", "gpu", api.Spot, 1.5)}}
+	d := provisioner.Decide(s, cfg, provisioner.NewMemory())
+	want := map[provisioner.PoolCapacity]float64{{Pool: "general", CapacityType: api.OnDemand}: 0.5, {Pool: "general", CapacityType: api.Spot}: 0.1,
+		{Pool: "gpu", CapacityType: api.Spot}: 1.5}
+	if len(d.Fleet.CostByPool) != len(want) {
+		t.Errorf("cost by pool %v, want %v", d.Fleet.CostByPool, want)
+	}
+	sum := 0.0
+	for k, v := range want {
+		if got := d.Fleet.CostByPool[k]; math.Abs(got-v) > 1e-9 {
+			t.Errorf("cost of %+v: %v, want %v", k, got, v)
+		}
+		sum += v
+	}
+	if math.Abs(d.Fleet.CostPerHour-sum) > 1e-9 {
+		t.Errorf("fleet cost %v, want the sum %v", d.Fleet.CostPerHour, sum)
+	}
+	if d.OldestPending != 90*time.Second {
+		t.Errorf("oldest pending %s, want 1m30s", d.OldestPending)
 	}
 }

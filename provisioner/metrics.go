@@ -7,8 +7,12 @@ import (
 // Metrics are the controller's Prometheus metrics, namespace tiler, subsystem provisioner.
 type Metrics struct {
 	// NodeBoot is the time from launch to Ready of Tiler's nodes, per pool.
-	NodeBoot             *prometheus.HistogramVec
-	PendingPods          prometheus.Gauge
+	NodeBoot    *prometheus.HistogramVec
+	PendingPods prometheus.Gauge
+	// OldestPendingPod is the age of the oldest provisionable pod the last batch saw.
+	OldestPendingPod prometheus.Gauge
+	// FleetCost is ManagedCost by pool and capacity_type.
+	FleetCost            *prometheus.GaugeVec
 	BatchDuration        prometheus.Histogram
 	SimulationDuration   prometheus.Histogram
 	Launches             *prometheus.CounterVec
@@ -59,6 +63,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{15, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200}}, []string{"pool"}),
 		PendingPods: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "pending_pods", Help: "Provisionable pods seen by the last batch."}),
+		OldestPendingPod: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "oldest_pending_pod_age_seconds", Help: "Age of the oldest provisionable pod seen by the last batch (0: none)."}),
+		FleetCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "fleet_cost_dollars_per_hour", Help: "Price of the managed nodes by pool and capacity type (their sum is managed_cost_dollars_per_hour)."},
+			[]string{"pool", "capacity_type"}),
 		BatchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "batch_duration_seconds", Help: "Time from snapshot to the end of the launch calls of one batch.", Buckets: batchBuckets}),
 		SimulationDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
@@ -106,6 +115,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.DisruptionFleetCost, m.DisruptionBlocked)
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
-		m.Placeholders, m.Relayouts)
+		m.Placeholders, m.Relayouts, m.OldestPendingPod, m.FleetCost)
 	return m
 }

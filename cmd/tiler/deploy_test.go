@@ -113,7 +113,7 @@ func TestDeployLeaderElectionRBAC(t *testing.T) {
 			close(led)
 			<-ctx.Done()
 			return nil
-		}, zaptest.NewLogger(t))
+		}, zaptest.NewLogger(t), nil)
 	}()
 	select {
 	case <-led:
@@ -221,7 +221,7 @@ func metricsPort(t *testing.T, addr string, c corev1.Container) corev1.Container
 	return corev1.ContainerPort{}
 }
 
-// checkProbes serves the metrics endpoints of a replica that is not leading (as serveHTTP does)
+// checkProbes serves the metrics endpoints of a healthy replica that is not leading (as serveHTTP does)
 // and requires the liveness and readiness probes to target the metrics port and to pass there.
 func checkProbes(t *testing.T, c corev1.Container, port corev1.ContainerPort) {
 	t.Helper()
@@ -233,7 +233,10 @@ func checkProbes(t *testing.T, c corev1.Container, port corev1.ContainerPort) {
 	_ = l.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go serveHTTP(ctx, addr, prometheus.NewRegistry(), &readiness{}, zaptest.NewLogger(t))
+	// A healthy standby: not leading, its last Lease call answered.
+	standby := &readiness{}
+	standby.leaseSeen()
+	go serveHTTP(ctx, addr, prometheus.NewRegistry(), standby, zaptest.NewLogger(t))
 	waitFor(t, 5*time.Second, "the metrics server", func() bool {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -216,7 +217,7 @@ func runControllerWithLogger(ctx context.Context, cfg provisioner.Config, rf run
 		return err
 	}
 	if rf.leaderElect {
-		return runWithLeaderElection(ctx, rt.kube, rf.leaseNamespace, run, log)
+		return runWithLeaderElection(ctx, rt.kube, rf.leaseNamespace, run, log, ready)
 	}
 	return run(ctx)
 }
@@ -278,17 +279,42 @@ func newLogger(level string) (*zap.Logger, error) {
 	return c.Build()
 }
 
-// readiness is what /readyz answers: ok while this replica runs the controller (leads) and, when
-// synced is set, its informer caches have synced — before, the controller knows nothing of the
-// cluster (an unreachable API server keeps it so) and must not count as ready.
+// readiness is what /readyz answers. Leadership is not readiness: a replica is ready when it can
+// do its part. The leader (or the one replica without --leader-elect) runs the controller: it is
+// ready once its informer caches have synced (synced, when set) — before, it knows nothing of the
+// cluster (an unreachable API server keeps it so). A standby only waits for the Lease: it is
+// ready while the API server answered one of its Lease calls within the lease duration, so that it
+// could take over; a standby cut off from the API server is not. A standby that failed its
+// readiness probe would stall every rolling update of a two-replica Deployment, which waits for a
+// new pod to be Ready before it stops an old one.
 type readiness struct {
-	ok     atomicBool
-	synced func() bool
+	leading atomicBool
+	synced  func() bool
+	// lastLease is the time (UnixNano) of the last Lease call the API server answered; 0: none.
+	lastLease atomic.Int64
+	// now is the clock of the standby's check (time.Now unless a test sets it).
+	now func() time.Time
 }
 
-func (r *readiness) set(v bool) { r.ok.Store(v) }
+func (r *readiness) set(leading bool) { r.leading.Store(leading) }
 
-func (r *readiness) ready() bool { return r.ok.Load() && (r.synced == nil || r.synced()) }
+// leaseSeen records a Lease call the API server answered.
+func (r *readiness) leaseSeen() { r.lastLease.Store(r.clock().UnixNano()) }
+
+func (r *readiness) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+func (r *readiness) ready() bool {
+	if r.leading.Load() {
+		return r.synced == nil || r.synced()
+	}
+	last := r.lastLease.Load()
+	return last != 0 && r.clock().Sub(time.Unix(0, last)) < leaseDuration
+}
 
 // syncWarnAfter and syncWarnEvery pace reportSync's warnings (variables so that tests need not
 // wait).
@@ -336,7 +362,7 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.ready() {
-			http.Error(w, "not leading, not started, or the informer caches have not synced", http.StatusServiceUnavailable)
+			http.Error(w, "leading and the informer caches have not synced, or standing by without an answer from the API server to a Lease call for "+leaseDuration.String(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))

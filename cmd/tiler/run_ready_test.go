@@ -80,3 +80,32 @@ current-context: x
 		t.Errorf("/readyz %d, want 503 while the caches have not synced", resp.StatusCode)
 	}
 }
+
+// TestReadiness: leadership is not readiness. The leader is ready once its caches have synced; a
+// standby while the API server answered a Lease call within the lease duration, and not before
+// its first answer nor after the API server stopped answering.
+func TestReadiness(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	synced := false
+	r := &readiness{synced: func() bool { return synced }, now: func() time.Time { return now }}
+	steps := []struct {
+		what string
+		do   func()
+		want bool
+	}{
+		{"standby before any Lease call was answered", func() {}, false},
+		{"standby right after a Lease call was answered", r.leaseSeen, true},
+		{"standby 14s after the last answered Lease call", func() { now = now.Add(14 * time.Second) }, true},
+		{"standby 15s after the last answered Lease call", func() { now = now.Add(time.Second) }, false},
+		{"standby answered again", r.leaseSeen, true},
+		{"leading, caches not synced", func() { r.set(true) }, false},
+		{"leading, caches synced", func() { synced = true }, true},
+		{"leading long after the last Lease answer (the leader's renewals are not its readiness)", func() { now = now.Add(time.Hour) }, true},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := r.ready(); got != s.want {
+			t.Errorf("%s: ready %v, want %v", s.what, got, s.want)
+		}
+	}
+}

@@ -104,11 +104,7 @@ func Start(t *testing.T, path string, span time.Duration, opts Options) *Server 
 	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := FreeAddr(t)
 	args := []string{
-		"--config.file=" + cfg,
-		"--storage.tsdb.path=" + data,
-		"--web.listen-address=" + addr,
 		// The blocks are years old; retention counts back from the newest block, and 100 years
 		// keeps the retention sweep from deleting them whatever the clock says.
 		"--storage.tsdb.retention.time=100y",
@@ -116,6 +112,35 @@ func Start(t *testing.T, path string, span time.Duration, opts Options) *Server 
 	if opts.LookbackOneStep {
 		args = append(args, fmt.Sprintf("--query.lookback-delta=%s", s.Step+time.Minute))
 	}
+	url := launch(t, dir, cfg, data, args)
+	return &Server{URL: url, Trace: s}
+}
+
+// StartScraping starts Prometheus over an empty TSDB, scraping /metrics of each target
+// (host:port) every interval as job job; the server is stopped when the test ends.
+func StartScraping(t *testing.T, job string, targets []string, interval time.Duration) *Server {
+	t.Helper()
+	RequireBinaries(t)
+	dir := t.TempDir()
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = fmt.Sprintf("%q", tg)
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n- job_name: %q\n  static_configs:\n  - targets: [%s]\n",
+		interval, interval, job, strings.Join(quoted, ", "))
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &Server{URL: launch(t, dir, cfg, filepath.Join(dir, "data"), nil)}
+}
+
+// launch starts prometheus with the config file and TSDB directory (and more args), stops it
+// when the test ends, and returns its URL once /-/ready answers.
+func launch(t *testing.T, dir, cfg, data string, more []string) string {
+	t.Helper()
+	addr := FreeAddr(t)
+	args := append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr}, more...)
 	cmd := exec.Command("prometheus", args...)
 	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
 	if err != nil {
@@ -138,7 +163,7 @@ func Start(t *testing.T, path string, span time.Duration, opts Options) *Server 
 		}
 		t.Fatalf("prometheus at %s: %v\n%s", url, err, log)
 	}
-	return &Server{URL: url, Trace: s}
+	return url
 }
 
 // writeOpenMetrics writes the families as gauges with explicit timestamps (seconds); a gap is
