@@ -62,6 +62,10 @@ type Config struct {
 	// evicted may stay pending before the batch buys for them: they are expected to land where the
 	// disruption plan moved them.
 	DisruptionRescheduleGrace time.Duration `mapstructure:"disruption-reschedule-grace"`
+	// UnplaceableEventInterval is how often at most a pending pod the plan has no place for is
+	// told so with a NotTriggerScaleUp Event (its reason code and why, as tiler plan prints them);
+	// a changed reason code is told at once. 0 turns these Events off.
+	UnplaceableEventInterval time.Duration `mapstructure:"unplaceable-event-interval"`
 }
 
 // DefaultConfig returns the production defaults.
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 		DisruptionStepInterval:    2 * time.Second,
 		DisruptionDrainTimeout:    10 * time.Minute,
 		DisruptionRescheduleGrace: time.Minute,
+		UnplaceableEventInterval:  5 * time.Minute,
 	}
 }
 
@@ -128,6 +133,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("disruption-drain-timeout must be positive")
 	case c.DisruptionRescheduleGrace < 0:
 		return fmt.Errorf("disruption-reschedule-grace must not be negative")
+	case c.UnplaceableEventInterval < 0:
+		return fmt.Errorf("unplaceable-event-interval must not be negative")
 	}
 	return nil
 }

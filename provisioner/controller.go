@@ -42,7 +42,9 @@ type Controller struct {
 	policyInf informers.SharedInformerFactory
 	// podGroups is the PodGroup informer, nil when the API server does not serve the native gang
 	// API (podgroups.go).
-	podGroups   cache.SharedIndexInformer
+	podGroups cache.SharedIndexInformer
+	// unplaceable limits the NotTriggerScaleUp Events on pods without a place (unplaceable.go).
+	unplaceable *unplaceableLimiter
 	catalog     *catalog.Catalog
 	records     *recordStore
 	unavailable *cloudprovider.UnavailableOfferings
@@ -206,6 +208,7 @@ func New(opts Options) (*Controller, error) {
 		dclock:        dclk,
 		disruption:    newDisruptionMemory(cfg.DisruptionRescheduleGrace),
 		onDisruption:  opts.OnDisruption,
+		unplaceable:   newUnplaceableLimiter(cfg.UnplaceableEventInterval),
 	}
 	c.registerInformers()
 	return c, nil

@@ -2,6 +2,8 @@ package provisioner_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
+	"github.com/tiler-dev/tiler/internal/testwait"
+	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -28,6 +32,7 @@ var upstreamOptions = controlplane.Options{
 func TestE2EUpstreamAPIs(t *testing.T) {
 	cp := cptest.Start(t, upstreamOptions)
 	t.Run("NativeGangBoundWhole", func(t *testing.T) { testNativeGang(t, cp) })
+	t.Run("UnplaceablePodEvent", func(t *testing.T) { testUnplaceableEvent(t, cp) })
 }
 
 const gangPolicy = `apiVersion: tiler.dev/v1alpha1
@@ -102,4 +107,78 @@ func testNativeGang(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Errorf("PodGroup %s condition %+v; want True (the scheduler placed the gang)", schedulingv1beta1.PodGroupInitiallyScheduled, cond)
 	}
 	e.cleanup(pods)
+}
+
+// testUnplaceableEvent: a pod no offering can hold gets one Warning NotTriggerScaleUp Event with
+// the plan's reason code and words, and no second one while later batches plan it again.
+func testUnplaceableEvent(t *testing.T, cp *controlplane.ControlPlane) {
+	e := newEnv(t, cp, testConfig(), nil)
+	pod := simtest.Pod("huge-0").CPU("1000").Mem("4Gi").Obj()
+	e.create(pod)
+	ev := e.waitPodEvent(pod.Name, provisioner.ReasonNotTriggerScaleUp, "(NeverFits)", 30*time.Second)
+	t.Logf("Event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
+	// The plan's own words for the pod, as tiler plan prints them.
+	b := e.waitBatch("a batch that plans huge-0 again", 30*time.Second, func(b batch) bool { return unplaced(b, "default/huge-0") != "" })
+	if want := unplaced(b, "default/huge-0"); !strings.Contains(ev.Message, want) || ev.Type != corev1.EventTypeWarning {
+		t.Errorf("Event %s %q; want a Warning with the plan's reason %q", ev.Type, ev.Message, want)
+	}
+	for range 3 {
+		e.waitBatch("another batch that plans huge-0", 30*time.Second, func(b batch) bool { return unplaced(b, "default/huge-0") != "" })
+	}
+	testwait.StaysFalse(t, testwait.Slow, "the NotTriggerScaleUp Event was repeated", 2*time.Second, func() bool {
+		n := 0
+		for _, ev := range e.podEvents(pod.Name, provisioner.ReasonNotTriggerScaleUp) {
+			n += max(int(ev.Count), 1)
+			if ev.Series != nil {
+				n += int(ev.Series.Count)
+			}
+		}
+		return n > 1
+	})
+	e.cleanup([]*corev1.Pod{pod})
+}
+
+// unplaced is the plan's reason for the pod in the batch, "" when the batch did not find it
+// unplaceable.
+func unplaced(b batch, key string) string {
+	if b.res == nil || b.res.Decision == nil || b.res.Decision.Plan == nil {
+		return ""
+	}
+	for _, u := range b.res.Decision.Plan.Unschedulable {
+		if u.Pod == key {
+			return string(u.Code) + "): " + u.Reason
+		}
+	}
+	return ""
+}
+
+// podEvents lists the Events of the reason on the pod (namespace default).
+func (e *env) podEvents(pod, reason string) []corev1.Event {
+	evs, err := e.kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, ev := range evs.Items {
+		if ev.Reason == reason {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// waitPodEvent waits for an Event of the reason on the pod whose message holds substr.
+func (e *env) waitPodEvent(pod, reason, substr string, timeout time.Duration) corev1.Event {
+	e.t.Helper()
+	var found corev1.Event
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("a %s Event on %s saying %q", reason, pod, substr), timeout, func() bool {
+		for _, ev := range e.podEvents(pod, reason) {
+			if strings.Contains(ev.Message, substr) {
+				found = ev
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }

@@ -124,6 +124,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Bool("reserve", d.Reserve, "launch nodes with the taint tiler.dev/reserved that only the pods planned there tolerate, until they are bound")
 	f.Duration("reservation-ttl", d.ReservationTTL, "end a node's reservation once it has been Ready this long")
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
+	f.Duration("unplaceable-event-interval", d.UnplaceableEventInterval, "tell a pending pod Tiler has no place for why (a NotTriggerScaleUp Event) at most this often; 0: never")
 	f.Duration("garbage-collect-period", d.GarbageCollectPeriod, "how often the cloud's objects no launch needs (unused launch templates) are deleted; 0 turns it off")
 	f.Duration("disruption-interval", d.DisruptionInterval, "how often consolidation is planned (pools' disruption settings in the cost policy); 0 turns it off")
 	f.Duration("disruption-step-interval", d.DisruptionStepInterval, "how often the disruption actions under way advance (evictions retried, nodes deleted)")
