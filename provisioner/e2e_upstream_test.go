@@ -33,6 +33,7 @@ func TestE2EUpstreamAPIs(t *testing.T) {
 	cp := cptest.Start(t, upstreamOptions)
 	t.Run("NativeGangBoundWhole", func(t *testing.T) { testNativeGang(t, cp) })
 	t.Run("UnplaceablePodEvent", func(t *testing.T) { testUnplaceableEvent(t, cp) })
+	t.Run("CapacityBuffer", func(t *testing.T) { testCapacityBuffer(t, cp) })
 }
 
 const gangPolicy = `apiVersion: tiler.dev/v1alpha1

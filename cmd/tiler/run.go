@@ -131,7 +131,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("disruption-drain-timeout", d.DisruptionDrainTimeout, "abandon a disruption action, and uncordon its nodes, when its drain is refused this long")
 	f.Duration("disruption-reschedule-grace", d.DisruptionRescheduleGrace, "how long pods a disruption evicted may stay pending before a batch buys for them")
 	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy buy capacity ahead of load")
-	f.Duration("prescale-interval", prescale.DefaultInterval, "query Prometheus for the forecasts at most this often")
+	f.Duration("prescale-interval", prescale.DefaultInterval, "query Prometheus for the forecasts, and size the CapacityBuffers, at most this often")
 	f.String("placeholder-image", prescale.DefaultPlaceholderImage, "image of the placeholder pods that hold the capacity bought for a forecast (forecasts with placeholders: true)")
 	f.String("placeholder-priority-class", prescale.DefaultPlaceholderPriorityClass, "PriorityClass of the placeholder pods, created when missing")
 	f.Float32("kube-api-qps", DefaultKubeQPS, "API client: requests per second before client-side throttling")

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -17,6 +18,7 @@ import (
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
 )
 
 // runtime is what `tiler run` builds from its configuration before it serves metrics and runs the
@@ -75,11 +77,25 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	}
 	opts := provisioner.Options{Config: cfg, Kube: kube, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
 		Clock: clk, Logger: log, Metrics: metrics, Interruptions: src}
+	// CapacityBuffers (autoscaling.x-k8s.io) are held through the pre-scaler's machinery: with
+	// the forecasts when Prometheus is configured, alone otherwise. Without the CRD there are none.
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	buffers, err := prescale.NewBuffers(prescale.Config{Namespace: cfg.Namespace, Interval: rf.prescaleInterval,
+		PlaceholderImage: rf.placeholderImage, PlaceholderPriorityClass: rf.placeholderClass, PlaceholderPriority: &rf.placeholderPriority},
+		kube, dyn, clk, log)
+	if err != nil {
+		return nil, fmt.Errorf("capacity buffers: %w", err)
+	}
+	opts.Prescaler = buffers
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
 		if err != nil {
 			return nil, err
 		}
+		ps.SetBuffers(buffers)
 		opts.Prescaler = ps
 	}
 	ctrl, err := provisioner.New(opts)
