@@ -34,6 +34,7 @@ func TestE2EUpstreamAPIs(t *testing.T) {
 	t.Run("NativeGangBoundWhole", func(t *testing.T) { testNativeGang(t, cp) })
 	t.Run("UnplaceablePodEvent", func(t *testing.T) { testUnplaceableEvent(t, cp) })
 	t.Run("CapacityBuffer", func(t *testing.T) { testCapacityBuffer(t, cp) })
+	t.Run("CapacityBufferSizing", func(t *testing.T) { testCapacityBufferSizing(t, cp) })
 }
 
 const gangPolicy = `apiVersion: tiler.dev/v1alpha1

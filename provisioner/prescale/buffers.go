@@ -222,8 +222,8 @@ func (b *Buffers) size(ctx context.Context, u *unstructured.Unstructured, pods [
 	if spec.Replicas != nil {
 		n = int(*spec.Replicas)
 	}
-	if spec.Percentage != nil && spec.ScalableRef != nil {
-		n = max(n, (w.replicas*int(*spec.Percentage)+99)/100)
+	if spec.Percentage != nil && spec.ScalableRef != nil && *spec.Percentage > 0 {
+		n = max(n, 1, (w.replicas*int(*spec.Percentage)+99)/100) // rounded up, at least 1 (the API's rule)
 	}
 	if spec.Replicas == nil && spec.Percentage == nil {
 		return nil, ref, fmt.Errorf("spec.limits alone: Tiler holds buffers sized by spec.replicas or spec.percentage")
@@ -274,4 +274,3 @@ func (b *Buffers) setStatus(ctx context.Context, r bufferRef, status metav1.Cond
 	}
 	b.status[key] = string(status) + msg
 }
-
