@@ -56,7 +56,8 @@ var tilerServiceAccount = manifest.User(tilerNamespace, tilerServiceAccountName)
 // interruption, and removing empty nodes; then the pre-scaler reads a Deployment. It fails on any
 // 403 the API server answered the service account, and on any "forbidden" in the logs.
 func TestRBAC(t *testing.T) {
-	cp := cptest.Start(t, controlplane.Options{})
+	// The native gang API is served so that the PodGroup informer runs under the manifest's RBAC too.
+	cp := cptest.Start(t, upstreamOptions)
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	applyManifestRBAC(t, admin, deployManifest)
 	denied := &manifest.Denied{}
