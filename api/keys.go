@@ -31,7 +31,10 @@ const (
 
 // Labels and annotations Tiler reads on pods, or sets on the pods it creates or nominates.
 const (
-	// LabelGang names a gang: pods planned all-or-nothing.
+	// LabelGang names a gang: pods planned all-or-nothing. Planning only: the kube-scheduler does
+	// not know the label and binds members one by one. Clusters with the GenericWorkload gate use
+	// native PodGroups (scheduling.k8s.io/v1beta1, pod spec.schedulingGroup), which the simulation
+	// reads as gangs too and the scheduler binds whole.
 	LabelGang = "tiler.dev/gang"
 	// LabelGangSize is the number of members the gang needs.
 	LabelGangSize = "tiler.dev/gang-size"

@@ -102,6 +102,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	for _, u := range plan.Unschedulable {
 		log.Debug("no place", zap.String(keyPod, u.Pod), zap.String(keyReason, string(u.Code)+": "+u.Reason))
 	}
+	c.reportUnplaceable(plan.Unschedulable, podIndex(s.Pods), s.Now)
 	// The cloud calls do not wait for the pods' reservation tolerations: those are needed before
 	// the node is Ready, not before it is ordered, and the launch records written first are what
 	// a restart recovers from (a pod that misses its toleration waits for the reservation to end).

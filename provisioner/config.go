@@ -67,6 +67,10 @@ type Config struct {
 	// enough for them to end gracefully (a pod's default terminationGracePeriodSeconds is 30 s).
 	// 0 waits for the replacement until the deadline itself.
 	InterruptionDrainMargin time.Duration `mapstructure:"interruption-drain-margin"`
+	// UnplaceableEventInterval is how often at most a pending pod the plan has no place for is
+	// told so with a NotTriggerScaleUp Event (its reason code and why, as tiler plan prints them);
+	// a changed reason code is told at once. 0 turns these Events off.
+	UnplaceableEventInterval time.Duration `mapstructure:"unplaceable-event-interval"`
 }
 
 // DefaultConfig returns the production defaults.
@@ -94,6 +98,7 @@ func DefaultConfig() Config {
 		DisruptionDrainTimeout:    10 * time.Minute,
 		DisruptionRescheduleGrace: time.Minute,
 		InterruptionDrainMargin:   45 * time.Second,
+		UnplaceableEventInterval:  5 * time.Minute,
 	}
 }
 
@@ -136,6 +141,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("disruption-reschedule-grace must not be negative")
 	case c.InterruptionDrainMargin < 0:
 		return fmt.Errorf("interruption-drain-margin must not be negative")
+	case c.UnplaceableEventInterval < 0:
+		return fmt.Errorf("unplaceable-event-interval must not be negative")
 	}
 	return nil
 }

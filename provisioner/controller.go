@@ -32,15 +32,20 @@ import (
 // Controller is the provisioner. Build it with New, then call Run (or, in tests, Start and
 // Reconcile).
 type Controller struct {
-	cfg         Config
-	kube        kubernetes.Interface
-	provider    cloudprovider.Provider
-	clock       clock.WithTicker
-	log         *zap.Logger
-	metrics     *Metrics
-	recorder    record.EventRecorder
-	factory     informers.SharedInformerFactory
-	policyInf   informers.SharedInformerFactory
+	cfg       Config
+	kube      kubernetes.Interface
+	provider  cloudprovider.Provider
+	clock     clock.WithTicker
+	log       *zap.Logger
+	metrics   *Metrics
+	recorder  record.EventRecorder
+	factory   informers.SharedInformerFactory
+	policyInf informers.SharedInformerFactory
+	// podGroups is the PodGroup informer, nil when the API server does not serve the native gang
+	// API (podgroups.go).
+	podGroups cache.SharedIndexInformer
+	// unplaceable limits the NotTriggerScaleUp Events on pods without a place (unplaceable.go).
+	unplaceable *unplaceableLimiter
 	catalog     *catalog.Catalog
 	records     *recordStore
 	unavailable *cloudprovider.UnavailableOfferings
@@ -212,6 +217,7 @@ func New(opts Options) (*Controller, error) {
 		dclock:        dclk,
 		disruption:    newDisruptionMemory(cfg.DisruptionRescheduleGrace),
 		onDisruption:  opts.OnDisruption,
+		unplaceable:   newUnplaceableLimiter(cfg.UnplaceableEventInterval),
 	}
 	c.registerInformers()
 	return c, nil
@@ -269,6 +275,7 @@ func (c *Controller) poke() {
 
 // Start starts the informers and waits for their caches.
 func (c *Controller) Start(ctx context.Context) error {
+	c.watchPodGroups()
 	c.factory.Start(ctx.Done())
 	c.policyInf.Start(ctx.Done())
 	for t, ok := range c.factory.WaitForCacheSync(ctx.Done()) {

@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,7 +56,8 @@ var tilerServiceAccount = manifest.User(tilerNamespace, tilerServiceAccountName)
 // interruption, and removing empty nodes; then the pre-scaler reads a Deployment. It fails on any
 // 403 the API server answered the service account, and on any "forbidden" in the logs.
 func TestRBAC(t *testing.T) {
-	cp := cptest.Start(t, controlplane.Options{})
+	// The native gang API is served so that the PodGroup informer runs under the manifest's RBAC too.
+	cp := cptest.Start(t, upstreamOptions)
 	admin := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	applyManifestRBAC(t, admin, deployManifest)
 	denied := &manifest.Denied{}
@@ -78,6 +80,7 @@ func TestRBAC(t *testing.T) {
 	e.stop()
 	testRBACPrescaler(t, admin, tiler, log)
 	testRBACPlaceholders(t, cp, admin, tiler, tilerDyn, log)
+	testRBACBuffers(t, cp, admin, tiler, log, denied)
 	// Events go out asynchronously and nothing marks the moment the last one has been written:
 	// give them two seconds to be refused (reportRefusals names what was, at cleanup).
 	testwait.StaysFalse(t, testwait.Slow, "the API server refused a request of the service account", 2*time.Second,
@@ -301,6 +304,37 @@ func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, ti
 	}
 	clk.Step(time.Minute)
 	testwait.Until(t, testwait.Slow, "the placeholders deleted", 30*time.Second, func() bool { return len(e.placeholders()) == 0 })
+}
+
+// testRBACBuffers: the CapacityBuffer pre-scaler, as the service account, reads a buffer and its
+// PodTemplate, creates the placeholder and writes the buffer's status.
+func testRBACBuffers(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger, denied *manifest.Denied) {
+	ctx := context.Background()
+	adminDyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
+	installCRD(t, adminDyn, capacityBufferCRD, prescale.CapacityBufferResource)
+	tmpl := simtest.Pod("rbac-buf").Label("app", "rbac-buf").CPU("1").Mem("1Gi").Obj()
+	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "rbac-buf", Namespace: "default"},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels}, Spec: tmpl.Spec}}
+	if _, err := admin.CoreV1().PodTemplates("default").Create(ctx, pt, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	buf := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+		"metadata": map[string]any{"name": "web", "namespace": "default"},
+		"spec":     map[string]any{"podTemplateRef": map[string]any{"name": "rbac-buf"}, "replicas": int64(1)}}}
+	if _, err := adminDyn.Resource(prescale.CapacityBufferResource).Namespace("default").Create(ctx, buf, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tilerDyn := dynamic.NewForConfigOrDie(manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, denied.Wrap))
+	e := startRBACController(t, cp, admin, tiler, tilerDyn, log, func(o *provisioner.Options) {
+		b, err := prescale.NewBuffers(prescale.Config{Namespace: "tiler-system", Interval: time.Hour}, tiler, tilerDyn, clock.RealClock{}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Prescaler = b
+	})
+	defer e.stop()
+	waitBufferHeld(t, adminDyn, 1)
+	testwait.Until(t, testwait.Slow, "the buffer's placeholder pod", 30*time.Second, func() bool { return len(e.placeholders()) == 1 })
 }
 
 // applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the

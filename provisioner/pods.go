@@ -19,11 +19,21 @@ func provisionable(p *corev1.Pod) bool {
 		return false
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse &&
+			(c.Reason == corev1.PodReasonUnschedulable || c.Reason == corev1.PodReasonSchedulerError && inNativeGang(p)) {
 			return true
 		}
 	}
 	return false
+}
+
+// inNativeGang reports whether the pod names a PodGroup (spec.schedulingGroup). kube-scheduler
+// v1.37.2 fails a gang that does not fit with a scheduler error rather than Unschedulable (its
+// DynamicResources PodGroupPostFilter answers "not found" for pods without ResourceClaims), so
+// for these pods SchedulerError also means "waits for capacity"; the simulation decides whether
+// capacity would help.
+func inNativeGang(p *corev1.Pod) bool {
+	return p.Spec.SchedulingGroup != nil && p.Spec.SchedulingGroup.PodGroupName != nil
 }
 
 // unschedulableSince returns when the pod became unschedulable (the condition's transition time).

@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
@@ -42,6 +43,9 @@ type State struct {
 	ResourceSlices         []*resourcev1.ResourceSlice
 	// PodDisruptionBudgets are copied into the snapshot; the disruption plan honours them.
 	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
+	// PodGroups are the native gangs (scheduling.k8s.io/v1beta1), copied into the snapshot; none
+	// when the API server does not serve them.
+	PodGroups []*schedulingv1beta1.PodGroup
 	// Records are the launch records as stored, sorted by launch ID.
 	Records []LaunchRecord
 	// Policy is the cost policy in force; nil means the default.
@@ -132,6 +136,9 @@ func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, 
 	if s.PodDisruptionBudgets, err = f.Policy().V1().PodDisruptionBudgets().Lister().List(everything()); err != nil {
 		return s, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
+	if s.PodGroups, err = c.listPodGroups(); err != nil {
+		return s, err
+	}
 	if s.Records, err = c.records.List(ctx); err != nil {
 		return s, err
 	}
@@ -160,7 +167,7 @@ func (s *State) snapshot(pending []*corev1.Pod) *snapshot.Snapshot {
 	}
 	snap := &snapshot.Snapshot{Now: s.Now, Nodes: nodes, DaemonSets: s.DaemonSets, PriorityClasses: s.PriorityClasses,
 		DeviceClasses: s.DeviceClasses, ResourceClaims: s.ResourceClaims, ResourceClaimTemplates: s.ResourceClaimTemplates,
-		ResourceSlices: s.ResourceSlices, PodDisruptionBudgets: s.PodDisruptionBudgets}
+		ResourceSlices: s.ResourceSlices, PodDisruptionBudgets: s.PodDisruptionBudgets, PodGroups: s.PodGroups}
 	for _, p := range s.Pods {
 		if snapshot.IsActive(p) {
 			snap.Pods = append(snap.Pods, p)

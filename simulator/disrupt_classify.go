@@ -341,7 +341,7 @@ func (d *disruptor) keepGangs() {
 	members := map[string][]*corev1.Pod{}
 	var keys []string
 	for _, p := range d.in.Snapshot.Pods {
-		name, _, _ := gangOf(&podInfo{pod: p})
+		name, _, _ := d.groups.gangOf(p)
 		if name == "" || !(snapshot.IsPending(p) || snapshot.IsActive(p) && movesWithNode(p)) {
 			continue
 		}

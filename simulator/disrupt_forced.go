@@ -29,7 +29,7 @@ func (f *nodeFacts) urgent() bool { return f.forced != nil && f.forced.urgent() 
 func (d *disruptor) gangNodes() map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for _, p := range d.in.Snapshot.Pods {
-		name, _, _ := gangOf(&podInfo{pod: p})
+		name, _, _ := d.groups.gangOf(p)
 		if name == "" || !(snapshot.IsPending(p) || snapshot.IsActive(p) && movesWithNode(p)) {
 			continue
 		}
@@ -76,7 +76,7 @@ func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]boo
 		switch {
 		case metav1.GetControllerOf(p) == nil:
 			f.behind = append(f.behind, podKey(p))
-		case x.urgent() && gangElsewhere(p, n.Name, gangNodes):
+		case x.urgent() && gangElsewhere(p, n.Name, d.groups, gangNodes):
 			f.behind = append(f.behind, podKey(p))
 		default:
 			if i := d.notePDBs(p); i >= 0 && !x.urgent() {
@@ -92,8 +92,8 @@ func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]boo
 
 // gangElsewhere reports whether the pod is a gang member whose gang also has members on other
 // nodes, or pending.
-func gangElsewhere(p *corev1.Pod, node string, gangNodes map[string]map[string]bool) bool {
-	name, _, _ := gangOf(&podInfo{pod: p})
+func gangElsewhere(p *corev1.Pod, node string, groups podGroups, gangNodes map[string]map[string]bool) bool {
+	name, _, _ := groups.gangOf(p)
 	if name == "" {
 		return false
 	}

@@ -30,6 +30,7 @@ type disruptor struct {
 	types    map[string]*catalog.InstanceType
 	gpuPools map[string]bool
 	pdbs     []*pdbInfo
+	groups   podGroups // the snapshot's native PodGroups
 	// podPDBs lists, per moving pod, the budgets that select it.
 	podPDBs map[string][]int
 	// origin maps each moving pod to the node it runs on; origAlloc holds the allocations of the
@@ -57,7 +58,7 @@ func newDisruptor(in DisruptionInput) (*disruptor, error) {
 	if err := in.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	d := &disruptor{in: in, now: in.Options.Now, byName: map[string]*nodeFacts{}, types: typesByLabel(in.Catalog),
+	d := &disruptor{in: in, now: in.Options.Now, groups: newPodGroups(in.Snapshot), byName: map[string]*nodeFacts{}, types: typesByLabel(in.Catalog),
 		gpuPools: map[string]bool{}, podPDBs: map[string][]int{}, origin: map[string]string{},
 		origAlloc: map[string]*resourcev1.AllocationResult{}, poolNodes: map[string]int{}, poolDisrupting: map[string]int{},
 		repairing: map[string]int{}, hashes: map[string]string{}}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/tiler-dev/tiler/api"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
@@ -24,12 +26,20 @@ type gang struct {
 	boundNode, boundZone string
 }
 
-// buildGangs groups pending pods by tiler.dev/gang or the coscheduling pod-group label. A gang's
-// members share the highest priority among them, so they stay together in placement order.
+// buildGangs groups pending pods by native PodGroup (spec.schedulingGroup naming a PodGroup of
+// gang policy), tiler.dev/gang or the coscheduling pod-group label. A gang's members share the
+// highest priority among them, so they stay together in placement order. A pod naming a PodGroup
+// the snapshot lacks is not planned: the scheduler holds it until the PodGroup exists.
 func (s *state) buildGangs() {
+	groups := newPodGroups(s.in.Snapshot)
+	s.groups = groups
 	gangs := map[string]*gang{}
 	for _, pi := range s.pending {
-		name, size, topo := gangOf(pi)
+		if why := groups.missing(pi.pod); why != "" {
+			s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.GangIncomplete, Reason: why}
+			continue
+		}
+		name, size, topo := groups.gangOf(pi.pod)
 		if name == "" {
 			continue
 		}
@@ -87,7 +97,7 @@ func (s *state) countBoundMembers(gangs map[string]*gang) {
 		if !snapshot.IsActive(p) || p.DeletionTimestamp != nil {
 			continue
 		}
-		name, _, _ := gangOf(&podInfo{pod: p})
+		name, _, _ := s.groups.gangOf(p)
 		g := gangs[p.Namespace+"/"+name]
 		if name == "" || g == nil {
 			continue
@@ -106,14 +116,53 @@ func (s *state) countBoundMembers(gangs map[string]*gang) {
 	}
 }
 
-func gangOf(pi *podInfo) (name string, size int, topology string) {
-	l := pi.pod.Labels
+// podGroups are the snapshot's native PodGroups by namespace/name.
+type podGroups map[string]*schedulingv1beta1.PodGroup
+
+func newPodGroups(snap *snapshot.Snapshot) podGroups {
+	if len(snap.PodGroups) == 0 {
+		return nil
+	}
+	out := make(podGroups, len(snap.PodGroups))
+	for _, g := range snap.PodGroups {
+		out[g.Namespace+"/"+g.Name] = g
+	}
+	return out
+}
+
+// podGroupName is the PodGroup the pod names in spec.schedulingGroup, or "".
+func podGroupName(p *corev1.Pod) string {
+	if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+		return *sg.PodGroupName
+	}
+	return ""
+}
+
+// missing says why a pod naming a PodGroup the snapshot lacks waits, or "".
+func (g podGroups) missing(p *corev1.Pod) string {
+	name := podGroupName(p)
+	if name == "" || g[p.Namespace+"/"+name] != nil {
+		return ""
+	}
+	return fmt.Sprintf("PodGroup %s/%s does not exist: the scheduler holds its pods until it is created", p.Namespace, name)
+}
+
+// gangOf names the pod's gang, the members it needs (0: all present) and its topology. A native
+// PodGroup of gang policy comes first (size: its minCount; a basic-policy PodGroup is no gang),
+// then tiler.dev/gang, then the coscheduling label.
+func (g podGroups) gangOf(p *corev1.Pod) (name string, size int, topology string) {
+	l := p.Labels
+	if n := podGroupName(p); n != "" {
+		if pg := g[p.Namespace+"/"+n]; pg != nil && pg.Spec.SchedulingPolicy.Gang != nil {
+			return n, int(pg.Spec.SchedulingPolicy.Gang.MinCount), l[api.LabelTopology]
+		}
+	}
 	if n := l[api.LabelGang]; n != "" {
 		size, _ = strconv.Atoi(l[api.LabelGangSize])
 		return n, size, l[api.LabelTopology]
 	}
 	if n := l[api.LabelPodGroup]; n != "" {
-		size, _ = strconv.Atoi(pi.pod.Annotations[AnnotationPodGroupMinMember])
+		size, _ = strconv.Atoi(p.Annotations[AnnotationPodGroupMinMember])
 		return n, size, l[api.LabelTopology]
 	}
 	return "", 0, ""

@@ -136,6 +136,7 @@ type state struct {
 	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
 	eligible   map[[3]int][]string
 	reasons    map[*podInfo]api.UnschedulablePod
+	groups     podGroups // the snapshot's native PodGroups (buildGangs)
 	matchCache map[string][2][]int
 	keys       map[string]int
 	undo       []func()

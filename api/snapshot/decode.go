@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,7 +33,7 @@ var (
 
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme,
-		schedulingv1.AddToScheme, resourcev1.AddToScheme, policyv1.AddToScheme} {
+		schedulingv1.AddToScheme, schedulingv1beta1.AddToScheme, resourcev1.AddToScheme, policyv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err)
 		}
@@ -287,6 +288,11 @@ func (s *Snapshot) add(where, id string, obj runtime.Object) error {
 			o.Namespace = "default"
 		}
 		s.PodDisruptionBudgets = append(s.PodDisruptionBudgets, o)
+	case *schedulingv1beta1.PodGroup:
+		if o.Namespace == "" {
+			o.Namespace = "default"
+		}
+		s.PodGroups = append(s.PodGroups, o)
 	default:
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s: skipped %s: kind not used by the simulation", where, id))
 	}

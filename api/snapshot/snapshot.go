@@ -8,6 +8,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 )
 
 // Snapshot is the cluster state a simulation starts from. Slices are in the order the objects were
@@ -31,6 +32,11 @@ type Snapshot struct {
 	// ResourceQuotas bound what the simulation plans for their namespace's pending pods
 	// (simulator/teams.go).
 	ResourceQuotas []*corev1.ResourceQuota
+	// PodGroups are Kubernetes' native gangs (scheduling.k8s.io/v1beta1, gate GenericWorkload):
+	// pods naming one in spec.schedulingGroup.podGroupName are planned all-or-nothing when its
+	// policy is gang (at least spec.schedulingPolicy.gang.minCount of them), as the
+	// kube-scheduler binds them. Clusters without the API have none.
+	PodGroups []*schedulingv1beta1.PodGroup
 	// Warnings lists what the decoder skipped (unknown kinds).
 	Warnings []string
 }

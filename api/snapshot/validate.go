@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -111,6 +113,23 @@ func validateObject(obj runtime.Object) error {
 		return CheckResourceList("status.allocatable", o.Status.Allocatable)
 	case *appsv1.DaemonSet:
 		return CheckPodSpec("spec.template.spec", &o.Spec.Template.Spec)
+	case *schedulingv1beta1.PodGroup:
+		return CheckPodGroup(o)
+	}
+	return nil
+}
+
+// CheckPodGroup checks what the simulation reads of a PodGroup: exactly one scheduling policy,
+// and a gang's minCount at least 1.
+func CheckPodGroup(g *schedulingv1beta1.PodGroup) error {
+	pol := g.Spec.SchedulingPolicy
+	switch {
+	case pol.Gang != nil && pol.Basic != nil:
+		return errors.New("spec.schedulingPolicy: set basic or gang, not both")
+	case pol.Gang == nil && pol.Basic == nil:
+		return errors.New("spec.schedulingPolicy: one of basic or gang is required")
+	case pol.Gang != nil && pol.Gang.MinCount < 1:
+		return fmt.Errorf("spec.schedulingPolicy.gang.minCount: %d, must be at least 1", pol.Gang.MinCount)
 	}
 	return nil
 }

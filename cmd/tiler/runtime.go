@@ -18,6 +18,7 @@ import (
 	gcpcloud "github.com/tiler-dev/tiler/cloudprovider/gcp"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
 )
 
 // runtime is what `tiler run` builds from its configuration before it serves metrics and runs the
@@ -80,11 +81,21 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	}
 	opts := provisioner.Options{Config: cfg, Kube: kube, Dynamic: dyn, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
 		Clock: clk, Logger: log, Metrics: metrics, Interruptions: src}
+	// CapacityBuffers (autoscaling.x-k8s.io) are held through the pre-scaler's machinery: with
+	// the forecasts when Prometheus is configured, alone otherwise. Without the CRD there are none.
+	buffers, err := prescale.NewBuffers(prescale.Config{Namespace: cfg.Namespace, Interval: rf.prescaleInterval,
+		PlaceholderImage: rf.placeholderImage, PlaceholderPriorityClass: rf.placeholderClass, PlaceholderPriority: &rf.placeholderPriority},
+		kube, dyn, clk, log)
+	if err != nil {
+		return nil, fmt.Errorf("capacity buffers: %w", err)
+	}
+	opts.Prescaler = buffers
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
 		if err != nil {
 			return nil, err
 		}
+		ps.SetBuffers(buffers)
 		opts.Prescaler = ps
 	}
 	ctrl, err := provisioner.New(opts)

@@ -28,7 +28,7 @@ func (c *ControlPlane) etcdArgs(clientPort, peerPort int) []string {
 // apiServerArgs serves HTTPS on loopback with the generated certificate, authenticates the admin
 // through a static token, authorizes with Node and RBAC, and signs service-account tokens with the
 // generated key. resource.k8s.io/v1 (DeviceClass, ResourceClaim, ResourceClaimTemplate,
-// ResourceSlice) is GA and served by default in v1.37, so no --runtime-config is needed.
+// ResourceSlice) is GA and served by default in v1.37; Options.RuntimeConfig serves beta APIs.
 func (c *ControlPlane) apiServerArgs(port int) []string {
 	s := c.secrets
 	args := []string{
@@ -59,6 +59,7 @@ func (c *ControlPlane) apiServerArgs(port int) []string {
 		"--endpoint-reconciler-type=none",
 	}
 	args = append(args, c.opts.featureGateFlag()...)
+	args = append(args, c.opts.runtimeConfigFlag()...)
 	args = append(args, c.opts.klogFlags()...)
 	return append(args, c.opts.APIServerArgs...)
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// FeatureGates are passed as --feature-gates to kube-apiserver, kube-scheduler and
 	// kube-controller-manager. Every DRA gate the GPU work needs is on by default in v1.37.
 	FeatureGates map[string]bool
+	// RuntimeConfig is passed as --runtime-config to kube-apiserver: API group versions to serve
+	// or not ("scheduling.k8s.io/v1beta1": true serves the beta Workload and PodGroup API, which
+	// beta gates such as GenericWorkload need since beta APIs are off by default).
+	RuntimeConfig map[string]bool
 	// Verbosity is the klog --v level of the Kubernetes components. Default 0 (the flag is omitted).
 	Verbosity int
 	// Logf, when set, receives one line per start-up step with the time it took.
@@ -138,6 +142,23 @@ func (o Options) featureGateFlag() []string {
 		parts[i] = fmt.Sprintf("%s=%t", name, o.FeatureGates[name])
 	}
 	return []string{"--feature-gates=" + strings.Join(parts, ",")}
+}
+
+// runtimeConfigFlag renders RuntimeConfig as a --runtime-config flag, or returns nil when empty.
+func (o Options) runtimeConfigFlag() []string {
+	if len(o.RuntimeConfig) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(o.RuntimeConfig))
+	for name := range o.RuntimeConfig {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s=%t", name, o.RuntimeConfig[name])
+	}
+	return []string{"--runtime-config=" + strings.Join(parts, ",")}
 }
 
 // klogFlags returns the shared logging flags of the Kubernetes components.

@@ -214,7 +214,13 @@ type ForecastPrescaler struct {
 	declared       map[string]bool
 	// bootTimes, when set, gives a pool's observed boot time (Controller.ObservedBootTime).
 	bootTimes func(pool string) (time.Duration, bool)
+	// buffers, when set, adds the CapacityBuffers' demand to the forecasts' (SetBuffers).
+	buffers *Buffers
 }
+
+// SetBuffers makes the pre-scaler hold the CapacityBuffers' room too, through the same demand
+// and placeholder machinery as the forecasts (call before the first round).
+func (p *ForecastPrescaler) SetBuffers(b *Buffers) { p.buffers = b }
 
 // SetBootTimes makes the default lead time follow each pool's observed boot time (call before
 // the first round), e.g. with Controller.ObservedBootTime; Config.BootTime stays the
@@ -265,14 +271,36 @@ func (p *ForecastPrescaler) ExpectedPods(ctx context.Context, pods []*corev1.Pod
 		}
 		p.refreshed, p.demand = now, rounds
 	}
-	p.expected, p.placeholders = p.expected[:0], p.placeholders[:0]
-	for _, d := range p.demand {
-		gained := max(0, matchingPods(pods, d.namespace, d.labels)-d.baseline)
-		keep := max(0, len(d.pods)-gained)
-		p.expected = append(p.expected, d.pods[:keep]...)
-		p.placeholders = append(p.placeholders, d.placeholders[:min(keep, len(d.placeholders))]...)
+	p.expected, p.placeholders = hold(p.demand, pods, p.expected[:0], p.placeholders[:0])
+	if p.buffers != nil {
+		exp, ph, err := p.buffers.current(ctx, pods)
+		if err != nil {
+			p.log.Warn("capacity buffers skipped for this batch", zap.Error(err))
+		}
+		p.expected, p.placeholders = append(p.expected, exp...), append(p.placeholders, ph...)
 	}
 	return copyPods(p.expected), nil
+}
+
+// hold is the one rule for every demand held ahead — a forecast's expected replicas and a
+// CapacityBuffer's chunks alike: each demand keeps its expected pods (and their placeholder
+// pods) less one for each pod its workload gained since the demand was sized, so a real pod
+// that arrives takes the place of the room held for it at once. The pods are appended to
+// expected and placeholders.
+func hold(demand []workloadDemand, pods []*corev1.Pod, expected, placeholders []*corev1.Pod) ([]*corev1.Pod, []*corev1.Pod) {
+	for _, d := range demand {
+		keep := d.held(pods)
+		expected = append(expected, d.pods[:keep]...)
+		placeholders = append(placeholders, d.placeholders[:min(keep, len(d.placeholders))]...)
+	}
+	return expected, placeholders
+}
+
+// held is how many of the demand's pods are still held: its size less the pods the workload
+// gained since it was sized.
+func (d workloadDemand) held(pods []*corev1.Pod) int {
+	gained := max(0, matchingPods(pods, d.namespace, d.labels)-d.baseline)
+	return max(0, len(d.pods)-gained)
 }
 
 // Placeholders implements provisioner.PlaceholderSource: the placeholder pods of the forecasts

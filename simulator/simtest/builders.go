@@ -8,6 +8,7 @@ import (
 	"github.com/tiler-dev/tiler/api"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -131,6 +132,23 @@ func (b *PodBuilder) Gang(name string, size int, topology string) *PodBuilder {
 		b.p.Labels[api.LabelTopology] = topology
 	}
 	return b
+}
+
+// PodGroup makes the pod a member of the native PodGroup name (spec.schedulingGroup).
+func (b *PodBuilder) PodGroup(name string) *PodBuilder {
+	b.p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	return b
+}
+
+// GangPodGroup is a native PodGroup (scheduling.k8s.io/v1beta1) of gang policy needing minCount
+// members, in namespace default.
+func GangPodGroup(name string, minCount int32) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "scheduling.k8s.io/v1beta1", Kind: "PodGroup"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{
+			Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}}},
+	}
 }
 
 // On binds the pod to a node (a running pod).

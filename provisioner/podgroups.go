@@ -1,0 +1,68 @@
+package provisioner
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podGroupResource is the native gang API (KEP-4671, gate GenericWorkload): served only when the
+// gate and the beta API are on.
+const podGroupResource = "podgroups"
+
+// watchPodGroups registers the PodGroup informer when the API server serves
+// scheduling.k8s.io/v1beta1 podgroups (discovery), before the factory starts; without the API,
+// clusters keep working and native gangs are simply absent from the snapshot. Called by Start.
+func (c *Controller) watchPodGroups() {
+	gv := schedulingv1beta1.SchemeGroupVersion.String()
+	served, err := servesResource(c.kube.Discovery().ServerResourcesForGroupVersion, gv, podGroupResource)
+	if err != nil {
+		c.log.Warn("discovering the PodGroup API; native gangs are not read", zap.String("groupVersion", gv), zap.Error(err))
+		return
+	}
+	if !served {
+		c.log.Info("PodGroup API not served (gate GenericWorkload off): native gangs are not read", zap.String("groupVersion", gv))
+		return
+	}
+	inf := c.factory.Scheduling().V1beta1().PodGroups().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.poke() },
+		UpdateFunc: func(any, any) { c.poke() },
+		DeleteFunc: func(any) { c.poke() },
+	})
+	c.podGroups = inf
+}
+
+// listPodGroups returns the PodGroups the informer holds, nil when the API is not served.
+func (c *Controller) listPodGroups() ([]*schedulingv1beta1.PodGroup, error) {
+	if c.podGroups == nil {
+		return nil, nil
+	}
+	out, err := c.factory.Scheduling().V1beta1().PodGroups().Lister().List(everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	return out, nil
+}
+
+// servesResource reports whether the group version lists the resource; a group version the
+// server does not know is "not served", not an error.
+func servesResource(list func(string) (*metav1.APIResourceList, error), groupVersion, resource string) (bool, error) {
+	rl, err := list(groupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rl.APIResources {
+		if r.Name == resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
