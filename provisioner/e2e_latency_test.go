@@ -256,8 +256,9 @@ func (e *env) cleanupLatency(prefix string) {
 // pod only once the scheduler has found no place for it.
 var latencyControlPlane = controlplane.Options{SchedulerArgs: []string{"--kube-api-qps=500", "--kube-api-burst=1000"}}
 
-// TestE2ELatency runs the latency scenario once at 50 and once at 1,000 pods and requires that
-// no node is bought for pods already planned and that every pod is bound; the timings are
+// TestE2ELatency runs the latency scenario once at 50 pods and requires that no node is bought
+// for pods already planned and that every pod is bound (the 1,000-pod run takes minutes on a
+// 2-core machine: BenchmarkE2ELatency/pods=1000); the timings are
 // logged (the targets, first cloud call within the batch idle window + 1 s and all bound within
 // 15 s, are measured by BenchmarkE2ELatency, not asserted under a shared CI machine's load).
 func TestE2ELatency(t *testing.T) {
@@ -265,7 +266,7 @@ func TestE2ELatency(t *testing.T) {
 		t.Skip("starts a control plane")
 	}
 	cp := cptest.Start(t, latencyControlPlane)
-	for _, n := range []int{50, 1000} {
+	for _, n := range []int{50} {
 		t.Run(fmt.Sprintf("pods=%d", n), func(t *testing.T) {
 			r := runLatency(t, cp, n, fmt.Sprintf("lat%d", n))
 			t.Log(r)
