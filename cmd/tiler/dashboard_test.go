@@ -17,8 +17,10 @@ import (
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tiler-dev/tiler/deploy/crds"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/manifest"
@@ -124,6 +126,9 @@ func TestGrafanaDashboard(t *testing.T) {
 
 	cp := cptest.Start(t, controlplane.Options{})
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	if err := crds.Install(context.Background(), dynamic.NewForConfigOrDie(cp.RESTConfig()), time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := promtest.FreeAddr(t)
 	cfg, rf := runConfig(t, "--kubeconfig", cp.Kubeconfig(), "--cloud", "sim", "--sim-state", filepath.Join(t.TempDir(), "sim.json"),
