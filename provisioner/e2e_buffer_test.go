@@ -1,11 +1,8 @@
 package provisioner_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
@@ -28,37 +23,6 @@ import (
 	"github.com/tiler-dev/tiler/provisioner/prescale"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
-
-// capacityBufferCRD is the upstream CapacityBuffer CRD as deploy/crds carries it.
-var capacityBufferCRD = filepath.Join("..", "deploy", "crds", "autoscaling.x-k8s.io_capacitybuffers.yaml")
-
-// installCRD creates the CustomResourceDefinitions of a manifest and waits until gvr is served.
-func installCRD(t *testing.T, dyn dynamic.Interface, path string, gvr schema.GroupVersionResource) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			break
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		if _, err := dyn.Resource(crds).Create(context.Background(), u, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	testwait.Until(t, testwait.Slow, gvr.String()+" served", 30*time.Second, func() bool {
-		_, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
-		return err == nil
-	})
-}
 
 const bufferPolicy = `apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
@@ -72,8 +36,7 @@ pools:
 // then arrive and are bound on the room bought, without another purchase, and the buffer's
 // status says the room was released (0 held) — the forecast machinery with a buffer's size.
 func testCapacityBuffer(t *testing.T, cp *controlplane.ControlPlane) {
-	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
-	installCRD(t, dyn, capacityBufferCRD, prescale.CapacityBufferResource)
+	dyn := installCRDs(t, cp) // deploy/crds carries the upstream CapacityBuffer CRD
 	ctx := context.Background()
 	cfg := testConfig()
 	setup := func(o *provisioner.Options) {
@@ -159,8 +122,7 @@ func waitBufferHeld(t *testing.T, dyn dynamic.Interface, held int64) {
 // (rounded up); a buffer sized by limits alone and one referring to a ReplicaSet are not held,
 // and their Provisioning condition says why, naming the field.
 func testCapacityBufferSizing(t *testing.T, cp *controlplane.ControlPlane) {
-	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
-	installCRD(t, dyn, capacityBufferCRD, prescale.CapacityBufferResource)
+	dyn := installCRDs(t, cp) // deploy/crds carries the upstream CapacityBuffer CRD
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	cfg := testConfig()

@@ -310,8 +310,7 @@ func testRBACPlaceholders(t *testing.T, cp *controlplane.ControlPlane, admin, ti
 // PodTemplate, creates the placeholder and writes the buffer's status.
 func testRBACBuffers(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger, denied *manifest.Denied) {
 	ctx := context.Background()
-	adminDyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
-	installCRD(t, adminDyn, capacityBufferCRD, prescale.CapacityBufferResource)
+	adminDyn := installCRDs(t, cp)
 	tmpl := simtest.Pod("rbac-buf").Label("app", "rbac-buf").CPU("1").Mem("1Gi").Obj()
 	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "rbac-buf", Namespace: "default"},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels}, Spec: tmpl.Spec}}
