@@ -22,15 +22,9 @@ import (
 // on-demand one (the cloud never interrupts those) and wrapped state-file errors.
 func (p *Provider) Interrupt(id string) error {
 	now := p.clk.Now()
-	err := p.store.update(func(st *state) error {
-		r := st.find(p.cfg.ClusterName, id)
-		switch {
-		case r == nil:
-			return &cloudprovider.NotFoundError{ID: id}
-		case r.Offering.CapacityType != api.Spot:
-			return fmt.Errorf("instance %s is %s, and only spot instances are interrupted", id, r.Offering.CapacityType)
-		case r.InterruptedAt != nil:
-			return nil
+	return p.spotNotice(id, "interrupting", "are interrupted", func(st *state, r *record) {
+		if r.InterruptedAt != nil {
+			return
 		}
 		at := now
 		r.InterruptedAt = &at
@@ -38,16 +32,7 @@ func (p *Provider) Interrupt(id string) error {
 			InstanceID: id, Kind: cloudprovider.SpotInterruption, At: now, Deadline: now.Add(p.cfg.InterruptionGrace),
 		}})
 		st.emit(newEvent(EventInterrupted, r, now, ""))
-		return nil
 	})
-	var nf *cloudprovider.NotFoundError
-	if errors.As(err, &nf) {
-		return nf
-	}
-	if err != nil {
-		return fmt.Errorf("interrupting instance %s: %w", id, err)
-	}
-	return nil
 }
 
 // RecommendRebalance queues an EC2-style rebalance recommendation for a spot instance (elevated
@@ -56,17 +41,26 @@ func (p *Provider) Interrupt(id string) error {
 // for an on-demand one and wrapped state-file errors.
 func (p *Provider) RecommendRebalance(id string) error {
 	now := p.clk.Now()
+	return p.spotNotice(id, "recommending a rebalance of", "get rebalance recommendations", func(st *state, r *record) {
+		st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
+			InstanceID: id, Kind: cloudprovider.RebalanceRecommendation, At: now,
+		}})
+	})
+}
+
+// spotNotice applies notify to the spot instance id in the state file; an unknown instance is a
+// *cloudprovider.NotFoundError, an on-demand one an error saying only spot instances <only>, and
+// state-file errors are wrapped with doing.
+func (p *Provider) spotNotice(id, doing, only string, notify func(*state, *record)) error {
 	err := p.store.update(func(st *state) error {
 		r := st.find(p.cfg.ClusterName, id)
 		switch {
 		case r == nil:
 			return &cloudprovider.NotFoundError{ID: id}
 		case r.Offering.CapacityType != api.Spot:
-			return fmt.Errorf("instance %s is %s, and only spot instances get rebalance recommendations", id, r.Offering.CapacityType)
+			return fmt.Errorf("instance %s is %s, and only spot instances %s", id, r.Offering.CapacityType, only)
 		}
-		st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
-			InstanceID: id, Kind: cloudprovider.RebalanceRecommendation, At: now,
-		}})
+		notify(st, r)
 		return nil
 	})
 	var nf *cloudprovider.NotFoundError
@@ -74,7 +68,7 @@ func (p *Provider) RecommendRebalance(id string) error {
 		return nf
 	}
 	if err != nil {
-		return fmt.Errorf("recommending a rebalance of instance %s: %w", id, err)
+		return fmt.Errorf("%s instance %s: %w", doing, id, err)
 	}
 	return nil
 }
