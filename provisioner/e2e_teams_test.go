@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/api"
@@ -168,4 +169,46 @@ func gatherCost(t *testing.T, e *env) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestE2EQuota: a GPU pod created before its namespace's ResourceQuota allowed no GPU (admission
+// let it in; the quota came after) buys nothing, through the controller's ResourceQuota informer,
+// and gets a NotTriggerScaleUp Event naming QuotaExceeded. GPUTriggerDelay holds the pod back
+// long enough for the quota to be in place before its first plan.
+func TestE2EQuota(t *testing.T) {
+	cp := cptest.Start(t, controlplane.Options{})
+	cfg := testConfig()
+	cfg.GPUTriggerDelay = 5 * time.Second
+	e := newEnv(t, cp, cfg, nil)
+	ctx := context.Background()
+	e.namespace("quota")
+	q0 := simtest.Pod("q-0").Namespace("quota").CPU("1").Mem("2Gi").GPU(1).Obj()
+	e.create(q0)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-gpu", Namespace: "quota"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("0")}}}
+	if _, err := e.kube.CoreV1().ResourceQuotas("quota").Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ev corev1.Event
+	testwait.Until(t, testwait.Slow, "a NotTriggerScaleUp Event on quota/q-0 naming QuotaExceeded", time.Minute, func() bool {
+		evs, err := e.kube.CoreV1().Events("quota").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=q-0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range evs.Items {
+			if x.Reason == provisioner.ReasonNotTriggerScaleUp && strings.Contains(x.Message, "("+string(api.QuotaExceeded)+")") {
+				ev = x
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("Event: %s %s: %s", ev.Type, ev.Reason, ev.Message)
+	e.waitBatch("another batch that finds no place for quota/q-0", 30*time.Second, func(b batch) bool {
+		return unplaced(b, "quota/q-0") != ""
+	})
+	if n := e.launches(); n != 0 {
+		t.Fatalf("%d launches for a pod over its namespace's quota, want 0", n)
+	}
+	e.cleanup([]*corev1.Pod{q0})
 }
