@@ -62,6 +62,10 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	for k, v := range fleet.CostByPool {
 		c.metrics.FleetCost.WithLabelValues(k.Pool, string(k.CapacityType)).Set(v)
 	}
+	if d.ChargebackErr != nil {
+		log.Warn("no chargeback this batch", zap.Error(d.ChargebackErr))
+	}
+	c.metrics.setCost(d.Chargeback)
 	if len(res.Deleted) > 0 {
 		c.poke()
 	}

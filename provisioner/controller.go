@@ -244,6 +244,10 @@ func (c *Controller) registerInformers() {
 	f.Resource().V1().ResourceSlices().Informer()
 	f.Resource().V1().DeviceClasses().Informer()
 	f.Policy().V1().PodDisruptionBudgets().Informer()
+	// A namespace's labels (team selectors) and its quotas decide what a pending pod may get. A
+	// quota's status changes with every pod of its namespace: it does not trigger a batch.
+	_, _ = f.Core().V1().Namespaces().Informer().AddEventHandler(poke)
+	f.Core().V1().ResourceQuotas().Informer()
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
 	pods, nodes, slices := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer(), f.Resource().V1().ResourceSlices().Informer()
 	if c.cfg.Nominate {

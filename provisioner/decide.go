@@ -96,6 +96,10 @@ type Decision struct {
 	MarkUnavailable []api.Offering
 	// Remove are the launches to delete: instance, Node and launch record.
 	Remove []Removal
+	// Chargeback is simulator.Chargeback over the batch's snapshot (the nodes and pods as
+	// observed), ChargebackErr why there is none; both nil without a catalog.
+	Chargeback    *api.CostReport
+	ChargebackErr error
 	// Fleet are the managed nodes as they are once Remove is carried out.
 	Fleet Fleet
 	// KeptForForecast are the managed nodes, empty but for the expected pods a plan puts there,
@@ -218,6 +222,9 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	recs = d.housekeep(&s, cfg.Config, mem, recs, idx)
 	if cfg.Nominate {
 		d.Nominations = decideNominations(&s, recs)
+	}
+	if s.Catalog != nil {
+		d.Chargeback, d.ChargebackErr = simulator.Chargeback(s.snapshot(nil), s.Catalog, s.Policy)
 	}
 	pending, held := provisionablePods(s.Pods, s.Now, cfg.GPUTriggerDelay)
 	if held {

@@ -40,7 +40,9 @@ type env struct {
 	cloud   *sim.Provider
 	ctrl    *provisioner.Controller
 	metrics *provisioner.Metrics
-	cancel  context.CancelFunc
+	// reg is the registry of metrics (the current controller's).
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
 	// runDone is closed when the current controller's Run has returned.
 	runDone chan struct{}
 	cfg     provisioner.Config
@@ -262,7 +264,8 @@ func named(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i)
 // setup.
 func (e *env) newController(cloud cloudprovider.Provider, interruptions cloudprovider.InterruptionSource) *provisioner.Controller {
 	e.t.Helper()
-	e.metrics = provisioner.NewMetrics(prometheus.NewRegistry())
+	e.reg = prometheus.NewRegistry()
+	e.metrics = provisioner.NewMetrics(e.reg)
 	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Dynamic: e.dyn, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
 		Logger: zaptest.NewLogger(e.t), Metrics: e.metrics, Interruptions: interruptions, OnBatch: e.batches.observe}
 	if e.setup != nil {

@@ -1,7 +1,11 @@
 package provisioner
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // Metrics are the controller's Prometheus metrics, namespace tiler, subsystem provisioner.
@@ -28,6 +32,11 @@ type Metrics struct {
 	ReservationsEnded    *prometheus.CounterVec
 	// Placeholders counts placeholder pods created and deleted (action).
 	Placeholders *prometheus.CounterVec
+	// Cost is the chargeback of the fleet's priced nodes after each batch (simulator.Chargeback on
+	// the batch's snapshot), by team (api.NoTeam for namespaces in none; "" on idle lines), pool,
+	// capacity_type and idle ("true": what no pod takes of the pool's nodes). It adds up to the
+	// fleet's $/h; the label sets of a line gone are removed.
+	Cost *prometheus.GaugeVec
 	// Relayouts counts MIG re-layouts of existing nodes started, succeeded and failed (event).
 	Relayouts *prometheus.CounterVec
 
@@ -96,6 +105,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl)."}, []string{"reason"}),
 		Placeholders: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "placeholder_pods_total", Help: "Placeholder pods created and deleted, by action (created, deleted)."}, []string{"action"}),
+		Cost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Name: "cost_dollars_per_hour",
+			Help: "Chargeback of the priced nodes after the last batch, by team, pool, capacity type and idle (what no pod takes); the series add up to the fleet's price."},
+			[]string{"team", "pool", "capacity_type", "idle"}),
 		Relayouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "mig_relayouts_total", Help: "MIG re-layouts of existing nodes instead of purchases, by event (started, succeeded, failed)."}, []string{"event"}),
 		DisruptionActions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
@@ -115,6 +127,35 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.DisruptionFleetCost, m.DisruptionBlocked)
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
-		m.Placeholders, m.Relayouts, m.OldestPendingPod, m.FleetCost)
+		m.Placeholders, m.Relayouts, m.OldestPendingPod, m.FleetCost, m.Cost)
 	return m
+}
+
+// costKey is the label set of a Cost series.
+type costKey struct {
+	team, pool, capacityType string
+	idle                     bool
+}
+
+// setCost replaces the Cost series with the report's lines summed by team, pool, capacity type and
+// idle: the series of lines that are gone are removed. A nil report (no chargeback this batch)
+// removes them all.
+func (m *Metrics) setCost(r *api.CostReport) {
+	sums := map[costKey]float64{}
+	if r != nil {
+		for _, l := range r.Lines {
+			k := costKey{pool: l.Pool, capacityType: string(l.CapacityType), idle: l.Idle}
+			if !l.Idle {
+				k.team = l.Team
+				if k.team == "" {
+					k.team = api.NoTeam
+				}
+			}
+			sums[k] += l.CostPerHour
+		}
+	}
+	m.Cost.Reset()
+	for k, v := range sums {
+		m.Cost.WithLabelValues(k.team, k.pool, k.capacityType, strconv.FormatBool(k.idle)).Set(v)
+	}
 }

@@ -46,6 +46,10 @@ type State struct {
 	// PodGroups are the native gangs (scheduling.k8s.io/v1beta1), copied into the snapshot; none
 	// when the API server does not serve them.
 	PodGroups []*schedulingv1beta1.PodGroup
+	// Namespaces (their labels: cost-policy teams' namespaceSelectors) and ResourceQuotas (the
+	// bounds on what a plan buys for a namespace) are copied into the snapshot.
+	Namespaces     []*corev1.Namespace
+	ResourceQuotas []*corev1.ResourceQuota
 	// Records are the launch records as stored, sorted by launch ID.
 	Records []LaunchRecord
 	// Policy is the cost policy in force; nil means the default.
@@ -136,6 +140,12 @@ func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, 
 	if s.PodDisruptionBudgets, err = f.Policy().V1().PodDisruptionBudgets().Lister().List(everything()); err != nil {
 		return s, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
 	}
+	if s.Namespaces, err = f.Core().V1().Namespaces().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing Namespaces: %w", err)
+	}
+	if s.ResourceQuotas, err = f.Core().V1().ResourceQuotas().Lister().List(everything()); err != nil {
+		return s, fmt.Errorf("listing ResourceQuotas: %w", err)
+	}
 	if s.PodGroups, err = c.listPodGroups(); err != nil {
 		return s, err
 	}
@@ -167,7 +177,8 @@ func (s *State) snapshot(pending []*corev1.Pod) *snapshot.Snapshot {
 	}
 	snap := &snapshot.Snapshot{Now: s.Now, Nodes: nodes, DaemonSets: s.DaemonSets, PriorityClasses: s.PriorityClasses,
 		DeviceClasses: s.DeviceClasses, ResourceClaims: s.ResourceClaims, ResourceClaimTemplates: s.ResourceClaimTemplates,
-		ResourceSlices: s.ResourceSlices, PodDisruptionBudgets: s.PodDisruptionBudgets, PodGroups: s.PodGroups}
+		ResourceSlices: s.ResourceSlices, PodDisruptionBudgets: s.PodDisruptionBudgets, PodGroups: s.PodGroups,
+		Namespaces: s.Namespaces, ResourceQuotas: s.ResourceQuotas}
 	for _, p := range s.Pods {
 		if snapshot.IsActive(p) {
 			snap.Pods = append(snap.Pods, p)
