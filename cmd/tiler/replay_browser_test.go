@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"gonum.org/v1/plot/plotutil"
 
 	"github.com/tiler-dev/tiler/replay"
 )
@@ -205,8 +207,20 @@ func TestReplayHTMLInChromium(t *testing.T) {
 		if f.Drawn < 10 {
 			t.Errorf("figure %q: %d drawn paths", name, f.Drawn)
 		}
-		if ink, colours := painted(img, f.X, f.Y, f.W, f.H); ink < 0.01 || colours < 3 {
-			t.Errorf("figure %q on the screenshot: %.1f%% of its box painted in %d colours; want a visible plot (≥1%%, ≥3 colours)", name, 100*ink, colours)
+		// On the screenshot: ink in the figure's box, and every policy's line in its legend colour
+		// (the report colours result i with plotutil.Color(i)).
+		lineColours := make([]color.Color, len(rep.Results))
+		for j := range rep.Results {
+			lineColours[j] = plotutil.Color(j)
+		}
+		ink, perColour := painted(img, f.X, f.Y, f.W, f.H, lineColours)
+		if ink < 0.01 {
+			t.Errorf("figure %q on the screenshot: %.1f%% of its box painted; want a visible plot (≥1%%)", name, 100*ink)
+		}
+		for j, n := range perColour {
+			if n < 50 {
+				t.Errorf("figure %q on the screenshot: the %s line has %d pixels in its colour; want ≥50", name, rep.Results[j].Policy, n)
+			}
 		}
 	}
 	if t.Failed() {
@@ -214,25 +228,31 @@ func TestReplayHTMLInChromium(t *testing.T) {
 	}
 }
 
-// painted is the share of non-white pixels inside a box of the screenshot and how many distinct
-// colours paint it (coarsely: 4 bits a channel).
-func painted(img image.Image, x, y, w, h float64) (float64, int) {
+// painted is the share of non-white pixels inside a box of the screenshot and, for each of the
+// colours, how many pixels there are within a small distance of it (anti-aliasing blends edges).
+func painted(img image.Image, x, y, w, h float64, colours []color.Color) (float64, []int) {
+	counts := make([]int, len(colours))
 	r := image.Rect(int(x), int(y), int(x+w), int(y+h)).Intersect(img.Bounds())
 	if r.Empty() {
-		return 0, 0
+		return 0, counts
 	}
+	near := func(a, b uint32) bool { return max(a, b)-min(a, b) < 0x1800 }
 	ink := 0
-	colours := map[uint32]bool{}
 	for py := r.Min.Y; py < r.Max.Y; py++ {
 		for px := r.Min.X; px < r.Max.X; px++ {
 			cr, cg, cb, _ := img.At(px, py).RGBA()
 			if cr < 0xf000 || cg < 0xf000 || cb < 0xf000 {
 				ink++
-				colours[(cr>>12)<<8|(cg>>12)<<4|cb>>12] = true
+			}
+			for i, c := range colours {
+				wr, wg, wb, _ := c.RGBA()
+				if near(cr, wr) && near(cg, wg) && near(cb, wb) {
+					counts[i]++
+				}
 			}
 		}
 	}
-	return float64(ink) / float64(r.Dx()*r.Dy()), len(colours)
+	return float64(ink) / float64(r.Dx()*r.Dy()), counts
 }
 
 func hasLine(lines []string, fields ...string) bool {
