@@ -14,7 +14,7 @@ export TILER_CONTROLPLANE_DIR
 # module of their own, so that Helm's dependencies stay out of the product's go.mod.
 CHART_TEST := deploy/chart/test
 
-.PHONY: help build test test-unit bench verify demo tools controlplane prometheus fidelity forecast-report chart
+.PHONY: help build test test-unit bench verify demo tools controlplane prometheus chromium fidelity forecast-report chart
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -23,13 +23,16 @@ build: ## build bin/tiler (the product) and bin/tiler-dev (demo, fidelity)
 	$(GO) build -o $(BIN) ./cmd/tiler
 	$(GO) build -o $(DEVBIN) ./cmd/tiler-dev
 
-tools: controlplane prometheus ## install everything the tests need (control plane binaries, Prometheus)
+tools: controlplane prometheus chromium ## install everything the tests need (control plane binaries, Prometheus, Chromium)
 
 controlplane: ## build kube-apiserver, kube-scheduler, kube-controller-manager and etcd into the cache (skipped when present)
 	@hack/build-controlplane.sh
 
 prometheus: ## install Prometheus and promtool from Debian when missing
 	@hack/install-prometheus.sh
+
+chromium: ## install Chromium from Debian when missing (headless checks of the HTML replay report)
+	@hack/install-chromium.sh
 
 test: tools ## run every test (unit, wire-level, Prometheus, control-plane e2e, the Helm chart's)
 	$(GO) test -count=1 -timeout 60m ./...
