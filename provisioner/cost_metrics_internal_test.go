@@ -15,9 +15,9 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// costSeries reads the tiler_cost_dollars_per_hour series of the registry, by their labels
-// "team/pool/capacity_type/idle".
-func costSeries(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
+// CostSeries reads the tiler_cost_dollars_per_hour series of the registry, by their labels
+// "team/pool/capacity_type/idle" (exported for the e2e tests of package provisioner_test).
+func CostSeries(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -84,7 +84,7 @@ func TestCostMetrics(t *testing.T) {
 		t.Fatal(d.ChargebackErr)
 	}
 	m.setCost(d.Chargeback)
-	got := costSeries(t, reg)
+	got := CostSeries(t, reg)
 	fleet := price(cpuNode) + price(gpuNode)
 	sum := 0.0
 	for _, v := range got {
@@ -113,7 +113,7 @@ func TestCostMetrics(t *testing.T) {
 	s.Nodes, s.Pods = []*corev1.Node{cpuNode, unknown}, s.Pods[:2]
 	d = Decide(s, cfg, NewMemory())
 	m.setCost(d.Chargeback)
-	got = costSeries(t, reg)
+	got = CostSeries(t, reg)
 	sum = 0
 	for k, v := range got {
 		sum += v

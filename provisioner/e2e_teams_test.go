@@ -128,7 +128,7 @@ func TestE2ETeams(t *testing.T) {
 	}
 	// A batch that saw b-0 bound has set the gauges (metrics are set before OnBatch).
 	e.waitBatch("a batch that sees team-b/b-0 bound", 30*time.Second, func(b batch) bool { return b.boundPods("team-b", "") == 1 })
-	series := gatherCost(t, e)
+	series := provisioner.CostSeries(t, e.reg)
 	sum := 0.0
 	for k, v := range series {
 		t.Logf("tiler_cost_dollars_per_hour{%s} %.4f", k, v)
@@ -146,29 +146,6 @@ func TestE2ETeams(t *testing.T) {
 		}
 	}
 	e.cleanup([]*corev1.Pod{a0, a1, b0})
-}
-
-// gatherCost reads the env's tiler_cost_dollars_per_hour series by "team/pool/capacity_type/idle".
-func gatherCost(t *testing.T, e *env) map[string]float64 {
-	t.Helper()
-	mfs, err := e.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "tiler_cost_dollars_per_hour" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			out[l["team"]+"/"+l["pool"]+"/"+l["capacity_type"]+"/"+l["idle"]] = m.GetGauge().GetValue()
-		}
-	}
-	return out
 }
 
 // TestE2EQuota: a GPU pod created before its namespace's ResourceQuota allowed no GPU (admission
