@@ -102,7 +102,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	c.metrics.PlanLowerBound.Set(plan.LowerBoundPerHour)
 	log.Info("planned", zap.Int(keyPending, d.Pending), zap.Int(keyNewNodes, len(plan.NewNodes)),
 		zap.Float64(keyCost, plan.CostPerHour), zap.Float64(keyLowerBound, plan.LowerBoundPerHour),
-		zap.Int(keyUnschedulable, len(plan.Unschedulable)), zap.Int(keyInFlight, d.inFlight))
+		zap.Int(keyUnschedulable, len(plan.Unschedulable)), zap.Int(keyInFlight, d.inFlight), zap.Duration(keySimulation, d.SimulationTime))
 	for _, u := range plan.Unschedulable {
 		log.Debug("no place", zap.String(keyPod, u.Pod), zap.String(keyReason, string(u.Code)+": "+u.Reason))
 	}

@@ -16,6 +16,12 @@ type Config struct {
 	// BatchIdle closes a batch after this long without new pods; BatchMax closes it regardless.
 	BatchIdle time.Duration `mapstructure:"batch-idle"`
 	BatchMax  time.Duration `mapstructure:"batch-max"`
+	// PlanUnjudgedWithin lets a batch that plans pods the scheduler found no place for also plan
+	// the pods it has not judged yet (unbound, no PodScheduled condition, the default scheduler's,
+	// created at most this long ago): a burst of pods is then planned whole, as soon as it has
+	// arrived, instead of in the slices the scheduler happens to have marked (see README, "Batching").
+	// Those the simulation places on existing capacity buy nothing. 0 plans marked pods only.
+	PlanUnjudgedWithin time.Duration `mapstructure:"plan-unjudged-within"`
 	// GPUTriggerDelay lets GPU pods wait this long before they trigger a purchase, so that pods of
 	// one rollout are planned together (seeds recommend 30–60 s).
 	GPUTriggerDelay time.Duration `mapstructure:"gpu-trigger-delay"`
@@ -82,6 +88,7 @@ func DefaultConfig() Config {
 		BatchIdle:            time.Second,
 		BatchMax:             10 * time.Second,
 		GPUTriggerDelay:      0,
+		PlanUnjudgedWithin:   30 * time.Second,
 		RegistrationTimeout:  10 * time.Minute,
 		LaunchRetry:          5 * time.Second,
 		LaunchRetryMax:       2 * time.Minute,
@@ -113,6 +120,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch-idle must be positive")
 	case c.BatchMax < c.BatchIdle:
 		return fmt.Errorf("batch-max must be at least batch-idle")
+	case c.PlanUnjudgedWithin < 0:
+		return fmt.Errorf("plan-unjudged-within must not be negative")
 	case c.GPUTriggerDelay < 0:
 		return fmt.Errorf("gpu-trigger-delay must not be negative")
 	case c.RegistrationTimeout <= 0:

@@ -55,6 +55,8 @@ type Controller struct {
 	policyRV map[string]string  // ConfigMap resourceVersion already judged
 	boot     *bootTimes         // launch-to-Ready times per pool (boottime.go)
 	trigger  chan struct{}
+	// arrival tells an open batch that a pod joined what it plans (podChanged).
+	arrival chan struct{}
 	// disruptWake asks the disruption loop for a pass now (an interruption notice came).
 	disruptWake chan struct{}
 
@@ -213,6 +215,7 @@ func New(opts Options) (*Controller, error) {
 		memory:        NewMemory(),
 		boot:          newBootTimes(),
 		trigger:       make(chan struct{}, 1),
+		arrival:       make(chan struct{}, 1),
 		disruptWake:   make(chan struct{}, 1),
 		dclock:        dclk,
 		disruption:    newDisruptionMemory(cfg.DisruptionRescheduleGrace),
@@ -231,9 +234,13 @@ func (c *Controller) registerInformers() {
 		DeleteFunc: func(any) { c.poke() },
 	}
 	f := c.factory
+	// A pod opens a batch when the scheduler marks it unschedulable; while the batch is open, a pod
+	// that joins what the batch plans (a marked pod, or an unjudged one: Config.PlanUnjudgedWithin)
+	// holds it open for another BatchIdle. Later updates of the same pods (the scheduler's retries,
+	// Tiler's own tolerations and nominations) neither open a batch nor hold one open.
 	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { c.pokeIfProvisionable(o) },
-		UpdateFunc: func(_, o any) { c.pokeIfProvisionable(o) },
+		AddFunc:    func(o any) { c.podChanged(nil, o) },
+		UpdateFunc: func(old, o any) { c.podChanged(old, o) },
 		DeleteFunc: func(any) { c.poke() },
 	})
 	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(poke)
@@ -263,10 +270,29 @@ func (c *Controller) registerInformers() {
 	}
 }
 
-func (c *Controller) pokeIfProvisionable(o any) {
-	if p, ok := o.(*corev1.Pod); ok && provisionable(p) {
+// podChanged pokes the batch trigger when a pod becomes provisionable, and signals an arrival
+// when it joins the pods a batch plans (plannable).
+func (c *Controller) podChanged(old, o any) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	was, _ := old.(*corev1.Pod)
+	if provisionable(p) && (was == nil || !provisionable(was)) {
 		c.poke()
 	}
+	if !isPlaceholder(p) && c.plannable(p) && (was == nil || !c.plannable(was)) {
+		select {
+		case c.arrival <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// plannable reports whether a batch would plan the pod: it is provisionable, or unjudged when
+// Config.PlanUnjudgedWithin allows planning those.
+func (c *Controller) plannable(p *corev1.Pod) bool {
+	return provisionable(p) || c.cfg.PlanUnjudgedWithin > 0 && unjudged(p)
 }
 
 // poke asks for a batch; pokes while one is pending coalesce.
@@ -370,19 +396,30 @@ func (c *Controller) CollectGarbage(ctx context.Context) {
 	}
 }
 
-// waitForBatch holds the batch open until BatchIdle passes without a poke, or BatchMax.
+// waitForBatch holds the batch open until BatchIdle passes without a pod arriving (podChanged), or
+// BatchMax. Pokes meanwhile are taken: the batch has not observed the cluster yet, so it sees what
+// they announce.
 func (c *Controller) waitForBatch(ctx context.Context) {
+	select {
+	case <-c.arrival: // arrivals before the batch opened are in it already
+	default:
+	}
 	deadline := c.clock.After(c.cfg.BatchMax)
 	for {
 		idle := c.clock.After(c.cfg.BatchIdle)
-		select {
-		case <-ctx.Done():
-			return
-		case <-deadline:
-			return
-		case <-idle:
-			return
-		case <-c.trigger:
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-deadline:
+				return
+			case <-idle:
+				return
+			case <-c.trigger:
+			case <-c.arrival:
+				break wait
+			}
 		}
 	}
 }

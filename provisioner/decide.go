@@ -230,6 +230,12 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	if held {
 		d.RecheckAfter = cfg.GPUTriggerDelay
 	}
+	if len(pending) > 0 && cfg.PlanUnjudgedWithin > 0 {
+		// The scheduler found no place for some pods: those it has not judged yet arrived with
+		// them and are planned with them (existing capacity first), so that a burst is planned
+		// in one batch rather than in the slices the scheduler has marked so far.
+		pending = append(pending, unjudgedPods(s.Pods, s.Now, cfg.PlanUnjudgedWithin, cfg.GPUTriggerDelay > 0)...)
+	}
 	// Pods a disruption evicted are expected where its plan moved them: not a reason to buy.
 	pending, wait := holdEvicted(pending, s.DisruptionEvicted, s.Now, cfg.DisruptionRescheduleGrace)
 	if wait > 0 && (d.RecheckAfter == 0 || wait < d.RecheckAfter) {
@@ -454,6 +460,20 @@ func provisionablePods(pods []*corev1.Pod, now time.Time, delay time.Duration) (
 		out = append(out, p)
 	}
 	return out, held
+}
+
+// unjudgedPods returns the pods the scheduler has not judged yet (unjudged) that were created
+// within the last window before now; GPU pods only when noGPU is false (a GPU trigger delay holds
+// GPU pods until they have been unschedulable that long, which an unjudged pod has not).
+func unjudgedPods(pods []*corev1.Pod, now time.Time, window time.Duration, noGPU bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !unjudged(p) || now.Sub(p.CreationTimestamp.Time) > window || noGPU && requestsGPU(p) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // placeholderChanges compares the placeholder pods that exist with those wanted: the ones not

@@ -64,12 +64,14 @@ type batchLog struct {
 type batch struct {
 	state provisioner.State
 	res   *provisioner.Result
+	// at is when the batch ended (OnBatch ran).
+	at time.Time
 }
 
 func (l *batchLog) observe(s provisioner.State, r *provisioner.Result) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seen = append(l.seen, batch{state: s, res: r})
+	l.seen = append(l.seen, batch{state: s, res: r, at: time.Now()})
 }
 
 // count is the number of batches seen so far.

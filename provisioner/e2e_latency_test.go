@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,11 +99,15 @@ type latencyRun struct {
 	// purchase for pods already planned.
 	boughtTwice int
 	batches     int
+	// timeline is where the time went, from the same moment: when kube-scheduler had marked the
+	// first and the last pod unschedulable, the batches that launched, the last cloud create
+	// call, and when half the pods were bound.
+	timeline string
 }
 
 func (r latencyRun) String() string {
-	return fmt.Sprintf("%d pods: first cloud create %+.2fs, all bound %.2fs after the last pod existed; %d nodes bought in %d batches (one plan of all the pods: %d), %d for pods already planned",
-		r.pods, r.toFirstLaunch.Seconds(), r.toAllBound.Seconds(), r.launches, r.batches, r.onePlan, r.boughtTwice)
+	return fmt.Sprintf("%d pods: first cloud create %+.2fs, all bound %.2fs after the last pod existed; %d nodes bought in %d batches (one plan of all the pods: %d), %d for pods already planned; %s",
+		r.pods, r.toFirstLaunch.Seconds(), r.toAllBound.Seconds(), r.launches, r.batches, r.onePlan, r.boughtTwice, r.timeline)
 }
 
 // boughtTwice counts the launches of the env's batches that are for a pod an earlier launch was
@@ -159,6 +164,9 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 	onePlan := planAll(tb, e, pods)
 
 	ctx := context.Background()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	tl := watchPodTimes(tb, watchCtx, e.kube, prefix)
 	// The pods are created with a client of their own (as a ReplicaSet controller would), not
 	// with the controller's, whose rate limit they would otherwise use up.
 	creator := kubernetes.NewForConfigOrDie(cp.RESTConfig())
@@ -214,12 +222,89 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 			first = ev.Time
 		}
 	}
+	var last time.Time
+	for _, ev := range events {
+		if ev.Kind == sim.EventLaunched && ev.Time.After(last) {
+			last = ev.Time
+		}
+	}
+	stopWatch()
 	r := latencyRun{pods: n, toFirstLaunch: first.Sub(allExist), toAllBound: allBound.Sub(allExist), launches: launches, onePlan: onePlan}
+	r.timeline = tl.summary(allExist, last, e.batches.since(0))
 	r.boughtTwice, r.batches = e.boughtTwice()
 	if r.boughtTwice > 0 && n <= 100 {
 		e.explainPurchases()
 	}
 	return r
+}
+
+// podTimes are when a watch saw each pod of a latency run marked unschedulable and bound.
+type podTimes struct {
+	mu            sync.Mutex
+	marked, bound map[string]time.Time
+}
+
+// watchPodTimes watches the run's pods until ctx ends.
+func watchPodTimes(tb testing.TB, ctx context.Context, kube kubernetes.Interface, prefix string) *podTimes {
+	tb.Helper()
+	t := &podTimes{marked: map[string]time.Time{}, bound: map[string]time.Time{}}
+	w, err := kube.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			t.mu.Lock()
+			if _, seen := t.marked[p.Name]; !seen {
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+						t.marked[p.Name] = now
+					}
+				}
+			}
+			if _, seen := t.bound[p.Name]; !seen && p.Spec.NodeName != "" {
+				t.bound[p.Name] = now
+			}
+			t.mu.Unlock()
+		}
+	}()
+	return t
+}
+
+// summary says, in seconds from t0, when the first and last pods were marked unschedulable, each
+// batch that launched (its end, the pods it planned, the nodes it launched), the last cloud
+// create call and when half the pods were bound.
+func (t *podTimes) summary(t0, lastLaunch time.Time, batches []batch) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rel := func(x time.Time) float64 { return x.Sub(t0).Seconds() }
+	span := func(m map[string]time.Time) (first, half, last float64) {
+		xs := make([]float64, 0, len(m))
+		for _, x := range m {
+			xs = append(xs, rel(x))
+		}
+		if len(xs) == 0 {
+			return 0, 0, 0
+		}
+		slices.Sort(xs)
+		return xs[0], xs[len(xs)/2], xs[len(xs)-1]
+	}
+	mf, _, ml := span(t.marked)
+	bf, bh, bl := span(t.bound)
+	var bs []string
+	for _, b := range batches {
+		if b.res != nil && b.res.Decision != nil && len(b.res.Decision.Launch) > 0 {
+			bs = append(bs, fmt.Sprintf("%.2fs:%dpods/%dnodes", rel(b.at), b.res.Pending, len(b.res.Decision.Launch)))
+		}
+	}
+	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last)",
+		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), bf, bh, bl)
 }
 
 // planAll is the number of new nodes one plan of all the pods, pending on an empty cluster,

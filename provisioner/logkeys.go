@@ -9,6 +9,7 @@ const (
 	keyLowerBound    = "lower_bound_per_hour"
 	keyUnschedulable = "unschedulable_pods"
 	keyInFlight      = "in_flight"
+	keySimulation    = "simulation"
 	keyPod           = "pod"
 	keyReason        = "reason"
 	keyNode          = "node"

@@ -27,6 +27,24 @@ func provisionable(p *corev1.Pod) bool {
 	return false
 }
 
+// unjudged reports whether a pending pod waits for the default scheduler's first attempt: it has
+// no PodScheduled condition yet. A batch plans such pods, created within Config.PlanUnjudgedWithin,
+// together with the provisionable ones (Decide), so that a burst is planned whole.
+func unjudged(p *corev1.Pod) bool {
+	if !snapshot.IsPending(p) || p.Status.NominatedNodeName != "" {
+		return false
+	}
+	if p.Spec.SchedulerName != "" && p.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return false
+		}
+	}
+	return true
+}
+
 // inNativeGang reports whether the pod names a PodGroup (spec.schedulingGroup). kube-scheduler
 // v1.37.2 fails a gang that does not fit with a scheduler error rather than Unschedulable (its
 // DynamicResources PodGroupPostFilter answers "not found" for pods without ResourceClaims), so

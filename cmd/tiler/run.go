@@ -114,6 +114,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.String("catalog", d.Catalog, "embedded catalog: "+strings.Join(catalog.EmbeddedNames(), ", "))
 	f.Duration("batch-idle", d.BatchIdle, "close a batch after this long without new pods")
 	f.Duration("batch-max", d.BatchMax, "close a batch after this long in any case")
+	f.Duration("plan-unjudged-within", d.PlanUnjudgedWithin, "when a batch plans pods the scheduler found no place for, plan with them the pods it has not judged yet, created at most this long ago; 0: marked pods only")
 	f.Duration("gpu-trigger-delay", d.GPUTriggerDelay, "let GPU pods wait this long before they trigger a purchase")
 	f.Duration("registration-timeout", d.RegistrationTimeout, "delete an instance that is not a Ready node after this long")
 	f.Duration("launch-retry", d.LaunchRetry, "wait before retrying a launch the cloud API failed without refusing it (throttled, 5xx); doubles with each failure")
