@@ -132,6 +132,10 @@ type Options struct {
 	Config Config
 	// Kube is the API server's client. Required.
 	Kube kubernetes.Interface
+	// Events, when set, is the client Events are written with: a clientset of its own (its own
+	// client-side rate limit), so that a burst of Events (one TriggeredScaleUp per planned pod)
+	// never queues ahead of a batch's writes. nil means Kube.
+	Events kubernetes.Interface
 	// Dynamic is the API server's client for the launch records (LaunchRecord objects,
 	// LaunchRecordsResource), built from the same configuration as Kube. Required.
 	Dynamic dynamic.Interface
@@ -197,7 +201,11 @@ func New(opts Options) (*Controller, error) {
 	}
 	kube := opts.Kube
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	events := opts.Events
+	if events == nil {
+		events = kube
+	}
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	c := &Controller{
 		cfg: cfg, kube: kube, provider: opts.Provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),

@@ -268,7 +268,9 @@ func (e *env) newController(cloud cloudprovider.Provider, interruptions cloudpro
 	e.t.Helper()
 	e.reg = prometheus.NewRegistry()
 	e.metrics = provisioner.NewMetrics(e.reg)
-	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Dynamic: e.dyn, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
+	// Events through a clientset of their own, as tiler run writes them.
+	events := kubernetes.NewForConfigOrDie(e.cp.RESTConfig())
+	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Events: events, Dynamic: e.dyn, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
 		Logger: zaptest.NewLogger(e.t), Metrics: e.metrics, Interruptions: interruptions, OnBatch: e.batches.observe}
 	if e.setup != nil {
 		e.setup(&opts)

@@ -50,6 +50,12 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	if err != nil {
 		return nil, err
 	}
+	// Events go through a clientset of their own, with a rate limit of its own (the same flags):
+	// a batch's Events never hold up its launch records, tolerations and nominations.
+	events, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
 	cat, err := catalog.Embedded(cfg.Catalog)
 	if err != nil {
 		return nil, err
@@ -79,7 +85,7 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	if err != nil {
 		return nil, err
 	}
-	opts := provisioner.Options{Config: cfg, Kube: kube, Dynamic: dyn, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
+	opts := provisioner.Options{Config: cfg, Kube: kube, Events: events, Dynamic: dyn, Provider: provider, Catalog: cat, CatalogSource: catalogSource,
 		Clock: clk, Logger: log, Metrics: metrics, Interruptions: src}
 	// CapacityBuffers (autoscaling.x-k8s.io) are held through the pre-scaler's machinery: with
 	// the forecasts when Prometheus is configured, alone otherwise. Without the CRD there are none.
