@@ -19,14 +19,10 @@ import (
 // ObserveCluster reads the cluster once as a batch of the controller does — the same informers
 // (registerSnapshotInformers, PodGroups when served), the same listing (listCluster) and the same
 // snapshot (State.snapshot: the nodes and the active pods, as Decide computes the chargeback on)
-// — at now, and the cost policy of the cost-policy ConfigMaps (label tiler.dev/cost-policy=true)
-// in namespace, merged as the controller merges them (nil when there are none). A cost-policy
-// ConfigMap that does not parse or validate is an error naming it: the controller would keep its
-// last valid policy, which a one-shot reader does not have. `tiler cost --kubeconfig` reads the
-// live cluster with it.
-func ObserveCluster(ctx context.Context, kube kubernetes.Interface, namespace string, now time.Time) (*snapshot.Snapshot, *policy.CostPolicy, error) {
+// — at now. `tiler cost --kubeconfig` reads the live cluster with it (and ClusterPolicy).
+func ObserveCluster(ctx context.Context, kube kubernetes.Interface, now time.Time) (*snapshot.Snapshot, error) {
 	if kube == nil {
-		return nil, nil, errors.New("ObserveCluster: no API client")
+		return nil, errors.New("ObserveCluster: no API client")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	f := informers.NewSharedInformerFactory(kube, 0)
@@ -37,7 +33,7 @@ func ObserveCluster(ctx context.Context, kube kubernetes.Interface, namespace st
 	registerSnapshotInformers(f)
 	podGroups, err := podGroupsServed(kube)
 	if err != nil {
-		return nil, nil, fmt.Errorf("discovering the PodGroup API: %w", err)
+		return nil, fmt.Errorf("discovering the PodGroup API: %w", err)
 	}
 	if podGroups {
 		f.Scheduling().V1beta1().PodGroups().Informer()
@@ -45,16 +41,24 @@ func ObserveCluster(ctx context.Context, kube kubernetes.Interface, namespace st
 	f.Start(ctx.Done())
 	for t, ok := range f.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return nil, nil, fmt.Errorf("informer cache for %v did not sync: %w", t, context.Cause(ctx))
+			return nil, fmt.Errorf("informer cache for %v did not sync: %w", t, context.Cause(ctx))
 		}
 	}
 	s := State{Now: now}
 	if err := listCluster(f, podGroups, &s); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	return s.snapshot(nil), nil
+}
+
+// ClusterPolicy reads the cost policy of the cost-policy ConfigMaps (label
+// tiler.dev/cost-policy=true) in namespace, merged as the controller merges them (nil when there
+// are none). A ConfigMap that does not parse or validate is an error naming it: the controller
+// would keep its last valid policy, which a one-shot reader does not have.
+func ClusterPolicy(ctx context.Context, kube kubernetes.Interface, namespace string) (*policy.CostPolicy, error) {
 	cms, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: api.LabelCostPolicy + "=true"})
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing the cost-policy ConfigMaps of namespace %s: %w", namespace, err)
+		return nil, fmt.Errorf("listing the cost-policy ConfigMaps of namespace %s: %w", namespace, err)
 	}
 	ptrs := make([]*corev1.ConfigMap, len(cms.Items))
 	for i := range cms.Items {
@@ -62,10 +66,10 @@ func ObserveCluster(ctx context.Context, kube kubernetes.Interface, namespace st
 	}
 	pol, invalid, err := mergePolicies(ptrs)
 	if len(invalid) > 0 {
-		return nil, nil, fmt.Errorf("cost policy ConfigMap %s/%s: %w", invalid[0].cm.Namespace, invalid[0].cm.Name, invalid[0].err)
+		return nil, fmt.Errorf("cost policy ConfigMap %s/%s: %w", invalid[0].cm.Namespace, invalid[0].cm.Name, invalid[0].err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("the cost policy of the ConfigMaps of namespace %s: %w", namespace, err)
+		return nil, fmt.Errorf("the cost policy of the ConfigMaps of namespace %s: %w", namespace, err)
 	}
-	return s.snapshot(nil), pol, nil
+	return pol, nil
 }

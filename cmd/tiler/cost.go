@@ -113,12 +113,16 @@ func observeLive(ctx context.Context, o costOptions) (*snapshot.Snapshot, *catal
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	snap, pol, err := provisioner.ObserveCluster(ctx, kube, o.namespace, time.Now())
+	snap, err := provisioner.ObserveCluster(ctx, kube, time.Now())
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading the cluster of --kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	if filePol != nil {
-		pol = filePol
+		return snap, cat, filePol, nil
+	}
+	pol, err := provisioner.ClusterPolicy(ctx, kube, o.namespace)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("the cluster's cost policy (--namespace %s; --policy replaces it): %w", o.namespace, err)
 	}
 	return snap, cat, pol, nil
 }

@@ -50,7 +50,8 @@ func TestCostLive(t *testing.T) {
 	for _, p := range []*corev1.Pod{
 		simtest.Pod("train-0").Namespace("ml").CPU("1").Mem("2Gi").GPU(1).On("gpu-0").Obj(),
 		simtest.Pod("api-0").Namespace("web").CPU(halfCPU).Mem("1Gi").On("cpu-0").Obj(),
-		simtest.Pod("waiting").Namespace("web").CPU("1").Obj(), // pending: takes no node's $/h
+		// Pending (no node matches it, so the real scheduler leaves it): takes no node's $/h.
+		simtest.Pod("waiting").Namespace("web").CPU("1").NodeSelector(api.LabelPool, "none").Obj(),
 	} {
 		p.Status = corev1.PodStatus{}
 		if _, err := kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -143,6 +144,20 @@ teams: [{name: research, namespaces: [ml]}]
 	}
 	if !strings.Contains(b.String(), "research") || !strings.Contains(b.String(), "idle") {
 		t.Errorf("table:\n%s", b.String())
+	}
+
+	// An invalid cost-policy ConfigMap is an error naming it, unless --policy replaces the cluster's.
+	bad := cm.DeepCopy()
+	bad.Name, bad.ResourceVersion, bad.Data = "zz-bad", "", map[string]string{"policy.yaml": "apiVersion: tiler.dev/v1alpha1\nkind: CostPolicy\nteams: [{name: x}]\n"}
+	if _, err := kube.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runCost(ctx, io.Discard, o); err == nil || !strings.Contains(err.Error(), "zz-bad") {
+		t.Errorf("an invalid cost-policy ConfigMap: %v, want an error naming it", err)
+	}
+	o.policy = pol
+	if err := runCost(ctx, io.Discard, o); err != nil {
+		t.Errorf("--policy with an invalid cost-policy ConfigMap in the cluster: %v", err)
 	}
 
 	o.kubeconfig = t.TempDir() + "/missing"
