@@ -1,10 +1,13 @@
 package provisioner_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -30,8 +33,8 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// Kueue's API as Kueue v0.19.2 serves it (testdata/kueue holds its CustomResourceDefinitions,
-// verbatim): v1beta2 is the stored version.
+// Kueue's API as Kueue v0.19.2 serves it (kueueModule's CustomResourceDefinitions): v1beta2 is
+// the stored version.
 var (
 	kueueGV        = schema.GroupVersion{Group: "kueue.x-k8s.io", Version: "v1beta2"}
 	kueueFlavors   = kueueGV.WithResource("resourceflavors")
@@ -81,20 +84,33 @@ spec:
   clusterQueue: gpu
 `}
 
-// installKueue installs Kueue's CustomResourceDefinitions (testdata/kueue) and returns a client.
+// kueueModule is the Go module whose CustomResourceDefinitions the test installs: Kueue's own
+// release, downloaded through the Go module proxy into the module cache (the registry, like every
+// dependency), so that no copy of them is kept in this repository.
+const kueueModule = "sigs.k8s.io/kueue@v0.19.2"
+
+// kueueCRDs are the CustomResourceDefinitions of Kueue's API the test uses, under the module's
+// config/components/crd/bases.
+var kueueCRDs = []string{"clusterqueues", "localqueues", "resourceflavors", "workloads"}
+
+// installKueue installs Kueue's CustomResourceDefinitions (kueueModule) and returns a client.
 func installKueue(t *testing.T, cp *controlplane.ControlPlane) dynamic.Interface {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("testdata", "kueue", "*.yaml"))
-	if err != nil || len(files) != 4 {
-		t.Fatalf("Kueue's CustomResourceDefinitions: %v (err %v), want 4 files", files, err)
+	out, err := exec.Command("go", "mod", "download", "-json", kueueModule).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s (Kueue's CustomResourceDefinitions): %v", kueueModule, err)
+	}
+	var mod struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Error != "" || mod.Dir == "" {
+		t.Fatalf("go mod download %s: %s %v", kueueModule, mod.Error, err)
 	}
 	var docs [][]byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	for _, name := range kueueCRDs {
+		b, err := os.ReadFile(filepath.Join(mod.Dir, "config", "components", "crd", "bases", "kueue.x-k8s.io_"+name+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs = append(docs, b)
+		docs = append(docs, bytes.TrimPrefix(b, []byte("---\n")))
 	}
 	dyn := dynamic.NewForConfigOrDie(cp.RESTConfig())
 	if err := crds.InstallYAML(context.Background(), dyn, time.Minute, docs...); err != nil {
