@@ -242,6 +242,7 @@ func (c *Controller) registerInformers() {
 		DeleteFunc: func(any) { c.poke() },
 	}
 	f := c.factory
+	registerSnapshotInformers(f)
 	// A pod opens a batch when the scheduler marks it unschedulable; while the batch is open, a pod
 	// that joins what the batch plans (a marked pod, or an unjudged one: Config.PlanUnjudgedWithin)
 	// holds it open for another BatchIdle. Later updates of the same pods (the scheduler's retries,
@@ -252,17 +253,9 @@ func (c *Controller) registerInformers() {
 		DeleteFunc: func(any) { c.poke() },
 	})
 	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(poke)
-	f.Apps().V1().DaemonSets().Informer()
-	f.Scheduling().V1().PriorityClasses().Informer()
-	f.Resource().V1().ResourceClaims().Informer()
-	f.Resource().V1().ResourceClaimTemplates().Informer()
-	f.Resource().V1().ResourceSlices().Informer()
-	f.Resource().V1().DeviceClasses().Informer()
-	f.Policy().V1().PodDisruptionBudgets().Informer()
 	// A namespace's labels (team selectors) and its quotas decide what a pending pod may get. A
 	// quota's status changes with every pod of its namespace: it does not trigger a batch.
 	_, _ = f.Core().V1().Namespaces().Informer().AddEventHandler(poke)
-	f.Core().V1().ResourceQuotas().Informer()
 	_, _ = c.policyInf.Core().V1().ConfigMaps().Informer().AddEventHandler(poke)
 	pods, nodes, slices := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer(), f.Resource().V1().ResourceSlices().Informer()
 	if c.cfg.Nominate {
@@ -276,6 +269,22 @@ func (c *Controller) registerInformers() {
 			ttl: c.cfg.ReservationTTL, recheck: c.cfg.ResyncPeriod})
 		c.reservations.register()
 	}
+}
+
+// registerSnapshotInformers creates in f the informers listCluster reads (PodGroups apart:
+// watchPodGroups, after discovery).
+func registerSnapshotInformers(f informers.SharedInformerFactory) {
+	f.Core().V1().Pods().Informer()
+	f.Core().V1().Nodes().Informer()
+	f.Apps().V1().DaemonSets().Informer()
+	f.Scheduling().V1().PriorityClasses().Informer()
+	f.Resource().V1().ResourceClaims().Informer()
+	f.Resource().V1().ResourceClaimTemplates().Informer()
+	f.Resource().V1().ResourceSlices().Informer()
+	f.Resource().V1().DeviceClasses().Informer()
+	f.Policy().V1().PodDisruptionBudgets().Informer()
+	f.Core().V1().Namespaces().Informer()
+	f.Core().V1().ResourceQuotas().Informer()
 }
 
 // podChanged pokes the batch trigger when a pod becomes provisionable, and signals an arrival

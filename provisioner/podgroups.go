@@ -1,12 +1,11 @@
 package provisioner
 
 import (
-	"fmt"
-
 	"go.uber.org/zap"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -19,7 +18,7 @@ const podGroupResource = "podgroups"
 // clusters keep working and native gangs are simply absent from the snapshot. Called by Start.
 func (c *Controller) watchPodGroups() {
 	gv := schedulingv1beta1.SchemeGroupVersion.String()
-	served, err := servesResource(c.kube.Discovery().ServerResourcesForGroupVersion, gv, podGroupResource)
+	served, err := podGroupsServed(c.kube)
 	if err != nil {
 		c.log.Warn("discovering the PodGroup API; native gangs are not read", zap.String("groupVersion", gv), zap.Error(err))
 		return
@@ -37,16 +36,9 @@ func (c *Controller) watchPodGroups() {
 	c.podGroups = inf
 }
 
-// listPodGroups returns the PodGroups the informer holds, nil when the API is not served.
-func (c *Controller) listPodGroups() ([]*schedulingv1beta1.PodGroup, error) {
-	if c.podGroups == nil {
-		return nil, nil
-	}
-	out, err := c.factory.Scheduling().V1beta1().PodGroups().Lister().List(everything())
-	if err != nil {
-		return nil, fmt.Errorf("listing PodGroups: %w", err)
-	}
-	return out, nil
+// podGroupsServed reports whether the API server serves the native gang API (discovery).
+func podGroupsServed(kube kubernetes.Interface) (bool, error) {
+	return servesResource(kube.Discovery().ServerResourcesForGroupVersion, schedulingv1beta1.SchemeGroupVersion.String(), podGroupResource)
 }
 
 // servesResource reports whether the group version lists the resource; a group version the

@@ -10,7 +10,10 @@ import (
 
 // provisionable reports whether a pod waits for capacity: the scheduler marked it
 // PodScheduled=False with reason Unschedulable, it is unbound, not terminating, not a DaemonSet
-// pod, and not nominated by the scheduler for preemption.
+// pod, and not nominated by the scheduler for preemption. A pod with scheduling gates (Kueue's
+// kueue.x-k8s.io/admission until Kueue admits its workload) is not pending (snapshot.IsGated)
+// and its PodScheduled condition says SchedulingGated: it never is provisionable
+// (TestE2EKueue).
 func provisionable(p *corev1.Pod) bool {
 	if !snapshot.IsPending(p) {
 		return false

@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"go.uber.org/zap"
@@ -20,14 +21,45 @@ func (c *Controller) refreshPolicy(ctx context.Context) {
 		c.log.Error("listing cost-policy ConfigMaps", zap.Error(err))
 		return
 	}
+	merged, invalid, err := mergePolicies(cms)
+	for _, bad := range invalid {
+		c.reportInvalid(bad.cm, bad.err)
+	}
+	valid := len(invalid) == 0
+	if err != nil {
+		c.log.Error("merged cost policy is invalid; keeping the last valid one", zap.Error(err))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case merged != nil && valid:
+		c.policy = merged
+	case merged != nil && c.policy == nil:
+		c.policy = merged // some ConfigMaps are valid and none was before: use them
+	case len(cms) == 0:
+		c.policy = nil
+	}
+}
+
+// invalidPolicy is a cost-policy ConfigMap that does not parse or validate, and why.
+type invalidPolicy struct {
+	cm  *corev1.ConfigMap
+	err error
+}
+
+// mergePolicies merges the cost-policy ConfigMaps' policies in name order: the pools of all, the
+// budget of the last that has one. It returns nil for none, the ConfigMaps left out as invalid,
+// and an error when the merged policy does not validate.
+func mergePolicies(cms []*corev1.ConfigMap) (*policy.CostPolicy, []invalidPolicy, error) {
+	cms = slices.Clone(cms)
 	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
 	var merged *policy.CostPolicy
-	valid := true
+	var invalid []invalidPolicy
 	for _, cm := range cms {
 		p, err := policy.FromConfigMap(cm)
 		if err != nil {
-			valid = false
-			c.reportInvalid(cm, err)
+			invalid = append(invalid, invalidPolicy{cm, err})
 			continue
 		}
 		if merged == nil {
@@ -41,21 +73,10 @@ func (c *Controller) refreshPolicy(ctx context.Context) {
 	}
 	if merged != nil {
 		if err := merged.Validate(); err != nil {
-			valid = false
-			c.log.Error("merged cost policy is invalid; keeping the last valid one", zap.Error(err))
-			return
+			return nil, invalid, err
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case merged != nil && valid:
-		c.policy = merged
-	case merged != nil && c.policy == nil:
-		c.policy = merged // some ConfigMaps are valid and none was before: use them
-	case len(cms) == 0:
-		c.policy = nil
-	}
+	return merged, invalid, nil
 }
 
 func (c *Controller) reportInvalid(cm *corev1.ConfigMap, err error) {

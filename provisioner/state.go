@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"k8s.io/client-go/informers"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -109,46 +110,10 @@ func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, 
 	s := State{Now: now}
 	c.refreshPolicy(ctx)
 	s.Policy = c.currentPolicy()
-	all, err := c.pods()
-	if err != nil {
-		return s, fmt.Errorf("listing pods: %w", err)
-	}
-	// Placeholder pods stand for expected pods the pre-scaler returns anyway: no batch plans them.
-	s.Pods, s.Placeholders = splitPlaceholders(all)
-	if s.Nodes, err = c.nodes(); err != nil {
-		return s, fmt.Errorf("listing nodes: %w", err)
-	}
-	f := c.factory
-	if s.DaemonSets, err = f.Apps().V1().DaemonSets().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing DaemonSets: %w", err)
-	}
-	if s.PriorityClasses, err = f.Scheduling().V1().PriorityClasses().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing PriorityClasses: %w", err)
-	}
-	if s.DeviceClasses, err = f.Resource().V1().DeviceClasses().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing DeviceClasses: %w", err)
-	}
-	if s.ResourceClaims, err = f.Resource().V1().ResourceClaims().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing ResourceClaims: %w", err)
-	}
-	if s.ResourceClaimTemplates, err = f.Resource().V1().ResourceClaimTemplates().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing ResourceClaimTemplates: %w", err)
-	}
-	if s.ResourceSlices, err = f.Resource().V1().ResourceSlices().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing ResourceSlices: %w", err)
-	}
-	if s.PodDisruptionBudgets, err = f.Policy().V1().PodDisruptionBudgets().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
-	}
-	if s.Namespaces, err = f.Core().V1().Namespaces().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing Namespaces: %w", err)
-	}
-	if s.ResourceQuotas, err = f.Core().V1().ResourceQuotas().Lister().List(everything()); err != nil {
-		return s, fmt.Errorf("listing ResourceQuotas: %w", err)
-	}
-	if s.PodGroups, err = c.listPodGroups(); err != nil {
+	if err := listCluster(c.factory, c.podGroups != nil, &s); err != nil {
 		return s, err
 	}
+	var err error
 	if s.Records, err = c.records.List(ctx); err != nil {
 		return s, err
 	}
@@ -186,4 +151,53 @@ func (s *State) snapshot(pending []*corev1.Pod) *snapshot.Snapshot {
 	}
 	snap.Pods = append(snap.Pods, pending...)
 	return snap
+}
+
+// listCluster reads into s what the informers of f hold (registerSnapshotInformers, and the
+// PodGroups when podGroups): the pods (placeholders apart), nodes, DaemonSets, PriorityClasses,
+// DRA objects, PodDisruptionBudgets, Namespaces and ResourceQuotas. The controller's batches and
+// ObserveCluster read the cluster with it.
+func listCluster(f informers.SharedInformerFactory, podGroups bool, s *State) error {
+	all, err := f.Core().V1().Pods().Lister().List(everything())
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	// Placeholder pods stand for expected pods the pre-scaler returns anyway: no batch plans them.
+	s.Pods, s.Placeholders = splitPlaceholders(all)
+	if s.Nodes, err = f.Core().V1().Nodes().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	if s.DaemonSets, err = f.Apps().V1().DaemonSets().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing DaemonSets: %w", err)
+	}
+	if s.PriorityClasses, err = f.Scheduling().V1().PriorityClasses().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing PriorityClasses: %w", err)
+	}
+	if s.DeviceClasses, err = f.Resource().V1().DeviceClasses().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	if s.ResourceClaims, err = f.Resource().V1().ResourceClaims().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	if s.ResourceClaimTemplates, err = f.Resource().V1().ResourceClaimTemplates().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing ResourceClaimTemplates: %w", err)
+	}
+	if s.ResourceSlices, err = f.Resource().V1().ResourceSlices().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	if s.PodDisruptionBudgets, err = f.Policy().V1().PodDisruptionBudgets().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+	}
+	if s.Namespaces, err = f.Core().V1().Namespaces().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing Namespaces: %w", err)
+	}
+	if s.ResourceQuotas, err = f.Core().V1().ResourceQuotas().Lister().List(everything()); err != nil {
+		return fmt.Errorf("listing ResourceQuotas: %w", err)
+	}
+	if podGroups {
+		if s.PodGroups, err = f.Scheduling().V1beta1().PodGroups().Lister().List(everything()); err != nil {
+			return fmt.Errorf("listing PodGroups: %w", err)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -14,17 +15,17 @@ import (
 func TestCost(t *testing.T) {
 	for _, out := range []string{"table", "json", "csv"} {
 		var b bytes.Buffer
-		if err := runCost(&b, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", output: out}); err != nil {
+		if err := runCost(context.Background(), &b, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", output: out}); err != nil {
 			t.Fatalf("-o %s: %v", out, err)
 		}
 		if !strings.Contains(b.String(), "idle") {
 			t.Errorf("-o %s has no idle line:\n%s", out, b.String())
 		}
 	}
-	if err := runCost(io.Discard, costOptions{file: "../../testdata/snapshots/disruption.yaml", output: "yaml"}); err == nil || !strings.Contains(err.Error(), "--output") {
+	if err := runCost(context.Background(), io.Discard, costOptions{file: "../../testdata/snapshots/disruption.yaml", output: "yaml"}); err == nil || !strings.Contains(err.Error(), "--output") {
 		t.Errorf("-o yaml: %v, want an error naming --output", err)
 	}
-	if err := runCost(io.Discard, costOptions{file: "no-such-file.yaml", output: "table"}); err == nil || !strings.Contains(err.Error(), "no-such-file.yaml") {
+	if err := runCost(context.Background(), io.Discard, costOptions{file: "no-such-file.yaml", output: "table"}); err == nil || !strings.Contains(err.Error(), "no-such-file.yaml") {
 		t.Errorf("a missing file: %v, want an error naming it", err)
 	}
 }
@@ -44,14 +45,14 @@ teams:
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := runCost(&b, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", policy: pol, output: "csv"}); err != nil {
+	if err := runCost(context.Background(), &b, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", policy: pol, output: "csv"}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(b.String(), "namespace,team,pool") || !strings.Contains(b.String(), "default,platform,") {
 		t.Errorf("CSV with teams:\n%s", b.String())
 	}
 	b.Reset()
-	if err := runCost(&b, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", policy: pol, output: "table"}); err != nil {
+	if err := runCost(context.Background(), &b, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", policy: pol, output: "table"}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "TEAM") || !strings.Contains(b.String(), "platform") {
@@ -61,7 +62,7 @@ teams:
 	if err := os.WriteFile(bad, []byte("apiVersion: tiler.dev/v1alpha1\nkind: CostPolicy\npools: [{name: general}]\nteams: [{name: a}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := runCost(io.Discard, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", policy: bad, output: "table"}); err == nil ||
+	if err := runCost(context.Background(), io.Discard, costOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", policy: bad, output: "table"}); err == nil ||
 		!strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), "teams[0].namespaces") {
 		t.Errorf("bad policy: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ var dashboardPath = filepath.Join("..", "..", "deploy", "grafana", "tiler.json")
 // bought nodes for pending pods on the simulated cloud (the forecasts, prices, disruption and
 // failure panels have no series there: their queries must only run without an error).
 var mainPanels = []string{"Pending pods", "Oldest pending pod age", "Batch duration", "Nodes bought", "Purchase latency: launch to Ready",
-	"Plan cost", "Fleet $/h by pool and capacity type", "Fleet $/h", "GPU allocation", "Unavailable offerings"}
+	"Plan cost", "Fleet $/h by pool and capacity type", "Fleet $/h", "GPU allocation", "Unavailable offerings", "Chargeback $/h by team"}
 
 // dashboardQuery is one target of a panel.
 type dashboardQuery struct {
@@ -102,7 +103,8 @@ func grafanaVariables(expr string) string {
 }
 
 // TestGrafanaDashboard runs `tiler run --cloud sim` (runCmd's flags, runControllerWithLogger) on
-// the real control plane with deploy/examples/00-policy.yaml, a real Prometheus scraping its
+// the real control plane with deploy/examples/00-policy.yaml (plus a team web of namespace
+// default, for the chargeback panel), a real Prometheus scraping its
 // /metrics every second, and pending pods that make it buy nodes. Every PromQL expression of
 // deploy/grafana/tiler.json then runs through Prometheus' HTTP API: none fails, and each query of
 // the main panels returns data. The job variable's label_values query finds the scrape job.
@@ -141,6 +143,9 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := objs[0].(*corev1.ConfigMap)
+	// The example policy plus a team holding namespace default, so that the chargeback panel has
+	// a team's series.
+	policy.Data["policy.yaml"] += "teams:\n- name: web\n  namespaces: [default]\n"
 	if _, err := kube.CoreV1().ConfigMaps(cfg.Namespace).Create(ctx, policy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +222,12 @@ func TestGrafanaDashboard(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("main panels' queries without data after a minute:\n  %s", strings.Join(missing, "\n  "))
+	}
+	// The chargeback panel's team series is the policy's team, not only "-".
+	if v, err := run(`sum by (team) (tiler_cost_dollars_per_hour{job=~"$job", idle="false"})`); err != nil {
+		t.Error(err)
+	} else if vec, ok := v.(model.Vector); !ok || !slices.ContainsFunc(vec, func(s *model.Sample) bool { return s.Metric["team"] == "web" }) {
+		t.Errorf("no chargeback series of team web: %v", v)
 	}
 	withData, failed := 0, 0
 	for _, q := range queries {

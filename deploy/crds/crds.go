@@ -57,6 +57,27 @@ func Install(ctx context.Context, client dynamic.Interface, timeout time.Duratio
 	if err != nil {
 		return err
 	}
+	return apply(ctx, client, timeout, defs)
+}
+
+// InstallYAML installs CustomResourceDefinitions given as YAML documents (one definition each:
+// other projects' definitions for tests, such as Kueue's) as Install does.
+func InstallYAML(ctx context.Context, client dynamic.Interface, timeout time.Duration, docs ...[]byte) error {
+	var defs []*unstructured.Unstructured
+	for i, b := range docs {
+		var obj map[string]any
+		if err := yaml.Unmarshal(b, &obj); err != nil {
+			return fmt.Errorf("CustomResourceDefinition document %d: %w", i, err)
+		}
+		if obj["kind"] != "CustomResourceDefinition" {
+			return fmt.Errorf("CustomResourceDefinition document %d: kind %v, want CustomResourceDefinition", i, obj["kind"])
+		}
+		defs = append(defs, &unstructured.Unstructured{Object: obj})
+	}
+	return apply(ctx, client, timeout, defs)
+}
+
+func apply(ctx context.Context, client dynamic.Interface, timeout time.Duration, defs []*unstructured.Unstructured) error {
 	for _, d := range defs {
 		b, err := d.MarshalJSON()
 		if err != nil {
