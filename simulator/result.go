@@ -65,7 +65,8 @@ func (s *state) newNode(n *simNode) api.NewNode {
 		labels[k] = v
 	}
 	nn := api.NewNode{
-		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price},
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price,
+			CapacityReservation: o.reservationID()},
 		Name:           n.name,
 		Pool:           n.pool.Name,
 		Pods:           podKeys(n.pods),
