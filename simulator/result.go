@@ -67,12 +67,12 @@ func (s *state) newNode(n *simNode) api.NewNode {
 	nn := api.NewNode{
 		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price,
 			CapacityReservation: o.reservationID()},
-		Name:           n.name,
-		Pool:           n.pool.Name,
-		Pods:           podKeys(n.pods),
-		Labels:         labels,
-		Taints:         o.taints,
-		Allocatable:    o.capacity.DeepCopy(),
+		Name:        n.name,
+		Pool:        n.pool.Name,
+		Pods:        podKeys(n.pods),
+		Labels:      labels,
+		Taints:      o.taints,
+		Allocatable: o.capacity.DeepCopy(),
 	}
 	if len(n.pods) == 0 {
 		nn.Reason = "pool minNodes"
