@@ -65,15 +65,15 @@ func (s *state) newNode(n *simNode) api.NewNode {
 		labels[k] = v
 	}
 	nn := api.NewNode{
-		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price,
-			CapacityReservation: o.reservationID()},
-		Name:        n.name,
-		Pool:        n.pool.Name,
-		Pods:        podKeys(n.pods),
-		Labels:      labels,
-		Taints:      o.taints,
-		Allocatable: o.capacity.DeepCopy(),
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: o.it.Name, Zone: o.zone, CapacityType: o.ct}, PricePerHour: o.price},
+		Name:           n.name,
+		Pool:           n.pool.Name,
+		Pods:           podKeys(n.pods),
+		Labels:         labels,
+		Taints:         o.taints,
+		Allocatable:    o.capacity.DeepCopy(),
 	}
+	nn.CapacityReservation = o.reservationID()
 	if len(n.pods) == 0 {
 		nn.Reason = "pool minNodes"
 	}
