@@ -12,3 +12,7 @@ const (
 	// against the reservation's count.
 	LabelCapacityReservation = "tiler.dev/capacity-reservation"
 )
+
+// KeepPurchasingMix: removing the node (or replacing it by spot) would leave its pool fewer
+// on-demand nodes than its mix (onDemandBase, spotAbove) needs.
+const KeepPurchasingMix KeepReason = "PurchasingMix"
