@@ -2,6 +2,7 @@ package simulator_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -249,5 +250,43 @@ func TestMixUnsetUnchanged(t *testing.T) {
 	plan := simulateMix(t, cat, pol, &snapshot.Snapshot{Pods: webPods("web", 3)})
 	if countCT(plan, api.Spot) != 3 {
 		t.Errorf("plan %v, want 3 spot nodes", plan.NewNodes)
+	}
+}
+
+// TestMixProperty: on random deployments (sizes from a tenth of a node to a whole one, some
+// annotated with a max-spot-share) under random mixes and reservations, every plan passes the
+// plan checker and the purchasing checker, with no warning (nothing here makes a rule
+// unattainable), and costs no less than the plan without the mix.
+func TestMixProperty(t *testing.T) {
+	cat := spotCatalog(t)
+	for seed := uint64(1); seed <= 40; seed++ {
+		r := rand.New(rand.NewPCG(seed, 7))
+		var pods []*corev1.Pod
+		for d := range 1 + r.IntN(4) {
+			name := fmt.Sprintf("d%d", d)
+			cpu := []string{"250m", "500m", "1", "1500m", "3"}[r.IntN(5)]
+			for i := range 1 + r.IntN(8) {
+				b := simtest.Pod(fmt.Sprintf("%s-%d", name, i)).CPU(cpu).Mem("1Gi").Label("app", name).Controlled("ReplicaSet", name)
+				if d == 0 && seed%2 == 0 {
+					b.Annotate(api.AnnotationMaxSpotShare, fmt.Sprintf("%d%%", r.IntN(101)))
+				}
+				pods = append(pods, b.Obj())
+			}
+		}
+		base := "- name: web\n  instanceFamilies: [m7i, c7i]\n"
+		mixed := base + fmt.Sprintf("  mix: {onDemandBase: %d, spotAbove: %d, spotDiversity: %d}\n", r.IntN(4), []int{0, 50, 100}[r.IntN(3)], r.IntN(4))
+		if n := r.IntN(3); n > 0 {
+			mixed += fmt.Sprintf("  reservations:\n  - {id: cr-%d, instanceType: m7i.xlarge, zone: us-east-1b, count: %d, pricePerHour: %g}\n",
+				seed, n, []float64{0, 0.05}[r.IntN(2)])
+		}
+		snap := &snapshot.Snapshot{Pods: pods}
+		plan := simulateMix(t, cat, mixPolicy(t, mixed), snap)
+		if len(plan.Warnings) > 0 || len(plan.Unschedulable) > 0 {
+			t.Errorf("seed %d (%s): warnings %v, unschedulable %v", seed, mixed, plan.Warnings, plan.Unschedulable)
+		}
+		plain := simulateMix(t, cat, mixPolicy(t, base), snap)
+		if !strings.Contains(mixed, "reservations") && plan.CostPerHour < plain.CostPerHour-1e-9 {
+			t.Errorf("seed %d: the mix costs $%v/h, less than the plain plan's $%v/h", seed, plan.CostPerHour, plain.CostPerHour)
+		}
 	}
 }
