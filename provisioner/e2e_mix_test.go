@@ -42,14 +42,14 @@ func TestE2EPurchasingMix(t *testing.T) {
 
 	first := simtest.Pod("infer-0").CPU("1").Mem("2Gi").GPU(1).Obj()
 	e.create(first)
-	n0 := e.waitBound(2*time.Minute, first)[first.Name]
+	n0 := e.waitBound(2*time.Minute, first)[first.Namespace+"/"+first.Name]
 	if ct := capacityType(n0); ct != api.OnDemand {
 		t.Fatalf("the pool's first node %s is %q, want on-demand (onDemandBase 1)", n0, ct)
 	}
 
 	second := simtest.Pod("infer-1").CPU("1").Mem("2Gi").GPU(1).Obj()
 	e.create(second)
-	n1 := e.waitBound(2*time.Minute, second)[second.Name]
+	n1 := e.waitBound(2*time.Minute, second)[second.Namespace+"/"+second.Name]
 	if n1 == n0 {
 		t.Fatalf("both one-GPU pods on %s", n0)
 	}

@@ -22,7 +22,7 @@ import (
 // at its effective price, so the cheapest-fit search uses it first; openNode stops offering it
 // once as many nodes hold it as it has room for (reservationOpen). After packing, applyMix
 // settles the rest on the finished plan, re-choosing the offering of new nodes among those that
-// hold all their pods (alternatives: the fallback rule without its price cap):
+// hold all their pods (alternative: the fallback rule without its price cap):
 //
 //  1. reservations: nodes beyond a reservation's count are bought as their next cheapest offering;
 //  2. tiler.dev/max-spot-share: an owner with more spot replicas than its share moves the spot
@@ -201,11 +201,12 @@ func (s *state) newNodes() []*simNode {
 	return out
 }
 
-// alternatives returns the offerings new node n may be bought as instead of n.chosen, cheapest
-// first: the fallback rule (fallbacks.go) without its price cap — n's pool and GPU
-// configuration, n's DRA class, n's pinned zone and topology-key values, and all of n's pods fit
-// — and, for a reservation, only while it has room.
-func (s *state) alternatives(n *simNode) []*offering {
+// alternative returns the cheapest offering new node n may be bought as instead of n.chosen for
+// which ok holds and that the pool's limits and the budget allow, or nil: the fallback rule
+// (fallbacks.go) without its price cap — n's pool and GPU configuration, n's DRA class, n's
+// pinned zone and topology-key values, and all of n's pods fit — and, for a reservation, only
+// while it has room. Whether the pods fit is checked last, cheapest first.
+func (s *state) alternative(n *simNode, ok func(*offering) bool) *offering {
 	c := n.chosen
 	zone := n.zone
 	if zone == "" && sharesGangZone(n) {
@@ -216,37 +217,32 @@ func (s *state) alternatives(n *simNode) []*offering {
 	if s.dra != nil && n.dra != nil && (len(n.dra.pods) > 0 || len(n.dra.commits) > 0) {
 		draClass = c.draClass
 	}
-	var out []*offering
+	var cands []*offering
 	for _, o := range n.pool.offs {
 		switch {
 		case o == c, zone != "" && o.zone != zone, draClass >= 0 && o.draClass != draClass, !o.gpu.Equal(c.gpu),
-			!sameValues(o.labels, c.labels, keys), o.res != nil && !s.reservationOpen(o):
+			!sameValues(o.labels, c.labels, keys), !ok(o):
 			continue
 		}
-		if s.holdsAll(n, o) {
-			out = append(out, o)
+		cands = append(cands, o)
+	}
+	slices.SortStableFunc(cands, func(a, b *offering) int { return cmp.Compare(a.price, b.price) })
+	for _, o := range cands {
+		if (o.res == nil || s.reservationOpen(o)) && s.withinLimits(n.pool, n, []*offering{o}) && s.holdsAll(n, o) {
+			return o
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *offering) int { return cmp.Compare(a.price, b.price) })
-	return out
+	return nil
 }
 
-// rechoose makes n bought as o when the pool's limits and the budget allow it.
-func (s *state) rechoose(n *simNode, o *offering) bool {
-	if !s.withinLimits(n.pool, n, []*offering{o}) {
-		return false
-	}
-	s.setChosen(n, o)
-	return true
-}
+func onDemand(o *offering) bool { return o.ct == api.OnDemand }
 
 // toOnDemand re-chooses spot node n as its cheapest on-demand alternative; it reports whether it
-// did, and the premium.
+// did.
 func (s *state) toOnDemand(n *simNode) bool {
-	for _, o := range s.alternatives(n) {
-		if o.ct == api.OnDemand {
-			return s.rechoose(n, o)
-		}
+	if o := s.alternative(n, onDemand); o != nil {
+		s.setChosen(n, o)
+		return true
 	}
 	return false
 }
@@ -254,10 +250,8 @@ func (s *state) toOnDemand(n *simNode) bool {
 // onDemandPremium is what moving spot node n to its cheapest on-demand alternative costs, and
 // false when it has none.
 func (s *state) onDemandPremium(n *simNode) (float64, bool) {
-	for _, o := range s.alternatives(n) {
-		if o.ct == api.OnDemand {
-			return o.price - n.chosen.price, true
-		}
+	if o := s.alternative(n, onDemand); o != nil {
+		return o.price - n.chosen.price, true
 	}
 	return 0, false
 }
@@ -276,14 +270,9 @@ func (s *state) enforceReservations() {
 				room--
 				continue
 			}
-			moved := false
-			for _, o := range s.alternatives(n) {
-				if o.res != r && s.rechoose(n, o) {
-					moved = true
-					break
-				}
-			}
-			if !moved {
+			if o := s.alternative(n, func(o *offering) bool { return o.res != r }); o != nil {
+				s.setChosen(n, o)
+			} else {
 				s.warnings = append(s.warnings, fmt.Sprintf("node %s: reservation %s is full and no other offering holds its pods", n.name, r.ID))
 			}
 		}
@@ -531,15 +520,13 @@ func (s *state) enforceSpotDiversity() {
 						}
 						return true
 					}
-					for _, o := range s.alternatives(n) {
-						if fits(o) && s.rechoose(n, o) {
-							for ow, c := range pods {
-								count[ow][so] -= c
-								if o.ct == api.Spot {
-									count[ow][string(o.it.Name)+"/"+o.zone] += c
-								}
+					if o := s.alternative(n, fits); o != nil {
+						s.setChosen(n, o)
+						for ow, c := range pods {
+							count[ow][so] -= c
+							if o.ct == api.Spot {
+								count[ow][string(o.it.Name)+"/"+o.zone] += c
 							}
-							break
 						}
 					}
 				}
