@@ -216,6 +216,21 @@ func TestReservations(t *testing.T) {
 	if n := len(plan.NewNodes) - countCT(plan, api.Spot); n != 1 {
 		t.Errorf("%d new on-demand nodes with one of the reservation's two taken, want 1: %v", n, plan.NewNodes)
 	}
+
+	// A node in flight on the reservation counts against it as well.
+	inFlight := simulator.InFlightNode{Name: "web-flight", Pool: "web", PricedOffering: api.PricedOffering{
+		Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}, CapacityReservation: "cr-0abc"}}
+	snap := &snapshot.Snapshot{Nodes: []*corev1.Node{used}, Pods: webPods("batch", 6)}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol,
+		Options: simulator.Options{InFlight: []simulator.InFlightNode{inFlight}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nn := range plan.NewNodes {
+		if nn.CapacityReservation != "" {
+			t.Errorf("new node %s on the reservation, whose two nodes exist or are in flight", nn.Name)
+		}
+	}
 }
 
 // TestCheckPurchasingFails: the checker reports a plan that breaks the mix, the share, the
