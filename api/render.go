@@ -68,6 +68,9 @@ func (p *Plan) WriteTable(w io.Writer) error {
 			if len(n.Claims) > 0 {
 				fmt.Fprintf(tw, "  %s claims: %s\n", n.Name, claimsString(n.Claims))
 			}
+			if n.CapacityReservation != "" {
+				fmt.Fprintf(tw, "  %s on capacity reservation %s\n", n.Name, n.CapacityReservation)
+			}
 		}
 	}
 	if len(p.ExistingNodes) > 0 {

@@ -31,6 +31,10 @@ type LaunchRequest struct {
 	FallbackLabels map[api.Offering]map[string]string
 	Taints         []corev1.Taint
 	GPU            api.GPUConfig
+	// CapacityReservation, when set, is the capacity reservation (an EC2 ODCR ID) to launch
+	// Offering into (an on-demand offering); Labels then carry api.LabelCapacityReservation. A
+	// provider without reservations ignores it.
+	CapacityReservation string
 }
 
 // LabelsFor returns the labels of the node when it is launched as o: FallbackLabels[o] when the

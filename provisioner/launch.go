@@ -144,6 +144,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 	if r.GPU != nil {
 		req.GPU = *r.GPU
 	}
+	req.CapacityReservation = r.CapacityReservation
 	if c.cfg.Reserve && validReservation(r.LaunchID) && r.DisruptionAction == "" {
 		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
 	}

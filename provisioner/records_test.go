@@ -16,12 +16,13 @@ import (
 func fullRecord() LaunchRecord {
 	return LaunchRecord{
 		LaunchID: "tiler-gpu-abc12", NodeName: "ip-10-0-0-1.ec2.internal", Pool: "gpu",
-		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1a", CapacityType: api.Spot}, PricePerHour: 12.5},
-		GPUs:           8, Pods: []string{"ml/train-0", "ml/train-1"},
+		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1a", CapacityType: api.Spot}, PricePerHour: 12.5,
+			CapacityReservation: "cr-0fixture"}, // every field, for the schema round trip (not a real combination)
+		GPUs: 8, Pods: []string{"ml/train-0", "ml/train-1"},
 		Labels:           map[string]string{"tiler.dev/pool": "gpu"},
 		Taints:           []corev1.Taint{{Key: "tiler.dev/reserved", Value: "tiler-gpu-abc12", Effect: corev1.TaintEffectNoSchedule}},
 		GPU:              &api.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{{"1g.5gb", "1g.5gb"}, {"7g.40gb"}}, MIGConfig: "custom"},
-		Fallbacks:        []api.PricedOffering{{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}, PricePerHour: 32.8}},
+		Fallbacks:        []api.PricedOffering{{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}, PricePerHour: 32.8, CapacityReservation: "cr-0fb"}},
 		CreatedAt:        time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		PoolHash:         "h123",
 		InstanceID:       "i-0abc",

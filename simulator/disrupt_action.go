@@ -167,6 +167,9 @@ func (p *pass) worthIt(nodes []*nodeFacts, repl *simNode, price float64) *api.Ke
 			}
 		}
 	}
+	if k := p.mixKeeps(nodes, repl); k != nil {
+		return k
+	}
 	threshold := pol.SavingsThresholdOf()
 	if p.d.in.Options.caStyle {
 		threshold = 0

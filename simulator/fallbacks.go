@@ -54,7 +54,7 @@ func (s *state) fallbacks(n *simNode) []api.PricedOffering {
 	var picked []*offering
 	for _, o := range n.pool.offs {
 		switch {
-		case o == c, o.price > maxPrice, zone != "" && o.zone != zone,
+		case o == c, o.res != nil, o.price > maxPrice, zone != "" && o.zone != zone,
 			draClass >= 0 && o.draClass != draClass, !o.gpu.Equal(c.gpu), !sameValues(o.labels, c.labels, keys):
 			continue
 		}

@@ -41,6 +41,9 @@ func (s *state) addInFlightNodes() {
 		for k, v := range off.labels {
 			labels[k] = v
 		}
+		if f.CapacityReservation != "" {
+			labels[api.LabelCapacityReservation] = f.CapacityReservation
+		}
 		node := off.node.DeepCopy()
 		node.Name, node.Labels = f.Name, labels
 		sn := &simNode{name: f.Name, existing: true, inFlight: true, labels: labels, taints: off.taints, node: node,

@@ -62,6 +62,8 @@ type offering struct {
 	draClass int
 	// dsPorts are the host ports the DaemonSet pods of a node of the offering bind.
 	dsPorts portSet
+	// res is the reservation the offering buys into (mix.go), nil for open capacity.
+	res *reservation
 }
 
 // family returns the family part of an instance type name: "m7i" of "m7i.large", "a2" of
@@ -207,7 +209,10 @@ func CheckPolicy(cat *catalog.Catalog, pol *policy.CostPolicy) error {
 	for i := range pol.Pools {
 		pools = append(pools, &poolInfo{Pool: &pol.Pools[i], index: i})
 	}
-	return checkPoolTypes(cat, pools)
+	if err := checkPoolTypes(cat, pools); err != nil {
+		return err
+	}
+	return checkReservations(cat, pools)
 }
 
 // checkPoolTypes reports pools that name instance types, families or zones the catalog does not
@@ -266,6 +271,9 @@ func (s *state) buildOfferings() error {
 					pl.offs = append(pl.offs, off)
 				}
 			}
+		}
+		if err := s.addReservedOfferings(pl, reqs); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -73,6 +73,7 @@ func (s *state) newNode(n *simNode) api.NewNode {
 		Taints:         o.taints,
 		Allocatable:    o.capacity.DeepCopy(),
 	}
+	nn.CapacityReservation = o.reservationID()
 	if len(n.pods) == 0 {
 		nn.Reason = "pool minNodes"
 	}

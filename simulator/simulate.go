@@ -104,6 +104,7 @@ func simulateOnce(in Input) (*api.Plan, error) {
 	s.exactSmall()
 	s.keepSpreadDomains()
 	s.addMinNodes()
+	s.applyMix()
 	return s.buildPlan(), nil
 }
 
@@ -156,6 +157,8 @@ type state struct {
 	// the pools its pods' team may buy from (nil: all).
 	teams    *teamIndex
 	sigPools [][]string
+	// mix is the purchasing mix's working set (mix.go).
+	mix *mixState
 }
 
 func newState(in Input) (*state, error) {
@@ -184,6 +187,9 @@ func newState(in Input) (*state, error) {
 	}
 	sort.SliceStable(s.pools, func(i, j int) bool { return s.pools[i].Weight > s.pools[j].Weight })
 	if err := checkPoolTypes(s.cat, s.pools); err != nil {
+		return nil, err
+	}
+	if err := checkReservations(s.cat, s.pools); err != nil {
 		return nil, err
 	}
 	s.warnings = append(s.warnings, in.Snapshot.Warnings...)
@@ -239,6 +245,7 @@ func (s *state) setup() error {
 	if err := s.buildConstraints(); err != nil {
 		return err
 	}
+	s.setupMix()
 	s.buildGangs()
 	s.countFlex()
 	sortPods(s.pending, s.gpuDims)

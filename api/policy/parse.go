@@ -128,6 +128,9 @@ func (p *CostPolicy) Validate() error {
 	if err := p.validatePools(); err != nil {
 		return err
 	}
+	if err := p.validateMix(); err != nil {
+		return err
+	}
 	if err := p.validateTeams(); err != nil {
 		return err
 	}

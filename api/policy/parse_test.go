@@ -67,6 +67,9 @@ func TestBadPolicies(t *testing.T) {
 		"duplicate-key.bad.yaml":                   `key "limits" already set in map`,
 		"forecast-template-negative.bad.yaml":      "forecasts[0].workload.template: spec.containers[0].resources.requests.cpu: -2 must not be negative",
 	}
+	for f, w := range mixBadPolicies {
+		want[f] = w
+	}
 	files, _ := filepath.Glob("../../testdata/config/*.bad.yaml")
 	if len(files) != len(want) {
 		t.Fatalf("%d bad files, %d expectations", len(files), len(want))

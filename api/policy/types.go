@@ -63,6 +63,12 @@ type Pool struct {
 	// Disruption configures how the pool gives capacity back: consolidation, its timing, the
 	// savings threshold and budgets (disruption.go). Nil means the defaults.
 	Disruption *Disruption `json:"disruption,omitempty"`
+	// Mix sets the pool's on-demand base, spot share and spot diversity (mix.go); nil: the
+	// cheapest offering wins.
+	Mix *Mix `json:"mix,omitempty"`
+	// Reservations are the pool's reserved or committed capacity (mix.go), used first at their
+	// effective price.
+	Reservations []Reservation `json:"reservations,omitempty"`
 }
 
 // Limits bound a pool. Every limit means the same: absent (nil) is no limit, a number is the most

@@ -94,6 +94,13 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	if inst, err := p.findLaunched(ctx, req.LaunchID); err != nil || inst != nil {
 		return inst, nil, err
 	}
+	if req.CapacityReservation != "" {
+		// The reservation first; when it cannot take the node, open capacity (reservations.go).
+		if inst, err := p.launchReservedLocked(ctx, req); err != nil || inst != nil {
+			return inst, nil, err
+		}
+		req = withoutReservation(req)
+	}
 	groups, skipped, err := p.fleetGroups(req)
 	if err != nil {
 		return nil, nil, err

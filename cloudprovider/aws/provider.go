@@ -28,6 +28,7 @@ type EC2API interface {
 	ec2.DescribeInstanceTypesAPIClient
 	ec2.DescribeInstanceTypeOfferingsAPIClient
 	ec2.DescribeLaunchTemplatesAPIClient
+	ec2.DescribeCapacityReservationsAPIClient
 	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, optFns ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
 	TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, optFns ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error)
 	CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, optFns ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error)

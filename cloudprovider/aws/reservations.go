@@ -1,0 +1,178 @@
+package aws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/tiler-dev/tiler/api"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/tiler-dev/tiler/cloudprovider"
+)
+
+// CapacityReservation is an EC2 On-Demand Capacity Reservation as DescribeCapacityReservations
+// reports it.
+type CapacityReservation struct {
+	ID           string
+	InstanceType api.InstanceTypeName
+	Zone         string
+	// Total and Available count the reservation's instances, all and not yet running.
+	Total, Available int
+	// Targeted reservations take only launches that name them; open ones any matching launch.
+	Targeted bool
+	// State is EC2's: active, expired, cancelled, pending, failed, …
+	State string
+}
+
+// CapacityReservations lists the account's active capacity reservations in the region, or only
+// those of ids when any are given (DescribeCapacityReservations, paginated).
+func (p *Provider) CapacityReservations(ctx context.Context, ids ...string) ([]CapacityReservation, error) {
+	in := &ec2.DescribeCapacityReservationsInput{
+		CapacityReservationIds: ids,
+		Filters:                []ec2types.Filter{{Name: awssdk.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}},
+	}
+	pages := ec2.NewDescribeCapacityReservationsPaginator(p.ec2, in)
+	var out []CapacityReservation
+	for n := 0; pages.HasMorePages(); n++ {
+		if n == maxPages {
+			return nil, fmt.Errorf("DescribeCapacityReservations: more than %d pages", maxPages)
+		}
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("DescribeCapacityReservations: %w", err)
+		}
+		for _, r := range page.CapacityReservations {
+			out = append(out, CapacityReservation{
+				ID:           awssdk.ToString(r.CapacityReservationId),
+				InstanceType: api.InstanceTypeName(awssdk.ToString(r.InstanceType)),
+				Zone:         awssdk.ToString(r.AvailabilityZone),
+				Total:        int(awssdk.ToInt32(r.TotalInstanceCount)),
+				Available:    int(awssdk.ToInt32(r.AvailableInstanceCount)),
+				Targeted:     r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaTargeted,
+				State:        string(r.State),
+			})
+		}
+	}
+	return out, nil
+}
+
+// ReservedClientToken is the CreateFleet idempotency token of the launch into a reservation: it
+// differs from the open on-demand fleet's (ClientToken), which a launch falls back to when the
+// reservation is full, so EC2 does not answer that one with the reserved fleet's result.
+func ReservedClientToken(launchID string) string { return ClientToken(launchID, "reserved") }
+
+// codeReservationNotFound is EC2's error code for a reservation ID it does not know.
+const codeReservationNotFound = "InvalidCapacityReservationId.NotFound"
+
+// launchReserved launches req.Offering into req.CapacityReservation, in one instant on-demand
+// fleet of that one offering with the capacity-reservation usage strategy
+// use-capacity-reservations-first. With managed launch templates (Config.Bootstrap) the fleet's
+// template also targets the reservation (CapacityReservationSpecification), which a targeted
+// reservation needs; an open one takes the launch with the configured template too.
+//
+// It returns no instance and no error when the reservation cannot take the node: EC2 does not
+// list it as active, it is of another type or zone, it has no instance available, or the fleet
+// reports no capacity in it. The caller then launches on open capacity. These are not offering
+// failures: the open on-demand offering of the same type and zone is not made unavailable.
+func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	o := req.Offering
+	if o.CapacityType != api.OnDemand {
+		return nil, fmt.Errorf("launch request: capacity reservation %s needs an on-demand offering, not %s", req.CapacityReservation, o)
+	}
+	subnet, ok := p.cfg.Subnets[o.Zone]
+	if !ok {
+		return nil, nil
+	}
+	rs, err := p.CapacityReservations(ctx, req.CapacityReservation)
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == codeReservationNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) != 1 || rs[0].InstanceType != o.InstanceType || rs[0].Zone != o.Zone || rs[0].Available < 1 {
+		return nil, nil
+	}
+	if rs[0].Targeted && p.cfg.Bootstrap == nil {
+		return nil, &LaunchError{Code: "TargetedReservationNeedsManagedTemplates", Offerings: []api.Offering{o}, Message: fmt.Sprintf(
+			"capacity reservation %s is targeted: launching into it needs managed launch templates (bootstrap), since the configured launch template cannot name it", rs[0].ID)}
+	}
+	t := fleetTarget{ref: o, subnet: subnet}
+	if p.cfg.Bootstrap != nil {
+		mt, err := p.templateFor(req, o)
+		if err != nil {
+			return nil, err
+		}
+		mt = reservedTemplate(mt, req.CapacityReservation)
+		if err := p.ensureTemplate(ctx, mt); err != nil {
+			return nil, err
+		}
+		t.template = mt.name
+	}
+	in := p.fleetInput(req, fleetGroup{capacityType: api.OnDemand, targets: []fleetTarget{t}})
+	in.ClientToken = awssdk.String(ReservedClientToken(req.LaunchID))
+	in.OnDemandOptions.CapacityReservationOptions = &ec2types.CapacityReservationOptionsRequest{
+		UsageStrategy: ec2types.FleetCapacityReservationUsageStrategyUseCapacityReservationsFirst}
+	out, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		if errors.As(err, &ae) && reservationFull(ae.ErrorCode()) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("CreateFleet into capacity reservation %s: %w", req.CapacityReservation, err)
+	}
+	if inst := p.launched(req, out); inst != nil {
+		return inst, nil
+	}
+	for _, e := range out.Errors {
+		if code := awssdk.ToString(e.ErrorCode); !reservationFull(code) {
+			return nil, &LaunchError{Code: code, Message: awssdk.ToString(e.ErrorMessage), Offerings: []api.Offering{o}}
+		}
+	}
+	return nil, nil
+}
+
+// reservedTemplate is the managed template mt targeting capacity reservation id: its own name
+// and hash, since it holds more than mt.
+func reservedTemplate(mt managedTemplate, id string) managedTemplate {
+	data := *mt.data
+	data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+		CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: awssdk.String(id)}}
+	sum := sha256.Sum256([]byte(mt.hash + "\x00capacity-reservation\x00" + id))
+	hash := hex.EncodeToString(sum[:8])
+	mt.name = mt.name[:len(mt.name)-len(mt.hash)] + hash
+	mt.hash, mt.data = hash, &data
+	return mt
+}
+
+// withoutReservation is req for open capacity: no reservation, and none in its labels.
+func withoutReservation(req cloudprovider.LaunchRequest) cloudprovider.LaunchRequest {
+	req.CapacityReservation = ""
+	if _, ok := req.Labels[api.LabelCapacityReservation]; ok {
+		req.Labels = maps.Clone(req.Labels)
+		delete(req.Labels, api.LabelCapacityReservation)
+	}
+	return req
+}
+
+// launchReservedLocked is launchReserved with the launch-template garbage collector held off.
+func (p *Provider) launchReservedLocked(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+	p.gcMu.RLock()
+	defer p.gcMu.RUnlock()
+	return p.launchReserved(ctx, req)
+}
+
+// reservationFull reports whether an EC2 error code of a launch into a reservation means that it
+// cannot take the node now (ReservationCapacityExceeded, or a capacity or quota code), rather
+// than a configuration error.
+func reservationFull(code string) bool {
+	return code == "ReservationCapacityExceeded" || Classify(code) != FailureOther
+}
