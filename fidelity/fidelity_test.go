@@ -53,12 +53,92 @@ func TestFidelity(t *testing.T) {
 		_ = rep.Write(&b)
 		t.Logf("\n%s", b.String())
 	})
+	t.Run("soft", func(t *testing.T) { runSoftSeeds(t, h) })
 	files, _ := filepath.Glob("testdata/*.txt")
 	for _, f := range files {
 		t.Run("regression/"+strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
 			runRegression(t, h, f)
 		})
 	}
+}
+
+// softSeeds are generated with GenOptions.Soft: their soft constraints are honoured by the plan
+// among equally cheap placements and by kube-scheduler by score.
+var softSeeds = []uint64{44, 5}
+
+// runSoftSeeds runs the soft seeds in ModeOn: every planned pod must bind (soft constraints never
+// cost a hard one), and how often kube-scheduler bound a pod of kind soft to its planned node is
+// logged (informational: the scheduler scores other plugins too, and nodes turn Ready one by one).
+func runSoftSeeds(t *testing.T, h *Harness) {
+	var rep Report
+	for _, seed := range softSeeds {
+		sc := Generate(seed, GenOptions{Soft: true})
+		out, err := h.Run(context.Background(), sc, ModeOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Add(out)
+		for _, p := range out.Disagreements() {
+			if p.Verdict != VerdictMoved {
+				t.Errorf("%s: %s %s %v: planned %s, bound %q (%s)", sc.Name, p.Verdict, p.Pod, p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
+			}
+		}
+	}
+	s := rep.Tally(ModeOn, KindSoft)
+	if s.Placed == 0 {
+		t.Fatal("no pod of kind soft was placed")
+	}
+	t.Logf("kind soft: %d placed, %d bound on the planned node (%.0f%%), %d moved, %d not bound",
+		s.Placed, s.Placed-s.Moved-s.NotBound, 100*float64(s.Placed-s.Moved-s.NotBound)/float64(s.Placed), s.Moved, s.NotBound)
+}
+
+// gpuProfileSeeds run under deploy/scheduler/gpu-mostallocated.yaml: whole GPUs (44) and
+// time-sliced GPUs with spread and anti-affinity (1), the resources the profile weights.
+var gpuProfileSeeds = []uint64{44, 1}
+
+// TestFidelityGPUProfile runs kube-scheduler with the recommended GPU profile
+// (deploy/scheduler/gpu-mostallocated.yaml: NodeResourcesFit MostAllocated, nvidia.com/gpu
+// weighted) and checks that plans still bind: no planned pod left unbound, no unplanned pod bound
+// on a bought node. That the scheduler really runs the profile is read from its /configz.
+func TestFidelityGPUProfile(t *testing.T) {
+	cfg, err := os.ReadFile("../deploy/scheduler/gpu-mostallocated.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := cptest.Start(t, controlplane.Options{SchedulerConfig: cfg})
+	configz, err := cp.SchedulerConfigz(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"type":"MostAllocated"`, `"name":"nvidia.com/gpu","weight":5`} {
+		if !strings.Contains(string(configz), want) {
+			t.Fatalf("kube-scheduler /configz lacks %s:\n%s", want, configz)
+		}
+	}
+	h := newTestHarness(t, cp)
+	var rep Report
+	for _, seed := range gpuProfileSeeds {
+		sc := Generate(seed, GenOptions{})
+		out, err := h.Run(context.Background(), sc, ModeOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Add(out)
+		for _, p := range out.Disagreements() {
+			if p.Verdict != VerdictMoved {
+				t.Errorf("%s: %s %s %v: planned %s, bound %q (%s)", sc.Name, p.Verdict, p.Pod, p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
+			}
+		}
+	}
+	all := rep.Tally(ModeOn, KindAll)
+	if all.Placed == 0 {
+		t.Fatal("no pod was placed")
+	}
+	t.Logf("MostAllocated profile: %d placed, %d placed but not bound, %d moved, %d pessimistic",
+		all.Placed, all.NotBound, all.Moved, all.Pessimistic)
+	var b strings.Builder
+	_ = rep.Write(&b)
+	t.Logf("\n%s", b.String())
 }
 
 func runRegression(t *testing.T, h *Harness, file string) {
