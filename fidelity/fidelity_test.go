@@ -186,7 +186,9 @@ func runRegression(t *testing.T, h *Harness, file string) {
 // TestFidelitySeeds runs FIDELITY_SEEDS generated scenarios (from seed FIDELITY_FIRST, default 1),
 // each in the modes FIDELITY_MODES lists (comma-separated; default all), and prints the agreement per constraint kind; `make fidelity
 // SEEDS=N` runs it. FIDELITY_DRA=1 adds DRA claim workloads, FIDELITY_NARROW_ZONES=1 confines the
-// general pool to two zones in most scenarios (GenOptions.NarrowZones); FIDELITY_OUT names a folder that
+// general pool to two zones in most scenarios (GenOptions.NarrowZones), FIDELITY_SOFT=1 adds soft
+// constraints (GenOptions.Soft), FIDELITY_SCHEDULER_CONFIG names a KubeSchedulerConfiguration
+// kube-scheduler runs with (e.g. deploy/scheduler/gpu-mostallocated.yaml); FIDELITY_OUT names a folder that
 // receives every scenario with a disagreement (as a regression file) and the report.
 func TestFidelitySeeds(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FIDELITY_SEEDS"))
@@ -200,8 +202,16 @@ func TestFidelitySeeds(t *testing.T) {
 	if first == 0 {
 		first = 1
 	}
-	c := Campaign{First: first, Seeds: n, Gen: GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1", NarrowZones: os.Getenv("FIDELITY_NARROW_ZONES") == "1"},
+	c := Campaign{First: first, Seeds: n, Gen: GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1", NarrowZones: os.Getenv("FIDELITY_NARROW_ZONES") == "1",
+		Soft: os.Getenv("FIDELITY_SOFT") == "1"},
 		Out: os.Getenv("FIDELITY_OUT"), Dir: t.TempDir(), Progress: t.Logf}
+	if f := os.Getenv("FIDELITY_SCHEDULER_CONFIG"); f != "" {
+		cfg, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("FIDELITY_SCHEDULER_CONFIG: %v", err)
+		}
+		c.ControlPlane.SchedulerConfig = cfg
+	}
 	if s := os.Getenv("FIDELITY_MODES"); s != "" {
 		for _, name := range strings.Split(s, ",") {
 			m, err := ParseMode(strings.TrimSpace(name))
