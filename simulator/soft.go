@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -203,21 +204,6 @@ func plannedPrice(n *simNode) float64 {
 	return n.chosen.price
 }
 
-// placedDomain is the softDomain of a pod committed on n: the node's own value of the key, or
-// for a planned node whose zone is not pinned, its chosen offering's.
-func placedDomain(n *simNode) softDomain {
-	return func(key string) (string, bool, bool) {
-		if d, ok := n.domain(key); ok {
-			return d, true, true
-		}
-		if !n.existing && n.chosen != nil {
-			d, ok := n.chosen.labels[key]
-			return d, ok, false
-		}
-		return "", false, false
-	}
-}
-
 // nodeObject is the Node preferred node affinity is matched against.
 func nodeObject(n *simNode) *corev1.Node {
 	switch {
@@ -229,66 +215,90 @@ func nodeObject(n *simNode) *corev1.Node {
 	return &corev1.Node{}
 }
 
-// placeOneSoft is placeOne for a pod with soft constraints: every node that takes it is tried
-// (and the try undone); those whose price rises no more than first fit's node's (plus the premium
-// of first fit's node's price) are ranked by soft score, ties to first fit's order. When no node
-// takes it, a new node is opened.
+// placeOneSoft is placeOne for a pod with soft constraints. First fit's node (the cost choice)
+// is found as placeOne finds it; then the nodes that score better — scored before any try, each
+// plugin normalised over all of them — are tried best first, and the first that takes the pod
+// while its price rises no more than first fit's node's (plus the premium of that node's price)
+// gets it; otherwise first fit's node does. When no node takes it, a new node is opened.
 func (s *state) placeOneSoft(pi *podInfo, r restriction) (failure, bool) {
-	type option struct {
-		n            *simNode
-		delta, after float64
-		raw          softRaw
-	}
-	var opts []option
+	var order []*simNode
 	seen := map[*simNode]bool{}
-	try := func(n *simNode) {
-		if seen[n] {
-			return
+	for _, n := range s.rankedGPUNodes(pi) {
+		if !seen[n] {
+			seen[n] = true
+			order = append(order, n)
 		}
-		seen[n] = true
+	}
+	for _, n := range s.nodes {
+		if n.available() && !seen[n] {
+			seen[n] = true
+			order = append(order, n)
+		}
+	}
+	// try places the pod on n, undone unless keep says otherwise, and returns the price change.
+	try := func(n *simNode, keep func(delta float64) bool) (float64, bool) {
 		before := plannedPrice(n)
 		mark := s.checkpoint()
 		if !s.tryNode(pi, n, r) {
 			s.revert(mark)
-			return
+			return 0, false
 		}
-		after := plannedPrice(n)
-		opts = append(opts, option{n: n, delta: after - before, after: after, raw: s.softScore(pi, nodeObject(n), placedDomain(n))})
-		s.revert(mark)
+		delta := plannedPrice(n) - before
+		if keep == nil || !keep(delta) {
+			s.revert(mark)
+		}
+		return delta, true
 	}
-	for _, n := range s.rankedGPUNodes(pi) {
-		try(n)
-	}
-	for _, n := range s.nodes {
-		if n.available() {
-			try(n)
+	ref := -1
+	var refDelta float64
+	for i, n := range order {
+		if d, ok := try(n, nil); ok {
+			ref, refDelta = i, d
+			break
 		}
 	}
-	if len(opts) == 0 {
+	if ref < 0 {
 		return s.openNode(pi, r)
 	}
-	ref := opts[0]
-	limit := ref.delta + s.premium()*ref.after + 1e-9
-	var allowed []option
-	var raws []softRaw
-	for _, o := range opts {
-		if o.delta <= limit {
-			allowed = append(allowed, o)
-			raws = append(raws, o.raw)
-		}
+	refNode := order[ref]
+	raws := make([]softRaw, len(order)-ref)
+	for i, n := range order[ref:] {
+		raws[i] = s.softScore(pi, nodeObject(n), nodeDomain(n))
 	}
 	scores := normalizeSoft(raws)
-	best := 0
-	for i := range allowed {
-		if scores[i] > scores[best]+1e-9 {
-			best = i
+	var better []int // indexes into order[ref:], best first
+	for i := 1; i < len(raws); i++ {
+		if scores[i] > scores[0]+1e-9 {
+			better = append(better, i)
 		}
 	}
-	if !s.tryNode(pi, allowed[best].n, r) {
+	sort.SliceStable(better, func(a, b int) bool { return scores[better[a]] > scores[better[b]] })
+	limit := refDelta + s.premium()*(plannedPrice(refNode)+refDelta) + 1e-9
+	for _, i := range better {
+		if _, ok := try(order[ref+i], func(delta float64) bool { return delta <= limit }); ok && order[ref+i] == pi.node {
+			return failure{}, true
+		}
+	}
+	if _, ok := try(refNode, func(float64) bool { return true }); !ok {
 		// The same try succeeded a moment ago on the same state.
 		panic("simulator: soft placement no longer fits " + pi.key)
 	}
 	return failure{}, true
+}
+
+// nodeDomain is the softDomain of a pod not yet placed on n: the node's own value of the key, or
+// for a planned node whose zone is not pinned, its chosen offering's.
+func nodeDomain(n *simNode) softDomain {
+	return func(key string) (string, bool, bool) {
+		if d, ok := n.domain(key); ok {
+			return d, true, false
+		}
+		if !n.existing && n.chosen != nil {
+			d, ok := n.chosen.labels[key]
+			return d, ok, false
+		}
+		return "", false, false
+	}
 }
 
 // premium is the policy's soft-constraint premium as a fraction.
