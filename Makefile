@@ -54,8 +54,8 @@ verify: ## gofmt, vet, go mod tidy, architecture rules (internal/archtest)
 demo: build ## the main job on the embedded default
 	@hack/demo.sh
 
-fidelity: tools ## differential test of plans against the real kube-scheduler: make fidelity SEEDS=N [FIRST=1] [DRA=1] [NARROW_ZONES=1] [OUT=dir] [MODES=on,nominations,off]
-	FIDELITY_SEEDS=$(or $(SEEDS),50) FIDELITY_FIRST=$(FIRST) FIDELITY_DRA=$(DRA) FIDELITY_NARROW_ZONES=$(NARROW_ZONES) FIDELITY_OUT=$(OUT) FIDELITY_MODES=$(MODES) \
+fidelity: tools ## differential test of plans against the real kube-scheduler: make fidelity SEEDS=N [FIRST=1] [DRA=1] [NARROW_ZONES=1] [SOFT=1] [SCHEDULER_CONFIG=file] [OUT=dir] [MODES=on,nominations,off]
+	FIDELITY_SEEDS=$(or $(SEEDS),50) FIDELITY_FIRST=$(FIRST) FIDELITY_DRA=$(DRA) FIDELITY_NARROW_ZONES=$(NARROW_ZONES) FIDELITY_SOFT=$(SOFT) FIDELITY_SCHEDULER_CONFIG=$(abspath $(SCHEDULER_CONFIG)) FIDELITY_OUT=$(OUT) FIDELITY_MODES=$(MODES) \
 		$(GO) test -count=1 -run '^TestFidelitySeeds$$' -timeout 0 -v ./fidelity/
 
 forecast-report: ## the forecaster's backtest and replay figures on every trace of testdata/traces (README=1 writes them into README.md, BEFORE=<ref> adds that commit's)

@@ -12,7 +12,8 @@
 //   - moved: the scheduler bound the pod to another node than the one planned;
 //   - pessimistic: the plan called the pod unschedulable but the scheduler bound it on a bought node.
 //
-// Every pod is tagged with the constraint kinds it carries (Kinds), and Report tallies the three
+// Every pod is tagged with the constraint kinds it carries (Kinds; KindSoft for preferred affinity
+// and ScheduleAnyway spread, GenOptions.Soft), and Report tallies the three
 // rates per kind and Mode: ModeOn (the production default: nominations and node reservations,
 // provisioner.Config.Nominate and Reserve), ModeNominations (nominations only) and ModeOff.
 //
@@ -40,6 +41,14 @@
 // their reservation taints and the planned pods carry the tolerations, added before the launch;
 // the controller's reservation loop (started with its informers) ends each reservation once its
 // pods are bound.
+//
+// # Scheduler profile
+//
+// TestFidelityGPUProfile runs kube-scheduler with the recommended GPU profile,
+// deploy/scheduler/gpu-mostallocated.yaml (NodeResourcesFit MostAllocated, nvidia.com/gpu
+// weighted; controlplane.Options.SchedulerConfig), and requires every planned pod to bind;
+// Campaign.ControlPlane.SchedulerConfig (`tiler-dev fidelity --scheduler-config`) runs a campaign
+// under any profile.
 //
 // # Running
 //

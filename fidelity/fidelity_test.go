@@ -53,12 +53,92 @@ func TestFidelity(t *testing.T) {
 		_ = rep.Write(&b)
 		t.Logf("\n%s", b.String())
 	})
+	t.Run("soft", func(t *testing.T) { runSoftSeeds(t, h) })
 	files, _ := filepath.Glob("testdata/*.txt")
 	for _, f := range files {
 		t.Run("regression/"+strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
 			runRegression(t, h, f)
 		})
 	}
+}
+
+// softSeeds are generated with GenOptions.Soft: their soft constraints are honoured by the plan
+// among equally cheap placements and by kube-scheduler by score.
+var softSeeds = []uint64{44, 5}
+
+// runSoftSeeds runs the soft seeds in ModeOn: every planned pod must bind (soft constraints never
+// cost a hard one), and how often kube-scheduler bound a pod of kind soft to its planned node is
+// logged (informational: the scheduler scores other plugins too, and nodes turn Ready one by one).
+func runSoftSeeds(t *testing.T, h *Harness) {
+	var rep Report
+	for _, seed := range softSeeds {
+		sc := Generate(seed, GenOptions{Soft: true})
+		out, err := h.Run(context.Background(), sc, ModeOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Add(out)
+		for _, p := range out.Disagreements() {
+			if p.Verdict != VerdictMoved {
+				t.Errorf("%s: %s %s %v: planned %s, bound %q (%s)", sc.Name, p.Verdict, p.Pod, p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
+			}
+		}
+	}
+	s := rep.Tally(ModeOn, KindSoft)
+	if s.Placed == 0 {
+		t.Fatal("no pod of kind soft was placed")
+	}
+	t.Logf("kind soft: %d placed, %d bound on the planned node (%.0f%%), %d moved, %d not bound",
+		s.Placed, s.Placed-s.Moved-s.NotBound, 100*float64(s.Placed-s.Moved-s.NotBound)/float64(s.Placed), s.Moved, s.NotBound)
+}
+
+// gpuProfileSeeds run under deploy/scheduler/gpu-mostallocated.yaml: whole GPUs (44) and
+// time-sliced GPUs with spread and anti-affinity (1), the resources the profile weights.
+var gpuProfileSeeds = []uint64{44, 1}
+
+// TestFidelityGPUProfile runs kube-scheduler with the recommended GPU profile
+// (deploy/scheduler/gpu-mostallocated.yaml: NodeResourcesFit MostAllocated, nvidia.com/gpu
+// weighted) and checks that plans still bind: no planned pod left unbound, no unplanned pod bound
+// on a bought node. That the scheduler really runs the profile is read from its /configz.
+func TestFidelityGPUProfile(t *testing.T) {
+	cfg, err := os.ReadFile("../deploy/scheduler/gpu-mostallocated.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := cptest.Start(t, controlplane.Options{SchedulerConfig: cfg})
+	configz, err := cp.SchedulerConfigz(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"type":"MostAllocated"`, `"name":"nvidia.com/gpu","weight":5`} {
+		if !strings.Contains(string(configz), want) {
+			t.Fatalf("kube-scheduler /configz lacks %s:\n%s", want, configz)
+		}
+	}
+	h := newTestHarness(t, cp)
+	var rep Report
+	for _, seed := range gpuProfileSeeds {
+		sc := Generate(seed, GenOptions{})
+		out, err := h.Run(context.Background(), sc, ModeOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Add(out)
+		for _, p := range out.Disagreements() {
+			if p.Verdict != VerdictMoved {
+				t.Errorf("%s: %s %s %v: planned %s, bound %q (%s)", sc.Name, p.Verdict, p.Pod, p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
+			}
+		}
+	}
+	all := rep.Tally(ModeOn, KindAll)
+	if all.Placed == 0 {
+		t.Fatal("no pod was placed")
+	}
+	t.Logf("MostAllocated profile: %d placed, %d placed but not bound, %d moved, %d pessimistic",
+		all.Placed, all.NotBound, all.Moved, all.Pessimistic)
+	var b strings.Builder
+	_ = rep.Write(&b)
+	t.Logf("\n%s", b.String())
 }
 
 func runRegression(t *testing.T, h *Harness, file string) {
@@ -106,7 +186,9 @@ func runRegression(t *testing.T, h *Harness, file string) {
 // TestFidelitySeeds runs FIDELITY_SEEDS generated scenarios (from seed FIDELITY_FIRST, default 1),
 // each in the modes FIDELITY_MODES lists (comma-separated; default all), and prints the agreement per constraint kind; `make fidelity
 // SEEDS=N` runs it. FIDELITY_DRA=1 adds DRA claim workloads, FIDELITY_NARROW_ZONES=1 confines the
-// general pool to two zones in most scenarios (GenOptions.NarrowZones); FIDELITY_OUT names a folder that
+// general pool to two zones in most scenarios (GenOptions.NarrowZones), FIDELITY_SOFT=1 adds soft
+// constraints (GenOptions.Soft), FIDELITY_SCHEDULER_CONFIG names a KubeSchedulerConfiguration
+// kube-scheduler runs with (e.g. deploy/scheduler/gpu-mostallocated.yaml); FIDELITY_OUT names a folder that
 // receives every scenario with a disagreement (as a regression file) and the report.
 func TestFidelitySeeds(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FIDELITY_SEEDS"))
@@ -120,8 +202,16 @@ func TestFidelitySeeds(t *testing.T) {
 	if first == 0 {
 		first = 1
 	}
-	c := Campaign{First: first, Seeds: n, Gen: GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1", NarrowZones: os.Getenv("FIDELITY_NARROW_ZONES") == "1"},
+	c := Campaign{First: first, Seeds: n, Gen: GenOptions{DRA: os.Getenv("FIDELITY_DRA") == "1", NarrowZones: os.Getenv("FIDELITY_NARROW_ZONES") == "1",
+		Soft: os.Getenv("FIDELITY_SOFT") == "1"},
 		Out: os.Getenv("FIDELITY_OUT"), Dir: t.TempDir(), Progress: t.Logf}
+	if f := os.Getenv("FIDELITY_SCHEDULER_CONFIG"); f != "" {
+		cfg, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("FIDELITY_SCHEDULER_CONFIG: %v", err)
+		}
+		c.ControlPlane.SchedulerConfig = cfg
+	}
 	if s := os.Getenv("FIDELITY_MODES"); s != "" {
 		for _, name := range strings.Split(s, ",") {
 			m, err := ParseMode(strings.TrimSpace(name))

@@ -34,6 +34,11 @@ type GenOptions struct {
 	// while the GPU and batch pools may buy in all three: the shape of the spread-domain bug of
 	// seed 123 (spread pods confined to two zones, other pools' nodes opening a third domain).
 	NarrowZones bool
+	// Soft gives about half the workloads a soft constraint, the same for all its replicas:
+	// preferred hostname anti-affinity among them, preferred node affinity to a zone,
+	// ScheduleAnyway zone spread, or preferred hostname affinity to an earlier workload (KindSoft).
+	// The draws come from a stream of their own, so the rest of a seed's scenario stays as it was.
+	Soft bool
 }
 
 // DefaultMaxPods is the default bound on the pending pods of a generated scenario.
@@ -85,6 +90,7 @@ var draMemorySizes = []string{"2Gi", "4Gi", "6Gi", "10Gi", "12Gi"}
 type gen struct {
 	r       *rand.Rand
 	zoneR   *rand.Rand // NarrowZones' draws, a stream of their own so the rest stays as it was
+	softR   *rand.Rand // Soft's draws, likewise
 	opts    GenOptions
 	cat     *catalog.Catalog
 	mode    gpuMode
@@ -112,7 +118,8 @@ func Generate(seed uint64, opts GenOptions) *Scenario {
 	if opts.MaxPods <= 0 {
 		opts.MaxPods = DefaultMaxPods
 	}
-	g := &gen{r: rand.New(rand.NewPCG(seed, 0xf1de1171)), zoneR: rand.New(rand.NewPCG(seed, 0x2011e5)), opts: opts, snap: &snapshot.Snapshot{}}
+	g := &gen{r: rand.New(rand.NewPCG(seed, 0xf1de1171)), zoneR: rand.New(rand.NewPCG(seed, 0x2011e5)),
+		softR: rand.New(rand.NewPCG(seed, 0x50f7)), opts: opts, snap: &snapshot.Snapshot{}}
 	g.mode = gpuMode(g.pick([]int{25, 30, 20, 25}))
 	// Draws added after the first release come from a stream of their own, so that the scenarios
 	// of earlier seeds (the fixed seeds of TestFidelity) stay as they were.
@@ -393,6 +400,11 @@ func (g *gen) workload(i int) {
 	base := g.base()
 	huge := g.chance(4)
 	mods := g.modifiers(i, replicas, base)
+	if g.opts.Soft {
+		if m := g.softModifier(i, replicas); m != nil {
+			mods = append(mods, m)
+		}
+	}
 	gang, topo := "", ""
 	if replicas >= 2 && g.chance(12) {
 		gang, topo = app, oneOf(g, "", "node", "zone")
@@ -532,6 +544,27 @@ func (g *gen) modifiers(i, replicas int, base string) []func(*simtest.PodBuilder
 		out = append(out, func(b *simtest.PodBuilder) { b.Affinity(corev1.LabelTopologyZone, other) })
 	}
 	return out
+}
+
+// softModifier picks, about half the time, one soft constraint for workload i's replicas.
+func (g *gen) softModifier(i, replicas int) func(*simtest.PodBuilder) {
+	r := g.softR
+	if r.IntN(100) >= 50 {
+		return nil
+	}
+	app := fmt.Sprintf("a%d", i)
+	zone := g.cat.Zones[r.IntN(len(g.cat.Zones))]
+	weight := int32(1 + r.IntN(100))
+	switch k := r.IntN(4); {
+	case k == 0 && replicas >= 2:
+		return func(b *simtest.PodBuilder) { b.PreferAntiAffinity(weight, corev1.LabelHostname, app) }
+	case k == 1 && replicas >= 2:
+		return func(b *simtest.PodBuilder) { b.Spread(corev1.LabelTopologyZone, 1, false) }
+	case k == 2 && i > 0:
+		other := fmt.Sprintf("a%d", r.IntN(i))
+		return func(b *simtest.PodBuilder) { b.PreferAffinity(weight, corev1.LabelHostname, other) }
+	}
+	return func(b *simtest.PodBuilder) { b.PreferNode(weight, corev1.LabelTopologyZone, zone) }
 }
 
 // claim gives the pod a claim named "gpu" from the template, used by its container, and the GPU

@@ -2,11 +2,13 @@ package fidelity
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -124,4 +126,50 @@ func TestGenerateNarrowZones(t *testing.T) {
 	if plain*100 > withPool*35 || narrow*100 < withPool*65 {
 		t.Errorf("general pool narrowed in %d (default) and %d (NarrowZones) of %d scenarios; want about 20 %% and 80 %%", plain, narrow, withPool)
 	}
+}
+
+// TestGenerateSoft: GenOptions.Soft gives some workloads soft constraints (KindSoft) and changes
+// nothing else of the scenario; their plans hold under the checker and, under the default policy
+// (softConstraints premium 0), cost no more than the plans of the same scenarios without them.
+func TestGenerateSoft(t *testing.T) {
+	soft := 0
+	for seed := uint64(1); seed <= 40; seed++ {
+		a, b := Generate(seed, GenOptions{}), Generate(seed, GenOptions{Soft: true})
+		if len(a.Snapshot.Pods) != len(b.Snapshot.Pods) || len(a.Snapshot.Nodes) != len(b.Snapshot.Nodes) || a.Policy != b.Policy {
+			t.Fatalf("seed %d: Soft changed the scenario beyond soft constraints", seed)
+		}
+		pol, err := b.ParsedPolicy()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range b.Snapshot.Pods {
+			if p.Spec.NodeName == "" && slices.Contains(Kinds(p, pol), KindSoft) {
+				soft++
+			}
+		}
+		cat, err := b.LoadCatalog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := func(s *Scenario) *api.Plan {
+			p, err := simulator.Simulate(simulator.Input{Snapshot: s.Snapshot, Catalog: cat, Policy: pol,
+				Options: simulator.Options{Seed: "fidelity"}})
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			for _, v := range simtest.Check(s.Snapshot, p) {
+				t.Errorf("seed %d: checker: %s", seed, v)
+			}
+			return p
+		}
+		pa, pb := plan(a), plan(b)
+		if pb.CostPerHour > pa.CostPerHour+1e-6 || len(pb.Unschedulable) > len(pa.Unschedulable) {
+			t.Errorf("seed %d: with soft constraints $%v/h and %d unschedulable, without $%v/h and %d", seed,
+				pb.CostPerHour, len(pb.Unschedulable), pa.CostPerHour, len(pa.Unschedulable))
+		}
+	}
+	if soft == 0 {
+		t.Error("no pending pod of kind soft in 40 scenarios")
+	}
+	t.Logf("%d pending pods of kind soft in 40 scenarios", soft)
 }

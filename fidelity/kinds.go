@@ -40,6 +40,11 @@ const (
 	// KindDRADynamicMIG one where a pool publishes dynamic MIG partitions.
 	KindDRAConsumable Kind = "dra-consumable"
 	KindDRADynamicMIG Kind = "dra-dynamic-mig"
+	// KindSoft is a pod with a soft constraint: preferred node or pod (anti-)affinity, or
+	// ScheduleAnyway topology spread. The plan honours it only among equally cheap placements
+	// (within the policy's softConstraints.maxPremiumPercent), and kube-scheduler only by score,
+	// so a moved pod of this kind is expected now and then.
+	KindSoft Kind = "soft"
 )
 
 // gpuTaintKey is the taint key GPU pools carry and GPU pods tolerate; tolerating it does not make
@@ -64,8 +69,14 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 			set[KindToleration] = true
 		}
 	}
+	if a != nil && (a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) {
+		set[KindSoft] = true
+	}
 	for _, c := range p.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			set[KindSoft] = true
 			continue
 		}
 		switch c.TopologyKey {

@@ -44,7 +44,8 @@ func TestKinds(t *testing.T) {
 		{simtest.Pod("a").GPU(1).Obj(), ts, "gpu-time-sliced"},
 		{extended(simtest.Pod("a"), "nvidia.com/mig-1g.5gb", 1).Tolerate("nvidia.com/gpu").Obj(), nil, "mig"},
 		{simtest.Pod("a").Label("app", "x").Spread(corev1.LabelTopologyZone, 1, true).
-			Spread(corev1.LabelHostname, 1, false).Obj(), nil, "zone-spread"},
+			Spread(corev1.LabelHostname, 1, false).Obj(), nil, "soft,zone-spread"},
+		{simtest.Pod("a").PreferNode(10, corev1.LabelTopologyZone, "z").Obj(), nil, "soft"},
 		{simtest.Pod("a").Label("app", "x").Spread(corev1.LabelHostname, 1, true).Tolerate("workload").Obj(), nil,
 			"hostname-spread,toleration"},
 		{simtest.Pod("a").AntiAffinity(corev1.LabelHostname, "x").AntiAffinity(corev1.LabelTopologyZone, "x").

@@ -57,7 +57,11 @@ func (s *state) parsePodConstraints(pi *podInfo) error {
 	for i := range p.Spec.TopologySpreadConstraints {
 		c := &p.Spec.TopologySpreadConstraints[i]
 		sel := spreadSelector(p, c)
-		t, err := s.trackers.get(c.TopologyKey, sel, map[string]bool{p.Namespace: true})
+		get := s.trackers.get
+		if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			get = s.trackers.getPreferred
+		}
+		t, err := get(c.TopologyKey, sel, map[string]bool{p.Namespace: true})
 		if err != nil {
 			return fmt.Errorf("topologySpreadConstraints[%d].labelSelector: %w", i, err)
 		}
@@ -68,6 +72,9 @@ func (s *state) parsePodConstraints(pi *podInfo) error {
 		}
 		sc.honorTaints = c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 		pi.spread = append(pi.spread, sc)
+	}
+	if err := s.parseSoftTerms(pi); err != nil {
+		return err
 	}
 	if p.Spec.Affinity != nil && p.Spec.Affinity.PodAffinity != nil {
 		for i := range p.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {

@@ -21,7 +21,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	if s.newNodeCap > 0 && len(s.nodes) >= s.newNodeCap {
 		return failure{newNode: "no further new node may be opened"}, false
 	}
-	var best []*offering
+	var best, all []*offering
 	var bestPool *poolInfo
 	limited := false
 	empty := make(vec, len(s.dims.names))
@@ -42,6 +42,9 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 		if best == nil || cheapest(cands).price < cheapest(best).price {
 			best, bestPool = cands, pl
 		}
+		if s.softOn && pi.soft != nil {
+			all = append(all, cands...)
+		}
 	}
 	if best == nil {
 		return failure{limit: limited, newNode: noOffering}, false
@@ -50,6 +53,24 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	zone, ok := s.chooseZone(pi, n, best)
 	if !ok {
 		return failure{newNode: "no zone of a new node satisfies them"}, false
+	}
+	if soft := s.softNarrow(pi, n, all, cheapest(best).price); len(soft) != len(all) {
+		// The pool of the cheapest well-scored offering, where its limits and the pod's hard
+		// constraints allow it; otherwise the cost choice stands.
+		pl := cheapest(soft).pool
+		soft = filterShared(soft, func(o *offering) bool { return o.pool == pl })
+		if s.withinLimits(pl, nil, soft) {
+			if z, ok := s.chooseZone(pi, n, soft); ok {
+				if z == "" {
+					z = oneZone(soft)
+				}
+				if pl != bestPool {
+					n.name = s.newName(pl) // the name starts with the pool's
+				}
+				best, bestPool, zone = soft, pl, z
+				n.pool, n.cands = pl, soft
+			}
+		}
 	}
 	if zone != "" {
 		best = inZone(best, zone)
@@ -90,8 +111,9 @@ func (s *state) newName(pl *poolInfo) string {
 
 // chooseZone returns the zone a new node must be pinned to for the pod ("" when the pod's
 // constraints do not depend on the zone), and false when no candidate zone satisfies them. Among
-// allowed zones it prefers the one with the fewest pods of the pod's spread groups, then the one
-// with the cheapest candidate.
+// allowed zones it prefers the one with the fewest pods of the pod's hard (DoNotSchedule) spread
+// groups, then the one with the cheapest candidate (ScheduleAnyway spread is a soft constraint,
+// softNarrow).
 func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, bool) {
 	if n.zone != "" || !s.zoneSensitive(pi) {
 		return n.zone, s.topologyAllows(pi, n, n.zone)
@@ -115,7 +137,7 @@ func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, 
 		}
 		var c int32
 		for _, sc := range pi.spread {
-			if sc.key == LabelZone {
+			if sc.key == LabelZone && sc.hard {
 				c += s.trackers.list[sc.tracker].counts[z]
 			}
 		}
@@ -129,7 +151,7 @@ func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, 
 // zoneSensitive reports whether any constraint the pod is subject to is keyed by zone.
 func (s *state) zoneSensitive(pi *podInfo) bool {
 	for _, t := range pi.matches {
-		if s.trackers.list[t].key == LabelZone {
+		if tr := s.trackers.list[t]; tr.key == LabelZone && !tr.preferredOnly {
 			return true
 		}
 	}
@@ -139,7 +161,7 @@ func (s *state) zoneSensitive(pi *podInfo) bool {
 		}
 	}
 	for _, c := range pi.spread {
-		if c.key == LabelZone {
+		if c.key == LabelZone && c.hard {
 			return true
 		}
 	}

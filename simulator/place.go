@@ -205,6 +205,9 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 	if r.node != nil {
 		return failure{newNode: "the gang's node is full"}, s.tryNode(pi, r.node, r)
 	}
+	if s.softOn && pi.soft != nil {
+		return s.placeOneSoft(pi, r)
+	}
 	for _, n := range s.rankedGPUNodes(pi) {
 		if s.tryNode(pi, n, r) {
 			return failure{}, true
@@ -270,6 +273,15 @@ func (s *state) tryNewNode(pi *podInfo, n *simNode, r restriction) bool {
 	zone, ok := s.chooseZone(pi, n, cands)
 	if !ok {
 		return false
+	}
+	if soft := s.softNarrow(pi, n, cands, cheapest(cands).price); len(soft) != len(cands) {
+		// The soft choice holds only where the hard constraints allow its zone.
+		if z, ok := s.chooseZone(pi, n, soft); ok {
+			if z == "" {
+				z = oneZone(soft)
+			}
+			cands, zone = soft, z
+		}
 	}
 	if zone != "" && zone != n.zone {
 		cands = inZone(cands, zone)

@@ -48,6 +48,8 @@ type podInfo struct {
 	// topoKeys are the labels its node must carry for its hard spread and required pod affinity
 	// (topologykeys.go).
 	topoKeys []topologyKey
+	// soft are its soft constraints (soft.go), nil when it has none.
+	soft *softTerms
 }
 
 // size is the sort key of first-fit decreasing: GPUs (device-plugin resources and the devices

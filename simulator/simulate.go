@@ -84,14 +84,36 @@ func Simulate(in Input) (*api.Plan, error) {
 	return simulateOnce(in)
 }
 
-// simulateOnce is one simulation of all the snapshot's pending pods.
+// simulateOnce is one simulation of all the snapshot's pending pods. When pods have soft
+// constraints, it plans once honouring them and once not, and keeps the first unless it costs
+// more than the policy's soft-constraint premium allows (keepSoftPlan).
 func simulateOnce(in Input) (*api.Plan, error) {
-	s, err := newState(in)
+	plan, s, err := simulatePass(in, true)
+	if err != nil || !s.hasSoft {
+		return plan, err
+	}
+	base, _, err := simulatePass(withoutSoft(in), false)
 	if err != nil {
 		return nil, err
 	}
+	if keepSoftPlan(plan, base, s.premium()) {
+		return plan, nil
+	}
+	base.Warnings = append(base.Warnings, fmt.Sprintf("soft constraints (preferred affinity, ScheduleAnyway spread) were not honoured: "+
+		"the plan honouring them costs $%.4f/h, more than softConstraints.maxPremiumPercent (%g%%) over $%.4f/h, or leaves more pods unschedulable",
+		plan.CostPerHour, 100*s.premium(), base.CostPerHour))
+	return base, nil
+}
+
+// simulatePass is one simulation, honouring soft constraints when soft is set.
+func simulatePass(in Input, soft bool) (*api.Plan, *state, error) {
+	s, err := newState(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.softOn = soft
 	if err := s.planRelayouts(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.placeAll()
 	s.consolidate()
@@ -105,7 +127,7 @@ func simulateOnce(in Input) (*api.Plan, error) {
 	s.keepSpreadDomains()
 	s.addMinNodes()
 	s.applyMix()
-	return s.buildPlan(), nil
+	return s.buildPlan(), s, nil
 }
 
 // withoutPlaceholders returns the snapshot without placeholder pods (itself when it has none).
@@ -159,6 +181,9 @@ type state struct {
 	sigPools [][]string
 	// mix is the purchasing mix's working set (mix.go).
 	mix *mixState
+	// softOn makes placement honour soft constraints (soft.go); hasSoft reports that a pending pod
+	// has some.
+	softOn, hasSoft bool
 }
 
 func newState(in Input) (*state, error) {

@@ -17,6 +17,9 @@ type tracker struct {
 	namespaces map[string]bool // nil means all namespaces
 	counts     map[string]int32
 	total      int32
+	// preferredOnly: only soft constraints (preferred pod (anti-)affinity, ScheduleAnyway spread)
+	// use the tracker. The pods it counts need not have their zone pinned for it (zoneSensitive).
+	preferredOnly bool
 }
 
 func (t *tracker) matches(p *corev1.Pod) bool {
@@ -71,6 +74,7 @@ func (ts *trackers) get(key string, sel *metav1.LabelSelector, namespaces map[st
 	}{key, sel, namespaces})
 	id := string(b)
 	if i, ok := ts.index[id]; ok {
+		ts.list[i].preferredOnly = false
 		return i, nil
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
@@ -83,6 +87,16 @@ func (ts *trackers) get(key string, sel *metav1.LabelSelector, namespaces map[st
 	ts.list = append(ts.list, &tracker{key: key, selector: s, namespaces: namespaces, counts: map[string]int32{}})
 	ts.index[id] = len(ts.list) - 1
 	return len(ts.list) - 1, nil
+}
+
+// getPreferred is get for a soft constraint.
+func (ts *trackers) getPreferred(key string, sel *metav1.LabelSelector, namespaces map[string]bool) (int, error) {
+	n := len(ts.list)
+	i, err := ts.get(key, sel, namespaces)
+	if err == nil && i == n {
+		ts.list[i].preferredOnly = true
+	}
+	return i, err
 }
 
 // ownerTracker returns a tracker that counts only what is added to it explicitly (owners of an

@@ -111,6 +111,10 @@ func strictUnmarshal(data []byte, into any) error {
 
 var familyRE = regexp.MustCompile(`^[a-z0-9-]+$`)
 
+// MaxSoftPremiumPercent bounds softConstraints.maxPremiumPercent: a preference may at most
+// double the price.
+const MaxSoftPremiumPercent = 100
+
 // Validate checks every field; the error names the first invalid one.
 func (p *CostPolicy) Validate() error {
 	if p.APIVersion != api.GroupVersion {
@@ -124,6 +128,9 @@ func (p *CostPolicy) Validate() error {
 	}
 	if b := p.Budget; b != nil && !(b.MaxPricePerHour > 0 && b.MaxPricePerHour <= maxPrice) {
 		return fmt.Errorf("policy: budget.maxPricePerHour %g must be positive and at most %g", b.MaxPricePerHour, float64(maxPrice))
+	}
+	if sc := p.SoftConstraints; sc != nil && !(sc.MaxPremiumPercent >= 0 && sc.MaxPremiumPercent <= MaxSoftPremiumPercent) {
+		return fmt.Errorf("policy: softConstraints.maxPremiumPercent %g must be between 0 and %d", sc.MaxPremiumPercent, MaxSoftPremiumPercent)
 	}
 	if err := p.validatePools(); err != nil {
 		return err

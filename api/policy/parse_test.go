@@ -63,6 +63,8 @@ func TestBadPolicies(t *testing.T) {
 		"team-no-namespaces.bad.yaml":              `teams[0].namespaces: team "a" needs namespaces or a namespaceSelector`,
 		"team-selector.bad.yaml":                   `teams[0].namespaceSelector: "Within" is not a valid label selector operator`,
 		"disruption-consolidate-after.bad.yaml":    `cannot unmarshal duration "ten minutes" (want e.g. 10m, 1h30m) into Go struct field Disruption.pools.disruption.consolidateAfter`,
+		"soft-premium.bad.yaml":                    "policy: softConstraints.maxPremiumPercent 150 must be between 0 and 100",
+		"soft-unknown-field.bad.yaml":              `unknown field "softConstraints.maxPremium"`,
 		"second-document.bad.yaml":                 "policy: a second YAML document",
 		"duplicate-key.bad.yaml":                   `key "limits" already set in map`,
 		"forecast-template-negative.bad.yaml":      "forecasts[0].workload.template: spec.containers[0].resources.requests.cpu: -2 must not be negative",

@@ -30,6 +30,28 @@ type CostPolicy struct {
 	// Teams group namespaces under limits on what Tiler buys for them and the pools they may use
 	// (teams.go).
 	Teams []Team `json:"teams,omitempty"`
+	// SoftConstraints sets how much the plan may pay for pods' preferred node affinity,
+	// preferred pod (anti-)affinity and ScheduleAnyway topology spread; nil is the default
+	// (cost wins: they only break ties between equally cheap placements).
+	SoftConstraints *SoftConstraints `json:"softConstraints,omitempty"`
+}
+
+// SoftConstraints tunes how the simulation honours pods' soft scheduling constraints.
+type SoftConstraints struct {
+	// MaxPremiumPercent is the most, in percent of the cheapest plan's $/h, a plan may cost more
+	// to honour soft constraints: a new node may be bought as an offering up to this much dearer
+	// than the cheapest when it scores better, and the whole plan is kept only while it costs at
+	// most this much more than the plan that ignores soft constraints. 0 (the default): cost
+	// wins, soft constraints only break ties.
+	MaxPremiumPercent float64 `json:"maxPremiumPercent,omitempty"`
+}
+
+// MaxPremium returns the soft-constraint premium as a fraction (0.2 for 20%); 0 for nil.
+func (s *SoftConstraints) MaxPremium() float64 {
+	if s == nil {
+		return 0
+	}
+	return s.MaxPremiumPercent / 100
 }
 
 // Budget caps spending.

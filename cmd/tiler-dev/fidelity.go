@@ -42,12 +42,21 @@ pods the plan had no place for were bound on bought nodes.`,
 	f.IntVar(&c.Seeds, "seeds", 20, "number of generated scenarios")
 	f.Uint64Var(&c.First, "first", 1, "first seed")
 	f.BoolVar(&c.Gen.DRA, "dra", false, "add workloads that get their GPU through a DRA claim")
+	f.BoolVar(&c.Gen.Soft, "soft", false, "give some workloads soft constraints (preferred affinity, ScheduleAnyway spread)")
+	schedulerConfig := f.String("scheduler-config", "", "KubeSchedulerConfiguration file kube-scheduler runs with (e.g. deploy/scheduler/gpu-mostallocated.yaml)")
 	f.IntVar(&c.Gen.MaxPods, "max-pods", fidelity.DefaultMaxPods, "pending pods per scenario at most")
 	modes := f.StringSlice("modes", []string{"on", "nominations", "off"}, "modes to run each scenario in: on, nominations, off")
 	f.StringVar(&c.Out, "out", "", "folder for the report and the scenarios that showed a disagreement (regression files)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if c.Seeds <= 0 {
 			return fmt.Errorf("--seeds must be positive")
+		}
+		if *schedulerConfig != "" {
+			cfg, err := os.ReadFile(*schedulerConfig)
+			if err != nil {
+				return fmt.Errorf("--scheduler-config: %w", err)
+			}
+			c.ControlPlane.SchedulerConfig = cfg
 		}
 		c.Modes = nil
 		for _, s := range *modes {

@@ -2,7 +2,10 @@ package controlplane
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+
+	"sigs.k8s.io/yaml"
 )
 
 // ServiceAccountIssuer is the issuer of the service-account tokens the API server signs.
@@ -81,8 +84,42 @@ func (c *ControlPlane) componentArgs(name string, port int) []string {
 	return append(args, c.opts.klogFlags()...)
 }
 
-func (c *ControlPlane) schedulerArgs(port int) []string {
-	return append(c.componentArgs(SchedulerBinary, port), c.opts.SchedulerArgs...)
+func (c *ControlPlane) schedulerArgs(port int) ([]string, error) {
+	args := c.componentArgs(SchedulerBinary, port)
+	if len(c.opts.SchedulerConfig) > 0 {
+		path, err := c.writeSchedulerConfig()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--config="+path)
+	}
+	return append(args, c.opts.SchedulerArgs...), nil
+}
+
+// writeSchedulerConfig writes Options.SchedulerConfig into the run directory with the control
+// plane's kubeconfig as clientConnection.kubeconfig (kube-scheduler ignores --kubeconfig when
+// --config is set) and returns its path.
+func (c *ControlPlane) writeSchedulerConfig() (string, error) {
+	var cfg map[string]any
+	if err := yaml.UnmarshalStrict(c.opts.SchedulerConfig, &cfg); err != nil {
+		return "", fmt.Errorf("controlplane: SchedulerConfig: %w", err)
+	}
+	if cfg["kind"] != "KubeSchedulerConfiguration" {
+		return "", fmt.Errorf("controlplane: SchedulerConfig: kind must be KubeSchedulerConfiguration, not %v", cfg["kind"])
+	}
+	conn, _ := cfg["clientConnection"].(map[string]any)
+	if conn == nil {
+		conn = map[string]any{}
+	}
+	conn["kubeconfig"] = c.kubeconfig
+	cfg["clientConnection"] = conn
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.dir, "kube-scheduler-config.yaml")
+	return path, os.WriteFile(path, b, 0o600)
 }
 
 // controllerManagerArgs runs every default controller (resourceclaim, deployment, replicaset,

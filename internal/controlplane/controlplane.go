@@ -128,7 +128,11 @@ func (c *ControlPlane) start(ctx context.Context) error {
 		return err
 	}
 	// The scheduler and the controller manager start together; both only need the API server.
-	scheduler, err := c.launch(SchedulerBinary, c.schedulerArgs(ports[3]))
+	schedArgs, err := c.schedulerArgs(ports[3])
+	if err != nil {
+		return err
+	}
+	scheduler, err := c.launch(SchedulerBinary, schedArgs)
 	if err != nil {
 		return err
 	}

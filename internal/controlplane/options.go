@@ -69,6 +69,10 @@ type Options struct {
 	Verbosity int
 	// Logf, when set, receives one line per start-up step with the time it took.
 	Logf func(format string, args ...any)
+	// SchedulerConfig, when set, is a KubeSchedulerConfiguration (YAML or JSON) kube-scheduler runs
+	// with (--config), e.g. deploy/scheduler/gpu-mostallocated.yaml. Its clientConnection.kubeconfig
+	// is replaced by the control plane's admin kubeconfig, and leader election stays off.
+	SchedulerConfig []byte
 	// EtcdArgs, APIServerArgs, SchedulerArgs and ControllerManagerArgs are appended to the
 	// generated command lines; a later flag overrides an earlier one of the same name.
 	EtcdArgs              []string

@@ -231,3 +231,27 @@ func get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// SchedulerConfigz returns kube-scheduler's /configz: the component configuration it runs with
+// (profiles and plugin arguments), fetched as the admin user (the scheduler delegates
+// authentication and authorization to the API server).
+func (c *ControlPlane) SchedulerConfigz(ctx context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.schedulerURL+"/configz", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.secrets.token)
+	resp, err := componentClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET kube-scheduler /configz: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET kube-scheduler /configz: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}

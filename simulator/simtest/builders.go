@@ -121,6 +121,42 @@ func (b *PodBuilder) Affinity(key, app string) *PodBuilder {
 	return b
 }
 
+// PreferNode adds a preferred node affinity term: key In values, with the weight.
+func (b *PodBuilder) PreferNode(weight int32, key string, values ...string) *PodBuilder {
+	a := b.affinity()
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}})
+	return b
+}
+
+// PreferAffinity adds a preferred pod affinity term towards pods with app=<app>.
+func (b *PodBuilder) PreferAffinity(weight int32, key, app string) *PodBuilder {
+	a := b.affinity()
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}})
+	return b
+}
+
+// PreferAntiAffinity adds a preferred pod anti-affinity term against pods with app=<app>.
+func (b *PodBuilder) PreferAntiAffinity(weight int32, key, app string) *PodBuilder {
+	a := b.affinity()
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: key,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}})
+	return b
+}
+
 // Priority sets spec.priority.
 func (b *PodBuilder) Priority(p int32) *PodBuilder { b.p.Spec.Priority = &p; return b }
 
