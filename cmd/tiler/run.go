@@ -40,8 +40,8 @@ func init() { register(newRunCmd) }
 // environment twin: TILER_ plus the flag name in upper case with dashes as underscores.
 type runFlags struct {
 	kubeconfig, cloud, simState, metricsAddr, logLevel, configFile, leaseNamespace string
-	simBootDelay, simDeviceDelay                                                   time.Duration
-	leaderElect                                                                    bool
+	simBootDelay, simDeviceDelay, simStepInterval                                  time.Duration
+	leaderElect, simRunPods                                                        bool
 	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
 	awsSubnets                                                                     map[string]string
 	awsQueueURL                                                                    string
@@ -88,6 +88,8 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.String("sim-state", "tiler-sim-cloud.json", "the simulated cloud's inventory file")
 	f.Duration("sim-boot-delay", 3*time.Second, "simulated cloud: launch to Ready")
 	f.Duration("sim-device-delay", 2*time.Second, "simulated cloud: Ready to GPUs published")
+	f.Duration("sim-step-interval", sim.DefaultStepInterval, "simulated cloud: how often its nodes (and, with --sim-run-pods, their pods) advance")
+	f.Bool("sim-run-pods", false, "simulated cloud: play the kubelet for pods too (bound pods turn Running and Ready, terminating pods end), so that PodDisruptionBudgets and evictions behave as in a cluster")
 	f.String("region", "", "cloud region (aws: us-east-1, gcp: us-central1)")
 	f.String("endpoint", "", "override the cloud API endpoint")
 	f.String("aws-launch-template", "", "aws: a launch template of your own that bootstraps nodes from their tags (instead of the node bootstrap flags)")
@@ -160,7 +162,8 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 	rf := runFlags{kubeconfig: v.GetString("kubeconfig"), cloud: v.GetString("cloud"), simState: v.GetString("sim-state"),
 		metricsAddr: v.GetString("metrics-addr"), logLevel: v.GetString("log-level"), leaderElect: v.GetBool("leader-elect"),
 		leaseNamespace: v.GetString("leader-election-namespace"), simBootDelay: v.GetDuration("sim-boot-delay"),
-		simDeviceDelay: v.GetDuration("sim-device-delay"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
+		simDeviceDelay:  v.GetDuration("sim-device-delay"),
+		simStepInterval: v.GetDuration("sim-step-interval"), simRunPods: v.GetBool("sim-run-pods"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
 		awsLaunchTemplate: v.GetString("aws-launch-template"), awsQueueURL: v.GetString("aws-queue-url"), awsSubnets: v.GetStringMapString("aws-subnets"),
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
@@ -175,6 +178,9 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 	}
 	if !(rf.kubeQPS > 0) || math.IsInf(float64(rf.kubeQPS), 0) {
 		return cfg, rf, fmt.Errorf("--kube-api-qps %v: must be a positive number", rf.kubeQPS)
+	}
+	if rf.simStepInterval <= 0 {
+		return cfg, rf, fmt.Errorf("--sim-step-interval %s: must be positive", rf.simStepInterval)
 	}
 	if rf.kubeBurst < 1 {
 		return cfg, rf, fmt.Errorf("--kube-api-burst %d: must be at least 1", rf.kubeBurst)
