@@ -34,7 +34,7 @@ type round struct {
 	from, to int
 }
 
-func (r round) newNodes() int { return max(1, nodesFor(r.to)-nodesFor(r.from)) }
+func (r round) newNodes() int  { return max(1, nodesFor(r.to)-nodesFor(r.from)) }
 func (r round) goneNodes() int { return max(1, nodesFor(r.from)-nodesFor(r.to)) }
 
 // newRecords are the records the round wrote.
