@@ -14,7 +14,9 @@
 // partition of the nodes would; the kill-to-restart gaps are far below the node-monitor grace
 // period.
 //
-// There is no Go code here besides the tests: `go test ./internal/chaos/` (or `make chaos`)
-// runs them. CHAOS_SEED fixes the random kill points (the tests log the seed they used) and
-// CHAOS_CYCLES the number of purchase-and-disruption cycles of TestChaosKillPoints.
+// There is no Go code here besides the tests, which build only with the chaos tag and take
+// minutes, so `make test` leaves them to `make chaos` (`go test -tags chaos ./internal/chaos/`),
+// which CI runs after it. CHAOS_SEED fixes the random kill points (the tests log the seed they
+// used) and CHAOS_CYCLES the number of purchase-and-disruption cycles of TestChaosKillPoints
+// (two kill points drawn per cycle).
 package chaos
