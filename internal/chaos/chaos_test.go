@@ -275,8 +275,9 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 	return ctrl, extra
 }
 
-// phase says where the kill found the round: records written but not launched, instances the
-// records do not name yet, instances without a Node, cordoned nodes.
+// phase says where the kill found the round: records without a live instance (written and not
+// launched yet, or of a removal that deleted the instance), instances the records do not name
+// yet, instances without a Node, cordoned nodes, evicted pods.
 func phase(r round, v view) string {
 	launched := map[string]bool{}
 	for _, e := range v.events {
@@ -306,6 +307,6 @@ func phase(r round, v view) string {
 			unregistered++
 		}
 	}
-	return fmt.Sprintf("%d records not launched, %d launched without their instance ID recorded, %d launched and not registered, %d nodes cordoned, %d pods evicted",
+	return fmt.Sprintf("%d records without a live instance (not launched yet, or its instance deleted), %d with a live instance not recorded in them, %d with a live instance and no Node, %d nodes cordoned, %d pods evicted",
 		unlaunched, unrecorded, unregistered, cordoned, r.gone(v))
 }
