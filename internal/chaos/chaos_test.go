@@ -255,6 +255,28 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 		kills[pt.name]++
 		t.Logf("%s: killed at %s; %s", what, label, phase(r, at))
 		ctrl = h.start()
+		if h.rng.IntN(3) == 0 {
+			// Killed again while it recovers: as soon as it acts on what the first left
+			// (relaunch, removal, orphan) or, when there is nothing to act on, once its caches
+			// synced, when Recover runs.
+			var seen string
+			testwait.Until(t, testwait.Fast, what+": the restarted controller to recover", 60*time.Second, func() bool {
+				for _, line := range []string{"relaunching a recorded launch", "removing a launch whose instance is gone", "deleting an orphan instance", "controller running"} {
+					if ctrl.logged(line) {
+						seen = line
+						ctrl.kill()
+						return true
+					}
+				}
+				return ctrl.exited()
+			})
+			if ctrl.exited() {
+				t.Fatalf("%s: the restarted controller exited: %v\n%s", what, ctrl.err, tail(ctrl.logPath, 40))
+			}
+			kills["during recovery"]++
+			t.Logf("%s: the restarted controller killed again at %q", what, seen)
+			ctrl = h.start()
+		}
 	} else {
 		missed[pt.name]++
 		t.Logf("%s: settled before %s", what, label)
