@@ -219,8 +219,10 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 	k := 1 + h.rng.IntN(max(1, pt.most(r)))
 	disruption := to < from
 	if disruption {
-		// The budget is judged on a fleet at its new size: the scale-down itself is not a
-		// disruption.
+		// The pods the scale-down keeps are spread over the nodes (pod-deletion-cost), so that
+		// consolidation drains rather than finding nodes emptied. The budget is judged on the
+		// fleet at its new size: the scale-down itself is not a disruption.
+		h.spreadKeepers(to)
 		h.scale(to)
 		h.until(what+": the scale-down", 30*time.Second, func(v view) bool {
 			live := v.livePods()

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -382,6 +383,36 @@ func (h *harness) deployment() {
 		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: lbl}}}
 	if _, err := h.kube.PolicyV1().PodDisruptionBudgets(appNS).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// spreadKeepers marks n of the app's pods, taken from the nodes in turn, with a high
+// controller.kubernetes.io/pod-deletion-cost, so that a scale-down to n keeps them: one or more
+// on every node, which consolidation then has to drain.
+func (h *harness) spreadKeepers(n int) {
+	h.t.Helper()
+	byNode := map[string][]*corev1.Pod{}
+	var nodes []string
+	for _, p := range h.look().livePods() {
+		if byNode[p.Spec.NodeName] == nil {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	sort.Strings(nodes)
+	for i := 0; n > 0 && len(nodes) > 0; i++ {
+		node := nodes[i%len(nodes)]
+		if len(byNode[node]) == 0 {
+			nodes = append(nodes[:i%len(nodes)], nodes[i%len(nodes)+1:]...)
+			continue
+		}
+		p := byNode[node][0]
+		byNode[node] = byNode[node][1:]
+		patch := []byte(`{"metadata":{"annotations":{"controller.kubernetes.io/pod-deletion-cost":"100"}}}`)
+		if _, err := h.kube.CoreV1().Pods(appNS).Patch(context.Background(), p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			h.t.Fatal(err)
+		}
+		n--
 	}
 }
 
