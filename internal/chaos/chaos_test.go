@@ -179,7 +179,9 @@ func TestChaosKillPoints(t *testing.T) {
 		ctrl, extra = h.killRound(t, fmt.Sprintf("cycle %d purchase %d→%d", c, n, up), ctrl, n, up, purchasePoints, kills, missed, extra)
 		n = up
 		// Disruption: at least one node fewer, consolidated with drains.
-		down := 1 + h.rng.IntN(max(1, n-podsPerNode))
+		// At least two pods stay, spread over the nodes (spreadKeepers), so that there is a
+		// drain to kill.
+		down := 2 + h.rng.IntN(max(1, n-podsPerNode-1))
 		for nodesFor(down) == nodesFor(n) {
 			down--
 		}
