@@ -57,7 +57,8 @@ func TestChaosAPIServerRestart(t *testing.T) {
 		disruption := rd.to < n
 		h.scale(rd.to)
 		if disruption {
-			h.until(what+": the scale-down", 30*time.Second, func(v view) bool { return len(v.livePods()) == rd.to }, ctrl)
+			// kube-controller-manager, whose watches dropped too, may take a while to act on it.
+			h.until(what+": the scale-down", 120*time.Second, func(v view) bool { return len(v.livePods()) == rd.to }, ctrl)
 			r.before = h.look()
 			h.avail.arm(rd.to)
 		}
