@@ -18,6 +18,12 @@ import (
 // drops and every API call fails for a while. The controller process carries on without a
 // restart of its own, and the cluster settles with no purchase beyond the fleet's need, no launch
 // ID bought twice, nothing leaked and the PodDisruptionBudget held.
+//
+// Open finding (2 runs in 3 on a loaded 2-core machine): after a restart with the batch open (3→9
+// pods, one node of room 2), the first batch after the restart plans the 6 pending pods onto two
+// new nodes (1 + 5) instead of 2 on the existing node and 4 on one new node: one purchase beyond
+// the need, consolidated away seconds later. No launch ID is bought twice and nothing leaks; the
+// cause (what makes the existing node's room invisible to that plan) is not found yet.
 func TestChaosAPIServerRestart(t *testing.T) {
 	s := seed(t)
 	t.Logf("CHAOS_SEED=%d", s)
