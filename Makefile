@@ -14,7 +14,7 @@ export TILER_CONTROLPLANE_DIR
 # module of their own, so that Helm's dependencies stay out of the product's go.mod.
 CHART_TEST := deploy/chart/test
 
-.PHONY: help build test test-unit bench verify demo tools controlplane prometheus chromium fidelity forecast-report chart
+.PHONY: help build test test-unit chaos bench verify demo tools controlplane prometheus chromium fidelity forecast-report chart
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ chromium: ## install Chromium from Debian when missing (headless checks of the H
 test: tools ## run every test (unit, wire-level, Prometheus, control-plane e2e, the Helm chart's)
 	$(GO) test -count=1 -timeout 60m ./...
 	cd $(CHART_TEST) && $(GO) test -count=1 -timeout 30m ./...
+
+chaos: controlplane ## fault tests on a live cluster (internal/chaos, build tag chaos): make chaos [CYCLES=15] [SEED=n]
+	CHAOS_CYCLES=$(or $(CYCLES),15) CHAOS_SEED=$(SEED) $(GO) test -tags chaos -count=1 -timeout 30m -v ./internal/chaos/
 
 test-unit: ## run the tests that need no external tools
 	$(GO) test -count=1 -short ./...

@@ -9,6 +9,8 @@ fail=0
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; fail=1; fi
 go vet ./... || fail=1
+# The fault tests of internal/chaos build only with the chaos tag (`make chaos`).
+go vet -tags chaos ./internal/chaos/ || fail=1
 # go mod tidy runs on the files in place; a private backup (several worktrees may verify at once)
 # puts them back.
 bak=$(mktemp -d)

@@ -106,6 +106,39 @@ func testLostLaunchAnswerAcrossRestart(t *testing.T, cp *controlplane.ControlPla
 	e.cleanup([]*corev1.Pod{pod})
 }
 
+// testRestartAfterInstanceDeleted: a controller killed in the middle of a removal, after the
+// cloud deleted the instance and before the launch record was deleted (found by the kill tests of
+// internal/chaos). The next controller's Recover found a record whose instance was gone, younger
+// than the registration timeout, and relaunched it under the same launch ID: the node was bought a
+// second time. It must remove the record (and the Node) instead, and buy nothing.
+func testRestartAfterInstanceDeleted(t *testing.T, cp *controlplane.ControlPlane) {
+	e := newEnv(t, cp, testConfig(), nil)
+	pod := simtest.Pod("gone-a").Label("app", "gone").CPU("2").Mem("4Gi").Obj()
+	e.create(pod)
+	e.waitBound(time.Minute, pod)
+	if err := e.kube.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.stopAndWait()
+	recs := launchRecords(t, e)
+	if len(recs) != 1 || recs[0].InstanceID == "" {
+		t.Fatalf("records %+v, want one with its instance", recs)
+	}
+	// What the killed removal did: the instance deleted (the simulated cloud deletes its Node too),
+	// the record left behind.
+	if err := e.cloud.Delete(context.Background(), recs[0].InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	testwait.Until(t, testwait.Slow, "the record of the deleted instance to be removed", 30*time.Second, func() bool {
+		return len(launchRecords(t, e)) == 0
+	})
+	if got := e.launches(); got != 1 {
+		t.Errorf("%d launches, want 1: the launch of a deleted instance was bought again", got)
+	}
+	e.instancesMatchNodes()
+}
+
 // launchRecords reads every launch record.
 func launchRecords(t *testing.T, e *env) []provisioner.LaunchRecord {
 	t.Helper()

@@ -98,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		PlanLowerBound: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "plan_lower_bound_dollars_per_hour", Help: "Lower bound on the price of the last plan."}),
 		Deletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
-			Name: "deletions_total", Help: "Instances deleted, by reason (empty, registration-timeout, orphan)."}, []string{"reason"}),
+			Name: "deletions_total", Help: "Instances deleted, by reason (empty, registration-timeout, orphan, instance-gone, or the disruption's reason)."}, []string{"reason"}),
 		Interruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "interruptions_total", Help: "Cloud interruption notices handled, by kind."}, []string{"kind"}),
 		ReservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",

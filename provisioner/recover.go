@@ -9,9 +9,16 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
+// RemovalInstanceGone is the removal, by Recover, of a launch whose recorded instance the cloud no
+// longer has: a controller killed in the middle of a removal (after the instance was deleted,
+// before its record was), or an instance the cloud ended while no controller ran.
+const RemovalInstanceGone = "instance-gone"
+
 // Recover reconciles launch records with the cloud after a (re)start: a record without an
-// instance is launched again with the same launch ID (the provider returns the instance if the
-// first call got through, so nothing is bought twice); a record that is older than the
+// instance ID and without an instance is launched again with the same launch ID (the provider
+// returns the instance if the first call got through, so nothing is bought twice); a record whose
+// instance ID the cloud no longer lists is removed with its Node, never relaunched (its instance
+// was deleted: a relaunch would buy the node a second time); a record that is older than the
 // registration timeout and has no instance is dropped; an instance of this cluster that no record
 // names is an orphan and is deleted, so nothing leaks. A record whose Node registered under
 // another name than the planned one (found by its provider ID) is relinked to it (see relink).
@@ -40,6 +47,15 @@ func (c *Controller) Recover(ctx context.Context) error {
 		known[r.LaunchID] = true
 		inst := byLaunch[r.LaunchID]
 		switch {
+		case inst == nil && r.InstanceID != "":
+			// Not relaunched: the launch ID was bought once already (see RemovalInstanceGone).
+			// remove deletes the instance by its ID too, so one the cloud's list does not show yet
+			// (an eventually consistent API) is not left running.
+			c.log.Info("removing a launch whose instance is gone", zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID))
+			// A removal that fails (logged) leaves the record to housekeeping's registration
+			// timeout: the Node is gone or goes NotReady with its instance.
+			c.remove(ctx, c.log, r, r.NodeName, RemovalInstanceGone)
+			continue
 		case inst != nil && r.InstanceID == "":
 			r.InstanceID = inst.ID
 			if err := c.records.Put(ctx, r); err != nil {

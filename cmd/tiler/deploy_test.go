@@ -109,7 +109,7 @@ func TestDeployLeaderElectionRBAC(t *testing.T) {
 	led := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- runWithLeaderElection(ctx, kubernetes.NewForConfigOrDie(c), sa.Namespace, func(ctx context.Context) error {
+		done <- runWithLeaderElection(ctx, kubernetes.NewForConfigOrDie(c), sa.Namespace, defaultLeaderTiming, func(ctx context.Context) error {
 			close(led)
 			<-ctx.Done()
 			return nil

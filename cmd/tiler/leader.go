@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"time"
@@ -15,14 +16,37 @@ import (
 
 type atomicBool = atomic.Bool
 
-// leaseDuration is how long a Lease holds without renewal; it also bounds how old the last
-// successful Lease call of a standby may be for it to answer ready.
-const leaseDuration = 15 * time.Second
+// leaderTiming is the leader election's timing (--leader-election-lease-duration,
+// --leader-election-renew-deadline, --leader-election-retry-period): how long a Lease holds without
+// renewal (which also bounds how old the last successful Lease call of a standby may be for it to
+// answer ready), how long the leader keeps trying to renew before it gives up leading, and how
+// often every replica tries to acquire or renew. A killed leader is replaced about lease plus
+// retry (jittered by up to 1.2 retry) after its last renewal.
+type leaderTiming struct {
+	lease, renew, retry time.Duration
+}
+
+// defaultLeaderTiming is client-go's and kube-controller-manager's: 15s, 10s, 2s.
+var defaultLeaderTiming = leaderTiming{lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second}
+
+// validate checks what client-go's leader election requires (it panics otherwise): lease >
+// renew > 1.2 × retry > 0. Errors name the flag.
+func (l leaderTiming) validate() error {
+	switch {
+	case l.retry <= 0:
+		return fmt.Errorf("--leader-election-retry-period %s: must be positive", l.retry)
+	case float64(l.renew) <= leaderelection.JitterFactor*float64(l.retry):
+		return fmt.Errorf("--leader-election-renew-deadline %s: must be more than %.1f × --leader-election-retry-period (%s)", l.renew, leaderelection.JitterFactor, l.retry)
+	case l.lease <= l.renew:
+		return fmt.Errorf("--leader-election-lease-duration %s: must be more than --leader-election-renew-deadline (%s)", l.lease, l.renew)
+	}
+	return nil
+}
 
 // runWithLeaderElection runs fn only while this replica holds the tiler-provisioner Lease. Each
 // Lease call the API server answers (read, created, renewed) is reported to ready, when set: a
 // standby that reaches the API server and may use the Lease can take over, so it is ready.
-func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, namespace string, fn func(context.Context) error,
+func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, namespace string, timing leaderTiming, fn func(context.Context) error,
 	log *zap.Logger, ready *readiness) error {
 	id, _ := os.Hostname()
 	id += "-" + time.Now().Format("150405.000")
@@ -37,7 +61,7 @@ func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, names
 	errc := make(chan error, 1)
 	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true,
-		LeaseDuration: leaseDuration, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		LeaseDuration: timing.lease, RenewDeadline: timing.renew, RetryPeriod: timing.retry,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) { errc <- fn(ctx) },
 			OnStoppedLeading: func() { log.Info("lost the leader lease", zap.String("identity", id)) },

@@ -40,8 +40,9 @@ func init() { register(newRunCmd) }
 // environment twin: TILER_ plus the flag name in upper case with dashes as underscores.
 type runFlags struct {
 	kubeconfig, cloud, simState, metricsAddr, logLevel, configFile, leaseNamespace string
-	simBootDelay, simDeviceDelay                                                   time.Duration
-	leaderElect                                                                    bool
+	simBootDelay, simDeviceDelay, simStepInterval                                  time.Duration
+	leaderElect, simRunPods                                                        bool
+	leaderTiming                                                                   leaderTiming
 	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
 	awsSubnets                                                                     map[string]string
 	awsQueueURL                                                                    string
@@ -88,6 +89,8 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.String("sim-state", "tiler-sim-cloud.json", "the simulated cloud's inventory file")
 	f.Duration("sim-boot-delay", 3*time.Second, "simulated cloud: launch to Ready")
 	f.Duration("sim-device-delay", 2*time.Second, "simulated cloud: Ready to GPUs published")
+	f.Duration("sim-step-interval", sim.DefaultStepInterval, "simulated cloud: how often its nodes (and, with --sim-run-pods, their pods) advance")
+	f.Bool("sim-run-pods", false, "simulated cloud: play the kubelet for pods too (bound pods turn Running and Ready, terminating pods end), so that PodDisruptionBudgets and evictions behave as in a cluster")
 	f.String("region", "", "cloud region (aws: us-east-1, gcp: us-central1)")
 	f.String("endpoint", "", "override the cloud API endpoint")
 	f.String("aws-launch-template", "", "aws: a launch template of your own that bootstraps nodes from their tags (instead of the node bootstrap flags)")
@@ -109,6 +112,9 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.String("log-level", "info", "debug, info, warn or error")
 	f.Bool("leader-elect", false, "elect a leader through a Lease so that several replicas run safely")
 	f.String("leader-election-namespace", d.Namespace, "namespace of the leader-election Lease")
+	f.Duration("leader-election-lease-duration", defaultLeaderTiming.lease, "how long the leader-election Lease holds without renewal: a killed leader's standby takes over about this long (plus the retry period) after the last renewal")
+	f.Duration("leader-election-renew-deadline", defaultLeaderTiming.renew, "how long the leader retries renewing the Lease before it stops leading")
+	f.Duration("leader-election-retry-period", defaultLeaderTiming.retry, "how often replicas try to acquire or renew the Lease")
 	f.String("cluster-name", d.ClusterName, "cluster name tagged on instances")
 	f.String("namespace", d.Namespace, "namespace of cost-policy ConfigMaps and launch records")
 	f.String("catalog", d.Catalog, "embedded catalog: "+strings.Join(catalog.EmbeddedNames(), ", "))
@@ -160,8 +166,11 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 	}
 	rf := runFlags{kubeconfig: v.GetString("kubeconfig"), cloud: v.GetString("cloud"), simState: v.GetString("sim-state"),
 		metricsAddr: v.GetString("metrics-addr"), logLevel: v.GetString("log-level"), leaderElect: v.GetBool("leader-elect"),
-		leaseNamespace: v.GetString("leader-election-namespace"), simBootDelay: v.GetDuration("sim-boot-delay"),
-		simDeviceDelay: v.GetDuration("sim-device-delay"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
+		leaseNamespace: v.GetString("leader-election-namespace"),
+		leaderTiming: leaderTiming{lease: v.GetDuration("leader-election-lease-duration"), renew: v.GetDuration("leader-election-renew-deadline"),
+			retry: v.GetDuration("leader-election-retry-period")}, simBootDelay: v.GetDuration("sim-boot-delay"),
+		simDeviceDelay:  v.GetDuration("sim-device-delay"),
+		simStepInterval: v.GetDuration("sim-step-interval"), simRunPods: v.GetBool("sim-run-pods"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
 		awsLaunchTemplate: v.GetString("aws-launch-template"), awsQueueURL: v.GetString("aws-queue-url"), awsSubnets: v.GetStringMapString("aws-subnets"),
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),
@@ -176,6 +185,12 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 	}
 	if !(rf.kubeQPS > 0) || math.IsInf(float64(rf.kubeQPS), 0) {
 		return cfg, rf, fmt.Errorf("--kube-api-qps %v: must be a positive number", rf.kubeQPS)
+	}
+	if err := rf.leaderTiming.validate(); err != nil {
+		return cfg, rf, err
+	}
+	if rf.simStepInterval <= 0 {
+		return cfg, rf, fmt.Errorf("--sim-step-interval %s: must be positive", rf.simStepInterval)
 	}
 	if rf.kubeBurst < 1 {
 		return cfg, rf, fmt.Errorf("--kube-api-burst %d: must be at least 1", rf.kubeBurst)
@@ -203,7 +218,7 @@ func runControllerWithLogger(ctx context.Context, cfg provisioner.Config, rf run
 	if err != nil {
 		return err
 	}
-	ready := &readiness{synced: rt.ctrl.Synced}
+	ready := &readiness{synced: rt.ctrl.Synced, lease: rf.leaderTiming.lease}
 	go serveHTTP(ctx, rf.metricsAddr, rt.registry, ready, log)
 	if rt.runCloud != nil {
 		go func() { _ = rt.runCloud(ctx) }()
@@ -219,7 +234,7 @@ func runControllerWithLogger(ctx context.Context, cfg provisioner.Config, rf run
 		return err
 	}
 	if rf.leaderElect {
-		return runWithLeaderElection(ctx, rt.kube, rf.leaseNamespace, run, log, ready)
+		return runWithLeaderElection(ctx, rt.kube, rf.leaseNamespace, rf.leaderTiming, run, log, ready)
 	}
 	return run(ctx)
 }
@@ -296,6 +311,16 @@ type readiness struct {
 	lastLease atomic.Int64
 	// now is the clock of the standby's check (time.Now unless a test sets it).
 	now func() time.Time
+	// lease is the Lease duration (--leader-election-lease-duration); 0: the default.
+	lease time.Duration
+}
+
+// leaseWindow is how old a standby's last answered Lease call may be for it to be ready.
+func (r *readiness) leaseWindow() time.Duration {
+	if r.lease > 0 {
+		return r.lease
+	}
+	return defaultLeaderTiming.lease
 }
 
 func (r *readiness) set(leading bool) { r.leading.Store(leading) }
@@ -315,7 +340,7 @@ func (r *readiness) ready() bool {
 		return r.synced == nil || r.synced()
 	}
 	last := r.lastLease.Load()
-	return last != 0 && r.clock().Sub(time.Unix(0, last)) < leaseDuration
+	return last != 0 && r.clock().Sub(time.Unix(0, last)) < r.leaseWindow()
 }
 
 // syncWarnAfter and syncWarnEvery pace reportSync's warnings (variables so that tests need not
@@ -364,7 +389,7 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.ready() {
-			http.Error(w, "leading and the informer caches have not synced, or standing by without an answer from the API server to a Lease call for "+leaseDuration.String(), http.StatusServiceUnavailable)
+			http.Error(w, "leading and the informer caches have not synced, or standing by without an answer from the API server to a Lease call for "+ready.leaseWindow().String(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tiler-dev/tiler/provisioner"
 )
@@ -58,6 +59,49 @@ current-context: x
 		{[]string{"--kube-api-qps", "NaN"}, "--kube-api-qps"},
 		{[]string{"--kube-api-qps", "+Inf"}, "--kube-api-qps"},
 		{[]string{"--kube-api-burst", "0"}, "--kube-api-burst"},
+	} {
+		cmd := runCmd(func(context.Context, provisioner.Config, runFlags) error { return nil })
+		cmd.SetArgs(tc.args)
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("tiler run %v: error %v, want one naming %s", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestLeaderElectionTiming: the leader election's timing comes from the
+// --leader-election-{lease-duration,renew-deadline,retry-period} flags (client-go's 15s, 10s, 2s
+// by default), a standby answers ready for the lease duration after its last answered Lease call,
+// and timings client-go would panic on are errors naming the flag, and --sim-step-interval must
+// be positive.
+func TestLeaderElectionTiming(t *testing.T) {
+	_, rf := runConfig(t)
+	if rf.leaderTiming != defaultLeaderTiming || defaultLeaderTiming != (leaderTiming{lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second}) {
+		t.Errorf("default timing %+v, want 15s, 10s, 2s", rf.leaderTiming)
+	}
+	_, rf = runConfig(t, "--leader-election-lease-duration", "8s", "--leader-election-renew-deadline", "5s", "--leader-election-retry-period", "1s")
+	if want := (leaderTiming{lease: 8 * time.Second, renew: 5 * time.Second, retry: time.Second}); rf.leaderTiming != want {
+		t.Errorf("timing %+v, want %+v", rf.leaderTiming, want)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &readiness{lease: rf.leaderTiming.lease, now: func() time.Time { return now }}
+	r.leaseSeen()
+	now = now.Add(7 * time.Second)
+	if !r.ready() {
+		t.Error("standby not ready 7s after a Lease answer with an 8s lease")
+	}
+	now = now.Add(time.Second)
+	if r.ready() {
+		t.Error("standby ready 8s after a Lease answer with an 8s lease")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--leader-election-retry-period", "0s"}, "--leader-election-retry-period"},
+		{[]string{"--leader-election-renew-deadline", "2s"}, "--leader-election-renew-deadline"},
+		{[]string{"--leader-election-lease-duration", "10s"}, "--leader-election-lease-duration"},
+		{[]string{"--sim-step-interval", "0s"}, "--sim-step-interval"},
 	} {
 		cmd := runCmd(func(context.Context, provisioner.Config, runFlags) error { return nil })
 		cmd.SetArgs(tc.args)

@@ -117,6 +117,7 @@ func newProvider(ctx context.Context, rf runFlags, cfg provisioner.Config, cat *
 	case "sim":
 		sc := sim.DefaultConfig(cat, cfg.ClusterName, rf.simState)
 		sc.BootDelay, sc.DeviceDelay, sc.Logger = rf.simBootDelay, rf.simDeviceDelay, log.Named("sim")
+		sc.StepInterval, sc.RunPods = rf.simStepInterval, rf.simRunPods
 		p, err := sim.New(sc, kube, clock.RealClock{})
 		if err != nil {
 			return nil, nil, err

@@ -189,6 +189,63 @@ func (c *ControlPlane) Stop() {
 	_ = os.RemoveAll(c.dir)
 }
 
+// RestartAPIServer stops kube-apiserver and etcd and starts them again on the same ports, with
+// the same data directory and certificates, as a control-plane upgrade or a crashed host would:
+// every client's connections and watches drop, and the stored objects survive. With kill the
+// two get SIGKILL (a crash); otherwise SIGTERM and a grace period. kube-scheduler and
+// kube-controller-manager keep running and reconnect by themselves. It returns once etcd is
+// healthy and kube-apiserver ready again; down, when set, is called while both are stopped.
+func (c *ControlPlane) RestartAPIServer(ctx context.Context, kill bool, down func()) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return errors.New("restarting the API server: the control plane is stopped")
+	}
+	etcd, apiserver := -1, -1
+	for i, p := range c.processes {
+		switch p.name {
+		case EtcdBinary:
+			etcd = i
+		case APIServerBinary:
+			apiserver = i
+		}
+	}
+	c.mu.Unlock()
+	if etcd < 0 || apiserver < 0 {
+		return errors.New("restarting the API server: etcd or kube-apiserver was never started")
+	}
+	for _, i := range []int{apiserver, etcd} {
+		if kill {
+			c.processes[i].kill()
+		} else {
+			c.processes[i].stop(5 * time.Second)
+		}
+	}
+	if down != nil {
+		down()
+	}
+	for _, step := range []struct {
+		i     int
+		what  string
+		check func(context.Context) error
+	}{{etcd, "etcd /health", c.etcdHealthy}, {apiserver, "kube-apiserver /readyz", c.apiServerReady}} {
+		old := c.processes[step.i]
+		p, err := startProcess(old.name, old.binary, old.args, old.logPath)
+		if err != nil {
+			return fmt.Errorf("restarting %s: %w", old.name, err)
+		}
+		c.mu.Lock()
+		c.processes[step.i] = p
+		c.mu.Unlock()
+		if err := c.wait(ctx, p, step.what+" after the restart", step.check); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RESTConfig returns a new client configuration for the admin user (group system:masters).
 func (c *ControlPlane) RESTConfig() *rest.Config {
 	return c.secrets.restConfig(c.apiServerURL)

@@ -24,6 +24,8 @@ import (
 // process is one running component with its output captured in a log file.
 type process struct {
 	name    string
+	binary  string
+	args    []string
 	cmd     *exec.Cmd
 	logPath string
 	logFile *os.File
@@ -46,7 +48,7 @@ func startProcess(name, binary string, args []string, logPath string) (*process,
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
+	p := &process{name: name, binary: binary, args: args, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
@@ -82,6 +84,12 @@ func (p *process) stop(grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *process) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // tail returns the last n lines of the log file.
