@@ -84,8 +84,8 @@ func Simulate(in Input) (*api.Plan, error) {
 	return simulateOnce(in)
 }
 
-// simulateOnce is one simulation of all the snapshot's pending pods.
-func simulateOnce(in Input) (*api.Plan, error) {
+// simulatePlain is one simulation of all the snapshot's pending pods, without preemption.
+func simulatePlain(in Input) (*api.Plan, error) {
 	s, err := newState(in)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,6 @@ func simulateOnce(in Input) (*api.Plan, error) {
 
 // withoutPlaceholders returns the snapshot without placeholder pods (itself when it has none).
 func withoutPlaceholders(snap *snapshot.Snapshot) *snapshot.Snapshot {
-	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[api.LabelPlaceholder]; return ok }
 	if !slices.ContainsFunc(snap.Pods, isPlaceholder) {
 		return snap
 	}
@@ -156,6 +155,8 @@ type state struct {
 	// the pools its pods' team may buy from (nil: all).
 	teams    *teamIndex
 	sigPools [][]string
+	// sigTiers holds, per signature, the priority the pools' priority tiers are checked with.
+	sigTiers []sigTier
 }
 
 func newState(in Input) (*state, error) {
@@ -224,7 +225,7 @@ func (s *state) setup() error {
 		if team != nil {
 			pools = team.Pools
 		}
-		pi.sig = s.signature(pi.pod, pools)
+		pi.sig = s.signature(pi.pod, pools, pi.priority)
 	}
 	if err := s.buildOfferings(); err != nil {
 		return err
@@ -262,12 +263,18 @@ func podPriority(p *corev1.Pod, classes map[string]int32) int32 {
 	return classes[p.Spec.PriorityClassName]
 }
 
-// signature interns the pod's node-selection signature: its node selection and the pools its team
-// may buy from (nil: all).
-func (s *state) signature(p *corev1.Pod, pools []string) int {
+// signature interns the pod's node-selection signature: its node selection, the pools its team
+// may buy from (nil: all) and, when a pool is reserved for a priority tier, its priority and
+// PriorityClass.
+func (s *state) signature(p *corev1.Pod, pools []string, priority int32) int {
 	k := signatureKey(p)
 	if pools != nil {
 		k += "|pools=" + strings.Join(pools, ",")
+	}
+	tier := sigTier{}
+	if s.priorityTiers() {
+		tier = sigTier{set: true, priority: priority, class: p.Spec.PriorityClassName}
+		k += fmt.Sprintf("|priority=%d/%s", priority, tier.class)
 	}
 	if i, ok := s.sigs[k]; ok {
 		return i
@@ -275,5 +282,30 @@ func (s *state) signature(p *corev1.Pod, pools []string) int {
 	s.sigs[k] = len(s.sigPods)
 	s.sigPods = append(s.sigPods, p)
 	s.sigPools = append(s.sigPools, pools)
+	s.sigTiers = append(s.sigTiers, tier)
 	return len(s.sigPods) - 1
+}
+
+// sigTier is a signature's priority and PriorityClass, set when a pool of the policy is reserved
+// for a priority tier (policy.Pool.MinPriority, MaxPriority, PriorityClassNames).
+type sigTier struct {
+	set      bool
+	priority int32
+	class    string
+}
+
+// priorityTiers reports whether a pool of the policy is reserved for a priority tier.
+func (s *state) priorityTiers() bool {
+	for _, pl := range s.pools {
+		if pl.HasPriorityTier() {
+			return true
+		}
+	}
+	return false
+}
+
+// tierAllows reports whether pods of signature sig may be bought for in the pool.
+func (s *state) tierAllows(sig int, pl *poolInfo) bool {
+	t := s.sigTiers[sig]
+	return !t.set || pl.AdmitsPriority(t.priority, t.class)
 }
