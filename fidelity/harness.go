@@ -163,7 +163,7 @@ func (r *run) run(ctx context.Context) error {
 		return err
 	}
 	if r.pre != nil {
-		if err := r.waitPreemptions(ctx); err != nil {
+		if err := r.waitPreemptions(ctx, preBound); err != nil {
 			return err
 		}
 	}

@@ -30,14 +30,19 @@ import (
 //   - the plan is the simulation of the scenario as created (simulator.Simulate), before the
 //     scheduler acts: the controller never sees a pod the scheduler has nominated for preemption;
 //   - the harness plays the kubelet of the existing nodes for the victims (their deletion is
-//     confirmed at once) and their ReplicaSet (each is created again, pending, under its name);
+//     confirmed at once) and their ReplicaSet (each is created again, pending, under its name,
+//     once the preemptors are bound);
 //   - once every preemption has settled, the controller plans and buys for the victims as for any
 //     pending pod, and the run goes on as usual;
 //   - each preemptor's outcome is judged against its planned node (KindPreemption), each victim's
 //     against the controller's plan (KindPreempted); Outcome.Preemptions compares the victims.
 
+// startBase is when the bound pods of preemption scenarios started, a minute apart.
+var startBase = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // Priority classes of preemption scenarios (PreemptLowerPriority, the default policy).
 const (
+	PreemptTop  = "fidelity-preempt-top"
 	PreemptHigh = "fidelity-preempt-high"
 	PreemptMid  = "fidelity-preempt-mid"
 	PreemptLow  = "fidelity-preempt-low"
@@ -66,7 +71,7 @@ func (p *PreemptionOutcome) Same() bool {
 
 // GeneratePreemption builds a preemption scenario from a seed: one to three m7i.xlarge nodes
 // nearly full of low- and mid-priority pods, one or two high-priority pending pods too big for the
-// free room, and sometimes a low-priority pending pod.
+// free room (of different priorities), and sometimes a low-priority pending pod.
 func GeneratePreemption(seed uint64) *Scenario {
 	r := rand.New(rand.NewPCG(seed, 0x9ee3))
 	cat, err := catalog.Embedded("aws-us-east-1")
@@ -77,7 +82,7 @@ func GeneratePreemption(seed uint64) *Scenario {
 	for _, c := range []struct {
 		name  string
 		value int32
-	}{{PreemptHigh, 1000}, {PreemptMid, 500}, {PreemptLow, 100}} {
+	}{{PreemptTop, 2000}, {PreemptHigh, 1000}, {PreemptMid, 500}, {PreemptLow, 100}} {
 		pc := &schedulingv1.PriorityClass{Value: c.value}
 		pc.Name = c.name
 		snap.PriorityClasses = append(snap.PriorityClasses, pc)
@@ -113,13 +118,19 @@ func GeneratePreemption(seed uint64) *Scenario {
 			p := simtest.Pod(fmt.Sprintf("bound-%d-%d", i, j)).Namespace(Namespace).Label(LabelApp, "batch").
 				CPU(fmt.Sprintf("%dm", c)).Mem("1Gi").On(name).Obj()
 			p.Spec.PriorityClassName = class
+			// Distinct start times, which the harness posts as the kubelet would: the scheduler
+			// orders victims of one priority by them, and breaks its last tie between nodes.
+			p.Status.StartTime = &metav1.Time{Time: startBase.Add(time.Duration(len(snap.Pods)) * time.Minute)}
 			snap.Pods = append(snap.Pods, p)
 		}
 	}
 	for k := 0; k < 1+r.IntN(2); k++ {
 		p := simtest.Pod(fmt.Sprintf("serve-%d", k)).Namespace(Namespace).Label(LabelApp, "serve").
 			CPU(fmt.Sprintf("%dm", 1500+250*r.IntN(4))).Mem("2Gi").Obj()
-		p.Spec.PriorityClassName = PreemptHigh
+		// Each its own priority: the scheduler's order among pods of equal priority is the
+		// order they reached its queue, which the plan cannot know (seen with seed 4: two pods of
+		// one priority preempted in the other order, on swapped nodes).
+		p.Spec.PriorityClassName = []string{PreemptTop, PreemptHigh}[k]
 		snap.Pods = append(snap.Pods, p)
 	}
 	if r.IntN(2) == 0 {
@@ -131,6 +142,16 @@ func GeneratePreemption(seed uint64) *Scenario {
 		Policy: "apiVersion: tiler.dev/v1alpha1\nkind: CostPolicy\npools:\n- name: general\n  instanceFamilies: [m7i]\n" +
 			"  requirements: [{key: tiler.dev/gpu-count, operator: DoesNotExist}]\n",
 		Description: "Preemption: high-priority pending pods preempt lower-priority pods on full existing nodes; the victims are bought for."}
+}
+
+// podNamed returns the scenario's pod of that name, or nil.
+func (s *Scenario) podNamed(name string) *corev1.Pod {
+	for _, p := range s.Snapshot.Pods {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
 }
 
 // Preempts reports whether a PriorityClass of the scenario may preempt (preemptionPolicy is not
@@ -179,7 +200,10 @@ func (r *run) planPreemptions() error {
 
 // playVictims plays, until ctx ends, the kubelet of the existing nodes for terminating pods (their
 // deletion is confirmed at once) and their ReplicaSet (each is created again, pending, under its
-// name, from the scenario's pod).
+// name, from the scenario's pod). A victim is created again only once no preemptor waits for its
+// node: a replacement created at once can take the room freed for the preemptor (seen with seed
+// 1: the scheduler bound it there and preempted a second pod), a race of the real cluster too,
+// but one the plan does not model; the harness measures the preemption decisions.
 func (r *run) playVictims(ctx context.Context) {
 	kube := r.h.kube
 	byName := map[string]*corev1.Pod{}
@@ -190,9 +214,12 @@ func (r *run) playVictims(ctx context.Context) {
 	for ctx.Err() == nil {
 		pods, err := kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
 		if err == nil {
-			present := map[string]bool{}
+			present, preempting := map[string]bool{}, false
 			for _, p := range pods.Items {
 				present[p.Name] = true
+				if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" && p.Annotations[api.AnnotationNominatedBy] == "" {
+					preempting = true
+				}
 				if p.DeletionTimestamp == nil || !r.existing[p.Spec.NodeName] {
 					continue
 				}
@@ -206,7 +233,7 @@ func (r *run) playVictims(ctx context.Context) {
 			r.pre.mu.Lock()
 			var again []string
 			for name := range r.pre.evicted {
-				if !r.pre.back[name] && !present[name] && byName[name] != nil {
+				if !preempting && !r.pre.back[name] && !present[name] && byName[name] != nil {
 					again = append(again, name)
 				}
 			}
@@ -227,9 +254,10 @@ func (r *run) playVictims(ctx context.Context) {
 }
 
 // waitPreemptions waits until every preemption has settled: no pod is terminating, every victim
-// is back, and every pod the scheduler nominated (not Tiler) is bound. The victims back and not
-// bound are added to the run's pending pods once the scheduler has marked them Unschedulable.
-func (r *run) waitPreemptions(ctx context.Context) error {
+// is back, and every pod the scheduler nominated (not Tiler) is bound. The victims back are added
+// to the run's pending pods; those bound by then, and the pending pods that are (but the planned
+// preemptors), are added to preBound: the scheduler placed them before the controller planned.
+func (r *run) waitPreemptions(ctx context.Context, preBound map[string]string) error {
 	kube := r.h.kube
 	err := poll(ctx, r.h.timing.Unschedulable, func() (bool, error) {
 		pods, err := kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
@@ -262,8 +290,21 @@ func (r *run) waitPreemptions(ctx context.Context) error {
 	if err == errTimeout {
 		r.out.Notes = append(r.out.Notes, fmt.Sprintf("the preemptions had not settled after %s", r.h.timing.Unschedulable))
 	}
+	pods, err := kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	preemptors := map[string]bool{}
+	for _, p := range r.pre.planned.Preemptions {
+		preemptors[podName(p.Pod)] = true
+	}
 	r.pre.mu.Lock()
 	defer r.pre.mu.Unlock()
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && !preemptors[p.Name] && (r.pre.back[p.Name] || r.isPending(p.Name)) {
+			preBound[p.Name] = p.Spec.NodeName
+		}
+	}
 	pending := map[string]bool{}
 	for _, p := range r.pending {
 		pending[p.Name] = true
@@ -276,6 +317,16 @@ func (r *run) waitPreemptions(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// isPending reports whether the scenario's pod is one of the run's pending pods.
+func (r *run) isPending(name string) bool {
+	for _, p := range r.pending {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // preemptionOutcome fills Outcome.Preemptions and returns, per preemptor, its planned node in the
