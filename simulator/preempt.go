@@ -51,7 +51,7 @@ const maxPreemptionRounds = 4
 // scheduler would make instead of a purchase.
 func simulateOnce(in Input) (*api.Plan, error) {
 	plan, err := simulatePlain(in)
-	if err != nil || !mayPreempt(in.Snapshot) {
+	if err != nil || in.Options.NoPreemption || !mayPreempt(in.Snapshot) {
 		return plan, err
 	}
 	var all []api.Preemption

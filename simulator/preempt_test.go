@@ -67,6 +67,20 @@ func TestPreemptionInsteadOfPurchase(t *testing.T) {
 	if len(plan.ExistingNodes) != 1 || plan.ExistingNodes[0].Name != "n-0" || !slices.Equal(plan.ExistingNodes[0].Pods, []string{"prod/serve-0"}) {
 		t.Errorf("existing nodes %+v: want prod/serve-0 on n-0", plan.ExistingNodes)
 	}
+	// A caller whose pods kube-scheduler already tried, preemption included (the controller),
+	// gets the purchase: the scheduler found no victims for them.
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tried, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Nodes: []*corev1.Node{cpuNode("n-0")}, Pods: []*corev1.Pod{research, infer}},
+		Catalog: cat, Options: simulator.Options{NoPreemption: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tried.Preemptions) != 0 || newNodeOf(tried, "prod/serve-0") == "" {
+		t.Errorf("with NoPreemption: preemptions %+v, new nodes %+v: want prod/serve-0 bought for", tried.Preemptions, tried.NewNodes)
+	}
 	var tab, js bytes.Buffer
 	if err := plan.WriteTable(&tab); err != nil {
 		t.Fatal(err)

@@ -37,6 +37,11 @@ type Options struct {
 	// (Plan.Relayouts, relayout.go). Only a caller that applies the re-layouts may set it: a plan
 	// that counts on a re-layout nobody applies buys nothing for its pods.
 	MIGRelayout bool
+	// NoPreemption plans no preemption (preempt.go): the caller's pending pods are those
+	// kube-scheduler already tried and could not place, its preemption included. The controller
+	// sets it: a pod the scheduler nominated for preemption is not provisionable, so a
+	// provisionable one is a pod for which the scheduler found no victims, whatever the model says.
+	NoPreemption bool
 	// Relayouting are MIG re-layouts under way (an earlier plan's Relayouts whose
 	// nvidia.com/mig.config.state is not success yet): each node counts with the allocatable its
 	// new layout gives, whatever its status shows meanwhile, and is not re-laid-out again.
