@@ -46,6 +46,11 @@ type Plan struct {
 	// ExistingNodes. Omitted when empty.
 	Relayouts     []NodeRelayout     `json:"relayouts,omitempty"`
 	Unschedulable []UnschedulablePod `json:"unschedulable"`
+	// Preemptions are pending pods that kube-scheduler's DefaultPreemption would place on an
+	// existing node by evicting lower-priority pods there: nothing is bought for them (they are
+	// also listed in ExistingNodes), and their victims are planned like pending pods (placed on
+	// free room, bought for, or unschedulable). Omitted when empty.
+	Preemptions []Preemption `json:"preemptions,omitempty"`
 	// Warnings carries notes about the input (skipped objects, defaults applied).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -125,6 +130,23 @@ type NodeRelayout struct {
 	// Pods are the pending pods the new layout is for: planned onto the node, asking for its MIG
 	// slices. They bind once the new slices are advertised.
 	Pods []string `json:"pods"`
+}
+
+// Preemption is a pending pod the scheduler would serve by preempting lower-priority pods on an
+// existing node (simulator/preempt.go has the rule it follows).
+type Preemption struct {
+	// Pod is the preemptor ("namespace/name"), Priority its priority.
+	Pod      string `json:"pod"`
+	Priority int32  `json:"priority"`
+	// Node is the existing node it preempts on.
+	Node string `json:"node"`
+	// Victims are the pods evicted from Node ("namespace/name"), most important first.
+	Victims []string `json:"victims"`
+	// PDBViolations counts the victims whose eviction a PodDisruptionBudget does not allow (the
+	// scheduler prefers nodes with none, but preempts anyway when every node needs some).
+	PDBViolations int `json:"pdbViolations,omitempty"`
+	// Reason says why, in the words of the unschedulable reasons.
+	Reason string `json:"reason"`
 }
 
 // UnschedulablePod is a pending pod the plan has no place for.

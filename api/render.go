@@ -55,6 +55,13 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	if len(p.Relayouts) > 0 {
 		fmt.Fprintf(tw, "MIG re-layouts: %d existing nodes (no purchase)\n", len(p.Relayouts))
 	}
+	if len(p.Preemptions) > 0 {
+		victims := 0
+		for _, pr := range p.Preemptions {
+			victims += len(pr.Victims)
+		}
+		fmt.Fprintf(tw, "Preemptions: %d pods preempt %d lower-priority pods on existing nodes (no purchase for them)\n", len(p.Preemptions), victims)
+	}
 	if len(p.NewNodes) > 0 {
 		fmt.Fprintln(tw, "\nNEW NODE\tPOOL\tTYPE\tZONE\tCAPACITY\t$/H\tGPUS\tPODS")
 		for _, n := range p.NewNodes {
@@ -95,6 +102,12 @@ func (p *Plan) WriteTable(w io.Writer) error {
 		}
 		for _, r := range p.Relayouts {
 			fmt.Fprintf(tw, "  %s MIG after the change: %s\n", r.Node, migLayoutString(r.Layout))
+		}
+	}
+	if len(p.Preemptions) > 0 {
+		fmt.Fprintln(tw, "\nPREEMPTING POD\tPRIORITY\tNODE\tVICTIMS\tREASON")
+		for _, pr := range p.Preemptions {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", pr.Pod, pr.Priority, pr.Node, podList(pr.Victims, ""), pr.Reason)
 		}
 	}
 	if len(p.Unschedulable) > 0 {

@@ -81,8 +81,17 @@ func (r *run) createObjects(ctx context.Context) error {
 			} else {
 				r.pending = append(r.pending, p)
 			}
-			if _, err := kube.CoreV1().Pods(r.ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			created, err := kube.CoreV1().Pods(r.ns).Create(ctx, p, metav1.CreateOptions{})
+			if err != nil {
 				return fmt.Errorf("creating pod %s: %w", p.Name, err)
+			}
+			// A bound pod with a start time gets it, as its kubelet would post it: preemption
+			// orders victims by it.
+			if orig := r.sc.podNamed(p.Name); bound && orig != nil && orig.Status.StartTime != nil {
+				created.Status.Phase, created.Status.StartTime = corev1.PodRunning, orig.Status.StartTime
+				if _, err := kube.CoreV1().Pods(r.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+					return fmt.Errorf("posting the start of pod %s: %w", p.Name, err)
+				}
 			}
 		}
 	}

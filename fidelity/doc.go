@@ -30,6 +30,12 @@
 // (Scenario.Encode, DecodeScenario) so that every disagreement found is kept as a regression case
 // in testdata/.
 //
+// GeneratePreemption builds preemption scenarios (preempt.go): PriorityClasses that preempt,
+// full existing nodes, higher-priority pending pods. Their plan is the simulation of the scenario as
+// created (the controller never sees a pod the scheduler nominated); the harness plays the existing
+// nodes' kubelet and the victims' ReplicaSet, and compares the planned preemptions and victims with
+// the scheduler's (Outcome.Preemptions, kinds preemption and preempted). TestFidelity runs two.
+//
 // # Timeline of one run
 //
 // The simulated kubelet is held between registering a Node and posting Ready (a gate on the

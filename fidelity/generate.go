@@ -45,8 +45,8 @@ type GenOptions struct {
 const DefaultMaxPods = 14
 
 // Priority classes of generated scenarios. Both never preempt: the local control plane has no
-// kubelet, so a preempted pod would stay Terminating for ever, and the plan does not model
-// preemption either.
+// kubelet for the existing nodes, so a preempted pod would stay Terminating for ever; preemption
+// has scenarios of its own (GeneratePreemption), whose harness plays that kubelet.
 const (
 	PriorityHigh = "fidelity-high"
 	PriorityLow  = "fidelity-low"

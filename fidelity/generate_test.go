@@ -173,3 +173,42 @@ func TestGenerateSoft(t *testing.T) {
 	}
 	t.Logf("%d pending pods of kind soft in 40 scenarios", soft)
 }
+
+// TestGeneratePreemption: every generated preemption scenario preempts (its PriorityClasses may)
+// and its plan serves at least one pending pod by preemption, naming victims, with nothing bought
+// for that pod.
+func TestGeneratePreemption(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		sc := GeneratePreemption(seed)
+		if !sc.Preempts() {
+			t.Fatalf("%s does not preempt", sc.Name)
+		}
+		cat, err := sc.LoadCatalog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := sc.ParsedPolicy()
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: sc.Snapshot, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Preemptions) == 0 || len(plan.Preemptions[0].Victims) == 0 {
+			t.Errorf("%s: no preemption planned: %+v", sc.Name, plan)
+		}
+		for _, n := range plan.NewNodes {
+			for _, p := range n.Pods {
+				for _, pr := range plan.Preemptions {
+					if pr.Pod == p {
+						t.Errorf("%s: %s preempts and is bought for", sc.Name, p)
+					}
+				}
+			}
+		}
+		if Generate(seed, GenOptions{}).Preempts() {
+			t.Errorf("seed-%d: generated scenarios must not preempt", seed)
+		}
+	}
+}

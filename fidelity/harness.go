@@ -100,6 +100,8 @@ type run struct {
 	existing map[string]bool // renamed existing node names
 	cloud    *sim.Provider
 	out      *Outcome
+	// pre is the state of a preemption scenario's run (preempt.go), nil for the others.
+	pre *preemption
 }
 
 // Run runs the scenario once in a mode (nominations and reservations on or off) and returns the outcome. It cleans up
@@ -144,13 +146,26 @@ func (h *Harness) setup(ctx context.Context) error {
 
 func (r *run) run(ctx context.Context) error {
 	h := r.h
+	if r.sc.Preempts() {
+		if err := r.planPreemptions(); err != nil {
+			return err
+		}
+	}
 	if err := r.createObjects(ctx); err != nil {
 		return err
 	}
 	go r.renewLeases(ctx)
+	if r.pre != nil {
+		go r.playVictims(ctx)
+	}
 	preBound, err := r.waitUnschedulable(ctx)
 	if err != nil {
 		return err
+	}
+	if r.pre != nil {
+		if err := r.waitPreemptions(ctx, preBound); err != nil {
+			return err
+		}
 	}
 	cat, err := r.sc.LoadCatalog()
 	if err != nil {
@@ -487,11 +502,25 @@ func (r *run) classify(pol *policy.CostPolicy, preBound map[string]string, nomin
 			reasons[podName(u.Pod)] = string(u.Code) + ": " + u.Reason
 		}
 	}
+	var preempts map[string]string
+	if r.pre != nil {
+		preempts = r.preemptionOutcome()
+	}
 	for _, p := range r.pending {
 		name := p.Name
 		o := PodOutcome{Pod: name, Kinds: Kinds(p, pol), Planned: planned[name], PlannedType: types[name],
 			Reason: reasons[name], Nominated: nominated[name], Bound: bound[name], Message: messages[name]}
 		_, pre := preBound[name]
+		switch {
+		case preempts[name] != "":
+			// Planned by the simulation of the scenario as created: the scheduler binds it
+			// before the controller plans.
+			o.Kinds = append(o.Kinds, KindPreemption)
+			o.Planned, o.Reason, pre = preempts[name], "", false
+		case r.pre != nil && r.pre.isBack(name):
+			o.Kinds = append(o.Kinds, KindPreempted)
+		}
+		sort.Slice(o.Kinds, func(i, j int) bool { return o.Kinds[i] < o.Kinds[j] })
 		if pre {
 			o.Bound = preBound[name]
 		}

@@ -68,8 +68,12 @@ type Outcome struct {
 	// Reconcile added (which the harness reports as a finding).
 	Launches int
 	Extra    int
-	// Notes are anomalies of the run: failed launches, an extra launch, missing nominations.
+	// Notes are anomalies of the run: failed launches, an extra launch, missing nominations,
+	// preemptions other than planned.
 	Notes []string
+	// Preemptions compares the planned and the real preemptions of a preemption scenario
+	// (GeneratePreemption); nil for the others.
+	Preemptions *PreemptionOutcome
 }
 
 // Disagreements returns the pods whose verdict is a disagreement.

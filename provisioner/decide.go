@@ -280,7 +280,7 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	flying, bought := inFlight(recs, idx, s.ResourceSlices)
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: s.Policy,
 		Options: simulator.Options{Now: s.Now, Seed: d.Batch, InFlight: flying, Bought: bought,
-			MIGRelayout: cfg.MIGRelayout, Relayouting: relayouting}})
+			MIGRelayout: cfg.MIGRelayout, Relayouting: relayouting, NoPreemption: true}})
 	if cfg.Clock != nil {
 		d.SimulationTime = cfg.Clock.Since(start)
 	}

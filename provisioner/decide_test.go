@@ -319,3 +319,23 @@ func TestDecideFleetGauges(t *testing.T) {
 		t.Errorf("oldest pending %s, want 1m30s", d.OldestPending)
 	}
 }
+
+// TestDecideBuysForPodsTheSchedulerCouldNotPreemptFor: a provisionable pod was tried by
+// kube-scheduler, preemption included (one it nominated for preemption is not provisionable), so
+// Decide buys for it even where the simulation's preemption model would evict a lower-priority
+// pod instead: the scheduler found no victims, and waiting for a preemption it will not make would
+// leave the pod pending for ever.
+func TestDecideBuysForPodsTheSchedulerCouldNotPreemptFor(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	node := simtest.Node("n-0", "m7i.xlarge", "us-east-1a", simtest.Resources("cpu", "4", "memory", "15Gi", "pods", "110"))
+	low := simtest.Pod("train-0").Namespace("research").CPU("3").Priority(100).On("n-0").Obj()
+	high := simtest.Pod("serve-0").Namespace("prod").CPU("3").Priority(1000).Obj()
+	high.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(now)}}
+	s := provisioner.State{Now: now, Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{low, high}, Catalog: decideCatalog(t)}
+	d := provisioner.Decide(s, cfg, provisioner.NewMemory())
+	if d.Plan == nil || len(d.Plan.Preemptions) != 0 || len(d.Launch) != 1 {
+		t.Fatalf("plan %+v, launches %+v: want prod/serve-0 bought for, no preemption", d.Plan, d.Launch)
+	}
+}

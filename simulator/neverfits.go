@@ -24,13 +24,17 @@ func (s *state) neverFits(pi *podInfo) string {
 			return ""
 		}
 	}
-	byAffinity, byClaims := 0, 0
+	byAffinity, byClaims, byTier := 0, 0, 0
 	var claimWhy *dra.Reason
 	claimWhyDevices := false
 	short := map[string]int{}
 	for _, o := range s.offerings {
 		if !s.offeringCompatible(pi.sig, o) {
-			byAffinity++
+			if poolAllowed(s.sigPools[pi.sig], o.pool.Name) && !s.tierAllows(pi.sig, o.pool) {
+				byTier++
+			} else {
+				byAffinity++
+			}
 			continue
 		}
 		if name, lacking := s.shortfall(pi, zero, o.alloc); lacking {
@@ -54,6 +58,10 @@ func (s *state) neverFits(pi *podInfo) string {
 		return "the policy's pools allow no offering of catalog " + s.cat.Name
 	}
 	parts := []string{}
+	if byTier > 0 {
+		parts = append(parts, fmt.Sprintf("%d in pools reserved for other priority tiers (its priority %d%s: minPriority, maxPriority, priorityClassNames)",
+			byTier, pi.priority, classSuffix(pi.pod.Spec.PriorityClassName)))
+	}
 	if byAffinity > 0 {
 		parts = append(parts, fmt.Sprintf("%d excluded by node selector, affinity or taints", byAffinity))
 	}
@@ -96,4 +104,12 @@ func migHint(resourceName string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (no GPU model of the policy's MIG pools has profile %s)", p)
+}
+
+// classSuffix names a PriorityClass after a priority, or nothing.
+func classSuffix(class string) string {
+	if class == "" {
+		return ""
+	}
+	return ", PriorityClass " + class
 }

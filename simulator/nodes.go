@@ -201,7 +201,7 @@ func toleratesUnschedulable(p *corev1.Pod) bool {
 
 // offeringCompatible answers, cached per signature, whether pods of signature sig may use a node
 // bought as offering o: its node selection matches the offering and its team may buy from the
-// offering's pool.
+// offering's pool, and the pool's priority tier admits them.
 func (s *state) offeringCompatible(sig int, o *offering) bool {
 	for len(s.compat) <= sig {
 		s.compat = append(s.compat, nil)
@@ -210,7 +210,7 @@ func (s *state) offeringCompatible(sig int, o *offering) bool {
 	if row == nil {
 		row = make([]bool, len(s.offerings))
 		for i, off := range s.offerings {
-			row[i] = poolAllowed(s.sigPools[sig], off.pool.Name) && podMatchesNode(s.sigPods[sig], off.node)
+			row[i] = poolAllowed(s.sigPools[sig], off.pool.Name) && s.tierAllows(sig, off.pool) && podMatchesNode(s.sigPods[sig], off.node)
 		}
 		s.compat[sig] = row
 	}

@@ -37,6 +37,11 @@ type Options struct {
 	// (Plan.Relayouts, relayout.go). Only a caller that applies the re-layouts may set it: a plan
 	// that counts on a re-layout nobody applies buys nothing for its pods.
 	MIGRelayout bool
+	// NoPreemption plans no preemption (preempt.go): the caller's pending pods are those
+	// kube-scheduler already tried and could not place, its preemption included. The controller
+	// sets it: a pod the scheduler nominated for preemption is not provisionable, so a
+	// provisionable one is a pod for which the scheduler found no victims, whatever the model says.
+	NoPreemption bool
 	// Relayouting are MIG re-layouts under way (an earlier plan's Relayouts whose
 	// nvidia.com/mig.config.state is not success yet): each node counts with the allocatable its
 	// new layout gives, whatever its status shows meanwhile, and is not re-laid-out again.
@@ -84,10 +89,10 @@ func Simulate(in Input) (*api.Plan, error) {
 	return simulateOnce(in)
 }
 
-// simulateOnce is one simulation of all the snapshot's pending pods. When pods have soft
-// constraints, it plans once honouring them and once not, and keeps the first unless it costs
+// simulatePlain is one simulation of all the snapshot's pending pods, without preemption
+// (simulateOnce adds it). When pods have soft constraints, it plans once honouring them and once not, and keeps the first unless it costs
 // more than the policy's soft-constraint premium allows (keepSoftPlan).
-func simulateOnce(in Input) (*api.Plan, error) {
+func simulatePlain(in Input) (*api.Plan, error) {
 	plan, s, err := simulatePass(in, true)
 	if err != nil || !s.hasSoft {
 		return plan, err
@@ -132,7 +137,6 @@ func simulatePass(in Input, soft bool) (*api.Plan, *state, error) {
 
 // withoutPlaceholders returns the snapshot without placeholder pods (itself when it has none).
 func withoutPlaceholders(snap *snapshot.Snapshot) *snapshot.Snapshot {
-	isPlaceholder := func(p *corev1.Pod) bool { _, ok := p.Labels[api.LabelPlaceholder]; return ok }
 	if !slices.ContainsFunc(snap.Pods, isPlaceholder) {
 		return snap
 	}
@@ -184,6 +188,8 @@ type state struct {
 	// softOn makes placement honour soft constraints (soft.go); hasSoft reports that a pending pod
 	// has some.
 	softOn, hasSoft bool
+	// sigTiers holds, per signature, the priority the pools' priority tiers are checked with.
+	sigTiers []sigTier
 }
 
 func newState(in Input) (*state, error) {
@@ -255,7 +261,7 @@ func (s *state) setup() error {
 		if team != nil {
 			pools = team.Pools
 		}
-		pi.sig = s.signature(pi.pod, pools)
+		pi.sig = s.signature(pi.pod, pools, pi.priority)
 	}
 	if err := s.buildOfferings(); err != nil {
 		return err
@@ -294,12 +300,18 @@ func podPriority(p *corev1.Pod, classes map[string]int32) int32 {
 	return classes[p.Spec.PriorityClassName]
 }
 
-// signature interns the pod's node-selection signature: its node selection and the pools its team
-// may buy from (nil: all).
-func (s *state) signature(p *corev1.Pod, pools []string) int {
+// signature interns the pod's node-selection signature: its node selection, the pools its team
+// may buy from (nil: all) and, when a pool is reserved for a priority tier, its priority and
+// PriorityClass.
+func (s *state) signature(p *corev1.Pod, pools []string, priority int32) int {
 	k := signatureKey(p)
 	if pools != nil {
 		k += "|pools=" + strings.Join(pools, ",")
+	}
+	tier := sigTier{}
+	if s.priorityTiers() {
+		tier = sigTier{set: true, priority: priority, class: p.Spec.PriorityClassName}
+		k += fmt.Sprintf("|priority=%d/%s", priority, tier.class)
 	}
 	if i, ok := s.sigs[k]; ok {
 		return i
@@ -307,5 +319,30 @@ func (s *state) signature(p *corev1.Pod, pools []string) int {
 	s.sigs[k] = len(s.sigPods)
 	s.sigPods = append(s.sigPods, p)
 	s.sigPools = append(s.sigPools, pools)
+	s.sigTiers = append(s.sigTiers, tier)
 	return len(s.sigPods) - 1
+}
+
+// sigTier is a signature's priority and PriorityClass, set when a pool of the policy is reserved
+// for a priority tier (policy.Pool.MinPriority, MaxPriority, PriorityClassNames).
+type sigTier struct {
+	set      bool
+	priority int32
+	class    string
+}
+
+// priorityTiers reports whether a pool of the policy is reserved for a priority tier.
+func (s *state) priorityTiers() bool {
+	for _, pl := range s.pools {
+		if pl.HasPriorityTier() {
+			return true
+		}
+	}
+	return false
+}
+
+// tierAllows reports whether pods of signature sig may be bought for in the pool.
+func (s *state) tierAllows(sig int, pl *poolInfo) bool {
+	t := s.sigTiers[sig]
+	return !t.set || pl.AdmitsPriority(t.priority, t.class)
 }

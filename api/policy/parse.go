@@ -298,6 +298,24 @@ func (pl *Pool) validate() error {
 			return fmt.Errorf("gpu.%w", err)
 		}
 	}
+	return pl.validatePriorityTier()
+}
+
+// validatePriorityTier checks minPriority, maxPriority and priorityClassNames.
+func (pl *Pool) validatePriorityTier() error {
+	if lo, hi := pl.MinPriority, pl.MaxPriority; lo != nil && hi != nil && *lo > *hi {
+		return fmt.Errorf("minPriority %d is above maxPriority %d: no pod could be bought for in the pool", *lo, *hi)
+	}
+	seen := map[string]bool{}
+	for i, c := range pl.PriorityClassNames {
+		if errs := validation.IsDNS1123Subdomain(c); len(errs) > 0 {
+			return fmt.Errorf("priorityClassNames[%d] %q is not a PriorityClass name: %s", i, c, errs[0])
+		}
+		if seen[c] {
+			return fmt.Errorf("priorityClassNames[%d] %q is listed twice", i, c)
+		}
+		seen[c] = true
+	}
 	return nil
 }
 

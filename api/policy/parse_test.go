@@ -68,6 +68,9 @@ func TestBadPolicies(t *testing.T) {
 		"second-document.bad.yaml":                 "policy: a second YAML document",
 		"duplicate-key.bad.yaml":                   `key "limits" already set in map`,
 		"forecast-template-negative.bad.yaml":      "forecasts[0].workload.template: spec.containers[0].resources.requests.cpu: -2 must not be negative",
+		"priority-range.bad.yaml":                  "policy: pools[0]: minPriority 1000 is above maxPriority 100: no pod could be bought for in the pool",
+		"priority-class-name.bad.yaml":             `policy: pools[0]: priorityClassNames[1] "Research_Low" is not a PriorityClass name`,
+		"priority-type.bad.yaml":                   "pools.maxPriority",
 	}
 	for f, w := range mixBadPolicies {
 		want[f] = w

@@ -91,6 +91,38 @@ type Pool struct {
 	// Reservations are the pool's reserved or committed capacity (mix.go), used first at their
 	// effective price.
 	Reservations []Reservation `json:"reservations,omitempty"`
+	// MinPriority and MaxPriority reserve the pool for a priority tier: a node is bought in it
+	// only for pods whose priority (spec.priority, else their PriorityClass's value, else 0) is
+	// at least MinPriority and at most MaxPriority (nil: no bound). PriorityClassNames, when
+	// set, further allows only pods of the listed PriorityClasses. So production inference
+	// (minPriority: 1000) never gets a spot pool's node and research (maxPriority: 999) only
+	// those. The tier governs what is bought; to keep pods off the pool's existing nodes as
+	// well, give the pool taints the tier's pods tolerate.
+	MinPriority        *int32   `json:"minPriority,omitempty"`
+	MaxPriority        *int32   `json:"maxPriority,omitempty"`
+	PriorityClassNames []string `json:"priorityClassNames,omitempty"`
+}
+
+// HasPriorityTier reports whether the pool is reserved for a priority tier.
+func (pl *Pool) HasPriorityTier() bool {
+	return pl.MinPriority != nil || pl.MaxPriority != nil || len(pl.PriorityClassNames) > 0
+}
+
+// AdmitsPriority reports whether the pool may buy a node for a pod of the priority and
+// PriorityClass name ("" for none).
+func (pl *Pool) AdmitsPriority(priority int32, class string) bool {
+	if pl.MinPriority != nil && priority < *pl.MinPriority || pl.MaxPriority != nil && priority > *pl.MaxPriority {
+		return false
+	}
+	if len(pl.PriorityClassNames) == 0 {
+		return true
+	}
+	for _, c := range pl.PriorityClassNames {
+		if c == class {
+			return true
+		}
+	}
+	return false
 }
 
 // Limits bound a pool. Every limit means the same: absent (nil) is no limit, a number is the most

@@ -37,8 +37,9 @@ func newPlanCmd() *cobra.Command {
 DaemonSets, PodDisruptionBudgets, Namespaces, ResourceQuotas and DRA objects, or a v1 List such as 'kubectl get nodes,pods -A -o yaml'
 prints), simulates where the pending pods can go and which instance types, zones and capacity types to
 buy, and prints the plan. Pods beyond their namespace's ResourceQuota (QuotaExceeded) or their
-team's limits in the policy (TeamLimitExceeded) are reported instead of bought for; gated pods
-(spec.schedulingGates) are not planned.
+team's limits in the policy (TeamLimitExceeded) are reported instead of bought for, and so are
+pods kube-scheduler would place by preempting lower-priority pods on an existing node (PREEMPTING
+POD; their victims are planned as pending pods); gated pods (spec.schedulingGates) are not planned.
 
 With --disruption it plans consolidation instead: which managed nodes (labelled tiler.dev/pool) to
 remove or replace with a cheaper node, where their pods would go, the savings, and why every other
