@@ -465,15 +465,37 @@ func provisionablePods(pods []*corev1.Pod, now time.Time, delay time.Duration) (
 // unjudgedPods returns the pods the scheduler has not judged yet (unjudged) that were created
 // within the last window before now; GPU pods only when noGPU is false (a GPU trigger delay holds
 // GPU pods until they have been unschedulable that long, which an unjudged pod has not).
+//
+// A pod that may preempt (a priority above the lowest of the running pods, preemptionPolicy not
+// Never) waits for the scheduler's judgement: the batch plans without the preemption model
+// (Options.NoPreemption) because a marked pod is one the scheduler found no victims for, which an
+// unjudged pod is not yet.
 func unjudgedPods(pods []*corev1.Pod, now time.Time, window time.Duration, noGPU bool) []*corev1.Pod {
+	lowest, running := int32(0), false
+	for _, p := range pods {
+		if snapshot.IsActive(p) && p.DeletionTimestamp == nil && !snapshot.IsDaemonSetPod(p) && (!running || priorityOf(p) < lowest) {
+			lowest, running = priorityOf(p), true
+		}
+	}
 	var out []*corev1.Pod
 	for _, p := range pods {
 		if !unjudged(p) || now.Sub(p.CreationTimestamp.Time) > window || noGPU && requestsGPU(p) {
 			continue
 		}
+		if running && priorityOf(p) > lowest && (p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever) {
+			continue
+		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// priorityOf is the pod's priority as admission set it (0 when unset).
+func priorityOf(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
 }
 
 // placeholderChanges compares the placeholder pods that exist with those wanted: the ones not

@@ -1,6 +1,7 @@
 package provisioner_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -32,6 +33,14 @@ func TestDecidePlansUnjudgedWithMarked(t *testing.T) {
 	bound := pod("bound", time.Second)
 	bound.Spec.NodeName = "elsewhere"
 	all := append([]*corev1.Pod{marked, old, other, gated, bound}, fresh...)
+	// An unjudged pod of higher priority than a running one may preempt it: it waits for the
+	// scheduler's judgement, unless its preemptionPolicy is Never.
+	high, never := int32(1000), corev1.PreemptNever
+	preemptor := pod("preemptor", time.Second)
+	preemptor.Spec.Priority = &high
+	polite := pod("polite", time.Second)
+	polite.Spec.Priority, polite.Spec.PreemptionPolicy = &high, &never
+	withPreemptor := append(slices.Clone(all), preemptor, polite)
 
 	cases := []struct {
 		name    string
@@ -43,6 +52,7 @@ func TestDecidePlansUnjudgedWithMarked(t *testing.T) {
 		{"unjudged alone", append([]*corev1.Pod{old, other, gated}, fresh...), 30 * time.Second, 0},
 		{"off", all, 0, 1},
 		{"short window", all, 1500 * time.Millisecond, 2},
+		{"a preemptor waits", withPreemptor, 30 * time.Second, 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
