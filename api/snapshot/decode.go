@@ -75,11 +75,12 @@ type decoder struct {
 // document reads one `---`-separated document: a stream of JSON values, or one YAML document.
 func (d *decoder) document(index int, doc []byte) error {
 	where := fmt.Sprintf("document %d", index)
-	if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+	if isBlank(doc) {
 		return nil
 	}
 	if values, ok := jsonValues(doc); ok {
 		for i, v := range values {
+			values[i] = nil
 			w := where
 			if i > 0 {
 				w = fmt.Sprintf("%s object %d", where, i)
@@ -90,8 +91,10 @@ func (d *decoder) document(index int, doc []byte) error {
 		}
 		return nil
 	}
-	if err := singleYAMLDocument(doc); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+	if !isOneBlockMapping(doc) {
+		if err := singleYAMLDocument(doc); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
 	}
 	js, err := yaml.YAMLToJSONStrict(doc)
 	if err != nil {
@@ -156,15 +159,41 @@ func singleYAMLDocument(doc []byte) error {
 	}
 }
 
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for _, line := range bytes.Split(doc, []byte("\n")) {
+// isBlank reports whether doc holds only blank and comment lines.
+func isBlank(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, line...)
-			out = append(out, '\n')
+			return false
 		}
 	}
-	return out
+	return true
+}
+
+// isOneBlockMapping reports, without parsing, that doc cannot hold a second YAML document: it
+// starts (after blank and comment lines) with a key at column 0, so that its top level is a block
+// mapping, which ends only at the end of the text or at a document marker, and no line starts
+// with the document end marker `...`. Anything else at column 0 after the mapping is a syntax
+// error, which the conversion reports. singleYAMLDocument (a second parse of the whole document,
+// the cost of a large v1 List) is needed only when this is false.
+func isOneBlockMapping(doc []byte) bool {
+	first := true
+	for line := range bytes.Lines(doc) {
+		if bytes.HasPrefix(line, []byte("...")) {
+			return false
+		}
+		if !first {
+			continue
+		}
+		if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		c := line[0]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+		first = false
+	}
+	return !first
 }
 
 type typeAndName struct {
@@ -198,6 +227,7 @@ func (d *decoder) addDocument(where string, js []byte) error {
 	}
 	if head.Kind == "List" || strings.HasSuffix(head.Kind, "List") && head.Items != nil {
 		for i, item := range head.Items {
+			head.Items[i] = nil // a large List's text is let go item by item
 			if err := d.addObject(fmt.Sprintf("%s item %d", where, i), item); err != nil {
 				return err
 			}
