@@ -209,9 +209,10 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		cfg: cfg, kube: kube, provider: opts.Provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
 		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
-		factory:  informers.NewSharedInformerFactory(kube, 0),
+		factory:  informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
 		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" })),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" }),
+			informers.WithTransform(stripManagedFields)),
 		catalog:       opts.Catalog,
 		catalogSource: opts.CatalogSource,
 		interruptions: opts.Interruptions,

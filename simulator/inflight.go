@@ -76,9 +76,25 @@ func (s *state) addInFlightNodes() {
 	}
 }
 
+// nodeIndex returns the index in s.nodes of the node named name, or -1. Node names are unique.
+// s.nodes grows, shrinks and has entries replaced in many places, so the name index (a map, where
+// a scan of 20,000 nodes per bound pod took most of a large cluster's batch) is a cache: a hit is
+// checked against s.nodes, and a miss is settled by a scan whose find is remembered.
 func (s *state) nodeIndex(name string) int {
+	if s.nodeIdx == nil {
+		s.nodeIdx = make(map[string]int, len(s.nodes))
+		for i, n := range s.nodes {
+			if _, dup := s.nodeIdx[n.name]; !dup {
+				s.nodeIdx[n.name] = i
+			}
+		}
+	}
+	if i, ok := s.nodeIdx[name]; ok && i < len(s.nodes) && s.nodes[i].name == name {
+		return i
+	}
 	for i, n := range s.nodes {
 		if n.name == name {
+			s.nodeIdx[name] = i
 			return i
 		}
 	}

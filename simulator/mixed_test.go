@@ -14,26 +14,7 @@ import (
 // mixedWorkload is a large mixed workload on the real catalog: services of CPU-heavy,
 // memory-heavy and balanced pods (100m–8 CPU, 128Mi–32Gi), a tenth with zone spread, a few
 // single-GPU inference pods.
-func mixedWorkload(n int, seed uint64) *snapshot.Snapshot {
-	r := rand.New(rand.NewPCG(seed, 1))
-	s := &snapshot.Snapshot{}
-	for i := 0; i < n; i++ {
-		var b *simtest.PodBuilder
-		switch k := r.IntN(10); {
-		case k < 4: // CPU-heavy
-			b = simtest.Pod(fmt.Sprintf("cpu-%04d", i)).Label("app", "cpu").CPU(fmt.Sprintf("%dm", 500+r.IntN(7500))).Mem(fmt.Sprintf("%dMi", 256+r.IntN(4096)))
-		case k < 7: // memory-heavy
-			b = simtest.Pod(fmt.Sprintf("mem-%04d", i)).Label("app", "mem").CPU(fmt.Sprintf("%dm", 100+r.IntN(1900))).Mem(fmt.Sprintf("%dMi", 2048+r.IntN(30720)))
-		case k < 9: // balanced, zone-spread
-			b = simtest.Pod(fmt.Sprintf("web-%04d", i)).Label("app", "web").CPU(fmt.Sprintf("%dm", 250+r.IntN(2000))).Mem(fmt.Sprintf("%dMi", 512+r.IntN(8192))).
-				Spread("topology.kubernetes.io/zone", 1, true)
-		default: // GPU inference
-			b = simtest.Pod(fmt.Sprintf("gpu-%04d", i)).Label("app", "gpu").CPU("3").Mem("12Gi").GPU(1)
-		}
-		s.Pods = append(s.Pods, b.Obj())
-	}
-	return s
-}
+func mixedWorkload(n int, seed uint64) *snapshot.Snapshot { return simtest.MixedWorkload(n, seed) }
 
 // smallPodWorkload is a large workload of small pods (100m–2 CPU, 128Mi–8Gi), a third of them
 // spread over zones.

@@ -26,12 +26,7 @@ func BenchmarkSimulateAtScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	snap := simtest.LargeFleet(cat, 5000, 10000, 1, dOld)
-	pending := mixedWorkload(20000, 3)
-	for _, p := range pending.Pods {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, simtest.Pod("x").Tolerate("nvidia.com/gpu").Obj().Spec.Tolerations...)
-	}
-	snap.Pods = append(snap.Pods, pending.Pods...)
+	snap := simtest.TenTimesCluster(cat, 1, dOld)
 	in := simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol}
 	runtime.GC()
 	stop := make(chan struct{})

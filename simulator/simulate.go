@@ -153,7 +153,8 @@ type state struct {
 	dims       *dims
 	gpuDims    []int
 	offerings  []*offering
-	nodes      []*simNode // existing and in-flight first, then new ones in creation order
+	nodes      []*simNode     // existing and in-flight first, then new ones in creation order
+	nodeIdx    map[string]int // a cache of the nodes' indexes by name (nodeIndex)
 	pending    []*podInfo
 	trackers   *trackers
 	antiTerms  []antiTerm

@@ -75,11 +75,12 @@ type decoder struct {
 // document reads one `---`-separated document: a stream of JSON values, or one YAML document.
 func (d *decoder) document(index int, doc []byte) error {
 	where := fmt.Sprintf("document %d", index)
-	if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+	if isBlank(doc) {
 		return nil
 	}
 	if values, ok := jsonValues(doc); ok {
 		for i, v := range values {
+			values[i] = nil
 			w := where
 			if i > 0 {
 				w = fmt.Sprintf("%s object %d", where, i)
@@ -90,7 +91,11 @@ func (d *decoder) document(index int, doc []byte) error {
 		}
 		return nil
 	}
-	if err := singleYAMLDocument(doc); err != nil {
+	if isOneBlockMapping(doc) {
+		if items, ok := yamlListToJSON(doc); ok {
+			return d.addList(where, items)
+		}
+	} else if err := singleYAMLDocument(doc); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	js, err := yaml.YAMLToJSONStrict(doc)
@@ -110,6 +115,9 @@ func jsonValues(doc []byte) ([]json.RawMessage, bool) {
 	t := bytes.TrimSpace(doc)
 	if len(t) == 0 || t[0] != '{' && t[0] != '[' {
 		return nil, false
+	}
+	if json.Valid(t) {
+		return []json.RawMessage{t}, true // one value, the common case: no copy
 	}
 	dec := json.NewDecoder(bytes.NewReader(t))
 	var out []json.RawMessage
@@ -156,15 +164,41 @@ func singleYAMLDocument(doc []byte) error {
 	}
 }
 
-func stripComments(doc []byte) []byte {
-	var out []byte
-	for _, line := range bytes.Split(doc, []byte("\n")) {
+// isBlank reports whether doc holds only blank and comment lines.
+func isBlank(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
 		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' {
-			out = append(out, line...)
-			out = append(out, '\n')
+			return false
 		}
 	}
-	return out
+	return true
+}
+
+// isOneBlockMapping reports, without parsing, that doc cannot hold a second YAML document: it
+// starts (after blank and comment lines) with a key at column 0, so that its top level is a block
+// mapping, which ends only at the end of the text or at a document marker, and no line starts
+// with the document end marker `...`. Anything else at column 0 after the mapping is a syntax
+// error, which the conversion reports. singleYAMLDocument (a second parse of the whole document,
+// the cost of a large v1 List) is needed only when this is false.
+func isOneBlockMapping(doc []byte) bool {
+	first := true
+	for line := range bytes.Lines(doc) {
+		if bytes.HasPrefix(line, []byte("...")) {
+			return false
+		}
+		if !first {
+			continue
+		}
+		if t := bytes.TrimSpace(line); len(t) == 0 || t[0] == '#' {
+			continue
+		}
+		c := line[0]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+		first = false
+	}
+	return !first
 }
 
 type typeAndName struct {
@@ -198,6 +232,7 @@ func (d *decoder) addDocument(where string, js []byte) error {
 	}
 	if head.Kind == "List" || strings.HasSuffix(head.Kind, "List") && head.Items != nil {
 		for i, item := range head.Items {
+			head.Items[i] = nil // a large List's text is let go item by item
 			if err := d.addObject(fmt.Sprintf("%s item %d", where, i), item); err != nil {
 				return err
 			}
@@ -205,6 +240,93 @@ func (d *decoder) addDocument(where string, js []byte) error {
 		return nil
 	}
 	return d.addObject(where, js)
+}
+
+// addList adds the items of a YAML List converted item by item (yamlListToJSON).
+func (d *decoder) addList(where string, items [][]byte) error {
+	for i, item := range items {
+		items[i] = nil // the List's JSON is let go item by item
+		if err := d.addObject(fmt.Sprintf("%s item %d", where, i), item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// yamlListToJSON converts a YAML List as kubectl prints it (`kubectl get nodes,pods -o yaml`: a
+// block mapping whose items key holds a block sequence at column 0, each item indented by two)
+// item by item: the parse of one large document holds every object's YAML tree at once, many
+// times the text. The List's other keys are converted as they stand, with items: [], and read
+// as addDocument reads a List. ok is false, and the document is then converted whole, when it is
+// not of that shape, is no List, or an item or the rest does not convert alone (an alias of an
+// anchor in another item, a duplicate key, a syntax error: the whole conversion reports it as
+// before).
+func yamlListToJSON(doc []byte) (items [][]byte, ok bool) {
+	var rest, item []byte
+	sawItems, inItems, inItem := false, false, false
+	flush := func() bool {
+		if !inItem {
+			return true
+		}
+		js, err := yaml.YAMLToJSONStrict(item)
+		if err != nil {
+			return false
+		}
+		items = append(items, js)
+		item, inItem = item[:0], false
+		return true
+	}
+	for line := range bytes.Lines(doc) {
+		if !inItems {
+			if k := bytes.TrimRight(line, " \r\n"); string(k) == "items:" {
+				sawItems, inItems = true, true
+				rest = append(rest, "items: []\n"...)
+			} else {
+				rest = append(rest, line...)
+			}
+			continue
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte("  ")): // the item goes on (spaces beyond two are content in a block scalar)
+			if inItem {
+				item = append(item, line[2:]...)
+			} else if len(bytes.TrimSpace(line)) > 0 {
+				return nil, false
+			}
+		case len(bytes.TrimSpace(line)) == 0:
+			if inItem {
+				item = append(item, '\n')
+			}
+		case line[0] == '-':
+			// An item starts: "- key: ...", its content at column 2 (anything else, such as "-"
+			// alone on its line, is left to the whole conversion).
+			if len(line) < 3 || line[1] != ' ' || strings.IndexByte(" \t\r\n#", line[2]) >= 0 || !flush() {
+				return nil, false
+			}
+			inItem = true
+			item = append(item, line[2:]...)
+		case line[0] == '#': // a comment at column 0 belongs to no item
+		case line[0] == ' ':
+			return nil, false // indented by one: not kubectl's shape
+		default: // the List's next key
+			if !flush() {
+				return nil, false
+			}
+			inItems = false
+			rest = append(rest, line...)
+		}
+	}
+	if !sawItems || !flush() || len(items) == 0 {
+		return nil, false
+	}
+	js, err := yaml.YAMLToJSONStrict(rest)
+	if err != nil {
+		return nil, false
+	}
+	if h, err := readHead(js); err != nil || !(h.Kind == "List" || strings.HasSuffix(h.Kind, "List")) {
+		return nil, false
+	}
+	return items, true
 }
 
 func (d *decoder) addObject(where string, js []byte) error {
