@@ -333,9 +333,13 @@ func decideRequests(s *State, cfg Config, recs []LaunchRecord, idx nodeIndex) *r
 			pods = append(pods, requestPod(p, b.r, len(b.pods), ptr.To[int32](checkedPriority)))
 		}
 	}
+	// The pending pods (and expected ones) are planned too, below the bookings and checks, so
+	// that those that in-flight and bought nodes were bought for keep their room there first, as
+	// in the batch's plan; that they find no other room here buys nothing.
+	others, _ := provisionablePods(s.Pods, s.Now, 0)
+	pods = append(pods, others...)
+	pods = append(pods, s.Expected...)
 	flying, bought := inFlight(recs, idx, s.ResourceSlices)
-	// Pods bound on existing nodes are in the snapshot; real pending pods are the plan's, not
-	// the booking's.
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: s.snapshot(pods), Catalog: noPurchase(s.Catalog), Policy: s.Policy,
 		Options: simulator.Options{Now: s.Now, Seed: "bookings", InFlight: flying, Bought: bought}})
 	if err != nil {
