@@ -55,7 +55,9 @@ func (e *env) createTemplate(name, cpu string) *corev1.Pod {
 	if _, err := e.kube.CoreV1().PodTemplates("default").Create(context.Background(), pt, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
-	e.t.Cleanup(func() { _ = e.kube.CoreV1().PodTemplates("default").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	e.t.Cleanup(func() {
+		_ = e.kube.CoreV1().PodTemplates("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	return p
 }
 
