@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -44,7 +45,8 @@ func hasCondition(conds []metav1.Condition, typ string, st metav1.ConditionStatu
 
 // TestDecideAtomicBooking: a best-effort-atomic request is bought for in one batch
 // and marked Provisioned once those launches are taken (written after them); while its nodes are in flight the room
-// stays booked (kept, its placeholders wanted) and nothing is bought again; BookingTime after
+// stays booked (kept, its placeholders wanted), nothing is bought again, and another pending pod
+// gets a node of its own rather than the booked room; BookingTime after
 // the transition the booking expires and the placeholders go. Had the launches been lost, the
 // booking is revoked instead, and nothing is bought again.
 func TestDecideAtomicBooking(t *testing.T) {
@@ -52,7 +54,11 @@ func TestDecideAtomicBooking(t *testing.T) {
 	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
 	mem := provisioner.NewMemory()
 	r := request("train", provisioner.ClassBestEffortAtomic, 2, "3", clk.Now())
-	s := provisioner.State{Now: clk.Now(), Catalog: decideCatalog(t), ProvisioningRequests: []provisioner.ProvisioningRequest{r}}
+	pol, err := policy.Parse([]byte(provreqPolicy)) // m7i.xlarge (4 vCPU), at most three nodes
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := provisioner.State{Now: clk.Now(), Catalog: decideCatalog(t), Policy: pol, ProvisioningRequests: []provisioner.ProvisioningRequest{r}}
 
 	d := provisioner.Decide(s, cfg, mem)
 	u := updateFor(d, "train")
@@ -79,6 +85,12 @@ func TestDecideAtomicBooking(t *testing.T) {
 	if len(d.Launch) != 0 || len(d.RequestUpdates) != 0 || len(d.KeptForBooking) != bought || len(d.Placeholders.Delete)+len(d.Placeholders.Create) != 0 {
 		t.Fatalf("booked: launches %d, updates %+v, kept %v, placeholders %+v; want the in-flight nodes booked, nothing else",
 			len(d.Launch), d.RequestUpdates, d.KeptForBooking, d.Placeholders)
+	}
+	// Another pod that would fit the booked room is bought a node of its own.
+	other := s
+	other.Pods = []*corev1.Pod{pendingPod(simtest.Pod("other").CPU("3").Mem("1Gi").Obj())}
+	if d := provisioner.Decide(other, cfg, provisioner.NewMemory()); len(d.Launch) != 1 || len(d.Launch[0].Pods) != 1 || d.Launch[0].Pods[0] != "default/other" {
+		t.Errorf("another pending pod while the room is booked: launches %+v; want one node for it alone", d.Launch)
 	}
 
 	lost := s
