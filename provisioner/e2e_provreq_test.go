@@ -113,6 +113,16 @@ func waitCondition(t *testing.T, dyn dynamic.Interface, name, typ string, status
 	return time.Since(start)
 }
 
+// instances counts the simulated cloud's instances.
+func (e *env) instances() int {
+	e.t.Helper()
+	insts, err := e.cloud.List(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(insts)
+}
+
 // settle waits for three batches that start after the call, so that a purchase or a status the
 // controller would make has been made.
 func (e *env) settle(what string) {
@@ -136,14 +146,14 @@ func testProvisioningRequestCheckCapacity(t *testing.T, cp *controlplane.Control
 		t.Errorf("no Accepted=True condition: %+v", requestConditions(t, dyn, "check"))
 	}
 	e.settle("batches after the empty-cluster answer")
-	if n := e.launches(); n != 0 {
-		t.Fatalf("%d launches for a check-capacity request; want none", n)
+	if n, inst := e.launches(), e.instances(); n != 0 || inst != 0 {
+		t.Fatalf("%d launches, %d instances for a check-capacity request; want none", n, inst)
 	}
 	// A pod of its own buys one node (4 vCPU): room for the request's two pods.
 	seed := simtest.Pod("cc-seed").CPU("1").Mem("1Gi").Obj()
 	e.create(seed)
 	e.waitBound(time.Minute, seed)
-	before := e.launches()
+	before, instBefore := e.launches(), e.instances()
 	start := time.Now()
 	waitCondition(t, dyn, "check", provisioner.ConditionProvisioned, metav1.ConditionTrue, provisioner.ReasonCapacityIsFound, time.Minute)
 	t.Logf("one node bought for another pod: Provisioned=True after %s", time.Since(start).Round(time.Millisecond))
@@ -153,8 +163,8 @@ func testProvisioningRequestCheckCapacity(t *testing.T, cp *controlplane.Control
 	waitCondition(t, dyn, "check-big", provisioner.ConditionProvisioned, metav1.ConditionFalse, provisioner.ReasonCapacityIsNotFound, time.Minute)
 	waitCondition(t, dyn, "check-noretry", provisioner.ConditionFailed, metav1.ConditionTrue, provisioner.ReasonCapacityIsNotFound, time.Minute)
 	e.settle("batches after the answers")
-	if after := e.launches(); after != before {
-		t.Errorf("%d launches after the check-capacity answers, %d before: a check bought", after, before)
+	if after, inst := e.launches(), e.instances(); after != before || inst != instBefore {
+		t.Errorf("%d launches and %d instances after the check-capacity answers, %d and %d before: a check bought", after, inst, before, instBefore)
 		e.explainPurchases()
 	}
 	if c := requestConditions(t, dyn, "other-class"); len(c) != 0 {
