@@ -74,6 +74,8 @@ type Controller struct {
 	prescaler Prescaler
 	// provreqs, when set, reads and answers the ProvisioningRequests (provreq.go).
 	provreqs ProvisioningRequestSource
+	// dyn is the dynamic client (launch records, the ProvisioningRequest watch).
+	dyn dynamic.Interface
 	// onBatch, when set, sees every batch (Options.OnBatch).
 	onBatch func(State, *Result)
 	// nominations keeps the nominations of planned pods in force between batches; nil when
@@ -213,6 +215,7 @@ func New(opts Options) (*Controller, error) {
 		prescaler:     opts.Prescaler,
 		onBatch:       opts.OnBatch,
 		provreqs:      opts.ProvisioningRequests,
+		dyn:           opts.Dynamic,
 		records:       newRecordStore(opts.Dynamic, kube, cfg.Namespace, log.Named("provisioner")),
 		unavailable:   cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
 		policyRV:      map[string]string{},
@@ -286,6 +289,7 @@ func (c *Controller) poke() {
 // Start starts the informers and waits for their caches.
 func (c *Controller) Start(ctx context.Context) error {
 	c.watchPodGroups()
+	c.watchProvisioningRequests(ctx)
 	c.factory.Start(ctx.Done())
 	c.policyInf.Start(ctx.Done())
 	for t, ok := range c.factory.WaitForCacheSync(ctx.Done()) {

@@ -31,10 +31,14 @@ pools:
 `
 
 // provreqEnv is an env whose controller answers ProvisioningRequests (upstream CRD), with the
-// policy of one pool of m7i.xlarge (4 vCPU) limited to three nodes.
-func provreqEnv(t *testing.T, cp *controlplane.ControlPlane) (*env, dynamic.Interface) {
+// policy of one pool of m7i.xlarge (4 vCPU) limited to three nodes; tweak, when set, changes the
+// test configuration.
+func provreqEnv(t *testing.T, cp *controlplane.ControlPlane, tweak func(*provisioner.Config)) (*env, dynamic.Interface) {
 	dyn := installCRDs(t, cp) // deploy/crds carries the upstream ProvisioningRequest CRD
 	cfg := testConfig()
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	e := newEnvSetup(t, cp, cfg, nil, func(o *provisioner.Options) {
 		src, err := prescale.NewProvisioningRequests(prescale.Config{Namespace: cfg.Namespace}, o.Kube, dyn, zaptest.NewLogger(t))
 		if err != nil {
@@ -137,7 +141,7 @@ func (e *env) settle(what string) {
 // without a purchase. A request for ten such pods (more than the node) stays Provisioned=False,
 // one with noRetry is Failed, and one of an unknown class is left alone.
 func testProvisioningRequestCheckCapacity(t *testing.T, cp *controlplane.ControlPlane) {
-	e, dyn := provreqEnv(t, cp)
+	e, dyn := provreqEnv(t, cp, nil)
 	e.createTemplate("cc", "1")
 	createRequest(t, dyn, "check", provisioner.ClassCheckCapacity, "cc", 2, nil)
 	took := waitCondition(t, dyn, "check", provisioner.ConditionProvisioned, metav1.ConditionFalse, provisioner.ReasonCapacityIsNotFound, time.Minute)
@@ -191,7 +195,7 @@ func testProvisioningRequestCheckCapacity(t *testing.T, cp *controlplane.Control
 // bought again, and the booking ends consumed. A request for four such pods, beyond the pool's
 // three nodes, is Failed and buys nothing.
 func testProvisioningRequestAtomic(t *testing.T, cp *controlplane.ControlPlane) {
-	e, dyn := provreqEnv(t, cp)
+	e, dyn := provreqEnv(t, cp, nil)
 	tmpl := e.createTemplate("ba", "3")
 	start := time.Now()
 	createRequest(t, dyn, "atomic", provisioner.ClassBestEffortAtomic, "ba", 2, nil)
@@ -257,4 +261,17 @@ func testProvisioningRequestAtomic(t *testing.T, cp *controlplane.ControlPlane) 
 		e.explainPurchases()
 	}
 	e.cleanup(pods)
+}
+
+// testProvisioningRequestWatched: with housekeeping batches an hour apart and nothing else
+// happening in the cluster, a new check-capacity request is answered within seconds: the
+// controller watches ProvisioningRequests and runs a batch when one changes.
+func testProvisioningRequestWatched(t *testing.T, cp *controlplane.ControlPlane) {
+	e, dyn := provreqEnv(t, cp, func(c *provisioner.Config) { c.ResyncPeriod = time.Hour })
+	e.createTemplate("cw", "1")
+	e.waitBatch("the batch of the policy", 30*time.Second, func(batch) bool { return true })
+	createRequest(t, dyn, "watched", provisioner.ClassCheckCapacity, "cw", 1, nil)
+	took := waitCondition(t, dyn, "watched", provisioner.ConditionProvisioned, metav1.ConditionFalse, provisioner.ReasonCapacityIsNotFound, 15*time.Second)
+	t.Logf("answered %s after the request, without a housekeeping batch", took.Round(time.Millisecond))
+	e.cleanup(nil)
 }

@@ -37,6 +37,7 @@ func TestE2EUpstreamAPIs(t *testing.T) {
 	t.Run("CapacityBufferSizing", func(t *testing.T) { testCapacityBufferSizing(t, cp) })
 	t.Run("ProvisioningRequestCheckCapacity", func(t *testing.T) { testProvisioningRequestCheckCapacity(t, cp) })
 	t.Run("ProvisioningRequestAtomic", func(t *testing.T) { testProvisioningRequestAtomic(t, cp) })
+	t.Run("ProvisioningRequestWatched", func(t *testing.T) { testProvisioningRequestWatched(t, cp) })
 }
 
 const gangPolicy = `apiVersion: tiler.dev/v1alpha1

@@ -13,6 +13,9 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api"
@@ -506,6 +509,32 @@ func (d *Decision) settleAtomic(rd *requestDecisions, plan *api.Plan, now time.T
 		rd.updates = slices.DeleteFunc(rd.updates, func(u RequestUpdate) bool { return u.Namespace == r.Namespace && u.Name == r.Name })
 		rd.updates = append(rd.updates, up)
 	}
+}
+
+// provisioningRequestResource is the ProvisioningRequest version the controller watches.
+var provisioningRequestResource = schema.GroupVersionResource{Group: "autoscaling.x-k8s.io", Version: "v1", Resource: "provisioningrequests"}
+
+// watchProvisioningRequests asks for a batch whenever a ProvisioningRequest changes, when the
+// controller answers them and the API server serves them (discovery, at Start); otherwise
+// requests are seen by the batches that run anyway (Config.ResyncPeriod at the latest).
+func (c *Controller) watchProvisioningRequests(ctx context.Context) {
+	if c.provreqs == nil || c.dyn == nil {
+		return
+	}
+	gv := provisioningRequestResource.GroupVersion().String()
+	served, err := servesResource(c.kube.Discovery().ServerResourcesForGroupVersion, gv, provisioningRequestResource.Resource)
+	if err != nil || !served {
+		c.log.Info("ProvisioningRequests not watched: the API server does not serve them (yet); batches read them anyway",
+			zap.String("groupVersion", gv), zap.Error(err))
+		return
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(c.dyn, 0)
+	_, _ = f.ForResource(provisioningRequestResource).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.poke() },
+		UpdateFunc: func(any, any) { c.poke() },
+		DeleteFunc: func(any) { c.poke() },
+	})
+	f.Start(ctx.Done())
 }
 
 // writeRequests writes the conditions the batch decided; an update that waits for launches is
