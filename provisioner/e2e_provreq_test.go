@@ -30,11 +30,11 @@ pools:
   limits: {maxNodes: 3}
 `
 
-// provreqEnv is an env whose controller answers ProvisioningRequests (upstream CRD), with the
+// provreqEnv is an env whose controller answers ProvisioningRequests (autoscaling.x-k8s.io/v1), with the
 // policy of one pool of m7i.xlarge (4 vCPU) limited to three nodes; tweak, when set, changes the
 // test configuration.
 func provreqEnv(t *testing.T, cp *controlplane.ControlPlane, tweak func(*provisioner.Config)) (*env, dynamic.Interface) {
-	dyn := installCRDs(t, cp) // deploy/crds carries the upstream ProvisioningRequest CRD
+	dyn := installCRDs(t, cp) // deploy/crds carries a ProvisioningRequest CRD
 	cfg := testConfig()
 	if tweak != nil {
 		tweak(&cfg)
