@@ -46,6 +46,12 @@ const (
 	LabelPlaceholder = "tiler.dev/placeholder"
 	// AnnotationPlaceholderWorkload holds a placeholder's workload key (Kind/namespace/name).
 	AnnotationPlaceholderWorkload = "tiler.dev/workload"
+	// AnnotationConsumeProvisioningRequest names, on a pod, the ProvisioningRequest (same
+	// namespace) whose booked room the pod consumes: the upstream key (autoscaling.x-k8s.io/v1,
+	// ProvisioningRequestPodAnnotationKey), not Tiler's.
+	AnnotationConsumeProvisioningRequest = "autoscaling.x-k8s.io/consume-provisioning-request"
+	// AnnotationConsumeProvisioningRequestDeprecated is the Cluster Autoscaler's older key, read too.
+	AnnotationConsumeProvisioningRequestDeprecated = "cluster-autoscaler.kubernetes.io/consume-provisioning-request"
 	// LabelForecastDemand marks the expected pods: the virtual pods the pre-scaler plans for
 	// replicas a forecast expects beyond the current ones; its value names the workload. They
 	// never reach the API server.

@@ -154,4 +154,8 @@ type UnschedulablePod struct {
 	Pod    string     `json:"pod"`
 	Code   ReasonCode `json:"code"`
 	Reason string     `json:"reason"`
+	// Cause, for a GangIncomplete member of a gang that had all its members, is what stopped the
+	// gang: LimitExceeded (a pool limit or the budget) or NeverFits (a member fits no offering
+	// the policy allows); empty otherwise.
+	Cause ReasonCode `json:"cause,omitempty"`
 }

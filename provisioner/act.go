@@ -21,6 +21,8 @@ import (
 func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	log := c.log.With(zap.String(keyBatch, d.Batch))
 	res := &Result{Pending: d.Pending, Plan: d.Plan, Decision: d}
+	// ProvisioningRequest conditions are written last: some wait for the launches.
+	defer c.writeRequests(ctx, log, d.RequestUpdates, res)
 	c.relink(ctx, log, s.Records, d.Relink)
 	for _, a := range d.Announce {
 		c.announce(ctx, log, a, s.Now)

@@ -49,6 +49,9 @@ type Config struct {
 	// Ready for ReservationTTL (see reserve.go).
 	Reserve        bool          `mapstructure:"reserve"`
 	ReservationTTL time.Duration `mapstructure:"reservation-ttl"`
+	// BookingTime is how long the room of a provisioned ProvisioningRequest is held for the pods
+	// that consume it (BookingExpired after; provreq.go).
+	BookingTime time.Duration `mapstructure:"provisioning-request-booking-time"`
 	// ResyncPeriod re-runs housekeeping (timeouts, empty nodes) even without events.
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
 	// GarbageCollectPeriod is how often the cloud provider deletes what no launch needs any more
@@ -98,6 +101,7 @@ func DefaultConfig() Config {
 		Reserve:              true,
 		ReservationTTL:       2 * time.Minute,
 		ResyncPeriod:         10 * time.Second,
+		BookingTime:          DefaultBookingTime,
 		GarbageCollectPeriod: time.Hour,
 
 		DisruptionInterval:        30 * time.Second,
@@ -136,6 +140,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("empty-node-ttl must not be negative")
 	case c.Reserve && c.ReservationTTL <= 0:
 		return fmt.Errorf("reservation-ttl must be positive when reserve is on")
+	case c.BookingTime <= 0:
+		return fmt.Errorf("provisioning-request-booking-time must be positive")
 	case c.ResyncPeriod <= 0:
 		return fmt.Errorf("resync-period must be positive")
 	case c.GarbageCollectPeriod < 0:

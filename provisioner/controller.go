@@ -74,6 +74,10 @@ type Controller struct {
 	interruptions cloudprovider.InterruptionSource
 	// prescaler, when set, adds the pods forecasts expect (forecast demand) to each batch.
 	prescaler Prescaler
+	// provreqs, when set, reads and answers the ProvisioningRequests (provreq.go).
+	provreqs ProvisioningRequestSource
+	// dyn is the dynamic client (launch records, the ProvisioningRequest watch).
+	dyn dynamic.Interface
 	// onBatch, when set, sees every batch (Options.OnBatch).
 	onBatch func(State, *Result)
 	// nominations keeps the nominations of planned pods in force between batches; nil when
@@ -157,6 +161,9 @@ type Options struct {
 	Interruptions cloudprovider.InterruptionSource
 	// Prescaler, when set, adds the pods forecasts expect to each batch (package prescale).
 	Prescaler Prescaler
+	// ProvisioningRequests, when set, reads the ProvisioningRequests each batch answers and writes
+	// their conditions (prescale.ProvisioningRequests; provreq.go).
+	ProvisioningRequests ProvisioningRequestSource
 	// OnBatch, when set, is called at the end of every batch with the State it decided on and
 	// its Result (whose Decision says what it decided), from the goroutine that ran the batch:
 	// tests and tools watch the controller decide through it.
@@ -218,6 +225,8 @@ func New(opts Options) (*Controller, error) {
 		interruptions: opts.Interruptions,
 		prescaler:     opts.Prescaler,
 		onBatch:       opts.OnBatch,
+		provreqs:      opts.ProvisioningRequests,
+		dyn:           opts.Dynamic,
 		records:       newRecordStore(opts.Dynamic, kube, cfg.Namespace, log.Named("provisioner")),
 		unavailable:   cloudprovider.NewUnavailableOfferings(clk, cfg.UnavailableTTL),
 		policyRV:      map[string]string{},
@@ -324,6 +333,7 @@ func (c *Controller) poke() {
 // Start starts the informers and waits for their caches.
 func (c *Controller) Start(ctx context.Context) error {
 	c.watchPodGroups()
+	c.watchProvisioningRequests(ctx)
 	c.factory.Start(ctx.Done())
 	c.policyInf.Start(ctx.Done())
 	for t, ok := range c.factory.WaitForCacheSync(ctx.Done()) {

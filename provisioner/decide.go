@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -105,6 +106,11 @@ type Decision struct {
 	// KeptForForecast are the managed nodes, empty but for the expected pods a plan puts there,
 	// that housekeeping did not count as empty (sorted).
 	KeptForForecast []string
+	// KeptForBooking are the nodes the booked room of ProvisioningRequests is on: not empty for
+	// housekeeping, not consolidated (sorted).
+	KeptForBooking []string
+	// RequestUpdates are the ProvisioningRequest conditions to write (provreq.go).
+	RequestUpdates []RequestUpdate
 	// KeepErr is why no node could be kept for the forecast in this batch (the plan of the last
 	// expected pods failed): empty nodes were judged as if no pod were expected.
 	KeepErr error
@@ -219,6 +225,12 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	idx := newNodeIndex(s.Nodes)
 	recs, moved := idx.relink(s.Records)
 	d.Relink = moved
+	rd := decideRequests(&s, cfg.Config, recs, idx)
+	for n := range rd.nodes {
+		d.KeptForBooking = append(d.KeptForBooking, n)
+	}
+	sort.Strings(d.KeptForBooking)
+	defer func() { d.RequestUpdates = rd.updates }()
 	recs = d.housekeep(&s, cfg.Config, mem, recs, idx)
 	if cfg.Nominate {
 		d.Nominations = decideNominations(&s, recs)
@@ -246,15 +258,30 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	if retryIn > 0 && (d.RecheckAfter == 0 || retryIn < d.RecheckAfter) {
 		d.RecheckAfter = retryIn
 	}
-	if s.ExpectedErr == nil {
-		d.Placeholders = placeholderChanges(s.Placeholders, s.WantedPlaceholders, s.PlaceholderClass)
+	setPlaceholders := func() {
+		if s.ExpectedErr == nil {
+			class := s.PlaceholderClass
+			if class == nil {
+				class = s.ProvisioningRequestClass
+			}
+			wanted := append(slices.Clone(s.WantedPlaceholders), rd.placeholders...)
+			d.Placeholders = placeholderChanges(s.Placeholders, wanted, class)
+		}
 	}
+	setPlaceholders()
 	for _, p := range pending {
 		if age := s.Now.Sub(p.CreationTimestamp.Time); age > d.OldestPending {
 			d.OldestPending = age
 		}
 	}
 	pending = append(pending, s.Expected...)
+	// Booked room is planned first (the highest priority); the gangs of best-effort-atomic
+	// requests are planned and bought for as pending pods are.
+	simOnly := slices.Clone(rd.booked)
+	for _, k := range slices.Sorted(maps.Keys(rd.atomic)) {
+		simOnly = append(simOnly, rd.atomic[k]...)
+	}
+	pending = append(pending, simOnly...)
 	d.Pending = len(pending)
 	relayouting, ended := relayouts(s.Nodes)
 	d.RelayoutsEnded = ended
@@ -290,9 +317,11 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	d.Plan = plan
 	d.planned = podIndex(pending)
+	d.settleAtomic(rd, plan, s.Now)
+	setPlaceholders()
 	if cfg.Reserve {
 		expected := make(map[string]bool, len(s.Expected))
-		for _, p := range s.Expected {
+		for _, p := range append(slices.Clone(s.Expected), simOnly...) {
 			expected[p.Namespace+"/"+p.Name] = true
 		}
 		d.Tolerations = tolerationsToAdd(plan, recs, idx, d.planned, expected)
@@ -319,6 +348,9 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	}
 	kept, err := keptForForecast(s, recs, idx, busy)
 	d.KeepErr = err
+	for _, n := range d.KeptForBooking {
+		busy[n] = true
+	}
 	for n := range kept {
 		d.KeptForForecast = append(d.KeptForForecast, n)
 	}

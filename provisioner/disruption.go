@@ -103,6 +103,8 @@ type disruptionMemory struct {
 	told map[string]api.KeepReason
 	// kept are the nodes the last batch kept for the forecast.
 	kept []string
+	// booked are the nodes the last batch kept for ProvisioningRequests' booked room.
+	booked []string
 	// grace is how long an eviction counts (Config.DisruptionRescheduleGrace).
 	grace time.Duration
 }
@@ -163,10 +165,11 @@ func (m *disruptionMemory) refused(key string, now time.Time, min time.Duration)
 	m.backoff[key] = b
 }
 
-func (m *disruptionMemory) setKept(nodes []string) {
+func (m *disruptionMemory) setKept(nodes, booked []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.kept = append([]string(nil), nodes...)
+	m.booked = append([]string(nil), booked...)
 }
 
 func (m *disruptionMemory) keptForForecast() map[string]string {
@@ -175,6 +178,9 @@ func (m *disruptionMemory) keptForForecast() map[string]string {
 	out := make(map[string]string, len(m.kept))
 	for _, n := range m.kept {
 		out[n] = "kept for the forecast: a plan of the expected pods needs it"
+	}
+	for _, n := range m.booked {
+		out[n] = "booked for a ProvisioningRequest: its pods have not all arrived"
 	}
 	return out
 }

@@ -31,12 +31,12 @@ pools:
   instanceTypes: [m7i.xlarge]
 `
 
-// testCapacityBuffer: a CapacityBuffer (upstream CRD) of two chunks of a PodTemplate is bought
+// testCapacityBuffer: a CapacityBuffer (autoscaling.x-k8s.io/v1beta1) of two chunks of a PodTemplate is bought
 // ahead and held by placeholder pods, its status saying 2 held; two real pods of the template
 // then arrive and are bound on the room bought, without another purchase, and the buffer's
 // status says the room was released (0 held) — the forecast machinery with a buffer's size.
 func testCapacityBuffer(t *testing.T, cp *controlplane.ControlPlane) {
-	dyn := installCRDs(t, cp) // deploy/crds carries the upstream CapacityBuffer CRD
+	dyn := installCRDs(t, cp) // deploy/crds carries a CapacityBuffer CRD
 	ctx := context.Background()
 	cfg := testConfig()
 	setup := func(o *provisioner.Options) {
@@ -122,7 +122,7 @@ func waitBufferHeld(t *testing.T, dyn dynamic.Interface, held int64) {
 // (rounded up); a buffer sized by limits alone and one referring to a ReplicaSet are not held,
 // and their Provisioning condition says why, naming the field.
 func testCapacityBufferSizing(t *testing.T, cp *controlplane.ControlPlane) {
-	dyn := installCRDs(t, cp) // deploy/crds carries the upstream CapacityBuffer CRD
+	dyn := installCRDs(t, cp) // deploy/crds carries a CapacityBuffer CRD
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
 	cfg := testConfig()

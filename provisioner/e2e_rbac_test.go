@@ -81,6 +81,7 @@ func TestRBAC(t *testing.T) {
 	testRBACPrescaler(t, admin, tiler, log)
 	testRBACPlaceholders(t, cp, admin, tiler, tilerDyn, log)
 	testRBACBuffers(t, cp, admin, tiler, log, denied)
+	testRBACProvisioningRequests(t, cp, admin, tiler, log, denied)
 	// Events go out asynchronously and nothing marks the moment the last one has been written:
 	// give them two seconds to be refused (reportRefusals names what was, at cleanup).
 	testwait.StaysFalse(t, testwait.Slow, "the API server refused a request of the service account", 2*time.Second,
@@ -334,6 +335,30 @@ func testRBACBuffers(t *testing.T, cp *controlplane.ControlPlane, admin, tiler k
 	defer e.stop()
 	waitBufferHeld(t, adminDyn, 1)
 	testwait.Until(t, testwait.Slow, "the buffer's placeholder pod", 30*time.Second, func() bool { return len(e.placeholders()) == 1 })
+}
+
+// testRBACProvisioningRequests: the controller, as the service account, watches and lists
+// ProvisioningRequests, reads a request's PodTemplate and writes its conditions.
+func testRBACProvisioningRequests(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, log *zap.Logger, denied *manifest.Denied) {
+	ctx := context.Background()
+	adminDyn := installCRDs(t, cp)
+	tmpl := simtest.Pod("rbac-pr").Label("app", "rbac-pr").CPU("1").Mem("1Gi").Obj()
+	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "rbac-pr", Namespace: "default"},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels}, Spec: tmpl.Spec}}
+	if _, err := admin.CoreV1().PodTemplates("default").Create(ctx, pt, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRequest(t, adminDyn, "rbac-check", provisioner.ClassCheckCapacity, "rbac-pr", 1, nil)
+	tilerDyn := dynamic.NewForConfigOrDie(manifest.Impersonate(cp.RESTConfig(), tilerNamespace, tilerServiceAccountName, denied.Wrap))
+	e := startRBACController(t, cp, admin, tiler, tilerDyn, log, func(o *provisioner.Options) {
+		src, err := prescale.NewProvisioningRequests(prescale.Config{Namespace: "tiler-system"}, tiler, tilerDyn, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.ProvisioningRequests = src
+	})
+	defer e.stop()
+	waitCondition(t, adminDyn, "rbac-check", provisioner.ConditionAccepted, metav1.ConditionTrue, provisioner.ReasonAccepted, time.Minute)
 }
 
 // applyManifestRBAC creates the Namespace, ServiceAccount and RBAC objects of a manifest with the

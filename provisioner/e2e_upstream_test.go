@@ -35,6 +35,9 @@ func TestE2EUpstreamAPIs(t *testing.T) {
 	t.Run("UnplaceablePodEvent", func(t *testing.T) { testUnplaceableEvent(t, cp) })
 	t.Run("CapacityBuffer", func(t *testing.T) { testCapacityBuffer(t, cp) })
 	t.Run("CapacityBufferSizing", func(t *testing.T) { testCapacityBufferSizing(t, cp) })
+	t.Run("ProvisioningRequestCheckCapacity", func(t *testing.T) { testProvisioningRequestCheckCapacity(t, cp) })
+	t.Run("ProvisioningRequestAtomic", func(t *testing.T) { testProvisioningRequestAtomic(t, cp) })
+	t.Run("ProvisioningRequestWatched", func(t *testing.T) { testProvisioningRequestWatched(t, cp) })
 }
 
 const gangPolicy = `apiVersion: tiler.dev/v1alpha1

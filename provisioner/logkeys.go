@@ -37,4 +37,6 @@ const (
 	keyAction = "action_id"
 	keyNodes  = "nodes"
 	keyStep   = "step"
+	// ProvisioningRequests.
+	keyRequest = "provisioning_request"
 )

@@ -35,7 +35,7 @@ func (c *Controller) Reconcile(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	d := Decide(s, DecideConfig{Config: c.cfg, Clock: c.clock}, c.memory)
-	c.disruption.setKept(d.KeptForForecast)
+	c.disruption.setKept(d.KeptForForecast, d.KeptForBooking)
 	res := c.act(ctx, &s, d)
 	if c.onBatch != nil {
 		c.onBatch(s, res)

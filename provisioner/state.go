@@ -71,6 +71,12 @@ type State struct {
 	// PriorityClass placeholders use and the placeholder pods, by name.
 	PlaceholderClass   *schedulingv1.PriorityClass
 	WantedPlaceholders []*corev1.Pod
+	// ProvisioningRequests are the cluster's ProvisioningRequests (ProvisioningRequestSource),
+	// ProvisioningRequestsErr why there are none this batch (they are then left as they are), and
+	// ProvisioningRequestClass the PriorityClass of their placeholder pods.
+	ProvisioningRequests     []ProvisioningRequest
+	ProvisioningRequestsErr  error
+	ProvisioningRequestClass *schedulingv1.PriorityClass
 	// DisruptionEvicted is when a disruption last evicted a pod of each controller (by the
 	// controller's UID): its pending pods are expected to land where the disruption plan moved
 	// them, and do not trigger a purchase for Config.DisruptionRescheduleGrace.
@@ -96,6 +102,9 @@ func (c *Controller) observe(ctx context.Context) (State, error) {
 		if src, ok := c.prescaler.(PlaceholderSource); ok && s.ExpectedErr == nil {
 			s.PlaceholderClass, s.WantedPlaceholders = src.Placeholders()
 		}
+	}
+	if c.provreqs != nil {
+		s.ProvisioningRequests, s.ProvisioningRequestClass, s.ProvisioningRequestsErr = c.provreqs.ProvisioningRequests(ctx)
 	}
 	if c.nominations != nil {
 		s.UsableSince = c.nominations.usableSince()

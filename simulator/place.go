@@ -491,20 +491,24 @@ func (s *state) tryGang(g *gang) (failure, bool) {
 	return f, ok
 }
 
-// failGang records why the gang cannot be placed: api.GangIncomplete for every member.
+// failGang records why the gang cannot be placed: api.GangIncomplete for every member, with the
+// cause when a limit stopped it or a member never fits.
 func (s *state) failGang(g *gang, f failure) {
 	why := fmt.Sprintf("gang %s (%d pods, topology %q) cannot be placed whole", g.name, len(g.members), g.topology)
+	var cause api.ReasonCode
 	if f.limit {
 		why += ": a pool limit or the budget stops it"
+		cause = api.LimitExceeded
 	}
 	for _, m := range g.members {
 		if r := s.neverFits(m); r != "" {
 			why += "; " + m.key + ": " + r
+			cause = api.NeverFits
 			break
 		}
 	}
 	for _, m := range g.members {
-		s.reasons[m] = api.UnschedulablePod{Pod: m.key, Code: api.GangIncomplete, Reason: why}
+		s.reasons[m] = api.UnschedulablePod{Pod: m.key, Code: api.GangIncomplete, Reason: why, Cause: cause}
 	}
 }
 

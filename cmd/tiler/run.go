@@ -131,6 +131,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes")
 	f.Bool("reserve", d.Reserve, "launch nodes with the taint tiler.dev/reserved that only the pods planned there tolerate, until they are bound")
 	f.Duration("reservation-ttl", d.ReservationTTL, "end a node's reservation once it has been Ready this long")
+	f.Duration("provisioning-request-booking-time", d.BookingTime, "hold the room of a provisioned ProvisioningRequest this long for its pods (then BookingExpired)")
 	f.Duration("resync-period", d.ResyncPeriod, "housekeeping interval")
 	f.Duration("unplaceable-event-interval", d.UnplaceableEventInterval, "tell a pending pod Tiler has no place for why (a NotTriggerScaleUp Event) at most this often; 0: never")
 	f.Duration("garbage-collect-period", d.GarbageCollectPeriod, "how often the cloud's objects no launch needs (unused launch templates) are deleted; 0 turns it off")

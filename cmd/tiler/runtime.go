@@ -96,6 +96,14 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 		return nil, fmt.Errorf("capacity buffers: %w", err)
 	}
 	opts.Prescaler = buffers
+	// ProvisioningRequests (autoscaling.x-k8s.io/v1): answered by every batch; without the CRD
+	// there are none.
+	provreqs, err := prescale.NewProvisioningRequests(prescale.Config{Namespace: cfg.Namespace, PlaceholderImage: rf.placeholderImage,
+		PlaceholderPriorityClass: rf.placeholderClass, PlaceholderPriority: &rf.placeholderPriority}, kube, dyn, log)
+	if err != nil {
+		return nil, fmt.Errorf("provisioning requests: %w", err)
+	}
+	opts.ProvisioningRequests = provreqs
 	if rf.prometheusURL != "" {
 		ps, err := newPrescaler(rf, cfg, cat, kube, clk, log, reg)
 		if err != nil {

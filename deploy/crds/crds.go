@@ -1,6 +1,11 @@
-// Package crds embeds Tiler's CustomResourceDefinitions (the YAML files of this directory, which
-// `kubectl apply -f deploy/crds/` installs) and installs them through the API server, for the
-// developer binary's demo, the fidelity campaign and the tests.
+// Package crds embeds Tiler's CustomResourceDefinitions (the YAML files of this directory) and
+// installs them through the API server, for the developer binary's demo, the fidelity campaign and
+// the tests, all on local control planes. Besides Tiler's own LaunchRecord, the directory holds
+// CRDs written for Tiler from the documented upstream APIs it reads and writes
+// (autoscaling.x-k8s.io: ProvisioningRequest v1, CapacityBuffer v1beta1); on a real cluster they
+// are created only where none exists (Helm's crds/, `kubectl create`), so an upstream CRD
+// installed by the Cluster Autoscaler or Kueue is kept. Install, for local control planes,
+// applies every file over what is there.
 package crds
 
 import (
