@@ -38,7 +38,11 @@ type Config struct {
 	UnavailableTTL time.Duration `mapstructure:"unavailable-ttl"`
 	// EmptyNodeTTL is how long a managed node may stay empty before it is removed.
 	EmptyNodeTTL time.Duration `mapstructure:"empty-node-ttl"`
-	// Nominate sets status.nominatedNodeName on pods planned onto new nodes.
+	// Nominate sets status.nominatedNodeName on pods planned onto new nodes (KEP-5278). Off by
+	// default: with Reserve the reservation taint already keeps a node's room for its pods, and a
+	// nomination costs a status write per pod plus kube-scheduler's clear-and-retry rounds, which
+	// at 1,000 pending pods doubled the time to all bound (README, "Planned pods keep their nodes").
+	// Without Reserve, nominations are the hint that keeps planned pods on their nodes.
 	Nominate bool `mapstructure:"nominate"`
 	// MIGRelayout lets plans re-partition the idle GPUs of existing device-plugin MIG nodes
 	// instead of buying (relayout.go). The GPU operator's MIG manager must know the mig-parted
@@ -97,7 +101,7 @@ func DefaultConfig() Config {
 		LaunchRetryMax:       2 * time.Minute,
 		UnavailableTTL:       3 * time.Minute,
 		EmptyNodeTTL:         10 * time.Minute,
-		Nominate:             true,
+		Nominate:             false,
 		Reserve:              true,
 		ReservationTTL:       2 * time.Minute,
 		ResyncPeriod:         10 * time.Second,

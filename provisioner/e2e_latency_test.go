@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
@@ -244,36 +246,38 @@ type podTimes struct {
 	marked, bound map[string]time.Time
 }
 
-// watchPodTimes watches the run's pods until ctx ends.
+// watchPodTimes follows the run's pods with an informer (a watch that is resumed when the API
+// server ends it) until ctx ends.
 func watchPodTimes(tb testing.TB, ctx context.Context, kube kubernetes.Interface, prefix string) *podTimes {
 	tb.Helper()
 	t := &podTimes{marked: map[string]time.Time{}, bound: map[string]time.Time{}}
-	w, err := kube.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			t.mu.Lock()
-			if _, seen := t.marked[p.Name]; !seen {
-				for _, c := range p.Status.Conditions {
-					if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-						t.marked[p.Name] = now
-					}
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace("default"),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = latencyLabel + "=" + prefix }))
+	seen := func(o any) {
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, seen := t.marked[p.Name]; !seen {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+					t.marked[p.Name] = now
 				}
 			}
-			if _, seen := t.bound[p.Name]; !seen && p.Spec.NodeName != "" {
-				t.bound[p.Name] = now
-			}
-			t.mu.Unlock()
 		}
-	}()
+		if _, seen := t.bound[p.Name]; !seen && p.Spec.NodeName != "" {
+			t.bound[p.Name] = now
+		}
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
+		tb.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
 	return t
 }
 

@@ -32,16 +32,20 @@ func (c *Controller) launch(ctx context.Context, log *zap.Logger, launches []Lau
 		r.CreatedAt = now
 		recs[i] = r
 	}
-	if err := c.records.Put(ctx, recs...); err != nil {
-		log.Error("recording launches; nothing launched", zap.Error(err))
-		return nil, nil
-	}
-	return c.launchAll(ctx, log, recs, pods)
+	return c.launchEach(ctx, log, recs, pods, true)
 }
 
 // launchAll runs launchOne for each record in parallel. A refused launch asks for a new batch at
 // once, to re-plan its pods; a retried one has asked for the batch of its retry.
 func (c *Controller) launchAll(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
+	return c.launchEach(ctx, log, recs, pods, false)
+}
+
+// launchEach is launchAll; with record, each launch first writes its launch record and calls the
+// cloud as soon as that record is durable, without waiting for the batch's other records (a
+// launch whose record cannot be written is not launched, and its pods are planned again by a
+// later batch).
+func (c *Controller) launchEach(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods map[string]*corev1.Pod, record bool) (launched, failed []string) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	refusals := false
@@ -49,6 +53,12 @@ func (c *Controller) launchAll(ctx context.Context, log *zap.Logger, recs []Laun
 		wg.Add(1)
 		go func(r LaunchRecord) {
 			defer wg.Done()
+			if record {
+				if err := c.records.Put(ctx, r); err != nil {
+					log.Error("recording the launch; not launched", zap.String(keyNode, r.NodeName), zap.Error(err))
+					return
+				}
+			}
 			out := c.launchOne(ctx, log, r, pods)
 			mu.Lock()
 			defer mu.Unlock()

@@ -474,6 +474,7 @@ func TestInterruptionCordonsNodeUnderAnotherName(t *testing.T) {
 // is nominated for eksName once the batch relinked the record.
 func TestNominationFollowsRelinkedNode(t *testing.T) {
 	cfg := DefaultConfig()
+	cfg.Nominate = true
 	pod := unschedulablePod("web-0")
 	rec := LaunchRecord{
 		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.2},

@@ -35,6 +35,7 @@ type nominationEnv struct {
 func newNominationEnv(t *testing.T, recs []LaunchRecord, pods ...string) *nominationEnv {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.Nominate = true
 	e := &nominationEnv{t: t, kube: fake.NewClientset(), dyn: FakeRecordsClient(), clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), cfg: cfg}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -128,7 +128,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("unavailable-ttl", d.UnavailableTTL, "how long an unavailable offering stays out of plans")
 	f.Duration("empty-node-ttl", d.EmptyNodeTTL, "remove a managed node that stayed empty this long")
 	f.Bool("mig-relayout", d.MIGRelayout, "re-partition idle GPUs of existing MIG nodes (nvidia.com/mig.config) instead of buying; the GPU operator's MIG manager must know the mig-parted configs Tiler names")
-	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes")
+	f.Bool("nominate", d.Nominate, "set status.nominatedNodeName on pods planned onto new nodes (off by default: --reserve keeps their room)")
 	f.Bool("reserve", d.Reserve, "launch nodes with the taint tiler.dev/reserved that only the pods planned there tolerate, until they are bound")
 	f.Duration("reservation-ttl", d.ReservationTTL, "end a node's reservation once it has been Ready this long")
 	f.Duration("provisioning-request-booking-time", d.BookingTime, "hold the room of a provisioned ProvisioningRequest this long for its pods (then BookingExpired)")
