@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +16,14 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// CostSeries reads the tiler_cost_dollars_per_hour series of the registry, by their labels
+// CostSeries reads the tiler_cost_dollars_per_hour series of the registry summed by their labels
 // "team/pool/capacity_type/idle" (exported for the e2e tests of package provisioner_test).
 func CostSeries(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
+	return costSeriesBy(t, reg, "team", "pool", "capacity_type", "idle")
+}
+
+// costSeriesBy reads the tiler_cost_dollars_per_hour series summed by the labels, joined by "/".
+func costSeriesBy(t *testing.T, reg prometheus.Gatherer, labels ...string) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -33,7 +39,11 @@ func CostSeries(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			out[l["team"]+"/"+l["pool"]+"/"+l["capacity_type"]+"/"+l["idle"]] = m.GetGauge().GetValue()
+			key := make([]string, len(labels))
+			for i, name := range labels {
+				key[i] = l[name]
+			}
+			out[strings.Join(key, "/")] += m.GetGauge().GetValue()
 		}
 	}
 	return out
@@ -107,6 +117,18 @@ func TestCostMetrics(t *testing.T) {
 	}
 	if len(got) != 6 {
 		t.Errorf("%d series, want 6: %v", len(got), got)
+	}
+	// By namespace: each namespace's share, the idle lines with none.
+	byNS := costSeriesBy(t, reg, "namespace", "team", "idle")
+	for k, want := range map[string]float64{"llm/serving/false": g / 4, "research/science/false": g / 2} {
+		if math.Abs(byNS[k]-want) > 1e-9 {
+			t.Errorf("%s: $%.6f/h, want $%.6f/h (series %v)", k, byNS[k], want, byNS)
+		}
+	}
+	for _, k := range []string{"web/serving/false", "batch/" + api.NoTeam + "/false", "//true"} {
+		if byNS[k] <= 0 {
+			t.Errorf("no series %s: %v", k, byNS)
+		}
 	}
 
 	// The GPU node and its pods are gone: so are the gpu pool's series.

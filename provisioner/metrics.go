@@ -106,8 +106,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Placeholders: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "placeholder_pods_total", Help: "Placeholder pods created and deleted, by action (created, deleted)."}, []string{"action"}),
 		Cost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Name: "cost_dollars_per_hour",
-			Help: "Chargeback of the priced nodes after the last batch, by team, pool, capacity type and idle (what no pod takes); the series add up to the fleet's price."},
-			[]string{"team", "pool", "capacity_type", "idle"}),
+			Help: "Chargeback of the priced nodes after the last batch, by namespace, team, pool, capacity type and idle (what no pod takes; namespace and team empty); the series add up to the fleet's price."},
+			[]string{"namespace", "team", "pool", "capacity_type", "idle"}),
 		Relayouts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "mig_relayouts_total", Help: "MIG re-layouts of existing nodes instead of purchases, by event (started, succeeded, failed)."}, []string{"event"}),
 		DisruptionActions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
@@ -133,11 +133,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // costKey is the label set of a Cost series.
 type costKey struct {
-	team, pool, capacityType string
+	namespace, team, pool, capacityType string
 	idle                     bool
 }
 
-// setCost replaces the Cost series with the report's lines summed by team, pool, capacity type and
+// setCost replaces the Cost series with the report's lines summed by namespace, team, pool, capacity type and
 // idle: the series of lines that are gone are removed. A nil report (no chargeback this batch)
 // removes them all.
 func (m *Metrics) setCost(r *api.CostReport) {
@@ -146,7 +146,7 @@ func (m *Metrics) setCost(r *api.CostReport) {
 		for _, l := range r.Lines {
 			k := costKey{pool: l.Pool, capacityType: string(l.CapacityType), idle: l.Idle}
 			if !l.Idle {
-				k.team = l.Team
+				k.namespace, k.team = l.Namespace, l.Team
 				if k.team == "" {
 					k.team = api.NoTeam
 				}
@@ -156,6 +156,6 @@ func (m *Metrics) setCost(r *api.CostReport) {
 	}
 	m.Cost.Reset()
 	for k, v := range sums {
-		m.Cost.WithLabelValues(k.team, k.pool, k.capacityType, strconv.FormatBool(k.idle)).Set(v)
+		m.Cost.WithLabelValues(k.namespace, k.team, k.pool, k.capacityType, strconv.FormatBool(k.idle)).Set(v)
 	}
 }
