@@ -134,7 +134,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // costKey is the label set of a Cost series.
 type costKey struct {
 	namespace, team, pool, capacityType string
-	idle                     bool
+	idle                                bool
 }
 
 // setCost replaces the Cost series with the report's lines summed by namespace, team, pool, capacity type and
