@@ -41,21 +41,11 @@ const (
 // could be bought as.
 func (s *state) fallbacks(n *simNode) []api.PricedOffering {
 	c := n.chosen
-	zone := n.zone
-	if zone == "" && sharesGangZone(n) {
-		zone = c.zone
-	}
-	keys := s.topologyKeys(n)
-	draClass := -1
-	if s.dra != nil && n.dra != nil && (len(n.dra.pods) > 0 || len(n.dra.commits) > 0) {
-		draClass = c.draClass
-	}
+	interchangeable := s.interchangeable(n)
 	maxPrice := c.price*FallbackPriceTolerance + 1e-9
 	var picked []*offering
 	for _, o := range n.pool.offs {
-		switch {
-		case o == c, o.res != nil, o.price > maxPrice, zone != "" && o.zone != zone,
-			draClass >= 0 && o.draClass != draClass, !o.gpu.Equal(c.gpu), !sameValues(o.labels, c.labels, keys):
+		if o.res != nil || o.price > maxPrice || !interchangeable(o) {
 			continue
 		}
 		if s.holdsAll(n, o) && s.withinLimits(n.pool, n, []*offering{o}) {
@@ -80,6 +70,27 @@ func (s *state) fallbacks(n *simNode) []api.PricedOffering {
 		}
 	}
 	return out
+}
+
+// interchangeable returns the test another offering of n's pool passes to be bought instead of
+// n's chosen one with nothing its pods were placed by changing: n's zone when it is pinned (or its
+// gang shares one), its DRA class when it holds claims, its GPU configuration and its values of
+// the topology keys its pods' constraints use. Whether the pods fit is left to holdsAll.
+func (s *state) interchangeable(n *simNode) func(*offering) bool {
+	c := n.chosen
+	zone := n.zone
+	if zone == "" && sharesGangZone(n) {
+		zone = c.zone
+	}
+	keys := s.topologyKeys(n)
+	draClass := -1
+	if s.dra != nil && n.dra != nil && (len(n.dra.pods) > 0 || len(n.dra.commits) > 0) {
+		draClass = c.draClass
+	}
+	return func(o *offering) bool {
+		return o != c && (zone == "" || o.zone == zone) && (draClass < 0 || o.draClass == draClass) &&
+			o.gpu.Equal(c.gpu) && sameValues(o.labels, c.labels, keys)
+	}
 }
 
 // holdsAll reports whether a node bought as o could hold all of n's pods.

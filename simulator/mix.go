@@ -207,24 +207,12 @@ func (s *state) newNodes() []*simNode {
 // pinned zone and topology-key values, and all of n's pods fit — and, for a reservation, only
 // while it has room. Whether the pods fit is checked last, cheapest first.
 func (s *state) alternative(n *simNode, ok func(*offering) bool) *offering {
-	c := n.chosen
-	zone := n.zone
-	if zone == "" && sharesGangZone(n) {
-		zone = c.zone
-	}
-	keys := s.topologyKeys(n)
-	draClass := -1
-	if s.dra != nil && n.dra != nil && (len(n.dra.pods) > 0 || len(n.dra.commits) > 0) {
-		draClass = c.draClass
-	}
+	interchangeable := s.interchangeable(n)
 	var cands []*offering
 	for _, o := range n.pool.offs {
-		switch {
-		case o == c, zone != "" && o.zone != zone, draClass >= 0 && o.draClass != draClass, !o.gpu.Equal(c.gpu),
-			!sameValues(o.labels, c.labels, keys), !ok(o):
-			continue
+		if interchangeable(o) && ok(o) {
+			cands = append(cands, o)
 		}
-		cands = append(cands, o)
 	}
 	slices.SortStableFunc(cands, func(a, b *offering) int { return cmp.Compare(a.price, b.price) })
 	for _, o := range cands {

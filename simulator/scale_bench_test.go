@@ -1,13 +1,12 @@
 package simulator_test
 
 import (
-	"runtime"
-	"runtime/metrics"
 	"testing"
-	"time"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/internal/benchmeasure"
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -28,13 +27,8 @@ func BenchmarkSimulateAtScale(b *testing.B) {
 	}
 	snap := simtest.TenTimesCluster(cat, 1, dOld)
 	in := simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol}
-	runtime.GC()
-	stop := make(chan struct{})
-	peak := make(chan uint64)
-	go samplePeakHeap(stop, peak)
-	plan, err := simulator.Simulate(in)
-	close(stop)
-	peakHeap := <-peak
+	var plan *api.Plan
+	peakHeap := benchmeasure.PeakHeap(func() { plan, err = simulator.Simulate(in) })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,25 +47,4 @@ func BenchmarkSimulateAtScale(b *testing.B) {
 	b.ReportMetric(float64(peakHeap)/1e6, "peak_heap_MB")
 	b.ReportMetric(float64(len(plan.NewNodes)), "nodes")
 	b.ReportMetric(float64(len(plan.Unschedulable)), "unschedulable")
-}
-
-// samplePeakHeap reads the heap's live objects every millisecond until stop closes, then sends
-// the largest value seen.
-func samplePeakHeap(stop <-chan struct{}, peak chan<- uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	var max uint64
-	for {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > max {
-			max = v
-		}
-		select {
-		case <-stop:
-			peak <- max
-			return
-		case <-tick.C:
-		}
-	}
 }

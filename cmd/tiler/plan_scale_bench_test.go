@@ -6,9 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
-	"runtime/metrics"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/internal/benchmeasure"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -56,13 +54,8 @@ func BenchmarkPlanAtScale(b *testing.B) {
 			file := filepath.Join(dir, "snapshot."+format)
 			writeList(b, file, format, list)
 			o := planOptions{file: file, catalog: "aws-us-east-1", policy: policyFile, output: "json", seed: "bench"}
-			goruntime.GC()
-			stop := make(chan struct{})
-			peak := make(chan uint64)
-			go samplePeakHeap(stop, peak)
-			err := runPlan(io.Discard, o)
-			close(stop)
-			peakHeap := <-peak
+			var err error
+			peakHeap := benchmeasure.PeakHeap(func() { err = runPlan(io.Discard, o) })
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -112,30 +105,9 @@ func writeList(b *testing.B, file, format string, list map[string]any) {
 // cpuTime is the process's user and system CPU time so far: on a shared machine the seconds a
 // plan costs, whatever the wall clock says.
 func cpuTime(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+	t, err := benchmeasure.CPUTime()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
-}
-
-// samplePeakHeap reads the heap's live objects every millisecond until stop closes, then sends
-// the largest value seen.
-func samplePeakHeap(stop <-chan struct{}, peak chan<- uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	var max uint64
-	for {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > max {
-			max = v
-		}
-		select {
-		case <-stop:
-			peak <- max
-			return
-		case <-tick.C:
-		}
-	}
+	return t
 }

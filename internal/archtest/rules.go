@@ -20,9 +20,9 @@ var Pure = mod("simulator/...", "forecast/...", "api/...", "pricing")
 
 // TestHelpers are the packages that exist for tests: builders, wire-level fakes of cloud APIs,
 // a Prometheus launcher, the control plane's test wrapper, the pre-scaler's fixtures, the waits
-// on conditions. Some import package testing.
+// on conditions, the scale benchmarks' heap and CPU measures. Some import package testing.
 var TestHelpers = mod("simulator/simtest", "cloudprovider/aws/awstest", "cloudprovider/gcp/gcptest",
-	"internal/promtest", "internal/controlplane/cptest", "provisioner/prescale/prescaletest", "internal/testwait")
+	"internal/promtest", "internal/controlplane/cptest", "provisioner/prescale/prescaletest", "internal/testwait", "internal/benchmeasure")
 
 // Harnesses are the packages that start a local control plane: package controlplane itself and
 // the fidelity campaign built on it. The developer binary (cmd/tiler-dev) and tests use them.
