@@ -98,9 +98,23 @@ var softSeeds = []uint64{44, 5}
 // cost a hard one), and how often kube-scheduler bound a pod of kind soft to its planned node is
 // logged (informational: the scheduler scores other plugins too, and nodes turn Ready one by one).
 func runSoftSeeds(t *testing.T, h *Harness) {
+	rep := runSeedsOn(t, h, softSeeds, GenOptions{Soft: true})
+	s := rep.Tally(ModeOn, KindSoft)
+	if s.Placed == 0 {
+		t.Fatal("no pod of kind soft was placed")
+	}
+	t.Logf("kind soft: %d placed, %d bound on the planned node (%.0f%%), %d moved, %d not bound",
+		s.Placed, s.Placed-s.Moved-s.NotBound, 100*float64(s.Placed-s.Moved-s.NotBound)/float64(s.Placed), s.Moved, s.NotBound)
+}
+
+// runSeedsOn runs the scenarios generated from seeds with opts in ModeOn and fails on any
+// disagreement but a pod the scheduler moved to another node (a planned pod left unbound, an
+// unplanned pod bound on a bought node); it returns their report.
+func runSeedsOn(t *testing.T, h *Harness, seeds []uint64, opts GenOptions) Report {
+	t.Helper()
 	var rep Report
-	for _, seed := range softSeeds {
-		sc := Generate(seed, GenOptions{Soft: true})
+	for _, seed := range seeds {
+		sc := Generate(seed, opts)
 		out, err := h.Run(context.Background(), sc, ModeOn)
 		if err != nil {
 			t.Fatal(err)
@@ -112,12 +126,7 @@ func runSoftSeeds(t *testing.T, h *Harness) {
 			}
 		}
 	}
-	s := rep.Tally(ModeOn, KindSoft)
-	if s.Placed == 0 {
-		t.Fatal("no pod of kind soft was placed")
-	}
-	t.Logf("kind soft: %d placed, %d bound on the planned node (%.0f%%), %d moved, %d not bound",
-		s.Placed, s.Placed-s.Moved-s.NotBound, 100*float64(s.Placed-s.Moved-s.NotBound)/float64(s.Placed), s.Moved, s.NotBound)
+	return rep
 }
 
 // gpuProfileSeeds run under deploy/scheduler/gpu-mostallocated.yaml: whole GPUs (44) and
@@ -143,21 +152,7 @@ func TestFidelityGPUProfile(t *testing.T) {
 			t.Fatalf("kube-scheduler /configz lacks %s:\n%s", want, configz)
 		}
 	}
-	h := newTestHarness(t, cp)
-	var rep Report
-	for _, seed := range gpuProfileSeeds {
-		sc := Generate(seed, GenOptions{})
-		out, err := h.Run(context.Background(), sc, ModeOn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep.Add(out)
-		for _, p := range out.Disagreements() {
-			if p.Verdict != VerdictMoved {
-				t.Errorf("%s: %s %s %v: planned %s, bound %q (%s)", sc.Name, p.Verdict, p.Pod, p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
-			}
-		}
-	}
+	rep := runSeedsOn(t, newTestHarness(t, cp), gpuProfileSeeds, GenOptions{})
 	all := rep.Tally(ModeOn, KindAll)
 	if all.Placed == 0 {
 		t.Fatal("no pod was placed")
