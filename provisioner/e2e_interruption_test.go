@@ -186,20 +186,7 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 		t.Logf("controller killed %s after the notice, with the action at %s", time.Since(start).Round(time.Millisecond), n.Annotations[api.AnnotationDisruptionStep])
 		e.start()
 	}
-	var allBound time.Duration
-	testwait.Until(t, testwait.Slow, "every pod bound again, off the interrupted node", grace, func() bool {
-		ps := e.appPods(ns, app)
-		if len(ps) != 3 {
-			return false
-		}
-		for _, p := range ps {
-			if p.Spec.NodeName == "" || p.Spec.NodeName == old {
-				return false
-			}
-		}
-		allBound = time.Since(start)
-		return true
-	})
+	allBound := e.waitReboundOff(ns, app, 3, old, start, grace)
 	testwait.Until(t, testwait.Slow, "the interrupted instance deleted by the controller", grace, func() bool {
 		_, err := e.cloud.Get(ctx, id)
 		return cloudprovider.IsNotFound(err)
@@ -299,20 +286,7 @@ func testSpotInterruptionDeadlineFirst(t *testing.T, cp *controlplane.ControlPla
 	if err := e.cloud.Interrupt(id); err != nil {
 		t.Fatal(err)
 	}
-	var allBound time.Duration
-	testwait.Until(t, testwait.Slow, "every pod bound again, off the interrupted node", 2*grace, func() bool {
-		ps := e.appPods(ns, app)
-		if len(ps) != 2 {
-			return false
-		}
-		for _, p := range ps {
-			if p.Spec.NodeName == "" || p.Spec.NodeName == old {
-				return false
-			}
-		}
-		allBound = time.Since(start)
-		return true
-	})
+	allBound := e.waitReboundOff(ns, app, 2, old, start, 2*grace)
 	t.Logf("interruption notice→all bound: %s (deadline-first: notice %s, drain margin %s, boot %s)", allBound.Round(time.Millisecond), grace, margin, boot)
 	e.waitAppReady(ns, app, 2, 30*time.Second)
 	// The drain began before the replacement was Ready: a pass moved the action from Replacing
@@ -349,4 +323,25 @@ func testSpotInterruptionDeadlineFirst(t *testing.T, cp *controlplane.ControlPla
 		t.Errorf("evicted %v, lost %v with the node; want the 2 pods evicted, none lost", evicted, lost)
 	}
 	e.cleanupNamespace(ns)
+}
+
+// waitReboundOff waits until the app's n pods are all bound to nodes other than old, and returns
+// how long that took since start.
+func (e *env) waitReboundOff(ns, app string, n int, old string, start time.Time, timeout time.Duration) time.Duration {
+	e.t.Helper()
+	var allBound time.Duration
+	testwait.Until(e.t, testwait.Slow, "every pod bound again, off the interrupted node", timeout, func() bool {
+		ps := e.appPods(ns, app)
+		if len(ps) != n {
+			return false
+		}
+		for _, p := range ps {
+			if p.Spec.NodeName == "" || p.Spec.NodeName == old {
+				return false
+			}
+		}
+		allBound = time.Since(start)
+		return true
+	})
+	return allBound
 }
