@@ -203,10 +203,10 @@ func TestChaosKillPoints(t *testing.T) {
 		t.Logf("drawn but not reached before the round settled (no kill): %v", missed)
 	}
 	if extra > 0 {
-		t.Errorf("%d purchases beyond what the fleet needed", extra)
+		h.errorf("%d purchases beyond what the fleet needed", extra)
 	}
 	if total < cycles {
-		t.Errorf("only %d kills in %d cycles: the kill points are not being reached", total, cycles)
+		h.errorf("only %d kills in %d cycles: the kill points are not being reached", total, cycles)
 	}
 }
 
@@ -264,7 +264,7 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 			// (relaunch, removal, orphan) or, when there is nothing to act on, once its caches
 			// synced, when Recover runs.
 			var seen string
-			testwait.Until(t, testwait.Fast, what+": the restarted controller to recover", 60*time.Second, func() bool {
+			h.waitFor(what+": the restarted controller to recover", 60*time.Second, func() bool {
 				for _, line := range []string{"relaunching a recorded launch", "removing a launch whose instance is gone", "deleting an orphan instance", "controller running"} {
 					if ctrl.logged(line) {
 						seen = line
@@ -275,7 +275,7 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 				return ctrl.exited()
 			})
 			if ctrl.exited() {
-				t.Fatalf("%s: the restarted controller exited: %v\n%s", what, ctrl.err, tail(ctrl.logPath, 40))
+				h.fatalf("%s: the restarted controller exited: %v\n%s", what, ctrl.err, tail(ctrl.logPath, 40))
 			}
 			kills["during recovery"]++
 			t.Logf("%s: the restarted controller killed again at %q", what, seen)
@@ -288,12 +288,12 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 	settled := h.until(what+": the cluster to settle after the kill", 120*time.Second, func(v view) bool { return v.settled(to) }, ctrl)
 	if disruption {
 		if most := h.avail.disarm(); most > 1 {
-			t.Errorf("%s: %d pods unavailable at once; the PodDisruptionBudget allows 1", what, most)
+			h.errorf("%s: %d pods unavailable at once; the PodDisruptionBudget allows 1", what, most)
 		}
 	} else {
 		bought := settled.count(sim.EventLaunched) - r.before.count(sim.EventLaunched)
 		if need := nodesFor(to) - nodesFor(from); bought > need {
-			t.Errorf("%s: %d purchases for %d new nodes", what, bought, need)
+			h.errorf("%s: %d purchases for %d new nodes", what, bought, need)
 			extra += bought - need
 		}
 	}

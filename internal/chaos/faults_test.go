@@ -86,15 +86,15 @@ func TestChaosAPIServerRestart(t *testing.T) {
 			return true
 		}, ctrl)
 		if !restarted {
-			t.Errorf("%s: the cluster settled before the fault point", what)
+			h.errorf("%s: the cluster settled before the fault point", what)
 		}
 		settled := h.until(what+": the cluster to settle", 120*time.Second, func(v view) bool { return v.settled(rd.to) }, ctrl)
 		if disruption {
 			if most := h.avail.disarm(); most > 1 {
-				t.Errorf("%s: %d pods unavailable at once; the PodDisruptionBudget allows 1", what, most)
+				h.errorf("%s: %d pods unavailable at once; the PodDisruptionBudget allows 1", what, most)
 			}
 		} else if bought, need := settled.count(sim.EventLaunched)-r.before.count(sim.EventLaunched), nodesFor(rd.to)-nodesFor(n); bought < need {
-			t.Errorf("%s: %d purchases for %d new nodes", what, bought, need)
+			h.errorf("%s: %d purchases for %d new nodes", what, bought, need)
 		} else if bought > need {
 			// The open finding above: no launch ID is bought twice (checkInvariants), and the
 			// node beyond the need is consolidated away once the cluster settles.
@@ -104,7 +104,7 @@ func TestChaosAPIServerRestart(t *testing.T) {
 		n = rd.to
 	}
 	if ctrl.exited() {
-		t.Errorf("the controller exited: %v", ctrl.err)
+		h.errorf("the controller exited: %v", ctrl.err)
 	}
 }
 
@@ -139,7 +139,7 @@ func testLeaderKilled(t *testing.T, args []string, bound time.Duration) {
 	h := newHarness(t, s)
 	a, b := h.start(args...), h.start(args...)
 	var leader, standby *proc
-	testwait.Until(t, testwait.Fast, "a leader", 60*time.Second, func() bool {
+	h.waitFor("a leader", 60*time.Second, func() bool {
 		switch {
 		case a.logged("controller starting"):
 			leader, standby = a, b
@@ -152,7 +152,7 @@ func testLeaderKilled(t *testing.T, args []string, bound time.Duration) {
 	h.scale(n)
 	h.until("the first pods to settle", 60*time.Second, func(v view) bool { return v.settled(n) }, a, b)
 	if standby.logged("controller starting") {
-		t.Fatalf("both replicas lead")
+		h.fatalf("both replicas lead: %s started leading before the kill (%s%s)", standby.name, leader.name, leader.lostLease())
 	}
 	const to = 14
 	r := round{before: h.look(), from: n, to: to}
@@ -170,16 +170,16 @@ func testLeaderKilled(t *testing.T, args []string, bound time.Duration) {
 		}
 		return false
 	}, standby)
-	testwait.Until(t, testwait.Fast, "the standby to take over", 2*bound, func() bool { return standby.logged("controller starting") })
+	h.waitFor("the standby to take over", 2*bound, func() bool { return standby.logged("controller starting") })
 	takeover := time.Since(killedAt)
 	t.Logf("takeover: %s started leading %.1fs after the leader's kill (bound %s)", standby.name, takeover.Seconds(), bound)
 	if takeover > bound {
-		t.Errorf("takeover took %.1fs, more than %s", takeover.Seconds(), bound)
+		h.errorf("takeover took %.1fs, more than %s", takeover.Seconds(), bound)
 	}
 	settled := h.until("the cluster to settle under the new leader", 90*time.Second, func(v view) bool { return v.settled(to) }, standby)
 	t.Logf("settled %.1fs after the kill", time.Since(killedAt).Seconds())
 	if bought, need := settled.count(sim.EventLaunched)-r.before.count(sim.EventLaunched), nodesFor(to)-nodesFor(n); bought != need {
-		t.Errorf("%d purchases for %d new nodes", bought, need)
+		h.errorf("%d purchases for %d new nodes", bought, need)
 	}
 	h.checkInvariants("after the takeover")
 }

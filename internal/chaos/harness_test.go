@@ -133,16 +133,64 @@ type harness struct {
 	stop    chan struct{}
 	procs   int
 	rng     *rand.Rand
+	seed    uint64
 
 	avail availability
+
+	failMu   sync.Mutex
+	failures []string // what errorf and fatalf reported, repeated as the test's last lines
+}
+
+// errorf reports a failure and keeps its message, which the harness's last cleanup repeats after
+// the control-plane and controller log tails: a CI log that shows only the end still names it.
+func (h *harness) errorf(format string, args ...any) {
+	h.t.Helper()
+	h.note(format, args...)
+	h.t.Errorf(format, args...)
+}
+
+// fatalf is errorf that stops the test.
+func (h *harness) fatalf(format string, args ...any) {
+	h.t.Helper()
+	h.note(format, args...)
+	h.t.Fatalf(format, args...)
+}
+
+// waitFor polls ok (testwait.Fast) until it holds, failing the test (fatalf) after timeout.
+func (h *harness) waitFor(what string, timeout time.Duration, ok func() bool) {
+	h.t.Helper()
+	if err := testwait.Poll(testwait.Fast, timeout, ok); err != nil {
+		h.fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+func (h *harness) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	h.failMu.Lock()
+	defer h.failMu.Unlock()
+	h.failures = append(h.failures, msg)
 }
 
 func newHarness(t *testing.T, rngSeed uint64) *harness {
 	t.Helper()
 	bin := tilerBinary(t)
-	cp := cptest.Start(t, controlplane.Options{})
-	h := &harness{t: t, cp: cp, bin: bin, dir: t.TempDir(), kube: kubernetes.NewForConfigOrDie(cp.RESTConfig()),
-		dyn: dynamic.NewForConfigOrDie(cp.RESTConfig()), stop: make(chan struct{}), rng: rand.New(rand.NewPCG(rngSeed, 19))}
+	h := &harness{t: t, bin: bin, seed: rngSeed, rng: rand.New(rand.NewPCG(rngSeed, 19)), stop: make(chan struct{})}
+	// Registered first, so it runs last: after the log tails the other cleanups print.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		h.failMu.Lock()
+		defer h.failMu.Unlock()
+		t.Logf("CHAOS_SEED=%d failed (reproduce: make chaos SEED=%d); failures: %d\n- %s",
+			h.seed, h.seed, len(h.failures), strings.Join(h.failures, "\n- "))
+	})
+	h.cp = cptest.Start(t, controlplane.Options{})
+	cp := h.cp
+	h.dir, h.kube, h.dyn = t.TempDir(), kubernetes.NewForConfigOrDie(cp.RESTConfig()), dynamic.NewForConfigOrDie(cp.RESTConfig())
 	ctx := context.Background()
 	if err := crds.Install(ctx, h.dyn, time.Minute); err != nil {
 		t.Fatal(err)
@@ -269,6 +317,15 @@ func (p *proc) exited() bool {
 }
 
 // logged reports whether the process's log holds text.
+// lostLease says ", after losing the leader lease" when the process logged that it lost its
+// Lease (it could not renew within the renew deadline: an API server or etcd too slow).
+func (p *proc) lostLease() string {
+	if p.logged("lost the leader lease") {
+		return ", after losing the leader lease"
+	}
+	return ""
+}
+
 func (p *proc) logged(text string) bool {
 	b, err := os.ReadFile(p.logPath)
 	return err == nil && strings.Contains(string(b), text)
@@ -447,10 +504,10 @@ func (h *harness) untilEvery(every time.Duration, what string, timeout time.Dura
 		return ok(v)
 	})
 	if crashed != nil {
-		h.t.Fatalf("%s exited (%v) while waiting for %s; its log:\n%s", crashed.name, crashed.err, what, tail(crashed.logPath, 40))
+		h.fatalf("%s exited (%v%s) while waiting for %s; its log:\n%s", crashed.name, crashed.err, crashed.lostLease(), what, tail(crashed.logPath, 40))
 	}
 	if err != nil {
-		h.t.Fatalf("timed out after %s waiting for %s; %s", timeout, what, describe(v))
+		h.fatalf("timed out after %s waiting for %s; %s", timeout, what, describe(v))
 	}
 	return v
 }
@@ -501,10 +558,10 @@ func (h *harness) checkInvariants(what string) {
 	sort.Strings(nodeNames)
 	sort.Strings(recNodes)
 	if strings.Join(instNodes, ",") != strings.Join(nodeNames, ",") || strings.Join(recNodes, ",") != strings.Join(nodeNames, ",") {
-		h.t.Errorf("%s: instances %v, managed Nodes %v, launch records %v: want the same", what, instNodes, nodeNames, recNodes)
+		h.errorf("%s: instances %v, managed Nodes %v, launch records %v: want the same", what, instNodes, nodeNames, recNodes)
 	}
 	if dup := boughtTwice(v.events); len(dup) > 0 {
-		h.t.Errorf("%s: launch IDs bought more than once: %v", what, dup)
+		h.errorf("%s: launch IDs bought more than once: %v", what, dup)
 	}
 }
 
