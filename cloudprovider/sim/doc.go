@@ -9,7 +9,9 @@
 // Provider on the same file — a restarted controller — sees the same instances, interruption
 // notices and instance counter. Several clusters may share one file; each Provider sees only the
 // instances of its Config.ClusterName. An append-only JSON-lines event log records every launch,
-// deletion and interruption so tests can count purchases (ReadEvents, CountEvents).
+// deletion and interruption so tests can count purchases (ReadEvents, CountEvents). Events are
+// numbered and saved in the state file before they are appended, so a process killed between
+// the two writes loses none: the next change appends them.
 //
 // # Instance lifecycle
 //

@@ -2,9 +2,11 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -40,6 +42,9 @@ const (
 
 // Event is one line of the event log.
 type Event struct {
+	// Seq numbers the events of a state file from 1, in the log's order (0 in logs written
+	// before it was kept).
+	Seq        int64        `json:"seq,omitempty"`
 	Time       time.Time    `json:"time"`
 	Kind       EventKind    `json:"event"`
 	Cluster    string       `json:"cluster"`
@@ -83,6 +88,39 @@ func appendEvents(path string, events []Event) error {
 		return fmt.Errorf("closing event log %s: %w", path, err)
 	}
 	return nil
+}
+
+// lastSeq returns the sequence number of the log's last event, 0 when the log is missing or
+// empty. It reads only the log's end: appendEvents writes whole lines in one write.
+func lastSeq(path string) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("opening event log: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("reading event log %s: %w", path, err)
+	}
+	const tailSize = 64 << 10
+	off := max(fi.Size()-tailSize, 0)
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("reading event log %s: %w", path, err)
+	}
+	lines := bytes.Split(bytes.TrimRight(buf, "\n"), []byte("\n"))
+	last := lines[len(lines)-1]
+	if len(last) == 0 {
+		return 0, nil
+	}
+	var e Event
+	if err := json.Unmarshal(last, &e); err != nil {
+		return 0, fmt.Errorf("event log %s: its last line: %w", path, err)
+	}
+	return e.Seq, nil
 }
 
 // ReadEvents returns every event of the log at path, oldest first. A missing log has no events.

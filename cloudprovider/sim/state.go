@@ -86,12 +86,23 @@ type state struct {
 	NextID    int       `json:"nextID"`
 	Instances []*record `json:"instances"`
 	Notices   []notice  `json:"notices"`
+	// EventSeq is the sequence number of the last event emitted (saved with the state).
+	EventSeq int64 `json:"eventSeq,omitempty"`
+	// Unlogged are the events of the last saved update, kept in the file until the next update
+	// has seen them in the event log: a process killed between saving the state and appending
+	// its events leaves them here, and the next update appends them (see store.update).
+	Unlogged []Event `json:"unlogged,omitempty"`
 	// events are appended to the event log once the state carrying them is saved.
 	events []Event
 }
 
-// emit queues an event for the log; it is written only if the update that emits it is saved.
-func (s *state) emit(e Event) { s.events = append(s.events, e) }
+// emit queues an event for the log, numbered after the last one; it is written only if the
+// update that emits it is saved.
+func (s *state) emit(e Event) {
+	s.EventSeq++
+	e.Seq = s.EventSeq
+	s.events = append(s.events, e)
+}
 
 // find returns the cluster's instance with the given ID, or nil.
 func (s *state) find(cluster, id string) *record {
@@ -124,6 +135,12 @@ type store struct {
 
 // update loads the state, applies fn and, when fn succeeds, writes the state back atomically.
 // The file stays locked throughout, so concurrent updates never lose each other's changes.
+//
+// Events are crash-safe: the state is saved with its new events (Unlogged) before they are
+// appended to the log, and an update first appends whatever Unlogged events of the previous one
+// the log does not have yet (its last sequence number says). A SIGKILL between the two writes
+// therefore delays an event to the next update instead of losing it, and never logs an event of
+// a change that was not saved.
 func (s *store) update(fn func(*state) error) error {
 	fileMu.Lock()
 	defer fileMu.Unlock()
@@ -136,14 +153,38 @@ func (s *store) update(fn func(*state) error) error {
 	if err != nil {
 		return err
 	}
+	if err := s.catchUp(st); err != nil {
+		return err
+	}
 	if err := fn(st); err != nil {
 		return err
 	}
+	st.Unlogged = st.events
 	if err := s.save(st); err != nil {
 		return err
 	}
 	// Still under the lock, so the log's order is the order of the saved changes.
 	return appendEvents(s.eventLogPath, st.events)
+}
+
+// catchUp appends the saved state's Unlogged events that the log lacks (a process was killed
+// after saving the state and before appending them) and forgets them.
+func (s *store) catchUp(st *state) error {
+	if len(st.Unlogged) == 0 {
+		return nil
+	}
+	last, err := lastSeq(s.eventLogPath)
+	if err != nil {
+		return err
+	}
+	var missing []Event
+	for _, e := range st.Unlogged {
+		if e.Seq > last {
+			missing = append(missing, e)
+		}
+	}
+	st.Unlogged = nil
+	return appendEvents(s.eventLogPath, missing)
 }
 
 // view loads the state and passes it to fn; changes fn makes are not saved.
