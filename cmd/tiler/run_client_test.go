@@ -70,14 +70,13 @@ current-context: x
 }
 
 // TestLeaderElectionTiming: the leader election's timing comes from the
-// --leader-election-{lease-duration,renew-deadline,retry-period} flags (client-go's 15s, 10s, 2s
-// by default), a standby answers ready for the lease duration after its last answered Lease call,
+// --leader-election-{lease-duration,renew-deadline,retry-period} flags (10s, 7s, 1s by default), a standby answers ready for the lease duration after its last answered Lease call,
 // and timings client-go would panic on are errors naming the flag, and --sim-step-interval must
 // be positive.
 func TestLeaderElectionTiming(t *testing.T) {
 	_, rf := runConfig(t)
-	if rf.leaderTiming != defaultLeaderTiming || defaultLeaderTiming != (leaderTiming{lease: 15 * time.Second, renew: 10 * time.Second, retry: 2 * time.Second}) {
-		t.Errorf("default timing %+v, want 15s, 10s, 2s", rf.leaderTiming)
+	if rf.leaderTiming != defaultLeaderTiming || defaultLeaderTiming != (leaderTiming{lease: 10 * time.Second, renew: 7 * time.Second, retry: time.Second}) {
+		t.Errorf("default timing %+v, want 10s, 7s, 1s", rf.leaderTiming)
 	}
 	_, rf = runConfig(t, "--leader-election-lease-duration", "8s", "--leader-election-renew-deadline", "5s", "--leader-election-retry-period", "1s")
 	if want := (leaderTiming{lease: 8 * time.Second, renew: 5 * time.Second, retry: time.Second}); rf.leaderTiming != want {
@@ -99,8 +98,8 @@ func TestLeaderElectionTiming(t *testing.T) {
 		want string
 	}{
 		{[]string{"--leader-election-retry-period", "0s"}, "--leader-election-retry-period"},
-		{[]string{"--leader-election-renew-deadline", "2s"}, "--leader-election-renew-deadline"},
-		{[]string{"--leader-election-lease-duration", "10s"}, "--leader-election-lease-duration"},
+		{[]string{"--leader-election-renew-deadline", "1s"}, "--leader-election-renew-deadline"},
+		{[]string{"--leader-election-lease-duration", "7s"}, "--leader-election-lease-duration"},
 		{[]string{"--sim-step-interval", "0s"}, "--sim-step-interval"},
 	} {
 		cmd := runCmd(func(context.Context, provisioner.Config, runFlags) error { return nil })
