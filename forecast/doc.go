@@ -93,11 +93,17 @@
 // Regime changes. A level shift makes every expert fall behind until forecasts made after it are
 // scored, a horizon later: the stacks' level terms follow within hours, same time yesterday after
 // one horizon, and the weights move to whoever followed once their forecasts are judged — a day
-// behind same time yesterday at a one-day horizon. A holiday is the reverse: the baselines
+// behind same time yesterday at a one-day horizon. At horizons of twelve hours or more the walker
+// does not wait for that evidence: when the load has been more than 1.5× (or less than 1/1.5) of
+// every forecast made for it over the last twelve hours, it is taken for a level break and the
+// forecast is same time yesterday, the one forecast that follows a lasting level at once, until
+// the forecasts made after the break catch up (breakAt; an outage longer than twelve hours is
+// the price: its last hours are repeated a day later). A holiday is the reverse: the baselines
 // repeat it (a day or a week later), the profiles' medians do not. A missing day leaves the
 // experts that read it without a forecast; the mix renormalises over the others, and the
 // targets it covered are scored by nobody. TestLevelShiftAndGaps, TestHolidayIsNotRepeated,
-// TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline pin these behaviours, and
+// TestFollowsALevelBreak, TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline pin
+// these behaviours, and
 // forecast/backtest's TestGeneralisation scores the whole on the tune and eval traces.
 //
 // Schedules. The period is detected two days into the series and every week after, the stacks

@@ -65,8 +65,9 @@ type Forecast struct {
 	Period Period
 	// Fallback says why the requested or detected model was not used (a weekly cycle with less
 	// than two weeks of history runs the daily model; no cycle runs Holt; the mix of experts
-	// did not beat a seasonal-naive baseline over the last eight weeks, which then forecasts alone);
-	// empty when it was.
+	// did not beat a seasonal-naive baseline over the last eight weeks, which then forecasts alone;
+	// the load broke away from every forecast for twelve hours, and same time yesterday follows
+	// it — a "level break"); empty when it was.
 	Fallback string
 	// Shares is the weight each expert carries in Point, largest first, summing to 1.
 	Shares []Share

@@ -41,6 +41,7 @@ type Walker struct {
 	periods   map[int]periodDecision  // by detection point
 	mixes     map[int]*mixture        // by mix point, before the fallback
 	falls     map[int]*track          // the fallback decided at each mix point, nil for none
+	breaks    map[int]bool            // whether a level break was found at each mix point (breakAt)
 	pairs     map[[2]*track]*pairSums // a track's errors against a reference's (versus)
 	mixSums   [][2]pairSums           // the mix's errors against each baseline's (versusMix)
 	ens       *ensemble               // the last margin refit's
@@ -71,7 +72,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		redetect: max(1, s.Steps(max(opts.RefitEvery, Week))),
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
-		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{},
+		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]bool{},
 		mixPred: newPredictions(s.Len() + h + 1), cands: map[[3]int][]*track{},
 	}
 	for _, b := range newBaselines(s, h) {
@@ -95,8 +96,9 @@ func floorTo(o, k int) int { return o - o%k }
 func (w *Walker) HorizonSteps() int { return w.h }
 
 // At forecasts the value HorizonSteps after origin o from the values at indices ≤ o: the mix of
-// experts weighed at the last mix point, or the baseline it fell back to there, with the margin
-// of the last refit.
+// experts weighed at the last mix point, or the baseline it fell back to there, or same time
+// yesterday when the load broke away from the forecasts (breakAt), with the margin of the last
+// refit.
 func (w *Walker) At(o int) (Forecast, error) {
 	if o < 0 || o >= w.s.Len() {
 		return Forecast{}, fmt.Errorf("origin %d outside the series of %d points", o, w.s.Len())
@@ -107,17 +109,25 @@ func (w *Walker) At(o int) (Forecast, error) {
 	e := w.ensembleAt(floorTo(o, w.refit))
 	u := floorTo(o, w.mixEvery)
 	m := w.mixAt(u)
-	fellBack := ""
+	fellBack, broke := "", false
 	if b := w.fallbackAt(u); b != nil {
 		if _, ok := w.forecastOf(b, T); ok {
 			m, fellBack = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, b.name
+		}
+	}
+	if b := w.baselines[0]; w.breakAt(u) { // newBaselines puts same time yesterday first
+		if _, ok := w.forecastOf(b, T); ok {
+			m, fellBack, broke = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, "", true
 		}
 	}
 	if p, ok := m.predict(w, T); ok {
 		lead := m.model()
 		fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, e.upper(T, p), lead.name, lead.period, pd.reason
 		fc.Shares = m.shares(w, T)
-		if fellBack != "" {
+		switch {
+		case broke:
+			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours: a level break, followed by %s", 1+breakBand, breakWindow.Hours(), lead.name))
+		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
 		}
 		return fc, nil
