@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tiler-dev/tiler/internal/promtest"
+)
+
+// TestReplayPrometheusFlags: flags that need --prometheus-url, flags it excludes, and bad values
+// are refused naming the flag; an unreachable server is an error naming its URL. None reaches a
+// server that answers, so these run under -short.
+func TestReplayPrometheusFlags(t *testing.T) {
+	down := "http://" + promtest.FreeAddr(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--since=1d"}, "--since: only with --prometheus-url"},
+		{[]string{"--until=2026-06-01T00:00:00Z"}, "--until: only with --prometheus-url"},
+		{[]string{"--prometheus-url=" + down, "--hours=2"}, "--hours: not with --prometheus-url"},
+		{[]string{"--prometheus-url=" + down, "--workload=diurnal"}, "--workload: not with --prometheus-url"},
+		{[]string{"--prometheus-url=" + down, "--since=0s"}, "--since must be positive"},
+		{[]string{"--prometheus-url=" + down, "--since=7x"}, `invalid argument "7x" for "--since"`},
+		{[]string{"--prometheus-url=" + down, "--until=yesterday"}, "--until"},
+		{[]string{"--prometheus-url=" + down, "--prometheus-step=10ms"}, "--prometheus-step must be at least 1s"},
+		{[]string{"--prometheus-url=prometheus:9090"}, `--prometheus-url "prometheus:9090": want an http(s) base URL`},
+		{[]string{"--prometheus-url=" + down, "--prometheus-timeout=2s", "--policies=tiler"}, down},
+	}
+	for _, tt := range tests {
+		_, err := execute(t, newFleetReplayCmd(), tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("replay %v: error %v, want one containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestReplayPrometheus: `tiler replay --prometheus-url` over twelve hours of a synthetic cluster's
+// kube-state-metrics in a real Prometheus says what it read and left out, and replays it under
+// the policies asked for.
+func TestReplayPrometheus(t *testing.T) {
+	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	span := 12 * time.Hour
+	truth := promtest.SyntheticCluster(3, from, span, 5*time.Minute)
+	url := promtest.StartBackfilled(t, truth.WriteOpenMetrics)
+	out, err := execute(t, newFleetReplayCmd(), "--prometheus-url="+url, "--since=12h", "--until="+from.Add(span).Format(time.RFC3339),
+		"--policies=tiler,whole-gpu")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("\n%s", out)
+	for _, want := range []string{url + ", 2026-06-01T00:00:00Z – 2026-06-01T12:00:00Z: ", "left out: 4 DaemonSet pod",
+		"left out: 4 static (mirror) pod", "the cluster ran 4 nodes (3 g5.12xlarge, 1 m6i.4xlarge)", "DCGM: 12 GPUs (12 NVIDIA A10G)",
+		"workload prometheus " + url, "tiler", "whole-gpu", "clairvoyant-bound"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
