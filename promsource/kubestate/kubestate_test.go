@@ -172,8 +172,16 @@ func TestReadSyntheticCluster(t *testing.T) {
 		t.Errorf("GPU %+v, want %d A10G GPUs at %.2f%%", cl.GPU, n, sum/float64(n))
 	}
 
-	// The replay runs over it and accounts for every pod under each policy.
-	wl, _, err := cl.Workload()
+	// The replay runs over it and accounts for every pod under each policy: the whole window
+	// (Workload) is checked to build, and its first day is replayed (two days take minutes).
+	whole, _, err := cl.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole.Length != span || len(whole.Pods) != len(recs) {
+		t.Errorf("workload of %d pods over %s, want %d over %s", len(whole.Pods), whole.Length, len(recs), span)
+	}
+	wl, err := replay.FromRecorded(whole.Name, recs, from, 24*time.Hour, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +205,10 @@ func TestReadSyntheticCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("replay of %d pods over %s under %d policies: %s", len(wl.Pods), span, len(pols), time.Since(began).Round(time.Millisecond))
+	t.Logf("replay of %d pods over %s under %d policies: %s", len(wl.Pods), wl.Length, len(pols), time.Since(began).Round(time.Millisecond))
+	if rep.Bound != nil {
+		t.Logf("clairvoyant bound: $%.2f", rep.Bound.Cost)
+	}
 	var tilerCost float64
 	for _, r := range rep.Results {
 		t.Logf("%s: $%.2f, %d pods, %d launched, %d evictions", r.Policy, r.Cost, r.Pods, r.NodesLaunched, r.Evictions)
