@@ -361,6 +361,13 @@ func (r *reader) cluster() (*Cluster, error) {
 	out := &Cluster{Address: r.c.Address(), From: r.o.From, Until: r.o.Until, Staleness: r.o.Staleness,
 		Nodes: map[string]int{}, Queries: r.queries}
 	for uid, p := range r.pods {
+		if p.LastSeen.IsZero() {
+			// Only a sample on a chunk's edge, which the subquery's steps missed: seen then.
+			p.LastSeen = p.Created
+			if p.LastSeen.Before(r.o.From) {
+				p.LastSeen = r.o.From
+			}
+		}
 		p.Requests = map[string]float64{}
 		for res, v := range r.requests[uid] {
 			p.Requests[res] = v
