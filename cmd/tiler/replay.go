@@ -282,10 +282,10 @@ func writeClusterSummary(w io.Writer, cl *kubestate.Cluster, wl *replay.Workload
 			running++
 		}
 	}
-	fmt.Fprintf(w, "%s, %s – %s: %d pods replayed (%d already running at the start, %d still at the end), from %d seen in %d queries\n",
+	fmt.Fprintf(w, "%s, %s – %s: %d pods replayed (%d already running at the start, %d still running at the end), from %d seen in %d queries\n",
 		cl.Address, cl.From.Format(time.RFC3339), cl.Until.Format(time.RFC3339), len(wl.Pods), carried, running, len(cl.Pods), cl.Queries)
 	for _, r := range sortedKeys(skipped) {
-		fmt.Fprintf(w, "  left out: %d %s\n", skipped[r], r)
+		fmt.Fprintf(w, "  left out: %s: %d\n", r, skipped[r])
 	}
 	if len(cl.Nodes) > 0 {
 		var parts []string

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/internal/promtest"
+	"github.com/tiler-dev/tiler/promsource/kubestate"
 )
 
 // TestReplayPrometheusFlags: flags that need --prometheus-url, flags it excludes, and bad values
@@ -50,8 +51,8 @@ func TestReplayPrometheus(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Logf("\n%s", out)
-	for _, want := range []string{url + ", 2026-06-01T00:00:00Z – 2026-06-01T12:00:00Z: ", "left out: 4 DaemonSet pod",
-		"left out: 4 static (mirror) pod", "the cluster ran 4 nodes (3 g5.12xlarge, 1 m6i.4xlarge)", "DCGM: 12 GPUs (12 NVIDIA A10G)",
+	for _, want := range []string{url + ", 2026-06-01T00:00:00Z – 2026-06-01T12:00:00Z: ", "left out: " + kubestate.SkipDaemonSet + ": 4",
+		"left out: " + kubestate.SkipMirror + ": 4", "left out: " + kubestate.SkipFinished + ": 1", "the cluster ran 4 nodes (3 g5.12xlarge, 1 m6i.4xlarge)", "DCGM: 12 GPUs (12 NVIDIA A10G)",
 		"workload prometheus " + url, "tiler", "whole-gpu", "clairvoyant-bound"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)

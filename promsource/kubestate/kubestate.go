@@ -407,10 +407,10 @@ func (r *reader) missing(metric string) error {
 
 // Skip reasons of Recorded.
 const (
-	SkipDaemonSet   = "DaemonSet pod (runs on every node, whichever nodes they are)"
-	SkipMirror      = "static (mirror) pod"
-	SkipFinished    = "finished before the window"
-	SkipUnsupported = "requests an extended resource the replay does not model"
+	SkipDaemonSet   = "DaemonSet pods (they run on every node, whichever nodes there are)"
+	SkipMirror      = "static (mirror) pods"
+	SkipFinished    = "pods finished before the window"
+	SkipUnsupported = "pods requesting an extended resource the replay does not model"
 )
 
 // Recorded turns the cluster's pods into the replay's records, named <namespace>.<pod> (a
