@@ -21,8 +21,9 @@ type KSMPod struct {
 	BoundAt time.Time
 	Created time.Time
 	// Completed is when it Succeeded (kube_pod_completion_time, phase Succeeded from then); zero:
-	// it does not.
-	Completed time.Time
+	// it does not. NoCompletionTime leaves kube_pod_completion_time out (the phase alone tells).
+	Completed        time.Time
+	NoCompletionTime bool
 	// DeletedAt is when its deletion was asked (kube_pod_deletion_timestamp, exposed from then);
 	// Gone when the object disappears (no sample from then). Zero: still there at the end.
 	DeletedAt, Gone time.Time
@@ -55,7 +56,7 @@ type KSMCluster struct {
 // hours before from): a CPU web tier running throughout (created days before), GPU inference
 // pods coming and going (half of them deleted gracefully, some still running at the end), GPU
 // training Jobs (Pending for ten minutes, an init container larger than their containers,
-// Succeeded and then kept three hours), pods on shared GPU replicas (nvidia.com/gpu.shared), a
+// Succeeded — half without kube_pod_completion_time — and then kept three hours), pods on shared GPU replicas (nvidia.com/gpu.shared), a
 // StatefulSet pod recreated under the same name, one DaemonSet pod and one static pod per node, a
 // Job finished before the window, and a MIG pod.
 func SyntheticCluster(seed uint64, from time.Time, span, scrape time.Duration) *KSMCluster {
@@ -117,7 +118,7 @@ func SyntheticCluster(seed uint64, from time.Time, span, scrape time.Duration) *
 			{"sidecar", map[string]float64{"cpu": 0.5, "memory": 512 << 20}},
 		}
 		p.InitContainers = []KSMContainer{{"fetch", map[string]float64{"cpu": 16, "memory": 1 << 30}}}
-		p.Completed = created.Add(at(2*time.Hour, 8*time.Hour))
+		p.Completed, p.NoCompletionTime = created.Add(at(2*time.Hour, 8*time.Hour)), i%2 == 1
 		p.Gone = p.Completed.Add(3 * time.Hour)
 		if !p.Gone.Before(end) {
 			p.Gone = time.Time{}
@@ -238,7 +239,7 @@ func (c *KSMCluster) WriteOpenMetrics(w io.Writer) error {
 	}
 	family("kube_pod_completion_time")
 	for i := range c.Pods {
-		if p := &c.Pods[i]; !p.Completed.IsZero() {
+		if p := &c.Pods[i]; !p.Completed.IsZero() && !p.NoCompletionTime {
 			series("kube_pod_completion_time", p, func(time.Time) string { return podLabels(p) },
 				func(time.Time) float64 { return float64(p.Completed.Unix()) }, p.Completed)
 		}

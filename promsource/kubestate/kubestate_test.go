@@ -126,6 +126,11 @@ func TestReadSyntheticCluster(t *testing.T) {
 			if !r.Deleted.IsZero() {
 				t.Errorf("%s: departs %s, want still running at the end", r.Name, r.Deleted)
 			}
+		case p.NoCompletionTime && dep.Equal(p.Completed):
+			// Known from the phase only: the first scrape after, to a subquery step.
+			if r.Deleted.Before(dep) || r.Deleted.Sub(dep) > scrape+time.Minute {
+				t.Errorf("%s: departs %s, want within a scrape and a step (%s) after its completion %s", r.Name, r.Deleted, scrape+time.Minute, dep)
+			}
 		case r.Deleted.IsZero() || r.Deleted.After(dep) || dep.Sub(r.Deleted) > scrape:
 			t.Errorf("%s: departs %s, want within a scrape (%s) before %s", r.Name, r.Deleted, scrape, dep)
 		}
