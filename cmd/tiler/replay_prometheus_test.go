@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tiler-dev/tiler/internal/promtest"
 	"github.com/tiler-dev/tiler/promsource/kubestate"
+	"github.com/tiler-dev/tiler/replay"
 )
 
 // TestReplayPrometheusFlags: flags that need --prometheus-url, flags it excludes, and bad values
@@ -51,6 +54,22 @@ func TestReplayPrometheus(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	t.Logf("\n%s", out)
+	// With --json, stdout is the report alone and the summary goes to stderr.
+	cmd := newFleetReplayCmd()
+	var stdout, stderr bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"--prometheus-url=" + url, "--since=2h", "--until=" + from.Add(2*time.Hour).Format(time.RFC3339), "--policies=tiler", "--json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var rep replay.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Results) != 1 || rep.Results[0].Pods != rep.Pods || rep.Pods == 0 {
+		t.Errorf("--json: %v, report %+v", err, rep)
+	}
+	if !strings.Contains(stderr.String(), "pods replayed") {
+		t.Errorf("--json: no summary on stderr: %q", stderr.String())
+	}
 	for _, want := range []string{url + ", 2026-06-01T00:00:00Z – 2026-06-01T12:00:00Z: ", "left out: " + kubestate.SkipDaemonSet + ": 4",
 		"left out: " + kubestate.SkipMirror + ": 4", "left out: " + kubestate.SkipFinished + ": 1", "the cluster ran 4 nodes (3 g5.12xlarge, 1 m6i.4xlarge)", "DCGM: 12 GPUs (12 NVIDIA A10G)",
 		"workload prometheus " + url, "tiler", "whole-gpu", "clairvoyant-bound"} {
