@@ -71,7 +71,7 @@ func TestReplayPrometheus(t *testing.T) {
 		t.Errorf("--json: no summary on stderr: %q", stderr.String())
 	}
 	for _, want := range []string{url + ", 2026-06-01T00:00:00Z – 2026-06-01T12:00:00Z: ", "left out: " + kubestate.SkipDaemonSet + ": 4",
-		"left out: " + kubestate.SkipMirror + ": 4", "left out: " + kubestate.SkipFinished + ": 1", "the cluster ran 4 nodes (3 g5.12xlarge, 1 m6i.4xlarge)", "DCGM: 12 GPUs (12 NVIDIA A10G)",
+		"left out: " + kubestate.SkipMirror + ": 4", "left out: " + kubestate.SkipFinished + ": 2", "the cluster ran 4 nodes (3 g5.12xlarge, 1 m6i.4xlarge)", "DCGM: 12 GPUs (12 NVIDIA A10G)",
 		"workload prometheus " + url, "tiler", "whole-gpu", "clairvoyant-bound"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)

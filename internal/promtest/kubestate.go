@@ -24,6 +24,8 @@ type KSMPod struct {
 	// it does not. NoCompletionTime leaves kube_pod_completion_time out (the phase alone tells).
 	Completed        time.Time
 	NoCompletionTime bool
+	// Failed is when it failed (phase Failed from then, e.g. evicted); zero: it does not.
+	Failed time.Time
 	// DeletedAt is when its deletion was asked (kube_pod_deletion_timestamp, exposed from then);
 	// Gone when the object disappears (no sample from then). Zero: still there at the end.
 	DeletedAt, Gone time.Time
@@ -58,7 +60,7 @@ type KSMCluster struct {
 // training Jobs (Pending for ten minutes, an init container larger than their containers,
 // Succeeded — half without kube_pod_completion_time — and then kept three hours), pods on shared GPU replicas (nvidia.com/gpu.shared), a
 // StatefulSet pod recreated under the same name, one DaemonSet pod and one static pod per node, a
-// Job finished before the window, and a MIG pod.
+// Job finished before the window, a pod evicted (Failed) before it and kept, and a MIG pod.
 func SyntheticCluster(seed uint64, from time.Time, span, scrape time.Duration) *KSMCluster {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	c := &KSMCluster{Start: from.Add(-2 * time.Hour), End: from.Add(span), Scrape: scrape}
@@ -141,6 +143,9 @@ func SyntheticCluster(seed uint64, from time.Time, span, scrape time.Duration) *
 	old := newPod("ml", "eval-old-q9z8w", "Job", "eval-old", from.Add(-5*time.Hour))
 	old.Node, old.Completed = "gpu-a", from.Add(-3*time.Hour)
 	old.Containers = []KSMContainer{{"eval", map[string]float64{"cpu": 2, "nvidia_com_gpu": 1}}}
+	evicted := newPod("ml", "infer-5c8b-evicted", "ReplicaSet", "infer-5c8b", from.Add(-20*time.Hour))
+	evicted.Node, evicted.Failed = "gpu-c", from.Add(-6*time.Hour)
+	evicted.Containers = []KSMContainer{{"server", map[string]float64{"cpu": 4, "memory": 16 << 30, "nvidia_com_gpu": 1}}}
 	mig := newPod("ml", "mig-notebook", "", "", from.Add(time.Hour))
 	mig.Node, mig.Gone = "gpu-b", from.Add(5*time.Hour)
 	mig.Containers = []KSMContainer{{"nb", map[string]float64{"cpu": 1, "nvidia_com_mig_1g_5gb": 1}}}
@@ -227,6 +232,8 @@ func (c *KSMCluster) WriteOpenMetrics(w io.Writer) error {
 			switch {
 			case !p.Completed.IsZero() && !t.Before(p.Completed):
 				return "Succeeded"
+			case !p.Failed.IsZero() && !t.Before(p.Failed):
+				return "Failed"
 			case t.Before(p.BoundAt) || p.Node == "":
 				return "Pending"
 			}
@@ -314,7 +321,7 @@ func (c *KSMCluster) WriteOpenMetrics(w io.Writer) error {
 // delete it (its controller replaces it then), or its disappearance, whichever came first; zero:
 // running at the end.
 func (p *KSMPod) Departure() time.Time {
-	return minNonZero(minNonZero(p.Completed, p.DeletedAt), p.Gone)
+	return minNonZero(minNonZero(p.Completed, p.Failed), minNonZero(p.DeletedAt, p.Gone))
 }
 
 // Requests are the pod's effective requests by resource label: its containers' sum, or its

@@ -81,7 +81,8 @@ type Pod struct {
 	// Created is kube_pod_created; LastSeen the last sample of it in the window.
 	Created, LastSeen time.Time
 	// Deleted, Completed and Finished are kube_pod_deletion_timestamp, kube_pod_completion_time,
-	// and the first time kube_pod_status_phase said Succeeded or Failed; zero when unknown.
+	// and the first time kube_pod_status_phase said Succeeded or Failed (the window's start if it
+	// already did then); zero when unknown.
 	Deleted, Completed, Finished time.Time
 	// Requests are the pod's requests by resource label (cpu in cores, memory in bytes, extended
 	// resources in units): the sum over its containers, or its largest init container's if that
@@ -158,7 +159,17 @@ func Read(ctx context.Context, c *promsource.Client, o Options) (*Cluster, error
 		o.Staleness = 5 * time.Minute
 	}
 	r := &reader{c: c, o: o, pods: map[string]*Pod{}, requests: map[string]map[string]float64{},
-		initRequests: map[string]map[string]float64{}, nodes: map[string]string{}, gpus: map[string]string{}}
+		initRequests: map[string]map[string]float64{}, nodes: map[string]string{}, gpus: map[string]string{},
+		doneAtStart: map[string]bool{}}
+	// Pods already Succeeded or Failed when the window opens (kept objects, evicted pods): their
+	// first terminal phase in the window would otherwise look like a departure just after it.
+	done, err := r.query(ctx, phaseDone, o.From)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range done {
+		r.doneAtStart[string(s.Metric["uid"])] = true
+	}
 	for a := o.From; a.Before(o.Until); a = a.Add(o.Chunk) {
 		b := a.Add(o.Chunk)
 		if b.After(o.Until) {
@@ -184,7 +195,12 @@ type reader struct {
 	nodes          map[string]string
 	gpus           map[string]string
 	gpuSum, gpuCnt float64
+	// doneAtStart: uids in a terminal phase at the window's start.
+	doneAtStart map[string]bool
 }
+
+// phaseDone selects the pods whose phase is Succeeded or Failed.
+var phaseDone = MetricPhase + `{phase=~"Succeeded|Failed"} == 1`
 
 // chunk reads the range (at-d, at].
 func (r *reader) chunk(ctx context.Context, at time.Time, d time.Duration) error {
@@ -222,7 +238,7 @@ func (r *reader) chunk(ctx context.Context, at time.Time, d time.Duration) error
 	}{
 		{fmt.Sprintf("max_over_time(%s[%s])", MetricDeletion, rng), func(p *Pod) *time.Time { return &p.Deleted }},
 		{fmt.Sprintf("max_over_time(%s[%s])", MetricCompletion, rng), func(p *Pod) *time.Time { return &p.Completed }},
-		{fmt.Sprintf(`min_over_time(timestamp(%s{phase=~"Succeeded|Failed"} == 1)[%s])`, MetricPhase, sub), func(p *Pod) *time.Time { return &p.Finished }},
+		{fmt.Sprintf(`min_over_time(timestamp(%s)[%s])`, phaseDone, sub), func(p *Pod) *time.Time { return &p.Finished }},
 	} {
 		if err := r.eachPod(ctx, q.query, at, func(p *Pod, s *model.Sample) {
 			f := q.field(p)
@@ -361,6 +377,9 @@ func (r *reader) cluster() (*Cluster, error) {
 	out := &Cluster{Address: r.c.Address(), From: r.o.From, Until: r.o.Until, Staleness: r.o.Staleness,
 		Nodes: map[string]int{}, Queries: r.queries}
 	for uid, p := range r.pods {
+		if r.doneAtStart[uid] {
+			p.Finished = r.o.From
+		}
 		if p.LastSeen.IsZero() {
 			// Only a sample on a chunk's edge, which the subquery's steps missed: seen then.
 			p.LastSeen = p.Created

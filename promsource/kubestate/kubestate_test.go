@@ -90,7 +90,7 @@ func TestReadSyntheticCluster(t *testing.T) {
 		case p.OwnerKind == "Node":
 			wantSkipped[kubestate.SkipMirror]++
 		case !dep.IsZero() && !dep.After(from):
-			wantSkipped[kubestate.SkipFinished]++
+			wantSkipped[kubestate.SkipFinished]++ // the Job completed and the pod evicted before the window
 		case p.Requests()["nvidia_com_mig_1g_5gb"] > 0:
 			wantSkipped[kubestate.SkipUnsupported+" (nvidia_com_mig_1g_5gb)"]++
 		default:
