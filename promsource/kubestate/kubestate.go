@@ -439,7 +439,7 @@ const (
 // skipped counts them by reason (with the resources' names for the last).
 func (c *Cluster) Recorded() (pods []replay.Recorded, skipped map[string]int) {
 	skipped = map[string]int{}
-	seen := map[string]int{}
+	seen := map[string]bool{}
 	for i := range c.Pods {
 		p := &c.Pods[i]
 		switch p.OwnerKind {
@@ -461,11 +461,12 @@ func (c *Cluster) Recorded() (pods []replay.Recorded, skipped map[string]int) {
 			continue
 		}
 		rec.Deleted = departed
-		name := p.Namespace + "." + p.Name
-		seen[name]++
-		if n := seen[name]; n > 1 {
-			name = fmt.Sprintf("%s-%d", name, n)
+		base := p.Namespace + "." + p.Name
+		name := base
+		for n := 2; seen[name]; n++ {
+			name = fmt.Sprintf("%s-%d", base, n)
 		}
+		seen[name] = true
 		rec.Name = name
 		pods = append(pods, rec)
 	}

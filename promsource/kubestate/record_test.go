@@ -29,6 +29,7 @@ func TestRecorded(t *testing.T) {
 	reused2 := pod("db-0", "StatefulSet", map[string]float64{"cpu": 1})
 	reused2.UID, reused2.Created = "db-0-b", t0.Add(2*time.Hour)
 	cl.Pods = []kubestate.Pod{whole, shared, deleted, lastSeen, finished, reused1, reused2,
+		pod("db-0-2", "StatefulSet", map[string]float64{"cpu": 1}), // a pod really named so
 		pod("ds", "DaemonSet", map[string]float64{"cpu": 0.1}),
 		pod("static", "Node", map[string]float64{"cpu": 0.1}),
 		pod("mig", "<none>", map[string]float64{"cpu": 1, "nvidia_com_mig_1g_5gb": 1}),
@@ -39,8 +40,8 @@ func TestRecorded(t *testing.T) {
 	for i, r := range recs {
 		got[r.Name] = i
 	}
-	if len(recs) != 6 {
-		t.Fatalf("%d records %v, want 6", len(recs), got)
+	if len(recs) != 7 {
+		t.Fatalf("%d records %v, want 7", len(recs), got)
 	}
 	check := func(name string, ok bool) {
 		t.Helper()
@@ -68,6 +69,7 @@ func TestRecorded(t *testing.T) {
 	check("ns.lastseen", rec("ns.lastseen").deleted.Equal(lastSeen.LastSeen))
 	check("ns.db-0", rec("ns.db-0").deleted.Equal(reused1.LastSeen))
 	check("ns.db-0-2", rec("ns.db-0-2").deleted.IsZero())
+	check("ns.db-0-2-2", rec("ns.db-0-2-2").cpu == 1000)
 	for reason, n := range map[string]int{
 		kubestate.SkipDaemonSet: 1, kubestate.SkipMirror: 1, kubestate.SkipFinished: 1,
 		kubestate.SkipUnsupported + " (nvidia_com_mig_1g_5gb)":                1,
