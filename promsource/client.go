@@ -121,6 +121,26 @@ func (c *Client) Query(ctx context.Context, query string, at time.Time) (float64
 	}
 }
 
+// QueryVector evaluates query at time at and returns every series of its instant vector (none is
+// not an error: the caller knows whether it needs one).
+func (c *Client) QueryVector(ctx context.Context, query string, at time.Time) (model.Vector, error) {
+	val, err := c.do(ctx, query, func(ctx context.Context) (model.Value, v1.Warnings, error) {
+		val, warn, _, err := c.api.Query(ctx, query, at, v1.WithTimeout(c.cfg.Timeout))
+		return val, warn, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	v, ok := val.(model.Vector)
+	if !ok {
+		return nil, &QueryError{Kind: KindBadQuery, Query: query, Err: fmt.Errorf("result type %s, want an instant vector", val.Type())}
+	}
+	return v, nil
+}
+
+// Address is the Prometheus base URL the client queries.
+func (c *Client) Address() string { return c.cfg.Address }
+
 // fillMatrix copies a range result into s; it reports whether any sample was found.
 func fillMatrix(query string, val model.Value, s forecast.Series) (bool, error) {
 	m, ok := val.(model.Matrix)

@@ -4,4 +4,7 @@
 // a QueryError whose Kind tells bad PromQL (fix the ConfigMap) from an empty result (the metric is
 // not there yet) from an unavailable server (try again), so the controller can turn each into a
 // fitting Event. Results come back as forecast.Series, gaps as NaN.
+//
+// Subpackage kubestate reads a cluster's pods from its kube-state-metrics series for
+// `tiler replay --prometheus-url`.
 package promsource

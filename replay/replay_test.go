@@ -315,3 +315,41 @@ func TestProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestFromRecorded: a pod never deleted leaves at the window's end, one created before it is
+// carried, one that left before it or came after it is not taken, and one that left before it was
+// created is dropped.
+func TestFromRecorded(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	rec := []replay.Recorded{
+		{Name: "running", Created: t0.Add(time.Hour), CPUMilli: 100},
+		{Name: "carried", Created: t0.Add(-time.Hour), Deleted: t0.Add(2 * time.Hour), CPUMilli: 100},
+		{Name: "gone-before", Created: t0.Add(-2 * time.Hour), Deleted: t0, CPUMilli: 100},
+		{Name: "after", Created: t0.Add(5 * time.Hour), CPUMilli: 100},
+		{Name: "backwards", Created: t0.Add(2 * time.Hour), Deleted: t0.Add(time.Hour), CPUMilli: 100},
+		{Name: "gpu", Created: t0.Add(30 * time.Minute), Deleted: t0.Add(90 * time.Minute), NumGPUs: 1, GPUMilli: 300},
+	}
+	w, err := replay.FromRecorded("r", rec, t0, 4*time.Hour, replay.ReplayEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range w.Pods {
+		names = append(names, p.Name)
+	}
+	if got := strings.Join(names, ","); got != "carried,gpu,running" {
+		t.Fatalf("pods %s, want carried,gpu,running (by arrival)", got)
+	}
+	if c := w.Pods[0]; !c.Carried || c.Arrive != 0 || c.Depart != 2*time.Hour {
+		t.Errorf("carried: %+v", c)
+	}
+	if r := w.Pods[2]; r.Carried || r.Arrive != time.Hour || r.Depart != 4*time.Hour {
+		t.Errorf("running: %+v; want it to leave at the window's end", r)
+	}
+	if g := w.Pods[1]; g.GPUs() != 0.3 {
+		t.Errorf("gpu: %+v", g)
+	}
+	if _, err := replay.FromRecorded("r", rec[2:4], t0, 4*time.Hour, replay.ReplayEpoch); err == nil {
+		t.Error("a window without pods: no error")
+	}
+}

@@ -3,7 +3,6 @@ package replay
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/tiler-dev/tiler/simulator/fgd"
@@ -97,37 +96,27 @@ func catalogModels(trace []string) []string {
 	return out
 }
 
+// traceOrigin is the time axis the Alibaba trace's relative seconds are laid on.
+var traceOrigin = time.Unix(0, 0).UTC()
+
 // FromAlibaba turns the pods of an Alibaba GPU trace pod list (fgd.ParsePods, which keeps
 // creation_time and deletion_time) into the workload of the window [from, from+length) of the
-// trace's time, replayed from start. A pod alive when the window opens arrives at its start
-// (Carried); one alive when it closes leaves at its end. Every pod of the list is taken, whatever
-// its pod_phase: the trace's Pending and Failed pods asked for room too.
+// trace's time, replayed from start (FromRecorded). Every pod of the list is taken, whatever its
+// pod_phase: the trace's Pending and Failed pods asked for room too.
 func FromAlibaba(name string, pods []fgd.Pod, from, length time.Duration, start time.Time) (*Workload, error) {
-	w := &Workload{Name: name, Start: start, Length: length}
+	rec := make([]Recorded, 0, len(pods))
 	for _, p := range pods {
 		if p.Times == nil {
 			return nil, fmt.Errorf("pod %s: the pod list has no creation_time and deletion_time", p.Name)
 		}
-		created := time.Duration(p.Times.Created) * time.Second
-		deleted := time.Duration(p.Times.Deleted) * time.Second
-		if deleted <= from || created >= from+length || deleted <= created {
-			continue
-		}
-		wp := Pod{Name: p.Name, Arrive: max(0, created-from), Depart: min(length, deleted-from),
+		rec = append(rec, Recorded{Name: p.Name,
+			Created:  traceOrigin.Add(time.Duration(p.Times.Created) * time.Second),
+			Deleted:  traceOrigin.Add(time.Duration(p.Times.Deleted) * time.Second),
 			CPUMilli: p.CPUMilli, MemoryMiB: p.MemoryMiB, NumGPUs: p.NumGPUs, GPUMilli: p.GPUMilli,
-			GPUModels: catalogModels(p.GPUModels), Carried: created < from}
-		if wp.NumGPUs == 0 {
-			wp.GPUMilli = 0
-		}
-		w.Pods = append(w.Pods, wp)
+			GPUModels: catalogModels(p.GPUModels)})
 	}
-	sort.Slice(w.Pods, func(i, j int) bool {
-		if w.Pods[i].Arrive != w.Pods[j].Arrive {
-			return w.Pods[i].Arrive < w.Pods[j].Arrive
-		}
-		return w.Pods[i].Name < w.Pods[j].Name
-	})
-	if err := w.Validate(); err != nil {
+	w, err := FromRecorded(name, rec, traceOrigin.Add(from), length, start)
+	if err != nil {
 		return nil, fmt.Errorf("alibaba window %s+%s: %w", from, length, err)
 	}
 	return w, nil

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -11,6 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/promsource"
+	"github.com/tiler-dev/tiler/promsource/kubestate"
 	"github.com/tiler-dev/tiler/replay"
 )
 
@@ -25,6 +30,10 @@ type fleetReplayOptions struct {
 	policies, capType string
 	json              bool
 	html              string
+	// The cluster's own history (--prometheus-url).
+	promURL, until  string
+	since, promStep time.Duration
+	promTimeout     time.Duration
 }
 
 func newFleetReplayCmd() *cobra.Command {
@@ -36,11 +45,27 @@ func newFleetReplayCmd() *cobra.Command {
 			"deletion_time) through the controller's own decisions (provisioner.Decide, simulator.PlanDisruption)\n" +
 			"with a simulated cloud and a scheduler model in virtual time, under each policy on the same catalog\n" +
 			"and prices, and prints $, the ratio to the clairvoyant bound, GPU/CPU allocation, pending times,\n" +
-			"nodes launched and removed, and evictions.",
+			"nodes launched and removed, and evictions.\n\n" +
+			"With --prometheus-url it replays your own cluster instead: the pods of the last --since before\n" +
+			"--until, rebuilt from the kube-state-metrics series the Prometheus server keeps (creation, deletion\n" +
+			"or completion, requests, owner), so you see what Tiler would have cost on your own workload.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runFleetReplay(cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkPrometheusFlags(cmd, o); err != nil {
+				return err
+			}
+			return runFleetReplay(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.promURL, "prometheus-url", "", "replay the cluster's own last days instead: the Prometheus server (base URL) that scrapes its kube-state-metrics (and DCGM exporter, if any)")
+	o.since = 7 * 24 * time.Hour
+	f.Var((*durationFlag)(&o.since), "since", "with --prometheus-url: how far back the window starts from --until (1d, 7d, 36h, …)")
+	f.StringVar(&o.until, "until", "", "with --prometheus-url: end of the window (RFC 3339; default now)")
+	o.promStep = time.Minute
+	f.Var((*durationFlag)(&o.promStep), "prometheus-step", "with --prometheus-url: resolution of the last-seen and finished-phase subqueries")
+	o.promTimeout = 2 * time.Minute
+	f.Var((*durationFlag)(&o.promTimeout), "prometheus-timeout", "with --prometheus-url: timeout of each query")
 	f.StringVar(&o.workload, "workload", "alibaba", "alibaba (the GPU trace's arrivals and departures) or diurnal (inference Deployments scaled on a traffic series)")
 	f.StringVar(&o.traffic, "traffic", "testdata/traces/tune/nab/nyc_taxi.csv", "diurnal: traffic series CSV (time, value)")
 	f.StringVar(&o.from, "from", replay.DefaultDiurnalFrom.Format(time.RFC3339), "diurnal: start of the window in the series' time (RFC 3339)")
@@ -59,7 +84,26 @@ func allReplayPolicies() []string {
 	return []string{replay.PolicyTiler, replay.PolicyTilerNoConsolidation, replay.PolicyWholeGPU, replay.PolicyKarpenterLike}
 }
 
-func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
+// checkPrometheusFlags refuses flags that do not go together with --prometheus-url (or need it).
+func checkPrometheusFlags(cmd *cobra.Command, o fleetReplayOptions) error {
+	f := cmd.Flags()
+	if o.promURL == "" {
+		for _, name := range []string{"since", "until", "prometheus-step", "prometheus-timeout"} {
+			if f.Changed(name) {
+				return fmt.Errorf("--%s: only with --prometheus-url", name)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"workload", "pods", "traffic", "from", "from-day", "hours"} {
+		if f.Changed(name) {
+			return fmt.Errorf("--%s: not with --prometheus-url (the window is --since and --until)", name)
+		}
+	}
+	return nil
+}
+
+func runFleetReplay(ctx context.Context, out, errOut io.Writer, o fleetReplayOptions) error {
 	if o.hours <= 0 {
 		return fmt.Errorf("--hours must be positive")
 	}
@@ -96,7 +140,16 @@ func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
 	if err != nil {
 		return err
 	}
-	wl, err := replayWorkload(o)
+	var wl *replay.Workload
+	if o.promURL != "" {
+		summary := out
+		if o.json {
+			summary = errOut
+		}
+		wl, err = prometheusWorkload(ctx, summary, o)
+	} else {
+		wl, err = replayWorkload(o)
+	}
 	if err != nil {
 		return err
 	}
@@ -172,6 +225,99 @@ func replayWorkload(o fleetReplayOptions) (*replay.Workload, error) {
 		return wl, nil
 	}
 	return nil, fmt.Errorf("--workload: unknown workload %q (want alibaba, diurnal)", o.workload)
+}
+
+// prometheusWorkload reads the window of --since before --until of the cluster whose metrics the
+// Prometheus server at --prometheus-url keeps, and writes what it found to summary.
+func prometheusWorkload(ctx context.Context, summary io.Writer, o fleetReplayOptions) (*replay.Workload, error) {
+	if o.since <= 0 {
+		return nil, fmt.Errorf("--since must be positive")
+	}
+	if o.promStep < time.Second {
+		return nil, fmt.Errorf("--prometheus-step must be at least 1s")
+	}
+	if o.promTimeout <= 0 {
+		return nil, fmt.Errorf("--prometheus-timeout must be positive")
+	}
+	until := time.Now().UTC().Truncate(time.Second)
+	if o.until != "" {
+		t, err := time.Parse(time.RFC3339, o.until)
+		if err != nil {
+			return nil, fmt.Errorf("--until: %w", err)
+		}
+		until = t
+	}
+	u, err := url.Parse(o.promURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("--prometheus-url %q: want an http(s) base URL such as http://prometheus.monitoring:9090", o.promURL)
+	}
+	c, err := promsource.New(promsource.Config{Address: o.promURL, Timeout: o.promTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-url: %w", err)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cl, err := kubestate.Read(ctx, c, kubestate.Options{From: until.Add(-o.since), Until: until, Resolution: o.promStep})
+	if err != nil {
+		return nil, err
+	}
+	wl, skipped, err := cl.Workload()
+	if err != nil {
+		return nil, err
+	}
+	writeClusterSummary(summary, cl, wl, skipped)
+	return wl, nil
+}
+
+// writeClusterSummary says what the cluster's metrics gave: pods replayed and left out, the
+// nodes it ran, and its GPUs' utilisation.
+func writeClusterSummary(w io.Writer, cl *kubestate.Cluster, wl *replay.Workload, skipped map[string]int) {
+	carried, running := 0, 0
+	for _, p := range wl.Pods {
+		if p.Carried {
+			carried++
+		}
+		if p.Depart == wl.Length {
+			running++
+		}
+	}
+	fmt.Fprintf(w, "%s, %s – %s: %d pods replayed (%d already running at the start, %d still running at the end), from %d seen in %d queries\n",
+		cl.Address, cl.From.Format(time.RFC3339), cl.Until.Format(time.RFC3339), len(wl.Pods), carried, running, len(cl.Pods), cl.Queries)
+	for _, r := range sortedKeys(skipped) {
+		fmt.Fprintf(w, "  left out: %s: %d\n", r, skipped[r])
+	}
+	if len(cl.Nodes) > 0 {
+		var parts []string
+		total := 0
+		for _, it := range sortedKeys(cl.Nodes) {
+			total += cl.Nodes[it]
+			name := it
+			if name == "" {
+				name = "instance type not exposed"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", cl.Nodes[it], name))
+		}
+		fmt.Fprintf(w, "  the cluster ran %d nodes (%s)\n", total, strings.Join(parts, ", "))
+	}
+	if g := cl.GPU; g != nil {
+		var parts []string
+		for _, m := range sortedKeys(g.Models) {
+			parts = append(parts, fmt.Sprintf("%d %s", g.Models[m], m))
+		}
+		fmt.Fprintf(w, "  DCGM: %d GPUs (%s) averaged %.1f%% utilisation\n", g.GPUs, strings.Join(parts, ", "), g.MeanPercent)
+	}
+	fmt.Fprintln(w)
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // writeReplayHTML writes the HTML report to path.

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -90,10 +91,36 @@ func Start(t *testing.T, path string, span time.Duration, opts Options) *Server 
 		name := strings.TrimSuffix(filepath.Base(path), ".csv")
 		families = []Family{{Name: "tiler_trace_value", LabelSets: []string{fmt.Sprintf("trace=%q", name)}}}
 	}
+	var args []string
+	if opts.LookbackOneStep {
+		args = append(args, fmt.Sprintf("--query.lookback-delta=%s", s.Step+time.Minute))
+	}
+	url := StartBackfilled(t, func(w io.Writer) error { return writeOpenMetrics(w, s, families) }, args...)
+	return &Server{URL: url, Trace: s}
+}
+
+// StartBackfilled writes an OpenMetrics exposition with explicit timestamps through write (ending
+// in "# EOF"), loads it into a fresh TSDB (promtool tsdb create-blocks-from openmetrics), starts
+// Prometheus over it with the extra args, and returns its URL; the server is stopped when the
+// test ends.
+func StartBackfilled(t *testing.T, write func(io.Writer) error, args ...string) string {
+	t.Helper()
+	RequireBinaries(t)
 	dir := t.TempDir()
-	om := filepath.Join(dir, "trace.om.txt")
-	if err := writeOpenMetrics(om, s, families); err != nil {
+	om := filepath.Join(dir, "backfill.om.txt")
+	f, err := os.Create(om)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
 		t.Fatalf("writing OpenMetrics: %v", err)
+	}
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
 	if out, err := exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", "-q", om, data).CombinedOutput(); err != nil {
@@ -104,16 +131,10 @@ func Start(t *testing.T, path string, span time.Duration, opts Options) *Server 
 	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{
-		// The blocks are years old; retention counts back from the newest block, and 100 years
-		// keeps the retention sweep from deleting them whatever the clock says.
-		"--storage.tsdb.retention.time=100y",
-	}
-	if opts.LookbackOneStep {
-		args = append(args, fmt.Sprintf("--query.lookback-delta=%s", s.Step+time.Minute))
-	}
-	url := launch(t, dir, cfg, data, args)
-	return &Server{URL: url, Trace: s}
+	// The blocks may be years old; retention counts back from the newest block, and 100 years
+	// keeps the retention sweep from deleting them whatever the clock says.
+	args = append([]string{"--storage.tsdb.retention.time=100y"}, args...)
+	return launch(t, dir, cfg, data, args)
 }
 
 // StartScraping starts Prometheus over an empty TSDB, scraping /metrics of each target
@@ -168,12 +189,7 @@ func launch(t *testing.T, dir, cfg, data string, more []string) string {
 
 // writeOpenMetrics writes the families as gauges with explicit timestamps (seconds); a gap is
 // no sample, not a zero.
-func writeOpenMetrics(path string, s forecast.Series, families []Family) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
+func writeOpenMetrics(w io.Writer, s forecast.Series, families []Family) error {
 	for _, fam := range families {
 		scale := fam.Scale
 		if scale == 0 {
@@ -188,12 +204,8 @@ func writeOpenMetrics(path string, s forecast.Series, families []Family) error {
 			}
 		}
 	}
-	fmt.Fprintln(w, "# EOF")
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	_, err := fmt.Fprintln(w, "# EOF")
+	return err
 }
 
 // FreeAddr returns a loopback address nothing listens on (at the time of the call).
