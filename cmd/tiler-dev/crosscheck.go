@@ -57,7 +57,7 @@ are; --check fails when they are further apart than the cross-check's tolerance.
 	f.StringVar(&o.catalog, "catalog", "aws-us-east-1", "embedded catalog name")
 	f.Float64Var(&o.factor, "factor", replaycheck.DefaultFactor, "time compression of the live run (120: a simulated hour in 30 s)")
 	f.DurationVar(&o.step, "step", replaycheck.DefaultStepInterval, "wall time between the simulated cloud's steps")
-	f.StringVar(&o.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file kube-scheduler runs with (e.g. deploy/scheduler/gpu-mostallocated.yaml)")
+	f.StringVar(&o.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file kube-scheduler runs with instead of the cross-check's (the default profile, pod backoff capped at 1 s)")
 	f.StringVar(&o.logDir, "log-dir", "", "keep the control plane's component logs and the controller's log in this folder")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	f.BoolVar(&o.check, "check", false, "fail when the live run is outside the cross-check's tolerance")
@@ -92,7 +92,7 @@ func runCrossCheck(cmd *cobra.Command, o crossCheckOptions) error {
 	if pol == nil || pol.Consolidation == replay.ConsolidateCA {
 		return fmt.Errorf("--policy: %q is not one the controller runs (want tiler, tiler-no-consolidation, karpenter-like)", o.policy)
 	}
-	cpOpts := controlplane.Options{LogDir: o.logDir}
+	cpOpts := controlplane.Options{LogDir: o.logDir, SchedulerConfig: replaycheck.SchedulerConfig}
 	if o.schedulerConfig != "" {
 		if cpOpts.SchedulerConfig, err = os.ReadFile(o.schedulerConfig); err != nil {
 			return fmt.Errorf("--scheduler-config: %w", err)

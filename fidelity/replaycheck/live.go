@@ -64,6 +64,18 @@ type LiveResult struct {
 	// median API round trip of a pod creation. Both in simulated time: what compression costs.
 	MaxLag           time.Duration `json:"maxLag"`
 	CreateLatencyP50 time.Duration `json:"createLatencyP50"`
+	// Waits are the arriving pods' pending times, longest first (--json shows them).
+	Waits []PodWait `json:"waits,omitempty"`
+}
+
+// PodWait is one pod's pending time in the live run, in simulated time.
+type PodWait struct {
+	Pod   string        `json:"pod"`
+	Wait  time.Duration `json:"wait"`
+	Bound bool          `json:"bound"`
+	// Arrive is the pod's arrival offset, GPUs its GPU demand.
+	Arrive time.Duration `json:"arrive"`
+	GPUs   float64       `json:"gpus"`
 }
 
 // livePod is one workload pod in the live run. Times are wall times.
@@ -142,8 +154,6 @@ func runLive(ctx context.Context, rc *rest.Config, o Options) (*LiveResult, erro
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = cloud.Run(runCtx) })
-	wg.Go(func() { _ = ctrl.Run(runCtx) })
 	defer wg.Wait()
 	defer cancel()
 
@@ -162,6 +172,30 @@ func runLive(ctx context.Context, rc *rest.Config, o Options) (*LiveResult, erro
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
 	factory.Start(runCtx.Done())
+	// The pods the window opens with are there before the controller starts, so that its first
+	// batch sees them all, as the replay's first batch does: created one by one through a loaded
+	// API server, they would otherwise be planned in slices.
+	sched := d.schedule()
+	if len(sched) > 0 && sched[0].at == 0 && !sched[0].depart {
+		if err := d.run(runCtx, sched[0]); err != nil {
+			return nil, err
+		}
+		sched = sched[1:]
+		// and kube-scheduler has judged them (PodScheduled=False), as the replay's scheduler model
+		// has when its first batch runs.
+		if err := waitFor(runCtx, time.Minute, "kube-scheduler to judge the pods the window opens with", func() bool {
+			for _, obj := range inf.GetStore().List() {
+				if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == "" && !judged(pod) {
+					return false
+				}
+			}
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	wg.Go(func() { _ = cloud.Run(runCtx) })
+	wg.Go(func() { _ = ctrl.Run(runCtx) })
 	if err := waitFor(runCtx, time.Minute, "the controller's and the driver's informers to sync", func() bool {
 		return ctrl.Synced() && inf.HasSynced()
 	}); err != nil {
@@ -169,9 +203,16 @@ func runLive(ctx context.Context, rc *rest.Config, o Options) (*LiveResult, erro
 	}
 	o.Progress("live run: %s of workload in %s of wall time (%g×)", o.Workload.Length, scale(o.Workload.Length, f).Round(time.Millisecond), f)
 	t0 := time.Now()
+	d.mu.Lock()
+	for _, p := range d.pods {
+		if p.arrived {
+			p.created = t0 // the window opens when the controller is up
+		}
+	}
 	d.end = t0.Add(scale(o.Workload.Length, f))
+	d.mu.Unlock()
 	wg.Go(func() { d.recreate(runCtx) })
-	if err := d.play(runCtx, t0); err != nil {
+	if err := d.play(runCtx, t0, sched); err != nil {
 		return nil, err
 	}
 	res := d.result()
@@ -255,32 +296,38 @@ func (d *driver) schedule() []event {
 }
 
 // play creates and deletes the pods at their compressed times until the window's end.
-func (d *driver) play(ctx context.Context, t0 time.Time) error {
-	for _, e := range d.schedule() {
-		if err := sleepUntil(ctx, t0.Add(scale(e.at, d.o.Factor))); err != nil {
+func (d *driver) play(ctx context.Context, t0 time.Time, sched []event) error {
+	for _, e := range sched {
+		due := t0.Add(scale(e.at, d.o.Factor))
+		if err := sleepUntil(ctx, due); err != nil {
 			return err
 		}
-		d.lag = max(d.lag, time.Since(t0.Add(scale(e.at, d.o.Factor))))
-		var wg sync.WaitGroup
-		errs := make([]error, len(e.pods))
-		sem := make(chan struct{}, 16)
-		for i, p := range e.pods {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				if e.depart {
-					errs[i] = d.depart(ctx, p)
-				} else {
-					errs[i] = d.create(ctx, p, true)
-				}
-			})
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		d.lag = max(d.lag, time.Since(due))
+		if err := d.run(ctx, e); err != nil {
 			return err
 		}
 	}
 	return sleepUntil(ctx, d.end)
+}
+
+// run creates or deletes the event's pods, several at once.
+func (d *driver) run(ctx context.Context, e event) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(e.pods))
+	sem := make(chan struct{}, 16)
+	for i, p := range e.pods {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if e.depart {
+				errs[i] = d.depart(ctx, p)
+			} else {
+				errs[i] = d.create(ctx, p, true)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // podObject is the pod the driver creates: the replay's, without the Job owner (nothing would
@@ -415,11 +462,15 @@ func (d *driver) result() *LiveResult {
 			wait = p.boundAt.Sub(p.created)
 		}
 		if !p.spec.Carried {
-			pending = append(pending, time.Duration(float64(wait)*f))
+			w := time.Duration(float64(wait) * f)
+			pending = append(pending, w)
+			res.Waits = append(res.Waits, PodWait{Pod: p.spec.Name, Wait: w, Bound: !p.boundAt.IsZero() && p.boundAt.Before(left),
+				Arrive: p.spec.Arrive, GPUs: p.spec.GPUs()})
 		}
 	}
 	sortDurations(pending)
 	sortDurations(creates)
+	sort.Slice(res.Waits, func(i, j int) bool { return res.Waits[i].Wait > res.Waits[j].Wait })
 	res.PendingP50, res.PendingP95 = quantile(pending, 0.5), quantile(pending, 0.95)
 	if len(pending) > 0 {
 		res.PendingMax = pending[len(pending)-1]
@@ -453,6 +504,16 @@ func bill(res *LiveResult, events []sim.Event, cat *catalog.Catalog, cluster str
 			res.GPUHoursBought += float64(it.GPU.Count) * h
 		}
 	}
+}
+
+// judged reports whether kube-scheduler has tried the pod (it has a PodScheduled condition).
+func judged(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return true
+		}
+	}
+	return false
 }
 
 // sleepUntil waits until the wall time t or ctx's end.
