@@ -55,7 +55,7 @@ are; --check fails when they are further apart than the cross-check's tolerance.
 	f.Float64Var(&o.hours, "hours", 1, "length of the window, in hours")
 	f.StringVar(&o.policy, "policy", replay.PolicyTiler, "policy: tiler, tiler-no-consolidation or karpenter-like")
 	f.StringVar(&o.catalog, "catalog", "aws-us-east-1", "embedded catalog name")
-	f.Float64Var(&o.factor, "factor", replaycheck.DefaultFactor, "time compression of the live run (120: a simulated hour in 30 s)")
+	f.Float64Var(&o.factor, "factor", replaycheck.DefaultFactor, "time compression of the live run (60: a simulated hour in a minute)")
 	f.DurationVar(&o.step, "step", replaycheck.DefaultStepInterval, "wall time between the simulated cloud's steps")
 	f.StringVar(&o.schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration file kube-scheduler runs with instead of the cross-check's (the default profile, pod backoff capped at 1 s)")
 	f.StringVar(&o.logDir, "log-dir", "", "keep the control plane's component logs and the controller's log in this folder")

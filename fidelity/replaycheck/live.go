@@ -138,7 +138,10 @@ func runLive(ctx context.Context, rc *rest.Config, o Options) (*LiveResult, erro
 		}
 	}
 	simCfg.StepInterval = o.StepInterval
-	simCfg.RunPods = true
+	// No kubelet loop for pods (sim.Config.RunPods): the pods end at once when deleted or evicted
+	// (terminationGracePeriodSeconds 0), nothing in the controller reads their phase, and listing
+	// every pod at every step would load the API server the run measures.
+	simCfg.RunPods = false
 	simCfg.Logger = o.Log
 	cloud, err := sim.New(simCfg, cloudKube, clock.RealClock{})
 	if err != nil {

@@ -18,10 +18,11 @@ import (
 	"github.com/tiler-dev/tiler/replay"
 )
 
-// DefaultFactor is the default time compression: one simulated hour in 30 s of wall time. On a
-// loaded 2-core machine, 240× made API latency a third of the median pending time; 120× keeps
-// it below the boot delay's share (README, "Cross-check against the real control plane").
-const DefaultFactor = 120
+// DefaultFactor is the default time compression: one simulated hour in a minute of wall time. On
+// the loaded 2-core machine the cross-check was built on, 120× made a pod creation's API round
+// trip 10–30 s of simulated time and starved the controller's batches; 60× halves that (README,
+// "Cross-check against the real control plane").
+const DefaultFactor = 60
 
 // DefaultStepInterval is how often (wall time) the live run's simulated cloud steps. Every step
 // reads every Node (and its ResourceSlices) and lists the pods, so stepping faster loads the API

