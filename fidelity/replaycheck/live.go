@@ -361,12 +361,17 @@ func (d *driver) create(ctx context.Context, p *livePod, first bool) error {
 		return fmt.Errorf("creating pod %s: %w", p.spec.Name, err)
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	p.uid = string(got.UID)
 	p.recreating = false
 	p.createLatencies = append(p.createLatencies, time.Since(start))
-	if got.Spec.NodeName != "" && p.boundAt.IsZero() {
-		p.boundAt = time.Now()
+	late := !first && p.departed // it departed while being created again
+	d.mu.Unlock()
+	if late {
+		zero := int64(0)
+		if err := d.kube.CoreV1().Pods(replay.Namespace).Delete(ctx, p.spec.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil &&
+			!apierrors.IsNotFound(err) && ctx.Err() == nil {
+			return fmt.Errorf("deleting pod %s: %w", p.spec.Name, err)
+		}
 	}
 	return nil
 }
