@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -135,8 +136,35 @@ func (r *Report) Write(w io.Writer) error {
 			}
 			longest = append(longest, fmt.Sprintf("%s (arrived %s, %.2f GPU) %s, %s", pw.Pod, pw.Arrive, pw.GPUs, pw.Wait.Round(time.Second), state))
 		}
-		_, err := fmt.Fprintf(w, "longest live waits: %s\n", strings.Join(longest, "; "))
+		fmt.Fprintf(w, "longest live waits: %s\n", strings.Join(longest, "; "))
+		var apart []string
+		for _, d := range r.PodDifferences()[:min(3, len(r.PodDifferences()))] {
+			apart = append(apart, fmt.Sprintf("%s fast %s, live %s", d.Pod, d.Fast.Round(time.Second), d.Live.Round(time.Second)))
+		}
+		_, err := fmt.Fprintf(w, "pods furthest apart: %s\n", strings.Join(apart, "; "))
 		return err
 	}
 	return nil
+}
+
+// PodDifference is one arriving pod's pending time in both modes.
+type PodDifference struct {
+	Pod        string        `json:"pod"`
+	Fast, Live time.Duration `json:"-"`
+}
+
+// PodDifferences pairs the arriving pods' pending times of both modes, furthest apart first.
+func (r *Report) PodDifferences() []PodDifference {
+	if r.Live == nil || r.Fast == nil {
+		return nil
+	}
+	var out []PodDifference
+	for _, pw := range r.Live.Waits {
+		if f, ok := r.Fast.Waits[pw.Pod]; ok {
+			out = append(out, PodDifference{Pod: pw.Pod, Fast: f, Live: pw.Wait})
+		}
+	}
+	abs := func(d time.Duration) time.Duration { return max(d, -d) }
+	sort.SliceStable(out, func(i, j int) bool { return abs(out[i].Live-out[i].Fast) > abs(out[j].Live-out[j].Fast) })
+	return out
 }
