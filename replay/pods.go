@@ -48,6 +48,12 @@ func podObject(p *Pod, share bool, created metav1.Time) *corev1.Pod {
 	return o
 }
 
+// PodObject is the Pod a workload pod is under a policy (share: the policy shares GPUs), as the
+// replay creates it at created: what a cross-check against a real API server creates too.
+func PodObject(p *Pod, share bool, created metav1.Time) *corev1.Pod {
+	return podObject(p, share, created)
+}
+
 // gpuRequest is the extended resource and count a pod asks for: ⌈milli/100⌉ replicas of
 // nvidia.com/gpu.shared for a fraction of one GPU when sharing, else whole nvidia.com/gpu.
 func gpuRequest(p *Pod, share bool) (int64, corev1.ResourceName) {

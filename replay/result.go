@@ -46,6 +46,9 @@ type Result struct {
 	PlanErrors int `json:"planErrors"`
 	// Series is the fleet over time, every Config.SampleInterval.
 	Series []Sample `json:"series"`
+	// Waits is each arriving pod's pending time, by name (left out of JSON: the cross-check
+	// against the real control plane compares it pod by pod).
+	Waits map[string]time.Duration `json:"-"`
 }
 
 // Sample is the fleet at one instant.
@@ -133,6 +136,10 @@ func (a *accounting) podDone(p *podState, start, now time.Time) {
 	}
 	if !p.spec.Carried {
 		a.pending = append(a.pending, wait)
+		if a.res.Waits == nil {
+			a.res.Waits = map[string]time.Duration{}
+		}
+		a.res.Waits[p.spec.Name] = wait
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command tiler-dev is Tiler's developer binary: the harnesses that start a local control plane
 // (etcd, kube-apiserver, kube-scheduler, kube-controller-manager) — `tiler-dev demo`, the main job
-// end to end on the simulated cloud, and `tiler-dev fidelity`, the differential test of plans
-// against the real kube-scheduler. They live apart from cmd/tiler so that the controller image
+// end to end on the simulated cloud, `tiler-dev fidelity`, the differential test of plans
+// against the real kube-scheduler, and `tiler-dev replay-crosscheck`, the replay against the real
+// control plane in compressed time. They live apart from cmd/tiler so that the controller image
 // carries neither the code that starts etcd nor any test machinery (internal/archtest asserts it).
 // Subcommands are defined beside this file; main only wires them together.
 package main
@@ -26,7 +27,7 @@ func register(c func() *cobra.Command) { commands = append(commands, c) }
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tiler-dev",
-		Short:         "Tiler's developer harnesses: the end-to-end demo and the fidelity campaign on a local control plane",
+		Short:         "Tiler's developer harnesses: the end-to-end demo, the fidelity campaign and the replay cross-check on a local control plane",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

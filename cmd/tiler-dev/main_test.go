@@ -16,7 +16,7 @@ func TestSubcommands(t *testing.T) {
 	for _, c := range newRoot().Commands() {
 		got[c.Name()] = true
 	}
-	for _, want := range []string{"demo", "fidelity"} {
+	for _, want := range []string{"demo", "fidelity", "replay-crosscheck"} {
 		if !got[want] {
 			t.Errorf("tiler-dev has no %s subcommand (has %v)", want, got)
 		}
@@ -31,6 +31,10 @@ func TestFidelityFlags(t *testing.T) {
 	}{
 		{[]string{"fidelity", "--seeds", "0"}, "--seeds must be positive"},
 		{[]string{"fidelity", "--modes", "on,sometimes"}, "--modes"},
+		{[]string{"replay-crosscheck", "--factor", "0.5"}, "--factor must be at least 1"},
+		{[]string{"replay-crosscheck", "--hours", "0"}, "--hours must be positive"},
+		{[]string{"replay-crosscheck", "--workload", "weekly"}, "--workload"},
+		{[]string{"replay-crosscheck", "--pods", "../../testdata/alibaba-gpu-v2023/openb_pod_list_default.csv", "--policy", "whole-gpu"}, "--policy"},
 	} {
 		root := newRoot()
 		root.SetArgs(tc.args)
