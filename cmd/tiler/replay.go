@@ -56,7 +56,7 @@ func newFleetReplayCmd() *cobra.Command {
 }
 
 func allReplayPolicies() []string {
-	return []string{replay.PolicyTiler, replay.PolicyTilerNoConsolidation, replay.PolicyWholeGPU, replay.PolicyKarpenterLike}
+	return []string{replay.PolicyTiler, replay.PolicyTilerNoForecast, replay.PolicyTilerNoConsolidation, replay.PolicyWholeGPU, replay.PolicyKarpenterLike}
 }
 
 func runFleetReplay(out io.Writer, o fleetReplayOptions) error {
