@@ -137,21 +137,7 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, pol: pol, wl: wl, mem: provisioner.NewMemory(), now: wl.Start,
-		live: map[string]*podState{}, nodes: map[string]*nodeState{},
-		noTypes: &catalog.Catalog{Name: cfg.Catalog.Name, Provider: cfg.Catalog.Provider, Region: cfg.Catalog.Region, Zones: cfg.Catalog.Zones}}
-	w.acct.init(pol.Name)
-	w.groups = podGroups(wl.Gangs)
-	sp := *pol.Cost
-	sp.Pools = append([]policy.Pool(nil), pol.Cost.Pools...)
-	w.schedPolicy = &sp
-	for i := range w.schedPolicy.Pools {
-		w.schedPolicy.Pools[i].InstanceTypes, w.schedPolicy.Pools[i].InstanceFamilies = nil, nil
-	}
-	for i := range wl.Pods {
-		p := &wl.Pods[i]
-		w.pods = append(w.pods, &podState{spec: p, key: Namespace + "/" + p.Name})
-	}
+	w := newWorld(wl, pol, cfg)
 	arrivals := append([]*podState(nil), w.pods...)
 	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].spec.Arrive < arrivals[j].spec.Arrive })
 	departures := append([]*podState(nil), w.pods...)
@@ -226,6 +212,26 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 	}
 	w.now = end
 	return w.finish(), nil
+}
+
+// newWorld is the world of a replay at the workload's start: no node, no pod arrived.
+func newWorld(wl *Workload, pol Policy, cfg Config) *world {
+	w := &world{cfg: cfg, pol: pol, wl: wl, mem: provisioner.NewMemory(), now: wl.Start,
+		live: map[string]*podState{}, nodes: map[string]*nodeState{},
+		noTypes: &catalog.Catalog{Name: cfg.Catalog.Name, Provider: cfg.Catalog.Provider, Region: cfg.Catalog.Region, Zones: cfg.Catalog.Zones}}
+	w.acct.init(pol.Name)
+	w.groups = podGroups(wl.Gangs)
+	sp := *pol.Cost
+	sp.Pools = append([]policy.Pool(nil), pol.Cost.Pools...)
+	w.schedPolicy = &sp
+	for i := range w.schedPolicy.Pools {
+		w.schedPolicy.Pools[i].InstanceTypes, w.schedPolicy.Pools[i].InstanceFamilies = nil, nil
+	}
+	for i := range wl.Pods {
+		p := &wl.Pods[i]
+		w.pods = append(w.pods, &podState{spec: p, key: Namespace + "/" + p.Name})
+	}
+	return w
 }
 
 // progress reports the virtual time reached to Config.Progress.
