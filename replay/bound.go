@@ -55,9 +55,11 @@ func boundPolicy(capacity []api.CapacityType) *policy.CostPolicy {
 	}}
 }
 
-// boundPod is the pod as the bound asks for it: its whole GPU demand in shared units.
+// boundPod is the pod as the bound asks for it: its whole GPU demand in shared units, and no gang
+// (all or nothing only constrains a fleet, so the bound without it is still below every policy).
 func boundPod(p *Pod, created metav1.Time) *corev1.Pod {
 	q := *p
+	q.Gang = ""
 	if q.NumGPUs > 0 {
 		// ⌈GPUs×1000/100⌉ units: one pod of q.NumGPUs×q.GPUMilli milli-GPU on one "GPU" of the
 		// shared resource, which the LP only sums.

@@ -34,7 +34,7 @@ func (w *world) disrupt() (bool, error) {
 	if len(w.nodes) == 0 {
 		return false, nil
 	}
-	snap := &snapshot.Snapshot{Now: w.now}
+	snap := &snapshot.Snapshot{Now: w.now, PodGroups: w.groups}
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
 		if !n.candidateSince.IsZero() {
@@ -49,7 +49,7 @@ func (w *world) disrupt() (bool, error) {
 	}
 	plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: snap, Catalog: w.cfg.Catalog, Policy: w.pol.Cost,
 		Options: simulator.DisruptionOptions{Now: w.now, Seed: "d" + strconv.FormatInt(w.now.Unix(), 10),
-			ClusterAutoscalerRule: w.pol.Consolidation == ConsolidateCA}})
+			ClusterAutoscalerRule: w.pol.Consolidation == ConsolidateCA, Keep: w.pre.keep()}})
 	if err != nil {
 		return false, fmt.Errorf("plan disruption: %w", err)
 	}

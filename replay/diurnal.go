@@ -51,7 +51,8 @@ func ReadDiurnal(name string, r io.Reader, from time.Time, length time.Duration,
 // Diurnal turns a traffic series into Deployment replicas over the window [from, from+length),
 // replayed from start: at each sample each Deployment scales to its rule's replicas — new pods
 // arrive, the newest pods leave first (as a ReplicaSet scales down) — and the pods still running
-// leave at the window's end. Missing samples keep the replicas as they are.
+// leave at the window's end. The replicas of the first sample were running when the window opened
+// (Carried). Missing samples keep the replicas as they are.
 func Diurnal(name string, samples []forecast.Sample, from time.Time, length time.Duration, deps []Deployment, start time.Time) (*Workload, error) {
 	if len(deps) == 0 {
 		return nil, errors.New("diurnal workload: no deployments")
@@ -87,7 +88,7 @@ func Diurnal(name string, samples []forecast.Sample, from time.Time, length time
 			want := max(d.MinReplicas, int(math.Ceil(s.Value/(peak/float64(d.PeakReplicas))-1e-9)))
 			for len(live) < want {
 				w.Pods = append(w.Pods, Pod{Name: fmt.Sprintf("%s-%05d", d.Name, serial), Arrive: at, Depart: length,
-					CPUMilli: d.CPUMilli, MemoryMiB: d.MemoryMiB, NumGPUs: d.NumGPUs, GPUMilli: d.GPUMilli})
+					CPUMilli: d.CPUMilli, MemoryMiB: d.MemoryMiB, NumGPUs: d.NumGPUs, GPUMilli: d.GPUMilli, Workload: d.Name, Carried: i == 0})
 				live = append(live, len(w.Pods)-1)
 				serial++
 			}
@@ -102,8 +103,41 @@ func Diurnal(name string, samples []forecast.Sample, from time.Time, length time
 			}
 		}
 	}
+	fs, err := diurnalForecasts(samples, from, length, deps, peak, start)
+	if err != nil {
+		return nil, fmt.Errorf("diurnal workload %s: %w", name, err)
+	}
+	w.Forecasts = fs
 	if err := w.Validate(); err != nil {
 		return nil, fmt.Errorf("diurnal workload %s: %w", name, err)
 	}
 	return w, nil
+}
+
+// diurnalForecasts declares a forecast per Deployment, as an operator would in the cost policy:
+// the load is the traffic series (its history before the window and the window, moved to virtual
+// time), one replica serves peak/PeakReplicas of it (the HPA rule's), replicas between
+// MinReplicas and PeakReplicas, the lead time the pool's boot time plus forecast.LeadBuffer.
+func diurnalForecasts(samples []forecast.Sample, from time.Time, length time.Duration, deps []Deployment, peak float64, start time.Time) ([]Forecast, error) {
+	var moved []forecast.Sample
+	for _, s := range samples {
+		if s.Time.Before(from.Add(length)) {
+			moved = append(moved, forecast.Sample{Time: start.Add(s.Time.Sub(from)), Value: s.Value})
+		}
+	}
+	load, err := forecast.NewSeries(moved, forecast.InferStep(moved))
+	if err != nil {
+		return nil, fmt.Errorf("traffic series: %w", err)
+	}
+	out := make([]Forecast, 0, len(deps))
+	for _, d := range deps {
+		out = append(out, Forecast{
+			Spec: forecast.WorkloadForecast{Workload: forecast.WorkloadRef{Kind: "Deployment", Namespace: Namespace, Name: d.Name},
+				LoadQuery: "traffic", PerReplica: peak / float64(d.PeakReplicas), GPUsPerReplica: max(1, d.NumGPUs),
+				MinReplicas: d.MinReplicas, MaxReplicas: d.PeakReplicas},
+			Replica: Pod{Name: d.Name, CPUMilli: d.CPUMilli, MemoryMiB: d.MemoryMiB, NumGPUs: d.NumGPUs, GPUMilli: d.GPUMilli, Workload: d.Name},
+			Load:    load,
+		})
+	}
+	return out, nil
 }

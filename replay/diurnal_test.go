@@ -44,8 +44,9 @@ func TestDiurnalScales(t *testing.T) {
 	}
 }
 
-// TestDiurnalDefaultDay: the default day of the NYC taxi series replays under tiler with every
-// pod accounted for and a cost above the clairvoyant bound (a short window keeps the test quick).
+// TestDiurnalDefaultDay: the default day of the NYC taxi series replays under tiler, forecasts
+// included, with every pod accounted for and a cost above the clairvoyant bound (a short window
+// keeps the test quick).
 func TestDiurnalDefaultDay(t *testing.T) {
 	f, err := os.Open("../testdata/traces/tune/nab/nyc_taxi.csv")
 	if err != nil {
@@ -57,6 +58,8 @@ func TestDiurnalDefaultDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config(t)
+	// Eight days of history are enough for the daily cycle, and keep the forecasts quick.
+	cfg.PrescaleHistory = 8 * 24 * time.Hour
 	r, err := replay.Run(w, policy(t, replay.PolicyTiler), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +70,9 @@ func TestDiurnalDefaultDay(t *testing.T) {
 	}
 	if r.Pods != len(w.Pods) || r.Bound+r.NeverBound != r.Pods || r.Cost < b.Cost {
 		t.Fatalf("%d pods (%d bound, %d never), $%.2f vs bound $%.2f", r.Pods, r.Bound, r.NeverBound, r.Cost, b.Cost)
+	}
+	if r.ForecastRounds != len(w.Forecasts)*int(w.Length/cfg.PrescaleInterval) || r.ForecastErrors != 0 {
+		t.Errorf("%d forecast rounds, %d failed; want every Deployment forecast every %s", r.ForecastRounds, r.ForecastErrors, cfg.PrescaleInterval)
 	}
 	t.Logf("tiler $%.2f, bound $%.2f, GPU alloc %.0f%%, pending p95 %s", r.Cost, b.Cost, 100*r.GPUAllocation(), r.PendingP95)
 }

@@ -21,6 +21,13 @@
 // (LeastAllocated); it binds a pass's pods together rather than one at a time in queue order;
 // it binds instantly (no scheduling latency, no preemption).
 //
+// A forecasting policy also runs the controller's pre-scaler (prescale.go): each batch's State
+// carries the pods the workload's forecasts expect, from prescale.Size (every PrescaleInterval, on
+// the load series up to the virtual now) and prescale.Hold (in between), the pure half of the
+// controller's ForecastPrescaler; Decide buys and keeps nodes for them and disruption keeps those
+// nodes, as in the controller. Gangs (Workload.Gangs) are native PodGroups in the State, the
+// scheduler model's snapshot and the disruption plan's, so all three place them all or nothing.
+//
 // The policies (policy.go) share the workload, the catalog and its prices; the clairvoyant
 // bound (bound.go) integrates a lower bound of holding the live pods at each instant.
 //

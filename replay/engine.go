@@ -9,11 +9,13 @@ import (
 	"github.com/tiler-dev/tiler/api"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale"
 )
 
 // Config is what a replay runs with besides the workload and the policy.
@@ -31,6 +33,10 @@ type Config struct {
 	ConsolidationInterval time.Duration
 	// SampleInterval spaces the time series of the result.
 	SampleInterval time.Duration
+	// PrescaleInterval is how often a forecasting policy's pre-scaler sizes its forecasts again
+	// (the controller's prescale Interval; in between, the last round's demand is held as the
+	// controller holds it); PrescaleHistory how much of a load series' past each round reads.
+	PrescaleInterval, PrescaleHistory time.Duration
 	// CapacityTypes the policies buy (nil: on-demand only).
 	CapacityTypes []api.CapacityType
 	// Progress, when set, is called with the policy (or PolicyClairvoyant) and the virtual time
@@ -44,8 +50,15 @@ func DefaultConfig(cat *catalog.Catalog) Config {
 	ctrl := provisioner.DefaultConfig()
 	ctrl.Nominate, ctrl.Reserve = false, false
 	return Config{Catalog: cat, Controller: ctrl, BootDelay: 90 * time.Second, GPUBootDelay: 3 * time.Minute,
-		DeviceDelay: time.Minute, ConsolidationInterval: time.Minute, SampleInterval: 5 * time.Minute}
+		DeviceDelay: time.Minute, ConsolidationInterval: time.Minute, SampleInterval: 5 * time.Minute,
+		PrescaleInterval: DefaultPrescaleInterval, PrescaleHistory: prescale.DefaultHistory}
 }
+
+// DefaultPrescaleInterval is the replay's pre-scaling round: the grid of the controller's
+// history queries (prescale.DefaultStep) rather than its 30 s between rounds, since a round
+// forecasts from weeks of history (tens of milliseconds) and the loads replayed move on a grid of
+// 30 minutes.
+const DefaultPrescaleInterval = prescale.DefaultStep
 
 // Validate checks the configuration; errors name the field.
 func (c *Config) Validate() error {
@@ -58,6 +71,10 @@ func (c *Config) Validate() error {
 		return errors.New("consolidationInterval must be positive")
 	case c.SampleInterval <= 0:
 		return errors.New("sampleInterval must be positive")
+	case c.PrescaleInterval <= 0:
+		return errors.New("prescaleInterval must be positive")
+	case c.PrescaleHistory <= 0:
+		return errors.New("prescaleHistory must be positive")
 	}
 	return c.Controller.Validate()
 }
@@ -106,7 +123,10 @@ type world struct {
 	// schedPolicy the policy's pools without their instance types, which noTypes lacks.
 	noTypes     *catalog.Catalog
 	schedPolicy *policy.CostPolicy
-	acct        accounting
+	// groups are the workload's gangs as PodGroups.
+	groups []*schedulingv1beta1.PodGroup
+	pre    prescaler
+	acct   accounting
 }
 
 // Run replays the workload under the policy and returns what it cost.
@@ -117,20 +137,7 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &world{cfg: cfg, pol: pol, wl: wl, mem: provisioner.NewMemory(), now: wl.Start,
-		live: map[string]*podState{}, nodes: map[string]*nodeState{},
-		noTypes: &catalog.Catalog{Name: cfg.Catalog.Name, Provider: cfg.Catalog.Provider, Region: cfg.Catalog.Region, Zones: cfg.Catalog.Zones}}
-	w.acct.init(pol.Name)
-	sp := *pol.Cost
-	sp.Pools = append([]policy.Pool(nil), pol.Cost.Pools...)
-	w.schedPolicy = &sp
-	for i := range w.schedPolicy.Pools {
-		w.schedPolicy.Pools[i].InstanceTypes, w.schedPolicy.Pools[i].InstanceFamilies = nil, nil
-	}
-	for i := range wl.Pods {
-		p := &wl.Pods[i]
-		w.pods = append(w.pods, &podState{spec: p, key: Namespace + "/" + p.Name})
-	}
+	w := newWorld(wl, pol, cfg)
 	arrivals := append([]*podState(nil), w.pods...)
 	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].spec.Arrive < arrivals[j].spec.Arrive })
 	departures := append([]*podState(nil), w.pods...)
@@ -205,6 +212,26 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 	}
 	w.now = end
 	return w.finish(), nil
+}
+
+// newWorld is the world of a replay at the workload's start: no node, no pod arrived.
+func newWorld(wl *Workload, pol Policy, cfg Config) *world {
+	w := &world{cfg: cfg, pol: pol, wl: wl, mem: provisioner.NewMemory(), now: wl.Start,
+		live: map[string]*podState{}, nodes: map[string]*nodeState{},
+		noTypes: &catalog.Catalog{Name: cfg.Catalog.Name, Provider: cfg.Catalog.Provider, Region: cfg.Catalog.Region, Zones: cfg.Catalog.Zones}}
+	w.acct.init(pol.Name)
+	w.groups = podGroups(wl.Gangs)
+	sp := *pol.Cost
+	sp.Pools = append([]policy.Pool(nil), pol.Cost.Pools...)
+	w.schedPolicy = &sp
+	for i := range w.schedPolicy.Pools {
+		w.schedPolicy.Pools[i].InstanceTypes, w.schedPolicy.Pools[i].InstanceFamilies = nil, nil
+	}
+	for i := range wl.Pods {
+		p := &wl.Pods[i]
+		w.pods = append(w.pods, &podState{spec: p, key: Namespace + "/" + p.Name})
+	}
+	return w
 }
 
 // progress reports the virtual time reached to Config.Progress.
@@ -398,9 +425,13 @@ func (w *world) livePods() []*podState {
 // batch is one batch of the controller: observe (the State of the world), Decide, act (carried
 // out on the world).
 func (w *world) batch() {
-	s := provisioner.State{Now: w.now, Policy: w.pol.Cost, Catalog: w.cfg.Catalog}
+	s := provisioner.State{Now: w.now, Policy: w.pol.Cost, Catalog: w.cfg.Catalog, PodGroups: w.groups}
 	for _, p := range w.livePods() {
 		s.Pods = append(s.Pods, p.obj)
+	}
+	if w.pol.Forecast && len(w.wl.Forecasts) > 0 {
+		s.LastExpected = w.pre.expected
+		s.Expected = w.expectedPods(s.Pods)
 	}
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
@@ -410,6 +441,7 @@ func (w *world) batch() {
 		}
 	}
 	d := provisioner.Decide(s, provisioner.DecideConfig{Config: w.cfg.Controller}, w.mem)
+	w.pre.kept = d.KeptForForecast
 	w.acct.batches++
 	if d.PlanErr != nil {
 		w.acct.planErrors++

@@ -42,11 +42,15 @@ type Policy struct {
 	// otherwise every GPU request is rounded up to whole GPUs.
 	ShareGPUs     bool
 	Consolidation Consolidation
+	// Forecast: the pre-scaler forecasts the workload's Forecasts and the controller buys ahead
+	// for the replicas they expect (prescale.go).
+	Forecast bool
 }
 
 // The policy names.
 const (
 	PolicyTiler                = "tiler"
+	PolicyTilerNoForecast      = "tiler-no-forecast"
 	PolicyTilerNoConsolidation = "tiler-no-consolidation"
 	PolicyWholeGPU             = "whole-gpu"
 	PolicyKarpenterLike        = "karpenter-like"
@@ -74,10 +78,12 @@ func Policies(capacity []api.CapacityType) ([]Policy, error) {
 	ca := costPolicy(capacity, false, WholeGPUNodeGroups.CPU, WholeGPUNodeGroups.GPU,
 		&policy.Disruption{Consolidation: policy.WhenUnderutilized, ConsolidateAfter: tenMin})
 	out := []Policy{
-		{Name: PolicyTiler, Description: "Simulate per batch, GPU sharing (time-slicing ×10), consolidation", Cost: tiler,
+		{Name: PolicyTiler, Description: "Simulate per batch, GPU sharing (time-slicing ×10), consolidation, forecast pre-scaling", Cost: tiler,
+			ShareGPUs: true, Consolidation: ConsolidateTiler, Forecast: true},
+		{Name: PolicyTilerNoForecast, Description: "tiler without the forecast (reactive: buys for pending pods only)", Cost: tiler,
 			ShareGPUs: true, Consolidation: ConsolidateTiler},
 		{Name: PolicyTilerNoConsolidation, Description: "tiler without consolidation (empty nodes removed after the TTL)", Cost: tiler,
-			ShareGPUs: true, Consolidation: ConsolidateNone},
+			ShareGPUs: true, Consolidation: ConsolidateNone, Forecast: true},
 		{Name: PolicyWholeGPU, Description: "whole GPUs, node groups of fixed types, CA scale-down (<50 % for 10 min)", Cost: ca,
 			Consolidation: ConsolidateCA},
 		{Name: PolicyKarpenterLike, Description: "cheapest fit per node, whole GPUs (no sharing, no MIG), consolidation", Cost: karp,

@@ -44,6 +44,11 @@ type Result struct {
 	// Batches is the number of Decide calls; PlanErrors those whose simulation failed.
 	Batches    int `json:"batches"`
 	PlanErrors int `json:"planErrors"`
+	// ForecastRounds counts the forecasts sized (a forecasting policy's), ForecastErrors those
+	// that could not be made; ExpectedPodBatches sums the expected pods over the batches.
+	ForecastRounds     int `json:"forecastRounds,omitempty"`
+	ForecastErrors     int `json:"forecastErrors,omitempty"`
+	ExpectedPodBatches int `json:"expectedPodBatches,omitempty"`
 	// Series is the fleet over time, every Config.SampleInterval.
 	Series []Sample `json:"series"`
 	// Waits is each arriving pod's pending time, by name (left out of JSON: the cross-check
@@ -84,8 +89,9 @@ type accounting struct {
 	res     Result
 	pending []time.Duration
 	vcpu    map[string]int
-	// batches, planErrors and evictions are counted by the world.
-	batches, planErrors, evictions int
+	// batches, planErrors and evictions are counted by the world, and the pre-scaler's rounds.
+	batches, planErrors, evictions               int
+	forecastRounds, forecastErrors, expectedPods int
 }
 
 func (a *accounting) init(policy string) {
@@ -170,6 +176,7 @@ func (w *world) finish() *Result {
 	}
 	a := &w.acct
 	a.res.Batches, a.res.PlanErrors, a.res.Evictions = a.batches, a.planErrors, a.evictions
+	a.res.ForecastRounds, a.res.ForecastErrors, a.res.ExpectedPodBatches = a.forecastRounds, a.forecastErrors, a.expectedPods
 	sort.Strings(a.res.Unbound)
 	sort.Slice(a.pending, func(i, j int) bool { return a.pending[i] < a.pending[j] })
 	a.res.PendingP50 = quantile(a.pending, 0.50)

@@ -70,7 +70,7 @@ func (w *world) schedule() (int, error) {
 // without types: nothing is bought) and binds the pods it places; with pin, each pod is held to
 // the node pin names (by the hostname label). It returns the pods left pending.
 func (w *world) place(pods []*podState, pin map[string]string, touched map[string]bool) ([]*podState, error) {
-	snap := &snapshot.Snapshot{Now: w.now}
+	snap := &snapshot.Snapshot{Now: w.now, PodGroups: w.groups}
 	nodes := map[string]bool{}
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]

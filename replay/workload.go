@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tiler-dev/tiler/forecast"
 	"github.com/tiler-dev/tiler/simulator/fgd"
 )
 
@@ -25,6 +26,12 @@ type Pod struct {
 	// Carried marks a pod that was already running when the window opened: it arrives at the
 	// start, and its wait for a node is not counted in the pending times.
 	Carried bool
+	// Workload names the Deployment the pod is a replica of (its pods carry app=<Workload>); empty
+	// for a pod of its own (a job).
+	Workload string
+	// Gang names the gang (Workload.Gangs) the pod is a member of: a native PodGroup the pod
+	// names in spec.schedulingGroup, scheduled all or nothing.
+	Gang string
 }
 
 // GPUs is the pod's GPU demand in GPUs (a fraction for a shared GPU).
@@ -38,6 +45,27 @@ type Workload struct {
 	Start  time.Time
 	Length time.Duration
 	Pods   []Pod
+	// Gangs are the workload's gangs: PodGroups of gang policy, by name.
+	Gangs []Gang
+	// Forecasts are the Deployments a forecasting policy pre-scales, each with its load series.
+	Forecasts []Forecast
+}
+
+// Gang is a native PodGroup (scheduling.k8s.io/v1beta1) of gang policy: its pods are scheduled
+// only when MinCount of them can be.
+type Gang struct {
+	Name     string
+	MinCount int
+}
+
+// Forecast is one Deployment of the workload whose replicas the pre-scaler forecasts: the
+// declaration the controller would read from the cost policy, the requests of one replica (its
+// pod template), and its load in virtual time — the history before the window and the window
+// itself, of which a replay shows the pre-scaler only what lies before the virtual now.
+type Forecast struct {
+	Spec    forecast.WorkloadForecast
+	Replica Pod
+	Load    forecast.Series
 }
 
 // Validate checks the workload; errors name the pod and field.
@@ -49,6 +77,16 @@ func (w *Workload) Validate() error {
 		return errors.New("workload has no pods")
 	}
 	seen := make(map[string]bool, len(w.Pods))
+	gangs := make(map[string]bool, len(w.Gangs))
+	for i, g := range w.Gangs {
+		switch {
+		case g.Name == "" || gangs[g.Name]:
+			return fmt.Errorf("gangs[%d]: name %q must be set and unique", i, g.Name)
+		case g.MinCount < 1:
+			return fmt.Errorf("gang %s: minCount %d must be at least 1", g.Name, g.MinCount)
+		}
+		gangs[g.Name] = true
+	}
 	for i := range w.Pods {
 		p := &w.Pods[i]
 		switch {
@@ -67,7 +105,23 @@ func (w *Workload) Validate() error {
 		case p.NumGPUs > 1 && p.GPUMilli != 1000:
 			return fmt.Errorf("pod %s: gpuMilli %d: a %d-GPU pod must ask for whole GPUs", p.Name, p.GPUMilli, p.NumGPUs)
 		}
+		if p.Gang != "" && !gangs[p.Gang] {
+			return fmt.Errorf("pod %s: gang %q is not among the workload's gangs", p.Name, p.Gang)
+		}
 		seen[p.Name] = true
+	}
+	for i, f := range w.Forecasts {
+		switch {
+		case f.Spec.Workload.Kind != "Deployment" || f.Spec.Workload.Namespace != Namespace:
+			return fmt.Errorf("forecasts[%d]: workload must be a Deployment in namespace %s", i, Namespace)
+		case f.Replica.Workload != f.Spec.Workload.Name:
+			return fmt.Errorf("forecasts[%d]: replica.workload %q must name the forecast's Deployment %q", i, f.Replica.Workload, f.Spec.Workload.Name)
+		case f.Load.Len() == 0 || f.Load.Step <= 0:
+			return fmt.Errorf("forecasts[%d] (%s): load series is empty", i, f.Spec.Workload.Name)
+		}
+		if err := f.Spec.Validate(); err != nil {
+			return fmt.Errorf("forecasts[%d] (%s): %w", i, f.Spec.Workload.Name, err)
+		}
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ type fleetReplayOptions struct {
 	pods, catalog     string
 	traffic, from     string
 	fromDay, hours    float64
+	seed              uint64
 	policies, capType string
 	json              bool
 	html              string
@@ -66,9 +67,12 @@ func newFleetReplayCmd() *cobra.Command {
 	f.Var((*durationFlag)(&o.promStep), "prometheus-step", "with --prometheus-url: resolution of the last-seen and finished-phase subqueries")
 	o.promTimeout = 2 * time.Minute
 	f.Var((*durationFlag)(&o.promTimeout), "prometheus-timeout", "with --prometheus-url: timeout of each query")
-	f.StringVar(&o.workload, "workload", "alibaba", "alibaba (the GPU trace's arrivals and departures) or diurnal (inference Deployments scaled on a traffic series)")
-	f.StringVar(&o.traffic, "traffic", "testdata/traces/tune/nab/nyc_taxi.csv", "diurnal: traffic series CSV (time, value)")
-	f.StringVar(&o.from, "from", replay.DefaultDiurnalFrom.Format(time.RFC3339), "diurnal: start of the window in the series' time (RFC 3339)")
+	f.StringVar(&o.workload, "workload", "alibaba", "alibaba (the GPU trace's arrivals and departures), diurnal (inference Deployments scaled on a traffic series) "+
+		"or mixed (night training gangs, daytime inference, development pods)")
+	f.StringVar(&o.traffic, "traffic", "", "diurnal, mixed: traffic series CSV (time, value) (default "+defaultDiurnalTraffic+", mixed "+defaultMixedTraffic+")")
+	f.StringVar(&o.from, "from", "", "diurnal, mixed: start of the window in the series' time, RFC 3339 (default "+
+		replay.DefaultDiurnalFrom.Format(time.RFC3339)+", mixed "+replay.DefaultMixedFrom.Format(time.RFC3339)+")")
+	f.Uint64Var(&o.seed, "seed", replay.DefaultMixedSeed, "mixed: seed of the training and development pods' draws")
 	f.StringVar(&o.pods, "pods", envOr("TILER_REPLAY_PODS", benchDefaultPods), "Alibaba openb pod list CSV with creation_time and deletion_time [TILER_REPLAY_PODS]")
 	f.Float64Var(&o.fromDay, "from-day", replay.DefaultAlibabaFrom.Hours()/24, "alibaba: start of the window, in days of the trace's time")
 	f.Float64Var(&o.hours, "hours", replay.DefaultAlibabaLength.Hours(), "length of the window, in hours")
@@ -81,7 +85,7 @@ func newFleetReplayCmd() *cobra.Command {
 }
 
 func allReplayPolicies() []string {
-	return []string{replay.PolicyTiler, replay.PolicyTilerNoConsolidation, replay.PolicyWholeGPU, replay.PolicyKarpenterLike}
+	return []string{replay.PolicyTiler, replay.PolicyTilerNoForecast, replay.PolicyTilerNoConsolidation, replay.PolicyWholeGPU, replay.PolicyKarpenterLike}
 }
 
 // checkPrometheusFlags refuses flags that do not go together with --prometheus-url (or need it).
@@ -208,23 +212,39 @@ func replayWorkload(o fleetReplayOptions) (*replay.Workload, error) {
 			return nil, fmt.Errorf("--pods: %w", err)
 		}
 		return wl, nil
-	case "diurnal":
-		from, err := time.Parse(time.RFC3339, o.from)
-		if err != nil {
-			return nil, fmt.Errorf("--from: %w", err)
+	case "diurnal", "mixed":
+		traffic, from := defaultDiurnalTraffic, replay.DefaultDiurnalFrom
+		if o.workload == "mixed" {
+			traffic, from = defaultMixedTraffic, replay.DefaultMixedFrom
 		}
-		f, err := os.Open(o.traffic)
+		if o.traffic != "" {
+			traffic = o.traffic
+		}
+		if o.from != "" {
+			t, err := time.Parse(time.RFC3339, o.from)
+			if err != nil {
+				return nil, fmt.Errorf("--from: %w", err)
+			}
+			from = t
+		}
+		f, err := os.Open(traffic)
 		if err != nil {
 			return nil, fmt.Errorf("--traffic: %w", err)
 		}
 		defer f.Close()
-		wl, err := replay.ReadDiurnal(strings.TrimSuffix(pathBase(o.traffic), ".csv")+"-diurnal", f, from, length, replay.DefaultDiurnalDeployments)
+		name := strings.TrimSuffix(pathBase(traffic), ".csv") + "-" + o.workload
+		var wl *replay.Workload
+		if o.workload == "mixed" {
+			wl, err = replay.ReadMixed(name, f, from, length, o.seed)
+		} else {
+			wl, err = replay.ReadDiurnal(name, f, from, length, replay.DefaultDiurnalDeployments)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--traffic: %w", err)
 		}
 		return wl, nil
 	}
-	return nil, fmt.Errorf("--workload: unknown workload %q (want alibaba, diurnal)", o.workload)
+	return nil, fmt.Errorf("--workload: unknown workload %q (want alibaba, diurnal, mixed)", o.workload)
 }
 
 // prometheusWorkload reads the window of --since before --until of the cluster whose metrics the
@@ -319,6 +339,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// The default traffic series of workloads 2 and 3.
+const (
+	defaultDiurnalTraffic = "testdata/traces/tune/nab/nyc_taxi.csv"
+	defaultMixedTraffic   = "testdata/traces/tune/synth/web-1.csv"
+)
 
 // writeReplayHTML writes the HTML report to path.
 func writeReplayHTML(path string, rep *replay.Report) error {

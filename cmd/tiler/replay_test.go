@@ -65,14 +65,28 @@ func TestReplayCommand(t *testing.T) {
 			t.Errorf("HTML report loads something (%q); it must be self-contained", banned)
 		}
 	}
+	// Workload 3: half an hour of the mixed day under tiler and its reactive self.
+	out, err = runFleetReplayCmd(t, "--workload=mixed", "--traffic=../../testdata/traces/tune/synth/web-1.csv", "--hours=0.5",
+		"--policies=tiler,tiler-no-forecast", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mixed replay.Report
+	if err := json.Unmarshal([]byte(out), &mixed); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(mixed.Results) != 2 || mixed.Results[0].ForecastRounds == 0 || mixed.Results[1].ForecastRounds != 0 || !strings.HasSuffix(mixed.Workload, "-mixed") {
+		t.Errorf("mixed report: workload %s, %d results; want tiler forecasting and tiler-no-forecast not", mixed.Workload, len(mixed.Results))
+	}
 	for args, want := range map[string]string{
-		"--policies=tiler,nope":     `--policies: unknown policy "nope"`,
-		"--capacity-types=reserved": `--capacity-types: unknown capacity type "reserved"`,
-		"--hours=0":                 "--hours must be positive",
-		"--workload=weekly":         `--workload: unknown workload "weekly"`,
-		"--pods=/nonexistent.csv":   "--pods:",
+		"--policies=tiler,nope":             `--policies: unknown policy "nope"`,
+		"--capacity-types=reserved":         `--capacity-types: unknown capacity type "reserved"`,
+		"--hours=0":                         "--hours must be positive",
+		"--workload=weekly":                 `--workload: unknown workload "weekly"`,
+		"--pods=/nonexistent.csv":           "--pods:",
+		"--workload=mixed --from=yesterday": "--from:",
 	} {
-		if _, err := runFleetReplayCmd(t, pods, args); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := runFleetReplayCmd(t, append([]string{pods}, strings.Fields(args)...)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", args, err, want)
 		}
 	}

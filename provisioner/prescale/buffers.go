@@ -23,7 +23,7 @@ import (
 
 // CapacityBuffers (autoscaling.x-k8s.io, the API the Cluster Autoscaler and Karpenter share;
 // CRD in deploy/crds) keep room for a number of chunks of a pod template. Tiler holds that room
-// with the machinery of forecasts: a buffer is a workloadDemand whose size is the buffer's
+// with the machinery of forecasts: a buffer is a Demand whose size is the buffer's
 // instead of a forecast's — expected pods the simulation plans (so nodes are bought for them),
 // placeholder pods of the lowest priority that hold the room on the real nodes, and the one
 // release rule (hold): every real pod its workload gains takes the place of one chunk at once.
@@ -57,7 +57,7 @@ type Buffers struct {
 
 	mu        sync.Mutex
 	refreshed time.Time
-	demand    []workloadDemand
+	demand    []Demand
 	refs      []bufferRef // per demand
 	// status is what each buffer's status says (namespace/name → condition message), so it is
 	// written on change only.
@@ -174,7 +174,7 @@ type bufferSpec struct {
 
 // size reads one buffer's template and number of chunks into a demand; the error says why the
 // buffer is not held, naming the field.
-func (b *Buffers) size(ctx context.Context, u *unstructured.Unstructured, pods []*corev1.Pod) (*workloadDemand, bufferRef, error) {
+func (b *Buffers) size(ctx context.Context, u *unstructured.Unstructured, pods []*corev1.Pod) (*Demand, bufferRef, error) {
 	ref := bufferRef{namespace: u.GetNamespace(), name: u.GetName()}
 	var spec bufferSpec
 	raw, _ := json.Marshal(u.Object["spec"])
@@ -230,7 +230,7 @@ func (b *Buffers) size(ctx context.Context, u *unstructured.Unstructured, pods [
 	}
 	ref.size = n
 	key := "CapacityBuffer/" + ref.namespace + "/" + ref.name
-	d := &workloadDemand{namespace: w.namespace, labels: w.template.Labels, baseline: matchingPods(pods, w.namespace, w.template.Labels),
+	d := &Demand{namespace: w.namespace, labels: w.template.Labels, baseline: matchingPods(pods, w.namespace, w.template.Labels),
 		pods: make([]*corev1.Pod, n)}
 	now := b.clock.Now()
 	for i := range d.pods {

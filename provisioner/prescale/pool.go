@@ -3,6 +3,7 @@ package prescale
 import (
 	"math"
 	"strings"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -22,7 +23,14 @@ import (
 // matching pool only the policy budget applies. The bounds cap the workload's own target: the
 // simulation still enforces every pool limit and the budget across workloads when it plans.
 func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, t *corev1.PodTemplateSpec) forecast.Pool {
-	out := forecast.Pool{BootTime: p.cfg.BootTime}
+	return poolBounds(pools, budget, t, p.cfg.BootTime, p.bootTimes, p.cfg.Catalog)
+}
+
+// poolBounds is poolFor with the configured boot time, the observed boot times (nil: none) and the
+// catalog as arguments.
+func poolBounds(pools []policy.Pool, budget *policy.Budget, t *corev1.PodTemplateSpec, boot time.Duration,
+	bootTimes func(pool string) (time.Duration, bool), cat *catalog.Catalog) forecast.Pool {
+	out := forecast.Pool{BootTime: boot}
 	var pool *policy.Pool
 	for i := range pools {
 		if selectsPool(t.Spec.NodeSelector, &pools[i]) {
@@ -30,8 +38,8 @@ func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, 
 			break
 		}
 	}
-	if pool != nil && p.bootTimes != nil {
-		if d, ok := p.bootTimes(pool.Name); ok {
+	if pool != nil && bootTimes != nil {
+		if d, ok := bootTimes(pool.Name); ok {
 			out.BootTime = d
 		}
 	}
@@ -46,8 +54,8 @@ func (p *ForecastPrescaler) poolFor(pools []policy.Pool, budget *policy.Budget, 
 			out.BudgetPerHour = *b
 		}
 	}
-	if out.BudgetPerHour > 0 && p.cfg.Catalog != nil {
-		out.PricePerGPUHour = cheapestGPUHour(p.cfg.Catalog, pool)
+	if out.BudgetPerHour > 0 && cat != nil {
+		out.PricePerGPUHour = cheapestGPUHour(cat, pool)
 	}
 	return out
 }

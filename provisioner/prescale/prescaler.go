@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -202,8 +201,8 @@ type ForecastPrescaler struct {
 
 	mu        sync.Mutex
 	refreshed time.Time
-	demand    []workloadDemand // per workload, from the last round
-	expected  []*corev1.Pod    // returned by the last ExpectedPods call
+	demand    []Demand      // per workload, from the last round
+	expected  []*corev1.Pod // returned by the last ExpectedPods call
 	// placeholders are the placeholder pods the last ExpectedPods call wants.
 	placeholders []*corev1.Pod
 	// noPlaceholders is, per workload, why its placeholders cannot be made (told once).
@@ -287,7 +286,7 @@ func (p *ForecastPrescaler) ExpectedPods(ctx context.Context, pods []*corev1.Pod
 // pods) less one for each pod its workload gained since the demand was sized, so a real pod
 // that arrives takes the place of the room held for it at once. The pods are appended to
 // expected and placeholders.
-func hold(demand []workloadDemand, pods []*corev1.Pod, expected, placeholders []*corev1.Pod) ([]*corev1.Pod, []*corev1.Pod) {
+func hold(demand []Demand, pods []*corev1.Pod, expected, placeholders []*corev1.Pod) ([]*corev1.Pod, []*corev1.Pod) {
 	for _, d := range demand {
 		keep := d.held(pods)
 		expected = append(expected, d.pods[:keep]...)
@@ -298,7 +297,7 @@ func hold(demand []workloadDemand, pods []*corev1.Pod, expected, placeholders []
 
 // held is how many of the demand's pods are still held: its size less the pods the workload
 // gained since it was sized.
-func (d workloadDemand) held(pods []*corev1.Pod) int {
+func (d Demand) held(pods []*corev1.Pod) int {
 	gained := max(0, matchingPods(pods, d.namespace, d.labels)-d.baseline)
 	return max(0, len(d.pods)-gained)
 }
@@ -311,9 +310,9 @@ func (p *ForecastPrescaler) Placeholders() (*schedulingv1.PriorityClass, []*core
 	return placeholderClass(p.cfg.PlaceholderPriorityClass, *p.cfg.PlaceholderPriority), copyPods(p.placeholders)
 }
 
-// workloadDemand is one workload's expected pods of the last round, with the workload's live pods
-// then.
-type workloadDemand struct {
+// Demand is one workload's expected pods of a round, with the workload's live pods then: the
+// room held ahead until real pods of the workload take its place (Hold).
+type Demand struct {
 	namespace string
 	labels    map[string]string
 	baseline  int
@@ -356,12 +355,12 @@ type declaredForecast struct {
 }
 
 // refresh runs one round over every declared forecast.
-func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]workloadDemand, error) {
+func (p *ForecastPrescaler) refresh(ctx context.Context, now time.Time, pods []*corev1.Pod) ([]Demand, error) {
 	decls, pools, budget, err := p.readForecasts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []workloadDemand
+	var out []Demand
 	decisions := make([]Decision, 0, len(decls))
 	declared := map[string]bool{}
 	for _, d := range decls {
@@ -438,64 +437,46 @@ type workload struct {
 	object          runtime.Object // where PreScale Events go
 }
 
-// decide makes one workload's decision and returns its demand (nil when it failed).
+// decide makes one workload's decision and returns its demand (nil when it failed): it reads the
+// workload and queries Prometheus (the I/O half), then sizes the demand with size (the pure half,
+// which a replay calls as Size).
 func (p *ForecastPrescaler) decide(ctx context.Context, now time.Time, d declaredForecast, pods []*corev1.Pod,
-	pools []policy.Pool, budget *policy.Budget) (Decision, *workloadDemand) {
+	pools []policy.Pool, budget *policy.Budget) (Decision, *Demand) {
 	dec := Decision{Workload: d.key, At: now}
-	fail := func(stage string, err error) (Decision, *workloadDemand) {
-		dec.Err = fmt.Errorf("%s: %w", stage, err)
+	fail := func(err error) (Decision, *Demand) {
+		dec.Err = err
 		p.failed(d, dec.Err)
 		return dec, nil
 	}
 	w, err := p.workload(ctx, d, pods)
 	if err != nil {
-		return fail("reading the workload", &workloadError{err: err})
+		return fail(fmt.Errorf("reading the workload: %w", &workloadError{err: err}))
 	}
 	dec.Current = w.replicas
 	f := d.spec
 	pool := p.poolFor(pools, budget, w.template)
 	dec.Lead = f.Lead(pool)
-	opts := f.Options(pool)
 	end := now.Truncate(p.cfg.Step)
-	hist, err := p.prom.QueryRange(ctx, f.LoadQuery, end.Add(-p.cfg.History), end, p.cfg.Step)
-	if err != nil {
-		return fail("loadQuery history", err)
+	var load Load
+	if load.History, err = p.prom.QueryRange(ctx, f.LoadQuery, end.Add(-p.cfg.History), end, p.cfg.Step); err != nil {
+		return fail(fmt.Errorf("loadQuery history: %w", err))
 	}
-	actual, err := p.prom.Query(ctx, f.LoadQuery, now)
-	if err != nil {
-		return fail("loadQuery now", err)
+	if load.Actual, err = p.prom.Query(ctx, f.LoadQuery, now); err != nil {
+		return fail(fmt.Errorf("loadQuery now: %w", err))
 	}
-	fc, err := forecast.Predict(hist, now, opts)
-	if err != nil {
-		return fail(fmt.Sprintf("forecasting %q", f.LoadQuery), err)
-	}
-	previous := math.NaN()
-	if pf, err := forecast.Predict(hist, now.Add(-dec.Lead), opts); err == nil {
-		previous = pf.Point
-	}
-	in := forecast.ReservationInput{Forecast: fc, Actual: actual, PreviousPoint: previous, CurrentReplicas: w.replicas, Pool: pool}
 	if f.QueueDepthQuery != "" {
-		depth, err := p.prom.Query(ctx, f.QueueDepthQuery, now)
-		if err != nil {
-			return fail("queueDepthQuery", err)
+		if load.QueueDepth, err = p.prom.Query(ctx, f.QueueDepthQuery, now); err != nil {
+			return fail(fmt.Errorf("queueDepthQuery: %w", err))
 		}
-		in.Queue = &forecast.QueueState{Depth: math.Max(0, depth), ArrivalRate: math.Max(0, actual),
-			ServiceRatePerGPU: f.PerReplica / float64(f.GPUsPerReplica), GPUs: w.replicas * f.GPUsPerReplica}
 	}
-	res, err := f.Reserve(in)
+	dec, out, err := size(f, w, pool, load, now, pods)
 	if err != nil {
-		return fail("sizing the forecast demand", err)
+		return fail(err)
 	}
-	dec.Reservation = res
-	p.metrics.observe(d.key, res)
+	p.metrics.observe(d.key, dec.Reservation)
 	p.explain(d, w, dec)
-	out := &workloadDemand{namespace: w.namespace, labels: w.template.Labels, baseline: matchingPods(pods, w.namespace, w.template.Labels),
-		pods: make([]*corev1.Pod, res.Reserve)}
-	for i := range out.pods {
-		out.pods[i] = expectedPod(w, i, now)
-	}
 	if f.Placeholders {
-		out.placeholders = p.placeholdersFor(d, w, res.Reserve)
+		out.placeholders = p.placeholdersFor(d, w, dec.Reservation.Reserve)
 	}
 	return dec, out
 }
