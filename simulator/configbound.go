@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // configBound is a lower bound on the $/h of any set of new nodes that holds the pods this plan
@@ -94,7 +93,6 @@ type configProblem struct {
 	classes  []*cbClass
 	conflict [][]bool
 	work     int
-	debug    func(format string, args ...any)
 }
 
 // newConfigProblem groups the pods on new nodes into classes of interchangeable pods: same
@@ -402,9 +400,6 @@ func (cp *configProblem) solve(comp []int, floor float64) float64 {
 		for i := range pi {
 			pi[i] = max(pi[i], 0)
 		}
-		if cp.debug != nil {
-			cp.debug("  round %d solved: rmp %.4f work %d columns %d", round, lp.value(), work, len(lp.cost))
-		}
 		if heuristic {
 			added := 0
 			for _, o := range offers {
@@ -444,9 +439,6 @@ func (cp *configProblem) solve(comp []int, floor float64) float64 {
 			dual += b[i] * pi[i]
 		}
 		bound = max(bound, dual/theta)
-		if cp.debug != nil {
-			cp.debug("round %d: classes %d offers %d columns %d rmp %.4f dual %.4f theta %.4f bound %.4f work %d", round, len(classes), len(offers), len(lp.cost)-2*len(classes), lp.value(), dual, theta, bound, work)
-		}
 		if added == 0 || work > cbMaxWork {
 			break
 		}
@@ -781,18 +773,4 @@ func (b *bnb) take(c, k, sign int) {
 			b.banned[d] += sign
 		}
 	}
-}
-
-// String renders a pattern for tests and debugging.
-func patternString(k map[int]int) string {
-	keys := make([]int, 0, len(k))
-	for c := range k {
-		keys = append(keys, c)
-	}
-	sort.Ints(keys)
-	var sb strings.Builder
-	for _, c := range keys {
-		fmt.Fprintf(&sb, "%d×%d ", k[c], c)
-	}
-	return strings.TrimSpace(sb.String())
 }
