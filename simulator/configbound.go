@@ -510,7 +510,7 @@ func (pr *pricer) order(o *cbOffer, pi []float64) []int {
 	var items []int
 	ratio := map[int]float64{}
 	for _, c := range o.classes {
-		if pi[c] <= cbEps || pr.limit(o, c) == 0 {
+		if pi[c] <= 0 || pr.limit(o, c) == 0 { // every positive price counts, or the maximum would be short
 			continue
 		}
 		size := 0.0
