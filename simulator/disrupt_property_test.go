@@ -156,11 +156,15 @@ func purchaseFor(t *testing.T, cat *catalog.Catalog, snap *snapshot.Snapshot, po
 // the Cluster Autoscaler's rule (remove nodes under 50 % utilised, GPU-aware, whose pods fit
 // elsewhere) and under empty-node removal only (Tiler before this); the distributions are logged.
 //
-// The lower bound is an LP bound that ignores hostname and zone constraints and whole GPUs: a
-// fresh purchase itself costs a median 1.29× it on these fleets, so "≤ 1.10× the bound" cannot be
-// asserted. What is asserted: Tiler never ends costlier than either baseline, ends within 5 % of a
-// fresh purchase at the median and within 40 % on every fleet (what one replacement per action
-// cannot reach is splitting a node into two smaller ones, e.g. to restore a zone spread).
+// The lower bound is the larger of the resource LP and the configuration LP (configbound.go:
+// node patterns honouring whole GPUs, MIG slices, replicas, DRA devices and hostname
+// anti-affinity); it still ignores zones, spread and pod affinity, so a fresh purchase costs a
+// median 1.13× it (p90 1.31×) on these fleets, and the "≤ 1.10× the bound" is not met at
+// the median (Tiler ends at 1.17×): what is asserted is what holds. Tiler never ends costlier than
+// either baseline, ends within 5 % of a fresh purchase at the median and within 40 % on every
+// fleet, and within 1.25× the bound at the median and 2× on every fleet. What one replacement per
+// action cannot reach is splitting a node into two (two g4dn.12xlarge for a g4dn.metal; zone-spread
+// pods that need new nodes in two zones).
 func TestConsolidationQuality(t *testing.T) {
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
@@ -203,6 +207,14 @@ func TestConsolidationQuality(t *testing.T) {
 	t.Logf("tiler / fresh purchase %s", distribution(vsFresh))
 	if m := median(vsFresh); m > 1.05 {
 		t.Errorf("Tiler ends at a median %.3f× a fresh purchase", m)
+	}
+	if m := median(ratios); m > 1.25 {
+		t.Errorf("Tiler ends at a median %.3f× the lower bound", m)
+	}
+	for i, r := range ratios {
+		if r > 2 {
+			t.Errorf("seed %d: Tiler ends at %.3f× the lower bound", i+1, r)
+		}
 	}
 }
 

@@ -32,6 +32,11 @@ import (
 // resource that DRA may serve on one of the group's offerings (which does not advertise it but
 // publishes devices) is left out of the LP, since there it is not counted in the allocatable.
 func (s *state) lowerBound() float64 {
+	return max(s.resourceBound(), s.configBound())
+}
+
+// resourceBound is the resource-by-resource LP bound described at lowerBound.
+func (s *state) resourceBound() float64 {
 	groups := s.boundGroups()
 	var total float64
 	for _, g := range groups {

@@ -1,0 +1,227 @@
+package simulator_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/policy"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/simulator"
+	"github.com/tiler-dev/tiler/simulator/simtest"
+)
+
+// boundPod is a pod of the brute-force instances: CPU, memory, GPUs (device-plugin units: whole
+// GPUs, or time-sliced replicas) and an app; pods with anti set repel their app by hostname.
+type boundPod struct {
+	cpu, mem int64
+	gpu      int
+	app      string
+	anti     bool
+}
+
+// bruteForceOptimum is the cheapest set of nodes holding the pods, by enumerating every
+// partition of them into nodes and pricing each block at the cheapest available offering of the
+// families on which it fits: CPU, memory and pods within the catalog's allocatable, GPU units
+// within GPUs × replicas, and no two pods of one app together when either repels it. It shares
+// no code with the simulator's bound.
+func bruteForceOptimum(pods []boundPod, cat *catalog.Catalog, replicas int, families ...string) float64 {
+	type shape struct {
+		cpu, mem, pods int64
+		gpu            int
+		price          float64
+	}
+	var shapes []shape
+	for i := range cat.Types {
+		it := &cat.Types[i]
+		if !slices.Contains(families, strings.SplitN(string(it.Name), ".", 2)[0]) {
+			continue
+		}
+		c, m, p := catalog.Allocatable(cat.Provider, it)
+		best := math.Inf(1)
+		for _, o := range it.Offerings {
+			if !o.Unavailable {
+				best = math.Min(best, o.PricePerHour)
+			}
+		}
+		shapes = append(shapes, shape{c, m, int64(p), it.GPU.Count * replicas, best})
+	}
+	blockPrice := func(block []int) float64 {
+		var c, m int64
+		g := 0
+		for x, i := range block {
+			c += pods[i].cpu
+			m += pods[i].mem
+			g += pods[i].gpu
+			for _, j := range block[:x] {
+				if pods[i].app == pods[j].app && (pods[i].anti || pods[j].anti) {
+					return math.Inf(1)
+				}
+			}
+		}
+		best := math.Inf(1)
+		for _, s := range shapes {
+			if s.cpu >= c && s.mem >= m && s.pods >= int64(len(block)) && s.gpu >= g && s.price < best {
+				best = s.price
+			}
+		}
+		return best
+	}
+	n := len(pods)
+	assign := make([]int, n)
+	best := math.Inf(1)
+	var rec func(i, blocks int)
+	rec = func(i, blocks int) {
+		if i == n {
+			bs := make([][]int, blocks)
+			for p, b := range assign {
+				bs[b] = append(bs[b], p)
+			}
+			total := 0.0
+			for _, b := range bs {
+				total += blockPrice(b)
+				if total >= best {
+					return
+				}
+			}
+			best = total
+			return
+		}
+		for b := 0; b <= blocks; b++ {
+			assign[i] = b
+			if b == blocks {
+				rec(i+1, blocks+1)
+			} else {
+				rec(i+1, blocks)
+			}
+		}
+	}
+	rec(0, 0)
+	return best
+}
+
+// TestLowerBoundNeverAboveOptimum: on small random instances — CPU pods, whole-GPU pods and
+// time-sliced GPU pods, some repelling their app by hostname — the plan's lower bound (the
+// larger of the resource LP and the configuration LP) never exceeds the exact optimum of an
+// independent brute-force search, and the configuration LP makes it close: the mean bound /
+// optimum is logged and must stay above what the resource LP alone reached on these shapes.
+func TestLowerBoundNeverAboveOptimum(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shape struct {
+		name     string
+		families []string
+		gpu      *policy.GPUPolicy
+		replicas int
+		maxGPU   int
+	}
+	shapes := []shape{
+		{name: "cpu", families: []string{"m7i", "c7i", "r7i"}, replicas: 1},
+		{name: "exclusive", families: []string{"g4dn", "g5", "g6"}, replicas: 1, maxGPU: 4},
+		{name: "time-slicing", families: []string{"g5", "g6"}, gpu: &policy.GPUPolicy{Sharing: api.TimeSlicing, Replicas: 4}, replicas: 4, maxGPU: 6},
+	}
+	cases := 25
+	if testing.Short() {
+		cases = 8
+	}
+	for _, sh := range shapes {
+		t.Run(sh.name, func(t *testing.T) {
+			pol := &policy.CostPolicy{APIVersion: api.GroupVersion, Kind: policy.Kind, Pools: []policy.Pool{{
+				Name: "pool", InstanceFamilies: sh.families, GPU: sh.gpu}}}
+			r := rand.New(rand.NewPCG(11, uint64(len(sh.name))))
+			var ratios, resRatios []float64
+			for c := 0; c < cases; c++ {
+				n := 3 + r.IntN(6) // 3–8 pods
+				snap := &snapshot.Snapshot{}
+				pods := make([]boundPod, n)
+				for i := range pods {
+					p := boundPod{cpu: int64(250 * (1 + r.IntN(24))), mem: int64(512*(1+r.IntN(48))) << 20, app: fmt.Sprint("a", r.IntN(3))}
+					if sh.maxGPU > 0 && r.IntN(3) > 0 {
+						p.gpu = 1 + r.IntN(sh.maxGPU)
+					}
+					p.anti = r.IntN(4) == 0
+					pods[i] = p
+					b := simtest.Pod(fmt.Sprintf("p%d", i)).CPU(fmt.Sprintf("%dm", p.cpu)).Mem(fmt.Sprint(p.mem)).Label("app", p.app)
+					if p.gpu > 0 {
+						b.GPU(p.gpu)
+					}
+					if p.anti {
+						b.AntiAffinity(corev1.LabelHostname, p.app)
+					}
+					snap.Pods = append(snap.Pods, b.Obj())
+				}
+				plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				opt := bruteForceOptimum(pods, cat, sh.replicas, sh.families...)
+				if len(plan.Unschedulable) > 0 || math.IsInf(opt, 1) {
+					t.Fatalf("case %d: unschedulable (plan %+v, brute force %v)", c, plan.Unschedulable, opt)
+				}
+				if plan.CostPerHour < opt-1e-6 {
+					t.Fatalf("case %d: plan $%.4f below the exact optimum $%.4f: the brute force or the checker is wrong", c, plan.CostPerHour, opt)
+				}
+				_, res, conf, err := simulator.RawLowerBounds(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if plan.LowerBoundPerHour > opt+1e-6 || res > opt+1e-6 || conf > opt+1e-6 {
+					t.Fatalf("case %d: a lower bound above the exact optimum $%.4f: plan's $%.4f, resource LP $%.4f, configuration LP $%.4f (pods %+v)",
+						c, opt, plan.LowerBoundPerHour, res, conf, pods)
+				}
+				ratios = append(ratios, conf/opt)
+				resRatios = append(resRatios, res/opt)
+			}
+			t.Logf("configuration LP / exact optimum: %s", distribution(ratios))
+			t.Logf("resource LP / exact optimum:      %s", distribution(resRatios))
+			if median(ratios) < median(resRatios) {
+				t.Errorf("the configuration LP is below the resource LP at the median")
+			}
+		})
+	}
+}
+
+// TestConfigBoundBelowPlansOnFleets: on random fleets of every GPU shape (MIG slices and DRA
+// claims included, which the brute force does not model), neither bound exceeds the cost of the
+// plan Simulate makes for the same pods, and the configuration LP is at least the resource LP's
+// on most of them.
+func TestConfigBoundBelowPlansOnFleets(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := 15
+	if testing.Short() {
+		seeds = 5
+	}
+	var res, conf []float64
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		sc := simtest.RandomFleet(seed, 60+int(seed%5)*20)
+		pol, err := policy.Parse([]byte(sc.Policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost, r, c, err := simulator.RawLowerBounds(simulator.Input{Snapshot: sc.Snapshot, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r > cost+1e-6 || c > cost+1e-6 {
+			t.Errorf("seed %d (%s): a bound above the plan: cost $%.4f, resource LP $%.4f, configuration LP $%.4f", seed, sc.Shape, cost, r, c)
+		}
+		res, conf = append(res, r/cost), append(conf, c/cost)
+	}
+	t.Logf("resource LP / plan:      %s", distribution(res))
+	t.Logf("configuration LP / plan: %s", distribution(conf))
+	if median(conf) <= median(res) {
+		t.Errorf("the configuration LP is not above the resource LP at the median")
+	}
+}
