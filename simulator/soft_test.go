@@ -204,12 +204,12 @@ func TestSoftPremiumZeroNeverPaysMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seeds := 30
+	first, seeds := 1, 30
 	if testing.Short() {
-		seeds = 8
+		first, seeds = 10, 8 // seeds 10 and 15 place differently
 	}
 	differ := 0
-	for seed := 1; seed <= seeds; seed++ {
+	for seed := first; seed < first+seeds; seed++ {
 		base := simtest.RandomSnapshot(uint64(seed), 10+seed%30)
 		soft := withSoftConstraints(base)
 		pb, err := simulator.Simulate(simulator.Input{Snapshot: base, Catalog: cat})
