@@ -29,9 +29,10 @@ type Trouble struct {
 	// Code and Message are the failures' (CodeThrottled, CodeInternal); Code is required when
 	// FailShare > 0.
 	Code, Message string
-	// AfterLaunch makes the failing Creates fail after the instance was launched, as a front end
-	// that times out or answers 5xx after the back end acted does: the caller cannot tell.
-	AfterLaunch bool
+	// AfterLaunchShare is the share of the failing Creates that fail after the instance was
+	// launched, as a front end that times out or answers 5xx after the back end acted does: the
+	// caller cannot tell. In [0, 1], spread as FailShare is.
+	AfterLaunchShare float64
 	// Latency is added to each call in the window before it runs. A call whose context ends
 	// first returns at once with the context's error (and does nothing).
 	Latency time.Duration
@@ -52,7 +53,9 @@ type TroubleCall struct {
 // troubleState is the injected window and what happened in it.
 type troubleState struct {
 	t     *Trouble
-	seen  int // calls of the window that could fail, for FailShare
+	seen  int // calls of the window, for FailShare
+	// failedCreates counts the failed Creates, for AfterLaunchShare.
+	failedCreates int
 	calls []TroubleCall
 }
 
@@ -75,8 +78,10 @@ func (p *Provider) InjectTrouble(t Trouble) error {
 		return errors.New("sim trouble: Code is required when FailShare > 0")
 	case t.Latency < 0:
 		return errors.New("sim trouble: Latency must not be negative")
-	case t.AfterLaunch && t.Calls != nil && !slices.Contains(t.Calls, CallCreate):
-		return errors.New("sim trouble: AfterLaunch needs Create among Calls")
+	case t.AfterLaunchShare < 0 || t.AfterLaunchShare > 1:
+		return fmt.Errorf("sim trouble: AfterLaunchShare %g is not in [0, 1]", t.AfterLaunchShare)
+	case t.AfterLaunchShare > 0 && t.Calls != nil && !slices.Contains(t.Calls, CallCreate):
+		return errors.New("sim trouble: AfterLaunchShare needs Create among Calls")
 	}
 	t.Calls = slices.Clone(t.Calls)
 	p.mu.Lock()
@@ -127,9 +132,12 @@ func (p *Provider) inTrouble(ctx context.Context, call, launchID string) (troubl
 	var v troubleVerdict
 	k := ts.seen
 	ts.seen++
-	if share := ts.t.FailShare; share > 0 && int(float64(k+1)*share) > int(float64(k)*share) {
+	if spread(k, ts.t.FailShare) {
 		v.err = &APIError{Code: ts.t.Code, Message: ts.t.Message}
-		v.afterLaunch = ts.t.AfterLaunch && call == CallCreate
+		if call == CallCreate {
+			v.afterLaunch = spread(ts.failedCreates, ts.t.AfterLaunchShare)
+			ts.failedCreates++
+		}
 	}
 	index := len(ts.calls)
 	ts.calls = append(ts.calls, TroubleCall{Call: call, At: now, LaunchID: launchID, Failed: v.err != nil})
@@ -160,4 +168,10 @@ func (p *Provider) troubleFails(ctx context.Context, call string) error {
 		return v.err
 	}
 	return nil
+}
+
+// spread reports whether the k-th event (from 0) is among a share of events spread evenly: it is
+// when ⌊(k+1)·share⌋ grows, so 1 takes all, 0.5 every second one (the 2nd, 4th, ...), 0 none.
+func spread(k int, share float64) bool {
+	return share > 0 && int(float64(k+1)*share) > int(float64(k)*share)
 }

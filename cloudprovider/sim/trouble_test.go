@@ -20,7 +20,7 @@ func TestTroubleWindow(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	if err := e.p.InjectTrouble(Trouble{From: t0.Add(time.Minute), Until: t0.Add(3 * time.Minute), Calls: []string{CallCreate},
-		FailShare: 0.5, Code: CodeThrottled, Message: "rate exceeded", AfterLaunch: true}); err != nil {
+		FailShare: 0.5, Code: CodeThrottled, Message: "rate exceeded", AfterLaunchShare: 1}); err != nil {
 		t.Fatal(err)
 	}
 	e.create(gpuRequest("before", "node-before")) // before the window
@@ -176,7 +176,7 @@ func TestTroubleValidation(t *testing.T) {
 		{Trouble{Until: t0.Add(time.Hour), FailShare: 1.5, Code: CodeThrottled}, "FailShare"},
 		{Trouble{Until: t0.Add(time.Hour), FailShare: 1}, "Code"},
 		{Trouble{Until: t0.Add(time.Hour), Latency: -time.Second}, "Latency"},
-		{Trouble{Until: t0.Add(time.Hour), Calls: []string{CallList}, AfterLaunch: true}, "AfterLaunch"},
+		{Trouble{Until: t0.Add(time.Hour), Calls: []string{CallList}, AfterLaunchShare: 1}, "AfterLaunch"},
 	} {
 		if err := e.p.InjectTrouble(c.t); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error naming %s", c.t, err, c.want)
