@@ -32,17 +32,17 @@ import (
 // Controller is the provisioner. Build it with New, then call Run (or, in tests, Start and
 // Reconcile).
 type Controller struct {
-	cfg       Config
-	kube      kubernetes.Interface
-	provider  cloudprovider.Provider
-	clock     clock.WithTicker
-	log       *zap.Logger
-	metrics   *Metrics
-	recorder  record.EventRecorder
+	cfg      Config
+	kube     kubernetes.Interface
+	provider cloudprovider.Provider
+	clock    clock.WithTicker
+	log      *zap.Logger
+	metrics  *Metrics
+	recorder record.EventRecorder
 	// broadcaster delivers the recorder's Events; Run shuts it down when it returns.
 	broadcaster record.EventBroadcaster
-	factory   informers.SharedInformerFactory
-	policyInf informers.SharedInformerFactory
+	factory     informers.SharedInformerFactory
+	policyInf   informers.SharedInformerFactory
 	// podGroups is the PodGroup informer, nil when the API server does not serve the native gang
 	// API (podgroups.go).
 	podGroups cache.SharedIndexInformer
@@ -223,7 +223,7 @@ func New(opts Options) (*Controller, error) {
 		cfg: cfg, kube: kube, provider: opts.Provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
 		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
 		broadcaster: broadcaster,
-		factory:  informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
+		factory:     informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
 		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" }),
 			informers.WithTransform(stripManagedFields)),

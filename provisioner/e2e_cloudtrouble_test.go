@@ -286,5 +286,3 @@ func checkNoLeftGoroutines(t *testing.T, before map[string]string) {
 	}
 	t.Logf("no goroutine of the stopped controller left (%d from before)", len(before))
 }
-
-

@@ -52,11 +52,11 @@ type TroubleCall struct {
 
 // troubleState is the injected window and what happened in it.
 type troubleState struct {
-	t     *Trouble
-	seen  int // calls of the window, for FailShare
+	t    *Trouble
+	seen int // calls of the window, for FailShare
 	// failedCreates counts the failed Creates, for AfterLaunchShare.
 	failedCreates int
-	calls []TroubleCall
+	calls         []TroubleCall
 }
 
 // InjectTrouble opens a trouble window (replacing any earlier one). Errors name the bad field.
