@@ -68,6 +68,10 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) 
 	// decides it again.
 	fleet := d.Fleet
 	for _, rm := range d.Remove {
+		if !wait {
+			c.startRemoval(ctx, log, rm, s.Now)
+			continue
+		}
 		removed := false
 		if rm.Reason == RemovalEmpty {
 			removed = c.removeEmpty(ctx, log, rm, s.Now)
@@ -155,6 +159,29 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) 
 	tolerating.Wait()
 	c.metrics.BatchDuration.Observe(c.clock.Since(s.Now).Seconds())
 	return res
+}
+
+// startRemoval removes a launch (Decision.Remove) in a goroutine the controller tracks
+// (launches.go), so that a Delete or List the cloud holds holds no batch; a removal already under
+// way is not started again. The batches after count the launch as gone meanwhile
+// (State.Removing); one that fails leaves the record, and the next batch decides again. A removal
+// that succeeds asks for a batch, as act's do.
+func (c *Controller) startRemoval(ctx context.Context, log *zap.Logger, rm Removal, now time.Time) {
+	if !c.launches.begin(rm.Record.LaunchID, callRemove) {
+		return
+	}
+	c.launches.wg.Go(func() {
+		defer c.launches.end(rm.Record.LaunchID)
+		var removed bool
+		if rm.Reason == RemovalEmpty {
+			removed = c.removeEmpty(ctx, log, rm, now)
+		} else {
+			removed = c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
+		}
+		if removed {
+			c.poke()
+		}
+	})
 }
 
 // pokeAfter asks for a batch after d, unless ctx ends first; the returned channel is closed when

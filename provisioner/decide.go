@@ -364,6 +364,11 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	var cost float64
 	costByPool := map[PoolCapacity]float64{}
 	for _, r := range recs {
+		if s.Removing[r.LaunchID] {
+			poolNodes[r.Pool]--
+			removed[r.LaunchID] = true
+			continue
+		}
 		n := idx.forRecord(r)
 		if n != nil && snapshot.IsNodeReady(n) && !mem.Announced[r.NodeName] {
 			mem.Announced[r.NodeName] = true
@@ -397,7 +402,7 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 		cost += r.PricePerHour
 		costByPool[PoolCapacity{r.Pool, r.CapacityType}] += r.PricePerHour
 	}
-	d.Fleet = Fleet{Nodes: len(recs) - len(d.Remove), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods),
+	d.Fleet = Fleet{Nodes: len(recs) - len(removed), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods),
 		CostByPool: costByPool}
 	if len(removed) == 0 {
 		return recs

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -31,6 +32,7 @@ func TestE2ECloudTrouble(t *testing.T) {
 	cp := cptest.Start(t, controlplane.Options{})
 	t.Run("BatchesGoOnWhileLaunchesHang", func(t *testing.T) { testBatchesGoOnWhileLaunchesHang(t, cp) })
 	t.Run("ThrottledWindowBacksOff", func(t *testing.T) { testThrottledWindowBacksOff(t, cp) })
+	t.Run("BatchesGoOnWhileRemovalsHang", func(t *testing.T) { testBatchesGoOnWhileRemovalsHang(t, cp) })
 }
 
 // troubleConfig is testConfig with launch retries of 1 s doubling to 4 s and a registration
@@ -88,6 +90,52 @@ func testBatchesGoOnWhileLaunchesHang(t *testing.T, cp *controlplane.ControlPlan
 		t.Errorf("%d launches, want 2", got)
 	}
 	e.noLeak()
+}
+
+// testBatchesGoOnWhileRemovalsHang: every Delete call hangs for 15 s. Pod x's node turns empty
+// and its removal starts (its Delete hangs); pod y, created then, needs a node of its own: its
+// batch must launch it while the Delete hangs. Once the Delete returns, x's node is gone, y is
+// bound, two launches, instances = records = managed Nodes; stopping the controller leaves no
+// goroutine of it.
+func testBatchesGoOnWhileRemovalsHang(t *testing.T, cp *controlplane.ControlPlane) {
+	const hang = 15 * time.Second
+	cfg := troubleConfig()
+	// Short, but not so short that y's new node, empty until y binds, is removed as empty first
+	// (a 2 s TTL did that once under load, and y's node was bought again).
+	cfg.EmptyNodeTTL = 5 * time.Second
+	before := controllerGoroutines()
+	e := newEnv(t, cp, cfg, nil)
+	x := simtest.Pod("rmhang-x").Label("app", "rmhang").AntiAffinity(corev1.LabelHostname, "rmhang").CPU("2").Mem("4Gi").Obj()
+	y := simtest.Pod("rmhang-y").Label("app", "rmhang").AntiAffinity(corev1.LabelHostname, "rmhang").CPU("2").Mem("4Gi").Obj()
+	t.Cleanup(func() { e.cleanup([]*corev1.Pod{x, y}) })
+	e.create(x)
+	e.waitBound(time.Minute, x)
+	if err := e.cloud.InjectTrouble(sim.Trouble{Until: time.Now().Add(time.Minute), Calls: []string{sim.CallDelete}, Latency: hang}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	if err := e.kube.CoreV1().Pods(x.Namespace).Delete(context.Background(), x.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the empty node's Delete call", time.Minute, func() bool { return len(e.cloud.TroubleCalls()) > 0 })
+	deleting := e.cloud.TroubleCalls()[0].At
+	e.create(y)
+	createdY := time.Now()
+	launchedY := e.waitBatch("the batch launching y", 2*hang, func(b batch) bool { return launchesPod(b, "default/rmhang-y") })
+	latency := launchedY.at.Sub(createdY)
+	t.Logf("y created %s after the Delete started; y's batch ended %s after y was created (the Delete hangs %s)",
+		createdY.Sub(deleting).Round(time.Millisecond), latency.Round(time.Millisecond), hang)
+	if latency >= hang/2 {
+		t.Errorf("y's batch ended %s after y was created, want well under the Delete's hang of %s: the batch loop is blocked", latency, hang)
+	}
+	e.waitBound(time.Minute, y)
+	testwait.Until(t, testwait.Slow, "x's node removed", 2*hang, func() bool { return len(e.managedNodes()) == 1 })
+	if got := e.launches(); got != 2 {
+		t.Errorf("%d launches, want 2", got)
+	}
+	e.noLeak()
+	e.stopAndWait()
+	checkNoLeftGoroutines(t, before)
 }
 
 // testThrottledWindowBacksOff: for 20 s every cloud call is throttled (RequestLimitExceeded);

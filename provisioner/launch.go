@@ -56,7 +56,7 @@ func (c *Controller) startLaunches(ctx context.Context, log *zap.Logger, recs []
 	var wg, recorded sync.WaitGroup
 	var launched, failed []string
 	for _, r := range recs {
-		if !c.launches.begin(r.LaunchID) {
+		if !c.launches.begin(r.LaunchID, callLaunch) {
 			log.Debug("a launch call is under way already; not started again", zap.String(keyLaunchID, r.LaunchID))
 			continue
 		}

@@ -88,6 +88,9 @@ type State struct {
 	// wait for them: launches.go). Such a launch is in flight: it is not retried, nor removed for
 	// its registration timeout, until its call has returned.
 	Launching map[string]bool
+	// Removing are the launch IDs being removed (instance, Node, record) by a call still under way:
+	// the batch counts them as gone and decides nothing about them.
+	Removing map[string]bool
 }
 
 // observe reads the State of a batch: the policy (reporting invalid cost-policy ConfigMaps), the
@@ -123,7 +126,7 @@ func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, 
 	// The launches under way before the records: a launch that ends in between has written its
 	// record (launchTracker.end follows the write), so the batch never sees it both not under way
 	// and not yet updated.
-	s := State{Now: now, Launching: c.launches.active()}
+	s := State{Now: now, Launching: c.launches.active(callLaunch), Removing: c.launches.active(callRemove)}
 	c.refreshPolicy(ctx)
 	s.Policy = c.currentPolicy()
 	if err := listCluster(c.factory, c.podGroups != nil, &s); err != nil {
