@@ -14,7 +14,8 @@ type Result struct {
 	// Plan is the batch's plan; nil when nothing was pending.
 	Plan *api.Plan
 	// Launched and Failed name the nodes whose launch (or launch retry) the cloud accepted, or
-	// refused or failed (a failure without a refusal is retried: Decision.Retry).
+	// refused or failed (a failure without a refusal is retried: Decision.Retry). Only Reconcile
+	// waits for the calls: in the batches of Run they run on after the batch, and both are empty.
 	Launched []string
 	Failed   []string
 	// Deleted names the nodes removed (registration timeout, empty).
