@@ -18,11 +18,41 @@ import (
 // (so that a re-planned pod is not counted on a launch that is being removed), then the
 // nominations, placeholders and metrics, then the launches with the tolerations beside them. What
 // fails is logged, and decided again by a later batch.
-func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
+//
+// With wait, act waits for the batch's launch calls and Result names what they did; without (the
+// controller's loop: launches.go), the calls run on after act returns, and the ProvisioningRequest
+// conditions that wait for them are written once they have returned.
+func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) *Result {
 	log := c.log.With(zap.String(keyBatch, d.Batch))
 	res := &Result{Pending: d.Pending, Plan: d.Plan, Decision: d}
+	var running []launchResults // the launch calls act did not wait for
+	started := func(calls launchResults) {
+		if !wait {
+			running = append(running, calls)
+			return
+		}
+		launched, failed := calls()
+		res.Launched, res.Failed = append(res.Launched, launched...), append(res.Failed, failed...)
+	}
 	// ProvisioningRequest conditions are written last: some wait for the launches.
-	defer c.writeRequests(ctx, log, d.RequestUpdates, res)
+	defer func() {
+		if wait || len(running) == 0 {
+			c.writeRequests(ctx, log, d.RequestUpdates, res.Launched, d.Now)
+			return
+		}
+		now, later := splitAfterLaunch(d.RequestUpdates)
+		c.writeRequests(ctx, log, now, nil, d.Now)
+		if len(later) > 0 {
+			c.launches.wg.Go(func() {
+				var launched []string
+				for _, calls := range running {
+					l, _ := calls()
+					launched = append(launched, l...)
+				}
+				c.writeRequests(ctx, log, later, launched, d.Now)
+			})
+		}
+	}()
 	c.relink(ctx, log, s.Records, d.Relink)
 	for _, a := range d.Announce {
 		c.announce(ctx, log, a, s.Now)
@@ -38,6 +68,10 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	// decides it again.
 	fleet := d.Fleet
 	for _, rm := range d.Remove {
+		if !wait {
+			c.startRemoval(ctx, log, rm, s.Now)
+			continue
+		}
 		removed := false
 		if rm.Reason == RemovalEmpty {
 			removed = c.removeEmpty(ctx, log, rm, s.Now)
@@ -79,7 +113,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	}
 	if len(d.Retry) > 0 {
 		log.Info("retrying launches the cloud API failed", zap.Int(keyRetries, len(d.Retry)))
-		res.Launched, res.Failed = c.launchAll(ctx, log, d.Retry, podIndex(s.Pods))
+		started(c.startLaunches(ctx, log, d.Retry, podIndex(s.Pods), false))
 	}
 	if s.ExpectedErr != nil {
 		log.Warn("pre-scaling skipped for this batch", zap.Error(s.ExpectedErr))
@@ -119,19 +153,62 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision) *Result {
 	if c.reservations != nil {
 		tolerating.Go(func() { c.reservations.tolerate(ctx, log, d.Tolerations) })
 	}
-	launched, failed := c.launch(ctx, log, d.Launch, d.planned)
-	res.Launched, res.Failed = append(res.Launched, launched...), append(res.Failed, failed...)
+	if len(d.Launch) > 0 {
+		started(c.startLaunches(ctx, log, c.stamped(d.Launch), d.planned, true))
+	}
 	tolerating.Wait()
 	c.metrics.BatchDuration.Observe(c.clock.Since(s.Now).Seconds())
 	return res
 }
 
+// startRemoval removes a launch (Decision.Remove) in a goroutine the controller tracks
+// (launches.go), so that a Delete or List the cloud holds holds no batch; a removal already under
+// way is not started again. The batches after count the launch as gone meanwhile
+// (State.Removing); one that fails leaves the record, and the next batch decides again. A removal
+// that succeeds asks for a batch, as act's do.
+func (c *Controller) startRemoval(ctx context.Context, log *zap.Logger, rm Removal, now time.Time) {
+	if !c.launches.begin(rm.Record.LaunchID, callRemove) {
+		return
+	}
+	c.launches.wg.Go(func() {
+		defer c.launches.end(rm.Record.LaunchID)
+		var removed bool
+		if rm.Reason == RemovalEmpty {
+			removed = c.removeEmpty(ctx, log, rm, now)
+		} else {
+			removed = c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
+		}
+		if removed {
+			c.poke()
+		}
+	})
+}
+
 // pokeAfter asks for a batch after d, unless ctx ends first; the returned channel is closed when
-// its goroutine ends.
+// its goroutine ends. A wake-up already due no later is enough: then no goroutine is started (the
+// channel is closed), since the batch it wakes asks again for what is still due (every batch
+// sets its RecheckAfter), and a batch per call of every batch would pile up goroutines while the
+// cloud is in trouble.
 func (c *Controller) pokeAfter(ctx context.Context, d time.Duration) <-chan struct{} {
 	done := make(chan struct{})
+	at := c.clock.Now().Add(d)
+	c.mu.Lock()
+	if !c.wakeAt.IsZero() && !at.Before(c.wakeAt) {
+		c.mu.Unlock()
+		close(done)
+		return done
+	}
+	c.wakeAt = at
+	c.mu.Unlock()
 	go func() {
 		defer close(done)
+		defer func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.wakeAt.Equal(at) {
+				c.wakeAt = time.Time{}
+			}
+		}()
 		select {
 		case <-ctx.Done():
 		case <-c.clock.After(d):

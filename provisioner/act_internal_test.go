@@ -77,3 +77,39 @@ func TestConfigValidateLaunchRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestPokeAfterCoalesces: while a wake-up is pending, a later one starts no goroutine (its
+// channel is closed at once: the batch the first wakes asks again); an earlier one does.
+func TestPokeAfterCoalesces(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	c := &Controller{clock: clk, trigger: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := c.pokeAfter(ctx, time.Minute)
+	select {
+	case <-c.pokeAfter(ctx, 2*time.Minute):
+	default:
+		t.Fatal("a later wake-up started a goroutine of its own")
+	}
+	earlier := c.pokeAfter(ctx, time.Second)
+	select {
+	case <-earlier:
+		t.Fatal("an earlier wake-up was dropped")
+	default:
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return clk.Waiters() == 2, nil }); err != nil {
+		t.Fatalf("%d goroutines wait on the clock, want 2", clk.Waiters())
+	}
+	clk.Step(time.Minute)
+	for _, done := range []<-chan struct{}{first, earlier} {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wake-up did not fire")
+		}
+	}
+	if len(c.trigger) != 1 {
+		t.Fatal("not poked")
+	}
+}

@@ -32,15 +32,17 @@ import (
 // Controller is the provisioner. Build it with New, then call Run (or, in tests, Start and
 // Reconcile).
 type Controller struct {
-	cfg       Config
-	kube      kubernetes.Interface
-	provider  cloudprovider.Provider
-	clock     clock.WithTicker
-	log       *zap.Logger
-	metrics   *Metrics
-	recorder  record.EventRecorder
-	factory   informers.SharedInformerFactory
-	policyInf informers.SharedInformerFactory
+	cfg      Config
+	kube     kubernetes.Interface
+	provider cloudprovider.Provider
+	clock    clock.WithTicker
+	log      *zap.Logger
+	metrics  *Metrics
+	recorder record.EventRecorder
+	// broadcaster delivers the recorder's Events; Run shuts it down when it returns.
+	broadcaster record.EventBroadcaster
+	factory     informers.SharedInformerFactory
+	policyInf   informers.SharedInformerFactory
 	// podGroups is the PodGroup informer, nil when the API server does not serve the native gang
 	// API (podgroups.go).
 	podGroups cache.SharedIndexInformer
@@ -59,6 +61,10 @@ type Controller struct {
 	arrival chan struct{}
 	// disruptWake asks the disruption loop for a pass now (an interruption notice came).
 	disruptWake chan struct{}
+	// wakeAt is when the pending pokeAfter pokes (zero: none).
+	wakeAt time.Time
+	// launches are the launch calls under way (launches.go).
+	launches launchTracker
 
 	// batchMu serialises batches; it guards memory and placeholderErr.
 	batchMu sync.Mutex
@@ -215,8 +221,9 @@ func New(opts Options) (*Controller, error) {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	c := &Controller{
 		cfg: cfg, kube: kube, provider: opts.Provider, clock: clk, log: log.Named("provisioner"), metrics: metrics,
-		recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
-		factory:  informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
+		recorder:    broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tiler"}),
+		broadcaster: broadcaster,
+		factory:     informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(stripManagedFields)),
 		policyInf: informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = api.LabelCostPolicy + "=true" }),
 			informers.WithTransform(stripManagedFields)),
@@ -364,23 +371,29 @@ func (c *Controller) Start(ctx context.Context) error {
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
 // poke and closes after BatchIdle without another, or after BatchMax; housekeeping also runs every
 // ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions), and
-// disruption (consolidation) runs in a loop of its own too (runDisruption).
+// disruption (consolidation) runs in a loop of its own too (runDisruption). The batches do not
+// wait for their launch calls (launches.go): a cloud API that hangs or throttles holds no batch.
+// Run returns once every goroutine it started has ended (the loops, the launch calls, the
+// informers and the Event broadcaster); a controller runs once.
 func (c *Controller) Run(ctx context.Context) error {
+	var loops sync.WaitGroup
+	defer func() {
+		loops.Wait()
+		c.launches.wg.Wait() // the calls end with ctx: providers honour it
+		c.broadcaster.Shutdown()
+		c.factory.Shutdown()
+		c.policyInf.Shutdown()
+	}()
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
-	if err := c.Recover(ctx); err != nil {
+	if err := c.recover(ctx, false); err != nil {
 		c.log.Error("recovering launches", zap.Error(err))
 	}
 	if c.interruptions != nil {
-		go c.watchInterruptions(ctx)
+		loops.Go(func() { c.watchInterruptions(ctx) })
 	}
-	disrupting := make(chan struct{})
-	go func() {
-		defer close(disrupting)
-		c.runDisruption(ctx)
-	}()
-	defer func() { <-disrupting }() // Run returns once no disruption pass is running
+	loops.Go(func() { c.runDisruption(ctx) })
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()
 	var gcTick <-chan time.Time
@@ -401,7 +414,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.CollectGarbage(ctx)
 			continue
 		}
-		if _, err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		if _, err := c.reconcile(ctx, false); err != nil && ctx.Err() == nil {
 			c.log.Error("reconcile", zap.Error(err))
 		}
 	}

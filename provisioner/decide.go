@@ -254,7 +254,7 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 		d.RecheckAfter = wait
 	}
 	var retryIn time.Duration
-	d.Retry, retryIn = launchRetries(recs, s.Now)
+	d.Retry, retryIn = launchRetries(recs, s.Launching, s.Now)
 	if retryIn > 0 && (d.RecheckAfter == 0 || retryIn < d.RecheckAfter) {
 		d.RecheckAfter = retryIn
 	}
@@ -364,13 +364,20 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	var cost float64
 	costByPool := map[PoolCapacity]float64{}
 	for _, r := range recs {
+		if s.Removing[r.LaunchID] {
+			poolNodes[r.Pool]--
+			removed[r.LaunchID] = true
+			continue
+		}
 		n := idx.forRecord(r)
 		if n != nil && snapshot.IsNodeReady(n) && !mem.Announced[r.NodeName] {
 			mem.Announced[r.NodeName] = true
 			d.Announce = append(d.Announce, Announcement{Record: r, Node: n, BootTime: bootTime(r, n, now)})
 		}
 		switch {
-		case (n == nil || !snapshot.IsNodeReady(n)) && now.Sub(r.CreatedAt) > cfg.RegistrationTimeout:
+		case (n == nil || !snapshot.IsNodeReady(n)) && now.Sub(r.CreatedAt) > cfg.RegistrationTimeout && !s.Launching[r.LaunchID]:
+			// (A launch whose call is under way is removed once the call has returned: a removal
+			// now could miss the instance the call is creating.)
 			d.MarkUnavailable = append(d.MarkUnavailable, r.Offering)
 			d.Remove = append(d.Remove, Removal{Record: r, Node: idx.nodeToDelete(r), Reason: RemovalRegistrationTimeout})
 			poolNodes[r.Pool]--
@@ -395,7 +402,7 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 		cost += r.PricePerHour
 		costByPool[PoolCapacity{r.Pool, r.CapacityType}] += r.PricePerHour
 	}
-	d.Fleet = Fleet{Nodes: len(recs) - len(d.Remove), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods),
+	d.Fleet = Fleet{Nodes: len(recs) - len(removed), CostPerHour: cost, GPUAllocationRatio: gpuAllocationRatio(recs, idx, s.Pods),
 		CostByPool: costByPool}
 	if len(removed) == 0 {
 		return recs
@@ -410,10 +417,11 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 }
 
 // launchRetries returns the records of launches the cloud API failed without refusing them whose
-// retry is due at now, and how long until the next one that is not (0 for none).
-func launchRetries(recs []LaunchRecord, now time.Time) (due []LaunchRecord, next time.Duration) {
+// retry is due at now, and how long until the next one that is not (0 for none). A launch whose
+// call is under way (launching) is not retried: its call decides.
+func launchRetries(recs []LaunchRecord, launching map[string]bool, now time.Time) (due []LaunchRecord, next time.Duration) {
 	for _, r := range recs {
-		if r.InstanceID != "" || r.LaunchAttempts == 0 {
+		if r.InstanceID != "" || r.LaunchAttempts == 0 || launching[r.LaunchID] {
 			continue
 		}
 		if wait := r.RetryAt.Sub(now); wait > 0 {

@@ -339,3 +339,42 @@ func TestDecideBuysForPodsTheSchedulerCouldNotPreemptFor(t *testing.T) {
 		t.Fatalf("plan %+v, launches %+v: want prod/serve-0 bought for, no preemption", d.Plan, d.Launch)
 	}
 }
+
+// TestDecideCallsUnderWay: a launch whose call is still under way (State.Launching) is neither
+// retried when due nor removed past RegistrationTimeout: it carries its pod until the call
+// returns; one being removed (State.Removing) is counted as gone, its pod planned again, and not
+// removed a second time.
+func TestDecideCallsUnderWay(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	mem := provisioner.NewMemory()
+	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("3").Mem("6Gi").Obj())
+	s := provisioner.State{Now: clk.Now(), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
+	d := provisioner.Decide(s, cfg, mem)
+	if len(d.Launch) != 1 {
+		t.Fatalf("first batch: launches %+v, want one", d.Launch)
+	}
+	rec := d.Launch[0]
+	rec.LaunchAttempts, rec.RetryAt = 1, clk.Now().Add(cfg.LaunchRetry)
+	s.Records = []provisioner.LaunchRecord{rec}
+	s.Launching = map[string]bool{rec.LaunchID: true}
+
+	clk.Step(cfg.LaunchRetry)
+	s.Now = clk.Now()
+	if d = provisioner.Decide(s, cfg, mem); len(d.Retry) != 0 || len(d.Launch) != 0 {
+		t.Fatalf("retry due, call under way: retries %+v, launches %+v; want neither", d.Retry, d.Launch)
+	}
+	clk.Step(cfg.RegistrationTimeout)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 0 || len(d.Retry) != 0 || len(d.Launch) != 0 || d.Fleet.Nodes != 1 {
+		t.Fatalf("past the timeout, call under way: removals %+v, retries %+v, launches %+v, fleet %+v; want the launch kept in flight",
+			d.Remove, d.Retry, d.Launch, d.Fleet)
+	}
+	s.Launching, s.Removing = nil, map[string]bool{rec.LaunchID: true}
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 0 || d.Fleet.Nodes != 0 || len(d.Launch) != 1 {
+		t.Fatalf("being removed: removals %+v, fleet %+v, launches %+v; want no second removal, no node, the pod planned again",
+			d.Remove, d.Fleet, d.Launch)
+	}
+}

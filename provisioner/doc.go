@@ -7,7 +7,10 @@
 // function of the State, the Config and the Memory of earlier batches that returns a Decision
 // (launches, removals, nominations, tolerations, placeholders, gauges), as Simulate returns a plan;
 // act carries the Decision out against the API server and the cloud. Interruption notices are
-// polled in a loop of their own, so that a slow queue never holds a batch.
+// polled in a loop of their own, so that a slow queue never holds a batch; in the same way the
+// batches of Run leave their launch and removal calls running after them (launches.go), so that a
+// cloud API that hangs or throttles holds no batch (a launch or removal under way is neither
+// retried nor decided on again until its call returns).
 //
 // With package prescale, it is the only code that talks to the API server. Launches are idempotent:
 // every planned node gets a launch ID that is written to durable state (a ConfigMap) before the

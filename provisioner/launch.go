@@ -15,51 +15,72 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// launch buys the plan's new nodes, whose launch records (Decision.Launch) it stamps with the time
-// they are written. Each is created as its own object BEFORE any cloud call (in parallel), then the launches run in
-// parallel. When the cloud answers that the offering is unavailable, it is marked so and its
-// record dropped, and a new batch is requested so that its pods are re-planned on the next
-// offering. Offerings a provider reports unavailable on the way to a successful launch
-// (UnavailableReporter) are marked too. pods indexes the planned pods, which the launches' Events
-// go to.
+// launch buys new nodes and waits for the launch calls (the disruption loop's replacements):
+// startLaunches with new records.
 func (c *Controller) launch(ctx context.Context, log *zap.Logger, launches []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
-	if len(launches) == 0 {
-		return nil, nil
-	}
+	return c.startLaunches(ctx, log, c.stamped(launches), pods, true)()
+}
+
+// stamped returns the plan's launch records (Decision.Launch) stamped with the time they are
+// written.
+func (c *Controller) stamped(launches []LaunchRecord) []LaunchRecord {
 	now := c.clock.Now()
 	recs := make([]LaunchRecord, len(launches))
 	for i, r := range launches {
 		r.CreatedAt = now
 		recs[i] = r
 	}
-	return c.launchEach(ctx, log, recs, pods, true)
+	return recs
 }
 
-// launchAll runs launchOne for each record in parallel. A refused launch asks for a new batch at
-// once, to re-plan its pods; a retried one has asked for the batch of its retry.
-func (c *Controller) launchAll(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods map[string]*corev1.Pod) (launched, failed []string) {
-	return c.launchEach(ctx, log, recs, pods, false)
-}
+// launchResults waits for launch calls started by startLaunches and returns the nodes whose
+// launch the cloud accepted, and those it refused or failed.
+type launchResults func() (launched, failed []string)
 
-// launchEach is launchAll; with record, each launch first writes its launch record and calls the
-// cloud as soon as that record is durable, without waiting for the batch's other records (a
-// launch whose record cannot be written is not launched, and its pods are planned again by a
-// later batch).
-func (c *Controller) launchEach(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods map[string]*corev1.Pod, record bool) (launched, failed []string) {
+// startLaunches runs launchOne for each record in parallel, each in a goroutine of its own that
+// the controller tracks (launchTracker), and returns without waiting for the cloud calls; the
+// returned function waits for them. With record, each launch first writes its launch record (a
+// new launch: BEFORE any cloud call) and calls the cloud as soon as that record is durable,
+// without waiting for the other records (a launch whose record cannot be written is not
+// launched, and its pods are planned again by a later batch); startLaunches returns once every
+// record is written (or failed), so that the next batch counts the launches in flight rather
+// than buying for their pods again. A launch whose call is already under way (a retry the
+// disruption loop or an earlier batch started) is not started again. When the cloud answers
+// that an offering is unavailable, it is marked so, the record dropped and a new batch requested
+// at once, so that its pods are re-planned on the next offering; a retried launch has asked for
+// the batch of its retry. Offerings a provider reports unavailable on the way to a successful
+// launch (UnavailableReporter) are marked too. pods indexes the planned pods, which the
+// launches' Events go to.
+func (c *Controller) startLaunches(ctx context.Context, log *zap.Logger, recs []LaunchRecord, pods map[string]*corev1.Pod, record bool) launchResults {
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	refusals := false
-	for i := range recs {
+	var wg, recorded sync.WaitGroup
+	var launched, failed []string
+	for _, r := range recs {
+		if !c.launches.begin(r.LaunchID, callLaunch) {
+			log.Debug("a launch call is under way already; not started again", zap.String(keyLaunchID, r.LaunchID))
+			continue
+		}
 		wg.Add(1)
-		go func(r LaunchRecord) {
+		recorded.Add(1)
+		c.launches.wg.Add(1)
+		go func() {
+			defer c.launches.wg.Done()
 			defer wg.Done()
+			defer c.launches.end(r.LaunchID) // after the record holds the outcome
 			if record {
-				if err := c.records.Put(ctx, r); err != nil {
+				err := c.records.Put(ctx, r)
+				recorded.Done()
+				if err != nil {
 					log.Error("recording the launch; not launched", zap.String(keyNode, r.NodeName), zap.Error(err))
 					return
 				}
+			} else {
+				recorded.Done()
 			}
 			out := c.launchOne(ctx, log, r, pods)
+			if out == launchRefused {
+				c.poke()
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if out == launchAccepted {
@@ -67,14 +88,15 @@ func (c *Controller) launchEach(ctx context.Context, log *zap.Logger, recs []Lau
 			} else {
 				failed = append(failed, r.NodeName)
 			}
-			refusals = refusals || out == launchRefused
-		}(recs[i])
+		}()
 	}
-	wg.Wait()
-	if refusals {
-		c.poke()
+	recorded.Wait()
+	return func() ([]string, []string) {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return launched, failed
 	}
-	return launched, failed
 }
 
 // launchOutcome is what became of one launch call.

@@ -78,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "fleet_cost_dollars_per_hour", Help: "Price of the managed nodes by pool and capacity type (their sum is managed_cost_dollars_per_hour)."},
 			[]string{"pool", "capacity_type"}),
 		BatchDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
-			Name: "batch_duration_seconds", Help: "Time from snapshot to the end of the launch calls of one batch.", Buckets: batchBuckets}),
+			Name: "batch_duration_seconds", Help: "Time from snapshot to the end of one batch (in the controller's loop, the launch and removal calls run on after it).", Buckets: batchBuckets}),
 		SimulationDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "simulation_duration_seconds", Help: "Time spent in simulator.Simulate per batch.", Buckets: simulationBuckets}),
 		Launches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",

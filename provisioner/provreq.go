@@ -537,14 +537,27 @@ func (c *Controller) watchProvisioningRequests(ctx context.Context) {
 	f.Start(ctx.Done())
 }
 
-// writeRequests writes the conditions the batch decided; an update that waits for launches is
-// written only when the cloud took them all.
-func (c *Controller) writeRequests(ctx context.Context, log *zap.Logger, updates []RequestUpdate, res *Result) {
+// splitAfterLaunch splits a batch's updates into those that wait for launches (AfterLaunch) and
+// the others.
+func splitAfterLaunch(updates []RequestUpdate) (now, later []RequestUpdate) {
+	for _, u := range updates {
+		if len(u.AfterLaunch) > 0 {
+			later = append(later, u)
+		} else {
+			now = append(now, u)
+		}
+	}
+	return now, later
+}
+
+// writeRequests writes the conditions the batch decided (at now); an update that waits for
+// launches is written only when the cloud took them all (launched).
+func (c *Controller) writeRequests(ctx context.Context, log *zap.Logger, updates []RequestUpdate, launched []string, now time.Time) {
 	if c.provreqs == nil {
 		return
 	}
 	for _, u := range updates {
-		if missing := slices.ContainsFunc(u.AfterLaunch, func(n string) bool { return !slices.Contains(res.Launched, n) }); missing {
+		if missing := slices.ContainsFunc(u.AfterLaunch, func(n string) bool { return !slices.Contains(launched, n) }); missing {
 			log.Info("ProvisioningRequest not marked provisioned: a launch of its nodes failed", zap.String(keyRequest, u.Namespace+"/"+u.Name))
 			continue
 		}
@@ -553,7 +566,7 @@ func (c *Controller) writeRequests(ctx context.Context, log *zap.Logger, updates
 			continue
 		}
 		for _, cd := range u.Conditions {
-			if cd.LastTransitionTime.Time.Equal(res.Decision.Now) {
+			if cd.LastTransitionTime.Time.Equal(now) {
 				log.Info("ProvisioningRequest condition", zap.String(keyRequest, u.Namespace+"/"+u.Name), zap.String("type", cd.Type),
 					zap.String("status", string(cd.Status)), zap.String(keyReason, cd.Reason))
 			}

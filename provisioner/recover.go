@@ -23,7 +23,10 @@ const RemovalInstanceGone = "instance-gone"
 // names is an orphan and is deleted, so nothing leaks. A record whose Node registered under
 // another name than the planned one (found by its provider ID) is relinked to it (see relink).
 // Call it after Start: it reads the Nodes from the informer.
-func (c *Controller) Recover(ctx context.Context) error {
+func (c *Controller) Recover(ctx context.Context) error { return c.recover(ctx, true) }
+
+// recover is Recover; without wait, the relaunches run on after it returns (launches.go).
+func (c *Controller) recover(ctx context.Context, wait bool) error {
 	recs, err := c.records.List(ctx)
 	if err != nil {
 		return err
@@ -43,6 +46,14 @@ func (c *Controller) Recover(ctx context.Context) error {
 	known := map[string]bool{}
 	now := c.clock.Now()
 	var kept []LaunchRecord
+	var relaunches []launchResults
+	defer func() {
+		for _, calls := range relaunches {
+			if wait {
+				calls()
+			}
+		}
+	}()
 	for _, r := range recs {
 		known[r.LaunchID] = true
 		inst := byLaunch[r.LaunchID]
@@ -68,7 +79,7 @@ func (c *Controller) Recover(ctx context.Context) error {
 			continue
 		case inst == nil:
 			c.log.Info("relaunching a recorded launch", zap.String(keyLaunchID, r.LaunchID))
-			c.launchOne(ctx, c.log, r, nil)
+			relaunches = append(relaunches, c.startLaunches(ctx, c.log, []LaunchRecord{r}, nil, false))
 			continue
 		}
 		kept = append(kept, r)

@@ -84,6 +84,13 @@ type State struct {
 	// UsableSince is when the nomination watch first saw each launched node usable (the start of
 	// its nominationGrace).
 	UsableSince map[string]time.Time
+	// Launching are the launch IDs whose launch call is under way (the controller's loop does not
+	// wait for them: launches.go). Such a launch is in flight: it is not retried, nor removed for
+	// its registration timeout, until its call has returned.
+	Launching map[string]bool
+	// Removing are the launch IDs being removed (instance, Node, record) by a call still under way:
+	// the batch counts them as gone and decides nothing about them.
+	Removing map[string]bool
 }
 
 // observe reads the State of a batch: the policy (reporting invalid cost-policy ConfigMaps), the
@@ -116,7 +123,10 @@ func (c *Controller) observe(ctx context.Context) (State, error) {
 // observeCluster reads what the batch and the disruption loop share: the policy, the
 // informers' objects, the launch records, the catalog and the unavailable offerings, at now.
 func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, error) {
-	s := State{Now: now}
+	// The launches under way before the records: a launch that ends in between has written its
+	// record (launchTracker.end follows the write), so the batch never sees it both not under way
+	// and not yet updated.
+	s := State{Now: now, Launching: c.launches.active(callLaunch), Removing: c.launches.active(callRemove)}
 	c.refreshPolicy(ctx)
 	s.Policy = c.currentPolicy()
 	if err := listCluster(c.factory, c.podGroups != nil, &s); err != nil {

@@ -2,15 +2,14 @@ package gcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 
@@ -65,14 +64,11 @@ func (s *Shapes) addZone(ctx context.Context, c *clients, cfg Config, zone strin
 		return err
 	}
 	it := c.machineTypes.List(ctx, &computepb.ListMachineTypesRequest{Project: cfg.Project, Zone: zone, MaxResults: proto.Uint32(500)}, cfg.Retry.CallOption())
-	for {
-		mt, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("gcp: listing machine types of %s: %w", zone, err)
-		}
+	mts, err := gcpapi.Collect(ctx, it.Next)
+	if err != nil {
+		return fmt.Errorf("gcp: listing machine types of %s: %w", zone, err)
+	}
+	for _, mt := range mts {
 		if !usable(mt, cfg.MachineFamilies) {
 			continue
 		}
@@ -80,21 +76,16 @@ func (s *Shapes) addZone(ctx context.Context, c *clients, cfg Config, zone strin
 			return err
 		}
 	}
+	return nil
 }
 
 func listAcceleratorTypes(ctx context.Context, c *clients, cfg Config, zone string) ([]*computepb.AcceleratorType, error) {
 	it := c.acceleratorTypes.List(ctx, &computepb.ListAcceleratorTypesRequest{Project: cfg.Project, Zone: zone}, cfg.Retry.CallOption())
-	var out []*computepb.AcceleratorType
-	for {
-		at, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("gcp: listing accelerator types of %s: %w", zone, err)
-		}
-		out = append(out, at)
+	out, err := gcpapi.Collect(ctx, it.Next)
+	if err != nil {
+		return nil, fmt.Errorf("gcp: listing accelerator types of %s: %w", zone, err)
 	}
+	return out, nil
 }
 
 func usable(mt *computepb.MachineType, families []string) bool {

@@ -2,7 +2,6 @@ package gcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -10,10 +9,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 )
 
 // preemptedOperation is the type of the system operation Compute Engine records when it preempts
@@ -93,14 +92,11 @@ func (s *PreemptionSource) fromOperations(ctx context.Context, found map[string]
 		it := s.p.c.zoneOperations.List(ctx, &computepb.ListZoneOperationsRequest{
 			Project: cfg.Project, Zone: zone, Filter: proto.String(fmt.Sprintf("operationType = %q", preemptedOperation)),
 		}, cfg.Retry.CallOption())
-		for {
-			op, err := it.Next()
-			if errors.Is(err, iterator.Done) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("gcp: listing preemptions in %s: %w", zone, err)
-			}
+		ops, err := gcpapi.Collect(ctx, it.Next)
+		if err != nil {
+			return fmt.Errorf("gcp: listing preemptions in %s: %w", zone, err)
+		}
+		for _, op := range ops {
 			if op.GetOperationType() != preemptedOperation {
 				continue
 			}

@@ -10,13 +10,13 @@ import (
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
+	"github.com/tiler-dev/tiler/internal/gcpapi"
 )
 
 // Provider is the cloudprovider.Provider for Compute Engine. Instances are named after their
@@ -125,16 +125,11 @@ func (p *Provider) listInstances(ctx context.Context, filter string) ([]*compute
 		it := p.c.instances.List(ctx, &computepb.ListInstancesRequest{
 			Project: p.cfg.Project, Zone: zone, Filter: proto.String(filter), MaxResults: proto.Uint32(listPageSize),
 		}, p.cfg.Retry.CallOption())
-		for {
-			inst, err := it.Next()
-			if errors.Is(err, iterator.Done) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("gcp: listing instances in %s: %w", zone, err)
-			}
-			out = append(out, inst)
+		insts, err := gcpapi.Collect(ctx, it.Next)
+		if err != nil {
+			return nil, fmt.Errorf("gcp: listing instances in %s: %w", zone, err)
 		}
+		out = append(out, insts...)
 	}
 	return out, nil
 }

@@ -33,7 +33,10 @@
 // request's fallbacks are tried in order first), make every launch fail with a quota error, slow
 // down the boot of some offerings or keep their instances from ever registering, and fail the
 // next calls of Create or List as a cloud API in trouble does (throttling, 5xx, or an answer lost
-// after the instance was launched: InjectAPIFailures). Config.MaxInstances
+// after the instance was launched: InjectAPIFailures). InjectTrouble keeps the API in trouble for a
+// window of the provider's clock: a share of Create, List and Delete calls fail with throttling or
+// 5xx codes (before or after the launch) and every call is slower, a latency that ends early with
+// the caller's context; TroubleCalls lists the window's calls. Config.MaxInstances
 // and Config.MaxGPUs are account quotas. Interrupt announces a spot interruption through
 // Interruptions().Poll (with its Deadline) and reclaims the instance after
 // Config.InterruptionGrace; RecommendRebalance announces a rebalance recommendation (no deadline,

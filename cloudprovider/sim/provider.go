@@ -30,8 +30,10 @@ type Provider struct {
 	store *store
 	log   *zap.Logger
 
-	mu     sync.Mutex // guards faults and renewed
+	mu     sync.Mutex // guards faults, trouble and renewed
 	faults Faults
+	// trouble is the last trouble window (InjectTrouble), nil before the first.
+	trouble *troubleState
 	// renewed is when Step last renewed each node's Lease, in clock time.
 	renewed map[string]time.Time
 
@@ -94,8 +96,15 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	if failing && !fault.AfterLaunch {
 		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, &APIError{Code: fault.Code, Message: fault.Message})
 	}
+	trouble, err := p.inTrouble(ctx, CallCreate, req.LaunchID)
+	if err != nil {
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
+	}
+	if trouble.err != nil && !trouble.afterLaunch {
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, trouble.err)
+	}
 	var out *cloudprovider.Instance
-	err := p.store.update(func(st *state) error {
+	err = p.store.update(func(st *state) error {
 		for _, r := range st.Instances {
 			if r.Cluster != p.cfg.ClusterName {
 				continue
@@ -126,6 +135,8 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, err)
 	case failing:
 		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, &APIError{Code: fault.Code, Message: fault.Message})
+	case trouble.err != nil:
+		return nil, fmt.Errorf("launching %s: %w", req.LaunchID, trouble.err)
 	}
 	return out, nil
 }
@@ -189,6 +200,9 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 	if f, ok := p.takeAPIFailure(CallList); ok {
 		return nil, fmt.Errorf("listing instances: %w", &APIError{Code: f.Code, Message: f.Message})
 	}
+	if err := p.troubleFails(ctx, CallList); err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
 	var out []*cloudprovider.Instance
 	err := p.store.view(func(st *state) {
 		for _, r := range st.Instances {
@@ -209,6 +223,9 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 // a *cloudprovider.NotFoundError. When the API server fails, the error wraps its error and the
 // instance stays listed as terminating; Step and a repeated Delete finish the job.
 func (p *Provider) Delete(ctx context.Context, id string) error {
+	if err := p.troubleFails(ctx, CallDelete); err != nil {
+		return fmt.Errorf("deleting instance %s: %w", id, err)
+	}
 	p.opMu.Lock()
 	defer p.opMu.Unlock()
 	return p.terminate(ctx, id, ReasonRequested)

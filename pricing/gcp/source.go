@@ -9,7 +9,6 @@ import (
 
 	billing "cloud.google.com/go/billing/apiv1"
 	"cloud.google.com/go/billing/apiv1/billingpb"
-	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 
 	"github.com/tiler-dev/tiler/internal/gcpapi"
@@ -149,15 +148,11 @@ func (s *Source) listSKUs(ctx context.Context) ([]*billingpb.Sku, error) {
 		CurrencyCode: s.cfg.Currency,
 		PageSize:     s.cfg.PageSize,
 	}, s.cfg.Retry.CallOption())
-	var skus []*billingpb.Sku
-	for {
-		sku, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return skus, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("gcp pricing: listing %s SKUs (after %d SKUs read): %w", ComputeEngineService, len(skus), err)
-		}
-		skus = append(skus, sku)
+	// The REST client's list requests do not carry ctx (gcpapi.Collect): a hung endpoint would hold
+	// a price refresh past its deadline.
+	skus, err := gcpapi.Collect(ctx, it.Next)
+	if err != nil {
+		return nil, fmt.Errorf("gcp pricing: listing %s SKUs: %w", ComputeEngineService, err)
 	}
+	return skus, nil
 }

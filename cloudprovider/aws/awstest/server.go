@@ -50,6 +50,10 @@ type Request struct {
 	// Body is the raw body (JSON for Pricing and SQS).
 	Body   []byte
 	Header http.Header
+	// At is when the request arrived.
+	At time.Time
+	// Partial asks the handler of a CreateFleet for a partial fleet (Trouble.PartialFleetShare).
+	Partial bool
 }
 
 // DecodeJSON unmarshals a JSON request body into v.
@@ -126,6 +130,7 @@ type Server struct {
 	requests []Request
 	queued   map[string][]Response
 	handlers map[string]Handler
+	trouble  *trouble
 }
 
 // NewServer starts a server and stops it when the test ends.
@@ -207,7 +212,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp := s.respond(req)
+	resp, ok := s.respondInTrouble(r, req)
+	if !ok {
+		return // the client gave up during the latency
+	}
 	for k, v := range resp.Header {
 		w.Header().Set(k, v)
 	}
@@ -215,6 +223,42 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Amzn-RequestId", "awstest-request")
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
+}
+
+// respondInTrouble answers req as the trouble window says (Trouble): late, with the window's
+// error before or after serving it, or as a partial fleet; false when the client went away
+// during the latency.
+func (s *Server) respondInTrouble(r *http.Request, req Request) (Response, bool) {
+	req.At = time.Now()
+	s.mu.Lock()
+	v := s.troubleLocked(req, req.At)
+	s.mu.Unlock()
+	req.Partial = v.partial
+	if v.latency > 0 {
+		t := time.NewTimer(v.latency)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			s.record(req)
+			return Response{}, false
+		case <-t.C:
+		}
+	}
+	if v.fail && !v.after {
+		s.record(req)
+		return v.err, true
+	}
+	resp := s.respond(req)
+	if v.fail {
+		return v.err, true
+	}
+	return resp, true
+}
+
+func (s *Server) record(req Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, req)
 }
 
 func (s *Server) respond(req Request) Response {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Request is one request the server received.
@@ -20,6 +21,8 @@ type Request struct {
 	Path  string
 	Query url.Values
 	Body  []byte
+	// At is when the request arrived.
+	At time.Time
 }
 
 // Failure is a canned HTTP error returned instead of the normal answer to matching requests.
@@ -46,17 +49,22 @@ type Server struct {
 	failures []*Failure
 	compute  computeState
 	skuPages [][]byte
+	trouble  *trouble
+	// closing ends the trouble latencies when the test ends: the Compute clients' List requests
+	// carry no context (gcpapi.Collect), so their clients never hang up on a slow answer.
+	closing chan struct{}
 }
 
 // NewServer starts a fake for project, serving the recorded machine types, accelerator types and
 // SKU pages, with no instances. It is closed when the test ends.
 func NewServer(t testing.TB, project string) *Server {
 	t.Helper()
-	s := &Server{project: project, t: t}
+	s := &Server{project: project, t: t, closing: make(chan struct{})}
 	s.compute = newComputeState(t)
 	s.skuPages = [][]byte{Fixture(t, "cloudbilling.skus.list.page1.json"), Fixture(t, "cloudbilling.skus.list.page2.json")}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(s.closing) }) // before Close, which waits for the handlers
 	s.URL = srv.URL
 	return s
 }
@@ -95,9 +103,14 @@ func (s *Server) RequestsTo(method, suffix string) []Request {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	s.serveInTrouble(w, r, body, time.Now())
+}
+
+// serveNow records and answers a request: a canned failure (Fail), or the fake's answer.
+func (s *Server) serveNow(w http.ResponseWriter, r *http.Request, body []byte, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body, At: at})
 	if f := s.matchFailureLocked(r); f != nil {
 		writeRaw(w, f.Status, f.Body)
 		return
