@@ -74,37 +74,7 @@ func bruteForceOptimum(pods []boundPod, cat *catalog.Catalog, replicas int, fami
 		}
 		return best
 	}
-	n := len(pods)
-	assign := make([]int, n)
-	best := math.Inf(1)
-	var rec func(i, blocks int)
-	rec = func(i, blocks int) {
-		if i == n {
-			bs := make([][]int, blocks)
-			for p, b := range assign {
-				bs[b] = append(bs[b], p)
-			}
-			total := 0.0
-			for _, b := range bs {
-				total += blockPrice(b)
-				if total >= best {
-					return
-				}
-			}
-			best = total
-			return
-		}
-		for b := 0; b <= blocks; b++ {
-			assign[i] = b
-			if b == blocks {
-				rec(i+1, blocks+1)
-			} else {
-				rec(i+1, blocks)
-			}
-		}
-	}
-	rec(0, 0)
-	return best
+	return minOverPartitions(len(pods), blockPrice)
 }
 
 // TestLowerBoundNeverAboveOptimum: on small random instances — CPU pods, whole-GPU pods and

@@ -49,23 +49,37 @@ func exactOptimum(cpu, mem []int64, cat *catalog.Catalog, families ...string) fl
 		}
 		return best
 	}
-	n := len(cpu)
+	return minOverPartitions(len(cpu), func(block []int) float64 {
+		var c, m int64
+		for _, p := range block {
+			c += cpu[p]
+			m += mem[p]
+		}
+		return blockPrice(c, m, int64(len(block)))
+	})
+}
+
+// minOverPartitions is the least total cost of a partition of items 0..n-1 into blocks (nodes),
+// each block costing cost(block) (+Inf when no node holds it): every set partition is tried,
+// those already above the best found cut short. Exponential: for the brute-force optima of small
+// instances.
+func minOverPartitions(n int, cost func(block []int) float64) float64 {
 	assign := make([]int, n)
 	best := math.Inf(1)
 	var rec func(i, blocks int)
 	rec = func(i, blocks int) {
 		if i == n {
-			c, m, k := make([]int64, blocks), make([]int64, blocks), make([]int64, blocks)
+			bs := make([][]int, blocks)
 			for p, b := range assign {
-				c[b] += cpu[p]
-				m[b] += mem[p]
-				k[b]++
+				bs[b] = append(bs[b], p)
 			}
 			total := 0.0
-			for b := 0; b < blocks; b++ {
-				total += blockPrice(c[b], m[b], k[b])
+			for _, b := range bs {
+				if total += cost(b); total >= best {
+					return
+				}
 			}
-			best = math.Min(best, total)
+			best = total
 			return
 		}
 		for b := 0; b <= blocks; b++ {
