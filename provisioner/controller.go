@@ -376,8 +376,12 @@ func (c *Controller) Start(ctx context.Context) error {
 // Run returns once every goroutine it started has ended (the loops, the launch calls, the
 // informers and the Event broadcaster); a controller runs once.
 func (c *Controller) Run(ctx context.Context) error {
+	// Run's own context: whatever makes Run return (ctx ending, or an error such as a missing CRD
+	// while ctx is still live) stops the informers and loops first, so the waits below end.
+	ctx, cancel := context.WithCancel(ctx)
 	var loops sync.WaitGroup
 	defer func() {
+		cancel()
 		loops.Wait()
 		c.launches.wg.Wait() // the calls end with ctx: providers honour it
 		c.broadcaster.Shutdown()
