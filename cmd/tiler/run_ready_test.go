@@ -88,6 +88,7 @@ func TestReadiness(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	synced := false
 	r := &readiness{synced: func() bool { return synced }, now: func() time.Time { return now }}
+	lease := defaultLeaderTiming.lease // readiness's lease when none is set
 	steps := []struct {
 		what string
 		do   func()
@@ -95,8 +96,8 @@ func TestReadiness(t *testing.T) {
 	}{
 		{"standby before any Lease call was answered", func() {}, false},
 		{"standby right after a Lease call was answered", r.leaseSeen, true},
-		{"standby 14s after the last answered Lease call", func() { now = now.Add(14 * time.Second) }, true},
-		{"standby 15s after the last answered Lease call", func() { now = now.Add(time.Second) }, false},
+		{"standby a second short of the lease after the last answered Lease call", func() { now = now.Add(lease - time.Second) }, true},
+		{"standby the lease after the last answered Lease call", func() { now = now.Add(time.Second) }, false},
 		{"standby answered again", r.leaseSeen, true},
 		{"leading, caches not synced", func() { r.set(true) }, false},
 		{"leading, caches synced", func() { synced = true }, true},
