@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,26 +31,7 @@ type boundPod struct {
 // within GPUs × replicas, and no two pods of one app together when either repels it. It shares
 // no code with the simulator's bound.
 func bruteForceOptimum(pods []boundPod, cat *catalog.Catalog, replicas int, families ...string) float64 {
-	type shape struct {
-		cpu, mem, pods int64
-		gpu            int
-		price          float64
-	}
-	var shapes []shape
-	for i := range cat.Types {
-		it := &cat.Types[i]
-		if !slices.Contains(families, strings.SplitN(string(it.Name), ".", 2)[0]) {
-			continue
-		}
-		c, m, p := catalog.Allocatable(cat.Provider, it)
-		best := math.Inf(1)
-		for _, o := range it.Offerings {
-			if !o.Unavailable {
-				best = math.Min(best, o.PricePerHour)
-			}
-		}
-		shapes = append(shapes, shape{c, m, int64(p), it.GPU.Count * replicas, best})
-	}
+	shapes := catalogShapes(cat, replicas, families...)
 	blockPrice := func(block []int) float64 {
 		var c, m int64
 		g := 0

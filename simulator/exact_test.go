@@ -23,23 +23,7 @@ import (
 // partition of the pods into nodes (restricted growth strings) and prices each block at the
 // cheapest offering whose allocatable holds it.
 func exactOptimum(cpu, mem []int64, cat *catalog.Catalog, families ...string) float64 {
-	type shape struct {
-		cpu, mem, pods int64
-		price          float64
-	}
-	var shapes []shape
-	for i := range cat.Types {
-		it := &cat.Types[i]
-		if !slices.Contains(families, strings.SplitN(string(it.Name), ".", 2)[0]) {
-			continue
-		}
-		c, m, p := catalog.Allocatable(cat.Provider, it)
-		best := math.Inf(1)
-		for _, o := range it.Offerings {
-			best = math.Min(best, o.PricePerHour)
-		}
-		shapes = append(shapes, shape{c, m, int64(p), best})
-	}
+	shapes := catalogShapes(cat, 1, families...)
 	blockPrice := func(c, m, n int64) float64 {
 		best := math.Inf(1)
 		for _, s := range shapes {
@@ -57,6 +41,35 @@ func exactOptimum(cpu, mem []int64, cat *catalog.Catalog, families ...string) fl
 		}
 		return blockPrice(c, m, int64(len(block)))
 	})
+}
+
+// nodeShape is what a brute-force optimum needs of an instance type: its allocatable CPU
+// (millicores), memory (bytes) and pods, its GPU units and its cheapest available price.
+type nodeShape struct {
+	cpu, mem, pods int64
+	gpu            int
+	price          float64
+}
+
+// catalogShapes returns the node shapes of the catalog's types of the given families, counting
+// replicas GPU units per GPU.
+func catalogShapes(cat *catalog.Catalog, replicas int, families ...string) []nodeShape {
+	var shapes []nodeShape
+	for i := range cat.Types {
+		it := &cat.Types[i]
+		if !slices.Contains(families, strings.SplitN(string(it.Name), ".", 2)[0]) {
+			continue
+		}
+		c, m, p := catalog.Allocatable(cat.Provider, it)
+		best := math.Inf(1)
+		for _, o := range it.Offerings {
+			if !o.Unavailable {
+				best = math.Min(best, o.PricePerHour)
+			}
+		}
+		shapes = append(shapes, nodeShape{c, m, int64(p), it.GPU.Count * replicas, best})
+	}
+	return shapes
 }
 
 // minOverPartitions is the least total cost of a partition of items 0..n-1 into blocks (nodes),
