@@ -3,6 +3,7 @@ package provisioner_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -10,12 +11,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
@@ -101,6 +104,11 @@ type latencyRun struct {
 	// purchase for pods already planned.
 	boughtTwice int
 	batches     int
+	// floor is kube-scheduler's own share: the time to bind the same pods, created afresh, onto
+	// the nodes the run bought, once they are empty and unreserved (schedulerFloor);
+	// floorLaunches the nodes the controller bought meanwhile.
+	floor         time.Duration
+	floorLaunches int
 	// timeline is where the time went, from the same moment: when kube-scheduler had marked the
 	// first and the last pod unschedulable, the batches that launched, the last cloud create
 	// call, and when half the pods were bound.
@@ -108,8 +116,12 @@ type latencyRun struct {
 }
 
 func (r latencyRun) String() string {
-	return fmt.Sprintf("%d pods: first cloud create %+.2fs, all bound %.2fs after the last pod existed; %d nodes bought in %d batches (one plan of all the pods: %d), %d for pods already planned; %s",
+	s := fmt.Sprintf("%d pods: first cloud create %+.2fs, all bound %.2fs after the last pod existed; %d nodes bought in %d batches (one plan of all the pods: %d), %d for pods already planned; %s",
 		r.pods, r.toFirstLaunch.Seconds(), r.toAllBound.Seconds(), r.launches, r.batches, r.onePlan, r.boughtTwice, r.timeline)
+	if r.floor > 0 {
+		s += fmt.Sprintf("; scheduler floor: the same pods onto the bought nodes bound %.2fs after the last existed (%d nodes bought meanwhile)", r.floor.Seconds(), r.floorLaunches)
+	}
+	return s
 }
 
 // boughtTwice counts the launches of the env's batches that are for a pod an earlier launch was
@@ -153,7 +165,7 @@ func (e *env) boughtTwice() (twice, batches int) {
 // the last pod's creation to the first cloud create call and to all pods bound by the real
 // kube-scheduler, and the nodes bought against one plan of all the pods. The controller's batch
 // windows are the product defaults.
-func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix string) latencyRun {
+func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix string, floor bool) latencyRun {
 	tb.Helper()
 	cfg := testConfig()
 	defaults := provisioner.DefaultConfig()
@@ -162,53 +174,14 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 	e := newEnv(tb, cp, cfg, func(c *sim.Config) { c.BootDelay, c.DeviceDelay = 0, 0 })
 	defer e.cleanupLatency(prefix)
 	e.applyPolicy("policy", latencyPolicy)
+	systemNode(tb, e.kube)
 	pods := latencyPods(prefix, n)
 	onePlan := planAll(tb, e, pods)
 
-	ctx := context.Background()
-	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	tl := watchPodTimes(tb, watchCtx, e.kube, prefix)
-	// The pods are created with a client of their own (as a ReplicaSet controller would), not
-	// with the controller's, whose rate limit they would otherwise use up.
-	creator := kubernetes.NewForConfigOrDie(cp.RESTConfig())
-	work := make(chan *corev1.Pod)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range 16 {
-		wg.Go(func() {
-			for p := range work {
-				if _, err := creator.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for _, p := range pods {
-		work <- p
-	}
-	close(work)
-	wg.Wait()
-	allExist := time.Now()
-	close(errs)
-	for err := range errs {
-		tb.Fatalf("creating pods: %v", err)
-	}
-
-	var allBound time.Time
-	testwait.Until(tb, 100*time.Millisecond, fmt.Sprintf("all %d pods bound", n), 3*time.Minute, func() bool {
-		list, err := e.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix, ResourceVersion: "0"})
-		if err != nil || len(list.Items) != n {
-			return false
-		}
-		for i := range list.Items {
-			if list.Items[i].Spec.NodeName == "" {
-				return false
-			}
-		}
-		allBound = time.Now()
-		return true
-	})
+	allExist, allBound := createAndWaitBound(tb, cp, e.kube, pods, prefix)
 	events, err := sim.ReadEvents(e.cloud.EventLogPath())
 	if err != nil {
 		tb.Fatal(err)
@@ -234,23 +207,127 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 	r := latencyRun{pods: n, toFirstLaunch: first.Sub(allExist), toAllBound: allBound.Sub(allExist), launches: launches, onePlan: onePlan}
 	r.timeline = tl.summary(allExist, last, e.batches.since(0))
 	r.boughtTwice, r.batches = e.boughtTwice()
+	if floor {
+		r.floor, r.floorLaunches = schedulerFloor(tb, e, cp, n, prefix)
+	}
 	if r.boughtTwice > 0 && n <= 100 {
 		e.explainPurchases()
 	}
 	return r
 }
 
+// schedulerFloor measures what kube-scheduler and the API server alone need for the run's pods:
+// the pods of prefix are deleted, and once they are gone and no node is reserved any more, the
+// same pods (prefix+"f") are created again onto the nodes already there, and the time from the
+// last one existing to all bound is returned, with the nodes the controller bought meanwhile (the
+// scheduler may pack the nodes otherwise than the plan did).
+func schedulerFloor(tb testing.TB, e *env, cp *controlplane.ControlPlane, n int, prefix string) (time.Duration, int) {
+	tb.Helper()
+	ctx := context.Background()
+	zero := int64(0)
+	if err := e.kube.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+		metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix}); err != nil {
+		tb.Fatal(err)
+	}
+	testwait.Until(tb, 100*time.Millisecond, "the run's pods gone and no node reserved", 2*time.Minute, func() bool {
+		list, err := e.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix})
+		if err != nil || len(list.Items) > 0 {
+			return false
+		}
+		for _, node := range e.managedNodes() {
+			for _, t := range node.Spec.Taints {
+				if t.Key == api.TaintReserved {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	before := e.launches()
+	again := prefix + "f"
+	defer func() {
+		_ = e.kube.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+			metav1.ListOptions{LabelSelector: latencyLabel + "=" + again})
+	}()
+	allExist, allBound := createAndWaitBound(tb, cp, e.kube, latencyPods(again, n), again)
+	return allBound.Sub(allExist), e.launches() - before
+}
+
+// systemNode registers the node a cluster always has before Tiler buys any (the one Tiler's own
+// pod runs on), tainted for the control plane so that no workload pod lands there: with no node
+// at all, kube-scheduler records no plugin that rejected a pod and retries every pending pod at
+// each node that registers, which a real cluster never sees. The node is deleted when the test
+// ends.
+func systemNode(tb testing.TB, kube kubernetes.Interface) {
+	tb.Helper()
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "system-0", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}}}
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), node.Name, metav1.DeleteOptions{}) })
+}
+
+// createAndWaitBound creates the pods as fast as the API server takes them and waits until the
+// real kube-scheduler has bound every one; it returns when the last pod existed and when all were
+// seen bound.
+func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kubernetes.Interface, pods []*corev1.Pod, prefix string) (allExist, allBound time.Time) {
+	tb.Helper()
+	ctx := context.Background()
+	n := len(pods)
+	// The pods are created with a client of their own (as a ReplicaSet controller would), not
+	// with the controller's, whose rate limit they would otherwise use up.
+	creator := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	work := make(chan *corev1.Pod)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range 16 {
+		wg.Go(func() {
+			for p := range work {
+				if _, err := creator.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for _, p := range pods {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	allExist = time.Now()
+	close(errs)
+	for err := range errs {
+		tb.Fatalf("creating pods: %v", err)
+	}
+	testwait.Until(tb, 100*time.Millisecond, fmt.Sprintf("all %d pods bound", n), 3*time.Minute, func() bool {
+		list, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix, ResourceVersion: "0"})
+		if err != nil || len(list.Items) != n {
+			return false
+		}
+		for i := range list.Items {
+			if list.Items[i].Spec.NodeName == "" {
+				return false
+			}
+		}
+		allBound = time.Now()
+		return true
+	})
+	return allExist, allBound
+}
+
 // podTimes are when a watch saw each pod of a latency run marked unschedulable and bound.
 type podTimes struct {
-	mu            sync.Mutex
-	marked, bound map[string]time.Time
+	mu                      sync.Mutex
+	marked, bound, tolerate map[string]time.Time
 }
 
 // watchPodTimes follows the run's pods with an informer (a watch that is resumed when the API
 // server ends it) until ctx ends.
 func watchPodTimes(tb testing.TB, ctx context.Context, kube kubernetes.Interface, prefix string) *podTimes {
 	tb.Helper()
-	t := &podTimes{marked: map[string]time.Time{}, bound: map[string]time.Time{}}
+	t := &podTimes{marked: map[string]time.Time{}, bound: map[string]time.Time{}, tolerate: map[string]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace("default"),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = latencyLabel + "=" + prefix }))
 	seen := func(o any) {
@@ -265,6 +342,13 @@ func watchPodTimes(tb testing.TB, ctx context.Context, kube kubernetes.Interface
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 					t.marked[p.Name] = now
+				}
+			}
+		}
+		if _, seen := t.tolerate[p.Name]; !seen {
+			for _, tol := range p.Spec.Tolerations {
+				if tol.Key == api.TaintReserved {
+					t.tolerate[p.Name] = now
 				}
 			}
 		}
@@ -301,14 +385,15 @@ func (t *podTimes) summary(t0, lastLaunch time.Time, batches []batch) string {
 	}
 	mf, _, ml := span(t.marked)
 	bf, bh, bl := span(t.bound)
+	tf, th, tl := span(t.tolerate)
 	var bs []string
 	for _, b := range batches {
 		if b.res != nil && b.res.Decision != nil && len(b.res.Decision.Launch) > 0 {
 			bs = append(bs, fmt.Sprintf("%.2fs:%dpods/%dnodes", rel(b.at), b.res.Pending, len(b.res.Decision.Launch)))
 		}
 	}
-	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last)",
-		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), bf, bh, bl)
+	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; %d tolerations written %.2fs/%.2fs/%.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last)",
+		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), len(t.tolerate), tf, th, tl, bf, bh, bl)
 }
 
 // planAll is the number of new nodes one plan of all the pods, pending on an empty cluster,
@@ -357,7 +442,7 @@ func TestE2ELatency(t *testing.T) {
 	cp := cptest.Start(t, latencyControlPlane)
 	for _, n := range []int{50} {
 		t.Run(fmt.Sprintf("pods=%d", n), func(t *testing.T) {
-			r := runLatency(t, cp, n, fmt.Sprintf("lat%d", n))
+			r := runLatency(t, cp, n, fmt.Sprintf("lat%d", n), false)
 			t.Log(r)
 			if r.boughtTwice > 0 {
 				t.Errorf("%d nodes bought for pods already planned", r.boughtTwice)
@@ -367,20 +452,23 @@ func TestE2ELatency(t *testing.T) {
 }
 
 // BenchmarkE2ELatency reports, per run of the latency scenario, the seconds from the last pod's
-// creation to the first cloud create call and to all pods bound, and the nodes bought beyond
-// one plan; `-benchtime Nx -count K` with benchstat gives their distribution.
+// creation to the first cloud create call and to all pods bound, the nodes bought beyond one
+// plan, and the scheduler's floor (schedulerFloor: the same pods bound onto the bought nodes with
+// nothing left to buy); `-benchtime Nx -count K` with benchstat gives their distribution.
 func BenchmarkE2ELatency(b *testing.B) {
 	cp := cptest.Start(b, latencyControlPlane)
 	for _, n := range []int{50, 1000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			var first, bound []float64
+			var first, bound, floor []float64
 			twice, beyond := 0, 0
 			i := 0
 			for b.Loop() {
-				r := runLatency(b, cp, n, fmt.Sprintf("blat%d-%d", n, i))
+				r := runLatency(b, cp, n, fmt.Sprintf("blat%d-%d", n, i), true)
 				b.Log(r)
+				fmt.Fprintln(os.Stderr, "LATENCY", r)
 				i++
 				first, bound = append(first, r.toFirstLaunch.Seconds()), append(bound, r.toAllBound.Seconds())
+				floor = append(floor, r.floor.Seconds())
 				twice += r.boughtTwice
 				beyond += r.launches - r.onePlan
 			}
@@ -388,6 +476,7 @@ func BenchmarkE2ELatency(b *testing.B) {
 			b.ReportMetric(slices.Max(first), "max-s-to-first-create")
 			b.ReportMetric(median(bound), "s-to-all-bound")
 			b.ReportMetric(slices.Max(bound), "max-s-to-all-bound")
+			b.ReportMetric(median(floor), "s-scheduler-floor")
 			b.ReportMetric(float64(twice)/float64(len(first)), "bought-twice/run")
 			b.ReportMetric(float64(beyond)/float64(len(first)), "nodes-beyond-one-plan/run")
 			b.ReportMetric(0, "ns/op")
