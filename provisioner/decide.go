@@ -103,8 +103,8 @@ type Decision struct {
 	ChargebackErr error
 	// Fleet are the managed nodes as they are once Remove is carried out.
 	Fleet Fleet
-	// KeptForForecast are the managed nodes, empty but for the expected pods a plan puts there,
-	// that housekeeping did not count as empty (sorted).
+	// KeptForForecast are the managed nodes a plan of the expected pods puts some of them on:
+	// housekeeping does not count them as empty, disruption does not touch them (sorted).
 	KeptForForecast []string
 	// KeptForBooking are the nodes the booked room of ProvisioningRequests is on: not empty for
 	// housekeeping, not consolidated (sorted).
@@ -337,7 +337,8 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 // launches that did not register in time (marking their offering unavailable) and the managed
 // nodes that stayed empty for EmptyNodeTTL (never below a pool's minNodes), and sums up the
 // fleet. A node that a plan of the last expected pods needs is not empty: it is kept for the
-// forecast (keptForForecast). It returns the records that remain.
+// forecast (keptForForecast), from housekeeping and from disruption. It returns the records that
+// remain.
 func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRecord, idx nodeIndex) []LaunchRecord {
 	mem.forget(recs)
 	busy := map[string]bool{}
@@ -346,7 +347,7 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			busy[p.Spec.NodeName] = true
 		}
 	}
-	kept, err := keptForForecast(s, recs, idx, busy)
+	kept, err := keptForForecast(s, recs, idx)
 	d.KeepErr = err
 	for _, n := range d.KeptForBooking {
 		busy[n] = true

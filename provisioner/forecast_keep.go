@@ -9,25 +9,17 @@ import (
 	"github.com/tiler-dev/tiler/simulator"
 )
 
-// keptForForecast returns the managed nodes that hold no pod but that the forecast demand still
-// needs: the nodes a plan of the pre-scaler's last expected pods (those of the batch before,
-// planned with the real provisionable pods as a batch plans them, in-flight launches counted)
-// puts expected pods on. Housekeeping does not count them as empty, so they are not removed while
-// the forecast still wants them, and their empty-node TTL starts only once the forecast falls and
-// the expected pods go. It plans only when some managed node is empty and expected pods are
-// remembered; nil otherwise, and on error (empty nodes are then judged as if none were expected).
-func keptForForecast(s *State, recs []LaunchRecord, idx nodeIndex, busy map[string]bool) (map[string]bool, error) {
-	if len(s.LastExpected) == 0 {
-		return nil, nil
-	}
-	empty := false
-	for _, r := range recs {
-		if n := idx.forRecord(r); n != nil && !busy[n.Name] {
-			empty = true
-			break
-		}
-	}
-	if !empty {
+// keptForForecast returns the managed nodes that the forecast demand still needs: the nodes a
+// plan of the pre-scaler's last expected pods (those of the batch before, planned with the real
+// provisionable pods as a batch plans them, in-flight launches counted) puts expected pods on,
+// empty or not. Housekeeping does not count an empty one as empty, so it is not removed while the
+// forecast still wants it, and its empty-node TTL starts only once the forecast falls and the
+// expected pods go; disruption keeps every one of them (the Keep of PlanDisruption), so that room
+// held for the forecast on a partly used node is not consolidated away and bought again at the
+// next rise. It plans whenever expected pods are remembered; nil otherwise, and on error (the
+// nodes are then judged as if none were expected).
+func keptForForecast(s *State, recs []LaunchRecord, idx nodeIndex) (map[string]bool, error) {
+	if len(s.LastExpected) == 0 || len(recs) == 0 {
 		return nil, nil
 	}
 	keys := make(map[string]bool, len(s.LastExpected))

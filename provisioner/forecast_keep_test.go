@@ -152,3 +152,30 @@ func TestHousekeepingKeepsNodesForForecast(t *testing.T) {
 		t.Fatalf("EmptyNodeTTL after the release: deleted %v, want %s", res.Deleted, keptOn)
 	}
 }
+
+// TestDecideKeepsPartlyUsedNodesForForecast: both managed nodes hold a pod, so neither is empty,
+// and the expected pod fits only in the room left on one of them. That node is kept for the
+// forecast — disruption gets it in its Keep — and the other is not.
+func TestDecideKeepsPartlyUsedNodesForForecast(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	alloc := simtest.Resources("cpu", "15890m", "memory", "60Gi", "pods", "110")
+	s := provisioner.State{Now: now, Catalog: decideCatalog(t)}
+	for name, cpu := range map[string]string{"tiler-a": "10", "tiler-b": "14"} {
+		s.Nodes = append(s.Nodes, simtest.Node(name, "m7i.4xlarge", "us-east-1a", alloc))
+		s.Records = append(s.Records, provisioner.LaunchRecord{
+			PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.4xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.8},
+			LaunchID:       name, NodeName: name, Pool: "default", InstanceID: "i-" + name, CreatedAt: now.Add(-time.Hour)})
+		p := simtest.Pod("run-" + name).Namespace("web").CPU(cpu).Mem("8Gi").Obj()
+		p.Spec.NodeName = name
+		p.Status.Phase = corev1.PodRunning
+		s.Pods = append(s.Pods, p)
+	}
+	s.LastExpected = []*corev1.Pod{simtest.Pod("tiler-expected-web-0").Namespace("web").Label(api.LabelForecastDemand, "web").CPU("4").Mem("8Gi").Obj()}
+	d := provisioner.Decide(s, provisioner.DecideConfig{Config: provisioner.DefaultConfig()}, provisioner.NewMemory())
+	if d.KeepErr != nil {
+		t.Fatal(d.KeepErr)
+	}
+	if len(d.KeptForForecast) != 1 || d.KeptForForecast[0] != "tiler-a" {
+		t.Errorf("kept for the forecast %v; want [tiler-a], the only node with room for the expected pod, though not empty", d.KeptForForecast)
+	}
+}
