@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
-	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
 )
 
@@ -330,7 +329,7 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		pass.Skipped = why
 		return pass
 	}
-	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, now)
+	cat, _ := PlanningCatalog(s.Catalog, s.Unavailable, now)
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
 		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast()}})
 	if err != nil {
@@ -452,7 +451,7 @@ func (a *actionState) urgent() bool {
 
 // deadlineNear reports whether an interrupted action's deadline is within margin of now.
 func (a *actionState) deadlineNear(now time.Time, margin time.Duration) bool {
-	return a.interrupted && !a.deadline.IsZero() && !now.Before(a.deadline.Add(-margin))
+	return a.interrupted && InterruptionDrainDue(a.deadline, now, margin)
 }
 
 func (a *actionState) kind() api.DisruptionKind {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"
 )
@@ -178,20 +179,46 @@ func interruptedNodes(nodes []*corev1.Node) map[string]time.Time {
 	return out
 }
 
-// startInterrupted starts an Interrupted action for every interrupted node without one: the
-// plan's action for the node (its pods on the rest of the cluster and at most one replacement),
-// or, when the plan finds no place for some pod, a Delete action that drains the node at once
-// (its pods become pending, and the batches buy for them as for any pending pod). Other actions
-// under way, the pools' budgets and settledness do not hold it back. It returns the IDs of the
-// actions started.
+// startInterrupted starts an Interrupted action for every interrupted node without one, as
+// PlanInterrupted decides. Other actions under way, the pools' budgets and settledness do not hold
+// it back. It returns the IDs of the actions started.
 func (c *Controller) startInterrupted(ctx context.Context, s *State, idx nodeIndex, interrupted map[string]time.Time, now time.Time) ([]string, error) {
+	at := *s
+	at.Now = now
+	actions, err := PlanInterrupted(&at, interrupted)
+	if err != nil {
+		return nil, err
+	}
+	var started []string
+	for _, a := range actions {
+		if err := c.startAction(ctx, s, idx, a, now); err != nil {
+			c.log.Warn("interrupted node: action not started", zap.Strings(keyNodes, a.Nodes), zap.Error(err))
+			continue
+		}
+		started = append(started, a.ID)
+	}
+	return started, nil
+}
+
+// PlanInterrupted decides, at s.Now, the action of every interrupted node (by name, with the time
+// the cloud reclaims it; zero: no deadline), in node-name order: the plan's Interrupted action —
+// the node's pods on the rest of the cluster and at most one replacement
+// (simulator.PlanDisruption with Options.Interrupted, over s.Catalog with s.Unavailable marked, so
+// that the replacement fails over from an offering a notice marked unavailable) — or, when the
+// plan finds no place for some pod, a Delete action that drains the node at once (its pods become
+// pending, and the batches buy for them as for any pending pod). A node the plan keeps as
+// unmanaged gets none. Nodes already under an action (api.AnnotationDisruptionAction) are neither
+// candidates nor destinations. It is the pure half of the controller's interruption handling; a
+// replay calls it as the controller does.
+func PlanInterrupted(s *State, interrupted map[string]time.Time) ([]api.DisruptionAction, error) {
+	now := s.Now
 	var disrupting []string
 	for _, n := range s.Nodes {
 		if n.Annotations[api.AnnotationDisruptionAction] != "" {
 			disrupting = append(disrupting, n.Name)
 		}
 	}
-	cat, _ := cloudprovider.MarkCatalog(s.Catalog, s.Unavailable, now)
+	cat, _ := PlanningCatalog(s.Catalog, s.Unavailable, now)
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
 		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("i%d", now.UnixNano()), Interrupted: interrupted,
 			Disrupting: disrupting, MaxActions: 1}})
@@ -208,7 +235,7 @@ func (c *Controller) startInterrupted(ctx context.Context, s *State, idx nodeInd
 	for _, k := range dp.Kept {
 		kept[k.Name] = k
 	}
-	var started []string
+	var out []api.DisruptionAction
 	for _, name := range sortedKeys(interrupted) {
 		a, ok := planned[name]
 		if !ok {
@@ -223,14 +250,33 @@ func (c *Controller) startInterrupted(ctx context.Context, s *State, idx nodeInd
 			}
 			a.ID = api.ActionID(a)
 		}
-		if err := c.startAction(ctx, s, idx, a, now); err != nil {
-			c.log.Warn("interrupted node: action not started", zap.String(keyNode, name), zap.Error(err))
-			continue
-		}
-		started = append(started, a.ID)
+		out = append(out, a)
 	}
-	return started, nil
+	return out, nil
 }
+
+// InterruptionDrainDue reports whether an interrupted node whose replacement is not usable yet
+// must drain now: its deadline (zero: none) is within margin (Config.InterruptionDrainMargin).
+func InterruptionDrainDue(deadline, now time.Time, margin time.Duration) bool {
+	return !deadline.IsZero() && !now.Before(deadline.Add(-margin))
+}
+
+// PlanningCatalog is the catalog a plan made at now reads: cat with the offerings of unavailable
+// that are still unavailable at now marked (cloudprovider.MarkCatalog), and how many it marked.
+func PlanningCatalog(cat *catalog.Catalog, unavailable []UnavailableEntry, now time.Time) (*catalog.Catalog, int) {
+	return cloudprovider.MarkCatalog(cat, unavailable, now)
+}
+
+// UnavailableEntry is an offering marked unavailable (State.Unavailable), named here for callers
+// that keep the list themselves and may not import the cloud providers (a replay).
+type UnavailableEntry = cloudprovider.UnavailableEntry
+
+// The EC2 spot interruption as the controller reads it, for the same callers: the notice's kind
+// (the value of api.AnnotationInterruption) and the time from the notice to the reclaim.
+const (
+	SpotInterruptionKind   = string(cloudprovider.SpotInterruption)
+	SpotInterruptionNotice = cloudprovider.SpotInterruptionNotice
+)
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

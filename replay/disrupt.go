@@ -27,7 +27,7 @@ func (w *world) disrupt() (bool, error) {
 		}
 	}
 	for _, n := range w.nodes {
-		if !n.usable() || n.drainFor != "" {
+		if !n.usable() || n.drainFor != "" || n.noticed {
 			return false, nil
 		}
 	}
@@ -37,17 +37,24 @@ func (w *world) disrupt() (bool, error) {
 	snap := &snapshot.Snapshot{Now: w.now, PodGroups: w.groups}
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
-		if !n.candidateSince.IsZero() {
+		switch {
+		case !n.candidateSince.IsZero() && n.obj.Annotations == nil:
 			n.obj.Annotations = map[string]string{api.AnnotationCandidateSince: n.candidateSince.Format(time.RFC3339)}
-		} else {
-			n.obj.Annotations = nil
+		case !n.candidateSince.IsZero():
+			n.obj.Annotations[api.AnnotationCandidateSince] = n.candidateSince.Format(time.RFC3339)
+		default:
+			delete(n.obj.Annotations, api.AnnotationCandidateSince)
 		}
 		snap.Nodes = append(snap.Nodes, n.obj)
 	}
 	for _, p := range w.livePods() {
 		snap.Pods = append(snap.Pods, p.obj)
 	}
-	plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: snap, Catalog: w.cfg.Catalog, Policy: w.pol.Cost,
+	cat := w.cfg.Catalog
+	if len(w.unavailable) > 0 {
+		cat, _ = provisioner.PlanningCatalog(cat, w.unavailable, w.now)
+	}
+	plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: snap, Catalog: cat, Policy: w.pol.Cost,
 		Options: simulator.DisruptionOptions{Now: w.now, Seed: "d" + strconv.FormatInt(w.now.Unix(), 10),
 			ClusterAutoscalerRule: w.pol.Consolidation == ConsolidateCA, Keep: w.pre.keep()}})
 	if err != nil {

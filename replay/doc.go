@@ -9,7 +9,11 @@
 // Decision out — launches become instances that register as Ready Nodes after a boot delay and
 // publish their GPUs after a device delay; removals delete the instance and its Node.
 // Consolidation is simulator.PlanDisruption, carried out action by action (a Replace launches its
-// replacement first and drains the old nodes once it is usable).
+// replacement first and drains the old nodes once it is usable). Spot instances are reclaimed at
+// seeded random times (Config.SpotInterruptionRate, interrupt.go) with EC2's two-minute notice,
+// handled as the controller handles a notice: the offering marked unavailable, the node cordoned,
+// provisioner.PlanInterrupted's action carried out (a replacement first, the drain when it is
+// usable or the deadline near).
 //
 // A scheduler model binds pending pods where they fit. It is the simulator's placement on the
 // existing nodes only (simulator.Simulate over a catalog with no types, so it buys nothing): the

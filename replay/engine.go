@@ -3,6 +3,8 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -39,6 +41,15 @@ type Config struct {
 	PrescaleInterval, PrescaleHistory time.Duration
 	// CapacityTypes the policies buy (nil: on-demand only).
 	CapacityTypes []api.CapacityType
+	// SpotInterruptionRate is the expected number of interruptions per spot instance-hour: each
+	// spot launch is reclaimed at a time drawn from an exponential distribution of that rate from
+	// its launch, as a Poisson process would (interrupt.go); 0 interrupts nothing.
+	// InterruptionSeed seeds the draws: each launch's from the seed and its launch ID alone, so
+	// the same seed gives the same result. InterruptionGrace is the time from the notice to the
+	// reclaim (EC2's two minutes).
+	SpotInterruptionRate float64
+	InterruptionSeed     uint64
+	InterruptionGrace    time.Duration
 	// Progress, when set, is called with the policy (or PolicyClairvoyant) and the virtual time
 	// reached, at most once per ProgressEvery of virtual time.
 	Progress      func(policy string, reached, total time.Duration)
@@ -51,7 +62,8 @@ func DefaultConfig(cat *catalog.Catalog) Config {
 	ctrl.Nominate, ctrl.Reserve = false, false
 	return Config{Catalog: cat, Controller: ctrl, BootDelay: 90 * time.Second, GPUBootDelay: 3 * time.Minute,
 		DeviceDelay: time.Minute, ConsolidationInterval: time.Minute, SampleInterval: 5 * time.Minute,
-		PrescaleInterval: DefaultPrescaleInterval, PrescaleHistory: prescale.DefaultHistory}
+		PrescaleInterval: DefaultPrescaleInterval, PrescaleHistory: prescale.DefaultHistory,
+		SpotInterruptionRate: DefaultSpotInterruptionRate, InterruptionSeed: DefaultInterruptionSeed, InterruptionGrace: DefaultInterruptionGrace}
 }
 
 // DefaultPrescaleInterval is the replay's pre-scaling round: the grid of the controller's
@@ -75,6 +87,10 @@ func (c *Config) Validate() error {
 		return errors.New("prescaleInterval must be positive")
 	case c.PrescaleHistory <= 0:
 		return errors.New("prescaleHistory must be positive")
+	case c.SpotInterruptionRate < 0 || math.IsNaN(c.SpotInterruptionRate) || math.IsInf(c.SpotInterruptionRate, 0):
+		return fmt.Errorf("spotInterruptionRate %v: must be a finite number ≥ 0 (interruptions per spot instance-hour)", c.SpotInterruptionRate)
+	case c.InterruptionGrace < 0:
+		return errors.New("interruptionGrace must not be negative")
 	}
 	return c.Controller.Validate()
 }
@@ -88,6 +104,10 @@ type podState struct {
 	arrived, departed bool
 	boundAt           time.Time
 	evictions         int
+	// requeuedAt is when an interruption last evicted the pod while it has not been bound again
+	// (zero: none); rewait sums the time it spent pending again after interruptions.
+	requeuedAt time.Time
+	rewait     time.Duration
 }
 
 // nodeState is one launch of the simulated cloud: its record, the node it was planned as, its
@@ -102,6 +122,14 @@ type nodeState struct {
 	drainFor, drainReason string
 	// candidateSince is when disruption first listed the node as a candidate.
 	candidateSince time.Time
+	// reclaimAt is when the cloud reclaims a spot instance (zero: never); noticed says its notice
+	// came (InterruptionGrace before). gone says the instance was reclaimed before its Node
+	// registered, at goneAt: it never registers, and its record stays until housekeeping removes
+	// it (the registration timeout), as in the controller.
+	reclaimAt time.Time
+	noticed   bool
+	gone      bool
+	goneAt    time.Time
 }
 
 // usable reports whether the node is Ready with its GPUs published.
@@ -127,6 +155,9 @@ type world struct {
 	groups []*schedulingv1beta1.PodGroup
 	pre    prescaler
 	acct   accounting
+	// unavailable are the offerings marked unavailable (State.Unavailable): interrupted ones and
+	// those of launches that did not register.
+	unavailable []provisioner.UnavailableEntry
 }
 
 // Run replays the workload under the policy and returns what it cost.
@@ -177,9 +208,11 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 			arrivals = arrivals[1:]
 			changed = true
 		}
-		if w.cloudStep() {
-			changed = true
+		stepped, err := w.cloudStep()
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", pol.Name, t.Sub(wl.Start), err)
 		}
+		changed = changed || stepped
 		if pol.Consolidation != ConsolidateNone && !nextDisrupt.After(t) {
 			nextDisrupt = t.Add(cfg.ConsolidationInterval)
 			acted, err := w.disrupt()
@@ -211,6 +244,9 @@ func Run(wl *Workload, pol Policy, cfg Config) (*Result, error) {
 		}
 	}
 	w.now = end
+	if err := w.checkBindings(); err != nil {
+		return nil, fmt.Errorf("%s at the end: %w", pol.Name, err)
+	}
 	return w.finish(), nil
 }
 
@@ -293,6 +329,10 @@ func (w *world) bind(p *podState, node string) {
 	if p.boundAt.IsZero() {
 		p.boundAt = w.now
 	}
+	if !p.requeuedAt.IsZero() {
+		p.rewait += w.now.Sub(p.requeuedAt)
+		p.requeuedAt = time.Time{}
+	}
 }
 
 // evict makes a bound pod pending again (its controller recreates it; the replay keeps its
@@ -325,7 +365,7 @@ func (w *world) launch(rec provisioner.LaunchRecord, planned api.NewNode) {
 	if rec.GPUs > 0 {
 		boot = w.cfg.GPUBootDelay
 	}
-	n := &nodeState{rec: rec, planned: planned, readyAt: w.now.Add(boot)}
+	n := &nodeState{rec: rec, planned: planned, readyAt: w.now.Add(boot), reclaimAt: w.reclaimTime(rec)}
 	if rec.GPUs > 0 {
 		n.devicesAt = n.readyAt.Add(w.cfg.DeviceDelay)
 	}
@@ -338,10 +378,14 @@ func (w *world) nextCloudEvent() time.Time {
 	var t time.Time
 	for _, n := range w.nodes {
 		switch {
+		case n.gone:
 		case n.obj == nil:
 			t = earliestNonZero(t, n.readyAt)
 		case n.rec.GPUs > 0 && !n.devices:
 			t = earliestNonZero(t, n.devicesAt)
+		}
+		if e := w.interruptionEvent(n); !e.IsZero() {
+			t = earliestNonZero(t, e)
 		}
 	}
 	return t
@@ -355,14 +399,14 @@ func earliestNonZero(t, u time.Time) time.Time {
 }
 
 // cloudStep registers the instances whose boot is over and publishes the GPUs whose device delay
-// is over; a replacement that becomes usable drains the nodes it replaces. It reports whether
-// anything changed.
-func (w *world) cloudStep() bool {
+// is over; it delivers the spot interruptions due (interrupt.go); a replacement that becomes
+// usable drains the nodes it replaces. It reports whether anything changed.
+func (w *world) cloudStep() (bool, error) {
 	changed := false
 	var usableNow []string
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
-		if n.obj == nil && !n.readyAt.After(w.now) {
+		if n.obj == nil && !n.gone && !n.readyAt.After(w.now) {
 			n.obj = nodeObject(n.planned, n.readyAt, false)
 			changed = true
 			if n.usable() {
@@ -377,6 +421,10 @@ func (w *world) cloudStep() bool {
 			usableNow = append(usableNow, name)
 		}
 	}
+	interrupted, err := w.interrupt()
+	if err != nil {
+		return false, err
+	}
 	for _, repl := range usableNow {
 		for _, name := range w.nodeNames() {
 			if n := w.nodes[name]; n.drainFor == repl {
@@ -384,22 +432,49 @@ func (w *world) cloudStep() bool {
 			}
 		}
 	}
-	return changed
+	return changed || interrupted, nil
 }
 
-// removeNode deletes the instance and its Node; the pods on it are evicted.
+// removeNode deletes the instance and its Node; the pods on it are evicted. Pods evicted from an
+// interrupted node wait again, and that wait counts (podState.rewait).
 func (w *world) removeNode(name, reason string) {
 	n, ok := w.nodes[name]
 	if !ok {
 		return
 	}
+	idx, logged := w.acct.interruptionIdx[name]
 	for _, p := range w.livePods() {
 		if p.obj.Spec.NodeName == name {
 			w.evict(p)
+			if n.noticed {
+				w.acct.interruptionEvictions++
+				p.requeuedAt = w.now
+				if logged {
+					w.acct.res.InterruptionLog[idx].Evicted++
+				}
+			}
 		}
+	}
+	if logged && n.noticed && !n.gone {
+		w.acct.res.InterruptionLog[idx].Removed, w.acct.res.InterruptionLog[idx].Gone = w.now.Sub(w.wl.Start), true
 	}
 	delete(w.nodes, name)
 	w.acct.removed(n, w.now, reason)
+	// A replacement that goes before it was usable (its spot instance reclaimed while booting)
+	// never comes: an interrupted node waiting for it drains now (its pods are bought for as any
+	// pending pod); a consolidation's nodes are uncordoned (the action is abandoned).
+	for _, other := range w.nodeNames() {
+		o := w.nodes[other]
+		if o.drainFor != name {
+			continue
+		}
+		if o.noticed {
+			w.removeNode(other, removalInterrupted)
+			continue
+		}
+		o.drainFor, o.drainReason = "", ""
+		o.obj.Spec.Unschedulable = false
+	}
 }
 
 // nodeNames are the launches' names, sorted.
@@ -425,26 +500,20 @@ func (w *world) livePods() []*podState {
 // batch is one batch of the controller: observe (the State of the world), Decide, act (carried
 // out on the world).
 func (w *world) batch() {
-	s := provisioner.State{Now: w.now, Policy: w.pol.Cost, Catalog: w.cfg.Catalog, PodGroups: w.groups}
-	for _, p := range w.livePods() {
-		s.Pods = append(s.Pods, p.obj)
-	}
+	s := w.state()
 	if w.pol.Forecast && len(w.wl.Forecasts) > 0 {
 		s.LastExpected = w.pre.expected
 		s.Expected = w.expectedPods(s.Pods)
-	}
-	for _, name := range w.nodeNames() {
-		n := w.nodes[name]
-		s.Records = append(s.Records, n.rec)
-		if n.obj != nil {
-			s.Nodes = append(s.Nodes, n.obj)
-		}
 	}
 	d := provisioner.Decide(s, provisioner.DecideConfig{Config: w.cfg.Controller}, w.mem)
 	w.pre.kept = d.KeptForForecast
 	w.acct.batches++
 	if d.PlanErr != nil {
 		w.acct.planErrors++
+	}
+	for _, o := range d.MarkUnavailable {
+		w.unavailable = append(w.unavailable, provisioner.UnavailableEntry{Offering: o, Code: provisioner.RemovalRegistrationTimeout,
+			Until: w.now.Add(w.cfg.Controller.UnavailableTTL)})
 	}
 	for _, rm := range d.Remove {
 		w.removeNode(rm.Record.LaunchID, rm.Reason)
@@ -459,6 +528,31 @@ func (w *world) batch() {
 	for _, rec := range d.Launch {
 		w.launch(rec, planned[rec.LaunchID])
 	}
+}
+
+// state is the cluster as the controller observes it now: the live pods, the registered Nodes,
+// the launch records and the offerings still marked unavailable (expired marks are dropped).
+func (w *world) state() provisioner.State {
+	s := provisioner.State{Now: w.now, Policy: w.pol.Cost, Catalog: w.cfg.Catalog, PodGroups: w.groups}
+	for _, p := range w.livePods() {
+		s.Pods = append(s.Pods, p.obj)
+	}
+	for _, name := range w.nodeNames() {
+		n := w.nodes[name]
+		s.Records = append(s.Records, n.rec)
+		if n.obj != nil {
+			s.Nodes = append(s.Nodes, n.obj)
+		}
+	}
+	live := w.unavailable[:0]
+	for _, e := range w.unavailable {
+		if w.now.Before(e.Until) {
+			live = append(live, e)
+		}
+	}
+	w.unavailable = live
+	s.Unavailable = slices.Clone(live)
+	return s
 }
 
 // nodeObject is the Node a planned node registers as at created: its labels (and the hostname

@@ -67,7 +67,7 @@ var WholeGPUNodeGroups = struct{ CPU, GPU []api.InstanceTypeName }{
 }
 
 // Policies returns the policies compared, in report order, buying the given capacity types
-// (nil: on-demand only, since the replay models no spot interruption yet).
+// (nil: on-demand only; spot instances are interrupted as Config.SpotInterruptionRate says).
 func Policies(capacity []api.CapacityType) ([]Policy, error) {
 	if len(capacity) == 0 {
 		capacity = []api.CapacityType{api.OnDemand}

@@ -41,6 +41,17 @@ type Result struct {
 	NodesRemoved  int            `json:"nodesRemoved"`
 	Removals      map[string]int `json:"removals,omitempty"`
 	Evictions     int            `json:"evictions"`
+	// Interruptions counts the spot interruption notices the cloud gave (Config.
+	// SpotInterruptionRate); InterruptionEvictions the evictions from interrupted nodes (among
+	// Evictions); InterruptionRewait the time pods evicted so spent pending again, to their next
+	// binding or departure (in the pending times too, for the pods that arrived in the window).
+	// SpotHours are the spot instance-hours bought.
+	Interruptions         int           `json:"interruptions"`
+	InterruptionEvictions int           `json:"interruptionEvictions"`
+	InterruptionRewait    time.Duration `json:"interruptionRewait"`
+	SpotHours             float64       `json:"spotHours"`
+	// InterruptionLog is each interruption, in the order of the notices.
+	InterruptionLog []InterruptionEvent `json:"interruptionLog,omitempty"`
 	// Batches is the number of Decide calls; PlanErrors those whose simulation failed.
 	Batches    int `json:"batches"`
 	PlanErrors int `json:"planErrors"`
@@ -54,6 +65,27 @@ type Result struct {
 	// Waits is each arriving pod's pending time, by name (left out of JSON: the cross-check
 	// against the real control plane compares it pod by pod).
 	Waits map[string]time.Duration `json:"-"`
+}
+
+// InterruptionEvent is one spot interruption: the node and offering the cloud reclaimed, when
+// (offsets from the workload's start), what replaced it and when the node went.
+type InterruptionEvent struct {
+	Node     string       `json:"node"`
+	Offering api.Offering `json:"offering"`
+	// Notice and Reclaim are when the notice came and when the cloud reclaims the instance;
+	// Registered says its Node had registered by the notice.
+	Notice     time.Duration `json:"notice"`
+	Reclaim    time.Duration `json:"reclaim"`
+	Registered bool          `json:"registered"`
+	// Replacement is the launch the interruption's action bought (empty: none, its pods fit
+	// elsewhere or wait as pending pods), launched at the notice, as ReplacementOffering.
+	Replacement         string        `json:"replacement,omitempty"`
+	ReplacementOffering *api.Offering `json:"replacementOffering,omitempty"`
+	// Removed is when the node went (drained or reclaimed; 0 with Gone false: still there at the
+	// window's end), Evicted the pods it evicted then.
+	Removed time.Duration `json:"removed,omitempty"`
+	Gone    bool          `json:"gone"`
+	Evicted int           `json:"evicted"`
 }
 
 // Sample is the fleet at one instant.
@@ -90,7 +122,10 @@ type accounting struct {
 	pending []time.Duration
 	vcpu    map[string]int
 	// batches, planErrors and evictions are counted by the world, and the pre-scaler's rounds.
-	batches, planErrors, evictions               int
+	batches, planErrors, evictions       int
+	interruptions, interruptionEvictions int
+	// interruptionIdx is the InterruptionLog entry of each interrupted node, by launch ID.
+	interruptionIdx                              map[string]int
 	forecastRounds, forecastErrors, expectedPods int
 }
 
@@ -114,11 +149,15 @@ func (a *accounting) removed(n *nodeState, now time.Time, reason string) {
 }
 
 func (a *accounting) bill(n *nodeState, now time.Time) {
+	if n.gone && n.goneAt.Before(now) {
+		now = n.goneAt // the cloud took it before it registered: billed to then
+	}
 	h := now.Sub(n.rec.CreatedAt).Hours()
 	c := n.rec.PricePerHour * h
 	a.res.Cost += c
 	if n.rec.CapacityType == api.Spot {
 		a.res.SpotCost += c
+		a.res.SpotHours += h
 	} else {
 		a.res.OnDemandCost += c
 	}
@@ -132,13 +171,18 @@ func (a *accounting) podDone(p *podState, start, now time.Time) {
 	life := now.Sub(start.Add(p.spec.Arrive)).Hours()
 	a.res.GPUHoursRequested += p.spec.GPUs() * life
 	a.res.CPUHoursRequested += float64(p.spec.CPUMilli) / 1000 * life
+	if !p.requeuedAt.IsZero() {
+		p.rewait += now.Sub(p.requeuedAt)
+		p.requeuedAt = time.Time{}
+	}
+	a.res.InterruptionRewait += p.rewait
 	wait := now.Sub(start.Add(p.spec.Arrive))
 	if p.boundAt.IsZero() {
 		a.res.NeverBound++
 		a.res.Unbound = append(a.res.Unbound, p.spec.Name)
 	} else {
 		a.res.Bound++
-		wait = p.boundAt.Sub(start.Add(p.spec.Arrive))
+		wait = p.boundAt.Sub(start.Add(p.spec.Arrive)) + p.rewait
 	}
 	if !p.spec.Carried {
 		a.pending = append(a.pending, wait)
@@ -154,6 +198,9 @@ func (w *world) sample() {
 	s := Sample{At: w.now.Sub(w.wl.Start), Nodes: len(w.nodes)}
 	for _, name := range w.nodeNames() { // in order: float sums must not depend on map order
 		n := w.nodes[name]
+		if n.gone {
+			continue
+		}
 		s.CostPerHour += n.rec.PricePerHour
 		s.GPUs += n.rec.GPUs
 	}
@@ -176,6 +223,7 @@ func (w *world) finish() *Result {
 	}
 	a := &w.acct
 	a.res.Batches, a.res.PlanErrors, a.res.Evictions = a.batches, a.planErrors, a.evictions
+	a.res.Interruptions, a.res.InterruptionEvictions = a.interruptions, a.interruptionEvictions
 	a.res.ForecastRounds, a.res.ForecastErrors, a.res.ExpectedPodBatches = a.forecastRounds, a.forecastErrors, a.expectedPods
 	sort.Strings(a.res.Unbound)
 	sort.Slice(a.pending, func(i, j int) bool { return a.pending[i] < a.pending[j] })

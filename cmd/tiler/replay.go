@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"sort"
@@ -28,6 +29,8 @@ type fleetReplayOptions struct {
 	traffic, from     string
 	fromDay, hours    float64
 	seed              uint64
+	interruptionSeed  uint64
+	interruptionRate  float64
 	policies, capType string
 	json              bool
 	html              string
@@ -46,7 +49,7 @@ func newFleetReplayCmd() *cobra.Command {
 			"deletion_time) through the controller's own decisions (provisioner.Decide, simulator.PlanDisruption)\n" +
 			"with a simulated cloud and a scheduler model in virtual time, under each policy on the same catalog\n" +
 			"and prices, and prints $, the ratio to the clairvoyant bound, GPU/CPU allocation, pending times,\n" +
-			"nodes launched and removed, and evictions.\n\n" +
+			"nodes launched and removed, evictions and spot interruptions.\n\n" +
 			"With --prometheus-url it replays your own cluster instead: the pods of the last --since before\n" +
 			"--until, rebuilt from the kube-state-metrics series the Prometheus server keeps (creation, deletion\n" +
 			"or completion, requests, owner), so you see what Tiler would have cost on your own workload.",
@@ -78,7 +81,11 @@ func newFleetReplayCmd() *cobra.Command {
 	f.Float64Var(&o.hours, "hours", replay.DefaultAlibabaLength.Hours(), "length of the window, in hours")
 	f.StringVar(&o.catalog, "catalog", "aws-us-east-1", "embedded catalog name or catalog JSON file")
 	f.StringVar(&o.policies, "policies", strings.Join(allReplayPolicies(), ","), "policies to replay, comma-separated")
-	f.StringVar(&o.capType, "capacity-types", string(api.OnDemand), "capacity types every policy buys, comma-separated (spot interruptions are not modelled yet)")
+	f.StringVar(&o.capType, "capacity-types", string(api.OnDemand), "capacity types every policy buys, comma-separated: on-demand, spot "+
+		"(spot instances are interrupted at --spot-interruption-rate, with EC2's two-minute notice)")
+	f.Float64Var(&o.interruptionRate, "spot-interruption-rate", replay.DefaultSpotInterruptionRate,
+		"expected interruptions per spot instance-hour (default: AWS Spot Instance Advisor's worst band, >20 % a month)")
+	f.Uint64Var(&o.interruptionSeed, "interruption-seed", replay.DefaultInterruptionSeed, "seed of the spot interruptions' draws (each launch's from the seed and its launch ID)")
 	f.BoolVar(&o.json, "json", false, "write the report, time series included, as JSON")
 	f.StringVar(&o.html, "html", "", "also write the report as one self-contained HTML file (table, savings, plots over time)")
 	return cmd
@@ -113,6 +120,9 @@ func runFleetReplay(ctx context.Context, out, errOut io.Writer, o fleetReplayOpt
 	}
 	if o.fromDay < 0 {
 		return fmt.Errorf("--from-day must not be negative")
+	}
+	if o.interruptionRate < 0 || math.IsNaN(o.interruptionRate) || math.IsInf(o.interruptionRate, 0) {
+		return fmt.Errorf("--spot-interruption-rate %v: must be a finite number ≥ 0 (interruptions per spot instance-hour)", o.interruptionRate)
 	}
 	var caps []api.CapacityType
 	for _, c := range strings.Split(o.capType, ",") {
@@ -159,6 +169,7 @@ func runFleetReplay(ctx context.Context, out, errOut io.Writer, o fleetReplayOpt
 	}
 	cfg := replay.DefaultConfig(cat)
 	cfg.CapacityTypes = caps
+	cfg.SpotInterruptionRate, cfg.InterruptionSeed = o.interruptionRate, o.interruptionSeed
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		cfg.Progress, cfg.ProgressEvery = terminalProgress(os.Stderr), 15*time.Minute
 		defer fmt.Fprint(os.Stderr, "\r\033[K")

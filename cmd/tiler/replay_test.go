@@ -78,7 +78,22 @@ func TestReplayCommand(t *testing.T) {
 	if len(mixed.Results) != 2 || mixed.Results[0].ForecastRounds == 0 || mixed.Results[1].ForecastRounds != 0 || !strings.HasSuffix(mixed.Workload, "-mixed") {
 		t.Errorf("mixed report: workload %s, %d results; want tiler forecasting and tiler-no-forecast not", mixed.Workload, len(mixed.Results))
 	}
+	// Spot at a high interruption rate: interruptions happen and are reported, seeded.
+	out, err = runFleetReplayCmd(t, pods, "--hours=0.5", "--policies=tiler", "--capacity-types=spot,on-demand",
+		"--spot-interruption-rate=2", "--interruption-seed=7", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spot replay.Report
+	if err := json.Unmarshal([]byte(out), &spot); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(spot.Results) != 1 || spot.Results[0].Interruptions == 0 || spot.Results[0].SpotCost == 0 || spot.InterruptionSeed != 7 || spot.SpotInterruptionRate != 2 {
+		t.Errorf("spot report: %+v; want spot bought and interrupted, seed 7 at rate 2", spot.Results)
+	}
 	for args, want := range map[string]string{
+		"--spot-interruption-rate=-0.5":     "--spot-interruption-rate -0.5: must be a finite number ≥ 0",
+		"--spot-interruption-rate=NaN":      "--spot-interruption-rate NaN",
 		"--policies=tiler,nope":             `--policies: unknown policy "nope"`,
 		"--capacity-types=reserved":         `--capacity-types: unknown capacity type "reserved"`,
 		"--hours=0":                         "--hours must be positive",
