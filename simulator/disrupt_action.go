@@ -19,14 +19,21 @@ import (
 // (Karpenter rejects such replacements outright; this keeps the saving when a gang or affinity
 // means only the replacement can take the pods).
 func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit bool) *api.KeptNode {
+	_, k := p.tryActionSaving(nodes, reason, commit)
+	return k
+}
+
+// tryActionSaving is tryAction that also returns what a good action saves per hour (the removed
+// nodes' price less the replacement's).
+func (p *pass) tryActionSaving(nodes []*nodeFacts, reason api.DisruptionReason, commit bool) (float64, *api.KeptNode) {
 	s, pol := p.d.s, nodes[0].pol
 	if a := p.allowance(pol, reason); len(nodes) > a {
-		return kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
+		return 0, kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
 	}
 	mark := s.checkpoint()
 	m, k := p.move(nodes, !p.d.in.Options.caStyle, false)
 	if k != nil {
-		return k
+		return 0, k
 	}
 	if x := sameTypeNode(nodes, m.repl); x != nil {
 		s.revert(mark)
@@ -34,15 +41,19 @@ func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit
 		if m, k = p.move(rest, false, false); k == nil {
 			nodes = rest
 		} else if m, k = p.move(nodes, true, false); k != nil {
-			return k
+			return 0, k
 		}
+	}
+	saved := m.price
+	if m.repl != nil {
+		saved -= m.repl.chosen.price
 	}
 	if k := p.worthIt(nodes, m.repl, m.price); k != nil || !commit {
 		s.revert(mark)
-		return k
+		return saved, k
 	}
 	p.record(nodes, reason, m, "", nil, nil)
-	return nil
+	return saved, nil
 }
 
 // moved is what a move did: the pods it re-placed and where they came from, the replacement it
