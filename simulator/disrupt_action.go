@@ -56,6 +56,9 @@ func (p *pass) tryActionSaving(nodes []*nodeFacts, reason api.DisruptionReason, 
 	return saved, nil
 }
 
+// moveRetries bounds the placements a move retries with the pods that found no place first.
+const moveRetries = 2
+
 // moved is what a move did: the pods it re-placed and where they came from, the replacement it
 // opened (nil: none) and the removed nodes' price.
 type moved struct {
@@ -92,12 +95,20 @@ func (p *pass) move(nodes []*nodeFacts, allowNew, urgent bool) (moved, *api.Kept
 		s.newNodeCap = before + 1
 	}
 	placed := s.checkpoint()
-	failed := s.placeMoved(m.pods, false)
+	failed := s.placeMoved(m.pods, false, nil)
 	if failed != nil && allowNew && s.anyZoneSensitive(m.pods) {
 		// The new node's zone is pinned by the first pod that cares; a pod needing another
-		// zone then finds no place. Placing the zone-bound pods first lets them pick it.
+		// zone then finds no place. Placing the zone-bound pods first lets them pick it; then
+		// placing the pods that still found none before them (zone-spread pods that need the
+		// room another zone has left, which a bigger zone-bound pod took).
 		s.revert(placed)
-		failed = s.placeMoved(m.pods, true)
+		failed = s.placeMoved(m.pods, true, nil)
+		first := map[*podInfo]bool{}
+		for try := 0; failed != nil && try < moveRetries && !first[failed]; try++ {
+			first[failed] = true
+			s.revert(placed)
+			failed = s.placeMoved(m.pods, true, first)
+		}
 	}
 	s.newNodeCap = 0
 	if failed != nil {
