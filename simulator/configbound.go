@@ -63,7 +63,7 @@ func (cp *configProblem) resourceBound(comp []int) float64 {
 			g.offs[o] = true
 		}
 	}
-	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g))
+	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g), cp.s.intCoverBound(g))
 }
 
 const (
