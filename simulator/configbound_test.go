@@ -217,3 +217,20 @@ func TestConfigBoundBelowPlansOnFleets(t *testing.T) {
 		t.Errorf("the configuration LP is not above the resource LP at the median")
 	}
 }
+
+// TestLowerBoundDeterministic: planning the same pods again gives the same lower bound. The
+// configuration LP's columns came from maps, whose order changed the float sums of the simplex
+// and so the bound (seed 2's shrunk fleet: five plans, four bounds between $5.931 and $5.951).
+func TestLowerBoundDeterministic(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := buildShrunkFleet(t, cat, 2)
+	first := purchaseFor(t, cat, f.snap, f.pol).LowerBoundPerHour
+	for i := 0; i < 5; i++ {
+		if lb := purchaseFor(t, cat, f.snap, f.pol).LowerBoundPerHour; lb != first {
+			t.Fatalf("plan %d: lower bound $%v, the first plan's $%v", i+2, lb, first)
+		}
+	}
+}
