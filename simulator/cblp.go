@@ -1,6 +1,10 @@
 package simulator
 
-import "math"
+import (
+	"maps"
+	"math"
+	"slices"
+)
 
 // cbLP is the restricted master LP of configBound: min c·x s.t. A·x ≥ b, x ≥ 0, over columns
 // added one at a time, kept as a full simplex tableau so that a new column is priced against the
@@ -40,13 +44,16 @@ func newCBLP(b []float64, bigM float64) *cbLP {
 func (lp *cbLP) addColumn(k map[int]int, cost float64) {
 	pi := lp.duals()
 	d := cost
-	for i, n := range k {
-		d -= pi[i] * float64(n)
+	// Sums in class order: a map's order would make the float sums, and so the bound, differ
+	// from one run to the next on the same input.
+	rows := slices.Sorted(maps.Keys(k))
+	for _, i := range rows {
+		d -= pi[i] * float64(k[i])
 	}
 	for r := range lp.T {
 		v := 0.0
-		for i, n := range k {
-			v += lp.T[r][lp.m+i] * float64(n)
+		for _, i := range rows {
+			v += lp.T[r][lp.m+i] * float64(k[i])
 		}
 		lp.T[r] = append(lp.T[r], v)
 	}

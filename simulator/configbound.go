@@ -63,7 +63,7 @@ func (cp *configProblem) resourceBound(comp []int) float64 {
 			g.offs[o] = true
 		}
 	}
-	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g))
+	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g), cp.s.intCoverBound(g))
 }
 
 const (
@@ -76,16 +76,20 @@ const (
 	cbEps        = 1e-9
 )
 
+// cbClass is a class of interchangeable items — pods, or gangs of topology node taken whole
+// (gang set; count is then 1 and pods are its members).
 type cbClass struct {
-	rep   *podInfo
-	pods  []*podInfo
-	count int
-	req   vec   // over s.dims
-	dev   int64 // devices of claims only this pod uses
-	offs  []int // compatible offerings (s.offerings indices)
-	anti  []int // trackers of its hostname anti-affinity terms
-	hit   []int // hostname anti-affinity trackers whose selector matches it
-	self  bool  // repels its own class
+	rep    *podInfo
+	pods   []*podInfo
+	count  int
+	gang   bool
+	req    vec   // over s.dims
+	dev    int64 // devices of claims only this item uses
+	offs   []int // compatible offerings (s.offerings indices)
+	anti   []int // trackers of its anti-affinity terms that keep pods off its node (nodeAnti)
+	hit    []int // those trackers whose selector matches it
+	spread []int // its hostname spread trackers of maxSkew 1 (nodeSpread)
+	self   bool  // repels its own class
 }
 
 type configProblem struct {
@@ -95,8 +99,58 @@ type configProblem struct {
 	work     int
 }
 
-// newConfigProblem groups the pods on new nodes into classes of interchangeable pods: same
-// node-selection signature, claim specs, requests, devices and hostname anti-affinity.
+// nodeAnti reports whether a required anti-affinity term keeps the pods it selects off its
+// owner's node: by hostname, or by zone (two pods on one node share its zone; every offering's
+// node has a zone).
+func nodeAnti(a podAffinityTerm) bool { return a.key == LabelHostname || a.key == LabelZone }
+
+// nodeSpread lists the trackers of the pod's hard hostname spread constraints with maxSkew 1
+// that select the pod itself: the simulator and the checker take the smallest count over
+// hostname domains as 0 (a new node is always possible), so a second pod carrying the same
+// constraint never joins a node holding one. A pod that matches the selector without carrying
+// the constraint may (only the incoming pod's constraints are checked), so the conflict is
+// between carriers only.
+func nodeSpread(pi *podInfo) []int {
+	var out []int
+	for _, c := range pi.spread {
+		if c.hard && c.key == LabelHostname && c.maxSkew == 1 && c.selfMatch && !slices.Contains(out, c.tracker) {
+			out = append(out, c.tracker)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// nodeGangs returns the gangs of topology node all of whose members are among the pods and
+// none of which has DRA claims: each holds its members on one node, so the configuration LP
+// takes it as one item, their requests summed.
+func nodeGangs(pods []*podInfo) map[*gang]bool {
+	in := map[*podInfo]bool{}
+	for _, pi := range pods {
+		in[pi] = true
+	}
+	out := map[*gang]bool{}
+	for _, pi := range pods {
+		g := pi.gang
+		if g == nil || g.topology != "node" || g.bound > 0 || out[g] {
+			continue
+		}
+		whole := true
+		for _, m := range g.members {
+			whole = whole && in[m] && m.dra == nil
+		}
+		if whole && len(g.members) > 1 {
+			out[g] = true
+		}
+	}
+	return out
+}
+
+// newConfigProblem groups the pods on new nodes into classes of interchangeable items: same
+// node-selection signature, claim specs, requests, devices, anti-affinity and spread that keep
+// pods apart on a node (nodeAnti, nodeSpread). An item is a pod, or a gang of topology node
+// (nodeGangs): its members' requests summed, on the offerings every member may use, conflicting
+// with what any member conflicts with.
 func (s *state) newConfigProblem() *configProblem {
 	var pods []*podInfo
 	for _, n := range s.nodes {
@@ -111,7 +165,7 @@ func (s *state) newConfigProblem() *configProblem {
 	antiTrackers := map[int]bool{}
 	for _, pi := range pods {
 		for _, a := range pi.anti {
-			if a.key == LabelHostname {
+			if nodeAnti(a) {
 				antiTrackers[a.tracker] = true
 			}
 		}
@@ -134,38 +188,62 @@ func (s *state) newConfigProblem() *configProblem {
 	}
 	cp := &configProblem{s: s}
 	byKey := map[string]*cbClass{}
+	gangs := nodeGangs(pods)
 	for _, pi := range pods {
-		c := &cbClass{rep: pi, req: s.dims.grow(pi.req.clone())}
-		claimSig := -1
-		if pi.dra != nil {
-			if len(pi.dra.claims) > 0 {
-				claimSig = s.specClaims(pi).sig
+		item := []*podInfo{pi}
+		if g := pi.gang; g != nil && gangs[g] {
+			if g.members[0] != pi {
+				continue // the gang is one item, built at its first member
 			}
-			for _, cl := range pi.dra.claims {
-				if claimUsers[claimKey(cl)] == 1 && cl.Status.Allocation == nil {
-					c.dev += int64(minDevices(cl))
+			item = g.members
+		}
+		c := &cbClass{rep: pi, req: s.dims.grow(make(vec, 0))}
+		claimSig := -1
+		for _, m := range item {
+			for d, v := range m.req {
+				c.req[d] += v
+			}
+			if m.dra != nil {
+				if len(m.dra.claims) > 0 {
+					claimSig = s.specClaims(m).sig
+				}
+				for _, cl := range m.dra.claims {
+					if claimUsers[claimKey(cl)] == 1 && cl.Status.Allocation == nil {
+						c.dev += int64(minDevices(cl))
+					}
+				}
+			}
+			for _, a := range m.anti {
+				if nodeAnti(a) && !slices.Contains(c.anti, a.tracker) {
+					c.anti = append(c.anti, a.tracker)
+				}
+			}
+			for _, t := range nodeSpread(m) {
+				if !slices.Contains(c.spread, t) {
+					c.spread = append(c.spread, t)
+				}
+			}
+			for _, t := range trackerIDs {
+				if s.trackers.list[t].matches(m.pod) && !slices.Contains(c.hit, t) {
+					c.hit = append(c.hit, t)
 				}
 			}
 		}
-		for _, a := range pi.anti {
-			if a.key == LabelHostname && !slices.Contains(c.anti, a.tracker) {
-				c.anti = append(c.anti, a.tracker)
-			}
-		}
 		sort.Ints(c.anti)
-		for _, t := range trackerIDs {
-			if s.trackers.list[t].matches(pi.pod) {
-				c.hit = append(c.hit, t)
-			}
+		sort.Ints(c.spread)
+		sort.Ints(c.hit)
+		key := fmt.Sprint(pi.sig, claimSig, []int64(c.req), c.dev, c.anti, c.hit, c.spread)
+		if len(item) > 1 {
+			key = "gang " + pi.gang.name
 		}
-		key := fmt.Sprint(pi.sig, claimSig, []int64(c.req), c.dev, c.anti, c.hit)
 		if prev := byKey[key]; prev != nil {
 			prev.count++
 			prev.pods = append(prev.pods, pi)
 			continue
 		}
 		c.count = 1
-		c.pods = []*podInfo{pi}
+		c.pods = item
+		c.gang = len(item) > 1
 		byKey[key] = c
 		cp.classes = append(cp.classes, c)
 	}
@@ -178,6 +256,14 @@ func (s *state) newConfigProblem() *configProblem {
 			spec = s.specClaims(pi)
 		}
 		for _, o := range s.offerings {
+			if c.gang {
+				// Members have no DRA (nodeGangs): every one's labels and taints must accept o,
+				// and their sum must fit an empty node of it.
+				if s.boundFits(c.req, o) && !slices.ContainsFunc(c.pods, func(m *podInfo) bool { return !s.offeringCompatible(m.sig, o) }) {
+					c.offs = append(c.offs, o.idx)
+				}
+				continue
+			}
 			if !s.offeringCompatible(pi.sig, o) {
 				continue
 			}
@@ -187,7 +273,7 @@ func (s *state) newConfigProblem() *configProblem {
 				c.offs = append(c.offs, o.idx)
 			}
 		}
-		// A pod no offering holds is on no new node of a valid plan; leaving it out relaxes.
+		// An item no offering holds is on no new node of a valid plan; leaving it out relaxes.
 		if len(c.offs) > 0 {
 			kept = append(kept, c)
 		}
@@ -197,7 +283,7 @@ func (s *state) newConfigProblem() *configProblem {
 	for i, a := range cp.classes {
 		cp.conflict[i] = make([]bool, len(cp.classes))
 		for j, b := range cp.classes {
-			cp.conflict[i][j] = intersects(a.anti, b.hit) || intersects(b.anti, a.hit)
+			cp.conflict[i][j] = intersects(a.anti, b.hit) || intersects(b.anti, a.hit) || intersects(a.spread, b.spread)
 		}
 		a.self = cp.conflict[i][i]
 	}

@@ -19,14 +19,21 @@ import (
 // (Karpenter rejects such replacements outright; this keeps the saving when a gang or affinity
 // means only the replacement can take the pods).
 func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit bool) *api.KeptNode {
+	_, k := p.tryActionSaving(nodes, reason, commit)
+	return k
+}
+
+// tryActionSaving is tryAction that also returns what a good action saves per hour (the removed
+// nodes' price less the replacement's).
+func (p *pass) tryActionSaving(nodes []*nodeFacts, reason api.DisruptionReason, commit bool) (float64, *api.KeptNode) {
 	s, pol := p.d.s, nodes[0].pol
 	if a := p.allowance(pol, reason); len(nodes) > a {
-		return kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
+		return 0, kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
 	}
 	mark := s.checkpoint()
 	m, k := p.move(nodes, !p.d.in.Options.caStyle, false)
 	if k != nil {
-		return k
+		return 0, k
 	}
 	if x := sameTypeNode(nodes, m.repl); x != nil {
 		s.revert(mark)
@@ -34,16 +41,23 @@ func (p *pass) tryAction(nodes []*nodeFacts, reason api.DisruptionReason, commit
 		if m, k = p.move(rest, false, false); k == nil {
 			nodes = rest
 		} else if m, k = p.move(nodes, true, false); k != nil {
-			return k
+			return 0, k
 		}
+	}
+	saved := m.price
+	if m.repl != nil {
+		saved -= m.repl.chosen.price
 	}
 	if k := p.worthIt(nodes, m.repl, m.price); k != nil || !commit {
 		s.revert(mark)
-		return k
+		return saved, k
 	}
 	p.record(nodes, reason, m, "", nil, nil)
-	return nil
+	return saved, nil
 }
+
+// moveRetries bounds the placements a move retries with the pods that found no place first.
+const moveRetries = 2
 
 // moved is what a move did: the pods it re-placed and where they came from, the replacement it
 // opened (nil: none) and the removed nodes' price.
@@ -81,12 +95,20 @@ func (p *pass) move(nodes []*nodeFacts, allowNew, urgent bool) (moved, *api.Kept
 		s.newNodeCap = before + 1
 	}
 	placed := s.checkpoint()
-	failed := s.placeMoved(m.pods, false)
+	failed := s.placeMoved(m.pods, false, nil)
 	if failed != nil && allowNew && s.anyZoneSensitive(m.pods) {
 		// The new node's zone is pinned by the first pod that cares; a pod needing another
-		// zone then finds no place. Placing the zone-bound pods first lets them pick it.
+		// zone then finds no place. Placing the zone-bound pods first lets them pick it; then
+		// placing the pods that still found none before them (zone-spread pods that need the
+		// room another zone has left, which a bigger zone-bound pod took).
 		s.revert(placed)
-		failed = s.placeMoved(m.pods, true)
+		failed = s.placeMoved(m.pods, true, nil)
+		first := map[*podInfo]bool{}
+		for try := 0; failed != nil && try < moveRetries && !first[failed]; try++ {
+			first[failed] = true
+			s.revert(placed)
+			failed = s.placeMoved(m.pods, true, first)
+		}
 	}
 	s.newNodeCap = 0
 	if failed != nil {

@@ -37,9 +37,10 @@ func (s *state) removeNode(n *simNode, pl *poolInfo, vcpu, gpus int, price float
 // placeMoved places the pods of removed nodes on the available nodes — existing and in-flight
 // first, then new ones, opening no more than newNodeCap allows — in placement order (sortPods;
 // with zoneFirst, the pods whose constraints depend on the zone, and their gangs, before the
-// others), gangs whole, pods with pod affinity retried once the others are placed. It returns the
-// first pod that found no place, or nil when all did. Every placement is in the undo log.
-func (s *state) placeMoved(pods []*podInfo, zoneFirst bool) *podInfo {
+// others; before them all, the pods of first and their gangs), gangs whole, pods with pod
+// affinity retried once the others are placed. It returns the first pod that found no place, or
+// nil when all did. Every placement is in the undo log.
+func (s *state) placeMoved(pods []*podInfo, zoneFirst bool, first map[*podInfo]bool) *podInfo {
 	sortPods(pods, s.gpuDims)
 	if zoneFirst {
 		bound := func(pi *podInfo) bool {
@@ -49,6 +50,15 @@ func (s *state) placeMoved(pods []*podInfo, zoneFirst bool) *podInfo {
 			return slices.ContainsFunc(pi.gang.members, s.zoneSensitive)
 		}
 		sort.SliceStable(pods, func(i, j int) bool { return bound(pods[i]) && !bound(pods[j]) })
+	}
+	if len(first) > 0 {
+		lead := func(pi *podInfo) bool {
+			if pi.gang == nil {
+				return first[pi]
+			}
+			return slices.ContainsFunc(pi.gang.members, func(m *podInfo) bool { return first[m] })
+		}
+		sort.SliceStable(pods, func(i, j int) bool { return lead(pods[i]) && !lead(pods[j]) })
 	}
 	var deferred []*podInfo
 	for i := 0; i < len(pods); {

@@ -156,15 +156,19 @@ func purchaseFor(t *testing.T, cat *catalog.Catalog, snap *snapshot.Snapshot, po
 // the Cluster Autoscaler's rule (remove nodes under 50 % utilised, GPU-aware, whose pods fit
 // elsewhere) and under empty-node removal only (Tiler before this); the distributions are logged.
 //
-// The lower bound is the larger of the resource LP and the configuration LP (configbound.go:
-// node patterns honouring whole GPUs, MIG slices, replicas, DRA devices and hostname
-// anti-affinity); it still ignores zones, spread and pod affinity, so a fresh purchase costs a
-// median 1.13× it (p90 1.31×) on these fleets, and the "≤ 1.10× the bound" is not met at
-// the median (Tiler ends at 1.17×): what is asserted is what holds. Tiler never ends costlier than
-// either baseline, ends within 5 % of a fresh purchase at the median and within 40 % on every
-// fleet, and within 1.25× the bound at the median and 2× on every fleet. What one replacement per
-// action cannot reach is splitting a node into two (two g4dn.12xlarge for a g4dn.metal; zone-spread
-// pods that need new nodes in two zones).
+// The lower bound is the larger of the resource LP (with, for CPU-and-memory groups, its integer
+// version) and the configuration LP (configbound.go: node patterns honouring whole GPUs, MIG
+// slices, replicas, DRA devices, hostname and zone anti-affinity, hostname spread of maxSkew 1,
+// gangs of topology node); it still ignores zones (pinned pods, zone spread, zone affinity) and
+// the integrality of node patterns, so a fresh purchase costs a median 1.13× it (p90 1.31×)
+// on these fleets, and the "≤ 1.10× the bound" is not met at the median (Tiler ends at
+// 1.115×): what is asserted is what holds, with a small margin. Tiler never ends costlier than
+// either baseline, ends at a median 1.00× a fresh purchase and within 1.20× of it on every fleet,
+// and within 1.13× the bound at the median, 1.45× at p90 and 1.55× on every fleet (measured 1.115,
+// 1.414, 1.485). What one replacement per action cannot reach is splitting a node into two or
+// more: a g6.12xlarge whose time-sliced pods need two or three GPUs' worth of replicas (g6 and
+// g5 come with 1, 4 or 8 GPUs), a big m7i node whose pods fresh purchases spread over two or three
+// smaller ones (most of the CPU-only fleets' 1.3–1.5×, where a fresh purchase is as far off).
 func TestConsolidationQuality(t *testing.T) {
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
@@ -193,7 +197,7 @@ func TestConsolidationQuality(t *testing.T) {
 		if tiler > min(ca, empty)+1e-6 {
 			t.Errorf("seed %d: Tiler ends at $%.4f/h, a baseline at $%.4f/h", seed, tiler, min(ca, empty))
 		}
-		if tiler > 1.40*fresh.CostPerHour {
+		if tiler > 1.20*fresh.CostPerHour {
 			t.Errorf("seed %d: Tiler ends at %.3f× a fresh purchase", seed, tiler/fresh.CostPerHour)
 		}
 		lines = append(lines, fmt.Sprintf("seed %2d %-12s before $%7.3f  tiler $%7.3f (%d rounds)  CA-style $%7.3f  empty-only $%7.3f  fresh purchase $%7.3f  lower bound $%7.3f  tiler/LB %.3f",
@@ -205,14 +209,17 @@ func TestConsolidationQuality(t *testing.T) {
 	t.Logf("fleet / lower bound   empty-only %s", distribution(emptyRatios))
 	t.Logf("fresh purchase / lower bound %s", distribution(freshRatios))
 	t.Logf("tiler / fresh purchase %s", distribution(vsFresh))
-	if m := median(vsFresh); m > 1.05 {
+	if m := median(vsFresh); m > 1.02 {
 		t.Errorf("Tiler ends at a median %.3f× a fresh purchase", m)
 	}
-	if m := median(ratios); m > 1.25 {
+	if m := median(ratios); m > 1.13 {
 		t.Errorf("Tiler ends at a median %.3f× the lower bound", m)
 	}
+	if q := quantile(ratios, 0.9); q > 1.45 {
+		t.Errorf("Tiler ends at a p90 %.3f× the lower bound", q)
+	}
 	for i, r := range ratios {
-		if r > 2 {
+		if r > 1.55 {
 			t.Errorf("seed %d: Tiler ends at %.3f× the lower bound", i+1, r)
 		}
 	}
@@ -255,11 +262,18 @@ func withConsolidation(pol *policy.CostPolicy, c policy.Consolidation) *policy.C
 	return &out
 }
 
+// quantile is the p-quantile of xs (nearest rank), as distribution reports it.
+func quantile(xs []float64, p float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[int(math.Ceil(p*float64(len(s))))-1]
+}
+
 // distribution renders min, median, p90, max and mean of xs.
 func distribution(xs []float64) string {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	q := func(p float64) float64 { return s[int(math.Ceil(p*float64(len(s))))-1] }
+	q := func(p float64) float64 { return quantile(s, p) }
 	mean := 0.0
 	for _, x := range s {
 		mean += x / float64(len(s))

@@ -117,10 +117,16 @@ func (p *pass) emptyNodes() {
 	}
 }
 
+// multiNodeShorter is how many prefixes shorter than the longest that works multiNode also
+// tries: a long prefix may need a big replacement (three g4dn.12xlarge into a g4dn.metal) where a
+// shorter one fits a small one and saves more.
+const multiNodeShorter = 4
+
 // multiNode looks, pool by pool, for the largest prefix of the ordered candidates that goes
 // with at most one new node, by binary search over its length as Karpenter does (the property is
-// not monotone, so this is a heuristic that stays within log₂ of the width in probes), keeps
-// it, and looks again on what is left.
+// not monotone, so this is a heuristic that stays within log₂ of the width in probes), then
+// among the prefixes it probed that work and the multiNodeShorter just shorter than the largest,
+// keeps the one that saves the most, and looks again on what is left.
 func (p *pass) multiNode() {
 	for _, pl := range p.d.in.Policy.Pools {
 		if pl.ConsolidationOf() != policy.WhenUnderutilized {
@@ -137,14 +143,24 @@ func (p *pass) multiNode() {
 			if width < 2 {
 				break
 			}
-			best := 0
+			largest, best, bestSaved := 0, 0, 0.0
+			probe := func(n int) bool {
+				saved, k := p.tryActionSaving(cands[:n], api.ReasonUnderutilized, false)
+				if k == nil && saved > bestSaved+1e-9 {
+					best, bestSaved = n, saved
+				}
+				return k == nil
+			}
 			for lo, hi := 1, width-1; lo <= hi; {
 				mid := (lo + hi) / 2
-				if p.tryAction(cands[:mid+1], api.ReasonUnderutilized, false) == nil {
-					best, lo = mid+1, mid+1
+				if probe(mid + 1) {
+					largest, lo = mid+1, mid+1
 				} else {
 					hi = mid - 1
 				}
+			}
+			for n := largest - 1; n >= max(2, largest-multiNodeShorter); n-- {
+				probe(n)
 			}
 			if best == 0 || p.tryAction(cands[:best], api.ReasonUnderutilized, true) != nil {
 				break

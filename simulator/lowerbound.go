@@ -13,7 +13,8 @@ import (
 // problem. For each merged group the bound is the larger of
 //   - the LP relaxation of covering the group's total demand, resource by resource, with
 //     fractional nodes of its offerings: min Σ price(o)·x(o) s.t. Σ alloc(o,r)·x(o) ≥ demand(r);
-//   - the cheapest offering able to hold the group's most demanding pod (one node is needed).
+//   - the cheapest offering able to hold the group's most demanding pod (one node is needed);
+//   - for groups asking only CPU and memory, the LP's integer version (intCoverBound).
 //
 // The LP has one more row when pods of the group repel each other by hostname (required
 // anti-affinity whose selector matches the pods themselves): k such pods need k distinct nodes,
@@ -40,9 +41,110 @@ func (s *state) resourceBound() float64 {
 	groups := s.boundGroups()
 	var total float64
 	for _, g := range groups {
-		total += max(s.lpBound(g), s.singleNodeBound(g))
+		total += max(s.lpBound(g), s.singleNodeBound(g), s.intCoverBound(g))
 	}
 	return total
+}
+
+// coverUnits is how many units the demand of each resource is cut into by intCoverBound: its
+// table has (coverUnits+1)² entries.
+const coverUnits = 300
+
+// intCoverBound is the resource LP's integer version for a group whose pods ask only CPU,
+// memory and pods (no extended resource, no device): the cheapest set of whole nodes of the
+// group's offerings whose CPU and memory together cover the group's demand — what the
+// fractional LP misses when a few nodes of fixed CPU:memory ratios cannot match the demand's.
+// It is solved exactly by dynamic programming over the demand in units (a coverUnits-th of
+// each resource's demand), with each offering's allocatable rounded up to whole units and the
+// demand down: a relaxation, so the result stays a lower bound. Pods slots are left out (a
+// relaxation too). 0 when it does not apply.
+func (s *state) intCoverBound(g *boundGroup) float64 {
+	if len(g.devices) > 0 || len(g.pods) == 0 {
+		return 0
+	}
+	demand := make(vec, len(s.dims.names))
+	for _, pi := range g.pods {
+		demand.add(pi.req)
+	}
+	for r := numFixedDims; r < len(demand); r++ {
+		if demand[r] > 0 {
+			return 0
+		}
+	}
+	if demand[dimCPU] <= 0 || demand[dimMemory] <= 0 {
+		return 0
+	}
+	cu := (demand[dimCPU] + coverUnits - 1) / coverUnits
+	mu := (demand[dimMemory] + coverUnits - 1) / coverUnits
+	C, M := int(demand[dimCPU]/cu), int(demand[dimMemory]/mu)
+	type item struct {
+		c, m  int
+		price float64
+	}
+	best := map[[2]int]float64{}
+	for _, o := range s.offerings {
+		if !g.offs[o.idx] {
+			continue
+		}
+		if o.price <= 0 {
+			return 0
+		}
+		c := int(min((max(o.alloc[dimCPU], 0)+cu-1)/cu, int64(C)))
+		m := int(min((max(o.alloc[dimMemory], 0)+mu-1)/mu, int64(M)))
+		if c == 0 && m == 0 {
+			continue
+		}
+		k := [2]int{c, m}
+		if p, ok := best[k]; !ok || o.price < p {
+			best[k] = o.price
+		}
+	}
+	var items []item
+	for k, p := range best {
+		items = append(items, item{k[0], k[1], p})
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].price != items[j].price {
+			return items[i].price < items[j].price
+		}
+		if items[i].c != items[j].c {
+			return items[i].c > items[j].c
+		}
+		return items[i].m > items[j].m
+	})
+	// Drop items another at most as expensive covers in both resources.
+	kept := items[:0]
+	for _, it := range items {
+		dominated := false
+		for _, k := range kept {
+			if k.c >= it.c && k.m >= it.m {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			kept = append(kept, it)
+		}
+	}
+	if len(kept) == 0 {
+		return 0
+	}
+	// f[c][m]: the least price of nodes covering c CPU units and m memory units.
+	w := M + 1
+	f := make([]float64, (C+1)*w)
+	for c := 0; c <= C; c++ {
+		for m := 0; m <= M; m++ {
+			if c == 0 && m == 0 {
+				continue
+			}
+			v := math.Inf(1)
+			for _, it := range kept {
+				v = min(v, it.price+f[max(c-it.c, 0)*w+max(m-it.m, 0)])
+			}
+			f[c*w+m] = v
+		}
+	}
+	return f[C*w+M]
 }
 
 // minNodesBound is a lower bound on the $/h any plan pays to keep the pools' minNodes: every pool
