@@ -79,6 +79,9 @@ const (
 	RemovalRegistrationTimeout = "registration-timeout"
 	// RemovalEmpty: the managed node stayed empty for Config.EmptyNodeTTL.
 	RemovalEmpty = "empty"
+	// RemovalInterrupted: the cloud announced it reclaims the instance before its Node
+	// registered (interruptions.go).
+	RemovalInterrupted = "interrupted"
 )
 
 // Decision is what one batch decided, in the order act carries it out.
@@ -173,7 +176,7 @@ type Removal struct {
 	// Node is the Node to delete with it; "" for none (a Node of the record's name that belongs
 	// to another instance).
 	Node string
-	// Reason is RemovalRegistrationTimeout or RemovalEmpty.
+	// Reason is RemovalRegistrationTimeout, RemovalEmpty or RemovalInterrupted.
 	Reason string
 }
 

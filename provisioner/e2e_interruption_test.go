@@ -64,6 +64,69 @@ func testSpotInterruption(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanup(nil)
 }
 
+// testSpotInterruptedBeforeRegistration: the spot instance bought for a GPU pod is interrupted
+// while it boots. The controller removes that launch at the notice — instance and launch record —
+// and the next batch buys for the pod on the pool's other offering (on-demand), instead of
+// counting the pod in flight on an instance that never comes until the registration timeout
+// (5 minutes here, far beyond the wait).
+func testSpotInterruptedBeforeRegistration(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.RegistrationTimeout = 5 * time.Minute
+	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.BootDelay, c.InterruptionGrace = 8*time.Second, 30*time.Second })
+	ctx := context.Background()
+	e.applyPolicy("policy", spotPolicy)
+	pod := simtest.Pod("boot-interrupted").CPU("2").Mem("8Gi").GPU(1).Obj()
+	e.create(pod)
+	var id string
+	testwait.Until(t, 50*time.Millisecond, "a spot instance launched for the pod", time.Minute, func() bool {
+		insts, err := e.cloud.List(ctx)
+		if err != nil {
+			return false
+		}
+		for _, i := range insts {
+			if i.Offering.CapacityType == api.Spot && i.NodeName != "" {
+				id = i.ID
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := e.kube.CoreV1().Nodes().Get(ctx, mustInstance(t, e, id).NodeName, metav1.GetOptions{}); err == nil {
+		t.Fatalf("instance %s registered its node before the interruption; the scenario needs it booting", id)
+	}
+	if err := e.cloud.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	node := e.waitBound(time.Minute, pod)["default/"+pod.Name]
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range insts {
+		if i.ID == id {
+			t.Errorf("the interrupted instance %s is still listed; want it deleted at the notice", id)
+		}
+		if i.NodeName == node && i.Offering.CapacityType != api.OnDemand {
+			t.Errorf("the pod is bound to %s, %s; want the on-demand failover", node, i.Offering)
+		}
+	}
+	if n := e.launches(); n != 2 {
+		t.Errorf("%d launches; want 2 (the interrupted one and its failover)", n)
+	}
+	_ = e.kube.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	e.cleanup(nil)
+}
+
+// mustInstance returns the cloud's instance id.
+func mustInstance(t *testing.T, e *env, id string) *cloudprovider.Instance {
+	t.Helper()
+	i, err := e.cloud.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
 // waitDeploymentNode waits until a running pod of the Deployment is bound to a node other than
 // not, and returns that node.
 func (e *env) waitDeploymentNode(app, not string, timeout time.Duration) string {

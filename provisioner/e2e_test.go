@@ -34,6 +34,7 @@ func TestE2E(t *testing.T) {
 	t.Run("InvalidPolicyKeepsLastValid", func(t *testing.T) { testInvalidPolicy(t, cp) })
 	t.Run("EmptyNodeRemoved", func(t *testing.T) { testEmptyNodeRemoved(t, cp) })
 	t.Run("SpotInterruptionReplaced", func(t *testing.T) { testSpotInterruption(t, cp) })
+	t.Run("SpotInterruptedBeforeRegistration", func(t *testing.T) { testSpotInterruptedBeforeRegistration(t, cp) })
 	t.Run("MIGRelayoutInsteadOfPurchase", func(t *testing.T) { testMIGRelayout(t, cp) })
 	t.Run("Reservation", func(t *testing.T) { testReservation(t, cp, false) })
 	t.Run("ReservationSharedBootstrap", func(t *testing.T) { testReservation(t, cp, true) })

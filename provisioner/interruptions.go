@@ -24,7 +24,9 @@ import (
 //
 //  1. At the notice (pollInterruptions): the offering is marked unavailable, so that the
 //     replacement is planned on another spot pool or on-demand when the pool allows it
-//     (failover); the node is cordoned and annotated with the notice's kind and deadline
+//     (failover). An instance whose Node has not registered yet is removed at once (instance and
+//     launch record, RemovalInterrupted): the next batch plans its pods elsewhere. Otherwise the
+//     node is cordoned and annotated with the notice's kind and deadline
 //     (api.AnnotationInterruption, api.AnnotationInterruptionDeadline); the disruption loop is
 //     woken. The notice is acknowledged when polled: the annotation is what survives a restart.
 //  2. The next disruption pass (startInterrupted) plans the node's pods as pending against the
@@ -103,11 +105,19 @@ func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovi
 		}
 		c.metrics.Interruptions.WithLabelValues(string(n.Kind)).Inc()
 		c.unavailable.MarkUnavailable(r.Offering, string(n.Kind))
+		deadline := noticeDeadline(n)
 		if nd == nil {
-			l.Info("instance interrupted before its node registered: offering marked unavailable")
+			if deadline.IsZero() {
+				l.Info("rebalance recommended before the node registered: offering marked unavailable")
+				continue
+			}
+			// The instance goes before it ever serves: its launch is removed now (instance and
+			// record), so that the next batch plans its pods on another offering instead of
+			// counting them in flight on it until the RegistrationTimeout.
+			l.Info("instance interrupted before its node registered: offering marked unavailable, launch removed")
+			c.startRemoval(ctx, l, Removal{Record: r, Reason: RemovalInterrupted}, c.clock.Now())
 			continue
 		}
-		deadline := noticeDeadline(n)
 		ann := map[string]*string{api.AnnotationInterruption: ptr.To(string(n.Kind))}
 		if old, ok := parseDeadline(nd); ok && (deadline.IsZero() || old.Before(deadline)) {
 			deadline = old // an earlier notice's deadline stands

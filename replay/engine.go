@@ -123,13 +123,10 @@ type nodeState struct {
 	// candidateSince is when disruption first listed the node as a candidate.
 	candidateSince time.Time
 	// reclaimAt is when the cloud reclaims a spot instance (zero: never); noticed says its notice
-	// came (InterruptionGrace before). gone says the instance was reclaimed before its Node
-	// registered, at goneAt: it never registers, and its record stays until housekeeping removes
-	// it (the registration timeout), as in the controller.
+	// came (InterruptionGrace before). An instance noticed before its Node registered is removed
+	// at the notice, as the controller removes it.
 	reclaimAt time.Time
 	noticed   bool
-	gone      bool
-	goneAt    time.Time
 }
 
 // usable reports whether the node is Ready with its GPUs published.
@@ -378,7 +375,6 @@ func (w *world) nextCloudEvent() time.Time {
 	var t time.Time
 	for _, n := range w.nodes {
 		switch {
-		case n.gone:
 		case n.obj == nil:
 			t = earliestNonZero(t, n.readyAt)
 		case n.rec.GPUs > 0 && !n.devices:
@@ -406,7 +402,7 @@ func (w *world) cloudStep() (bool, error) {
 	var usableNow []string
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
-		if n.obj == nil && !n.gone && !n.readyAt.After(w.now) {
+		if n.obj == nil && !n.readyAt.After(w.now) {
 			n.obj = nodeObject(n.planned, n.readyAt, false)
 			changed = true
 			if n.usable() {
@@ -455,7 +451,7 @@ func (w *world) removeNode(name, reason string) {
 			}
 		}
 	}
-	if logged && n.noticed && !n.gone {
+	if logged && n.noticed {
 		w.acct.res.InterruptionLog[idx].Removed, w.acct.res.InterruptionLog[idx].Gone = w.now.Sub(w.wl.Start), true
 	}
 	delete(w.nodes, name)

@@ -34,8 +34,8 @@ import (
 //     (provisioner.InterruptionDrainDue), whichever comes first; a Delete drains the node at once.
 //     A node already under a consolidation Replace keeps that action, now bound by the deadline.
 //  3. At the reclaim a node still there is gone: the pods on it are evicted. An instance
-//     reclaimed before its Node registered never registers: only its offering was marked, and
-//     its launch record stays until housekeeping removes it after the RegistrationTimeout.
+//     noticed before its Node registered is removed at the notice, as the controller removes it
+//     (provisioner.RemovalInterrupted): its pods are planned again on another offering.
 //
 // A pod an interruption evicts is pending again and re-planned like any; the time it waits again,
 // to its next binding (or its departure), adds to its pending time (Result.InterruptionRewait).
@@ -87,7 +87,7 @@ func (w *world) noticeAt(n *nodeState) time.Time {
 // that its deadline forces while it waits for a replacement, or its reclaim.
 func (w *world) interruptionEvent(n *nodeState) time.Time {
 	switch {
-	case n.reclaimAt.IsZero() || n.gone:
+	case n.reclaimAt.IsZero():
 		return time.Time{}
 	case !n.noticed:
 		return w.noticeAt(n)
@@ -104,7 +104,8 @@ func (w *world) interrupt() (bool, error) {
 	var planned map[string]time.Time
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
-		if n.reclaimAt.IsZero() || n.noticed || w.noticeAt(n).After(w.now) {
+		if n == nil || n.reclaimAt.IsZero() || n.noticed || w.noticeAt(n).After(w.now) {
+			// n == nil: removed in this loop, with the replacement it waited for
 			continue
 		}
 		n.noticed, changed = true, true
@@ -118,7 +119,10 @@ func (w *world) interrupt() (bool, error) {
 		w.unavailable = append(w.unavailable, provisioner.UnavailableEntry{Offering: n.rec.Offering,
 			Code: provisioner.SpotInterruptionKind, Until: w.now.Add(w.cfg.Controller.UnavailableTTL)})
 		if n.obj == nil {
-			continue // before its Node registered: only the offering is marked
+			// Before its Node registered: the controller removes the launch at once
+			// (provisioner.RemovalInterrupted), and the next batch plans its pods elsewhere.
+			w.removeNode(name, removalInterrupted)
+			continue
 		}
 		n.obj.Spec.Unschedulable = true
 		if n.obj.Annotations == nil {
@@ -165,15 +169,10 @@ func (w *world) interrupt() (bool, error) {
 	margin := w.cfg.Controller.InterruptionDrainMargin
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
-		if !n.noticed || n.gone {
+		if n == nil || !n.noticed { // nil: removed in this loop, with a replacement it waited for
 			continue
 		}
 		switch {
-		case !n.reclaimAt.After(w.now) && n.obj == nil:
-			n.gone, n.goneAt, changed = true, w.now, true
-			if i, ok := w.acct.interruptionIdx[name]; ok {
-				w.acct.res.InterruptionLog[i].Removed, w.acct.res.InterruptionLog[i].Gone = w.now.Sub(w.wl.Start), true
-			}
 		case !n.reclaimAt.After(w.now):
 			w.removeNode(name, removalReclaimed)
 			changed = true
@@ -195,7 +194,7 @@ func (w *world) interrupt() (bool, error) {
 func (w *world) checkBindings() error {
 	for _, p := range w.livePods() {
 		if name := p.obj.Spec.NodeName; name != "" {
-			if n := w.nodes[name]; n == nil || n.obj == nil || n.gone {
+			if n := w.nodes[name]; n == nil || n.obj == nil {
 				return fmt.Errorf("pod %s is bound to node %s, which is gone: lost instead of evicted", p.key, name)
 			}
 		}

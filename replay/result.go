@@ -149,9 +149,6 @@ func (a *accounting) removed(n *nodeState, now time.Time, reason string) {
 }
 
 func (a *accounting) bill(n *nodeState, now time.Time) {
-	if n.gone && n.goneAt.Before(now) {
-		now = n.goneAt // the cloud took it before it registered: billed to then
-	}
 	h := now.Sub(n.rec.CreatedAt).Hours()
 	c := n.rec.PricePerHour * h
 	a.res.Cost += c
@@ -198,9 +195,6 @@ func (w *world) sample() {
 	s := Sample{At: w.now.Sub(w.wl.Start), Nodes: len(w.nodes)}
 	for _, name := range w.nodeNames() { // in order: float sums must not depend on map order
 		n := w.nodes[name]
-		if n.gone {
-			continue
-		}
 		s.CostPerHour += n.rec.PricePerHour
 		s.GPUs += n.rec.GPUs
 	}
