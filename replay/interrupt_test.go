@@ -12,7 +12,7 @@ import (
 	"github.com/tiler-dev/tiler/replay"
 )
 
-// spotPolicy is the named policy buying the given capacity types.
+// spotPolicy is the named policy buying the given capacity types (none: on-demand only).
 func spotPolicy(t testing.TB, name string, caps ...api.CapacityType) replay.Policy {
 	t.Helper()
 	pols, err := replay.Policies(caps)

@@ -38,19 +38,10 @@ func config(t testing.TB) replay.Config {
 	return replay.DefaultConfig(cat)
 }
 
+// policy is the named policy buying on-demand only (replay.Policies' default).
 func policy(t testing.TB, name string) replay.Policy {
 	t.Helper()
-	pols, err := replay.Policies(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pols {
-		if p.Name == name {
-			return p
-		}
-	}
-	t.Fatalf("no policy %s", name)
-	return replay.Policy{}
+	return spotPolicy(t, name)
 }
 
 // TestInvariants replays two hours of the Alibaba trace under every policy and checks what must
