@@ -28,6 +28,21 @@ func decideCatalog(t *testing.T) *catalog.Catalog {
 	return cat
 }
 
+// firstLaunch is the first batch of one pending pod at a fake clock's time: it launches one node.
+func firstLaunch(t *testing.T) (*clocktesting.FakeClock, provisioner.DecideConfig, *provisioner.Memory, provisioner.State, *provisioner.Decision) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	mem := provisioner.NewMemory()
+	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("3").Mem("6Gi").Obj())
+	s := provisioner.State{Now: clk.Now(), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
+	d := provisioner.Decide(s, cfg, mem)
+	if len(d.Launch) != 1 {
+		t.Fatalf("first batch: launches %+v, want one", d.Launch)
+	}
+	return clk, cfg, mem, s, d
+}
+
 // TestDecideRegistrationTimeout: a launch whose Node never registers carries its pod while it is
 // in flight; one second past RegistrationTimeout it is removed, its offering is marked unavailable,
 // and the same batch plans the pod onto a new node of another offering.
@@ -168,15 +183,7 @@ func TestDecideHoldsGPUPodsForTheTriggerDelay(t *testing.T) {
 // back to act (Retry), and meanwhile asks to look again when it is due. A launch the cloud
 // accepted is never retried.
 func TestDecideRetriesFailedLaunches(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
-	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
-	mem := provisioner.NewMemory()
-	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("3").Mem("6Gi").Obj())
-	s := provisioner.State{Now: clk.Now(), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
-	d := provisioner.Decide(s, cfg, mem)
-	if len(d.Launch) != 1 {
-		t.Fatalf("first batch: launches %+v, want one", d.Launch)
-	}
+	clk, cfg, mem, s, d := firstLaunch(t)
 	// What act writes when the cloud API fails the launch: no instance, one attempt, a retry due.
 	rec := d.Launch[0]
 	rec.LaunchAttempts, rec.LastError, rec.RetryAt = 1, "RequestLimitExceeded: rate exceeded", clk.Now().Add(cfg.LaunchRetry)
@@ -345,15 +352,7 @@ func TestDecideBuysForPodsTheSchedulerCouldNotPreemptFor(t *testing.T) {
 // returns; one being removed (State.Removing) is counted as gone, its pod planned again, and not
 // removed a second time.
 func TestDecideCallsUnderWay(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
-	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
-	mem := provisioner.NewMemory()
-	pod := pendingPod(simtest.Pod("web-0").Namespace("web").Label("app", "web").CPU("3").Mem("6Gi").Obj())
-	s := provisioner.State{Now: clk.Now(), Pods: []*corev1.Pod{pod}, Catalog: decideCatalog(t)}
-	d := provisioner.Decide(s, cfg, mem)
-	if len(d.Launch) != 1 {
-		t.Fatalf("first batch: launches %+v, want one", d.Launch)
-	}
+	clk, cfg, mem, s, d := firstLaunch(t)
 	rec := d.Launch[0]
 	rec.LaunchAttempts, rec.RetryAt = 1, clk.Now().Add(cfg.LaunchRetry)
 	s.Records = []provisioner.LaunchRecord{rec}

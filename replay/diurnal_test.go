@@ -60,14 +60,7 @@ func TestDiurnalDefaultDay(t *testing.T) {
 	cfg := config(t)
 	// Eight days of history are enough for the daily cycle, and keep the forecasts quick.
 	cfg.PrescaleHistory = 8 * 24 * time.Hour
-	r, err := replay.Run(w, policy(t, replay.PolicyTiler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := replay.ClairvoyantBound(w, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, b := tilerAndBound(t, w, cfg)
 	if r.Pods != len(w.Pods) || r.Bound+r.NeverBound != r.Pods || r.Cost < b.Cost {
 		t.Fatalf("%d pods (%d bound, %d never), $%.2f vs bound $%.2f", r.Pods, r.Bound, r.NeverBound, r.Cost, b.Cost)
 	}

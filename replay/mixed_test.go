@@ -135,15 +135,7 @@ func TestMixedReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config(t)
-	r, err := replay.Run(w, policy(t, replay.PolicyTiler), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := replay.ClairvoyantBound(w, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, b := tilerAndBound(t, w, config(t))
 	if r.Pods != len(w.Pods) || r.NeverBound != 0 || r.Cost < b.Cost || len(b.Unplaceable) != 0 {
 		t.Fatalf("%d pods (%d bound, %d never), $%.2f vs bound $%.2f (unplaceable %v)", r.Pods, r.Bound, r.NeverBound, r.Cost, b.Cost, b.Unplaceable)
 	}

@@ -38,6 +38,20 @@ func config(t testing.TB) replay.Config {
 	return replay.DefaultConfig(cat)
 }
 
+// tilerAndBound replays the workload under tiler and computes its clairvoyant bound.
+func tilerAndBound(t testing.TB, w *replay.Workload, cfg replay.Config) (*replay.Result, *replay.Bound) {
+	t.Helper()
+	r, err := replay.Run(w, policy(t, replay.PolicyTiler), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := replay.ClairvoyantBound(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, b
+}
+
 // policy is the named policy buying on-demand only (replay.Policies' default).
 func policy(t testing.TB, name string) replay.Policy {
 	t.Helper()

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -315,13 +316,13 @@ func writeClusterSummary(w io.Writer, cl *kubestate.Cluster, wl *replay.Workload
 	}
 	fmt.Fprintf(w, "%s, %s – %s: %d pods replayed (%d already running at the start, %d still running at the end), from %d seen in %d queries\n",
 		cl.Address, cl.From.Format(time.RFC3339), cl.Until.Format(time.RFC3339), len(wl.Pods), carried, running, len(cl.Pods), cl.Queries)
-	for _, r := range sortedKeys(skipped) {
+	for _, r := range slices.Sorted(maps.Keys(skipped)) {
 		fmt.Fprintf(w, "  left out: %s: %d\n", r, skipped[r])
 	}
 	if len(cl.Nodes) > 0 {
 		var parts []string
 		total := 0
-		for _, it := range sortedKeys(cl.Nodes) {
+		for _, it := range slices.Sorted(maps.Keys(cl.Nodes)) {
 			total += cl.Nodes[it]
 			name := it
 			if name == "" {
@@ -333,22 +334,12 @@ func writeClusterSummary(w io.Writer, cl *kubestate.Cluster, wl *replay.Workload
 	}
 	if g := cl.GPU; g != nil {
 		var parts []string
-		for _, m := range sortedKeys(g.Models) {
+		for _, m := range slices.Sorted(maps.Keys(g.Models)) {
 			parts = append(parts, fmt.Sprintf("%d %s", g.Models[m], m))
 		}
 		fmt.Fprintf(w, "  DCGM: %d GPUs (%s) averaged %.1f%% utilisation\n", g.GPUs, strings.Join(parts, ", "), g.MeanPercent)
 	}
 	fmt.Fprintln(w)
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // The default traffic series of workloads 2 and 3.
