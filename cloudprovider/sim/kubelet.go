@@ -22,6 +22,15 @@ import (
 // Run calls Step every Config.StepInterval of the injected clock until ctx is done, logging the
 // failures of a step and carrying on. It returns nil when ctx is done.
 func (p *Provider) Run(ctx context.Context) error {
+	wc, err := p.startWatchCache(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	p.watch.Store(wc)
+	defer p.watch.Store(nil)
 	for {
 		timer := p.clk.NewTimer(p.cfg.StepInterval)
 		select {
@@ -126,8 +135,12 @@ func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) erro
 	return p.renewLease(ctx, node, now)
 }
 
-// ensureNode registers the instance's Node unless it exists.
+// ensureNode registers the instance's Node unless it exists (in the watch cache when Run keeps
+// one; the returned Node is then the cache's, to be read only).
 func (p *Provider) ensureNode(ctx context.Context, r *record, it *catalog.InstanceType) (*corev1.Node, error) {
+	if node, ok := p.cachedNode(r.NodeName); ok {
+		return node, nil
+	}
 	nodes := p.kube.CoreV1().Nodes()
 	node, err := nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
 	if err == nil {
@@ -239,19 +252,28 @@ func (p *Provider) ensureDevices(ctx context.Context, r *record, it *catalog.Ins
 
 // mutateNode reads the Node, applies fn and, when fn reports a change, writes it back through the
 // status subresource (status) or the main resource, retrying on conflicts with the node lifecycle
-// controller and the admission plugins.
+// controller and the admission plugins. The first read is a copy of the watch cache's Node when
+// Run keeps one (a stale copy conflicts), the retries read the API server.
 func (p *Provider) mutateNode(ctx context.Context, name string, status bool, fn func(*corev1.Node) bool) (*corev1.Node, error) {
 	nodes := p.kube.CoreV1().Nodes()
 	var out *corev1.Node
+	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		var node *corev1.Node
+		if cached, ok := p.cachedNode(name); ok && first {
+			node = cached.DeepCopy()
+		} else {
+			var err error
+			if node, err = nodes.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
+		first = false
 		if !fn(node) {
 			out = node
 			return nil
 		}
+		var err error
 		if status {
 			out, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		} else {

@@ -24,14 +24,18 @@ func (p *Provider) runPods(ctx context.Context, recs []record, now time.Time) er
 	if len(nodes) == 0 {
 		return nil
 	}
-	pods, err := p.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
+	items, ok := p.cachedPodsOn(nodes)
+	if !ok {
+		pods, err := p.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing pods: %w", err)
+		}
+		items = pods.Items
 	}
 	var errs []error
 	zero := int64(0)
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := range items {
+		pod := &items[i]
 		if !nodes[pod.Spec.NodeName] {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
@@ -40,6 +41,10 @@ type Provider struct {
 	// opMu serialises Step and terminations, so that a Step that read an instance before Delete
 	// removed it never registers its Node again.
 	opMu sync.Mutex
+
+	// watch is the cache Run reads Nodes, slices and pods through (watchCache); nil until Run
+	// has synced it, and for a Step called without Run, which reads from the API server.
+	watch atomic.Pointer[watchCache]
 }
 
 var _ cloudprovider.Provider = (*Provider)(nil)

@@ -59,6 +59,9 @@ func (p *Provider) ensureSlices(ctx context.Context, r *record, it *catalog.Inst
 
 // publishedSlices returns the names of the driver's ResourceSlices of the node.
 func (p *Provider) publishedSlices(ctx context.Context, nodeName string) (map[string]bool, error) {
+	if have, ok := p.cachedSlices(nodeName); ok {
+		return have, nil
+	}
 	list, err := p.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
 		fields.OneTermEqualSelector(resourcev1.ResourceSliceSelectorNodeName, nodeName),
 		fields.OneTermEqualSelector(resourcev1.ResourceSliceSelectorDriver, DRADriver),
