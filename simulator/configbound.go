@@ -59,9 +59,12 @@ func (cp *configProblem) resourceBound(comp []int) float64 {
 	for _, ci := range comp {
 		c := cp.classes[ci]
 		g.pods = append(g.pods, c.pods...)
+		part := boundPart{offs: map[int]bool{}, pods: c.pods}
 		for _, o := range c.offs {
 			g.offs[o] = true
+			part.offs[o] = true
 		}
+		g.parts = append(g.parts, part)
 	}
 	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g), cp.s.intCoverBound(g))
 }

@@ -1,7 +1,10 @@
 package simulator
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -58,6 +61,15 @@ const coverUnits = 300
 // each resource's demand), with each offering's allocatable rounded up to whole units and the
 // demand down: a relaxation, so the result stays a lower bound. Pods slots are left out (a
 // relaxation too). 0 when it does not apply.
+//
+// It is then raised by splitting the group's offerings in two (coverSplits): when the pods of
+// some parts of the group may only use a subset S of its offerings — one zone's (a zone
+// selector), or a part's own (an instance-family selector) — the nodes of S hold at least their
+// demand, the nodes outside S the rest, and each side is bought in whole nodes. With d the units
+// S's nodes cover (their allocatable rounded up unit by unit covers at least the demand they
+// hold, rounded up), the nodes cost at least min over d ≥ forced(S) of f_S(d) + f_notS(total −
+// d), f_X being the integer cover table on X's offerings: each zone then pays for its own
+// partly filled node, where one table over every offering lets the free pods fill it.
 func (s *state) intCoverBound(g *boundGroup) float64 {
 	if len(g.devices) > 0 || len(g.pods) == 0 {
 		return 0
@@ -74,23 +86,53 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 	if demand[dimCPU] <= 0 || demand[dimMemory] <= 0 {
 		return 0
 	}
-	cu := (demand[dimCPU] + coverUnits - 1) / coverUnits
-	mu := (demand[dimMemory] + coverUnits - 1) / coverUnits
-	C, M := int(demand[dimCPU]/cu), int(demand[dimMemory]/mu)
+	for idx := range g.offs {
+		if s.offerings[idx].price <= 0 {
+			return 0 // a free node covers any demand
+		}
+	}
+	u := coverGrid{cu: (demand[dimCPU] + coverUnits - 1) / coverUnits, mu: (demand[dimMemory] + coverUnits - 1) / coverUnits}
+	u.C, u.M = int(demand[dimCPU]/u.cu), int(demand[dimMemory]/u.mu)
+	all := s.coverTable(g.offs, u)
+	bound := all[u.C*(u.M+1)+u.M]
+	if math.IsInf(bound, 1) {
+		return 0
+	}
+	for _, sp := range s.coverSplits(g, demand) {
+		out := map[int]bool{}
+		for idx := range g.offs {
+			if !sp.offs[idx] {
+				out[idx] = true
+			}
+		}
+		fc := int(min((sp.forced[dimCPU]+u.cu-1)/u.cu, int64(u.C)))
+		fm := int(min((sp.forced[dimMemory]+u.mu-1)/u.mu, int64(u.M)))
+		bound = max(bound, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, fc, fm))
+	}
+	return bound
+}
+
+// coverGrid is intCoverBound's units: cu milli-CPU and mu bytes, C and M of them in the demand.
+type coverGrid struct {
+	cu, mu int64
+	C, M   int
+}
+
+// coverTable is the integer cover table on the offerings offs: f[c·(M+1)+m] is the least price of
+// nodes whose allocatable, rounded up to whole units, covers c CPU units and m memory units (+Inf
+// when offs cannot).
+func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 	type item struct {
 		c, m  int
 		price float64
 	}
 	best := map[[2]int]float64{}
 	for _, o := range s.offerings {
-		if !g.offs[o.idx] {
+		if !offs[o.idx] {
 			continue
 		}
-		if o.price <= 0 {
-			return 0
-		}
-		c := int(min((max(o.alloc[dimCPU], 0)+cu-1)/cu, int64(C)))
-		m := int(min((max(o.alloc[dimMemory], 0)+mu-1)/mu, int64(M)))
+		c := int(min((max(o.alloc[dimCPU], 0)+u.cu-1)/u.cu, int64(u.C)))
+		m := int(min((max(o.alloc[dimMemory], 0)+u.mu-1)/u.mu, int64(u.M)))
 		if c == 0 && m == 0 {
 			continue
 		}
@@ -126,14 +168,10 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 			kept = append(kept, it)
 		}
 	}
-	if len(kept) == 0 {
-		return 0
-	}
-	// f[c][m]: the least price of nodes covering c CPU units and m memory units.
-	w := M + 1
-	f := make([]float64, (C+1)*w)
-	for c := 0; c <= C; c++ {
-		for m := 0; m <= M; m++ {
+	w := u.M + 1
+	f := make([]float64, (u.C+1)*w)
+	for c := 0; c <= u.C; c++ {
+		for m := 0; m <= u.M; m++ {
 			if c == 0 && m == 0 {
 				continue
 			}
@@ -144,7 +182,100 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 			f[c*w+m] = v
 		}
 	}
-	return f[C*w+M]
+	return f
+}
+
+// splitCover is the least f_in(c, m) + f_out(C − c, M − m) over c ≥ fc and m ≥ fm: the price of
+// covering the demand with whole nodes of both tables when the first covers at least (fc, fm).
+func splitCover(in, out []float64, u coverGrid, fc, fm int) float64 {
+	w := u.M + 1
+	v := math.Inf(1)
+	for c := fc; c <= u.C; c++ {
+		for m := fm; m <= u.M; m++ {
+			v = min(v, in[c*w+m]+out[(u.C-c)*w+u.M-m])
+		}
+	}
+	if math.IsInf(v, 1) {
+		return 0
+	}
+	return v
+}
+
+// maxCoverSplits caps the splits intCoverBound tries, those forcing the most demand first.
+const maxCoverSplits = 6
+
+// coverSplit is a subset of a group's offerings and the demand of the group's pods that may only
+// use offerings of it.
+type coverSplit struct {
+	offs   map[int]bool
+	forced vec
+	share  float64 // of the group's demand, CPU and memory shares added
+}
+
+// coverSplits lists the proper subsets of the group's offerings that some of its pods cannot
+// leave: each zone's offerings, and each part's. Those forcing no demand are left out (the split
+// cannot beat the whole table).
+func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
+	var cands []map[int]bool
+	seen := map[string]bool{}
+	add := func(offs map[int]bool) {
+		if len(offs) == 0 || len(offs) == len(g.offs) {
+			return
+		}
+		key := fmt.Sprint(slices.Sorted(maps.Keys(offs)))
+		if !seen[key] {
+			seen[key] = true
+			cands = append(cands, offs)
+		}
+	}
+	byZone := map[string]map[int]bool{}
+	var zones []string
+	for _, o := range s.offerings {
+		if !g.offs[o.idx] {
+			continue
+		}
+		if byZone[o.zone] == nil {
+			byZone[o.zone] = map[int]bool{}
+			zones = append(zones, o.zone)
+		}
+		byZone[o.zone][o.idx] = true
+	}
+	if len(zones) > 1 {
+		sort.Strings(zones)
+		for _, z := range zones {
+			add(byZone[z])
+		}
+	}
+	for _, p := range g.parts {
+		add(p.offs)
+	}
+	var out []coverSplit
+	for _, offs := range cands {
+		sp := coverSplit{offs: offs, forced: make(vec, len(s.dims.names))}
+		for _, p := range g.parts {
+			if subset(p.offs, offs) {
+				for _, pi := range p.pods {
+					sp.forced.add(pi.req)
+				}
+			}
+		}
+		sp.share = float64(sp.forced[dimCPU])/float64(demand[dimCPU]) + float64(sp.forced[dimMemory])/float64(demand[dimMemory])
+		if sp.share > 0 {
+			out = append(out, sp)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].share > out[j].share })
+	return out[:min(len(out), maxCoverSplits)]
+}
+
+// subset reports whether every member of a is in b.
+func subset(a, b map[int]bool) bool {
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // minNodesBound is a lower bound on the $/h any plan pays to keep the pools' minNodes: every pool
@@ -165,8 +296,16 @@ func (s *state) minNodesBound() float64 {
 type boundGroup struct {
 	pods []*podInfo
 	offs map[int]bool
+	// parts are the groups merged into this one, each with its own offerings (a subset).
+	parts []boundPart
 	// devices are the DRA rows: a claim group's devices and the offerings that may hold them.
 	devices []deviceRow
+}
+
+// boundPart is pods that may only use the offerings offs.
+type boundPart struct {
+	offs map[int]bool
+	pods []*podInfo
 }
 
 // deviceRow says that need devices must be on nodes of the offerings offs.
@@ -220,6 +359,7 @@ func (s *state) boundGroups() []*boundGroup {
 				g.offs[o.idx] = true
 			}
 		}
+		g.parts = []boundPart{{offs: maps.Clone(g.offs), pods: slices.Clone(g.pods)}}
 		if k.claims >= 0 {
 			if need := s.claimDeviceNeed(g.pods); need > 0 {
 				offs := make(map[int]bool, len(g.offs))
@@ -233,6 +373,7 @@ func (s *state) boundGroups() []*boundGroup {
 			if h := owner[idx]; h != nil && h != g && h.offs != nil {
 				g.pods = append(g.pods, h.pods...)
 				g.devices = append(g.devices, h.devices...)
+				g.parts = append(g.parts, h.parts...)
 				for k := range h.offs {
 					g.offs[k] = true
 				}
