@@ -56,15 +56,21 @@ func (s *state) configBound() float64 {
 // the bound it had.
 func (cp *configProblem) resourceBound(comp []int) float64 {
 	g := &boundGroup{offs: map[int]bool{}}
+	bySig := map[int]int{} // signature → part: its classes' offerings together
 	for _, ci := range comp {
 		c := cp.classes[ci]
 		g.pods = append(g.pods, c.pods...)
-		part := boundPart{offs: map[int]bool{}, pods: c.pods}
+		i, ok := bySig[c.rep.sig]
+		if !ok {
+			i = len(g.parts)
+			bySig[c.rep.sig] = i
+			g.parts = append(g.parts, boundPart{offs: map[int]bool{}})
+		}
+		g.parts[i].pods = append(g.parts[i].pods, c.pods...)
 		for _, o := range c.offs {
 			g.offs[o] = true
-			part.offs[o] = true
+			g.parts[i].offs[o] = true
 		}
-		g.parts = append(g.parts, part)
 	}
 	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g), cp.s.intCoverBound(g))
 }

@@ -105,9 +105,7 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 				out[idx] = true
 			}
 		}
-		fc := int(min((sp.forced[dimCPU]+u.cu-1)/u.cu, int64(u.C)))
-		fm := int(min((sp.forced[dimMemory]+u.mu-1)/u.mu, int64(u.M)))
-		bound = max(bound, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, fc, fm))
+		bound = max(bound, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
 	}
 	return bound
 }
@@ -116,6 +114,12 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 type coverGrid struct {
 	cu, mu int64
 	C, M   int
+}
+
+// units is the demand in whole units, rounded up (nodes holding it cover as many units: each
+// node's allocatable is rounded up too), at most the group's.
+func (u coverGrid) units(d vec) [2]int {
+	return [2]int{int(min((d[dimCPU]+u.cu-1)/u.cu, int64(u.C))), int(min((d[dimMemory]+u.mu-1)/u.mu, int64(u.M)))}
 }
 
 // coverTable is the integer cover table on the offerings offs: f[c·(M+1)+m] is the least price of
@@ -185,14 +189,15 @@ func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 	return f
 }
 
-// splitCover is the least f_in(c, m) + f_out(C − c, M − m) over c ≥ fc and m ≥ fm: the price of
-// covering the demand with whole nodes of both tables when the first covers at least (fc, fm).
-func splitCover(in, out []float64, u coverGrid, fc, fm int) float64 {
+// splitCover is the least f_in(c, m) + f_out(max(C − c, oc), max(M − m, om)) over c ≥ ic and
+// m ≥ im: the price of covering the demand with whole nodes of both tables when the first covers
+// at least in = (ic, im) units and the second at least out = (oc, om).
+func splitCover(fin, fout []float64, u coverGrid, in, out [2]int) float64 {
 	w := u.M + 1
 	v := math.Inf(1)
-	for c := fc; c <= u.C; c++ {
-		for m := fm; m <= u.M; m++ {
-			v = min(v, in[c*w+m]+out[(u.C-c)*w+u.M-m])
+	for c := in[0]; c <= u.C; c++ {
+		for m := in[1]; m <= u.M; m++ {
+			v = min(v, fin[c*w+m]+fout[max(u.C-c, out[0])*w+max(u.M-m, out[1])])
 		}
 	}
 	if math.IsInf(v, 1) {
@@ -204,41 +209,50 @@ func splitCover(in, out []float64, u coverGrid, fc, fm int) float64 {
 // maxCoverSplits caps the splits intCoverBound tries, those forcing the most demand first.
 const maxCoverSplits = 6
 
-// coverSplit is a subset of a group's offerings and the demand of the group's pods that may only
-// use offerings of it.
+// coverSplit is a subset of a group's offerings, the demand of the group's pods that may only
+// use offerings of it (forced) and of those that may only use the others (forcedOut).
 type coverSplit struct {
-	offs   map[int]bool
-	forced vec
-	share  float64 // of the group's demand, CPU and memory shares added
+	offs              map[int]bool
+	forced, forcedOut vec
+	share             float64 // of the group's demand forced to either side, CPU and memory shares added
 }
 
 // coverSplits lists the proper subsets of the group's offerings that some of its pods cannot
 // leave: each zone's offerings, and each part's. Those forcing no demand are left out (the split
 // cannot beat the whole table).
 func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
-	var cands []map[int]bool
+	words := (len(s.offerings) + 63) / 64
+	bits := func(offs map[int]bool) []uint64 {
+		b := make([]uint64, words)
+		for idx := range offs {
+			b[idx/64] |= 1 << (idx % 64)
+		}
+		return b
+	}
+	all := bits(g.offs)
+	var cands [][]uint64
 	seen := map[string]bool{}
-	add := func(offs map[int]bool) {
-		if len(offs) == 0 || len(offs) == len(g.offs) {
+	add := func(b []uint64) {
+		if slices.Equal(b, all) || !slices.ContainsFunc(b, func(w uint64) bool { return w != 0 }) {
 			return
 		}
-		key := fmt.Sprint(slices.Sorted(maps.Keys(offs)))
+		key := fmt.Sprint(b)
 		if !seen[key] {
 			seen[key] = true
-			cands = append(cands, offs)
+			cands = append(cands, b)
 		}
 	}
-	byZone := map[string]map[int]bool{}
+	byZone := map[string][]uint64{}
 	var zones []string
 	for _, o := range s.offerings {
 		if !g.offs[o.idx] {
 			continue
 		}
 		if byZone[o.zone] == nil {
-			byZone[o.zone] = map[int]bool{}
+			byZone[o.zone] = make([]uint64, words)
 			zones = append(zones, o.zone)
 		}
-		byZone[o.zone][o.idx] = true
+		byZone[o.zone][o.idx/64] |= 1 << (o.idx % 64)
 	}
 	if len(zones) > 1 {
 		sort.Strings(zones)
@@ -246,32 +260,57 @@ func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
 			add(byZone[z])
 		}
 	}
-	for _, p := range g.parts {
-		add(p.offs)
+	parts := make([][]uint64, len(g.parts))
+	for i, p := range g.parts {
+		parts[i] = bits(p.offs)
+		add(parts[i])
 	}
 	var out []coverSplit
-	for _, offs := range cands {
-		sp := coverSplit{offs: offs, forced: make(vec, len(s.dims.names))}
-		for _, p := range g.parts {
-			if subset(p.offs, offs) {
-				for _, pi := range p.pods {
-					sp.forced.add(pi.req)
-				}
+	for _, c := range cands {
+		sp := coverSplit{offs: map[int]bool{}, forced: make(vec, len(s.dims.names)), forcedOut: make(vec, len(s.dims.names))}
+		for i, p := range g.parts {
+			side := sp.forced
+			switch {
+			case subset(parts[i], c):
+			case disjoint(parts[i], c):
+				side = sp.forcedOut
+			default:
+				continue
+			}
+			for _, pi := range p.pods {
+				side.add(pi.req)
 			}
 		}
-		sp.share = float64(sp.forced[dimCPU])/float64(demand[dimCPU]) + float64(sp.forced[dimMemory])/float64(demand[dimMemory])
-		if sp.share > 0 {
-			out = append(out, sp)
+		if sp.forced[dimCPU] == 0 && sp.forced[dimMemory] == 0 {
+			continue
 		}
+		for idx := range g.offs {
+			if c[idx/64]&(1<<(idx%64)) != 0 {
+				sp.offs[idx] = true
+			}
+		}
+		sp.share = float64(sp.forced[dimCPU]+sp.forcedOut[dimCPU])/float64(demand[dimCPU]) +
+			float64(sp.forced[dimMemory]+sp.forcedOut[dimMemory])/float64(demand[dimMemory])
+		out = append(out, sp)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].share > out[j].share })
 	return out[:min(len(out), maxCoverSplits)]
 }
 
-// subset reports whether every member of a is in b.
-func subset(a, b map[int]bool) bool {
-	for k := range a {
-		if !b[k] {
+// disjoint reports whether the bit sets a and b have no member in common.
+func disjoint(a, b []uint64) bool {
+	for i, w := range a {
+		if w&b[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// subset reports whether every member of the bit set a is in b.
+func subset(a, b []uint64) bool {
+	for i, w := range a {
+		if w&^b[i] != 0 {
 			return false
 		}
 	}
