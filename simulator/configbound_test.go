@@ -333,3 +333,68 @@ func TestLowerBoundSplitsZones(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerBoundBelowCheckedPlans: on random fleets whose unconstrained CPU pods are partly pinned
+// to a zone or an instance family (what splits the bound's offerings), neither bound exceeds the
+// cost of any of three plans for the same pods (Simulate under three seeds), each checked by the
+// independent checker.
+func TestLowerBoundBelowCheckedPlans(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := 10
+	if testing.Short() {
+		seeds = 4
+	}
+	var ratios []float64
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		sc := simtest.RandomFleet(seed, 40+int(seed%3)*20)
+		pol, err := policy.Parse([]byte(sc.Policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(seed, 0x21))
+		pinned := 0
+		for _, p := range sc.Snapshot.Pods {
+			if p.Spec.Affinity != nil || len(p.Spec.NodeSelector) > 0 || len(p.Spec.TopologySpreadConstraints) > 0 ||
+				p.Labels[api.LabelGang] != "" || len(p.Spec.Tolerations) > 0 {
+				continue
+			}
+			switch r.IntN(6) {
+			case 0, 1:
+				p.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: fmt.Sprint("us-east-1", string(rune('a'+r.IntN(3))))}
+				pinned++
+			case 2:
+				p.Spec.NodeSelector = map[string]string{api.LabelInstanceFamily: []string{"m7i", "c6i", "r6i"}[r.IntN(3)]}
+				pinned++
+			}
+		}
+		in := simulator.Input{Snapshot: sc.Snapshot, Catalog: cat, Policy: pol}
+		_, res, conf, err := simulator.RawLowerBounds(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cheapest := math.Inf(1)
+		for _, s := range []string{"a", "b", "c"} {
+			in.Options.Seed = s
+			plan, err := simulator.Simulate(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(plan.Unschedulable) > 0 {
+				t.Fatalf("seed %d/%s: %d pods unschedulable, first %+v", seed, s, len(plan.Unschedulable), plan.Unschedulable[0])
+			}
+			for _, v := range simtest.Check(sc.Snapshot, plan) {
+				t.Errorf("seed %d/%s: %s", seed, s, v)
+			}
+			cheapest = min(cheapest, plan.CostPerHour)
+		}
+		if res > cheapest+1e-6 || conf > cheapest+1e-6 {
+			t.Errorf("seed %d (%s, %d pods pinned): a bound above a checked plan: $%.4f, resource bound $%.4f, configuration LP $%.4f",
+				seed, sc.Shape, pinned, cheapest, res, conf)
+		}
+		ratios = append(ratios, max(res, conf)/cheapest)
+	}
+	t.Logf("bound / cheapest checked plan: %s", distribution(ratios))
+}
