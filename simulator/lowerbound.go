@@ -17,14 +17,19 @@ import (
 //   - the LP relaxation of covering the group's total demand, resource by resource, with
 //     fractional nodes of its offerings: min Σ price(o)·x(o) s.t. Σ alloc(o,r)·x(o) ≥ demand(r);
 //   - the cheapest offering able to hold the group's most demanding pod (one node is needed);
-//   - for groups asking only CPU and memory, the LP's integer version (intCoverBound).
+//   - for groups asking only CPU and memory, the LP's integer version (intCoverBound), raised by
+//     splitting the group's offerings in two where some of its pods cannot leave a subset of them
+//     (one zone's, under a zone selector; one family's, under a family selector): each side is
+//     bought in whole nodes and covers at least the pods bound to it.
 //
 // The LP has one more row when pods of the group repel each other by hostname (required
 // anti-affinity whose selector matches the pods themselves): k such pods need k distinct nodes,
 // so Σ x(o) ≥ k, which charges the per-node overhead those nodes cannot avoid.
 //
 // Groups use disjoint offerings, so their bounds add up. Pool limits and topology are ignored, so
-// the bound stays valid (it may only get weaker).
+// the bound stays valid (it may only get weaker): zones enter only through the offerings a pod may
+// use (a zone selector or affinity), not through zone spread, zone pod affinity or gangs of
+// topology zone, whose zone is not known in advance.
 //
 // DRA: a pod with claims can only use offerings on which its claims fit an empty node, so its
 // group (pods are grouped by signature and claim specs) keeps only those, and the LP has a row
@@ -35,6 +40,8 @@ import (
 // group with several claim groups has one more row for all their devices together. An extended
 // resource that DRA may serve on one of the group's offerings (which does not advertise it but
 // publishes devices) is left out of the LP, since there it is not counted in the allocatable.
+//
+// The result is the larger of this resource bound and the configuration LP's (configBound).
 func (s *state) lowerBound() float64 {
 	return max(s.resourceBound(), s.configBound())
 }
@@ -44,7 +51,8 @@ func (s *state) resourceBound() float64 {
 	groups := s.boundGroups()
 	var total float64
 	for _, g := range groups {
-		total += max(s.lpBound(g), s.singleNodeBound(g), s.intCoverBound(g))
+		_, split := s.intCoverBound(g)
+		total += max(s.lpBound(g), s.singleNodeBound(g), split)
 	}
 	return total
 }
@@ -62,17 +70,18 @@ const coverUnits = 300
 // demand down: a relaxation, so the result stays a lower bound. Pods slots are left out (a
 // relaxation too). 0 when it does not apply.
 //
-// It is then raised by splitting the group's offerings in two (coverSplits): when the pods of
-// some parts of the group may only use a subset S of its offerings — one zone's (a zone
-// selector), or a part's own (an instance-family selector) — the nodes of S hold at least their
-// demand, the nodes outside S the rest, and each side is bought in whole nodes. With d the units
-// S's nodes cover (their allocatable rounded up unit by unit covers at least the demand they
-// hold, rounded up), the nodes cost at least min over d ≥ forced(S) of f_S(d) + f_notS(total −
-// d), f_X being the integer cover table on X's offerings: each zone then pays for its own
-// partly filled node, where one table over every offering lets the free pods fill it.
-func (s *state) intCoverBound(g *boundGroup) float64 {
+// It is then raised by splitting the group's offerings in two (coverSplits): when some of its
+// pods may only use a subset S of its offerings — one zone's (a zone selector) or their
+// signature's own (an instance-family selector) — and others only the rest, the nodes of S hold
+// at least the former, the other nodes the latter, both together all the demand, and each side
+// is bought in whole nodes. The units a side's nodes cover (each node's allocatable rounded up)
+// are at least the demand they hold, rounded up, so the nodes cost at least the least
+// f_S(d) + f_rest(max(total − d, forced(rest))) over d ≥ forced(S), f_X being the integer cover
+// table on X's offerings: a zone pays for its own partly filled node, where one table over every
+// offering lets the free pods fill it. It returns the whole table's bound and the split one.
+func (s *state) intCoverBound(g *boundGroup) (whole, split float64) {
 	if len(g.devices) > 0 || len(g.pods) == 0 {
-		return 0
+		return 0, 0
 	}
 	demand := make(vec, len(s.dims.names))
 	for _, pi := range g.pods {
@@ -80,24 +89,24 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 	}
 	for r := numFixedDims; r < len(demand); r++ {
 		if demand[r] > 0 {
-			return 0
+			return 0, 0
 		}
 	}
 	if demand[dimCPU] <= 0 || demand[dimMemory] <= 0 {
-		return 0
+		return 0, 0
 	}
 	for idx := range g.offs {
 		if s.offerings[idx].price <= 0 {
-			return 0 // a free node covers any demand
+			return 0, 0 // a free node covers any demand
 		}
 	}
 	u := coverGrid{cu: (demand[dimCPU] + coverUnits - 1) / coverUnits, mu: (demand[dimMemory] + coverUnits - 1) / coverUnits}
 	u.C, u.M = int(demand[dimCPU]/u.cu), int(demand[dimMemory]/u.mu)
-	all := s.coverTable(g.offs, u)
-	bound := all[u.C*(u.M+1)+u.M]
-	if math.IsInf(bound, 1) {
-		return 0
+	whole = s.coverTable(g.offs, u)[u.C*(u.M+1)+u.M]
+	if math.IsInf(whole, 1) {
+		return 0, 0
 	}
+	split = whole
 	for _, sp := range s.coverSplits(g, demand) {
 		out := map[int]bool{}
 		for idx := range g.offs {
@@ -105,9 +114,9 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 				out[idx] = true
 			}
 		}
-		bound = max(bound, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
+		split = max(split, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
 	}
-	return bound
+	return whole, split
 }
 
 // coverGrid is intCoverBound's units: cu milli-CPU and mu bytes, C and M of them in the demand.
