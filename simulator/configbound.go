@@ -34,8 +34,9 @@ import (
 // (cbMaxWork, pivots and search nodes weighted by their size) and of all (cbTotalWork); beyond
 // them a component keeps what was proven. Each component's bound is at least its resource LP
 // (the old bound on its pods), and a component whose restricted LP, once the greedy pricing finds
-// nothing, is within 2 % of that is not priced exactly: random CPU-only sizes gain a few per cent
-// there at a high price, while whole GPUs, MIG slices and anti-affinity gain tens of per cent.
+// nothing, is within 2 % of that (before intCoverBound's splits) is not priced exactly: random
+// CPU-only sizes gain a few per cent there at a high price, while whole GPUs, MIG slices and
+// anti-affinity gain tens of per cent.
 func (s *state) configBound() float64 {
 	cb := s.newConfigProblem()
 	if cb == nil {
@@ -45,25 +46,38 @@ func (s *state) configBound() float64 {
 	comps := cb.components()
 	sort.SliceStable(comps, func(i, j int) bool { return len(comps[i]) < len(comps[j]) })
 	for _, comp := range comps {
-		floor := cb.resourceBound(comp)
-		total += max(cb.solve(comp, floor), floor)
+		floor, skip := cb.resourceBound(comp)
+		total += max(cb.solve(comp, skip), floor)
 	}
 	return total
 }
 
 // resourceBound is lowerBound's resource LP for the component's pods alone, on every offering
 // one of them may use: where the configuration LP runs out of budget, the component still gets
-// the bound it had.
-func (cp *configProblem) resourceBound(comp []int) float64 {
+// the bound it had. It also returns that bound without intCoverBound's splits, against which
+// solve decides whether the configuration LP is worth proving (with the splits' higher floor it
+// skipped components where it had gained, and the bound fell).
+func (cp *configProblem) resourceBound(comp []int) (floor, skip float64) {
 	g := &boundGroup{offs: map[int]bool{}}
+	bySig := map[int]int{} // signature → part: its classes' offerings together
 	for _, ci := range comp {
 		c := cp.classes[ci]
 		g.pods = append(g.pods, c.pods...)
+		i, ok := bySig[c.rep.sig]
+		if !ok {
+			i = len(g.parts)
+			bySig[c.rep.sig] = i
+			g.parts = append(g.parts, boundPart{offs: map[int]bool{}})
+		}
+		g.parts[i].pods = append(g.parts[i].pods, c.pods...)
 		for _, o := range c.offs {
 			g.offs[o] = true
+			g.parts[i].offs[o] = true
 		}
 	}
-	return max(cp.s.lpBound(g), cp.s.singleNodeBound(g), cp.s.intCoverBound(g))
+	whole, split := cp.s.intCoverBound(g)
+	lp := max(cp.s.lpBound(g), cp.s.singleNodeBound(g))
+	return max(lp, split), max(lp, whole)
 }
 
 const (

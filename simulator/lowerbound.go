@@ -1,7 +1,10 @@
 package simulator
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -14,14 +17,19 @@ import (
 //   - the LP relaxation of covering the group's total demand, resource by resource, with
 //     fractional nodes of its offerings: min Σ price(o)·x(o) s.t. Σ alloc(o,r)·x(o) ≥ demand(r);
 //   - the cheapest offering able to hold the group's most demanding pod (one node is needed);
-//   - for groups asking only CPU and memory, the LP's integer version (intCoverBound).
+//   - for groups asking only CPU and memory, the LP's integer version (intCoverBound), raised by
+//     splitting the group's offerings in two where some of its pods cannot leave a subset of them
+//     (one zone's, under a zone selector; one family's, under a family selector): each side is
+//     bought in whole nodes and covers at least the pods bound to it.
 //
 // The LP has one more row when pods of the group repel each other by hostname (required
 // anti-affinity whose selector matches the pods themselves): k such pods need k distinct nodes,
 // so Σ x(o) ≥ k, which charges the per-node overhead those nodes cannot avoid.
 //
 // Groups use disjoint offerings, so their bounds add up. Pool limits and topology are ignored, so
-// the bound stays valid (it may only get weaker).
+// the bound stays valid (it may only get weaker): zones enter only through the offerings a pod may
+// use (a zone selector or affinity), not through zone spread, zone pod affinity or gangs of
+// topology zone, whose zone is not known in advance.
 //
 // DRA: a pod with claims can only use offerings on which its claims fit an empty node, so its
 // group (pods are grouped by signature and claim specs) keeps only those, and the LP has a row
@@ -32,6 +40,8 @@ import (
 // group with several claim groups has one more row for all their devices together. An extended
 // resource that DRA may serve on one of the group's offerings (which does not advertise it but
 // publishes devices) is left out of the LP, since there it is not counted in the allocatable.
+//
+// The result is the larger of this resource bound and the configuration LP's (configBound).
 func (s *state) lowerBound() float64 {
 	return max(s.resourceBound(), s.configBound())
 }
@@ -41,7 +51,8 @@ func (s *state) resourceBound() float64 {
 	groups := s.boundGroups()
 	var total float64
 	for _, g := range groups {
-		total += max(s.lpBound(g), s.singleNodeBound(g), s.intCoverBound(g))
+		_, split := s.intCoverBound(g)
+		total += max(s.lpBound(g), s.singleNodeBound(g), split)
 	}
 	return total
 }
@@ -58,9 +69,19 @@ const coverUnits = 300
 // each resource's demand), with each offering's allocatable rounded up to whole units and the
 // demand down: a relaxation, so the result stays a lower bound. Pods slots are left out (a
 // relaxation too). 0 when it does not apply.
-func (s *state) intCoverBound(g *boundGroup) float64 {
+//
+// It is then raised by splitting the group's offerings in two (coverSplits): when some of its
+// pods may only use a subset S of its offerings — one zone's (a zone selector) or their
+// signature's own (an instance-family selector) — and others only the rest, the nodes of S hold
+// at least the former, the other nodes the latter, both together all the demand, and each side
+// is bought in whole nodes. The units a side's nodes cover (each node's allocatable rounded up)
+// are at least the demand they hold, rounded up, so the nodes cost at least the least
+// f_S(d) + f_rest(max(total − d, forced(rest))) over d ≥ forced(S), f_X being the integer cover
+// table on X's offerings: a zone pays for its own partly filled node, where one table over every
+// offering lets the free pods fill it. It returns the whole table's bound and the split one.
+func (s *state) intCoverBound(g *boundGroup) (whole, split float64) {
 	if len(g.devices) > 0 || len(g.pods) == 0 {
-		return 0
+		return 0, 0
 	}
 	demand := make(vec, len(s.dims.names))
 	for _, pi := range g.pods {
@@ -68,29 +89,63 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 	}
 	for r := numFixedDims; r < len(demand); r++ {
 		if demand[r] > 0 {
-			return 0
+			return 0, 0
 		}
 	}
 	if demand[dimCPU] <= 0 || demand[dimMemory] <= 0 {
-		return 0
+		return 0, 0
 	}
-	cu := (demand[dimCPU] + coverUnits - 1) / coverUnits
-	mu := (demand[dimMemory] + coverUnits - 1) / coverUnits
-	C, M := int(demand[dimCPU]/cu), int(demand[dimMemory]/mu)
+	for idx := range g.offs {
+		if s.offerings[idx].price <= 0 {
+			return 0, 0 // a free node covers any demand
+		}
+	}
+	u := coverGrid{cu: (demand[dimCPU] + coverUnits - 1) / coverUnits, mu: (demand[dimMemory] + coverUnits - 1) / coverUnits}
+	u.C, u.M = int(demand[dimCPU]/u.cu), int(demand[dimMemory]/u.mu)
+	whole = s.coverTable(g.offs, u)[u.C*(u.M+1)+u.M]
+	if math.IsInf(whole, 1) {
+		return 0, 0
+	}
+	split = whole
+	for _, sp := range s.coverSplits(g, demand) {
+		out := map[int]bool{}
+		for idx := range g.offs {
+			if !sp.offs[idx] {
+				out[idx] = true
+			}
+		}
+		split = max(split, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
+	}
+	return whole, split
+}
+
+// coverGrid is intCoverBound's units: cu milli-CPU and mu bytes, C and M of them in the demand.
+type coverGrid struct {
+	cu, mu int64
+	C, M   int
+}
+
+// units is the demand in whole units, rounded up (nodes holding it cover as many units: each
+// node's allocatable is rounded up too), at most the group's.
+func (u coverGrid) units(d vec) [2]int {
+	return [2]int{int(min((d[dimCPU]+u.cu-1)/u.cu, int64(u.C))), int(min((d[dimMemory]+u.mu-1)/u.mu, int64(u.M)))}
+}
+
+// coverTable is the integer cover table on the offerings offs: f[c·(M+1)+m] is the least price of
+// nodes whose allocatable, rounded up to whole units, covers c CPU units and m memory units (+Inf
+// when offs cannot).
+func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 	type item struct {
 		c, m  int
 		price float64
 	}
 	best := map[[2]int]float64{}
 	for _, o := range s.offerings {
-		if !g.offs[o.idx] {
+		if !offs[o.idx] {
 			continue
 		}
-		if o.price <= 0 {
-			return 0
-		}
-		c := int(min((max(o.alloc[dimCPU], 0)+cu-1)/cu, int64(C)))
-		m := int(min((max(o.alloc[dimMemory], 0)+mu-1)/mu, int64(M)))
+		c := int(min((max(o.alloc[dimCPU], 0)+u.cu-1)/u.cu, int64(u.C)))
+		m := int(min((max(o.alloc[dimMemory], 0)+u.mu-1)/u.mu, int64(u.M)))
 		if c == 0 && m == 0 {
 			continue
 		}
@@ -126,14 +181,10 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 			kept = append(kept, it)
 		}
 	}
-	if len(kept) == 0 {
-		return 0
-	}
-	// f[c][m]: the least price of nodes covering c CPU units and m memory units.
-	w := M + 1
-	f := make([]float64, (C+1)*w)
-	for c := 0; c <= C; c++ {
-		for m := 0; m <= M; m++ {
+	w := u.M + 1
+	f := make([]float64, (u.C+1)*w)
+	for c := 0; c <= u.C; c++ {
+		for m := 0; m <= u.M; m++ {
 			if c == 0 && m == 0 {
 				continue
 			}
@@ -144,7 +195,135 @@ func (s *state) intCoverBound(g *boundGroup) float64 {
 			f[c*w+m] = v
 		}
 	}
-	return f[C*w+M]
+	return f
+}
+
+// splitCover is the least f_in(c, m) + f_out(max(C − c, oc), max(M − m, om)) over c ≥ ic and
+// m ≥ im: the price of covering the demand with whole nodes of both tables when the first covers
+// at least in = (ic, im) units and the second at least out = (oc, om).
+func splitCover(fin, fout []float64, u coverGrid, in, out [2]int) float64 {
+	w := u.M + 1
+	v := math.Inf(1)
+	for c := in[0]; c <= u.C; c++ {
+		for m := in[1]; m <= u.M; m++ {
+			v = min(v, fin[c*w+m]+fout[max(u.C-c, out[0])*w+max(u.M-m, out[1])])
+		}
+	}
+	if math.IsInf(v, 1) {
+		return 0
+	}
+	return v
+}
+
+// maxCoverSplits caps the splits intCoverBound tries, those forcing the most demand first.
+const maxCoverSplits = 6
+
+// coverSplit is a subset of a group's offerings, the demand of the group's pods that may only
+// use offerings of it (forced) and of those that may only use the others (forcedOut).
+type coverSplit struct {
+	offs              map[int]bool
+	forced, forcedOut vec
+	share             float64 // of the group's demand forced to either side, CPU and memory shares added
+}
+
+// coverSplits lists the proper subsets of the group's offerings that some of its pods cannot
+// leave: each zone's offerings, and each part's. Those forcing no demand are left out (the split
+// cannot beat the whole table).
+func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
+	words := (len(s.offerings) + 63) / 64
+	bits := func(offs map[int]bool) []uint64 {
+		b := make([]uint64, words)
+		for idx := range offs {
+			b[idx/64] |= 1 << (idx % 64)
+		}
+		return b
+	}
+	all := bits(g.offs)
+	var cands [][]uint64
+	seen := map[string]bool{}
+	add := func(b []uint64) {
+		if slices.Equal(b, all) || !slices.ContainsFunc(b, func(w uint64) bool { return w != 0 }) {
+			return
+		}
+		key := fmt.Sprint(b)
+		if !seen[key] {
+			seen[key] = true
+			cands = append(cands, b)
+		}
+	}
+	byZone := map[string][]uint64{}
+	var zones []string
+	for _, o := range s.offerings {
+		if !g.offs[o.idx] {
+			continue
+		}
+		if byZone[o.zone] == nil {
+			byZone[o.zone] = make([]uint64, words)
+			zones = append(zones, o.zone)
+		}
+		byZone[o.zone][o.idx/64] |= 1 << (o.idx % 64)
+	}
+	if len(zones) > 1 {
+		sort.Strings(zones)
+		for _, z := range zones {
+			add(byZone[z])
+		}
+	}
+	parts := make([][]uint64, len(g.parts))
+	for i, p := range g.parts {
+		parts[i] = bits(p.offs)
+		add(parts[i])
+	}
+	var out []coverSplit
+	for _, c := range cands {
+		sp := coverSplit{offs: map[int]bool{}, forced: make(vec, len(s.dims.names)), forcedOut: make(vec, len(s.dims.names))}
+		for i, p := range g.parts {
+			side := sp.forced
+			switch {
+			case subset(parts[i], c):
+			case disjoint(parts[i], c):
+				side = sp.forcedOut
+			default:
+				continue
+			}
+			for _, pi := range p.pods {
+				side.add(pi.req)
+			}
+		}
+		if sp.forced[dimCPU] == 0 && sp.forced[dimMemory] == 0 {
+			continue
+		}
+		for idx := range g.offs {
+			if c[idx/64]&(1<<(idx%64)) != 0 {
+				sp.offs[idx] = true
+			}
+		}
+		sp.share = float64(sp.forced[dimCPU]+sp.forcedOut[dimCPU])/float64(demand[dimCPU]) +
+			float64(sp.forced[dimMemory]+sp.forcedOut[dimMemory])/float64(demand[dimMemory])
+		out = append(out, sp)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].share > out[j].share })
+	return out[:min(len(out), maxCoverSplits)]
+}
+
+// disjoint reports whether the bit sets a and b have no member in common.
+func disjoint(a, b []uint64) bool {
+	for i, w := range a {
+		if w&b[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// subset reports whether every member of the bit set a is in b.
+func subset(a, b []uint64) bool {
+	for i, w := range a {
+		if w&^b[i] != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // minNodesBound is a lower bound on the $/h any plan pays to keep the pools' minNodes: every pool
@@ -165,8 +344,16 @@ func (s *state) minNodesBound() float64 {
 type boundGroup struct {
 	pods []*podInfo
 	offs map[int]bool
+	// parts are the groups merged into this one, each with its own offerings (a subset).
+	parts []boundPart
 	// devices are the DRA rows: a claim group's devices and the offerings that may hold them.
 	devices []deviceRow
+}
+
+// boundPart is pods that may only use the offerings offs.
+type boundPart struct {
+	offs map[int]bool
+	pods []*podInfo
 }
 
 // deviceRow says that need devices must be on nodes of the offerings offs.
@@ -220,6 +407,7 @@ func (s *state) boundGroups() []*boundGroup {
 				g.offs[o.idx] = true
 			}
 		}
+		g.parts = []boundPart{{offs: maps.Clone(g.offs), pods: slices.Clone(g.pods)}}
 		if k.claims >= 0 {
 			if need := s.claimDeviceNeed(g.pods); need > 0 {
 				offs := make(map[int]bool, len(g.offs))
@@ -233,6 +421,7 @@ func (s *state) boundGroups() []*boundGroup {
 			if h := owner[idx]; h != nil && h != g && h.offs != nil {
 				g.pods = append(g.pods, h.pods...)
 				g.devices = append(g.devices, h.devices...)
+				g.parts = append(g.parts, h.parts...)
 				for k := range h.offs {
 					g.offs[k] = true
 				}
