@@ -149,7 +149,7 @@ func newEnv(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config,
 // newEnvSetup is newEnv with setup adding to the options of the controller.
 func newEnvSetup(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	kube := kubernetes.NewForConfigOrDie(provisioner.ProtobufConfig(cp.RESTConfig()))
 	dyn := installCRDs(t, cp)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
@@ -177,7 +177,7 @@ func (e *env) start() {
 	e.t.Helper()
 	// The simulated cloud plays the kubelets with a client of its own, as kubelets have their
 	// own rate limits: sharing the controller's would make the controller wait on the cloud.
-	cloud, err := sim.New(e.simCfg, kubernetes.NewForConfigOrDie(e.cp.RESTConfig()), clock.RealClock{})
+	cloud, err := sim.New(e.simCfg, kubernetes.NewForConfigOrDie(provisioner.ProtobufConfig(e.cp.RESTConfig())), clock.RealClock{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func (e *env) newController(cloud cloudprovider.Provider, interruptions cloudpro
 	e.reg = prometheus.NewRegistry()
 	e.metrics = provisioner.NewMetrics(e.reg)
 	// Events through a clientset of their own, as tiler run writes them.
-	events := kubernetes.NewForConfigOrDie(e.cp.RESTConfig())
+	events := kubernetes.NewForConfigOrDie(provisioner.ProtobufConfig(e.cp.RESTConfig()))
 	opts := provisioner.Options{Config: e.cfg, Kube: e.kube, Events: events, Dynamic: e.dyn, Provider: cloud, Catalog: e.cat, Clock: clock.RealClock{},
 		Logger: zaptest.NewLogger(e.t), Metrics: e.metrics, Interruptions: interruptions, OnBatch: e.batches.observe}
 	if e.setup != nil {

@@ -42,7 +42,7 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(restCfg)
+	kube, err := kubernetes.NewForConfig(provisioner.ProtobufConfig(restCfg))
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func newRuntime(ctx context.Context, cfg provisioner.Config, rf runFlags, log *z
 	}
 	// Events go through a clientset of their own, with a rate limit of its own (the same flags):
 	// a batch's Events never hold up its launch records, tolerations and nominations.
-	events, err := kubernetes.NewForConfig(restCfg)
+	events, err := kubernetes.NewForConfig(provisioner.ProtobufConfig(restCfg))
 	if err != nil {
 		return nil, err
 	}
