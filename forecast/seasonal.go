@@ -243,11 +243,16 @@ func (m *seasonal) fit(o, window int) weights {
 		if !ok || math.IsNaN(m.y[T]) {
 			continue
 		}
-		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
+		y := m.y[T]
+		wt := 1 / (math.Abs(y) + 4*scale)
 		for i := range x {
-			b[i] += wt * x[i] * m.y[T]
-			for j := range x {
-				a[i][j] += wt * x[i] * x[j]
+			// (wt·xᵢ)·xⱼ, as wt * x[i] * x[j] evaluates: the products and their order of
+			// summation make the weights, to the bit.
+			wx := wt * x[i]
+			b[i] += wx * y
+			ai := &a[i]
+			for j, xj := range x {
+				ai[j] += wx * xj
 			}
 		}
 		rows++
