@@ -50,6 +50,9 @@ type seasonal struct {
 	feats   []featureRow
 	fits    map[int]weights
 	scratch []float64 // profile's buffer of the values at one phase
+	// fit's buffers: the rows of a fit and their weights.
+	fitRows []int32
+	fitWts  []float64
 }
 
 // featureRow memoises the predictors of one target: every fit and every past forecast replayed
@@ -234,31 +237,50 @@ func (m *seasonal) weightsAt(o, window int) weights {
 // tenth of the mean diagonal of the normal matrix: enough to keep collinear predictors stable,
 // little enough to let the data speak after a couple of periods.
 func (m *seasonal) fit(o, window int) weights {
-	var a [nFeatures][nFeatures]float64
-	var b [nFeatures]float64
-	scale := meanObserved(m.y[max(0, o-window+1) : o+1])
-	rows := 0
-	for T := max(0, o-window+1); T <= o; T++ {
-		x, ok := m.features(T)
-		if !ok || math.IsNaN(m.y[T]) {
+	lo := max(0, o-window+1)
+	scale := meanObserved(m.y[lo : o+1])
+	// The rows and their weights first, then the sums of the normal equations one row i of the
+	// matrix at a time over a block of rows, its nine sums held in registers instead of read and
+	// written back for every row. Each sum still adds the same products, (wt·xᵢ)·xⱼ as
+	// wt * x[i] * x[j] evaluates, in the same order of T: the weights come out the same to the
+	// bit.
+	rows, wts := m.fitRows[:0], m.fitWts[:0]
+	for T := lo; T <= o; T++ {
+		if _, ok := m.features(T); !ok || math.IsNaN(m.y[T]) {
 			continue
 		}
-		y := m.y[T]
-		wt := 1 / (math.Abs(y) + 4*scale)
-		for i := range x {
-			// (wt·xᵢ)·xⱼ, as wt * x[i] * x[j] evaluates: the products and their order of
-			// summation make the weights, to the bit.
-			wx := wt * x[i]
-			b[i] += wx * y
-			ai := &a[i]
-			for j, xj := range x {
-				ai[j] += wx * xj
-			}
-		}
-		rows++
+		rows = append(rows, int32(T))
+		wts = append(wts, 1/(math.Abs(m.y[T])+4*scale))
 	}
-	if rows < nFeatures {
+	m.fitRows, m.fitWts = rows, wts
+	if len(rows) < nFeatures {
 		return priorWeights
+	}
+	var a [nFeatures][nFeatures]float64
+	var b [nFeatures]float64
+	const block = 256 // rows whose features stay in the L1 cache over the eight passes
+	var _ [1]struct{} = [nFeatures - 7]struct{}{} // the sums below are written out for eight features
+	for c := 0; c < len(rows); c += block {
+		rs, ws := rows[c:min(len(rows), c+block)], wts[c:min(len(rows), c+block)]
+		for i := range nFeatures {
+			ai := &a[i]
+			a0, a1, a2, a3, a4, a5, a6, a7, bi := ai[0], ai[1], ai[2], ai[3], ai[4], ai[5], ai[6], ai[7], b[i]
+			for k, T := range rs {
+				x := &m.feats[T].x
+				wx := ws[k] * x[i]
+				bi += wx * m.y[T]
+				a0 += wx * x[0]
+				a1 += wx * x[1]
+				a2 += wx * x[2]
+				a3 += wx * x[3]
+				a4 += wx * x[4]
+				a5 += wx * x[5]
+				a6 += wx * x[6]
+				a7 += wx * x[7]
+			}
+			*ai = [nFeatures]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+			b[i] = bi
+		}
 	}
 	return ridge(a, b, priorWeights)
 }
