@@ -258,8 +258,10 @@ func (m *seasonal) fit(o, window int) weights {
 	}
 	var a [nFeatures][nFeatures]float64
 	var b [nFeatures]float64
-	const block = 256                             // rows whose features stay in the L1 cache over the eight passes
-	var _ [1]struct{} = [nFeatures - 7]struct{}{} // the sums below are written out for eight features
+	// block is how many rows' features stay in the L1 cache over the eight passes.
+	const block = 256
+	// The sums below are written out for eight features.
+	var _ [1]struct{} = [nFeatures - 7]struct{}{}
 	for c := 0; c < len(rows); c += block {
 		rs, ws := rows[c:min(len(rows), c+block)], wts[c:min(len(rows), c+block)]
 		for i := range nFeatures {
