@@ -47,19 +47,17 @@ type seasonal struct {
 	cy, cp  []float64 // prefix sums of y and profile over points where both are defined
 	cn      []int     // prefix counts of those points
 	wa, wb  []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
-	feats   []featureRow
-	fits    map[int]weights
-	scratch []float64 // profile's buffer of the values at one phase
+	// feats[T] memoises the predictors of target T, featState[T] whether they are known: every
+	// fit and every past forecast replayed to weigh the experts reads them again. Apart, a row
+	// of predictors is one cache line, and the fits' check of which rows are defined reads a
+	// byte per target.
+	feats     [][nFeatures]float64
+	featState []int8 // 0 not computed, 1 defined, −1 undefined
+	fits      map[int]weights
+	scratch   []float64 // profile's buffer of the values at one phase
 	// fit's buffers: the rows of a fit and their weights.
 	fitRows []int32
 	fitWts  []float64
-}
-
-// featureRow memoises the predictors of one target: every fit and every past forecast replayed
-// to weigh the experts reads them again.
-type featureRow struct {
-	x     [nFeatures]float64
-	state int8 // 0 not computed, 1 defined, −1 undefined
 }
 
 // weights are the stack's fitted weights.
@@ -70,16 +68,17 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 	day := s.Steps(Day)
 	m := &seasonal{
 		y: s.Values, per: per, h: h, cycles: cycles,
-		k0:     max(1, (h+per-1)/per),
-		shift:  day * max(1, (h+day-1)/day),
-		wshift: s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
-		last:   max(1, s.Steps(lastRatioWindow)),
-		short:  max(1, s.Steps(shortRatioWindow)),
-		long:   max(1, s.Steps(longRatioWindow)),
-		prof:   make([]float64, len(s.Values)+h+1),
-		done:   make([]bool, len(s.Values)+h+1),
-		feats:  make([]featureRow, len(s.Values)+h+1),
-		period: period, fits: map[int]weights{},
+		k0:        max(1, (h+per-1)/per),
+		shift:     day * max(1, (h+day-1)/day),
+		wshift:    s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
+		last:      max(1, s.Steps(lastRatioWindow)),
+		short:     max(1, s.Steps(shortRatioWindow)),
+		long:      max(1, s.Steps(longRatioWindow)),
+		prof:      make([]float64, len(s.Values)+h+1),
+		done:      make([]bool, len(s.Values)+h+1),
+		feats:     make([][nFeatures]float64, len(s.Values)+h+1),
+		featState: make([]int8, len(s.Values)+h+1),
+		period:    period, fits: map[int]weights{},
 	}
 	if kinds != nil {
 		m.weekend = make([]bool, len(m.prof))
@@ -161,18 +160,25 @@ func (m *seasonal) ratio(o, l int) float64 {
 // features returns the predictors for target T, whose origin is T−h; ok is false when the
 // profile is undefined (no value at this phase in the known cycles).
 func (m *seasonal) features(T int) ([nFeatures]float64, bool) {
-	if T < 0 || T >= len(m.feats) {
+	if !m.defined(T) {
 		return [nFeatures]float64{}, false
 	}
-	r := &m.feats[T]
-	if r.state == 0 {
+	return m.feats[T], true
+}
+
+// defined computes the predictors of target T unless memoised and says whether they are defined.
+func (m *seasonal) defined(T int) bool {
+	if T < 0 || T >= len(m.feats) {
+		return false
+	}
+	if m.featState[T] == 0 {
 		x, ok := m.computeFeatures(T)
-		r.x, r.state = x, 1
+		m.feats[T], m.featState[T] = x, 1
 		if !ok {
-			r.state = -1
+			m.featState[T] = -1
 		}
 	}
-	return r.x, r.state > 0
+	return m.featState[T] > 0
 }
 
 func (m *seasonal) computeFeatures(T int) ([nFeatures]float64, bool) {
@@ -246,7 +252,7 @@ func (m *seasonal) fit(o, window int) weights {
 	// bit.
 	rows, wts := m.fitRows[:0], m.fitWts[:0]
 	for T := lo; T <= o; T++ {
-		if _, ok := m.features(T); !ok || math.IsNaN(m.y[T]) {
+		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}
 		rows = append(rows, int32(T))
@@ -268,7 +274,7 @@ func (m *seasonal) fit(o, window int) weights {
 			ai := &a[i]
 			a0, a1, a2, a3, a4, a5, a6, a7, bi := ai[0], ai[1], ai[2], ai[3], ai[4], ai[5], ai[6], ai[7], b[i]
 			for k, T := range rs {
-				x := &m.feats[T].x
+				x := &m.feats[T]
 				wx := ws[k] * x[i]
 				bi += wx * m.y[T]
 				a0 += wx * x[0]
