@@ -79,6 +79,9 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 		feats:     make([][nFeatures]float64, len(s.Values)+h+1),
 		featState: make([]int8, len(s.Values)+h+1),
 		period:    period, fits: map[int]weights{},
+		// Never outgrown, so never stored back: a slice stored at every target cost a write
+		// barrier each while the collector ran.
+		scratch: make([]float64, 0, cycles),
 	}
 	if kinds != nil {
 		m.weekend = make([]bool, len(m.prof))
@@ -103,7 +106,7 @@ func (m *seasonal) profile(t int) float64 {
 	if m.done[t] {
 		return m.prof[t]
 	}
-	vals := m.scratch[:0] // median reorders it; nothing keeps it
+	vals := m.scratch[:0] // median reorders it; nothing keeps it; it has room for m.cycles values
 	if m.weekend != nil {
 		// The same time of day on the last cycles days of the target's kind, within five weeks.
 		for k := m.k0; k < m.k0+dayKindLookback && len(vals) < m.cycles; k++ {
@@ -115,7 +118,7 @@ func (m *seasonal) profile(t int) float64 {
 				vals = append(vals, m.y[i])
 			}
 		}
-		m.prof[t], m.done[t], m.scratch = median(vals), true, vals
+		m.prof[t], m.done[t] = median(vals), true
 		return m.prof[t]
 	}
 	for k := m.k0; k < m.k0+m.cycles; k++ {
@@ -123,7 +126,7 @@ func (m *seasonal) profile(t int) float64 {
 			vals = append(vals, m.y[i])
 		}
 	}
-	m.prof[t], m.done[t], m.scratch = median(vals), true, vals
+	m.prof[t], m.done[t] = median(vals), true
 	return m.prof[t]
 }
 
