@@ -292,6 +292,8 @@ func newBaselines(s Series, h int) []expert {
 type pairSums struct {
 	stride int
 	size   int // slots in the series, the capacity the sums are made with
+	// self says the reference is the track itself: both errors are the same, and eb is not kept.
+	self   bool
 	n      []int
 	ea, eb []float64
 }
@@ -302,20 +304,42 @@ func (p *pairSums) extend(u int, err func(T int) (float64, float64, bool)) {
 	if len(p.n) == 0 {
 		// Room for the whole series at once: the sums of a walk grow to its end.
 		size := p.size + 1
-		p.n, p.ea, p.eb = make([]int, 1, size), make([]float64, 1, size), make([]float64, 1, size)
+		p.n, p.ea = make([]int, 1, size), make([]float64, 1, size)
+		if !p.self {
+			p.eb = make([]float64, 1, size)
+		}
 	}
-	for k := len(p.n) - 1; k*p.stride <= u; k++ {
-		n, a, b := p.n[k], p.ea[k], p.eb[k]
+	if p.self {
+		ns, as := p.n, p.ea
+		for k := len(ns) - 1; k*p.stride <= u; k++ {
+			n, a := ns[k], as[k]
+			if ea, _, ok := err(k * p.stride); ok {
+				n, a = n+1, a+ea
+			}
+			ns, as = append(ns, n), append(as, a)
+		}
+		p.n, p.ea = ns, as
+		return
+	}
+	// Appended to locals and stored once: storing the slices into p at every slot cost a write
+	// barrier each while the collector ran.
+	ns, as, bs := p.n, p.ea, p.eb
+	for k := len(ns) - 1; k*p.stride <= u; k++ {
+		n, a, b := ns[k], as[k], bs[k]
 		if ea, eb, ok := err(k * p.stride); ok {
 			n, a, b = n+1, a+ea, b+eb
 		}
-		p.n, p.ea, p.eb = append(p.n, n), append(p.ea, a), append(p.eb, b)
+		ns, as, bs = append(ns, n), append(as, a), append(bs, b)
 	}
+	p.n, p.ea, p.eb = ns, as, bs
 }
 
 // over returns the count and the two error sums over the scored targets of [from, to].
 func (p *pairSums) over(from, to int) (int, float64, float64) {
 	lo, hi := (max(0, from)+p.stride-1)/p.stride, to/p.stride+1
+	if p.self {
+		return p.n[hi] - p.n[lo], p.ea[hi] - p.ea[lo], p.ea[hi] - p.ea[lo]
+	}
 	return p.n[hi] - p.n[lo], p.ea[hi] - p.ea[lo], p.eb[hi] - p.eb[lo]
 }
 
@@ -325,7 +349,7 @@ func (w *Walker) versus(t, ref *track, u int) *pairSums {
 	key := [2]*track{t, ref}
 	p, ok := w.pairs[key]
 	if !ok {
-		p = &pairSums{stride: w.stride, size: (w.s.Len()+w.stride-1)/w.stride + 1}
+		p = &pairSums{stride: w.stride, size: (w.s.Len()+w.stride-1)/w.stride + 1, self: t == ref}
 		w.pairs[key] = p
 	}
 	p.extend(u, func(T int) (float64, float64, bool) {

@@ -173,7 +173,7 @@ func subtractDailyProfile(x, orig []float64, day int) []float64 {
 // are daily ones and are skipped.
 func harmonicSignificant(x []float64, cycles int, weekly bool) bool {
 	p := newBluestein(len(x))
-	amp := p.amplitudes(x)
+	amp := p.amplitudes(x, nil)
 	threshold := p.powerThreshold(x)
 	for j := 1; j*cycles < len(amp); j++ {
 		if weekly && j%7 == 0 {

@@ -47,16 +47,17 @@ type seasonal struct {
 	cy, cp  []float64 // prefix sums of y and profile over points where both are defined
 	cn      []int     // prefix counts of those points
 	wa, wb  []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
-	feats   []featureRow
-	fits    map[int]weights
-	scratch []float64 // profile's buffer of the values at one phase
-}
-
-// featureRow memoises the predictors of one target: every fit and every past forecast replayed
-// to weigh the experts reads them again.
-type featureRow struct {
-	x     [nFeatures]float64
-	state int8 // 0 not computed, 1 defined, −1 undefined
+	// feats[T] memoises the predictors of target T, featState[T] whether they are known: every
+	// fit and every past forecast replayed to weigh the experts reads them again. Apart, a row
+	// of predictors is one cache line, and the fits' check of which rows are defined reads a
+	// byte per target.
+	feats     [][nFeatures]float64
+	featState []int8 // 0 not computed, 1 defined, −1 undefined
+	fits      map[int]weights
+	scratch   []float64 // profile's buffer of the values at one phase
+	// fit's buffers: the rows of a fit and their weights.
+	fitRows []int32
+	fitWts  []float64
 }
 
 // weights are the stack's fitted weights.
@@ -67,16 +68,20 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 	day := s.Steps(Day)
 	m := &seasonal{
 		y: s.Values, per: per, h: h, cycles: cycles,
-		k0:     max(1, (h+per-1)/per),
-		shift:  day * max(1, (h+day-1)/day),
-		wshift: s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
-		last:   max(1, s.Steps(lastRatioWindow)),
-		short:  max(1, s.Steps(shortRatioWindow)),
-		long:   max(1, s.Steps(longRatioWindow)),
-		prof:   make([]float64, len(s.Values)+h+1),
-		done:   make([]bool, len(s.Values)+h+1),
-		feats:  make([]featureRow, len(s.Values)+h+1),
-		period: period, fits: map[int]weights{},
+		k0:        max(1, (h+per-1)/per),
+		shift:     day * max(1, (h+day-1)/day),
+		wshift:    s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
+		last:      max(1, s.Steps(lastRatioWindow)),
+		short:     max(1, s.Steps(shortRatioWindow)),
+		long:      max(1, s.Steps(longRatioWindow)),
+		prof:      make([]float64, len(s.Values)+h+1),
+		done:      make([]bool, len(s.Values)+h+1),
+		feats:     make([][nFeatures]float64, len(s.Values)+h+1),
+		featState: make([]int8, len(s.Values)+h+1),
+		period:    period, fits: map[int]weights{},
+		// Never outgrown, so never stored back: a slice stored at every target cost a write
+		// barrier each while the collector ran.
+		scratch: make([]float64, 0, cycles),
 	}
 	if kinds != nil {
 		m.weekend = make([]bool, len(m.prof))
@@ -101,7 +106,7 @@ func (m *seasonal) profile(t int) float64 {
 	if m.done[t] {
 		return m.prof[t]
 	}
-	vals := m.scratch[:0] // median reorders it; nothing keeps it
+	vals := m.scratch[:0] // median reorders it; nothing keeps it; it has room for m.cycles values
 	if m.weekend != nil {
 		// The same time of day on the last cycles days of the target's kind, within five weeks.
 		for k := m.k0; k < m.k0+dayKindLookback && len(vals) < m.cycles; k++ {
@@ -113,7 +118,7 @@ func (m *seasonal) profile(t int) float64 {
 				vals = append(vals, m.y[i])
 			}
 		}
-		m.prof[t], m.done[t], m.scratch = median(vals), true, vals
+		m.prof[t], m.done[t] = median(vals), true
 		return m.prof[t]
 	}
 	for k := m.k0; k < m.k0+m.cycles; k++ {
@@ -121,7 +126,7 @@ func (m *seasonal) profile(t int) float64 {
 			vals = append(vals, m.y[i])
 		}
 	}
-	m.prof[t], m.done[t], m.scratch = median(vals), true, vals
+	m.prof[t], m.done[t] = median(vals), true
 	return m.prof[t]
 }
 
@@ -158,18 +163,25 @@ func (m *seasonal) ratio(o, l int) float64 {
 // features returns the predictors for target T, whose origin is T−h; ok is false when the
 // profile is undefined (no value at this phase in the known cycles).
 func (m *seasonal) features(T int) ([nFeatures]float64, bool) {
-	if T < 0 || T >= len(m.feats) {
+	if !m.defined(T) {
 		return [nFeatures]float64{}, false
 	}
-	r := &m.feats[T]
-	if r.state == 0 {
+	return m.feats[T], true
+}
+
+// defined computes the predictors of target T unless memoised and says whether they are defined.
+func (m *seasonal) defined(T int) bool {
+	if T < 0 || T >= len(m.feats) {
+		return false
+	}
+	if m.featState[T] == 0 {
 		x, ok := m.computeFeatures(T)
-		r.x, r.state = x, 1
+		m.feats[T], m.featState[T] = x, 1
 		if !ok {
-			r.state = -1
+			m.featState[T] = -1
 		}
 	}
-	return r.x, r.state > 0
+	return m.featState[T] > 0
 }
 
 func (m *seasonal) computeFeatures(T int) ([nFeatures]float64, bool) {
@@ -234,26 +246,52 @@ func (m *seasonal) weightsAt(o, window int) weights {
 // tenth of the mean diagonal of the normal matrix: enough to keep collinear predictors stable,
 // little enough to let the data speak after a couple of periods.
 func (m *seasonal) fit(o, window int) weights {
-	var a [nFeatures][nFeatures]float64
-	var b [nFeatures]float64
-	scale := meanObserved(m.y[max(0, o-window+1) : o+1])
-	rows := 0
-	for T := max(0, o-window+1); T <= o; T++ {
-		x, ok := m.features(T)
-		if !ok || math.IsNaN(m.y[T]) {
+	lo := max(0, o-window+1)
+	scale := meanObserved(m.y[lo : o+1])
+	// The rows and their weights first, then the sums of the normal equations one row i of the
+	// matrix at a time over a block of rows, its nine sums held in registers instead of read and
+	// written back for every row. Each sum still adds the same products, (wt·xᵢ)·xⱼ as
+	// wt * x[i] * x[j] evaluates, in the same order of T: the weights come out the same to the
+	// bit.
+	rows, wts := m.fitRows[:0], m.fitWts[:0]
+	for T := lo; T <= o; T++ {
+		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}
-		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
-		for i := range x {
-			b[i] += wt * x[i] * m.y[T]
-			for j := range x {
-				a[i][j] += wt * x[i] * x[j]
-			}
-		}
-		rows++
+		rows = append(rows, int32(T))
+		wts = append(wts, 1/(math.Abs(m.y[T])+4*scale))
 	}
-	if rows < nFeatures {
+	m.fitRows, m.fitWts = rows, wts
+	if len(rows) < nFeatures {
 		return priorWeights
+	}
+	var a [nFeatures][nFeatures]float64
+	var b [nFeatures]float64
+	// block is how many rows' features stay in the L1 cache over the eight passes.
+	const block = 256
+	// The sums below are written out for eight features.
+	var _ [1]struct{} = [nFeatures - 7]struct{}{}
+	for c := 0; c < len(rows); c += block {
+		rs, ws := rows[c:min(len(rows), c+block)], wts[c:min(len(rows), c+block)]
+		for i := range nFeatures {
+			ai := &a[i]
+			a0, a1, a2, a3, a4, a5, a6, a7, bi := ai[0], ai[1], ai[2], ai[3], ai[4], ai[5], ai[6], ai[7], b[i]
+			for k, T := range rs {
+				x := &m.feats[T]
+				wx := ws[k] * x[i]
+				bi += wx * m.y[T]
+				a0 += wx * x[0]
+				a1 += wx * x[1]
+				a2 += wx * x[2]
+				a3 += wx * x[3]
+				a4 += wx * x[4]
+				a5 += wx * x[5]
+				a6 += wx * x[6]
+				a7 += wx * x[7]
+			}
+			*ai = [nFeatures]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+			b[i] = bi
+		}
 	}
 	return ridge(a, b, priorWeights)
 }

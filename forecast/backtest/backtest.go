@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -165,11 +166,15 @@ type scores struct {
 func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*scores, error) {
 	h := w.HorizonSteps()
 	sc := &scores{from: max(warmUp(s), h), base: map[string]float64{}, baseOK: map[string]bool{}, baseErr: map[string][]float64{}}
-	baselines := baselineFuncs(s, h)
-	for name, f := range baselines {
+	var applicable []baseline // the baselines with a value at the first target, in name order
+	for name, f := range baselineFuncs(s, h) {
 		_, ok := f(sc.from)
-		sc.baseOK[name] = ok
+		if sc.baseOK[name] = ok; ok {
+			applicable = append(applicable, baseline{name, f})
+		}
 	}
+	slices.SortFunc(applicable, func(a, b baseline) int { return strings.Compare(a.name, b.name) })
+	vals := make([]float64, len(applicable))
 	mean := meanAbs(s.Values[min(sc.from, s.Len()):]) // a series shorter than the horizon scores nothing
 	for T := sc.from; T < s.Len(); T++ {
 		y := s.Values[T]
@@ -180,7 +185,7 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 		if err != nil {
 			continue
 		}
-		if !sc.baselinesAt(baselines, T, y) {
+		if !sc.baselinesAt(applicable, vals, T, y) {
 			continue
 		}
 		models[fc.Model]++
@@ -197,25 +202,28 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 	return sc, nil
 }
 
-// baselinesAt adds every applicable baseline's error at T; it skips the target (for all methods)
-// when one of them has no value there, so all figures share the same targets.
-func (sc *scores) baselinesAt(baselines map[string]func(int) (float64, bool), T int, y float64) bool {
-	vals := map[string]float64{}
-	for name, f := range baselines {
-		if !sc.baseOK[name] {
-			continue
-		}
-		v, ok := f(T)
+// baselinesAt adds every applicable baseline's error at T (vals holds their values meanwhile);
+// it skips the target (for all methods) when one of them has no value there, so all figures
+// share the same targets.
+func (sc *scores) baselinesAt(baselines []baseline, vals []float64, T int, y float64) bool {
+	for i, b := range baselines {
+		v, ok := b.f(T)
 		if !ok {
 			return false
 		}
-		vals[name] = v
+		vals[i] = v
 	}
-	for name, v := range vals {
-		sc.base[name] += math.Abs(y - v)
-		sc.baseErr[name] = append(sc.baseErr[name], math.Abs(y-v))
+	for i, b := range baselines {
+		sc.base[b.name] += math.Abs(y - vals[i])
+		sc.baseErr[b.name] = append(sc.baseErr[b.name], math.Abs(y-vals[i]))
 	}
 	return true
+}
+
+// baseline is a named baseline forecast (baselineFuncs).
+type baseline struct {
+	name string
+	f    func(int) (float64, bool)
 }
 
 func (sc *scores) add(y float64, fc forecast.Forecast, mean float64) {
@@ -319,11 +327,22 @@ const maxSharePeriods = 8
 // whole weeks from the first (grouped so there are at most maxSharePeriods).
 func (sc *scores) shareSummary(s forecast.Series) (map[string]float64, []SharePeriod) {
 	mean := func(from, to int) map[string]float64 {
-		out := map[string]float64{}
+		// Summed by expert in a slice (a dozen experts at most, looked up by name) and in the
+		// order of the targets, as a map would be, and only then put in one.
+		var names []string
+		var sums []float64
 		for _, sh := range sc.shares[from:to] {
 			for _, x := range sh {
-				out[x.Model] += x.Weight / float64(to-from)
+				i := slices.Index(names, x.Model)
+				if i < 0 {
+					i, names, sums = len(names), append(names, x.Model), append(sums, 0)
+				}
+				sums[i] += x.Weight / float64(to-from)
 			}
+		}
+		out := make(map[string]float64, len(names))
+		for i, name := range names {
+			out[name] = sums[i]
 		}
 		return out
 	}
