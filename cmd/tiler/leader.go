@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -52,8 +53,8 @@ func (l leaderTiming) validate() error {
 // standby that reaches the API server and may use the Lease can take over, so it is ready.
 func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, namespace string, timing leaderTiming, fn func(context.Context) error,
 	log *zap.Logger, ready *readiness) error {
-	id, _ := os.Hostname()
-	id += "-" + time.Now().Format("150405.000")
+	id := leaderIdentity()
+	log.Info("leader election: waiting for the Lease", zap.String("identity", id), zap.String("lease", namespace+"/tiler-provisioner"))
 	var lock resourcelock.Interface = &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: "tiler-provisioner", Namespace: namespace},
 		Client:     kube.CoordinationV1(),
@@ -67,7 +68,10 @@ func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, names
 		Lock: lock, ReleaseOnCancel: true,
 		LeaseDuration: timing.lease, RenewDeadline: timing.renew, RetryPeriod: timing.retry,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { errc <- fn(ctx) },
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("leading: this replica holds the Lease", zap.String("identity", id))
+				errc <- fn(ctx)
+			},
 			OnStoppedLeading: func() { log.Info("lost the leader lease", zap.String("identity", id)) },
 		},
 	})
@@ -77,6 +81,18 @@ func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, names
 	default:
 		return nil
 	}
+}
+
+// leaderIdentity names this replica in the Lease: its host name (the pod's name in a Deployment)
+// and a random UUID, as kube-controller-manager does. A name that only adds the start time can
+// repeat: two replicas on one host started in the same millisecond would share it, and each would
+// take the other's renewals for its own and lead at once.
+func leaderIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "tiler"
+	}
+	return host + "_" + string(uuid.NewUUID())
 }
 
 // observedLock reports every Lease call the API server answered without an error. A Get of a

@@ -110,3 +110,22 @@ func TestLeaderElectionTiming(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderIdentityUnique: replicas started at the same moment on one host get different Lease
+// identities. An identity of host name plus start time repeated within a millisecond, and two
+// replicas sharing one both led (each took the other's renewals for its own): CI caught it as
+// "both replicas lead" in internal/chaos.
+func TestLeaderIdentityUnique(t *testing.T) {
+	host, _ := os.Hostname()
+	seen := map[string]bool{}
+	for range 1000 {
+		id := leaderIdentity()
+		if seen[id] {
+			t.Fatalf("identity %q handed out twice", id)
+		}
+		seen[id] = true
+		if host != "" && !strings.HasPrefix(id, host+"_") {
+			t.Fatalf("identity %q does not name the host %q", id, host)
+		}
+	}
+}

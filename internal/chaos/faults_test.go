@@ -151,7 +151,8 @@ func testLeaderKilled(t *testing.T, args []string, bound time.Duration) {
 	h.scale(n)
 	h.until("the first pods to settle", 60*time.Second, func(v view) bool { return v.settled(n) }, a, b)
 	if standby.logged("controller starting") {
-		h.fatalf("both replicas lead: %s started leading before the kill (%s%s)", standby.name, leader.name, leader.lostLease())
+		h.fatalf("both replicas lead: %s (identity %v) started leading before the kill (%s, identity %v%s)",
+			standby.name, standby.identities(), leader.name, leader.identities(), leader.lostLease())
 	}
 	const to = 14
 	r := round{before: h.look(), from: n, to: to}

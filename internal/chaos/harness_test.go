@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -325,6 +327,20 @@ func (p *proc) lostLease() string {
 	}
 	return ""
 }
+
+// identities are the Lease identities the replica logged (JSON logs: "identity":"…").
+func (p *proc) identities() []string {
+	b, _ := os.ReadFile(p.logPath)
+	var ids []string
+	for _, m := range identityRE.FindAllStringSubmatch(string(b), -1) {
+		if !slices.Contains(ids, m[1]) {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids
+}
+
+var identityRE = regexp.MustCompile(`"identity":"([^"]*)"`)
 
 func (p *proc) logged(text string) bool {
 	b, err := os.ReadFile(p.logPath)
