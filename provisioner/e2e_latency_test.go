@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -326,13 +327,33 @@ func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kuber
 type podTimes struct {
 	mu                      sync.Mutex
 	marked, bound, tolerate map[string]time.Time
+	// late counts kube-scheduler's failure messages (numbers and launch IDs left out) posted on
+	// pods that tolerated their reservation already; lastMsg is each pod's last one seen.
+	late    map[string]int
+	lastMsg map[string]string
+	// ready is when each node bought in the run was first seen Ready.
+	ready map[string]time.Time
 }
+
+// failureShape is a scheduler failure message without its counts, launch IDs and preemption
+// part, so that failures of one cause count together.
+func failureShape(msg string) string {
+	msg, _, _ = strings.Cut(msg, " preemption:")
+	msg = reservedValueRE.ReplaceAllString(msg, "{tiler.dev/reserved}")
+	return digitsRE.ReplaceAllString(msg, "#")
+}
+
+var (
+	reservedValueRE = regexp.MustCompile(`\{` + regexp.QuoteMeta(api.TaintReserved) + `: [^}]*\}`)
+	digitsRE        = regexp.MustCompile(`[0-9]+`)
+)
 
 // watchPodTimes follows the run's pods with an informer (a watch that is resumed when the API
 // server ends it) until ctx ends.
 func watchPodTimes(tb testing.TB, ctx context.Context, kube kubernetes.Interface, prefix string) *podTimes {
 	tb.Helper()
-	t := &podTimes{marked: map[string]time.Time{}, bound: map[string]time.Time{}, tolerate: map[string]time.Time{}}
+	t := &podTimes{marked: map[string]time.Time{}, bound: map[string]time.Time{}, tolerate: map[string]time.Time{},
+		late: map[string]int{}, lastMsg: map[string]string{}, ready: map[string]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace("default"),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = latencyLabel + "=" + prefix }))
 	seen := func(o any) {
@@ -360,7 +381,39 @@ func watchPodTimes(tb testing.TB, ctx context.Context, kube kubernetes.Interface
 		if _, seen := t.bound[p.Name]; !seen && p.Spec.NodeName != "" {
 			t.bound[p.Name] = now
 		}
+		if _, tolerates := t.tolerate[p.Name]; tolerates && p.Spec.NodeName == "" {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != t.lastMsg[p.Name] {
+					t.lastMsg[p.Name] = c.Message
+					t.late[failureShape(c.Message)]++
+				}
+			}
+		}
 	}
+	nodeSeen := func(o any) {
+		n, ok := o.(*corev1.Node)
+		if !ok || n.Labels[api.LabelPool] == "" {
+			return
+		}
+		now := time.Now()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, seen := t.ready[n.Name]; seen {
+			return
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				t.ready[n.Name] = now
+			}
+		}
+	}
+	nf := informers.NewSharedInformerFactory(kube, 0)
+	if _, err := nf.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: nodeSeen, UpdateFunc: func(_, o any) { nodeSeen(o) }}); err != nil {
+		tb.Fatal(err)
+	}
+	nf.Start(ctx.Done())
+	nf.WaitForCacheSync(ctx.Done())
 	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
 		tb.Fatal(err)
@@ -397,8 +450,24 @@ func (t *podTimes) summary(t0, lastLaunch time.Time, batches []batch) string {
 			bs = append(bs, fmt.Sprintf("%.2fs:%dpods/%dnodes", rel(b.at), b.res.Pending, len(b.res.Decision.Launch)))
 		}
 	}
-	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; %d tolerations written %.2fs/%.2fs/%.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last)",
-		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), len(t.tolerate), tf, th, tl, bf, bh, bl)
+	rf, rh, rl := span(t.ready)
+	type shape struct {
+		msg string
+		n   int
+	}
+	var late []shape
+	lateN := 0
+	for m, n := range t.late {
+		late = append(late, shape{m, n})
+		lateN += n
+	}
+	slices.SortFunc(late, func(a, b shape) int { return b.n - a.n })
+	var top []string
+	for _, l := range late[:min(3, len(late))] {
+		top = append(top, fmt.Sprintf("%d× %q", l.n, l.msg))
+	}
+	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; %d nodes Ready %.2fs/%.2fs/%.2fs; %d tolerations written %.2fs/%.2fs/%.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last); %d failures after the toleration, most: %s",
+		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), len(t.ready), rf, rh, rl, len(t.tolerate), tf, th, tl, bf, bh, bl, lateN, strings.Join(top, "; "))
 }
 
 // planAll is the number of new nodes one plan of all the pods, pending on an empty cluster,

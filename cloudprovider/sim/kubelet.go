@@ -62,12 +62,14 @@ func (p *Provider) Step(ctx context.Context) error {
 	// Instances are independent, as kubelets are: they are reconciled by stepWorkers at once, so
 	// that a hundred booting nodes register in one step's time rather than one after another.
 	errs := make([]error, len(recs))
+	ready := make([]bool, len(recs))
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(stepWorkers, len(recs)) {
 		wg.Go(func() {
 			for i := range work {
-				if err := p.reconcile(ctx, &recs[i], now); err != nil {
+				var err error
+				if ready[i], err = p.reconcile(ctx, &recs[i], now); err != nil {
 					errs[i] = fmt.Errorf("instance %s (node %s): %w", recs[i].ID, recs[i].NodeName, err)
 				}
 			}
@@ -78,6 +80,15 @@ func (p *Provider) Step(ctx context.Context) error {
 	}
 	close(work)
 	wg.Wait()
+	var running []string
+	for i, r := range recs {
+		if ready[i] && r.State == StatePending {
+			running = append(running, r.ID)
+		}
+	}
+	if err := p.markRunning(running); err != nil {
+		errs = append(errs, err)
+	}
 	if p.cfg.RunPods {
 		if err := p.runPods(ctx, recs, now); err != nil {
 			errs = append(errs, err)
@@ -86,35 +97,40 @@ func (p *Provider) Step(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stepWorkers is how many instances Step reconciles at once.
-const stepWorkers = 16
+// stepWorkers is how many instances Step reconciles at once. Each instance's calls wait on the
+// API server one after another, as one kubelet's do; 16 workers had 146 nodes of a 1,000-pod
+// burst registering over 8 s in one step, where kubelets would all be at it together.
+const stepWorkers = 64
 
-// reconcile advances one instance.
-func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) error {
+// reconcile advances one instance; it reports whether the instance's Node is Ready (Step then
+// records the pending ones as running, all in one write of the state file).
+func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) (ready bool, err error) {
 	switch {
 	case r.State == StateTerminating:
-		return p.terminate(ctx, r.ID, ReasonRequested)
+		return false, p.terminate(ctx, r.ID, ReasonRequested)
 	case r.InterruptedAt != nil && !now.Before(r.InterruptedAt.Add(p.cfg.InterruptionGrace)):
-		return p.terminate(ctx, r.ID, ReasonSpotReclaimed)
+		return false, p.terminate(ctx, r.ID, ReasonSpotReclaimed)
 	case r.NeverRegisters || now.Before(r.ReadyAt):
-		return nil
+		return false, nil
 	}
 	it, _, err := p.lookup(r.Offering)
 	if err != nil {
-		return err
+		return false, err
 	}
 	node, err := p.ensureNode(ctx, r, it)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if node, err = p.ensureReady(ctx, node, now); err != nil {
-		return err
+		return false, err
 	}
-	if r.State == StatePending {
-		if err := p.markRunning(r.ID); err != nil {
-			return err
-		}
-	}
+	return true, p.reconcileReady(ctx, r, it, node, now)
+}
+
+// reconcileReady plays, on a Ready Node, the device plugin, the DRA driver and the Lease
+// renewals.
+func (p *Provider) reconcileReady(ctx context.Context, r *record, it *catalog.InstanceType, node *corev1.Node, now time.Time) error {
+	var err error
 	if !now.Before(r.DevicesAt) {
 		changing := false
 		if node, changing, err = p.ensureMIGConfig(ctx, r, it, node, now); err != nil {
@@ -135,8 +151,8 @@ func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) erro
 	return p.renewLease(ctx, node, now)
 }
 
-// ensureNode registers the instance's Node unless it exists (in the watch cache when Run keeps
-// one; the returned Node is then the cache's, to be read only).
+// ensureNode registers the instance's Node, Ready, unless it exists (in the watch cache when Run
+// keeps one; the returned Node is then the cache's, to be read only).
 func (p *Provider) ensureNode(ctx context.Context, r *record, it *catalog.InstanceType) (*corev1.Node, error) {
 	if node, ok := p.cachedNode(r.NodeName); ok {
 		return node, nil
@@ -149,7 +165,11 @@ func (p *Provider) ensureNode(ctx context.Context, r *record, it *catalog.Instan
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("getting node: %w", err)
 	}
-	node, err = nodes.Create(ctx, buildNode(r, p.cfg.Catalog, it), metav1.CreateOptions{})
+	// The kubelet registers the Node with its status; this one registers Ready, since the step
+	// that registers it would post Ready at once anyway (one write fewer per node).
+	fresh := buildNode(r, p.cfg.Catalog, it)
+	fresh.Status.Conditions = readyConditions(p.clk.Now())
+	node, err = nodes.Create(ctx, fresh, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		node, err = nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
 	}
@@ -284,11 +304,16 @@ func (p *Provider) mutateNode(ctx context.Context, name string, status bool, fn 
 	return out, err
 }
 
-// markRunning records that the instance's Node turned Ready.
-func (p *Provider) markRunning(id string) error {
+// markRunning records that the instances' Nodes turned Ready, in one write of the state file.
+func (p *Provider) markRunning(ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	err := p.store.update(func(st *state) error {
-		if r := st.find(p.cfg.ClusterName, id); r != nil && r.State == StatePending {
-			r.State = StateRunning
+		for _, id := range ids {
+			if r := st.find(p.cfg.ClusterName, id); r != nil && r.State == StatePending {
+				r.State = StateRunning
+			}
 		}
 		return nil
 	})
@@ -317,19 +342,28 @@ func (p *Provider) renewLease(ctx context.Context, node *corev1.Node, now time.T
 	}
 	leases := p.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	renew := metav1.NewMicroTime(now)
-	lease, err := leases.Get(ctx, node.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: corev1.NamespaceNodeLease,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: new(node.Name),
-				LeaseDurationSeconds: new(int32(leaseDurationSeconds)), RenewTime: &renew},
+	fresh := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: node.Name, Namespace: corev1.NamespaceNodeLease,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: new(node.Name),
+			LeaseDurationSeconds: new(int32(leaseDurationSeconds)), RenewTime: &renew},
+	}
+	var err error
+	if !ok {
+		// This process has not renewed it yet: a new Node's Lease does not exist, so it is
+		// created without a GET first; one that exists (a restarted process) is renewed below.
+		_, err = leases.Create(ctx, fresh, metav1.CreateOptions{})
+	}
+	if ok || apierrors.IsAlreadyExists(err) {
+		var lease *coordinationv1.Lease
+		lease, err = leases.Get(ctx, node.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = leases.Create(ctx, fresh, metav1.CreateOptions{})
+		case err == nil:
+			lease.Spec.RenewTime = &renew
+			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-	case err == nil:
-		lease.Spec.RenewTime = &renew
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("renewing the node lease: %w", err)
