@@ -85,13 +85,24 @@ func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovi
 	return retry
 }
 
-// pollNotices polls the source once and returns the backlog followed by the new notices.
+// pollNotices polls the source once and returns the backlog followed by the new notices. A
+// notice delivered again replaces its copy in the backlog: the source wants the newest receipt
+// (SQS's), and the backlog does not gain a copy at every redelivery while a node cannot be
+// annotated.
 func (c *Controller) pollNotices(ctx context.Context, backlog []cloudprovider.Interruption) []cloudprovider.Interruption {
 	notices, err := c.interruptions.Poll(ctx)
 	if err != nil && ctx.Err() == nil {
 		c.log.Named("interruptions").Warn("polling interruptions", zap.Error(err))
 	}
+	backlog = slices.DeleteFunc(backlog, func(b cloudprovider.Interruption) bool {
+		return slices.ContainsFunc(notices, func(n cloudprovider.Interruption) bool { return sameNotice(b, n) })
+	})
 	return append(backlog, notices...)
+}
+
+// sameNotice reports whether a and b announce the same thing, whatever their receipts.
+func sameNotice(a, b cloudprovider.Interruption) bool {
+	return a.InstanceID == b.InstanceID && a.Kind == b.Kind && a.State == b.State && a.At.Equal(b.At) && a.Deadline.Equal(b.Deadline)
 }
 
 // handleInterruptions acts on notices as pollInterruptions says and returns those it could not

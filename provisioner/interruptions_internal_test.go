@@ -167,6 +167,11 @@ func TestInterruptionAckedOnlyOnceAnnotated(t *testing.T) {
 	if acked := q.ackedReceipts(); len(acked) != 0 || e.interruptedNode() {
 		t.Fatalf("acked %v with the node not annotated; want nothing acked", acked)
 	}
+	// Delivered again while the node still cannot be annotated: it replaces its backlog copy.
+	q.clk.SetTime(q.clk.Now().Add(q.visibility))
+	if left := e.ctrl.pollInterruptions(ctx, []cloudprovider.Interruption{spot}); len(left) != 1 || len(q.ackedReceipts()) != 0 {
+		t.Fatalf("after a redelivery that failed again: left %+v, acked %v; want the notice once, nothing acked", left, q.ackedReceipts())
+	}
 	failing.Store(false)
 	// The backlog is lost (as by a restart): the notice is invisible until the visibility timeout.
 	e.ctrl.pollInterruptions(ctx, nil)

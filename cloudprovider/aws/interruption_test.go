@@ -126,7 +126,7 @@ func TestPollFailures(t *testing.T) {
 	tests := []struct {
 		name        string
 		receive     []awstest.Response
-		wantErr     string             // "" for success
+		wantErr     string // "" for success
 		wantNotices int
 		wantReceive int
 	}{
