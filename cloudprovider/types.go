@@ -142,6 +142,9 @@ type Interruption struct {
 	// an EC2 spot interruption), At itself for a GCP preemption or a state change (it is going or
 	// gone), zero when the notice carries none (a rebalance recommendation).
 	Deadline time.Time
+	// Receipt is the source's opaque handle for acknowledging the notice (InterruptionAcker): an
+	// SQS receipt handle, for instance. Empty for sources that acknowledge in Poll.
+	Receipt string
 }
 
 // SpotInterruptionNotice is the notice period of an EC2 spot interruption warning: the instance
@@ -150,7 +153,22 @@ const SpotInterruptionNotice = 2 * time.Minute
 
 // InterruptionSource delivers the cloud's interruption notices.
 type InterruptionSource interface {
-	// Poll returns the notices received since the last call and acknowledges them. An error means
-	// none were acknowledged and the same notices may come again.
+	// Poll returns the notices received since the last call. A source that is no
+	// InterruptionAcker acknowledges them here; an InterruptionAcker leaves them unacknowledged
+	// until Ack. An error means none were acknowledged and the same notices may come again.
 	Poll(ctx context.Context) ([]Interruption, error)
+}
+
+// InterruptionAcker is an InterruptionSource whose notices stay unacknowledged after Poll until
+// the controller has handled them durably (the node annotated, the launch removal started, or
+// the notice found to need nothing), so that a controller that dies or loses leadership in
+// between gets them again: a notice polled and never acknowledged is delivered again after the
+// source's visibility timeout (an SQS queue's). Handling a notice twice must therefore be
+// harmless, and the controller's is.
+type InterruptionAcker interface {
+	InterruptionSource
+	// Ack acknowledges notices polled from this source, by their Receipt, so that they never come
+	// again. It is called once per poll with the notices handled. An error means some may come
+	// again, which is harmless; the controller logs it and goes on.
+	Ack(ctx context.Context, notices []Interruption) error
 }

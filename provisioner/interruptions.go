@@ -28,7 +28,11 @@ import (
 //     launch record, RemovalInterrupted): the next batch plans its pods elsewhere. Otherwise the
 //     node is cordoned and annotated with the notice's kind and deadline
 //     (api.AnnotationInterruption, api.AnnotationInterruptionDeadline); the disruption loop is
-//     woken. The notice is acknowledged when polled: the annotation is what survives a restart.
+//     woken. The notice is acknowledged (cloudprovider.InterruptionAcker) only then, once the
+//     annotation, which is what survives a restart, is written: a controller that dies or loses
+//     leadership in between gets the notice again after the source's visibility timeout, and
+//     handling it again is harmless (the earlier deadline stands, a removal under way is not
+//     started twice).
 //  2. The next disruption pass (startInterrupted) plans the node's pods as pending against the
 //     rest of the cluster and at most one replacement (simulator.PlanDisruption with
 //     Options.Interrupted) and starts the action: the replacement is launched through the launch
@@ -63,17 +67,48 @@ func (c *Controller) watchInterruptions(ctx context.Context) {
 
 // pollInterruptions polls the source once and hands each notice, and each of the backlog, to the
 // disruption loop (see above); it returns the notices it could not act on yet (the launch
-// records or the informers could not be read, a node could not be annotated), which the source
-// has acknowledged already, for the next poll. The node is the record's Node, which may have
-// registered under another name than the planned one; a launch without a Node has nothing to
-// drain (only its offering is marked). A StateChange to "running" is no interruption.
+// records or the informers could not be read, a node could not be annotated) for the next poll,
+// and acknowledges the others to an InterruptionAcker source. The returned ones stay
+// unacknowledged there, so that the source delivers them again should this backlog be lost. The
+// node is the record's Node, which may have registered under another name than the planned one;
+// a launch without a Node has nothing to drain (only its offering is marked). A StateChange to
+// "running" is no interruption.
 func (c *Controller) pollInterruptions(ctx context.Context, backlog []cloudprovider.Interruption) []cloudprovider.Interruption {
-	log := c.log.Named("interruptions")
+	notices := c.pollNotices(ctx, backlog)
+	retry := c.handleInterruptions(ctx, notices)
+	if acker, ok := c.interruptions.(cloudprovider.InterruptionAcker); ok && len(notices) > len(retry) {
+		done := slices.DeleteFunc(slices.Clone(notices), func(n cloudprovider.Interruption) bool { return slices.Contains(retry, n) })
+		if err := acker.Ack(ctx, done); err != nil && ctx.Err() == nil {
+			c.log.Named("interruptions").Warn("acknowledging interruption notices; they come again and are handled again", zap.Error(err))
+		}
+	}
+	return retry
+}
+
+// pollNotices polls the source once and returns the backlog followed by the new notices. A
+// notice delivered again replaces its copy in the backlog: the source wants the newest receipt
+// (SQS's), and the backlog does not gain a copy at every redelivery while a node cannot be
+// annotated.
+func (c *Controller) pollNotices(ctx context.Context, backlog []cloudprovider.Interruption) []cloudprovider.Interruption {
 	notices, err := c.interruptions.Poll(ctx)
 	if err != nil && ctx.Err() == nil {
-		log.Warn("polling interruptions", zap.Error(err))
+		c.log.Named("interruptions").Warn("polling interruptions", zap.Error(err))
 	}
-	notices = append(backlog, notices...)
+	backlog = slices.DeleteFunc(backlog, func(b cloudprovider.Interruption) bool {
+		return slices.ContainsFunc(notices, func(n cloudprovider.Interruption) bool { return sameNotice(b, n) })
+	})
+	return append(backlog, notices...)
+}
+
+// sameNotice reports whether a and b announce the same thing, whatever their receipts.
+func sameNotice(a, b cloudprovider.Interruption) bool {
+	return a.InstanceID == b.InstanceID && a.Kind == b.Kind && a.State == b.State && a.At.Equal(b.At) && a.Deadline.Equal(b.Deadline)
+}
+
+// handleInterruptions acts on notices as pollInterruptions says and returns those it could not
+// act on yet.
+func (c *Controller) handleInterruptions(ctx context.Context, notices []cloudprovider.Interruption) []cloudprovider.Interruption {
+	log := c.log.Named("interruptions")
 	if len(notices) == 0 {
 		return nil
 	}

@@ -21,7 +21,8 @@ const (
 	// DefaultWaitTimeSeconds is the SQS long-poll wait, the maximum SQS allows.
 	DefaultWaitTimeSeconds = 20
 	// DefaultVisibilityTimeoutSeconds hides a received message from other pollers while Tiler
-	// parses and deletes it.
+	// handles it; Tiler deletes it once the node is annotated, and one not deleted by then (the
+	// controller died or failed to annotate) is received again.
 	DefaultVisibilityTimeoutSeconds = 20
 	// DefaultTemplateRetention is how long a managed launch template no launch used is kept:
 	// a week covers a pool that scales up once a weekend.

@@ -39,7 +39,7 @@ type InterruptionSource struct {
 	ignored   atomic.Int64
 }
 
-var _ cloudprovider.InterruptionSource = (*InterruptionSource)(nil)
+var _ cloudprovider.InterruptionAcker = (*InterruptionSource)(nil)
 
 // NewInterruptionSource builds a source with an SQS client from the default AWS configuration
 // (optFns are applied last).
@@ -77,15 +77,16 @@ func NewInterruptionSourceFromClient(cfg Config, client SQSAPI) (*InterruptionSo
 	return s, nil
 }
 
-// Poll long-polls the queue once (up to WaitTimeSeconds), parses the messages and deletes them.
-// Messages that cannot be parsed are deleted too and counted by Malformed; events Tiler does not
-// act on (other detail types, an instance becoming pending or running) are deleted and counted by
-// Ignored. Neither is an error.
+// Poll long-polls the queue once (up to WaitTimeSeconds) and parses the messages. The messages of
+// the notices it returns stay in the queue, invisible for VisibilityTimeoutSeconds, until Ack
+// deletes them: one not acknowledged by then is received again. Messages that cannot be parsed
+// are deleted at once and counted by Malformed; events Tiler does not act on (other detail types,
+// an instance becoming pending or running) are deleted at once and counted by Ignored. Neither is
+// an error, and a failed delete of one only brings it back later.
 //
-// Errors: a failed ReceiveMessage (including an MD5OfBody mismatch, which the SDK checks), or
-// every DeleteMessage failing, returns an error and no notices; the messages become visible again
-// after the visibility timeout and come back. When only some deletes fail, all notices are
-// returned and the undeleted messages come back later as duplicates, which are harmless.
+// Errors: a failed ReceiveMessage (including an MD5OfBody mismatch, which the SDK checks) returns
+// an error and no notices; the messages become visible again after the visibility timeout and
+// come back.
 func (s *InterruptionSource) Poll(ctx context.Context) ([]cloudprovider.Interruption, error) {
 	out, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    awssdk.String(s.queueURL),
@@ -98,36 +99,53 @@ func (s *InterruptionSource) Poll(ctx context.Context) ([]cloudprovider.Interrup
 		return nil, fmt.Errorf("receiving interruption messages from %s: %w", s.queueURL, err)
 	}
 	var notices []cloudprovider.Interruption
+	var discard []string
 	for _, m := range out.Messages {
 		n, ok, err := ParseEvent([]byte(awssdk.ToString(m.Body)))
 		switch {
 		case err != nil:
 			s.malformed.Add(1)
+			discard = append(discard, awssdk.ToString(m.ReceiptHandle))
 		case !ok:
 			s.ignored.Add(1)
+			discard = append(discard, awssdk.ToString(m.ReceiptHandle))
 		default:
+			n.Receipt = awssdk.ToString(m.ReceiptHandle)
 			notices = append(notices, n)
 		}
 	}
-	if err := s.deleteAll(ctx, out.Messages); err != nil {
-		return nil, err
-	}
+	_ = s.deleteAll(ctx, discard) // one that stays comes back, and is discarded again
 	return notices, nil
 }
 
-// deleteAll deletes every message; it fails only when there were messages and none was deleted.
-func (s *InterruptionSource) deleteAll(ctx context.Context, msgs []sqstypes.Message) error {
+// Ack deletes the notices' messages by their receipt handles, so that they are not received
+// again. It fails only when there were messages and none was deleted; the undeleted ones come back
+// after the visibility timeout as duplicates, which the controller handles again harmlessly.
+// Each message is deleted by DeleteMessage: DeleteMessageBatch would save calls, but Ack sees at
+// most one receive's ten messages, and one API call fewer keeps SQSAPI (and the IAM policy
+// checked against it) as it is.
+func (s *InterruptionSource) Ack(ctx context.Context, notices []cloudprovider.Interruption) error {
+	handles := make([]string, 0, len(notices))
+	for _, n := range notices {
+		handles = append(handles, n.Receipt)
+	}
+	return s.deleteAll(ctx, handles)
+}
+
+// deleteAll deletes the messages of the receipt handles; it fails only when there were some and
+// none was deleted.
+func (s *InterruptionSource) deleteAll(ctx context.Context, handles []string) error {
 	var firstErr error
 	deleted := 0
-	for _, m := range msgs {
-		_, err := s.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: awssdk.String(s.queueURL), ReceiptHandle: m.ReceiptHandle})
+	for _, h := range handles {
+		_, err := s.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: awssdk.String(s.queueURL), ReceiptHandle: awssdk.String(h)})
 		if err == nil {
 			deleted++
 		} else if firstErr == nil {
-			firstErr = fmt.Errorf("deleting message %s: %w", awssdk.ToString(m.MessageId), err)
+			firstErr = fmt.Errorf("deleting message with receipt handle %s: %w", h, err)
 		}
 	}
-	if len(msgs) > 0 && deleted == 0 {
+	if len(handles) > 0 && deleted == 0 {
 		return fmt.Errorf("acknowledging interruption messages from %s: %w", s.queueURL, firstErr)
 	}
 	return nil

@@ -49,7 +49,10 @@ func (p *Provider) Preemptions(lookback time.Duration) *PreemptionSource {
 }
 
 // Poll returns the preemptions seen since the last call, in time then ID order, and acknowledges
-// them. An error (any zone's list failing after retries) means none were acknowledged.
+// them. An error (any zone's list failing after retries) means none were acknowledged. The source
+// needs no cloudprovider.InterruptionAcker: what it acknowledges is only its in-memory seen set,
+// and a controller that dies before annotating the node starts a new source, which reports again
+// every preemption within its lookback (Compute Engine keeps the operations for days).
 func (s *PreemptionSource) Poll(ctx context.Context) ([]cloudprovider.Interruption, error) {
 	found := map[string]time.Time{}
 	if err := s.fromOperations(ctx, found); err != nil {

@@ -73,10 +73,14 @@ func (r *record) instance() *cloudprovider.Instance {
 	}
 }
 
-// notice is a pending interruption notice for a cluster, kept until Poll acknowledges it.
+// notice is a pending interruption notice for a cluster, kept until Interruptions.Ack
+// acknowledges it.
 type notice struct {
 	Cluster      string                     `json:"cluster"`
 	Interruption cloudprovider.Interruption `json:"interruption"`
+	// VisibleAt is when a polled notice not acknowledged yet is delivered again (unset: never
+	// polled).
+	VisibleAt *time.Time `json:"visibleAt,omitempty"`
 }
 
 // state is the whole state file.
@@ -86,6 +90,8 @@ type state struct {
 	NextID    int       `json:"nextID"`
 	Instances []*record `json:"instances"`
 	Notices   []notice  `json:"notices"`
+	// NextNotice numbers the notices as first polled; the number is the notice's Receipt.
+	NextNotice int `json:"nextNotice,omitempty"`
 	// EventSeq is the sequence number of the last event emitted (saved with the state).
 	EventSeq int64 `json:"eventSeq,omitempty"`
 	// Unlogged are the events of the last saved update, kept in the file until the next update

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -74,42 +77,78 @@ func (p *Provider) spotNotice(id, doing, only string, notify func(*state, *recor
 }
 
 // Interruptions returns the source of the cluster's interruption notices. Notices live in the
-// state file, so a source of a restarted Provider delivers what the old one had not yet polled.
+// state file, so a source of a restarted Provider delivers what the old one had not yet
+// acknowledged.
 func (p *Provider) Interruptions() *Interruptions { return &Interruptions{p: p} }
+
+// NoticeVisibilityTimeout is how long a polled notice stays hidden from Poll while it is not
+// acknowledged: then it is delivered again, as an SQS queue redelivers an undeleted message after
+// its visibility timeout (Tiler's default is 20 s too).
+const NoticeVisibilityTimeout = 20 * time.Second
 
 // Interruptions delivers the simulated cloud's interruption notices: SpotInterruption from
 // Interrupt, RebalanceRecommendation from RecommendRebalance, and StateChange "terminated" when an
-// interrupted instance is reclaimed.
+// interrupted instance is reclaimed. A polled notice stays in the state file until Ack; one not
+// acknowledged within NoticeVisibilityTimeout is delivered again.
 type Interruptions struct {
 	p *Provider
 }
 
-var _ cloudprovider.InterruptionSource = (*Interruptions)(nil)
+var _ cloudprovider.InterruptionAcker = (*Interruptions)(nil)
 
-// Poll returns the cluster's notices received since the last call, oldest first, and
-// acknowledges them by removing them from the state file in the same atomic update. An error
-// (state-file I/O) means none were acknowledged.
+// Poll returns the cluster's notices that are visible (never polled, or polled
+// NoticeVisibilityTimeout ago or more and not acknowledged), oldest first, each with its Receipt,
+// and hides them for NoticeVisibilityTimeout in the same atomic update. An error (state-file I/O)
+// returns no notices; any it hid come again after the timeout.
 func (s *Interruptions) Poll(ctx context.Context) ([]cloudprovider.Interruption, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("polling interruptions: %w", err)
 	}
+	now := s.p.clk.Now()
 	var out []cloudprovider.Interruption
 	err := s.p.store.update(func(st *state) error {
-		kept := st.Notices[:0]
-		for _, n := range st.Notices {
-			if n.Cluster == s.p.cfg.ClusterName {
-				out = append(out, n.Interruption)
-			} else {
-				kept = append(kept, n)
+		hidden := now.Add(NoticeVisibilityTimeout)
+		for i := range st.Notices {
+			n := &st.Notices[i]
+			if n.Cluster != s.p.cfg.ClusterName || (n.VisibleAt != nil && now.Before(*n.VisibleAt)) {
+				continue
 			}
+			if n.Interruption.Receipt == "" {
+				st.NextNotice++
+				n.Interruption.Receipt = strconv.Itoa(st.NextNotice)
+			}
+			n.VisibleAt = &hidden
+			out = append(out, n.Interruption)
 		}
-		st.Notices = kept
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("polling interruptions: %w", err)
 	}
 	return out, nil
+}
+
+// Ack removes the notices from the state file by their Receipt, so that they are not delivered
+// again. Unknown receipts (acknowledged already) are skipped. An error (state-file I/O) means none
+// were removed.
+func (s *Interruptions) Ack(ctx context.Context, notices []cloudprovider.Interruption) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("acknowledging interruptions: %w", err)
+	}
+	acked := map[string]bool{}
+	for _, n := range notices {
+		acked[n.Receipt] = true
+	}
+	err := s.p.store.update(func(st *state) error {
+		st.Notices = slices.DeleteFunc(st.Notices, func(n notice) bool {
+			return n.Cluster == s.p.cfg.ClusterName && n.Interruption.Receipt != "" && acked[n.Interruption.Receipt]
+		})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("acknowledging interruptions: %w", err)
+	}
+	return nil
 }
 
 // terminate ends an instance in three steps, so that a failure in the middle leaves it listed as

@@ -7,11 +7,52 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
+
+var ignoreReceipt = cmpopts.IgnoreFields(cloudprovider.Interruption{}, "Receipt")
+
+// TestInterruptionRedelivery: a notice polled but not acknowledged (the controller died before
+// annotating the node) is delivered again, with the same receipt, once NoticeVisibilityTimeout
+// has passed, also to a restarted Provider's source; an acknowledged one never comes again.
+func TestInterruptionRedelivery(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	a, b := e.create(gpuRequest("a", "node-a")), e.create(gpuRequest("b", "node-b"))
+	e.step(testBootDelay + testDeviceDelay)
+	for _, id := range []string{a.ID, b.ID} {
+		if err := e.p.RecommendRebalance(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := e.p.Interruptions().Poll(ctx)
+	if err != nil || len(first) != 2 || first[0].Receipt == first[1].Receipt {
+		t.Fatalf("Poll = %+v, %v; want both notices, with receipts of their own", first, err)
+	}
+	if err := e.p.Interruptions().Ack(ctx, first[:1]); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(NoticeVisibilityTimeout - time.Second)
+	if got, _ := e.p.Interruptions().Poll(ctx); len(got) != 0 {
+		t.Fatalf("Poll within the visibility timeout = %+v; want nothing", got)
+	}
+	e.clk.Step(time.Second)
+	again, err := e.restart().Interruptions().Poll(ctx)
+	if err != nil || !cmp.Equal(again, first[1:]) {
+		t.Fatalf("Poll after the visibility timeout = %+v, %v; want the unacknowledged notice alone, %+v", again, err, first[1:])
+	}
+	if err := e.p.Interruptions().Ack(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Step(time.Hour)
+	if got, _ := e.p.Interruptions().Poll(ctx); len(got) != 0 {
+		t.Fatalf("Poll after both were acknowledged = %+v; want nothing", got)
+	}
+}
 
 // TestInterruptAndReclaim: Interrupt queues a notice that Poll delivers once (also across a
 // restart), and Step reclaims the spot instance when the grace has passed.
@@ -44,11 +85,14 @@ func TestInterruptAndReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.SpotInterruption, At: interruptedAt, Deadline: interruptedAt.Add(DefaultInterruptionGrace)}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreReceipt); diff != "" {
 		t.Fatalf("Poll (-want +got):\n%s", diff)
 	}
 	if again, _ := e.p.Interruptions().Poll(ctx); len(again) != 0 {
 		t.Fatalf("second Poll returned %+v", again)
+	}
+	if err := e.p.Interruptions().Ack(ctx, got); err != nil {
+		t.Fatal(err)
 	}
 
 	e.step(DefaultInterruptionGrace - time.Second)
@@ -64,7 +108,7 @@ func TestInterruptAndReclaim(t *testing.T) {
 	}
 	got, _ = e.p.Interruptions().Poll(ctx)
 	want = []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.StateChange, State: "terminated", At: e.clk.Now(), Deadline: e.clk.Now()}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreReceipt); diff != "" {
 		t.Fatalf("Poll after the reclaim (-want +got):\n%s", diff)
 	}
 	var kinds []string
@@ -139,7 +183,7 @@ func TestRecommendRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []cloudprovider.Interruption{{InstanceID: spot.ID, Kind: cloudprovider.RebalanceRecommendation, At: at}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreReceipt); diff != "" {
 		t.Fatalf("Poll (-want +got):\n%s", diff)
 	}
 	e.step(2 * DefaultInterruptionGrace)
