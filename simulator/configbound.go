@@ -54,9 +54,9 @@ func (s *state) configBound() float64 {
 
 // resourceBound is lowerBound's resource LP for the component's pods alone, on every offering
 // one of them may use: where the configuration LP runs out of budget, the component still gets
-// the bound it had. It also returns that bound without intCoverBound's splits, against which
-// solve decides whether the configuration LP is worth proving (with the splits' higher floor it
-// skipped components where it had gained, and the bound fell).
+// the bound it had. It also returns that bound without intCoverBound's splits and extended
+// resources' tables, against which solve decides whether the configuration LP is worth proving
+// (with their higher floor it skipped components where it had gained, and the bound fell).
 func (cp *configProblem) resourceBound(comp []int) (floor, skip float64) {
 	g := &boundGroup{offs: map[int]bool{}}
 	bySig := map[int]int{} // signature → part: its classes' offerings together

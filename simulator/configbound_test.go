@@ -107,7 +107,7 @@ func bruteForceOptimum(pods []boundPod, cat *catalog.Catalog, replicas int, fami
 }
 
 // TestLowerBoundNeverAboveOptimum: on small random instances — CPU pods, whole-GPU pods and
-// time-sliced GPU pods, some repelling their app by hostname or zone, some spread by hostname,
+// time-sliced GPU pods (some shapes all GPU pods, unconstrained), some repelling their app by hostname or zone, some spread by hostname,
 // some in gangs that share a node — the plan's lower bound (the
 // larger of the resource LP and the configuration LP) never exceeds the exact optimum of an
 // independent brute-force search, and the configuration LP makes it close: the mean bound /
@@ -124,11 +124,14 @@ func TestLowerBoundNeverAboveOptimum(t *testing.T) {
 		replicas int
 		maxGPU   int
 		pins     bool
+		allGPU   bool // every pod asks GPUs, and none repels or spreads: the integer GPU cover binds
 	}
 	shapes := []shape{
 		{name: "cpu", families: []string{"m7i", "c7i", "r7i"}, replicas: 1},
 		{name: "exclusive", families: []string{"g4dn", "g5", "g6"}, replicas: 1, maxGPU: 4},
 		{name: "time-slicing", families: []string{"g5", "g6"}, gpu: &policy.GPUPolicy{Sharing: api.TimeSlicing, Replicas: 4}, replicas: 4, maxGPU: 6},
+		{name: "gpu-only", families: []string{"g4dn", "g5", "g6"}, replicas: 1, maxGPU: 2, allGPU: true},
+		{name: "time-sliced-only", families: []string{"g4dn", "g5", "g6"}, gpu: &policy.GPUPolicy{Sharing: api.TimeSlicing, Replicas: 4}, replicas: 4, maxGPU: 8, allGPU: true},
 		// Pods pinned to zones and families: the bound's split of a group's offerings.
 		{name: "pinned", families: []string{"m7i", "c7i", "r7i"}, replicas: 1, pins: true},
 	}
@@ -148,7 +151,7 @@ func TestLowerBoundNeverAboveOptimum(t *testing.T) {
 				pods := make([]boundPod, n)
 				for i := range pods {
 					p := boundPod{cpu: int64(250 * (1 + r.IntN(24))), mem: int64(512*(1+r.IntN(48))) << 20, app: fmt.Sprint("a", r.IntN(3))}
-					if sh.maxGPU > 0 && r.IntN(3) > 0 {
+					if sh.maxGPU > 0 && (sh.allGPU || r.IntN(3) > 0) {
 						p.gpu = 1 + r.IntN(sh.maxGPU)
 					}
 					if sh.pins {
@@ -163,7 +166,7 @@ func TestLowerBoundNeverAboveOptimum(t *testing.T) {
 						}
 					}
 					switch k := r.IntN(8); {
-					case sh.pins && k >= 2:
+					case sh.pins && k >= 2, sh.allGPU:
 					case k == 0, k == 1:
 						p.anti = true
 					case k == 2:

@@ -6,6 +6,9 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/simulator/mig"
 )
 
 // lowerBound returns a lower bound on the $/h of any set of new nodes that holds the pods this
@@ -17,10 +20,12 @@ import (
 //   - the LP relaxation of covering the group's total demand, resource by resource, with
 //     fractional nodes of its offerings: min Σ price(o)·x(o) s.t. Σ alloc(o,r)·x(o) ≥ demand(r);
 //   - the cheapest offering able to hold the group's most demanding pod (one node is needed);
-//   - for groups asking only CPU and memory, the LP's integer version (intCoverBound), raised by
-//     splitting the group's offerings in two where some of its pods cannot leave a subset of them
-//     (one zone's, under a zone selector; one family's, under a family selector): each side is
-//     bought in whole nodes and covers at least the pods bound to it.
+//   - for groups without DRA devices, the LP's integer version on two resources (intCoverBound:
+//     CPU and memory, or each extended resource of the allocatable — whole GPUs, time-sliced
+//     replicas, MIG slices — with each other one, with CPU and with memory, the largest taken),
+//     raised by splitting the group's offerings in two where some of its pods cannot leave a
+//     subset of them (one zone's, under a zone selector; one family's, under a family selector):
+//     each side is bought in whole nodes and covers at least the pods bound to it.
 //
 // The LP has one more row when pods of the group repel each other by hostname (required
 // anti-affinity whose selector matches the pods themselves): k such pods need k distinct nodes,
@@ -58,17 +63,27 @@ func (s *state) resourceBound() float64 {
 }
 
 // coverUnits is how many units the demand of each resource is cut into by intCoverBound: its
-// table has (coverUnits+1)² entries.
+// tables have at most (coverUnits+1)² entries.
 const coverUnits = 300
 
-// intCoverBound is the resource LP's integer version for a group whose pods ask only CPU,
-// memory and pods (no extended resource, no device): the cheapest set of whole nodes of the
-// group's offerings whose CPU and memory together cover the group's demand — what the
-// fractional LP misses when a few nodes of fixed CPU:memory ratios cannot match the demand's.
+// intCoverBound is the resource LP's integer version: the cheapest set of whole nodes of the
+// group's offerings whose allocatable together covers the group's demand in two of its
+// resources — what the fractional LP misses when a few nodes of fixed shapes cannot match the
+// demand's. For a group asking only CPU and memory the pair is CPU and memory. For one asking
+// extended resources counted in the allocatable (whole GPUs, time-sliced replicas, MIG slices),
+// each such resource is paired with every other one (two MIG profiles share a node's GPUs),
+// with CPU and with memory, and the largest result is taken: the LP's rows for those resources
+// hold for any set of nodes, so any two of them do. Under device-plugin MIG a node may count
+// the slices of any layout of its GPUs, not only the plan's offering's (nodeCovers). An extended
+// resource DRA may serve on one of the group's offerings is not counted in its allocatable there
+// and is left out (as in the LP); groups with DRA devices get 0 (a node's devices are not a
+// resource of its allocatable).
+//
 // It is solved exactly by dynamic programming over the demand in units (a coverUnits-th of
-// each resource's demand), with each offering's allocatable rounded up to whole units and the
-// demand down: a relaxation, so the result stays a lower bound. Pods slots are left out (a
-// relaxation too). 0 when it does not apply.
+// each resource's demand, or one unit each when the demand is smaller, as whole GPUs usually
+// are), with each offering's allocatable rounded up to whole units and the demand down: a
+// relaxation, so the result stays a lower bound. Pods slots are left out (a relaxation too).
+// 0 when it does not apply.
 //
 // It is then raised by splitting the group's offerings in two (coverSplits): when some of its
 // pods may only use a subset S of its offerings — one zone's (a zone selector) or their
@@ -78,7 +93,10 @@ const coverUnits = 300
 // are at least the demand they hold, rounded up, so the nodes cost at least the least
 // f_S(d) + f_rest(max(total − d, forced(rest))) over d ≥ forced(S), f_X being the integer cover
 // table on X's offerings: a zone pays for its own partly filled node, where one table over every
-// offering lets the free pods fill it. It returns the whole table's bound and the split one.
+// offering lets the free pods fill it. It returns the bound of the whole CPU-and-memory table
+// (0 for a group asking extended resources; configBound decides against it whether the
+// configuration LP is worth proving, and a floor raised by the extended tables made it skip
+// time-sliced components where it had gained) and the largest bound of all, splits included.
 func (s *state) intCoverBound(g *boundGroup) (whole, split float64) {
 	if len(g.devices) > 0 || len(g.pods) == 0 {
 		return 0, 0
@@ -87,53 +105,89 @@ func (s *state) intCoverBound(g *boundGroup) (whole, split float64) {
 	for _, pi := range g.pods {
 		demand.add(pi.req)
 	}
-	for r := numFixedDims; r < len(demand); r++ {
-		if demand[r] > 0 {
-			return 0, 0
+	var offs []*offering
+	for _, o := range s.offerings {
+		if !g.offs[o.idx] {
+			continue
 		}
-	}
-	if demand[dimCPU] <= 0 || demand[dimMemory] <= 0 {
-		return 0, 0
-	}
-	for idx := range g.offs {
-		if s.offerings[idx].price <= 0 {
+		if o.price <= 0 {
 			return 0, 0 // a free node covers any demand
 		}
+		offs = append(offs, o)
 	}
-	u := coverGrid{cu: (demand[dimCPU] + coverUnits - 1) / coverUnits, mu: (demand[dimMemory] + coverUnits - 1) / coverUnits}
-	u.C, u.M = int(demand[dimCPU]/u.cu), int(demand[dimMemory]/u.mu)
-	whole = s.coverTable(g.offs, u)[u.C*(u.M+1)+u.M]
-	if math.IsInf(whole, 1) {
-		return 0, 0
-	}
-	split = whole
-	for _, sp := range s.coverSplits(g, demand) {
-		out := map[int]bool{}
-		for idx := range g.offs {
-			if !sp.offs[idx] {
-				out[idx] = true
+	var pairs [][2]int
+	var ext []int
+	asksExt := false
+	for r := numFixedDims; r < len(demand); r++ {
+		asksExt = asksExt || demand[r] > 0
+		if demand[r] > 0 && !s.draServable(r, offs) {
+			for _, e := range ext {
+				pairs = append(pairs, [2]int{e, r})
 			}
+			ext = append(ext, r)
+			pairs = append(pairs, [2]int{r, dimCPU}, [2]int{r, dimMemory})
 		}
-		split = max(split, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
+	}
+	if len(pairs) == 0 {
+		pairs = [][2]int{{dimCPU, dimMemory}}
+	}
+	for _, dims := range pairs {
+		if demand[dims[0]] <= 0 || demand[dims[1]] <= 0 {
+			continue
+		}
+		u := newCoverGrid(dims, demand)
+		w := s.coverTable(g.offs, u)[u.n[0]*(u.n[1]+1)+u.n[1]]
+		if math.IsInf(w, 1) {
+			continue
+		}
+		if !asksExt {
+			whole = w
+		}
+		split = max(split, w)
+		for _, sp := range s.coverSplits(g, demand, dims) {
+			out := map[int]bool{}
+			for idx := range g.offs {
+				if !sp.offs[idx] {
+					out[idx] = true
+				}
+			}
+			split = max(split, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
+		}
 	}
 	return whole, split
 }
 
-// coverGrid is intCoverBound's units: cu milli-CPU and mu bytes, C and M of them in the demand.
+// coverGrid is intCoverBound's units: the resources dims, unit[k] of dims[k] per unit, n[k]
+// units in the demand.
 type coverGrid struct {
-	cu, mu int64
-	C, M   int
+	dims [2]int
+	unit [2]int64
+	n    [2]int
+}
+
+// newCoverGrid cuts the demand of the two resources into at most coverUnits units each.
+func newCoverGrid(dims [2]int, demand vec) coverGrid {
+	u := coverGrid{dims: dims}
+	for k, r := range dims {
+		u.unit[k] = (demand[r] + coverUnits - 1) / coverUnits
+		u.n[k] = int(demand[r] / u.unit[k])
+	}
+	return u
 }
 
 // units is the demand in whole units, rounded up (nodes holding it cover as many units: each
 // node's allocatable is rounded up too), at most the group's.
 func (u coverGrid) units(d vec) [2]int {
-	return [2]int{int(min((d[dimCPU]+u.cu-1)/u.cu, int64(u.C))), int(min((d[dimMemory]+u.mu-1)/u.mu, int64(u.M)))}
+	var out [2]int
+	for k, r := range u.dims {
+		out[k] = int(min((max(d[r], 0)+u.unit[k]-1)/u.unit[k], int64(u.n[k])))
+	}
+	return out
 }
 
-// coverTable is the integer cover table on the offerings offs: f[c·(M+1)+m] is the least price of
-// nodes whose allocatable, rounded up to whole units, covers c CPU units and m memory units (+Inf
-// when offs cannot).
+// coverTable is the integer cover table on the offerings offs: f[a·(n1+1)+b] is the least price of
+// nodes whose allocatable, rounded up to whole units, covers a units of the first resource and b
+// of the second (+Inf when offs cannot).
 func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 	type item struct {
 		c, m  int
@@ -144,14 +198,13 @@ func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 		if !offs[o.idx] {
 			continue
 		}
-		c := int(min((max(o.alloc[dimCPU], 0)+u.cu-1)/u.cu, int64(u.C)))
-		m := int(min((max(o.alloc[dimMemory], 0)+u.mu-1)/u.mu, int64(u.M)))
-		if c == 0 && m == 0 {
-			continue
-		}
-		k := [2]int{c, m}
-		if p, ok := best[k]; !ok || o.price < p {
-			best[k] = o.price
+		for _, k := range s.nodeCovers(o, u) {
+			if k == [2]int{} {
+				continue
+			}
+			if p, ok := best[k]; !ok || o.price < p {
+				best[k] = o.price
+			}
 		}
 	}
 	var items []item
@@ -181,10 +234,10 @@ func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 			kept = append(kept, it)
 		}
 	}
-	w := u.M + 1
-	f := make([]float64, (u.C+1)*w)
-	for c := 0; c <= u.C; c++ {
-		for m := 0; m <= u.M; m++ {
+	C, w := u.n[0], u.n[1]+1
+	f := make([]float64, (C+1)*w)
+	for c := 0; c <= C; c++ {
+		for m := 0; m < w; m++ {
 			if c == 0 && m == 0 {
 				continue
 			}
@@ -198,15 +251,106 @@ func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 	return f
 }
 
-// splitCover is the least f_in(c, m) + f_out(max(C − c, oc), max(M − m, om)) over c ≥ ic and
-// m ≥ im: the price of covering the demand with whole nodes of both tables when the first covers
-// at least in = (ic, im) units and the second at least out = (oc, om).
+// nodeCovers lists the units of u's two resources a node of the offering may cover, each
+// rounded up: its allocatable's, or under device-plugin MIG, where the plan's offering has one
+// layout per GPU chosen for the pending demand and another node of the type may have any other,
+// the most slices each layout of the GPU model offers — every Pareto-maximal pair of slice counts
+// a node's GPUs can take together — so that the table bounds nodes of any layout.
+func (s *state) nodeCovers(o *offering, u coverGrid) [][2]int {
+	per := s.migSliceCounts(o, u.dims)
+	if per == nil {
+		return [][2]int{u.units(o.alloc)}
+	}
+	// The node's GPUs together: the sums of one pair per GPU, Pareto-maximal ones kept.
+	node := [][2]int64{{}}
+	for range o.it.GPU.Count {
+		var next [][2]int64
+		for _, a := range node {
+			for _, b := range per {
+				next = append(next, [2]int64{a[0] + b[0], a[1] + b[1]})
+			}
+		}
+		node = paretoMax(next)
+	}
+	out := make([][2]int, 0, len(node))
+	for _, n := range node {
+		v := make(vec, len(o.alloc))
+		copy(v, o.alloc)
+		for k, r := range u.dims {
+			if r >= numFixedDims {
+				v[r] = n[k]
+			}
+		}
+		out = append(out, u.units(v))
+	}
+	return out
+}
+
+// migSliceCounts is, for a device-plugin MIG offering, the Pareto-maximal pairs of what one GPU
+// may advertise of the resources dims over every layout of its model (for CPU, memory and pods,
+// 0: they are not per GPU): nvidia.com/mig-<profile> counts that profile's slices (mixed
+// strategy), nvidia.com/gpu every slice (single strategy). nil for other offerings, or when
+// neither resource is per GPU.
+func (s *state) migSliceCounts(o *offering, dims [2]int) [][2]int64 {
+	if o.gpu.Sharing != api.MIG || o.it.GPU.Count == 0 || (dims[0] < numFixedDims && dims[1] < numFixedDims) {
+		return nil
+	}
+	tab, err := loadMIG()
+	if err != nil {
+		return nil
+	}
+	m, ok := tab.Model(o.it.GPU.Model)
+	if !ok {
+		return nil
+	}
+	single := o.gpu.MIGStrategy == "single"
+	var pairs [][2]int64
+	for _, l := range m.Layouts() {
+		var c [2]int64
+		for k, r := range dims {
+			if r < numFixedDims {
+				continue
+			}
+			name := string(s.dims.names[r])
+			for _, p := range l.Profiles {
+				if single && name == string(api.ResourceGPU) || !single && name == mig.ResourceName(p) {
+					c[k]++
+				}
+			}
+		}
+		pairs = append(pairs, c)
+	}
+	return paretoMax(pairs)
+}
+
+// paretoMax keeps the pairs no other pair is at least as large as in both components (one of
+// equal ones).
+func paretoMax(ps [][2]int64) [][2]int64 {
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i][0] != ps[j][0] {
+			return ps[i][0] > ps[j][0]
+		}
+		return ps[i][1] > ps[j][1]
+	})
+	var out [][2]int64
+	for _, p := range ps {
+		if len(out) == 0 || p[1] > out[len(out)-1][1] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// splitCover is the least f_in(a, b) + f_out(max(n0 − a, out0), max(n1 − b, out1)) over a ≥ in0
+// and b ≥ in1: the price of covering the demand with whole nodes of both tables when the first
+// covers at least in units and the second at least out.
 func splitCover(fin, fout []float64, u coverGrid, in, out [2]int) float64 {
-	w := u.M + 1
+	C, M := u.n[0], u.n[1]
+	w := M + 1
 	v := math.Inf(1)
-	for c := in[0]; c <= u.C; c++ {
-		for m := in[1]; m <= u.M; m++ {
-			v = min(v, fin[c*w+m]+fout[max(u.C-c, out[0])*w+max(u.M-m, out[1])])
+	for c := in[0]; c <= C; c++ {
+		for m := in[1]; m <= M; m++ {
+			v = min(v, fin[c*w+m]+fout[max(C-c, out[0])*w+max(M-m, out[1])])
 		}
 	}
 	if math.IsInf(v, 1) {
@@ -223,13 +367,13 @@ const maxCoverSplits = 6
 type coverSplit struct {
 	offs              map[int]bool
 	forced, forcedOut vec
-	share             float64 // of the group's demand forced to either side, CPU and memory shares added
+	share             float64 // of the group's demand forced to either side, the two resources' shares added
 }
 
 // coverSplits lists the proper subsets of the group's offerings that some of its pods cannot
 // leave: each zone's offerings, and each part's. Those forcing no demand are left out (the split
 // cannot beat the whole table).
-func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
+func (s *state) coverSplits(g *boundGroup, demand vec, dims [2]int) []coverSplit {
 	words := (len(s.offerings) + 63) / 64
 	bits := func(offs map[int]bool) []uint64 {
 		b := make([]uint64, words)
@@ -290,7 +434,7 @@ func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
 				side.add(pi.req)
 			}
 		}
-		if sp.forced[dimCPU] == 0 && sp.forced[dimMemory] == 0 {
+		if sp.forced[dims[0]] == 0 && sp.forced[dims[1]] == 0 {
 			continue
 		}
 		for idx := range g.offs {
@@ -298,8 +442,8 @@ func (s *state) coverSplits(g *boundGroup, demand vec) []coverSplit {
 				sp.offs[idx] = true
 			}
 		}
-		sp.share = float64(sp.forced[dimCPU]+sp.forcedOut[dimCPU])/float64(demand[dimCPU]) +
-			float64(sp.forced[dimMemory]+sp.forcedOut[dimMemory])/float64(demand[dimMemory])
+		sp.share = float64(sp.forced[dims[0]]+sp.forcedOut[dims[0]])/float64(demand[dims[0]]) +
+			float64(sp.forced[dims[1]]+sp.forcedOut[dims[1]])/float64(demand[dims[1]])
 		out = append(out, sp)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].share > out[j].share })
