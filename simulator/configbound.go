@@ -17,6 +17,14 @@ import (
 // repels the other by hostname never share a node). Everything else (zones, spread, pod
 // affinity, pool limits, ports) is left out, which only relaxes the LP.
 //
+// Under device-plugin MIG the plan's offering has the layout chosen for the pending demand, but
+// another node of the type may be partitioned otherwise, and a split of the pods over nodes of
+// other layouts may need fewer nodes: a pattern of a MIG offering may use any layout of its GPU
+// model on each GPU (migNodeCaps). The offering becomes one offer per Pareto-maximal choice of
+// the node's slice counts (capped at the component's demand), and a pod whose slices fit some
+// choice may use it; patterns of other offerings are as before. Pricing only the plan's
+// layouts went above the optimum (TestMIGBoundNeverAboveOptimum: 4 of its 60 cases).
+//
 // The LP is solved by column generation: a restricted LP over the patterns found so far
 // (cbLP), whose duals π price the classes, and a pricing problem per offering — the most a node
 // of it can hold at those prices, a small bounded knapsack with one row per resource and
@@ -273,7 +281,7 @@ func (s *state) newConfigProblem() *configProblem {
 			if c.gang {
 				// Members have no DRA (nodeGangs): every one's labels and taints must accept o,
 				// and their sum must fit an empty node of it.
-				if s.boundFits(c.req, o) && !slices.ContainsFunc(c.pods, func(m *podInfo) bool { return !s.offeringCompatible(m.sig, o) }) {
+				if s.anyLayoutFits(c.req, o) && !slices.ContainsFunc(c.pods, func(m *podInfo) bool { return !s.offeringCompatible(m.sig, o) }) {
 					c.offs = append(c.offs, o.idx)
 				}
 				continue
@@ -283,7 +291,7 @@ func (s *state) newConfigProblem() *configProblem {
 			}
 			// Either way the simulator may find the pod a place on an empty node of o: the
 			// union keeps the set of patterns a superset of the feasible ones.
-			if (s.boundFits(c.req, o) && (spec == nil || s.specReason(spec, o.draClass) == nil)) || s.fitsEmptySpec(pi, zero, o) {
+			if (s.anyLayoutFits(c.req, o) && (spec == nil || s.specReason(spec, o.draClass) == nil)) || s.fitsEmptySpec(pi, zero, o) {
 				c.offs = append(c.offs, o.idx)
 			}
 		}
@@ -354,7 +362,8 @@ func (cp *configProblem) components() [][]int {
 }
 
 // cbOffer is one offering as the component's pricing sees it: capacity on the component's
-// rows (−1: unlimited) and the component's classes it may hold.
+// rows (−1: unlimited) and the component's classes it may hold. A device-plugin MIG offering is
+// several, one per choice of its node's slice counts over any layouts (migNodeCaps).
 type cbOffer struct {
 	price   float64
 	cap     []int64
@@ -415,6 +424,14 @@ func (cp *configProblem) solve(comp []int, floor float64) float64 {
 		}
 	}
 	sort.Ints(offIdx)
+	// The most the component's items ask of each dimension: a device-plugin MIG node's slices
+	// beyond it make no difference (migNodeCaps).
+	most := make([]int64, len(dimsUsed))
+	for i, c := range classes {
+		for r := range dimsUsed {
+			most[r] += int64(c.count) * weights[i][r]
+		}
+	}
 	byKey := map[string]*cbOffer{}
 	var offers []*cbOffer
 	for _, idx := range offIdx {
@@ -439,17 +456,34 @@ func (cp *configProblem) solve(comp []int, floor float64) float64 {
 				}
 			}
 		}
-		key := fmt.Sprint(capv, local[idx])
-		if prev := byKey[key]; prev != nil {
-			prev.price = min(prev.price, o.price)
-			continue
+		// A device-plugin MIG node may have any layout per GPU: one offer per choice of slice
+		// counts, which together hold every pattern of any such node.
+		caps := [][]int64{capv}
+		if per, node := s.migNodeCaps(o, dimsUsed, most); node != nil {
+			caps = caps[:0]
+			for _, n := range node {
+				v := slices.Clone(capv)
+				for r := range dimsUsed {
+					if per[r] && v[r] >= 0 {
+						v[r] = n[r]
+					}
+				}
+				caps = append(caps, v)
+			}
 		}
-		off := &cbOffer{price: o.price, cap: capv, classes: local[idx], has: make([]bool, len(classes))}
-		for _, c := range off.classes {
-			off.has[c] = true
+		for _, capv := range caps {
+			key := fmt.Sprint(capv, local[idx])
+			if prev := byKey[key]; prev != nil {
+				prev.price = min(prev.price, o.price)
+				continue
+			}
+			off := &cbOffer{price: o.price, cap: capv, classes: local[idx], has: make([]bool, len(classes))}
+			for _, c := range off.classes {
+				off.has[c] = true
+			}
+			byKey[key] = off
+			offers = append(offers, off)
 		}
-		byKey[key] = off
-		offers = append(offers, off)
 	}
 	offers = undominated(offers)
 	work += len(offers) * len(offers)
@@ -475,10 +509,16 @@ func (cp *configProblem) solve(comp []int, floor float64) float64 {
 	// class is covered by a real column.
 	ones := make([]float64, len(classes))
 	for i := range classes {
+		// One that holds a pod of it, if any (of a MIG offering's choices of slices, some may not).
 		var best *cbOffer
-		for _, o := range offers {
-			if o.has[i] && (best == nil || o.price < best.price) {
-				best = o
+		for _, fits := range []bool{true, false} {
+			for _, o := range offers {
+				if o.has[i] && (!fits || pr.limit(o, i) > 0) && (best == nil || o.price < best.price) {
+					best = o
+				}
+			}
+			if best != nil {
+				break
 			}
 		}
 		if best == nil {

@@ -47,6 +47,12 @@ import (
 // publishes devices) is left out of the LP, since there it is not counted in the allocatable.
 //
 // The result is the larger of this resource bound and the configuration LP's (configBound).
+// Under device-plugin MIG the integer cover and the configuration LP let a node of a MIG
+// offering have any layout of its GPU model on each GPU, not only the one the plan chose for the
+// pending demand (nodeCovers, migNodeCaps), since nodes partitioned otherwise may hold the pods
+// on fewer nodes. The fractional LP and the single-node bound still see the offerings' own
+// layouts (the one planned for the whole demand and one per demanded profile): they stayed
+// within the optimum in TestMIGBoundNeverAboveOptimum, which is not a proof.
 func (s *state) lowerBound() float64 {
 	return max(s.resourceBound(), s.configBound())
 }
@@ -321,6 +327,168 @@ func (s *state) migSliceCounts(o *offering, dims [2]int) [][2]int64 {
 		pairs = append(pairs, c)
 	}
 	return paretoMax(pairs)
+}
+
+// maxMIGNodeCaps bounds how many slice vectors migNodeCaps enumerates for a node; beyond it
+// the node is credited with each resource's largest count at once (a relaxation).
+const maxMIGNodeCaps = 64
+
+// migNodeCaps is, for a device-plugin MIG offering, what a node of it may advertise of the
+// resources dims whatever the layout of each of its GPUs — any layout of the GPU model, not only
+// the one the plan's offering has for the pending demand, since another node of the type may
+// be partitioned otherwise. per[k] tells whether a GPU's layout decides dims[k]
+// (nvidia.com/mig-<profile> under the mixed strategy, nvidia.com/gpu, every slice, under
+// single); each vector of caps is one Pareto-maximal choice of the node's counts of those
+// resources (entries where per is false mean nothing), each count capped at most[k]: a demand of
+// at most most[k] cannot tell the difference, and the cap keeps the vectors few. When they are
+// more than maxMIGNodeCaps, caps is the one vector of each resource's largest count, which every
+// choice stays within (a relaxation). nil for other offerings, or when no resource is per GPU.
+func (s *state) migNodeCaps(o *offering, dims []int, most []int64) (per []bool, caps [][]int64) {
+	if o.gpu.Sharing != api.MIG || o.it.GPU.Count == 0 {
+		return nil, nil
+	}
+	tab, err := loadMIG()
+	if err != nil {
+		return nil, nil
+	}
+	m, ok := tab.Model(o.it.GPU.Model)
+	if !ok {
+		return nil, nil
+	}
+	single := o.gpu.MIGStrategy == "single"
+	per = make([]bool, len(dims))
+	anyPer := false
+	for k, r := range dims {
+		if r < numFixedDims {
+			continue
+		}
+		name := string(s.dims.names[r])
+		if single {
+			per[k] = name == string(api.ResourceGPU)
+		} else {
+			_, per[k] = mig.ParseResourceName(name)
+		}
+		anyPer = anyPer || per[k]
+	}
+	if !anyPer {
+		return nil, nil
+	}
+	var gpu [][]int64
+	for _, l := range m.Layouts() {
+		c := make([]int64, len(dims))
+		for k, r := range dims {
+			if !per[k] {
+				continue
+			}
+			name := string(s.dims.names[r])
+			for _, p := range l.Profiles {
+				if single || name == mig.ResourceName(p) {
+					c[k]++
+				}
+			}
+			c[k] = min(c[k], most[k])
+		}
+		gpu = append(gpu, c)
+	}
+	gpu = paretoMaxN(gpu)
+	// The node's GPUs together: the sums of one vector per GPU, Pareto-maximal ones kept.
+	node := [][]int64{make([]int64, len(dims))}
+	for range o.it.GPU.Count {
+		var next [][]int64
+		for _, a := range node {
+			for _, b := range gpu {
+				v := make([]int64, len(dims))
+				for k := range v {
+					v[k] = min(a[k]+b[k], most[k])
+				}
+				next = append(next, v)
+			}
+		}
+		node = paretoMaxN(next)
+		if len(node) > maxMIGNodeCaps {
+			box := make([]int64, len(dims))
+			for _, c := range gpu {
+				for k := range box {
+					box[k] = max(box[k], min(c[k]*int64(o.it.GPU.Count), most[k]))
+				}
+			}
+			return per, [][]int64{box}
+		}
+	}
+	return per, node
+}
+
+// anyLayoutFits is boundFits on an empty node of the offering where, under device-plugin MIG,
+// the node's GPUs may have any layouts (migNodeCaps): the slices req asks must be what one
+// choice of them advertises.
+func (s *state) anyLayoutFits(req vec, o *offering) bool {
+	if s.boundFits(req, o) {
+		return true
+	}
+	var dims []int
+	var most []int64
+	for r := numFixedDims; r < len(req); r++ {
+		if req[r] > 0 {
+			dims = append(dims, r)
+			most = append(most, req[r])
+		}
+	}
+	per, caps := s.migNodeCaps(o, dims, most)
+	if caps == nil {
+		return false
+	}
+	rest := req.clone()
+	for k, r := range dims {
+		if per[k] {
+			rest[r] = 0
+		}
+	}
+	if !s.boundFits(rest, o) {
+		return false
+	}
+	for _, c := range caps {
+		fits := true
+		for k := range dims {
+			fits = fits && (!per[k] || c[k] >= most[k])
+		}
+		if fits {
+			return true
+		}
+	}
+	return false
+}
+
+// paretoMaxN keeps the vectors no other vector is at least as large as in every component
+// (one of equal ones).
+func paretoMaxN(vs [][]int64) [][]int64 {
+	sum := func(v []int64) (t int64) {
+		for _, x := range v {
+			t += x
+		}
+		return t
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return sum(vs[i]) > sum(vs[j]) })
+	var out [][]int64
+	for _, v := range vs {
+		dominated := false
+		for _, w := range out {
+			ge := true
+			for k := range v {
+				if w[k] < v[k] {
+					ge = false
+					break
+				}
+			}
+			if ge {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // paretoMax keeps the pairs no other pair is at least as large as in both components (one of
