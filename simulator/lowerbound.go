@@ -20,10 +20,11 @@ import (
 //   - the LP relaxation of covering the group's total demand, resource by resource, with
 //     fractional nodes of its offerings: min Σ price(o)·x(o) s.t. Σ alloc(o,r)·x(o) ≥ demand(r);
 //   - the cheapest offering able to hold the group's most demanding pod (one node is needed);
-//   - for groups without DRA devices, the LP's integer version on two resources (intCoverBound:
-//     CPU and memory, or each extended resource of the allocatable — whole GPUs, time-sliced
-//     replicas, MIG slices — with each other one, with CPU and with memory, the largest taken),
-//     raised by splitting the group's offerings in two where some of its pods cannot leave a
+//   - the LP's integer version on two resources (intCoverBound: CPU and memory, or each extended
+//     resource of the allocatable — whole GPUs, time-sliced replicas, MIG slices — with each
+//     other one, with CPU and with memory, and each DRA device row below, as one more resource,
+//     with CPU, with memory and with each such extended resource; the largest taken), raised by
+//     splitting the group's offerings in two where some of its pods cannot leave a
 //     subset of them (one zone's, under a zone selector; one family's, under a family selector):
 //     each side is bought in whole nodes and covers at least the pods bound to it.
 //
@@ -42,7 +43,9 @@ import (
 // of nodes of those offerings, Σ devices(o)·x(o) ≥ need, where devices(o) bounds how many
 // claims' devices a node of o can hold (its GPUs; seven MIG partitions per GPU under dynamic
 // MIG; no row when a GPU's memory is consumable, since then claims share devices); a merged
-// group with several claim groups has one more row for all their devices together. An extended
+// group with several claim groups has one more row for all their devices together, and rows for
+// nested unions of them (nestedDeviceRows). Each row holds for whole nodes too, so intCoverBound
+// covers it in whole nodes with another resource. An extended
 // resource that DRA may serve on one of the group's offerings (which does not advertise it but
 // publishes devices) is left out of the LP, since there it is not counted in the allocatable.
 //
@@ -82,8 +85,16 @@ const coverUnits = 300
 // hold for any set of nodes, so any two of them do. Under device-plugin MIG a node may count
 // the slices of any layout of its GPUs, not only the plan's offering's (nodeCovers). An extended
 // resource DRA may serve on one of the group's offerings is not counted in its allocatable there
-// and is left out (as in the LP); groups with DRA devices get 0 (a node's devices are not a
-// resource of its allocatable).
+// and is left out (as in the LP).
+//
+// A group with DRA devices also pairs each of the LP's device rows (deviceRows: one per claim
+// group, the nested unions', all together; none when a GPU's memory is consumable, since claims
+// then share devices) with CPU, with memory and with each extended resource above: the row is a
+// resource whose demand is its need and of which a node of offering o has devices(o) when o is
+// among the row's offerings, 0 otherwise. That is the LP row Σ devices(o)·x(o) ≥ need in whole
+// nodes: in any set of nodes holding the group's pods, the row's claims take at least need
+// devices (minDevices, shared claims once), all on nodes of the row's offerings (the pods'
+// nodes), and a node of o can hold at most devices(o) of any claims' devices (deviceCapacity).
 //
 // It is solved exactly by dynamic programming over the demand in units (a coverUnits-th of
 // each resource's demand, or one unit each when the demand is smaller, as whole GPUs usually
@@ -99,12 +110,14 @@ const coverUnits = 300
 // are at least the demand they hold, rounded up, so the nodes cost at least the least
 // f_S(d) + f_rest(max(total − d, forced(rest))) over d ≥ forced(S), f_X being the integer cover
 // table on X's offerings: a zone pays for its own partly filled node, where one table over every
-// offering lets the free pods fill it. It returns the bound of the whole CPU-and-memory table
+// offering lets the free pods fill it. A device row's pairs split with no devices forced on
+// either side (only the two sides' total is known), which only relaxes them. It returns the bound
+// of the whole CPU-and-memory table
 // (0 for a group asking extended resources; configBound decides against it whether the
 // configuration LP is worth proving, and a floor raised by the extended tables made it skip
 // time-sliced components where it had gained) and the largest bound of all, splits included.
 func (s *state) intCoverBound(g *boundGroup) (whole, split float64) {
-	if len(g.devices) > 0 || len(g.pods) == 0 {
+	if len(g.pods) == 0 {
 		return 0, 0
 	}
 	demand := make(vec, len(s.dims.names))
@@ -138,29 +151,53 @@ func (s *state) intCoverBound(g *boundGroup) (whole, split float64) {
 		pairs = [][2]int{{dimCPU, dimMemory}}
 	}
 	for _, dims := range pairs {
-		if demand[dims[0]] <= 0 || demand[dims[1]] <= 0 {
-			continue
-		}
-		u := newCoverGrid(dims, demand)
-		w := s.coverTable(g.offs, u)[u.n[0]*(u.n[1]+1)+u.n[1]]
-		if math.IsInf(w, 1) {
-			continue
-		}
+		w, sp := s.pairCover(g, demand, newCoverGrid(dims, demand))
 		if !asksExt {
 			whole = w
 		}
-		split = max(split, w)
-		for _, sp := range s.coverSplits(g, demand, dims) {
-			out := map[int]bool{}
-			for idx := range g.offs {
-				if !sp.offs[idx] {
-					out[idx] = true
-				}
-			}
-			split = max(split, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
+		split = max(split, sp)
+	}
+	// Each device row as one more resource, paired with CPU, memory and every extended resource
+	// paired above: dimension devDim, past the group's resources, is the row's devices.
+	devDim := len(demand)
+	for _, row := range s.deviceRows(g) {
+		caps, ok := s.rowDevices(row)
+		if !ok {
+			continue
+		}
+		dx := append(demand[:len(demand):len(demand)], int64(row.need))
+		for _, r := range append([]int{dimCPU, dimMemory}, ext...) {
+			u := newCoverGrid([2]int{devDim, r}, dx)
+			u.devices = caps
+			_, sp := s.pairCover(g, dx, u)
+			split = max(split, sp)
 		}
 	}
 	return whole, split
+}
+
+// pairCover is intCoverBound on the grid u's two resources: the bound of the whole table on the
+// group's offerings, and the largest with coverSplits' splits (0, 0 when the group does not ask
+// both resources or its offerings cannot cover them).
+func (s *state) pairCover(g *boundGroup, demand vec, u coverGrid) (whole, split float64) {
+	if demand[u.dims[0]] <= 0 || demand[u.dims[1]] <= 0 {
+		return 0, 0
+	}
+	w := s.coverTable(g.offs, u)[u.n[0]*(u.n[1]+1)+u.n[1]]
+	if math.IsInf(w, 1) {
+		return 0, 0
+	}
+	split = w
+	for _, sp := range s.coverSplits(g, demand, u.dims) {
+		out := map[int]bool{}
+		for idx := range g.offs {
+			if !sp.offs[idx] {
+				out[idx] = true
+			}
+		}
+		split = max(split, splitCover(s.coverTable(sp.offs, u), s.coverTable(out, u), u, u.units(sp.forced), u.units(sp.forcedOut)))
+	}
+	return w, split
 }
 
 // coverGrid is intCoverBound's units: the resources dims, unit[k] of dims[k] per unit, n[k]
@@ -169,6 +206,9 @@ type coverGrid struct {
 	dims [2]int
 	unit [2]int64
 	n    [2]int
+	// devices is set when dims[0] is a device row's dimension (just past the resources): how many
+	// of the row's devices a node of each offering may hold (deviceCapacity; none when absent).
+	devices map[int]int64
 }
 
 // newCoverGrid cuts the demand of the two resources into at most coverUnits units each.
@@ -263,9 +303,13 @@ func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 // the most slices each layout of the GPU model offers — every Pareto-maximal pair of slice counts
 // a node's GPUs can take together — so that the table bounds nodes of any layout.
 func (s *state) nodeCovers(o *offering, u coverGrid) [][2]int {
+	alloc := o.alloc
+	if u.devices != nil {
+		alloc = append(alloc[:len(alloc):len(alloc)], u.devices[o.idx])
+	}
 	per := s.migSliceCounts(o, u.dims)
 	if per == nil {
-		return [][2]int{u.units(o.alloc)}
+		return [][2]int{u.units(alloc)}
 	}
 	// The node's GPUs together: the sums of one pair per GPU, Pareto-maximal ones kept.
 	node := [][2]int64{{}}
@@ -280,10 +324,9 @@ func (s *state) nodeCovers(o *offering, u coverGrid) [][2]int {
 	}
 	out := make([][2]int, 0, len(node))
 	for _, n := range node {
-		v := make(vec, len(o.alloc))
-		copy(v, o.alloc)
+		v := slices.Clone(alloc)
 		for k, r := range u.dims {
-			if r >= numFixedDims {
+			if s.perGPU(r) {
 				v[r] = n[k]
 			}
 		}
@@ -298,7 +341,7 @@ func (s *state) nodeCovers(o *offering, u coverGrid) [][2]int {
 // strategy), nvidia.com/gpu every slice (single strategy). nil for other offerings, or when
 // neither resource is per GPU.
 func (s *state) migSliceCounts(o *offering, dims [2]int) [][2]int64 {
-	if o.gpu.Sharing != api.MIG || o.it.GPU.Count == 0 || (dims[0] < numFixedDims && dims[1] < numFixedDims) {
+	if o.gpu.Sharing != api.MIG || o.it.GPU.Count == 0 || !s.perGPU(dims[0]) && !s.perGPU(dims[1]) {
 		return nil
 	}
 	tab, err := loadMIG()
@@ -314,7 +357,7 @@ func (s *state) migSliceCounts(o *offering, dims [2]int) [][2]int64 {
 	for _, l := range m.Layouts() {
 		var c [2]int64
 		for k, r := range dims {
-			if r < numFixedDims {
+			if !s.perGPU(r) {
 				continue
 			}
 			name := string(s.dims.names[r])
@@ -327,6 +370,12 @@ func (s *state) migSliceCounts(o *offering, dims [2]int) [][2]int64 {
 		pairs = append(pairs, c)
 	}
 	return paretoMax(pairs)
+}
+
+// perGPU reports whether dimension r is an extended resource, which a MIG GPU's layout may
+// decide: not CPU, memory or pods, nor intCoverBound's device row dimension past the resources.
+func (s *state) perGPU(r int) bool {
+	return r >= numFixedDims && r < len(s.dims.names)
 }
 
 // maxMIGNodeCaps bounds how many slice vectors migNodeCaps enumerates for a node; beyond it
@@ -588,7 +637,7 @@ func (s *state) coverSplits(g *boundGroup, demand vec, dims [2]int) []coverSplit
 	}
 	var out []coverSplit
 	for _, c := range cands {
-		sp := coverSplit{offs: map[int]bool{}, forced: make(vec, len(s.dims.names)), forcedOut: make(vec, len(s.dims.names))}
+		sp := coverSplit{offs: map[int]bool{}, forced: make(vec, len(demand)), forcedOut: make(vec, len(demand))}
 		for i, p := range g.parts {
 			side := sp.forced
 			switch {
@@ -801,31 +850,16 @@ func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool
 		}
 		b[i] = 1
 	}
-	devRows := g.devices
-	if len(devRows) > 1 {
-		devRows = append(devRows[:len(devRows):len(devRows)], s.nestedDeviceRows(g.devices)...)
-		// The claim groups together: all their devices are on the group's nodes.
-		if need := s.claimDeviceNeed(g.pods); need > 0 {
-			devRows = append(devRows, deviceRow{need: float64(need), offs: g.offs})
+	for _, row := range s.deviceRows(g) {
+		caps, ok := s.rowDevices(row)
+		if !ok {
+			continue
 		}
-	}
-	for _, row := range devRows {
 		coef := make([]float64, len(offs))
-		ok := true
 		for j, o := range offs {
-			if !row.offs[o.idx] {
-				continue
-			}
-			d, bounded := s.dra.deviceCapacity(o)
-			if !bounded {
-				ok = false
-				break
-			}
-			coef[j] = float64(d) / row.need
+			coef[j] = float64(caps[o.idx]) / row.need
 		}
-		if ok {
-			A, b = append(A, coef), append(b, 1)
-		}
+		A, b = append(A, coef), append(b, 1)
 	}
 	if k := s.distinctNodesNeeded(g); k > 1 {
 		row := make([]float64, len(offs))
@@ -836,6 +870,39 @@ func (s *state) lpSolution(g *boundGroup) (float64, []*offering, []float64, bool
 	}
 	v, x, ok := lpSolve(A, b, c)
 	return v, offs, x, ok
+}
+
+// deviceRows are the group's DRA rows of the LP: one per claim group and, for several, the
+// nested unions' (nestedDeviceRows) and one for all the claim groups together, whose devices are
+// all on the group's nodes.
+func (s *state) deviceRows(g *boundGroup) []deviceRow {
+	rows := g.devices
+	if len(rows) > 1 {
+		rows = append(rows[:len(rows):len(rows)], s.nestedDeviceRows(g.devices)...)
+		if need := s.claimDeviceNeed(g.pods); need > 0 {
+			rows = append(rows, deviceRow{need: float64(need), offs: g.offs})
+		}
+	}
+	return rows
+}
+
+// rowDevices is devices(o) of the row's offerings — how many devices claims can be allocated
+// exclusively on a node of o (deviceCapacity) — by offering index; false when that is
+// unbounded on one of them (consumable GPU memory: claims share devices), and the row says
+// nothing.
+func (s *state) rowDevices(row deviceRow) (map[int]int64, bool) {
+	caps := make(map[int]int64, len(row.offs))
+	for _, o := range s.offerings {
+		if !row.offs[o.idx] {
+			continue
+		}
+		d, bounded := s.dra.deviceCapacity(o)
+		if !bounded {
+			return nil, false
+		}
+		caps[o.idx] = int64(d)
+	}
+	return caps, true
 }
 
 // nestedDeviceRows adds Hall-type rows for unions of claim groups: the devices of the groups in
