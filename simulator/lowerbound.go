@@ -211,10 +211,15 @@ type coverGrid struct {
 	devices map[int]int64
 }
 
-// newCoverGrid cuts the demand of the two resources into at most coverUnits units each.
+// newCoverGrid cuts the demand of the two resources into at most coverUnits units each. A
+// resource not asked for has no units (and pairCover no bound for it).
 func newCoverGrid(dims [2]int, demand vec) coverGrid {
 	u := coverGrid{dims: dims}
 	for k, r := range dims {
+		if demand[r] <= 0 {
+			u.unit[k] = 1
+			continue
+		}
 		u.unit[k] = (demand[r] + coverUnits - 1) / coverUnits
 		u.n[k] = int(demand[r] / u.unit[k])
 	}
