@@ -62,16 +62,7 @@ func TestDRABoundNeverAboveOptimum(t *testing.T) {
 	}
 	bounds := func(pods []boundPod, pool policy.Pool) (plan *api.Plan, res, conf float64) {
 		pol := &policy.CostPolicy{APIVersion: api.GroupVersion, Kind: policy.Kind, Pools: []policy.Pool{pool}}
-		in := simulator.Input{Snapshot: draBoundSnapshot(pods), Catalog: cat, Policy: pol}
-		plan, err := simulator.Simulate(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, res, conf, err = simulator.RawLowerBounds(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return plan, res, conf
+		return planAndBounds(t, simulator.Input{Snapshot: draBoundSnapshot(pods), Catalog: cat, Policy: pol})
 	}
 	families := []string{"g4dn", "g5", "g6", "c7i"}
 	pool := policy.Pool{Name: "pool", InstanceFamilies: families}

@@ -305,76 +305,29 @@ func (s *state) coverTable(offs map[int]bool, u coverGrid) []float64 {
 // nodeCovers lists the units of u's two resources a node of the offering may cover, each
 // rounded up: its allocatable's, or under device-plugin MIG, where the plan's offering has one
 // layout per GPU chosen for the pending demand and another node of the type may have any other,
-// the most slices each layout of the GPU model offers — every Pareto-maximal pair of slice counts
-// a node's GPUs can take together — so that the table bounds nodes of any layout.
+// every Pareto-maximal choice of slice counts the node's GPUs can take together (migNodeCaps,
+// capped at the demand, which units caps at anyway), so that the table bounds nodes of any layout.
 func (s *state) nodeCovers(o *offering, u coverGrid) [][2]int {
 	alloc := o.alloc
 	if u.devices != nil {
 		alloc = append(alloc[:len(alloc):len(alloc)], u.devices[o.idx])
 	}
-	per := s.migSliceCounts(o, u.dims)
-	if per == nil {
+	dims := u.dims[:]
+	per, caps := s.migNodeCaps(o, dims, []int64{int64(u.n[0]) * u.unit[0], int64(u.n[1]) * u.unit[1]})
+	if caps == nil {
 		return [][2]int{u.units(alloc)}
 	}
-	// The node's GPUs together: the sums of one pair per GPU, Pareto-maximal ones kept.
-	node := [][2]int64{{}}
-	for range o.it.GPU.Count {
-		var next [][2]int64
-		for _, a := range node {
-			for _, b := range per {
-				next = append(next, [2]int64{a[0] + b[0], a[1] + b[1]})
-			}
-		}
-		node = paretoMax(next)
-	}
-	out := make([][2]int, 0, len(node))
-	for _, n := range node {
+	out := make([][2]int, 0, len(caps))
+	for _, c := range caps {
 		v := slices.Clone(alloc)
-		for k, r := range u.dims {
-			if s.perGPU(r) {
-				v[r] = n[k]
+		for k, r := range dims {
+			if per[k] {
+				v[r] = c[k]
 			}
 		}
 		out = append(out, u.units(v))
 	}
 	return out
-}
-
-// migSliceCounts is, for a device-plugin MIG offering, the Pareto-maximal pairs of what one GPU
-// may advertise of the resources dims over every layout of its model (for CPU, memory and pods,
-// 0: they are not per GPU): nvidia.com/mig-<profile> counts that profile's slices (mixed
-// strategy), nvidia.com/gpu every slice (single strategy). nil for other offerings, or when
-// neither resource is per GPU.
-func (s *state) migSliceCounts(o *offering, dims [2]int) [][2]int64 {
-	if o.gpu.Sharing != api.MIG || o.it.GPU.Count == 0 || !s.perGPU(dims[0]) && !s.perGPU(dims[1]) {
-		return nil
-	}
-	tab, err := loadMIG()
-	if err != nil {
-		return nil
-	}
-	m, ok := tab.Model(o.it.GPU.Model)
-	if !ok {
-		return nil
-	}
-	single := o.gpu.MIGStrategy == "single"
-	var pairs [][2]int64
-	for _, l := range m.Layouts() {
-		var c [2]int64
-		for k, r := range dims {
-			if !s.perGPU(r) {
-				continue
-			}
-			name := string(s.dims.names[r])
-			for _, p := range l.Profiles {
-				if single && name == string(api.ResourceGPU) || !single && name == mig.ResourceName(p) {
-					c[k]++
-				}
-			}
-		}
-		pairs = append(pairs, c)
-	}
-	return paretoMax(pairs)
 }
 
 // perGPU reports whether dimension r is an extended resource, which a MIG GPU's layout may
@@ -413,7 +366,7 @@ func (s *state) migNodeCaps(o *offering, dims []int, most []int64) (per []bool, 
 	per = make([]bool, len(dims))
 	anyPer := false
 	for k, r := range dims {
-		if r < numFixedDims {
+		if !s.perGPU(r) {
 			continue
 		}
 		name := string(s.dims.names[r])
@@ -540,24 +493,6 @@ func paretoMaxN(vs [][]int64) [][]int64 {
 		}
 		if !dominated {
 			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// paretoMax keeps the pairs no other pair is at least as large as in both components (one of
-// equal ones).
-func paretoMax(ps [][2]int64) [][2]int64 {
-	sort.Slice(ps, func(i, j int) bool {
-		if ps[i][0] != ps[j][0] {
-			return ps[i][0] > ps[j][0]
-		}
-		return ps[i][1] > ps[j][1]
-	})
-	var out [][2]int64
-	for _, p := range ps {
-		if len(out) == 0 || p[1] > out[len(out)-1][1] {
-			out = append(out, p)
 		}
 	}
 	return out

@@ -128,16 +128,7 @@ func TestMIGBoundNeverAboveOptimum(t *testing.T) {
 			snap.Pods = append(snap.Pods, simtest.Pod(fmt.Sprintf("p%d", i)).CPU(fmt.Sprintf("%dm", p.cpu)).Mem(fmt.Sprint(p.mem)).
 				Req(mig.ResourceName(migProfiles[p.profile]), fmt.Sprint(p.slices)).Obj())
 		}
-		in := simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol}
-		plan, err := simulator.Simulate(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, res, conf, err = simulator.RawLowerBounds(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return plan, res, conf
+		return planAndBounds(t, simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
 	}
 	maxSlices := []int{14, 8, 6}
 	r := rand.New(rand.NewPCG(3, 17))
@@ -182,4 +173,18 @@ func TestMIGBoundNeverAboveOptimum(t *testing.T) {
 		t.Errorf("three pods of six 3g.20gb slices: resource bound $%.4f, configuration LP $%.4f, plan's bound $%.4f, plan $%.4f; want the optimum $%.4f (two nodes)",
 			res, conf, plan.LowerBoundPerHour, plan.CostPerHour, opt)
 	}
+}
+
+// planAndBounds plans the input and returns the plan with the input's raw resource and
+// configuration bounds.
+func planAndBounds(t *testing.T, in simulator.Input) (plan *api.Plan, res, conf float64) {
+	t.Helper()
+	plan, err := simulator.Simulate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, res, conf, err = simulator.RawLowerBounds(in); err != nil {
+		t.Fatal(err)
+	}
+	return plan, res, conf
 }
