@@ -149,7 +149,9 @@ func newEnv(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config,
 // newEnvSetup is newEnv with setup adding to the options of the controller.
 func newEnvSetup(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Config, tweak func(*sim.Config), setup func(*provisioner.Options)) *env {
 	t.Helper()
-	kube := kubernetes.NewForConfigOrDie(provisioner.ProtobufConfig(cp.RESTConfig()))
+	kubeCfg := provisioner.ProtobufConfig(cp.RESTConfig())
+	kubeCfg.UserAgent = "tiler-controller"
+	kube := kubernetes.NewForConfigOrDie(kubeCfg)
 	dyn := installCRDs(t, cp)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.Namespace}}
@@ -182,6 +184,7 @@ func (e *env) start() {
 	// another for 14 s in a 1,000-pod burst.
 	kubeletCfg := provisioner.ProtobufConfig(e.cp.RESTConfig())
 	kubeletCfg.QPS = -1
+	kubeletCfg.UserAgent = "sim-kubelets"
 	cloud, err := sim.New(e.simCfg, kubernetes.NewForConfigOrDie(kubeletCfg), clock.RealClock{})
 	if err != nil {
 		e.t.Fatal(err)

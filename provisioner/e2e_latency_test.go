@@ -1,16 +1,24 @@
 package provisioner_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -114,11 +122,16 @@ type latencyRun struct {
 	// first and the last pod unschedulable, the batches that launched, the last cloud create
 	// call, and when half the pods were bound.
 	timeline string
+	// cpu is the CPU time each process used from the first pod's creation to all bound.
+	cpu string
 }
 
 func (r latencyRun) String() string {
 	s := fmt.Sprintf("%d pods: first cloud create %+.2fs, all bound %.2fs after the last pod existed; %d nodes bought in %d batches (one plan of all the pods: %d), %d for pods already planned; %s",
 		r.pods, r.toFirstLaunch.Seconds(), r.toAllBound.Seconds(), r.launches, r.batches, r.onePlan, r.boughtTwice, r.timeline)
+	if r.cpu != "" {
+		s += "; " + r.cpu
+	}
 	if r.floor > 0 {
 		s += fmt.Sprintf("; scheduler floor: the same pods onto the bought nodes bound %.2fs after the last existed (%d nodes bought meanwhile)", r.floor.Seconds(), r.floorLaunches)
 	}
@@ -183,7 +196,11 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 	pods := latencyPods(prefix, n)
 	onePlan := planAll(tb, e, pods)
 
+	cpuBefore, reqBefore := burstCPU(tb, cp), apiRequests(tb, cp)
+	stopProfiles := profileBurst(tb, cp, prefix)
 	allExist, allBound, tl := createAndWaitBound(tb, cp, e.kube, pods, prefix)
+	stopProfiles()
+	cpu := burstCPU(tb, cp).since(cpuBefore, allBound.Sub(allExist)) + "; " + requestsSince(apiRequests(tb, cp), reqBefore)
 	events, err := sim.ReadEvents(e.cloud.EventLogPath())
 	if err != nil {
 		tb.Fatal(err)
@@ -207,6 +224,7 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 	}
 	r := latencyRun{pods: n, toFirstLaunch: first.Sub(allExist), toAllBound: allBound.Sub(allExist), launches: launches, onePlan: onePlan}
 	r.timeline = tl.summary(allExist, last, e.batches.since(0))
+	r.cpu = cpu
 	r.boughtTwice, r.batches = e.boughtTwice()
 	if floor {
 		r.floor, r.floorLaunches = schedulerFloor(tb, e, cp, n, prefix)
@@ -215,6 +233,133 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 		e.explainPurchases()
 	}
 	return r
+}
+
+// profileBurst, when TILER_LATENCY_PROFILES names a directory, records CPU profiles of the test
+// process (the controller and the simulated cloud) and of kube-apiserver over the burst, as
+// <prefix>-test.pprof and <prefix>-kube-apiserver.pprof there: where the CPU time burstCPU
+// counts goes. The returned function ends the test process's profile; kube-apiserver's covers a
+// fixed 15 s from the start.
+func profileBurst(tb testing.TB, cp *controlplane.ControlPlane, prefix string) func() {
+	tb.Helper()
+	dir := os.Getenv("TILER_LATENCY_PROFILES")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, prefix+"-test.pprof"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		raw, err := kubernetes.NewForConfigOrDie(cp.RESTConfig()).CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", "15").Timeout(time.Minute).DoRaw(context.Background())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, prefix+"-kube-apiserver.pprof"), raw, 0o644)
+		}
+		if err != nil {
+			tb.Errorf("kube-apiserver's CPU profile: %v", err)
+		}
+	})
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		wg.Wait()
+	}
+}
+
+// apiRequests reads kube-apiserver's apiserver_request_total, summed by verb, resource and
+// subresource ("PATCH pods/status").
+func apiRequests(tb testing.TB, cp *controlplane.ControlPlane) map[string]float64 {
+	tb.Helper()
+	raw, err := kubernetes.NewForConfigOrDie(cp.RESTConfig()).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		tb.Fatalf("kube-apiserver's metrics: %v", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatalf("kube-apiserver's metrics: %v", err)
+	}
+	out := map[string]float64{}
+	fam := families["apiserver_request_total"]
+	if fam == nil {
+		return out
+	}
+	for _, m := range fam.GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// requestsSince describes the API requests served between before and after, most frequent first.
+func requestsSince(after, before map[string]float64) string {
+	type kv struct {
+		k string
+		n float64
+	}
+	var all []kv
+	total := 0.0
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			all = append(all, kv{k, d})
+			total += d
+		}
+	}
+	slices.SortFunc(all, func(a, b kv) int { return cmp.Compare(b.n, a.n) })
+	var parts []string
+	for _, e := range all[:min(len(all), 14)] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", e.k, e.n))
+	}
+	return fmt.Sprintf("API requests %.0f: %s", total, strings.Join(parts, ", "))
+}
+
+// cpuSample is the CPU time used so far by each control-plane component and by the test process
+// (the controller, the simulated cloud and its kubelets, the pods' creator and watch), at a time.
+type cpuSample struct {
+	at    time.Time
+	times map[string]time.Duration
+}
+
+func burstCPU(tb testing.TB, cp *controlplane.ControlPlane) cpuSample {
+	tb.Helper()
+	times, err := cp.CPUTimes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	self, err := controlplane.ProcessCPUTime(os.Getpid())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	times["test process"] = self
+	return cpuSample{at: time.Now(), times: times}
+}
+
+// since describes the CPU each process used between before and s, and its sum against the
+// machine's cores over that wall time and over the run's (create to all bound).
+func (s cpuSample) since(before cpuSample, run time.Duration) string {
+	names := slices.Sorted(maps.Keys(s.times))
+	var parts []string
+	var total time.Duration
+	for _, n := range names {
+		d := s.times[n] - before.times[n]
+		total += d
+		parts = append(parts, fmt.Sprintf("%s %.1fs", n, d.Seconds()))
+	}
+	wall := s.at.Sub(before.at)
+	return fmt.Sprintf("CPU from the first create to all bound (%.1fs wall, %d cores): %s; total %.1fs = %.0f%% of the cores (run %.1fs)",
+		wall.Seconds(), runtime.NumCPU(), strings.Join(parts, ", "), total.Seconds(), 100*total.Seconds()/wall.Seconds()/float64(runtime.NumCPU()), run.Seconds())
 }
 
 // schedulerFloor measures what kube-scheduler and the API server alone need for the run's pods:
@@ -284,7 +429,9 @@ func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kuber
 	times = watchPodTimes(tb, watchCtx, kube, prefix)
 	// The pods are created with a client of their own (as a ReplicaSet controller would), not
 	// with the controller's, whose rate limit they would otherwise use up.
-	creator := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	creatorCfg := provisioner.ProtobufConfig(cp.RESTConfig())
+	creatorCfg.UserAgent = "pod-creator"
+	creator := kubernetes.NewForConfigOrDie(creatorCfg)
 	work := make(chan *corev1.Pod)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -531,7 +678,7 @@ func TestE2ELatency(t *testing.T) {
 // plan, and the scheduler's floor (schedulerFloor: the same pods bound onto the bought nodes with
 // nothing left to buy); `-benchtime Nx -count K` with benchstat gives their distribution.
 func BenchmarkE2ELatency(b *testing.B) {
-	cp := cptest.Start(b, latencyControlPlane)
+	cp := cptest.Start(b, withAudit(b, latencyControlPlane))
 	warmQuotaAdmission(b, cp)
 	for _, n := range []int{50, 1000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
@@ -558,6 +705,22 @@ func BenchmarkE2ELatency(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// withAudit, when TILER_LATENCY_AUDIT names a file, has kube-apiserver write an audit log of
+// every request's metadata there (verb, resource, user agent: which client made the burst's
+// requests).
+func withAudit(tb testing.TB, opts controlplane.Options) controlplane.Options {
+	path := os.Getenv("TILER_LATENCY_AUDIT")
+	if path == "" {
+		return opts
+	}
+	policy := filepath.Join(tb.TempDir(), "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	opts.APIServerArgs = append(slices.Clone(opts.APIServerArgs), "--audit-policy-file="+policy, "--audit-log-path="+path, "--audit-log-maxsize=0")
+	return opts
 }
 
 // warmQuotaAdmission creates and deletes a launch record in a namespace of its own, which no
