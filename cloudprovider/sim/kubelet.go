@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,9 +11,12 @@ import (
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -158,18 +162,22 @@ func (p *Provider) ensureNode(ctx context.Context, r *record, it *catalog.Instan
 		return node, nil
 	}
 	nodes := p.kube.CoreV1().Nodes()
-	node, err := nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
-	if err == nil {
-		return node, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("getting node: %w", err)
+	if p.watch.Load() == nil {
+		// Without a watch cache, ask first. With one, a Node the cache lacks is registered at
+		// once, as the kubelet does (POST, and a GET only when it exists already).
+		node, err := nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
+		if err == nil {
+			return node, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("getting node: %w", err)
+		}
 	}
 	// The kubelet registers the Node with its status; this one registers Ready, since the step
 	// that registers it would post Ready at once anyway (one write fewer per node).
 	fresh := buildNode(r, p.cfg.Catalog, it)
 	fresh.Status.Conditions = readyConditions(p.clk.Now())
-	node, err = nodes.Create(ctx, fresh, metav1.CreateOptions{})
+	node, err := nodes.Create(ctx, fresh, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		node, err = nodes.Get(ctx, r.NodeName, metav1.GetOptions{})
 	}
@@ -270,10 +278,14 @@ func (p *Provider) ensureDevices(ctx context.Context, r *record, it *catalog.Ins
 	return node, nil
 }
 
-// mutateNode reads the Node, applies fn and, when fn reports a change, writes it back through the
-// status subresource (status) or the main resource, retrying on conflicts with the node lifecycle
-// controller and the admission plugins. The first read is a copy of the watch cache's Node when
-// Run keeps one (a stale copy conflicts), the retries read the API server.
+// mutateNode reads the Node, applies fn and, when fn reports a change, writes the change as a
+// strategic merge patch through the status subresource (status) or the main resource, as the
+// kubelet patches its Node: a patch of the fields fn changed, computed from the copy it read,
+// does not conflict with the node lifecycle controller's and the admission plugins' writes to
+// other fields (an update of the whole Node did, and each conflict cost a GET and a retry). A
+// change to the taints, which a patch replaces as a whole list, carries the copy's
+// resourceVersion, so that it conflicts with a concurrent change to them and is retried from the
+// API server's Node. The first read is a copy of the watch cache's Node when Run keeps one.
 func (p *Provider) mutateNode(ctx context.Context, name string, status bool, fn func(*corev1.Node) bool) (*corev1.Node, error) {
 	nodes := p.kube.CoreV1().Nodes()
 	var out *corev1.Node
@@ -289,19 +301,54 @@ func (p *Provider) mutateNode(ctx context.Context, name string, status bool, fn 
 			}
 		}
 		first = false
+		before := node.DeepCopy()
 		if !fn(node) {
 			out = node
 			return nil
 		}
-		var err error
-		if status {
-			out, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		} else {
-			out, err = nodes.Update(ctx, node, metav1.UpdateOptions{})
+		patch, err := nodePatch(before, node)
+		if err != nil {
+			return err
 		}
+		var sub []string
+		if status {
+			sub = []string{"status"}
+		}
+		out, err = nodes.Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, sub...)
 		return err
 	})
 	return out, err
+}
+
+// nodePatch is the strategic merge patch from before to after, with before's resourceVersion as
+// a precondition when the taints changed.
+func nodePatch(before, after *corev1.Node) ([]byte, error) {
+	old, err := json.Marshal(before)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := json.Marshal(after)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(old, changed, corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("node patch: %w", err)
+	}
+	if equality.Semantic.DeepEqual(before.Spec.Taints, after.Spec.Taints) {
+		return patch, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(patch, &m); err != nil {
+		return nil, err
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["resourceVersion"] = before.ResourceVersion
+	m["metadata"] = meta
+	return json.Marshal(m)
 }
 
 // markRunning records that the instances' Nodes turned Ready, in one write of the state file.
@@ -327,6 +374,12 @@ func (p *Provider) markRunning(ids []string) error {
 // every quarter of its 40-second lease duration.
 const LeaseRenewInterval = 10 * time.Second
 
+// renewal is a node Lease this process wrote, and when.
+type renewal struct {
+	at    time.Time
+	lease *coordinationv1.Lease
+}
+
 // leaseDurationSeconds is the kubelet's default node lease duration.
 const leaseDurationSeconds = 40
 
@@ -337,7 +390,7 @@ func (p *Provider) renewLease(ctx context.Context, node *corev1.Node, now time.T
 	p.mu.Lock()
 	last, ok := p.renewed[node.Name]
 	p.mu.Unlock()
-	if ok && now.Sub(last) < LeaseRenewInterval {
+	if ok && now.Sub(last.at) < LeaseRenewInterval {
 		return nil
 	}
 	leases := p.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease)
@@ -348,28 +401,38 @@ func (p *Provider) renewLease(ctx context.Context, node *corev1.Node, now time.T
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: new(node.Name),
 			LeaseDurationSeconds: new(int32(leaseDurationSeconds)), RenewTime: &renew},
 	}
-	var err error
-	if !ok {
+	var (
+		out *coordinationv1.Lease
+		err error
+	)
+	switch {
+	case !ok:
 		// This process has not renewed it yet: a new Node's Lease does not exist, so it is
 		// created without a GET first; one that exists (a restarted process) is renewed below.
-		_, err = leases.Create(ctx, fresh, metav1.CreateOptions{})
+		out, err = leases.Create(ctx, fresh, metav1.CreateOptions{})
+	default:
+		// The Lease this process wrote last, renewed without a GET; a conflict (another writer)
+		// falls back to reading it.
+		lease := last.lease.DeepCopy()
+		lease.Spec.RenewTime = &renew
+		out, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 	}
-	if ok || apierrors.IsAlreadyExists(err) {
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		var lease *coordinationv1.Lease
 		lease, err = leases.Get(ctx, node.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			_, err = leases.Create(ctx, fresh, metav1.CreateOptions{})
+			out, err = leases.Create(ctx, fresh, metav1.CreateOptions{})
 		case err == nil:
 			lease.Spec.RenewTime = &renew
-			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+			out, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("renewing the node lease: %w", err)
 	}
 	p.mu.Lock()
-	p.renewed[node.Name] = now
+	p.renewed[node.Name] = renewal{at: now, lease: out}
 	p.mu.Unlock()
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -35,8 +34,9 @@ type Provider struct {
 	faults Faults
 	// trouble is the last trouble window (InjectTrouble), nil before the first.
 	trouble *troubleState
-	// renewed is when Step last renewed each node's Lease, in clock time.
-	renewed map[string]time.Time
+	// renewed is when Step last renewed each node's Lease, in clock time, and the Lease it
+	// wrote (the next renewal updates it without a GET, as the kubelet's lease controller does).
+	renewed map[string]renewal
 
 	// opMu serialises Step and terminations, so that a Step that read an instance before Delete
 	// removed it never registers its Node again.
@@ -67,7 +67,7 @@ func New(cfg Config, kube kubernetes.Interface, clk clock.Clock) (*Provider, err
 		cfg: cfg, kube: kube, clk: clk, log: cfg.Logger.Named("sim-cloud"),
 		store:   &store{path: cfg.StatePath, eventLogPath: cfg.EventLogPath},
 		faults:  cfg.Faults,
-		renewed: map[string]time.Time{},
+		renewed: map[string]renewal{},
 	}
 	if err := p.store.view(func(*state) {}); err != nil {
 		return nil, fmt.Errorf("opening the sim cloud: %w", err)
