@@ -360,15 +360,18 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 // before the tolerations of its planned pods are written (a fast boot, a thousand pods to patch)
 // must not be released to other pods, which would take the planned pods' room and have them
 // bought for again. The reservation TTL still bounds the wait for a pod that never comes.
+//
+// It reads the launch records only when a reserved node has no tolerating pod waiting: during a
+// burst of binds the release loop runs back to back, and most nodes' pods tolerate them already.
 func (w *reservationWatch) holdForPlanned(ctx context.Context, nodes []*corev1.Node, waiting map[string]bool) {
-	reserved := false
+	unheld := false
 	for _, n := range nodes {
-		if _, ok := reservationValue(n); ok {
-			reserved = true
+		if v, ok := reservationValue(n); ok && !waiting[v] {
+			unheld = true
 			break
 		}
 	}
-	if !reserved {
+	if !unheld {
 		return
 	}
 	recs, err := w.records(ctx)
@@ -479,14 +482,22 @@ func (w *reservationWatch) setTaint(ctx context.Context, name, value string) err
 }
 
 // mutateReservation applies fn to the node's reservation taint (false: remove it) and updates the
-// node when that changed it.
+// node when that changed it. The first try starts from the informer's copy of the Node (no GET:
+// a copy that is stale fails with a conflict), the retries from the API server's.
 func (w *reservationWatch) mutateReservation(ctx context.Context, name string, fn func(*corev1.Taint) bool) error {
 	nodes := w.kube.CoreV1().Nodes()
+	first := true
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+		var n *corev1.Node
+		if o, ok, _ := w.nodes.GetStore().GetByKey(name); ok && first {
+			n = o.(*corev1.Node).DeepCopy()
+		} else {
+			var err error
+			if n, err = nodes.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
 		}
+		first = false
 		kept := make([]corev1.Taint, 0, len(n.Spec.Taints))
 		changed := false
 		for _, t := range n.Spec.Taints {
@@ -504,7 +515,7 @@ func (w *reservationWatch) mutateReservation(ctx context.Context, name string, f
 			return nil
 		}
 		n.Spec.Taints = kept
-		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+		_, err := nodes.Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
