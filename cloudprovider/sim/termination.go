@@ -120,9 +120,12 @@ func (s *Interruptions) Poll(ctx context.Context) ([]cloudprovider.Interruption,
 			n.VisibleAt = &hidden
 			out = append(out, n.Interruption)
 		}
+		if len(out) == 0 {
+			return errView // nothing hidden: no write (a poll every few seconds rewrote and synced the state file)
+		}
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errView) {
 		return nil, fmt.Errorf("polling interruptions: %w", err)
 	}
 	return out, nil

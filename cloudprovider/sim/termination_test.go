@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,38 @@ func TestRecommendRebalance(t *testing.T) {
 	e.step(2 * DefaultInterruptionGrace)
 	if e.node("spot-node") == nil {
 		t.Fatal("the spot node was reclaimed after a mere rebalance recommendation")
+	}
+}
+
+// TestPollWithoutNoticesWritesNothing: a poll that hides no notice leaves the state file as it
+// is (the controller polls every few seconds; each poll rewrote and synced the whole inventory).
+func TestPollWithoutNoticesWritesNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	a := e.create(gpuRequest("a", "node-a"))
+	e.step(testBootDelay + testDeviceDelay)
+	before, err := os.Stat(e.cfg.StatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.p.Interruptions().Poll(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Poll = %+v, %v; want nothing", got, err)
+	}
+	after, err := os.Stat(e.cfg.StatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("a poll with no notice rewrote the state file")
+	}
+	// A notice is still hidden in the file, so that a restarted process does not repeat it early.
+	if err := e.p.RecommendRebalance(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.p.Interruptions().Poll(ctx); err != nil || len(got) != 1 {
+		t.Fatalf("Poll = %+v, %v; want the notice", got, err)
+	}
+	if got, err := e.restart().Interruptions().Poll(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Poll after a restart within the visibility timeout = %+v, %v; want nothing", got, err)
 	}
 }
