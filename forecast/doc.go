@@ -65,9 +65,10 @@
 // remove); as rivals, the stacks and profiles of the other cycles — a week of history already
 // allows a forecast from the same time last week, though two are needed to confirm a weekly
 // cycle, and the weekday/weekend stack and profile, whose profile is the median of the same time
-// of day on the last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in
-// Options.Location: the forecast's timeZone, UTC by default), know the weekend from its first
-// one; Holt's damped trend; and the three baselines — the value a day before the target
+// of day on every day of the target's kind (Saturday and Sunday, or Monday to Friday, in
+// Options.Location: the forecast's timeZone, UTC by default) in as many weeks as the weekly
+// profile takes, know the weekend from its first one and average the noise of five weekdays a
+// week; Holt's damped trend; and the three baselines — the value a day before the target
 // (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
 // weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
 // profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth
