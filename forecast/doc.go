@@ -74,11 +74,14 @@
 // profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth
 // forecasting from.
 //
-// Every hour (a mix point) each expert's forecasts for the targets of the last week are scored
-// as they were made — from their own origins, a stack with the weights of the refit before —
-// against the expert with the most of them (the reference), on the targets both forecast:
-// rᵢ = (Σ|y−fᵢ| + P)/(Σ|y−f_ref| + P), P being a day's worth of the reference's error, so an
-// expert that joins late and is lucky on its first day does not take over. The mix weighs the
+// Every hour (a mix point) each expert's forecasts for the targets of the last four weeks are
+// scored as they were made — from their own origins, a stack with the weights of the refit
+// before — against the expert with the most of them in the last week (the reference), on the
+// targets both forecast: rᵢ = (Σ|y−fᵢ| + Σ₄|y−fᵢ| + P)/(Σ|y−f_ref| + Σ₄|y−f_ref| + P), Σ over
+// the last week and Σ₄ over the last four, so the last week counts twice: a week alone is too
+// small a sample to tell equally good experts apart, and the mix paid for following a new
+// leader every week. P is a day's worth of the reference's error, so an expert that joins late
+// and is lucky on its first day does not take over. The mix weighs the
 // experts by (min r/rᵢ)⁸: one 10 % worse than the best keeps half the weight, 25 % worse a sixth.
 // Weighing rather than picking keeps a rival in play while the evidence is a few days old.
 //
