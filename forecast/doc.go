@@ -65,19 +65,23 @@
 // remove); as rivals, the stacks and profiles of the other cycles — a week of history already
 // allows a forecast from the same time last week, though two are needed to confirm a weekly
 // cycle, and the weekday/weekend stack and profile, whose profile is the median of the same time
-// of day on the last six days of the target's kind (Saturday and Sunday, or Monday to Friday, in
-// Options.Location: the forecast's timeZone, UTC by default), know the weekend from its first
-// one; Holt's damped trend; and the three baselines — the value a day before the target
+// of day on every day of the target's kind (Saturday and Sunday, or Monday to Friday, in
+// Options.Location: the forecast's timeZone, UTC by default) in as many weeks as the weekly
+// profile takes, know the weekend from its first one and average the noise of five weekdays a
+// week; Holt's damped trend; and the three baselines — the value a day before the target
 // (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
 // weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
 // profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth
 // forecasting from.
 //
-// Every hour (a mix point) each expert's forecasts for the targets of the last week are scored
-// as they were made — from their own origins, a stack with the weights of the refit before —
-// against the expert with the most of them (the reference), on the targets both forecast:
-// rᵢ = (Σ|y−fᵢ| + P)/(Σ|y−f_ref| + P), P being a day's worth of the reference's error, so an
-// expert that joins late and is lucky on its first day does not take over. The mix weighs the
+// Every hour (a mix point) each expert's forecasts for the targets of the last four weeks are
+// scored as they were made — from their own origins, a stack with the weights of the refit
+// before — against the expert with the most of them in the last week (the reference), on the
+// targets both forecast: rᵢ = (Σ|y−fᵢ| + Σ₄|y−fᵢ| + P)/(Σ|y−f_ref| + Σ₄|y−f_ref| + P), Σ over
+// the last week and Σ₄ over the last four, so the last week counts twice: a week alone is too
+// small a sample to tell equally good experts apart, and the mix paid for following a new
+// leader every week. P is a day's worth of the reference's error, so an expert that joins late
+// and is lucky on its first day does not take over. The mix weighs the
 // experts by (min r/rᵢ)⁸: one 10 % worse than the best keeps half the weight, 25 % worse a sixth.
 // Weighing rather than picking keeps a rival in play while the evidence is a few days old.
 //

@@ -57,22 +57,18 @@ var generalisationMisses = map[string]struct {
 	// A level change to 3–8× (or 5–30 %) in the scored weeks: every expert misses the day of the
 	// change; once the load has been off every forecast for twelve hours the forecast follows it
 	// (same time yesterday: forecast/break.go), twelve hours after same time yesterday does.
-	"tune/synth/migration-2.csv": {1.010, "a 5× level change: the forecast follows it twelve hours after same time yesterday"},
-	// The price of following level breaks: an outage of more than twelve hours is taken for a
-	// break, and same time yesterday repeats its last hours a day later.
-	"tune/synth/outage-1.csv": {1.039, "a day-long outage taken for a level break: its last hours are repeated a day later"},
+	"tune/synth/migration-2.csv": {1.011, "a 5× level change: the forecast follows it twelve hours after same time yesterday"},
 	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
 	// week with one week of history.
-	"eval/nab/ec2_cpu_utilization_825cc2.csv":           {1.588, "a one-day anomaly in the first week: the mix trails for days after it and falls back to a weekly baseline, which repeats it a week later"},
-	"eval/nab/grok_asg_anomaly.csv":                     {1.211, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
-	"eval/nab/rds_cpu_utilization_cc0c53.csv":           {1.213, "the load jumps for good on day 10 of 14: the forecast follows twelve hours after same time yesterday"},
-	"eval/nab/cpu_utilization_asg_misconfiguration.csv": {1.014, "an autoscaling group's CPU whose level moves as the group resizes: same time yesterday follows each move a day before the mix (within the noise: interval 0.97–1.14)"},
-	"eval/synth/drift-101.csv":                          {1.008, "no cycle: a wandering level where the mix and same time yesterday tie"},
+	"eval/nab/ec2_cpu_utilization_825cc2.csv": {1.578, "a one-day anomaly in the first week: the mix trails for days after it and falls back to a weekly baseline, which repeats it a week later"},
+	"eval/nab/grok_asg_anomaly.csv":           {1.207, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
+	"eval/nab/rds_cpu_utilization_cc0c53.csv": {1.213, "the load jumps for good on day 10 of 14: the forecast follows twelve hours after same time yesterday"},
+	"eval/nab/ec2_cpu_utilization_fe7f93.csv": {1.010, "spikes at random hours, no cycle to forecast: a WAPE of 81 % against the four-week mean's 80 %, a tie within the noise (interval 0.92–1.49)"},
 }
 
 // generalisationMedians are the medians reached over each set, asserted with 1 % of slack: both
 // miss targetMedian (see the README's forecaster section for why).
-var generalisationMedians = map[string]float64{"tune": 0.892, "eval": 0.919}
+var generalisationMedians = map[string]float64{"tune": 0.881, "eval": 0.901}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
