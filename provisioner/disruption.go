@@ -598,7 +598,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		if ok {
 			n = idx.forRecord(rec)
 		}
-		switch ready := n != nil && snapshot.IsNodeReady(n) && (devicesPublished(n, rec) || slicedNodes(s.ResourceSlices)[n.Name]); {
+		switch ready := n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, slicedNodes(s.ResourceSlices)[n.Name]); {
 		case ready:
 			log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
 		case near:

@@ -81,7 +81,7 @@ func phaseOf(n *corev1.Node, r LaunchRecord, sliced bool) nodePhase {
 		return phaseLaunched
 	case !snapshot.IsNodeReady(n) || hasStartupTaint(n):
 		return phaseRegistered
-	case !devicesPublished(n, r) && !sliced:
+	case !devicesShown(n, r, sliced):
 		return phaseReady
 	}
 	return phaseUsable

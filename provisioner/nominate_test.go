@@ -131,7 +131,14 @@ func TestPhaseOf(t *testing.T) {
 		{"Ready, still tainted not-ready", readyNode(corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}), gpu, false, phaseRegistered},
 		{"Ready, GPUs not advertised yet", noGPUs, gpu, false, phaseReady},
 		{"Ready with its GPUs", readyNode(), gpu, false, phaseUsable},
-		{"Ready, GPUs only in DRA ResourceSlices", noGPUs, gpu, true, phaseUsable},
+		{"Ready, GPUs in DRA ResourceSlices, its pool's consumable memory publishes them there alone", noGPUs,
+			LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.Exclusive, ConsumableMemory: true}}, true, phaseUsable},
+		{"Ready, GPUs in DRA ResourceSlices, under dynamic MIG", noGPUs, LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.DynamicMIG}}, true, phaseUsable},
+		{"Ready, dynamic MIG slices not published yet", readyNode(), LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.DynamicMIG}}, false, phaseReady},
+		// The DRA driver published before the device plugin did: the plan counted device-plugin
+		// GPUs, which the node does not show yet.
+		{"Ready, GPUs in DRA ResourceSlices only, device plugin still to come", noGPUs, gpu, true, phaseReady},
+		{"Ready, time-sliced GPUs in DRA ResourceSlices only", noGPUs, LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.TimeSlicing, Replicas: 6}}, true, phaseReady},
 		{"Ready CPU node", noGPUs, LaunchRecord{}, false, phaseUsable},
 	}
 	for _, tc := range cases {

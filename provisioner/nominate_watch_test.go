@@ -233,10 +233,12 @@ func (e *nominationEnv) waitPhaseSeen(node string, phase nodePhase) {
 	})
 }
 
-// TestNominationsDRAOnlyNode: a Ready node whose GPUs only the DRA driver publishes becomes usable
-// with its ResourceSlices, not with extended resources it never advertises.
+// TestNominationsDRAOnlyNode: a Ready node whose GPUs only the DRA driver publishes (its pool's
+// consumable memory) becomes usable with its ResourceSlices, not with extended resources it never
+// advertises.
 func TestNominationsDRAOnlyNode(t *testing.T) {
-	e := newNominationEnv(t, []LaunchRecord{{LaunchID: "n1", NodeName: "n1", InstanceID: "i-1", GPUs: 2, Pods: []string{"ns/p"}}}, "p")
+	e := newNominationEnv(t, []LaunchRecord{{LaunchID: "n1", NodeName: "n1", InstanceID: "i-1", GPUs: 2, Pods: []string{"ns/p"},
+		GPU: &api.GPUConfig{Sharing: api.Exclusive, ConsumableMemory: true}}}, "p")
 	e.waitPod("p", "nominated for n1", nominatedByTilerFor("n1"))
 	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
