@@ -158,7 +158,7 @@ func (e *env) boughtTwice() (twice, batches int) {
 			again := false
 			for _, p := range r.Pods {
 				if planned[p] && twice < 10 {
-					e.t.Logf("batch %s launches %s for %s, planned before; the batch's records list it on %q; bound to %q", b.res.Decision.Batch, r.NodeName, p, inRecords[p], boundTo(b, p))
+					e.t.Logf("batch %s launches %s for %s, planned before; the batch's records list it on %q (%s); bound to %q", b.res.Decision.Batch, r.NodeName, p, inRecords[p], nodeState(b, inRecords[p]), boundTo(b, p))
 				}
 				again = again || planned[p]
 				now = append(now, p)
@@ -758,6 +758,38 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// nodeState describes, as the batch saw it, the node named name (or the node registered for the
+// launch record of that name): Ready, taints, GPU allocatable and the pods bound there.
+func nodeState(b batch, name string) string {
+	var n *corev1.Node
+	for _, r := range b.state.Records {
+		if r.NodeName != name {
+			continue
+		}
+		for _, cand := range b.state.Nodes {
+			if cand.Name == name || (r.InstanceID != "" && strings.HasSuffix(cand.Spec.ProviderID, "/"+r.InstanceID)) {
+				n = cand
+			}
+		}
+	}
+	if n == nil {
+		return "not registered"
+	}
+	gpus := map[string]string{}
+	for k, q := range n.Status.Allocatable {
+		if strings.HasPrefix(string(k), "nvidia.com/") {
+			gpus[string(k)] = q.String()
+		}
+	}
+	var on []string
+	for _, p := range b.state.Pods {
+		if p.Spec.NodeName == n.Name {
+			on = append(on, p.Name)
+		}
+	}
+	return fmt.Sprintf("node %s ready=%v taints=%v gpus=%v bound=%v", n.Name, snapshot.IsNodeReady(n), n.Spec.Taints, gpus, on)
 }
 
 // boundTo is the node the batch saw the pod key bound to.

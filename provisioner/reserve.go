@@ -56,7 +56,7 @@ import (
 // Config.Reserve switches reservations off, to measure their effect.
 
 // reservationWorkers bounds the concurrent pod updates that add tolerations.
-const reservationWorkers = 16
+const reservationWorkers = 64
 
 // reservationTaint is the taint a node launched as launchID registers with.
 func reservationTaint(launchID string) corev1.Taint {
