@@ -613,8 +613,15 @@ func (t *podTimes) summary(t0, lastLaunch time.Time, batches []batch) string {
 	for _, l := range late[:min(3, len(late))] {
 		top = append(top, fmt.Sprintf("%d× %q", l.n, l.msg))
 	}
-	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; %d nodes Ready %.2fs/%.2fs/%.2fs; %d tolerations written %.2fs/%.2fs/%.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last); %d failures after the toleration, most: %s",
-		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), len(t.ready), rf, rh, rl, len(t.tolerate), tf, th, tl, bf, bh, bl, lateN, strings.Join(top, "; "))
+	// The last pods bound, with the last failure each had: what the tail waited for.
+	names := slices.Collect(maps.Keys(t.bound))
+	slices.SortFunc(names, func(a, b string) int { return t.bound[b].Compare(t.bound[a]) })
+	var tail []string
+	for _, n := range names[:min(3, len(names))] {
+		tail = append(tail, fmt.Sprintf("%s at %.2fs after %q", n, rel(t.bound[n]), t.lastMsg[n]))
+	}
+	return fmt.Sprintf("timeline: %d marked unschedulable %.2fs..%.2fs; launching batches [%s]; last create %.2fs; %d nodes Ready %.2fs/%.2fs/%.2fs; %d tolerations written %.2fs/%.2fs/%.2fs; bound %.2fs/%.2fs/%.2fs (first/half/last); %d failures after the toleration, most: %s; last bound: %s",
+		len(t.marked), mf, ml, strings.Join(bs, " "), rel(lastLaunch), len(t.ready), rf, rh, rl, len(t.tolerate), tf, th, tl, bf, bh, bl, lateN, strings.Join(top, "; "), strings.Join(tail, "; "))
 }
 
 // planAll is the number of new nodes one plan of all the pods, pending on an empty cluster,
