@@ -109,9 +109,18 @@ func (s *state) migVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVar
 	}
 	demand := s.migDemand(m)
 	plans := [][]mig.Layout{}
-	if len(demand) > 0 {
-		perGPU, _ := m.Plan(demand, it.GPU.Count, allowed)
+	// A node of one variant carries the same per-GPU layouts as every other node of it, so
+	// demand larger than a node also gets the plan of what the node before leaves over: the
+	// packer can then open a node of the first layouts and one of the remainder's (each GPU
+	// its own layout) instead of more nodes of the first. The chain stops when everything is
+	// covered, nothing more fits, or after maxMIGRemainderPlans nodes.
+	for rest, k := demand, 0; len(rest) > 0 && k < maxMIGRemainderPlans; k++ {
+		perGPU, left := m.Plan(rest, it.GPU.Count, allowed)
 		plans = append(plans, perGPU)
+		if demandTotal(left) >= demandTotal(rest) {
+			break
+		}
+		rest = left
 	}
 	for _, p := range sortedProfiles(demand) {
 		perGPU, _ := m.Plan(map[mig.MIGProfile]int{p: 7 * it.GPU.Count}, it.GPU.Count, allowed)
@@ -133,6 +142,20 @@ func (s *state) migVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVar
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// maxMIGRemainderPlans caps the chain of remainder plans in migVariants: each is one more
+// variant for the packer to try on every node it opens, and past a few nodes the remainder
+// of a large demand is mostly like the nodes before it.
+const maxMIGRemainderPlans = 4
+
+// demandTotal is the number of MIG instances a demand asks for.
+func demandTotal(d map[mig.MIGProfile]int) int {
+	n := 0
+	for _, c := range d {
+		n += c
+	}
+	return n
 }
 
 // migDemand sums the pending pods' nvidia.com/mig-<profile> requests that the model offers.
