@@ -31,6 +31,12 @@ const (
 	// forecast, or below it divided by (1+breakBand). Half again is far beyond the noise of the
 	// forecasts of a series with a cycle worth forecasting (its hourly WAPE is below 0.3).
 	breakBand = 0.5
+	// breakRiseWindow is the shortest a rise must last to be taken for a break, when it is large
+	// enough to hold a whole breakWindow's evidence (breakAt). Rises only: a forecast below the
+	// load is the one that leaves the group short, and the drops of the tune set are outages that
+	// recover (outage-1 repeats its outage a day later when drops are taken after 6–10 hours:
+	// 1.000 → 1.027–1.127), while migration-2's 5× jump goes 1.011 → 0.979 (6 hours; 8: 0.986).
+	breakRiseWindow = 6 * time.Hour
 )
 
 // plainForecast is the forecast for target T as made at T−h, the baseline fallen back to or the
@@ -50,7 +56,9 @@ func (w *Walker) plainForecast(T int) (float64, bool) {
 // breakAt says whether the load broke away from the forecasts at mix point u, memoised: on the
 // scored targets of the last breakWindow (at least three quarters of them observed and
 // forecast), every actual is above (1+breakBand) times its plain forecast, or every one below it
-// divided by (1+breakBand).
+// divided by (1+breakBand). A rise is taken sooner when it is larger: once the last
+// breakRiseWindow or more of targets are all above the band and their summed log(actual/forecast)
+// is as much as a whole breakWindow just at the band would give (a 5× jump: after breakRiseWindow).
 func (w *Walker) breakAt(u int) bool {
 	k := w.s.Steps(breakWindow)
 	if w.h < k {
@@ -59,25 +67,29 @@ func (w *Walker) breakAt(u int) bool {
 	if b, ok := w.breaks[u]; ok {
 		return b
 	}
-	n, up, down := 0, 0, 0
+	need := float64(k/w.stride) * math.Log(1+breakBand) // a whole window just at the band
+	rise := w.s.Steps(breakRiseWindow)
+	n, up, down, steps := 0, 0, 0, 0
+	evidence, b := 0.0, false
 	for t := floorTo(u, w.stride); t > u-k && t >= 0; t -= w.stride {
+		steps++
 		y := w.s.Values[t]
-		if math.IsNaN(y) {
-			continue
+		if f, ok := w.plainForecast(t); !math.IsNaN(y) && ok && f > 0 {
+			n++
+			switch {
+			case y > f*(1+breakBand):
+				up++
+				evidence += math.Log(y / f)
+			case y < f/(1+breakBand):
+				down++
+			}
 		}
-		f, ok := w.plainForecast(t)
-		if !ok || f <= 0 {
-			continue
-		}
-		n++
-		switch {
-		case y > f*(1+breakBand):
-			up++
-		case y < f/(1+breakBand):
-			down++
+		if up == n && n > 0 && n >= steps*3/4 && steps*w.stride >= rise && evidence >= need {
+			b = true
+			break
 		}
 	}
-	b := n > 0 && n >= (k/w.stride)*3/4 && (up == n || down == n)
+	b = b || n > 0 && n >= (k/w.stride)*3/4 && (up == n || down == n)
 	w.breaks[u] = b
 	return b
 }

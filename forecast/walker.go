@@ -126,7 +126,7 @@ func (w *Walker) At(o int) (Forecast, error) {
 		fc.Shares = m.shares(w, T)
 		switch {
 		case broke:
-			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours: a level break, followed by %s", 1+breakBand, breakWindow.Hours(), lead.name))
+			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours (a large rise: %.0f): a level break, followed by %s", 1+breakBand, breakWindow.Hours(), breakRiseWindow.Hours(), lead.name))
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
 		}
