@@ -636,7 +636,20 @@ func devicesShown(n *corev1.Node, r LaunchRecord, sliced bool) bool {
 	if r.GPU != nil && (r.GPU.ConsumableMemory || r.GPU.Sharing == api.DynamicMIG) {
 		return sliced
 	}
-	return devicesPublished(n, r)
+	// In capacity too: a node whose GPUs failed keeps them in capacity and drops them from
+	// allocatable (the device plugin's unhealthy devices); it has shown them, and is a node to
+	// repair, not one still coming up.
+	return devicesPublished(n, r) || gpusInCapacity(n)
+}
+
+// gpusInCapacity reports whether the node's capacity lists GPU resources.
+func gpusInCapacity(n *corev1.Node) bool {
+	for name, q := range n.Status.Capacity {
+		if strings.HasPrefix(string(name), "nvidia.com/") && !q.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // devicesPublished reports whether a GPU node advertises GPU resources yet.

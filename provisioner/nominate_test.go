@@ -118,6 +118,9 @@ func TestPhaseOf(t *testing.T) {
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
 	noGPUs := readyNode()
 	noGPUs.Status.Allocatable = nil
+	gpusLost := readyNode()
+	gpusLost.Status.Capacity = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}
+	gpusLost.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")}
 	gpu := LaunchRecord{GPUs: 2}
 	cases := []struct {
 		name   string
@@ -138,6 +141,7 @@ func TestPhaseOf(t *testing.T) {
 		// The DRA driver published before the device plugin did: the plan counted device-plugin
 		// GPUs, which the node does not show yet.
 		{"Ready, GPUs in DRA ResourceSlices only, device plugin still to come", noGPUs, gpu, true, phaseReady},
+		{"Ready, GPUs failed: in capacity, not in allocatable", gpusLost, gpu, true, phaseUsable},
 		{"Ready, time-sliced GPUs in DRA ResourceSlices only", noGPUs, LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.TimeSlicing, Replicas: 6}}, true, phaseReady},
 		{"Ready CPU node", noGPUs, LaunchRecord{}, false, phaseUsable},
 	}
