@@ -330,7 +330,9 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 		d.Tolerations = tolerationsToAdd(plan, recs, idx, d.planned, expected)
 	}
 	for _, n := range plan.NewNodes {
-		d.Launch = append(d.Launch, recordFor(n, s.Now, s.Policy))
+		r := recordFor(n, s.Now, s.Policy)
+		r.Batch = d.Batch
+		d.Launch = append(d.Launch, r)
 	}
 	d.Relayouts = plan.Relayouts
 	return d

@@ -124,11 +124,15 @@ type latencyRun struct {
 	timeline string
 	// cpu is the CPU time each process used from the first pod's creation to all bound.
 	cpu string
+	// offPlan counts the pods bound to another node than the one planned for them, offZone
+	// those of them bound in another zone.
+	offPlan, offZone int
 }
 
 func (r latencyRun) String() string {
 	s := fmt.Sprintf("%d pods: first cloud create %+.2fs, all bound %.2fs after the last pod existed; %d nodes bought in %d batches (one plan of all the pods: %d), %d for pods already planned; %s",
 		r.pods, r.toFirstLaunch.Seconds(), r.toAllBound.Seconds(), r.launches, r.batches, r.onePlan, r.boughtTwice, r.timeline)
+	s += fmt.Sprintf("; %d pods bound off their planned node, %d of them in another zone", r.offPlan, r.offZone)
 	if r.cpu != "" {
 		s += "; " + r.cpu
 	}
@@ -198,7 +202,7 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 
 	cpuBefore, reqBefore := burstCPU(tb, cp), apiRequests(tb, cp)
 	stopProfiles := profileBurst(tb, cp, prefix)
-	allExist, allBound, tl := createAndWaitBound(tb, cp, e.kube, pods, prefix)
+	allExist, allBound, tl := createAndWaitBound(tb, cp, e.kube, pods, prefix, func() { e.explainStall(prefix) })
 	stopProfiles()
 	cpu := burstCPU(tb, cp).since(cpuBefore, allBound.Sub(allExist)) + "; " + requestsSince(apiRequests(tb, cp), reqBefore)
 	events, err := sim.ReadEvents(e.cloud.EventLogPath())
@@ -226,6 +230,7 @@ func runLatency(tb testing.TB, cp *controlplane.ControlPlane, n int, prefix stri
 	r.timeline = tl.summary(allExist, last, e.batches.since(0))
 	r.cpu = cpu
 	r.boughtTwice, r.batches = e.boughtTwice()
+	r.offPlan, r.offZone = e.offPlan(prefix)
 	if floor {
 		r.floor, r.floorLaunches = schedulerFloor(tb, e, cp, n, prefix)
 	}
@@ -395,7 +400,7 @@ func schedulerFloor(tb testing.TB, e *env, cp *controlplane.ControlPlane, n int,
 		_ = e.kube.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
 			metav1.ListOptions{LabelSelector: latencyLabel + "=" + again})
 	}()
-	allExist, allBound, _ := createAndWaitBound(tb, cp, e.kube, latencyPods(again, n), again)
+	allExist, allBound, _ := createAndWaitBound(tb, cp, e.kube, latencyPods(again, n), again, nil)
 	return allBound.Sub(allExist), e.launches() - before
 }
 
@@ -420,7 +425,7 @@ func systemNode(tb testing.TB, kube kubernetes.Interface) {
 // bind was seen, and the pods' times (watchPodTimes). The binds are followed by a watch, not by
 // listing the pods: a List of 1,000 pods every 100 ms was the API server's largest reply in the
 // run and a tenth of the test process's CPU, load no real cluster carries.
-func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kubernetes.Interface, pods []*corev1.Pod, prefix string) (allExist, allBound time.Time, times *podTimes) {
+func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kubernetes.Interface, pods []*corev1.Pod, prefix string, onStall func()) (allExist, allBound time.Time, times *podTimes) {
 	tb.Helper()
 	ctx := context.Background()
 	n := len(pods)
@@ -454,10 +459,17 @@ func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kuber
 	for err := range errs {
 		tb.Fatalf("creating pods: %v", err)
 	}
+	stalled := false
 	testwait.Until(tb, 20*time.Millisecond, fmt.Sprintf("all %d pods bound", n), 3*time.Minute, func() bool {
 		times.mu.Lock()
 		defer times.mu.Unlock()
 		if len(times.bound) < n {
+			if !stalled && onStall != nil && time.Since(allExist) > stallAfter {
+				stalled = true
+				times.mu.Unlock()
+				onStall()
+				times.mu.Lock()
+			}
 			return false
 		}
 		for _, at := range times.bound {
@@ -468,6 +480,144 @@ func createAndWaitBound(tb testing.TB, cp *controlplane.ControlPlane, kube kuber
 		return true
 	})
 	return allExist, allBound, times
+}
+
+// offPlan counts the run's pods bound to another node than the launch records of the batches
+// planned them on, and those of them bound in another zone than planned.
+func (e *env) offPlan(prefix string) (nodes, zones int) {
+	ctx := context.Background()
+	ns, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pods, err := e.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	zoneOf := map[string]string{}
+	for _, n := range ns.Items {
+		zoneOf[n.Name] = n.Labels[corev1.LabelTopologyZone]
+	}
+	type place struct{ node, zone string }
+	planned := map[string]place{}
+	for _, b := range e.batches.since(0) {
+		if b.res == nil || b.res.Decision == nil {
+			continue
+		}
+		for _, r := range b.res.Decision.Launch {
+			for _, p := range r.Pods {
+				planned[p] = place{r.NodeName, r.Zone}
+			}
+		}
+	}
+	for _, p := range pods.Items {
+		pl, ok := planned[p.Namespace+"/"+p.Name]
+		if !ok || p.Spec.NodeName == "" || p.Spec.NodeName == pl.node {
+			continue
+		}
+		nodes++
+		if zoneOf[p.Spec.NodeName] != pl.zone {
+			zones++
+		}
+	}
+	return nodes, zones
+}
+
+// stallAfter is how long after the last pod exists a burst with pods still unbound is explained
+// (explainStall): every run that binds at all binds in well under it.
+const stallAfter = 45 * time.Second
+
+// explainStall logs, for a burst whose pods are not all bound after stallAfter, each unbound pod's
+// planned node (from the launch records of the batches), the node it tolerates, that node's zone
+// and taints, and for each zone-spread group the group's bound pods per zone, and the nodes of
+// each zone: what keeps a pod off the node planned for it.
+func (e *env) explainStall(prefix string) {
+	ctx := context.Background()
+	nodes, err := e.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Logf("stall: listing nodes: %v", err)
+		return
+	}
+	pods, err := e.kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: latencyLabel + "=" + prefix})
+	if err != nil {
+		e.t.Logf("stall: listing pods: %v", err)
+		return
+	}
+	zoneOf, byLaunch := map[string]string{}, map[string]string{}
+	perZone := map[string][]string{}
+	for _, n := range nodes.Items {
+		z := n.Labels[corev1.LabelTopologyZone]
+		zoneOf[n.Name] = z
+		var taints []string
+		for _, t := range n.Spec.Taints {
+			taints = append(taints, t.Key+"="+t.Value)
+			if t.Key == api.TaintReserved {
+				byLaunch[t.Value] = n.Name
+			}
+		}
+		perZone[z] = append(perZone[z], fmt.Sprintf("%s(pool=%s ready=%v unschedulable=%v taints=%v)", n.Name, n.Labels[api.LabelPool], snapshot.IsNodeReady(&n), n.Spec.Unschedulable, taints))
+	}
+	planned := map[string]string{}
+	for _, b := range e.batches.since(0) {
+		if b.res == nil || b.res.Decision == nil {
+			continue
+		}
+		for _, r := range b.res.Decision.Launch {
+			for _, p := range r.Pods {
+				planned[p] = r.NodeName + "@" + r.Zone + "/" + r.LaunchID
+			}
+		}
+	}
+	groups := map[string]map[string]int{}
+	var unbound, moved []string
+	for _, p := range pods.Items {
+		app := p.Labels["app"]
+		if on, plan := p.Spec.NodeName, planned[p.Namespace+"/"+p.Name]; on != "" && plan != "" && !strings.HasPrefix(plan, on+"@") {
+			moved = append(moved, fmt.Sprintf("%s app=%s planned=%s bound=%s@%s", p.Name, app, plan, on, zoneOf[on]))
+		}
+		if p.Spec.NodeName != "" {
+			if len(p.Spec.TopologySpreadConstraints) > 0 {
+				if groups[app] == nil {
+					groups[app] = map[string]int{}
+				}
+				groups[app][zoneOf[p.Spec.NodeName]]++
+			}
+			continue
+		}
+		tolerates := ""
+		for _, t := range p.Spec.Tolerations {
+			if t.Key == api.TaintReserved {
+				tolerates = t.Value + "→" + byLaunch[t.Value] + "@" + zoneOf[byLaunch[t.Value]]
+			}
+		}
+		msg := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				msg = c.Message
+			}
+		}
+		unbound = append(unbound, fmt.Sprintf("%s app=%s planned=%s tolerates=%s nominated=%s last=%q", p.Name, app, planned[p.Namespace+"/"+p.Name], tolerates, p.Status.NominatedNodeName, msg))
+	}
+	slices.Sort(unbound)
+	// Also on stderr: a benchmark's log is truncated, and the stall is what it is for.
+	logf := func(format string, args ...any) {
+		e.t.Logf(format, args...)
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+	logf("stall %s: %d pods unbound %v after the last existed", prefix, len(unbound), stallAfter)
+	for _, u := range unbound {
+		logf("stall: unbound %s", u)
+	}
+	slices.Sort(moved)
+	for _, m := range moved {
+		logf("stall: bound off its plan %s", m)
+	}
+	for _, app := range slices.Sorted(maps.Keys(groups)) {
+		logf("stall: group %s bound per zone %v", app, groups[app])
+	}
+	for _, z := range slices.Sorted(maps.Keys(perZone)) {
+		logf("stall: zone %q nodes %v", z, perZone[z])
+	}
 }
 
 // podTimes are when a watch saw each pod of a latency run marked unschedulable and bound.
@@ -676,6 +826,10 @@ func TestE2ELatency(t *testing.T) {
 			if r.boughtTwice > 0 {
 				t.Errorf("%d nodes bought for pods already planned", r.boughtTwice)
 			}
+			// The batch's nodes stay reserved until all its pods are bound: none binds off its plan.
+			if r.offPlan > 0 {
+				t.Errorf("%d pods bound off their planned node (%d in another zone)", r.offPlan, r.offZone)
+			}
 		})
 	}
 }
@@ -690,7 +844,7 @@ func BenchmarkE2ELatency(b *testing.B) {
 	for _, n := range []int{50, 1000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			var first, bound, floor []float64
-			twice, beyond := 0, 0
+			twice, beyond, offPlan := 0, 0, 0
 			i := 0
 			for b.Loop() {
 				r := runLatency(b, cp, n, fmt.Sprintf("blat%d-%d", n, i), true)
@@ -700,6 +854,7 @@ func BenchmarkE2ELatency(b *testing.B) {
 				first, bound = append(first, r.toFirstLaunch.Seconds()), append(bound, r.toAllBound.Seconds())
 				floor = append(floor, r.floor.Seconds())
 				twice += r.boughtTwice
+				offPlan += r.offPlan
 				beyond += r.launches - r.onePlan
 			}
 			b.ReportMetric(median(first), "s-to-first-create")
@@ -709,6 +864,7 @@ func BenchmarkE2ELatency(b *testing.B) {
 			b.ReportMetric(median(floor), "s-scheduler-floor")
 			b.ReportMetric(float64(twice)/float64(len(first)), "bought-twice/run")
 			b.ReportMetric(float64(beyond)/float64(len(first)), "nodes-beyond-one-plan/run")
+			b.ReportMetric(float64(offPlan)/float64(len(first)), "pods-off-plan/run")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

@@ -73,6 +73,10 @@ type LaunchRecord struct {
 	// a purchase). A replacement is launched without a node reservation: the pods it takes are
 	// recreated under new names once the old nodes are drained.
 	DisruptionAction string `json:"disruptionAction,omitempty"`
+	// Batch is the batch that planned the node (Decision.Batch; empty in records written before
+	// it was kept): the nodes of one batch keep their reservations until every pod the batch
+	// planned is bound (reserve.go, holdForPlanned).
+	Batch string `json:"batch,omitempty"`
 }
 
 // UnmarshalJSON reads a record, including one written before the GPU configuration was kept

@@ -361,6 +361,13 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 // must not be released to other pods, which would take the planned pods' room and have them
 // bought for again. The reservation TTL still bounds the wait for a pod that never comes.
 //
+// The nodes of one batch (LaunchRecord.Batch) are held together, until every pod the batch
+// planned is bound: a pod whose own node or toleration is not there yet would otherwise take the
+// room left on a node of the batch whose pods are all bound, and under a hard zone spread, a pod
+// bound in another zone than planned leaves the group's last planned pods refused by their own
+// nodes on the skew, until the TTL ends other reservations (a 1,000-pod burst bound in 120 s
+// instead of 20 s, in 1 of 7 runs).
+//
 // It reads the launch records only when a reserved node has no tolerating pod waiting: during a
 // burst of binds the release loop runs back to back, and most nodes' pods tolerate them already.
 func (w *reservationWatch) holdForPlanned(ctx context.Context, nodes []*corev1.Node, waiting map[string]bool) {
@@ -380,15 +387,23 @@ func (w *reservationWatch) holdForPlanned(ctx context.Context, nodes []*corev1.N
 		return
 	}
 	pods := w.pods.GetIndexer()
+	batches := map[string]bool{} // batch → one of its pods waits
 	for _, r := range recs {
-		if waiting[r.LaunchID] {
-			continue
-		}
-		for _, key := range r.Pods {
-			if o, exists, _ := pods.GetByKey(key); exists && waitingPod(o.(*corev1.Pod)) {
-				waiting[r.LaunchID] = true
-				break
+		if !waiting[r.LaunchID] {
+			for _, key := range r.Pods {
+				if o, exists, _ := pods.GetByKey(key); exists && waitingPod(o.(*corev1.Pod)) {
+					waiting[r.LaunchID] = true
+					break
+				}
 			}
+		}
+		if waiting[r.LaunchID] && r.Batch != "" {
+			batches[r.Batch] = true
+		}
+	}
+	for _, r := range recs {
+		if batches[r.Batch] && r.Batch != "" {
+			waiting[r.LaunchID] = true
 		}
 	}
 }

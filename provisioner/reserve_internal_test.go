@@ -149,4 +149,24 @@ func TestHoldForPlanned(t *testing.T) {
 	if want := map[string]bool{"l-1": true}; !maps.Equal(waiting, want) {
 		t.Errorf("held %v, want %v (l-1 lists the unbound ns/a; l-2 only a pod that is gone)", waiting, want)
 	}
+
+	// The nodes of one batch are held while any pod of the batch waits, whether or not it tolerates
+	// its own node yet: l-3's pods are bound, but l-4 of the same batch still has ns/a to bind, which
+	// would take l-3's room if it were released (and bind out of its planned zone). l-5, of another
+	// batch, is released.
+	recs = []LaunchRecord{{LaunchID: "l-3", Batch: "b-1", Pods: []string{"ns/gone"}}, {LaunchID: "l-4", Batch: "b-1", Pods: []string{"ns/a"}},
+		{LaunchID: "l-5", Batch: "b-2", Pods: []string{"ns/gone"}}, {LaunchID: "l-6", Pods: []string{"ns/gone"}}}
+	nodes = []*corev1.Node{reserved("n-3", "l-3"), reserved("n-4", "l-4"), reserved("n-5", "l-5"), reserved("n-6", "l-6")}
+	waiting = map[string]bool{}
+	w.holdForPlanned(context.Background(), nodes, waiting)
+	if want := map[string]bool{"l-3": true, "l-4": true}; !maps.Equal(waiting, want) {
+		t.Errorf("held %v, want %v (batch b-1 has ns/a unbound; b-2 and the record of no batch have none)", waiting, want)
+	}
+	// A pod that already tolerates its node holds its batch as well.
+	recs[1].Pods = nil
+	waiting = map[string]bool{"l-4": true}
+	w.holdForPlanned(context.Background(), nodes, waiting)
+	if want := map[string]bool{"l-3": true, "l-4": true}; !maps.Equal(waiting, want) {
+		t.Errorf("held %v, want %v (a pod tolerating l-4 waits)", waiting, want)
+	}
 }
