@@ -93,8 +93,7 @@ func PlanDisruption(in DisruptionInput) (*api.DisruptionPlan, error) {
 // candidates of the first run are what the controller marks.
 func (d *disruptor) plan() *api.DisruptionPlan {
 	mark := d.s.checkpoint()
-	first := d.newPass(nil)
-	first.run()
+	first := d.search(nil, nil)
 	waiting := map[string]bool{}
 	for _, a := range first.actions {
 		for _, name := range a.Nodes {
@@ -113,16 +112,43 @@ func (d *disruptor) plan() *api.DisruptionPlan {
 			exclude[f.node.Name] = true
 		}
 	}
-	second := d.newPass(exclude)
-	for name := range exclude {
-		if waiting[name] {
-			second.keep(d.byName[name], api.KeepNotCandidateLongEnough, d.waitMessage(d.byName[name]))
-		} else if k := first.reasons[name]; k != nil {
-			second.reasons[name] = k
+	second := d.search(exclude, func(second *pass) {
+		for name := range exclude {
+			if waiting[name] {
+				second.keep(d.byName[name], api.KeepNotCandidateLongEnough, d.waitMessage(d.byName[name]))
+			} else if k := first.reasons[name]; k != nil {
+				second.reasons[name] = k
+			}
+		}
+	})
+	return d.result(first, second)
+}
+
+// search runs a pass in Karpenter's order and, from the same state, a deletesFirst pass, and
+// returns the one whose actions save more (Karpenter's order on a tie). Neither order wins
+// everywhere: merging several nodes into one new node first can leave, on a shrunk fleet, pods
+// on a replacement that deleting nodes one by one into the others' room would not have needed.
+// The simulation state is left as the second pass left it. preset, when not nil, prepares each
+// pass before it runs.
+func (d *disruptor) search(exclude map[string]bool, preset func(*pass)) *pass {
+	mark := d.s.checkpoint()
+	var best *pass
+	for _, deletesFirst := range []bool{false, true} {
+		if deletesFirst && d.in.Options.caStyle {
+			break
+		}
+		d.s.revert(mark)
+		p := d.newPass(exclude)
+		p.deletesFirst = deletesFirst
+		if preset != nil {
+			preset(p)
+		}
+		p.run()
+		if best == nil || p.saving() > best.saving()+1e-9 {
+			best = p
 		}
 	}
-	second.run()
-	return d.result(first, second)
+	return best
 }
 
 // waitMessage explains how long a node has been a candidate and must be.

@@ -31,7 +31,7 @@ func (p *pass) tryActionSaving(nodes []*nodeFacts, reason api.DisruptionReason, 
 		return 0, kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
 	}
 	mark := s.checkpoint()
-	m, k := p.move(nodes, !p.d.in.Options.caStyle, false)
+	m, k := p.move(nodes, !p.d.in.Options.caStyle && !p.noNew, false)
 	if k != nil {
 		return 0, k
 	}

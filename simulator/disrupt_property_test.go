@@ -162,15 +162,15 @@ func purchaseFor(t *testing.T, cat *catalog.Catalog, snap *snapshot.Snapshot, po
 // LP (configbound.go: node patterns honouring whole GPUs, MIG slices, replicas, DRA devices,
 // hostname and zone anti-affinity, hostname spread of maxSkew 1, gangs of topology node); it
 // still ignores zone spread, zone affinity and zone gangs and the integrality of node patterns,
-// so a fresh purchase costs a median 1.125× it (p90 1.30×) on these fleets, and the issue's
-// "≤ 1.10× the bound" is not met at the median (Tiler ends at 1.109×): what is asserted is what
+// so a fresh purchase costs a median 1.075× it (p90 1.18×) on these fleets, and the issue's
+// "≤ 1.10× the bound" is not met at the median (Tiler ends at 1.104×): what is asserted is what
 // holds, with a small margin. Under device-plugin MIG both bounds let a node have any layout of
 // its GPUs, which Simulate (one layout per offering, chosen for the whole demand or one profile)
 // does not buy: on seed 28 the MIG pods' bound is two p4d.24xlarge (three when the
 // configuration LP priced only the plan's layouts, which is not a valid bound), and Tiler ends
 // at 1.42× the fleet's bound (1.02× before). Tiler never ends costlier than either baseline, ends at a median
-// 1.00× a fresh purchase and within 1.20× of it on every fleet, and within 1.13× the bound at the
-// median, 1.45× at p90 and 1.55× on every fleet (measured 1.109, 1.417, 1.478). What one replacement per action cannot reach is splitting a node into two or
+// 1.02× a fresh purchase and within 1.20× of it on every fleet, and within 1.12× the bound at the
+// median, 1.30× at p90 and 1.45× on every fleet (measured 1.104, 1.234, 1.421). What one replacement per action cannot reach is splitting a node into two or
 // more: a g6.12xlarge whose time-sliced pods need two or three GPUs' worth of replicas (g6 and
 // g5 come with 1, 4 or 8 GPUs), a big m7i node whose pods fresh purchases spread over two or three
 // smaller ones (most of the CPU-only fleets' 1.3–1.5×, where a fresh purchase is as far off).
@@ -217,14 +217,14 @@ func TestConsolidationQuality(t *testing.T) {
 	if m := median(vsFresh); m > 1.02 {
 		t.Errorf("Tiler ends at a median %.3f× a fresh purchase", m)
 	}
-	if m := median(ratios); m > 1.13 {
+	if m := median(ratios); m > 1.12 {
 		t.Errorf("Tiler ends at a median %.3f× the lower bound", m)
 	}
-	if q := quantile(ratios, 0.9); q > 1.45 {
+	if q := quantile(ratios, 0.9); q > 1.30 {
 		t.Errorf("Tiler ends at a p90 %.3f× the lower bound", q)
 	}
 	for i, r := range ratios {
-		if r > 1.55 {
+		if r > 1.45 {
 			t.Errorf("seed %d: Tiler ends at %.3f× the lower bound", i+1, r)
 		}
 	}
@@ -284,4 +284,33 @@ func distribution(xs []float64) string {
 		mean += x / float64(len(s))
 	}
 	return fmt.Sprintf("min %.3f  median %.3f  p90 %.3f  max %.3f  mean %.3f (n=%d)", s[0], q(0.5), q(0.9), s[len(s)-1], mean, len(s))
+}
+
+// TestDecisionSavesAtLeastDeletions: on the shrunk fleets, one decision saves at least what the
+// Cluster Autoscaler's rule saves in one (nodes under 50 % deleted one by one into the others'
+// room). Karpenter's order alone — several nodes into one new node first — misses this where the
+// merge takes pods that the other nodes' room would have held for free; the search also runs a
+// pass that deletes first and keeps the one that saves more.
+func TestDecisionSavesAtLeastDeletions(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 40; seed++ {
+		f := buildShrunkFleet(t, cat, seed)
+		saved := func(opt func(*simulator.DisruptionOptions)) float64 {
+			opts := simulator.DisruptionOptions{Now: dNow, Seed: "one", IgnoreCandidateWait: true}
+			if opt != nil {
+				opt(&opts)
+			}
+			plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: f.snap, Catalog: cat, Policy: f.pol, Options: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return plan.SavingsPerHour
+		}
+		if tiler, ca := saved(nil), saved(simulator.WithCAStyleRule); tiler < ca-1e-6 {
+			t.Errorf("seed %d (%s): a decision saves $%.3f/h, the Cluster Autoscaler's rule $%.3f/h", seed, f.shape, tiler, ca)
+		}
+	}
 }

@@ -28,6 +28,9 @@ type pass struct {
 	actions []api.DisruptionAction
 	reasons map[string]*api.KeptNode
 	removed map[string]bool
+	// deletesFirst makes the pass try every candidate alone without a new node before the
+	// multi-node search (see run); noNew is set while it does.
+	deletesFirst, noNew bool
 }
 
 func (d *disruptor) newPass(exclude map[string]bool) *pass {
@@ -41,14 +44,41 @@ func (d *disruptor) newPass(exclude map[string]bool) *pass {
 
 // run plans the nodes that must go first (disrupt_forced.go), then tries the consolidation
 // methods in Karpenter's order: empty nodes, several nodes into one or none, then one node at a
-// time. Each kept action changes the state the next one is planned on.
+// time. Each kept action changes the state the next one is planned on. A deletesFirst pass
+// deletes, after the empty nodes, every candidate whose pods fit on the rest of the cluster
+// without a new node, before looking for replacements (see search).
 func (p *pass) run() {
 	p.forcedNodes()
 	p.emptyNodes()
+	if p.deletesFirst {
+		p.singleDeletes()
+	}
 	if !p.d.in.Options.caStyle {
 		p.multiNode()
 	}
 	p.singleNode()
+}
+
+// singleDeletes tries each candidate with pods alone, deleted with no new node; a candidate that
+// cannot go so stays open for the methods after it.
+func (p *pass) singleDeletes() {
+	p.noNew = true
+	defer func() { p.noNew = false }()
+	for _, f := range p.d.order {
+		if !p.open(f) || len(f.sim.pods) == 0 || f.pol.ConsolidationOf() != policy.WhenUnderutilized || p.full() {
+			continue
+		}
+		p.tryAction([]*nodeFacts{f}, api.ReasonUnderutilized, true)
+	}
+}
+
+// saving is what the pass's actions save per hour.
+func (p *pass) saving() float64 {
+	total := 0.0
+	for _, a := range p.actions {
+		total += a.SavingsPerHour
+	}
+	return total
 }
 
 // open reports whether the pass may still try the node.

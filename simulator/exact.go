@@ -1,12 +1,16 @@
 package simulator
 
+import "sort"
+
 // maxExactPods bounds the exact search: Bell(9) = 21,147 partitions.
 const maxExactPods = 9
 
 // exactSmall solves small plans exactly: when at most maxExactPods pods sit on new nodes and none
-// has topology, pod affinity or gang constraints, it enumerates every partition of them into
-// nodes, prices each block at its cheapest compatible offering, and rebuilds the new nodes from
-// the cheapest partition if it beats the heuristic's. Plans with DRA claims on new nodes are
+// has topology spread, pod (anti-)affinity or a gang of topology node, it enumerates every
+// partition of them into nodes, prices each block at its cheapest compatible offering, and
+// rebuilds the new nodes from the cheapest partition if it beats the heuristic's. A gang without
+// topology needs nothing more (all its members are placed or the rebuild is undone); with a gang
+// of topology zone every block is priced and opened in one zone, each zone tried. Plans with DRA claims on new nodes are
 // left alone: pricing a block would need the allocator for every block and offering. (Pods
 // whose extended resources the device plugin serves take part; blocks are priced only on
 // offerings that advertise them.)
@@ -26,8 +30,17 @@ func (s *state) exactSmall() {
 	if len(pods) < 2 || len(pods) > maxExactPods {
 		return
 	}
+	zonal, boundZone := false, ""
 	for _, p := range pods {
-		if p.gang != nil || len(p.spread)+len(p.affinity)+len(p.anti)+len(p.antiAgainst) > 0 {
+		if g := p.gang; g != nil && g.topology == "zone" {
+			if g.bound > 0 && (g.boundZone == "" || boundZone != "" && boundZone != g.boundZone) {
+				return
+			}
+			zonal, boundZone = true, max(boundZone, g.boundZone)
+		} else if g != nil && g.topology != "" {
+			return
+		}
+		if len(p.spread)+len(p.affinity)+len(p.anti)+len(p.antiAgainst) > 0 {
 			return
 		}
 		if p.dra != nil && len(p.dra.claims) > 0 {
@@ -38,7 +51,22 @@ func (s *state) exactSmall() {
 	for _, n := range nodes {
 		current += n.chosen.price
 	}
-	blocks, cost := s.bestPartition(pods)
+	// A gang of topology zone keeps every block in one zone (its bound members' when it has
+	// some): each zone is tried and the cheapest partition kept.
+	zones := []string{""}
+	if zonal {
+		zones = s.offeringZones()
+		if boundZone != "" {
+			zones = []string{boundZone}
+		}
+	}
+	var blocks []block
+	cost, zone := 0.0, ""
+	for _, z := range zones {
+		if b, c := s.bestPartition(pods, z); b != nil && (blocks == nil || c < cost) {
+			blocks, cost, zone = b, c, z
+		}
+	}
 	if blocks == nil || cost >= current-1e-9 {
 		return
 	}
@@ -47,7 +75,7 @@ func (s *state) exactSmall() {
 		s.clear(n)
 	}
 	for _, b := range blocks {
-		if !s.buildBlock(b.pods, b.offering) {
+		if !s.buildBlock(b.pods, b.offering, zone) {
 			s.revert(mark)
 			break
 		}
@@ -60,8 +88,9 @@ type block struct {
 	offering *offering
 }
 
-// bestPartition enumerates partitions by restricted growth strings.
-func (s *state) bestPartition(pods []*podInfo) ([]block, float64) {
+// bestPartition enumerates partitions by restricted growth strings; blocks are priced in zone
+// ("": any).
+func (s *state) bestPartition(pods []*podInfo, zone string) ([]block, float64) {
 	n := len(pods)
 	assign := make([]int, n)
 	var best []block
@@ -75,7 +104,7 @@ func (s *state) bestPartition(pods []*podInfo) ([]block, float64) {
 			}
 			cost := 0.0
 			for j := range blocks {
-				o := s.cheapestFor(blocks[j].pods)
+				o := s.cheapestFor(blocks[j].pods, zone)
 				if o == nil {
 					return
 				}
@@ -101,8 +130,9 @@ func (s *state) bestPartition(pods []*podInfo) ([]block, float64) {
 	return best, bestCost
 }
 
-// cheapestFor returns the cheapest offering that can hold all the pods together.
-func (s *state) cheapestFor(pods []*podInfo) *offering {
+// cheapestFor returns the cheapest offering (of the zone, unless "") that can hold all the pods
+// together.
+func (s *state) cheapestFor(pods []*podInfo, zone string) *offering {
 	sum := make(vec, len(s.dims.names))
 	for _, p := range pods {
 		sum.add(p.req)
@@ -110,7 +140,7 @@ func (s *state) cheapestFor(pods []*podInfo) *offering {
 	zero := make(vec, len(sum))
 	var best *offering
 	for _, o := range s.offerings {
-		if best != nil && o.price >= best.price || !fits(zero, sum, o.alloc) {
+		if best != nil && o.price >= best.price || zone != "" && o.zone != zone || !fits(zero, sum, o.alloc) {
 			continue
 		}
 		ok := true
@@ -127,17 +157,32 @@ func (s *state) cheapestFor(pods []*podInfo) *offering {
 	return best
 }
 
-// buildBlock opens one node for the block in the offering's pool and places its pods there.
-func (s *state) buildBlock(pods []*podInfo, o *offering) bool {
-	r := restriction{pool: o.pool, maxPrice: o.price}
+// buildBlock opens one node for the block in the offering's pool (and the zone, unless "") and
+// places its pods there.
+func (s *state) buildBlock(pods []*podInfo, o *offering, zone string) bool {
+	r := restriction{pool: o.pool, maxPrice: o.price, zone: zone}
 	if _, ok := s.openNode(pods[0], r); !ok {
 		return false
 	}
 	n := s.nodes[len(s.nodes)-1]
 	for _, p := range pods[1:] {
-		if !s.tryNode(p, n, restriction{node: n, pool: o.pool, maxPrice: o.price}) {
+		if !s.tryNode(p, n, restriction{node: n, pool: o.pool, maxPrice: o.price, zone: zone}) {
 			return false
 		}
 	}
 	return true
+}
+
+// offeringZones lists, sorted, the zones of the offerings.
+func (s *state) offeringZones() []string {
+	seen := map[string]bool{}
+	var zones []string
+	for _, o := range s.offerings {
+		if !seen[o.zone] {
+			seen[o.zone] = true
+			zones = append(zones, o.zone)
+		}
+	}
+	sort.Strings(zones)
+	return zones
 }

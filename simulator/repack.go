@@ -36,7 +36,7 @@ type repackClass struct {
 //
 // Placement goes through tryNode and openNode, so every constraint is checked as in first fit.
 // The re-pack is kept only when it lowers the plan's price, and is undone otherwise. Groups with
-// gangs, DRA claims or constraints split cannot keep (co-location, other topology keys) are left
+// gangs of a topology, DRA claims or constraints split cannot keep (co-location, other topology keys) are left
 // alone.
 //
 // It reports whether a re-pack was kept; the caller then runs consolidation again, which moves
@@ -71,7 +71,7 @@ func (s *state) repackGroup(g *boundGroup) bool {
 		if !inGroup[n.pods[0]] {
 			continue
 		}
-		if !s.splittable(n) {
+		if !s.splittable(n, false) {
 			return false
 		}
 		for _, pi := range n.pods {

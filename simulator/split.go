@@ -9,13 +9,14 @@ const maxSplitCaps = 8
 // node that needs 21 vCPU costs as much as 32 while 16 + 8 costs 24. For each new node it
 // re-packs the pods, largest first, into new nodes capped at each of up to maxSplitCaps cheaper
 // offering prices, and keeps the cheapest result if it beats the node. Nodes whose pods need
-// hostname pod affinity (co-location), belong to gangs, or have constraints keyed by other labels
-// than zone and hostname are left alone: splitting only separates pods and keeps the zone, which
-// every other constraint tolerates.
+// hostname pod affinity (co-location), belong to gangs of topology node, or have constraints keyed
+// by other labels than zone and hostname are left alone: splitting only separates pods and keeps
+// the zone, which every other constraint tolerates (a gang of topology zone stays in its zone, and
+// a gang without topology only asks that all its members be placed, which a kept split does).
 func (s *state) split() {
 	var order []*simNode
 	for _, n := range s.nodes {
-		if !n.existing && !n.removed && len(n.pods) > 1 && s.splittable(n) {
+		if !n.existing && !n.removed && len(n.pods) > 1 && s.splittable(n, true) {
 			order = append(order, n)
 		}
 	}
@@ -42,9 +43,12 @@ func (s *state) split() {
 	}
 }
 
-func (s *state) splittable(n *simNode) bool {
+// splittable reports whether n's pods may be spread over other new nodes: of its zone when
+// keepZone, of any zone otherwise (then a member of a gang of topology zone keeps the node whole,
+// since its members are placed one by one).
+func (s *state) splittable(n *simNode, keepZone bool) bool {
 	for _, p := range n.pods {
-		if p.gang != nil {
+		if g := p.gang; g != nil && (g.topology == "node" || (g.topology != "" && !keepZone)) {
 			return false
 		}
 		for _, t := range p.affinity {
@@ -76,10 +80,11 @@ func (s *state) splitCaps(n *simNode) []float64 {
 		}
 	}
 	zero := make(vec, len(s.dims.names))
+	zone := splitZone(n)
 	seen := map[float64]bool{}
 	var caps []float64
 	for _, o := range n.pool.offs {
-		if o.price < n.chosen.price && !seen[o.price] && (n.zone == "" || o.zone == n.zone) &&
+		if o.price < n.chosen.price && !seen[o.price] && (zone == "" || o.zone == zone) &&
 			s.offeringCompatible(largest.sig, o) && s.fitsEmptySpec(largest, zero, o) {
 			seen[o.price] = true
 			caps = append(caps, o.price)
@@ -100,9 +105,25 @@ func (s *state) splitCaps(n *simNode) []float64 {
 // repack moves n's pods into new nodes of its pool and zone priced at most capPrice, first fit
 // among the nodes it opens, largest pod first. It reports false when a pod finds no place.
 func (s *state) repack(n *simNode, capPrice float64) bool {
+	zone := splitZone(n)
 	pods := s.clear(n)
 	sortPods(pods, s.gpuDims)
-	return s.placeOnOpened(pods, restriction{zone: n.zone, pool: n.pool, maxPrice: capPrice})
+	return s.placeOnOpened(pods, restriction{zone: zone, pool: n.pool, maxPrice: capPrice})
+}
+
+// splitZone is the zone the nodes a split opens must be in: the node's, or, when its zone is
+// not pinned but it holds members of a gang of topology zone (placed under a zone restriction,
+// so all its candidates are in that zone), the zone of the offering it is bought as.
+func splitZone(n *simNode) string {
+	if n.zone != "" || n.chosen == nil {
+		return n.zone
+	}
+	for _, p := range n.pods {
+		if p.gang != nil && p.gang.topology == "zone" {
+			return n.chosen.zone
+		}
+	}
+	return ""
 }
 
 // placeOnOpened places the pods in order, first fit on the nodes it has opened, opening one under
