@@ -1,7 +1,5 @@
 package simulator
 
-import "sort"
-
 // maxExactPods bounds the exact search: Bell(9) = 21,147 partitions.
 const maxExactPods = 9
 
@@ -36,7 +34,10 @@ func (s *state) exactSmall() {
 			if g.bound > 0 && (g.boundZone == "" || boundZone != "" && boundZone != g.boundZone) {
 				return
 			}
-			zonal, boundZone = true, max(boundZone, g.boundZone)
+			zonal = true
+			if g.bound > 0 {
+				boundZone = g.boundZone
+			}
 		} else if g != nil && g.topology != "" {
 			return
 		}
@@ -171,18 +172,4 @@ func (s *state) buildBlock(pods []*podInfo, o *offering, zone string) bool {
 		}
 	}
 	return true
-}
-
-// offeringZones lists, sorted, the zones of the offerings.
-func (s *state) offeringZones() []string {
-	seen := map[string]bool{}
-	var zones []string
-	for _, o := range s.offerings {
-		if !seen[o.zone] {
-			seen[o.zone] = true
-			zones = append(zones, o.zone)
-		}
-	}
-	sort.Strings(zones)
-	return zones
 }

@@ -46,8 +46,8 @@ func (s *state) placeGangOnNode(g *gang) (failure, bool) {
 // placeGangInZone tries each zone in turn and keeps the first where every member fits.
 func (s *state) placeGangInZone(g *gang) (failure, bool) {
 	zoneSet := map[string]bool{}
-	for _, o := range s.offerings {
-		zoneSet[o.zone] = true
+	for _, z := range s.offeringZones() {
+		zoneSet[z] = true
 	}
 	for _, n := range s.nodes {
 		if z := n.labels[LabelZone]; z != "" {
@@ -85,4 +85,18 @@ func (s *state) placeMembers(g *gang, r restriction) bool {
 		}
 	}
 	return true
+}
+
+// offeringZones lists, sorted, the zones of the offerings.
+func (s *state) offeringZones() []string {
+	seen := map[string]bool{}
+	var zones []string
+	for _, o := range s.offerings {
+		if !seen[o.zone] {
+			seen[o.zone] = true
+			zones = append(zones, o.zone)
+		}
+	}
+	sort.Strings(zones)
+	return zones
 }

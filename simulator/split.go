@@ -24,18 +24,19 @@ func (s *state) split() {
 		if n.removed {
 			continue
 		}
-		caps := s.splitCaps(n)
+		zone := splitZone(n)
+		caps := s.splitCaps(n, zone)
 		best, bestBudget := -1.0, s.budget
 		for _, c := range caps {
 			mark := s.checkpoint()
-			if s.repack(n, c) && s.budget < bestBudget-1e-9 {
+			if s.repack(n, zone, c) && s.budget < bestBudget-1e-9 {
 				best, bestBudget = c, s.budget
 			}
 			s.revert(mark)
 		}
 		if best >= 0 {
 			mark := s.checkpoint()
-			if !s.repack(n, best) {
+			if !s.repack(n, zone, best) {
 				s.revert(mark)
 			}
 		}
@@ -71,8 +72,8 @@ func (s *state) splittable(n *simNode, keepZone bool) bool {
 }
 
 // splitCaps lists up to maxSplitCaps distinct prices below the node's, highest first, among its
-// pool's offerings that can hold its largest pod.
-func (s *state) splitCaps(n *simNode) []float64 {
+// pool's offerings (of zone, unless "") that can hold its largest pod.
+func (s *state) splitCaps(n *simNode, zone string) []float64 {
 	largest := n.pods[0]
 	for _, p := range n.pods[1:] {
 		if p.req[dimCPU]+p.req[dimMemory]>>22 > largest.req[dimCPU]+largest.req[dimMemory]>>22 {
@@ -80,7 +81,6 @@ func (s *state) splitCaps(n *simNode) []float64 {
 		}
 	}
 	zero := make(vec, len(s.dims.names))
-	zone := splitZone(n)
 	seen := map[float64]bool{}
 	var caps []float64
 	for _, o := range n.pool.offs {
@@ -102,10 +102,10 @@ func (s *state) splitCaps(n *simNode) []float64 {
 	return caps
 }
 
-// repack moves n's pods into new nodes of its pool and zone priced at most capPrice, first fit
-// among the nodes it opens, largest pod first. It reports false when a pod finds no place.
-func (s *state) repack(n *simNode, capPrice float64) bool {
-	zone := splitZone(n)
+// repack moves n's pods into new nodes of its pool and of zone (splitZone) priced at most
+// capPrice, first fit among the nodes it opens, largest pod first. It reports false when a pod
+// finds no place.
+func (s *state) repack(n *simNode, zone string, capPrice float64) bool {
 	pods := s.clear(n)
 	sortPods(pods, s.gpuDims)
 	return s.placeOnOpened(pods, restriction{zone: zone, pool: n.pool, maxPrice: capPrice})
