@@ -162,18 +162,17 @@ func purchaseFor(t *testing.T, cat *catalog.Catalog, snap *snapshot.Snapshot, po
 // LP (configbound.go: node patterns honouring whole GPUs, MIG slices, replicas, DRA devices,
 // hostname and zone anti-affinity, hostname spread of maxSkew 1, gangs of topology node); it
 // still ignores zone spread, zone affinity and zone gangs and the integrality of node patterns,
-// so a fresh purchase costs a median 1.075× it (p90 1.18×) on these fleets, and the issue's
-// "≤ 1.10× the bound" is not met at the median (Tiler ends at 1.104×): what is asserted is what
-// holds, with a small margin. Under device-plugin MIG both bounds let a node have any layout of
-// its GPUs, which Simulate (one layout per offering, chosen for the whole demand or one profile)
-// does not buy: on seed 28 the MIG pods' bound is two p4d.24xlarge (three when the
-// configuration LP priced only the plan's layouts, which is not a valid bound), and Tiler ends
-// at 1.42× the fleet's bound (1.02× before). Tiler never ends costlier than either baseline, ends at a median
-// 1.02× a fresh purchase and within 1.20× of it on every fleet, and within 1.12× the bound at the
-// median, 1.30× at p90 and 1.45× on every fleet (measured 1.104, 1.234, 1.421). What one replacement per action cannot reach is splitting a node into two or
-// more: a g6.12xlarge whose time-sliced pods need two or three GPUs' worth of replicas (g6 and
-// g5 come with 1, 4 or 8 GPUs), a big m7i node whose pods fresh purchases spread over two or three
-// smaller ones (most of the CPU-only fleets' 1.3–1.5×, where a fresh purchase is as far off).
+// so a fresh purchase costs a median 1.070× it (p90 1.18×) on these fleets. The issue's "≤ 1.10×
+// the bound" holds at the median (Tiler ends at 1.078×; 23 of the 40 fleets within it), not on
+// every fleet. Under device-plugin MIG both bounds let a node have any layout of its GPUs, which
+// Simulate (one layout per offering, chosen for the whole demand or one profile) does not buy.
+// Tiler never ends costlier than either baseline, ends at a median 1.02× a fresh purchase and
+// within 1.20× of it on every fleet, and within 1.10× the bound at the median, 1.25× at p90 and
+// 1.45× on every fleet (measured 1.078, 1.219, 1.421). What one replacement per action cannot
+// reach is splitting a node into two or more: a g6.12xlarge whose time-sliced pods need two or
+// three GPUs' worth of replicas (g6 and g5 come with 1, 4 or 8 GPUs), a big m7i node whose pods
+// fresh purchases spread over two or three smaller ones (the CPU-only fleets end at 1.08–1.42× the
+// bound, where a fresh purchase is at 1.06–1.48×).
 func TestConsolidationQuality(t *testing.T) {
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
@@ -217,10 +216,10 @@ func TestConsolidationQuality(t *testing.T) {
 	if m := median(vsFresh); m > 1.02 {
 		t.Errorf("Tiler ends at a median %.3f× a fresh purchase", m)
 	}
-	if m := median(ratios); m > 1.12 {
+	if m := median(ratios); m > 1.10 {
 		t.Errorf("Tiler ends at a median %.3f× the lower bound", m)
 	}
-	if q := quantile(ratios, 0.9); q > 1.30 {
+	if q := quantile(ratios, 0.9); q > 1.25 {
 		t.Errorf("Tiler ends at a p90 %.3f× the lower bound", q)
 	}
 	for i, r := range ratios {

@@ -20,8 +20,9 @@ func (s *state) split() {
 			order = append(order, n)
 		}
 	}
-	for _, n := range order {
-		if n.removed {
+	for i := 0; i < len(order); i++ {
+		n := order[i]
+		if n.removed || len(n.pods) < 2 {
 			continue
 		}
 		zone := splitZone(n)
@@ -36,8 +37,19 @@ func (s *state) split() {
 		}
 		if best >= 0 {
 			mark := s.checkpoint()
+			opened := len(s.nodes)
 			if !s.repack(n, zone, best) {
 				s.revert(mark)
+			} else {
+				// The nodes the split opened are split in turn: one cap gives every part the
+				// same size limit, where a part holding one large pod may need it and the
+				// others not (an 8-GPU node into a 4-GPU one for a 2-GPU pod and two 1-GPU
+				// pods, and four 1-GPU nodes for the rest).
+				for _, m := range s.nodes[opened:] {
+					if !m.removed && len(m.pods) > 1 {
+						order = append(order, m)
+					}
+				}
 			}
 		}
 		s.undo = s.undo[:0]
