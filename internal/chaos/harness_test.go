@@ -308,6 +308,48 @@ func (p *proc) kill() {
 	<-p.done
 }
 
+// goroutines ends a running process with SIGQUIT, which makes the Go runtime write every
+// goroutine's stack to its log, and returns the stacks that run Tiler's code, the binary's main
+// package included (at most 150
+// lines): what a controller that stopped making progress was waiting on. "" when the process
+// had already ended.
+func (p *proc) goroutines() string {
+	select {
+	case <-p.done:
+		return ""
+	default:
+	}
+	before, _ := os.Stat(p.logPath)
+	p.killed = true
+	if err := p.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return ""
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if before != nil && before.Size() <= int64(len(b)) {
+		b = b[before.Size():]
+	}
+	var out []string
+	for _, g := range strings.Split(string(b), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && (strings.Contains(g, "github.com/tiler-dev/tiler/") || strings.Contains(g, "\nmain.")) {
+			out = append(out, strings.Split(g, "\n")...)
+			out = append(out, "")
+		}
+	}
+	if len(out) > 150 {
+		out = append(out[:150], fmt.Sprintf("… (the whole dump is in %s)", p.logPath))
+	}
+	return strings.Join(out, "\n")
+}
+
 // exited reports whether the process ended without being killed (a crash or a clean exit).
 func (p *proc) exited() bool {
 	select {
@@ -523,7 +565,13 @@ func (h *harness) untilEvery(every time.Duration, what string, timeout time.Dura
 		h.fatalf("%s exited (%v%s) while waiting for %s; its log:\n%s", crashed.name, crashed.err, crashed.lostLease(), what, tail(crashed.logPath, 40))
 	}
 	if err != nil {
-		h.fatalf("timed out after %s waiting for %s; %s", timeout, what, describe(v))
+		var stacks strings.Builder
+		for _, p := range procs {
+			if g := p.goroutines(); g != "" {
+				fmt.Fprintf(&stacks, "\n==> %s: Tiler's goroutines (SIGQUIT) <==\n%s", p.name, g)
+			}
+		}
+		h.fatalf("timed out after %s waiting for %s; %s%s", timeout, what, describe(v), stacks.String())
 	}
 	return v
 }
