@@ -288,15 +288,16 @@ func (w *Walker) holtExpert() expert {
 	return expert{kind: holtExpert, holt: w.holt, h: w.h, name: "holt", period: PeriodNone}
 }
 
-// newBaselines returns the seasonal-naive experts for a horizon of h steps.
-func newBaselines(s Series, h int) []expert {
+// newBaselines returns the seasonal-naive experts for a horizon of h steps; the weekly ones read
+// yw, the series with transient anomalies masked (transientMasked).
+func newBaselines(s Series, h int, yw []float64) []expert {
 	day, week := s.Steps(Day), s.Steps(Week)
 	dayShift := day * max(1, (h+day-1)/day)
 	weekShift := week * max(1, (h+week-1)/week)
 	return []expert{
 		{kind: baselineExpert, y: s.Values, h: h, lags: []int{dayShift}, name: "baseline/" + BaselineNaiveDay, period: PeriodDay},
-		{kind: baselineExpert, y: s.Values, h: h, lags: []int{weekShift}, name: "baseline/" + BaselineNaiveWeek, period: PeriodWeek},
-		{kind: baselineExpert, y: s.Values, h: h, lags: []int{weekShift, weekShift + week, weekShift + 2*week, weekShift + 3*week},
+		{kind: baselineExpert, y: yw, h: h, lags: []int{weekShift}, name: "baseline/" + BaselineNaiveWeek, period: PeriodWeek},
+		{kind: baselineExpert, y: yw, h: h, lags: []int{weekShift, weekShift + week, weekShift + 2*week, weekShift + 3*week},
 			name: "baseline/" + BaselineMeanWeeks, period: PeriodWeek},
 	}
 }

@@ -137,9 +137,11 @@ func TestPredictGapsAreNotZeros(t *testing.T) {
 // a day ahead through the second week. Same-hour-last-week knows the weekend but copies last
 // week's spikes; the daily stack's profile mixes weekend days into the weekdays'. The
 // weekday/weekend profile (the median of the same hour on the last days of the target's kind)
-// has neither fault, so it leads on most targets (the mean of the same hour in the last weeks,
-// a baseline expert, on the others), and the combined forecast beats both the daily stack alone
-// and same-hour-last-week.
+// has neither fault, and the combined forecast beats both the daily stack alone and
+// same-hour-last-week. The weekly baselines of the mix read the series with transient anomalies
+// masked (transient.go): the spikes that stand 3× above the load around them (the night ones)
+// are not repeated there, and they lead 68 of the 144 targets, the weekday/weekend profile 76
+// (137 before the masking, at the same combined error: 1024 against 1026).
 func TestWeekdayWeekendProfile(t *testing.T) {
 	// 2024-01-01 is a Monday: days 5, 6, 12 and 13 are weekend days.
 	spikeHour := func(d int) int { return int(23.99 * (noise(1000+d) + 1) / 2) }
@@ -161,8 +163,10 @@ func TestWeekdayWeekendProfile(t *testing.T) {
 		naiveWeek += math.Abs(s.Values[T] - s.Values[T-7*24])
 	}
 	t.Logf("absolute error over days 9–14: %.0f combined (%v), %.0f daily stack alone, %.0f same hour last week", auto, models, daily, naiveWeek)
-	if led := models["profile/weekday-weekend"] + models["seasonal/weekday-weekend"]; 3*led < 2*(s.Len()-9*24) || auto > 0.85*min(daily, naiveWeek) {
-		t.Errorf("combined error %.0f (models %v), want the weekday/weekend model to lead two targets in three and at most 0.85× the daily stack's %.0f and last week's %.0f", auto, models, daily, naiveWeek)
+	ww := models["profile/weekday-weekend"] + models["seasonal/weekday-weekend"]
+	weekly := models["baseline/"+BaselineNaiveWeek] + models["baseline/"+BaselineMeanWeeks]
+	if n := s.Len() - 9*24; 5*ww < 2*n || 3*(ww+weekly) < 2*n || auto > 0.85*min(daily, naiveWeek) {
+		t.Errorf("combined error %.0f (models %v), want the weekday/weekend model to lead two targets in five, with the weekly baselines two in three, and at most 0.85× the daily stack's %.0f and last week's %.0f", auto, models, daily, naiveWeek)
 	}
 }
 

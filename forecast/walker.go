@@ -36,6 +36,9 @@ type Walker struct {
 	// cands memoises candidates by period and whether two days, and a week, and a horizon are
 	// known.
 	cands map[[3]int][]*track
+	// yw is the series with transient anomalies masked (transientMasked), which the weekly
+	// baselines of the mix read.
+	yw []float64
 	// baselines are the seasonal-naive experts (newBaselines), also in tracks.
 	baselines []*track
 	periods   map[int]periodDecision  // by detection point
@@ -75,7 +78,8 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]bool{},
 		mixPred: newPredictions(s.Len() + h + 1), cands: map[[3]int][]*track{},
 	}
-	for _, b := range newBaselines(s, h) {
+	w.yw = transientMasked(s)
+	for _, b := range newBaselines(s, h, w.yw) {
 		w.baselines = append(w.baselines, w.track(b))
 	}
 	w.pairs, w.mixSums = map[[2]*track]*pairSums{}, make([][2]pairSums, len(w.baselines))

@@ -54,17 +54,20 @@ func TestForecastBacktestJSON(t *testing.T) {
 }
 
 // TestForecastBacktestSaysWhenItLoses: on a series where the forecaster loses to a baseline
-// (an EC2 CPU series of the eval set whose one-off anomaly the weekly baselines and the mix
-// repeat), the text output says so in words, names the baseline and shows the experts' shares.
+// (the eval set's autoscaling-group series, whose load drops for good on day 13 of 16: the
+// forecast follows twelve hours after same time yesterday), the text output says so in words,
+// names the baseline and shows the experts' shares. (The EC2 series that lost clearly, 1.578×,
+// no longer does since the weekly baselines skip its one-off outage; the clear-loss wording is
+// TestVerdict's.)
 func TestForecastBacktestSaysWhenItLoses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through a whole trace")
 	}
-	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/ec2_cpu_utilization_825cc2.csv", "--horizon", "1d", "--step", "1h")
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/grok_asg_anomaly.csv", "--horizon", "1d", "--step", "1h")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LOSES to its best baseline", "the same time yesterday", "expert shares", "interval"} {
+	for _, want := range []string{"loses to its best baseline", "the same time yesterday", "expert shares", "interval"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
