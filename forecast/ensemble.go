@@ -294,6 +294,9 @@ func newBaselines(s Series, h int, yw []float64) []expert {
 	day, week := s.Steps(Day), s.Steps(Week)
 	dayShift := day * max(1, (h+day-1)/day)
 	weekShift := week * max(1, (h+week-1)/week)
+	if weekShift-h < s.Steps(transientLookahead) {
+		yw = s.Values // the mask of the points read would look past the origin
+	}
 	return []expert{
 		{kind: baselineExpert, y: s.Values, h: h, lags: []int{dayShift}, name: "baseline/" + BaselineNaiveDay, period: PeriodDay},
 		{kind: baselineExpert, y: yw, h: h, lags: []int{weekShift}, name: "baseline/" + BaselineNaiveWeek, period: PeriodWeek},

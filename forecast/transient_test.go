@@ -95,3 +95,32 @@ func TestWeeklyBaselinesSkipAnOutage(t *testing.T) {
 		t.Errorf("WAPE %.3f over the outage's hours a week later, same time last week's %.3f: the outage is repeated", mine/load, lastWeek/load)
 	}
 }
+
+// TestWeeklyBaselinesMaskOnlyBehindTheOrigin: the mask of a point reads up to
+// transientLookahead after it, so the weekly baselines read the masked series only when the
+// points they read are that far behind the origin: at one and four days ahead, not at five or seven.
+func TestWeeklyBaselinesMaskOnlyBehindTheOrigin(t *testing.T) {
+	s := synthetic(21*24, func(i int) float64 {
+		if i >= 9*24+3 && i <= 9*24+13 {
+			return 10
+		}
+		return daily(i)
+	}, nil)
+	yw := transientMasked(s)
+	if &yw[0] == &s.Values[0] {
+		t.Fatal("the outage was not masked")
+	}
+	for _, c := range []struct {
+		h      int
+		masked bool
+	}{{24, true}, {4 * 24, true}, {5 * 24, false}, {7 * 24, false}} {
+		for _, e := range newBaselines(s, c.h, yw) {
+			if e.period != PeriodWeek {
+				continue
+			}
+			if got := &e.y[0] == &yw[0]; got != c.masked {
+				t.Errorf("horizon %d h, %s: reads the masked series %v, want %v", c.h, e.name, got, c.masked)
+			}
+		}
+	}
+}
