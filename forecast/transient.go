@@ -13,12 +13,11 @@ import (
 // they read the series with such anomalies masked (transientMasked): a run of points more than
 // transientBand times above or below the load at the same time on the days around them (the
 // median of ±1 and ±2 days), that lasts at least transientMin and at most transientMax, with
-// the load just before and
-// just after it within the band of the days around (a level change is not an anomaly: the days
-// around it disagree for a day on each side) and that did not happen a week before too (a dip
-// that recurs is the cycle). Its points become that median. The
-// baselines a backtest scores the forecaster against (forecast/backtest) read the series as it
-// is.
+// the load just before and just after it within the band of the days around (a level change
+// is not an anomaly: the days around it disagree for a day on each side) and that did not
+// happen a week before too (a dip that recurs is the cycle). Its points become that median.
+// The baselines a backtest scores the forecaster against (forecast/backtest) read the series
+// as it is.
 //
 // Deciding on a point reads the series up to transientLookahead after it (two days, a run of
 // transientMax and the point after it); a weekly baseline reads a point a week or more before
