@@ -13,9 +13,9 @@ import (
 
 // TestSplitPartsSplitAgain: the split pass re-packs a big node's pods under one price cap, so
 // every part gets the same size limit, right for a part holding one large pod and too big for the
-// others; the parts are split in turn. The GPU pods of TestConsolidationQuality's fleet 16 (whole
-// GPUs on g6, g5 and g4dn). First fit puts seven of them on a g4dn.metal (8 GPUs, $3.834/h); the
-// split under the 12xlarge's cap gave [2+1+1 GPUs] and [1+1+1+1 GPUs] on two 12xlarges, and the
+// others; the parts are split in turn. On the GPU pods of TestConsolidationQuality's fleet 16
+// (whole GPUs on g6, g5 and g4dn), first fit puts seven of them on a g4dn.metal (8 GPUs,
+// $3.834/h); the split under the 12xlarge's cap gave [2+1+1 GPUs] and [1+1+1+1 GPUs] on two 12xlarges, and the
 // second of those, split again, is four xlarges: $0.65/h less. The LP re-pack, run on every
 // class, did not find it.
 func TestSplitPartsSplitAgain(t *testing.T) {
