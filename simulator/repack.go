@@ -36,8 +36,8 @@ type repackClass struct {
 //
 // Placement goes through tryNode and openNode, so every constraint is checked as in first fit.
 // The re-pack is kept only when it lowers the plan's price, and is undone otherwise. Groups with
-// gangs of a topology, DRA claims or constraints split cannot keep (co-location, other topology keys) are left
-// alone.
+// gangs of a topology, DRA claims or constraints split cannot keep (co-location, other topology
+// keys) are left alone.
 //
 // It reports whether a re-pack was kept; the caller then runs consolidation again, which moves
 // the pods of the classes' last, partly filled nodes into the little room left on the full ones.
