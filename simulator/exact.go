@@ -10,9 +10,8 @@ const maxExactPods = 9
 // topology needs nothing more (all its members are placed or the rebuild is undone); with a gang
 // of topology zone every block is priced and opened in one zone, each zone tried. Plans with DRA
 // claims on new nodes are left alone: pricing a block would need the allocator for every block
-// and offering. (Pods
-// whose extended resources the device plugin serves take part; blocks are priced only on
-// offerings that advertise them.)
+// and offering. (Pods whose extended resources the device plugin serves take part; blocks are
+// priced only on offerings that advertise them.)
 func (s *state) exactSmall() {
 	var pods []*podInfo
 	var nodes []*simNode
