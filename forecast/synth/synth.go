@@ -67,43 +67,50 @@ var Families = []Family{Web, Batch, Shift, Holiday, Gaps, Trend, Noisy, Drift, S
 // Generate returns the series of family f for seed: values on a regular grid, NaN where the
 // family leaves gaps. The same family and seed always give the same series.
 func Generate(f Family, seed uint64) (forecast.Series, error) {
+	s, _, err := generate(f, seed)
+	return s, err
+}
+
+// generate returns the series of family f for seed and what the generator knows of it.
+func generate(f Family, seed uint64) (forecast.Series, *truth, error) {
 	r := newRNG(seed ^ hashString(string(f)))
+	tr := &truth{limit: math.Inf(1)}
 	switch f {
 	case Web, Shift, Holiday, Trend, Noisy:
-		return web(f, r, 30*time.Minute, 56), nil
+		return web(f, r, 30*time.Minute, 56, tr), tr, nil
 	case Batch:
-		return batch(r, 15*time.Minute, 42), nil
+		return batch(r, 15*time.Minute, 42, tr), tr, nil
 	case Gaps:
 		var s forecast.Series
 		if r.float() < 0.5 {
-			s = web(f, r, 30*time.Minute, 56)
+			s = web(f, r, 30*time.Minute, 56, tr)
 		} else {
-			s = batch(r, 15*time.Minute, 42)
+			s = batch(r, 15*time.Minute, 42, tr)
 		}
 		addGaps(s, r)
-		return s, nil
+		return s, tr, nil
 	case Drift:
-		return drift(r), nil
+		return drift(r, tr), tr, nil
 	case Outage, Migration:
 		var s forecast.Series
 		if r.float() < 0.5 {
-			s = web(Web, r, 30*time.Minute, 56)
+			s = web(Web, r, 30*time.Minute, 56, tr)
 		} else {
-			s = batch(r, 15*time.Minute, 42)
+			s = batch(r, 15*time.Minute, 42, tr)
 		}
 		if f == Outage {
 			outages(s, r)
 		} else {
 			migrate(s, r)
 		}
-		return s, nil
+		return s, tr, nil
 	case Short:
 		if r.float() < 0.5 {
-			return batch(r, 15*time.Minute, 16), nil
+			return batch(r, 15*time.Minute, 16, tr), tr, nil
 		}
-		return web(Web, r, 15*time.Minute, 16), nil
+		return web(Web, r, 15*time.Minute, 16, tr), tr, nil
 	}
-	return forecast.Series{}, fmt.Errorf("family %q: not one of %v", f, Families)
+	return forecast.Series{}, nil, fmt.Errorf("family %q: not one of %v", f, Families)
 }
 
 // start draws a start time: midnight UTC of a day in 2023 or 2024, so series begin on any
@@ -154,7 +161,7 @@ func (n *noise) next() float64 {
 
 // web generates the Web family and its variants (Shift, Holiday, Trend, Noisy) over the given
 // number of days.
-func web(f Family, r *rng, step time.Duration, days int) forecast.Series {
+func web(f Family, r *rng, step time.Duration, days int, tr *truth) forecast.Series {
 	perDay := int(forecast.Day / step)
 	s := forecast.Series{Start: start(r), Step: step, Values: make([]float64, days*perDay)}
 	level := 20 * math.Pow(100, r.float()) // 20 to 2000
@@ -225,13 +232,15 @@ func web(f Family, r *rng, step time.Duration, days int) forecast.Series {
 		if i >= shiftAt && i < shiftBack {
 			lv *= shiftBy
 		}
-		s.Values[i] = math.Max(0, lv*factor*shape*nz.next())
+		clean := lv * factor * shape
+		s.Values[i] = math.Max(0, clean*nz.next())
+		tr.record(clean, 0, nz)
 	}
 	return s
 }
 
 // batch generates cluster CPU with daily jobs, over the given number of days.
-func batch(r *rng, step time.Duration, days int) forecast.Series {
+func batch(r *rng, step time.Duration, days int, tr *truth) forecast.Series {
 	perDay := int(forecast.Day / step)
 	s := forecast.Series{Start: start(r), Step: step, Values: make([]float64, days*perDay)}
 	level := 5 + 95*r.float()
@@ -244,6 +253,7 @@ func batch(r *rng, step time.Duration, days int) forecast.Series {
 	limit := level * (1 + diurnal + m1 + m2) * (0.6 + 0.5*r.float())
 	growth := -0.01 + 0.03*r.float()
 	nz := newNoise(r, 0.02+0.04*r.float(), 0.03*r.float(), 0.03+0.07*r.float(), step)
+	tr.limit = limit
 	in := func(h, from, dur float64) float64 { // 1 inside [from, from+dur) hours, wrapping
 		x := math.Mod(h-from+24, 24)
 		if x < dur {
@@ -260,22 +270,25 @@ func batch(r *rng, step time.Duration, days int) forecast.Series {
 		}
 		v := level * (1 + diurnal*bump(h, 14, 4) + jobs) * math.Pow(1+growth, float64(i)/float64(7*perDay))
 		s.Values[i] = math.Min(limit, v*nz.next())
+		tr.record(v, 0, nz)
 	}
 	return s
 }
 
 // drift generates a series with no cycle: hourly, eight weeks.
-func drift(r *rng) forecast.Series {
+func drift(r *rng, tr *truth) forecast.Series {
 	s := forecast.Series{Start: start(r), Step: time.Hour, Values: make([]float64, 8*7*24)}
 	level := 10 + 490*r.float()
 	x := 0.0
 	nz := newNoise(r, 0.02, 0, 0.05+0.05*r.float(), time.Hour)
+	tr.rhoLatent, tr.latentSD, tr.jumpP, tr.jumpSD = 0.98, 0.05, 0.005, 0.4
 	for i := range s.Values {
 		x = 0.98*x + 0.05*r.norm()
 		if r.float() < 0.005 { // a jump about every eight days
 			x += 0.4 * r.norm()
 		}
 		s.Values[i] = level * math.Exp(x) * nz.next()
+		tr.record(level, x, nz)
 	}
 	return s
 }
