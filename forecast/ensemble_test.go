@@ -248,4 +248,32 @@ func TestLevelledExpertCarriesTheDay(t *testing.T) {
 	if el > 0.9*ep {
 		t.Errorf("levelled expert's error %.0f is %.3f of its profile's %.0f, want at most 0.9", el, el/ep, ep)
 	}
+	if b := lev.weightsAt(floorTo(s.Len()-1-w.h, w.refit), s.Steps(fitWindow))[2]; b < 0.4 {
+		t.Errorf("fitted share of the last day's level %.2f on a day level with ρ = 0.8, want at least 0.4 (0.53 when written)", b)
+	}
+}
+
+// TestLevelledExpertLearnsNoPersistence checks the fit of the levelled expert's share (levelAt)
+// on a load whose day level is drawn afresh every day: the last day's level says nothing of the
+// next, and the share fitted over eight weeks is near zero.
+func TestLevelledExpertLearnsNoPersistence(t *testing.T) {
+	s := synthetic(8*7*24, func(i int) float64 {
+		return daily(i) * math.Exp(0.08*math.Sqrt(3)*noise(100000+i/24)) * (1 + 0.01*noise(i))
+	}, nil)
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.At(s.Len() - 1)
+	for _, tr := range w.candidates(s.Len() - 1) {
+		if tr.name == "levelled/weekday-weekend" {
+			b := tr.weightsAt(floorTo(s.Len()-1-w.h, w.refit), s.Steps(fitWindow))[2]
+			t.Logf("fitted share of the last day's level: %.3f", b)
+			if b > 0.2 {
+				t.Errorf("fitted share of the last day's level %.2f on independent day levels, want at most 0.2", b)
+			}
+			return
+		}
+	}
+	t.Fatal("no levelled expert among the candidates a day ahead")
 }

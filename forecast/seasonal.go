@@ -54,7 +54,8 @@ type seasonal struct {
 	feats     [][nFeatures]float64
 	featState []int8 // 0 not computed, 1 defined, −1 undefined
 	fits      map[int]weights
-	scratch   []float64 // profile's buffer of the values at one phase
+	levels    map[int]weights // levelAt's, by origin
+	scratch   []float64       // profile's buffer of the values at one phase
 	// fit's buffers: the rows of a fit and their weights.
 	fitRows []int32
 	fitWts  []float64
@@ -78,7 +79,7 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 		done:      make([]bool, len(s.Values)+h+1),
 		feats:     make([][nFeatures]float64, len(s.Values)+h+1),
 		featState: make([]int8, len(s.Values)+h+1),
-		period:    period, fits: map[int]weights{},
+		period:    period, fits: map[int]weights{}, levels: map[int]weights{},
 	}
 	// The profile's buffer, never outgrown, so never stored back: a slice stored at every target
 	// cost a write barrier each while the collector ran.
@@ -226,6 +227,38 @@ func (m *seasonal) lastWeek(T int, p float64) float64 {
 		return p
 	}
 	return m.y[i] * now / before
+}
+
+// levelAt returns the levelled expert's weights fitted at origin o (levelShare): the share β of
+// the last day's level against the profile, p·r₂₄ − p, that the targets known at o (T ≤ o, in the
+// last window points) carried, by least squares weighted as fit weighs them, clamped to [0, 1];
+// levelWeights until a period of targets is known. Memoised.
+func (m *seasonal) levelAt(o, window int) weights {
+	if w, ok := m.levels[o]; ok {
+		return w
+	}
+	lo := max(0, o-window+1)
+	scale := meanObserved(m.y[lo : o+1])
+	var sxe, sxx float64
+	n := 0
+	for T := lo; T <= o; T++ {
+		if !m.defined(T) || math.IsNaN(m.y[T]) {
+			continue
+		}
+		x := &m.feats[T]
+		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
+		d := x[2] - x[0]
+		sxe += wt * d * (m.y[T] - x[0])
+		sxx += wt * d * d
+		n++
+	}
+	w := levelWeights
+	if n >= m.per && sxx > 0 {
+		b := math.Min(1, math.Max(0, sxe/sxx))
+		w = weights{1 - b, 0, b}
+	}
+	m.levels[o] = w
+	return w
 }
 
 // predict returns the point forecast for target T with weights w.

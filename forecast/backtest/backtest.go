@@ -275,7 +275,14 @@ func (sc *scores) fill(res *Result, s forecast.Series) {
 	for m := range res.Models {
 		names = append(names, m)
 	}
-	sort.Slice(names, func(i, j int) bool { return res.Models[names[i]] > res.Models[names[j]] })
+	// The most targets first, and of two with as many the first by name: the names come from a
+	// map, so without the second key a tie named either, run to run.
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := res.Models[names[i]], res.Models[names[j]]; a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
 	if len(names) > 0 {
 		res.Model = names[0]
 	}

@@ -88,7 +88,7 @@ targets:
 // interval of the ratio of their WAPEs (days resampled, as the backtest's interval) lies below
 // 1 — which would say the oracle, not the forecaster, is wrong. Chance is not small: four weeks
 // of scored days, and the noise of a day's level is most of the error (on gaps-101 the
-// forecaster's WAPE is 0.96 of the oracle's, interval 0.88–1.05).
+// forecaster's WAPE is 0.98 of the oracle's, interval 0.90–1.07).
 func TestOracleFloor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through every synthetic trace")
