@@ -36,7 +36,13 @@ const (
 	// load is the one that leaves the group short, and the drops of the tune set are outages that
 	// recover (outage-1 repeats its outage a day later when drops are taken after 6–10 hours:
 	// 1.000 → 1.027–1.127), while migration-2's 5× jump goes 1.011 → 0.979 (6 hours; 8: 0.986).
-	breakRiseWindow = 6 * time.Hour
+	// Shorter windows, tried again with the levelled expert in the mix: 2 and 3 hours took
+	// migration-2 0.980 → 0.959, migration-3 0.964 → 0.937 and crane's input1 0.787 → 0.779, and
+	// no tune series up (4 hours: 0.969, 0.949, 0.779); the evidence needed is unchanged, so a
+	// rise must still be large (a 5× jump is taken after three hours, a 2.4× one after about six).
+	// Needing half or a quarter of the evidence too took input1, drift-3 and outage-3 up by
+	// 0.01–0.04.
+	breakRiseWindow = 3 * time.Hour
 )
 
 // plainForecast is the forecast for target T as made at T−h, the baseline fallen back to or the

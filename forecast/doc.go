@@ -101,7 +101,7 @@
 // one horizon, and the weights move to whoever followed once their forecasts are judged — a day
 // behind same time yesterday at a one-day horizon. At horizons of twelve hours or more the walker
 // does not wait for that evidence: when the load has been more than 1.5× (or less than 1/1.5) of
-// every forecast made for it over the last twelve hours — or above it for six hours or more by as
+// every forecast made for it over the last twelve hours — or above it for three hours or more by as
 // much in all as twelve hours at 1.5× would be, a large rise — it is taken for a level break and the
 // forecast is same time yesterday, the one forecast that follows a lasting level at once, until
 // the forecasts made after the break catch up (breakAt; an outage longer than twelve hours is
