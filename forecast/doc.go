@@ -68,9 +68,9 @@
 // of day on every day of the target's kind (Saturday and Sunday, or Monday to Friday, in
 // Options.Location: the forecast's timeZone, UTC by default) in as many weeks as the weekly
 // profile takes, know the weekend from its first one and average the noise of five weekdays a
-// week; with a cycle detected and a horizon of twelve hours or more, that profile moved half-way
-// to the last day's level against it (a day's level persists into the next: levelShare); Holt's
-// damped trend; and the three baselines — the value a day before the target
+// week; with a cycle detected and a horizon of twelve hours or more, that profile moved towards
+// the last day's level against it by a share fitted on the series (a day's level persists into
+// the next: levelShare); Holt's damped trend; and the three baselines — the value a day before the target
 // (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
 // weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
 // profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth

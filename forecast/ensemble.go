@@ -68,7 +68,7 @@ const (
 	profileExpert                    // its profile alone: the median of the same phase in the last cycles
 	baselineExpert                   // a seasonal-naive baseline: the mean of y(T−lag) over its lags
 	holtExpert                       // Holt's damped trend, for no cycle at all
-	levelExpert                      // its profile moved levelShare of the way to the last day's level against it
+	levelExpert                      // its profile moved a fitted share of the way to the last day's level against it
 )
 
 // Names of the baseline experts: the seasonal-naive forecasts a backtest scores the forecaster
@@ -158,7 +158,7 @@ func (m *seasonal) label() string {
 }
 
 // weightsAt returns the expert's weights as fitted at origin o (the prior before any data); only
-// stacks have fitted weights.
+// stacks and levelled experts have fitted weights.
 func (e expert) weightsAt(o, window int) weights {
 	switch {
 	case e.kind == levelExpert:
