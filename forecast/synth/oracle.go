@@ -35,6 +35,16 @@ func (t *truth) record(clean, latent float64, n *noise) {
 	t.rhoFast, t.rhoSlow, t.fastSD, t.slowSD, t.iid = n.rhoFast, n.rhoSlow, n.fastSD, n.slowSD, n.iid
 }
 
+// stepLatent carries Drift's latent log level x one sample on: the generator's step, which the
+// oracle's futures repeat.
+func (t *truth) stepLatent(x float64, r *rng) float64 {
+	x = t.rhoLatent*x + t.latentSD*r.norm()
+	if r.float() < t.jumpP {
+		x += t.jumpSD * r.norm()
+	}
+	return x
+}
+
 // oracleDraws is how many futures the oracle draws for each forecast: the median of 301 draws is
 // within about 7 % of a standard deviation of the predictive distribution's own.
 const oracleDraws = 301
@@ -57,10 +67,7 @@ func (t *truth) median(o int, js []int, r *rng, draws []float64) float64 {
 			fast = rf*fast + math.Sqrt(1-rf*rf)*t.fastSD*r.norm()
 			slow = rs*slow + math.Sqrt(1-rs*rs)*t.slowSD*r.norm()
 			for ; t.rhoLatent != 0 && at < j; at++ {
-				x = t.rhoLatent*x + t.latentSD*r.norm()
-				if r.float() < t.jumpP {
-					x += t.jumpSD * r.norm()
-				}
+				x = t.stepLatent(x, r)
 			}
 			at = j
 			v := t.clean[j] * math.Exp(x+fast+slow+t.iid*r.norm()-0.5*t.iid*t.iid)

@@ -281,12 +281,10 @@ func drift(r *rng, tr *truth) forecast.Series {
 	level := 10 + 490*r.float()
 	x := 0.0
 	nz := newNoise(r, 0.02, 0, 0.05+0.05*r.float(), time.Hour)
+	// A jump about every eight days.
 	tr.rhoLatent, tr.latentSD, tr.jumpP, tr.jumpSD = 0.98, 0.05, 0.005, 0.4
 	for i := range s.Values {
-		x = 0.98*x + 0.05*r.norm()
-		if r.float() < 0.005 { // a jump about every eight days
-			x += 0.4 * r.norm()
-		}
+		x = tr.stepLatent(x, r)
 		s.Values[i] = level * math.Exp(x) * nz.next()
 		tr.record(level, x, nz)
 	}
