@@ -36,7 +36,8 @@
 // for each target time T, eight predictors that use only samples at or before the forecast
 // origin T−h:
 //
-//   - p(T): the median of the same phase in the last K periods (robust to one-off anomalies);
+//   - p(T): the profile, the mean of the values at the same phase in the last K periods that lie
+//     within five robust standard deviations of their median (robust to one-off anomalies);
 //   - p(T)·r₁, p(T)·r₆ and p(T)·r₂₄: the profile scaled by the ratio actual/profile over the last
 //     1, 6 and 24 hours before the origin — the level and trend adjustment (a ramp or a level
 //     shift shows up as a ratio away from 1 within hours, not weeks);
@@ -60,12 +61,12 @@
 // on the recent past, and the seasonal-naive baselines a backtest compares it with are experts
 // too: on a series where nothing beats them, the mix becomes them.
 //
-// The experts: the stack of the detected cycle and its profile alone (the median of the same
-// phase in the past cycles; with little history the stack's level terms add more noise than they
-// remove); as rivals, the stacks and profiles of the other cycles — a week of history already
+// The experts: the stack of the detected cycle and its profile alone (the robust mean of the
+// same phase in the past cycles; with little history the stack's level terms add more noise than
+// they remove); as rivals, the stacks and profiles of the other cycles — a week of history already
 // allows a forecast from the same time last week, though two are needed to confirm a weekly
-// cycle, and the weekday/weekend stack and profile, whose profile is the median of the same time
-// of day on every day of the target's kind (Saturday and Sunday, or Monday to Friday, in
+// cycle, and the weekday/weekend stack and profile, whose profile is the robust mean of the same
+// time of day on every day of the target's kind (Saturday and Sunday, or Monday to Friday, in
 // Options.Location: the forecast's timeZone, UTC by default) in as many weeks as the weekly
 // profile takes, know the weekend from its first one and average the noise of five weekdays a
 // week; with a cycle detected and a horizon of twelve hours or more, that profile moved towards
@@ -106,7 +107,8 @@
 // forecast is same time yesterday, the one forecast that follows a lasting level at once, until
 // the forecasts made after the break catch up (breakAt; an outage longer than twelve hours is
 // the price: its last hours are repeated a day later). A holiday is the reverse: the baselines
-// repeat it (a day or a week later), the profiles' medians do not. A missing day leaves the
+// repeat it (a day or a week later), the profiles do not (its day
+// lies outside the spread of the others). A missing day leaves the
 // experts that read it without a forecast; the mix renormalises over the others, and the
 // targets it covered are scored by nobody. TestLevelShiftAndGaps, TestHolidayIsNotRepeated,
 // TestFollowsALevelBreak, TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline pin

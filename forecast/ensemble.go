@@ -65,7 +65,7 @@ type expertKind int8
 
 const (
 	stackExpert    expertKind = iota // a profile stack with fitted weights
-	profileExpert                    // its profile alone: the median of the same phase in the last cycles
+	profileExpert                    // its profile alone: the robust mean of the same phase in the last cycles
 	baselineExpert                   // a seasonal-naive baseline: the mean of y(T−lag) over its lags
 	holtExpert                       // Holt's damped trend, for no cycle at all
 	levelExpert                      // its profile moved a fitted share of the way to the last day's level against it
@@ -98,7 +98,8 @@ type expert struct {
 	period Period // the cycle it repeats, PeriodNone for Holt
 }
 
-// profileOnly weighs the profile alone: the median of the same phase in the last cycles.
+// profileOnly weighs the profile alone: the robust mean of the same phase in the last cycles
+// (seasonal.centre).
 var profileOnly = weights{1}
 
 // The levelled expert moves the profile towards the level of the last day against it:

@@ -13,7 +13,7 @@ import (
 // queue model covers those).
 const DefaultMargin = 0.9
 
-// DefaultCycles is how many past periods the seasonal profile takes the median of: six weeks
+// DefaultCycles is how many past periods the seasonal profile is taken over: six weeks
 // (or days) outvote one holiday while still following a season's drift.
 const DefaultCycles = 6
 

@@ -2,6 +2,8 @@ package forecast
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -54,3 +56,88 @@ func TestFitMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileRobustMean: the profile is the mean of the values near their median (centre). On
+// noisy days it is nearer the true shape than their median; an outage day and the first days
+// of a fivefold migration lie outside the spread and leave it where it was, where a plain mean
+// moves.
+func TestProfileRobustMean(t *testing.T) {
+	const days = 8 * 7
+	noisy := func(seed uint64) []float64 {
+		r := rand.New(rand.NewPCG(seed, 11))
+		y := make([]float64, days*24)
+		for i := range y {
+			y[i] = daily(i) * (1 + 0.1*r.NormFloat64())
+		}
+		return y
+	}
+	// sameKind returns the values the weekday/weekend profile of target t reads (days 1–42
+	// before it, of its kind), and their plain mean.
+	sameKind := func(y []float64, t int) ([]float64, float64) {
+		var v []float64
+		sum := 0.0
+		for k := 1; k <= 7*DefaultCycles; k++ {
+			i := t - 24*k
+			if i >= 0 && weekendAt(i) == weekendAt(t) {
+				v = append(v, y[i])
+				sum += y[i]
+			}
+		}
+		return v, sum / float64(len(v))
+	}
+	profileOf := func(y []float64) *seasonal {
+		return newSeasonal(Series{Start: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), Step: time.Hour, Values: y}, PeriodDay, 24, DefaultCycles, time.UTC)
+	}
+
+	// The last weekday of 40 series, each profile from 30 weekdays of independent noise.
+	var errCentre, errMedian float64
+	for seed := range uint64(40) {
+		y := noisy(seed)
+		m := profileOf(y)
+		for T := (days - 3) * 24; T < (days-2)*24; T++ {
+			v, _ := sameKind(y, T)
+			errCentre += math.Abs(m.profile(T) - daily(T))
+			errMedian += math.Abs(median(v) - daily(T))
+		}
+	}
+	t.Logf("noisy days: profile's error %.1f, the median's %.1f", errCentre, errMedian)
+	if !(errCentre <= 0.9*errMedian) {
+		t.Errorf("profile's error %.1f, want under 0.9 of the median's %.1f", errCentre, errMedian)
+	}
+
+	clean := noisy(0)
+	m := profileOf(clean)
+	// An outage: Wednesday 2024-02-14 (day 44) at 5 % of its load.
+	outage := slices.Clone(clean)
+	for i := 44 * 24; i < 45*24; i++ {
+		outage[i] *= 0.05
+	}
+	mo := profileOf(outage)
+	for T := 45 * 24; T < 50*24; T++ {
+		if weekendAt(T) {
+			continue
+		}
+		_, plain := sameKind(outage, T)
+		_, before := sameKind(clean, T)
+		if d := math.Abs(mo.profile(T)/m.profile(T) - 1); d > 0.01 || math.Abs(plain/before-1) < 0.02 {
+			t.Fatalf("target %d after an outage: profile moved by %.3f (want ≤ 0.01), a plain mean by %.3f", T, d, plain/before-1)
+		}
+	}
+
+	// A migration to 5× the load from day 46 on: on day 52 a fifth of the weekdays read are on
+	// the new level; the profile stays on the old one, as the median does, until most are.
+	moved := slices.Clone(clean)
+	for i := 46 * 24; i < len(moved); i++ {
+		moved[i] *= 5
+	}
+	mm := profileOf(moved)
+	for T := 52 * 24; T < 53*24; T++ {
+		v, plain := sameKind(moved, T)
+		if p := mm.profile(T); math.Abs(p/daily(T)-1) > 0.1 {
+			t.Errorf("target %d, %d values, a fifth on a level 5× higher: profile %.1f, want within 10 %% of the old shape %.1f (median %.1f, plain mean %.1f)", T, len(v), p, daily(T), median(v), plain)
+		}
+	}
+}
+
+// weekendAt says whether hour i of a series starting on Monday 2024-01-01 UTC is on a weekend.
+func weekendAt(i int) bool { return (i/24)%7 >= 5 }
