@@ -49,15 +49,19 @@ func (t *truth) stepLatent(x float64, r *rng) float64 {
 // within about 7 % of a standard deviation of the predictive distribution's own.
 const oracleDraws = 301
 
+// state is the noise's state at a sample: the two deviations and Drift's latent log level.
+type state struct{ fast, slow, latent float64 }
+
 // median forecasts the mean of the values at samples js (increasing, all after o) by the median
-// of that mean over oracleDraws futures drawn from the state at o: the deviations and the latent
-// level carried forward as the generator carries them, the independent draw and the saturation
-// limit applied to each sample. The median, because it minimises the absolute error
-// WAPE counts; the mean of the samples, because the hourly mean of a saturated load sits below
-// the limit when a single sample's median is at it.
-func (t *truth) median(o int, js []int, r *rng, draws []float64) float64 {
+// of that mean over oracleDraws futures, each drawn from a state at o that start returns: the
+// deviations and the latent level carried forward as the generator carries them, the
+// independent draw and the saturation limit applied to each sample. The median, because it
+// minimises the absolute error WAPE counts; the mean of the samples, because the hourly mean of
+// a saturated load sits below the limit when a single sample's median is at it.
+func (t *truth) median(o int, js []int, r *rng, draws []float64, start func() state) float64 {
 	for d := range draws {
-		fast, slow, x, at, sum := t.fast[o], t.slow[o], t.latent[o], o, 0.0
+		s0 := start()
+		fast, slow, x, at, sum := s0.fast, s0.slow, s0.latent, o, 0.0
 		for _, j := range js {
 			// The deviations are AR(1): n samples on, exactly ρⁿ of the deviation plus a normal
 			// draw of variance (1−ρ²ⁿ)·sd². The latent level's jumps are not normal, so it is
@@ -79,6 +83,86 @@ func (t *truth) median(o int, js []int, r *rng, draws []float64) float64 {
 	return draws[len(draws)/2]
 }
 
+// estimate is a normal belief about the noise's state: its mean and covariance, in the order
+// fast, slow, latent.
+type estimate struct {
+	m [3]float64
+	p [3][3]float64
+}
+
+// filter returns, for every sample of values, the belief about the noise's state after seeing
+// the values up to it: a Kalman filter on log(value/clean), which is the state's sum plus the
+// independent draw (a normal of sd iid, once its −iid²/2 is added back). The state evolves as
+// the generator's (truth.stepLatent's jumps taken as normal, of the same variance). Values that
+// say nothing exact of the state are skipped: missing ones, zeros, and a saturated load at its
+// limit. Before the first sample the state is 0, as the generator starts it.
+func (t *truth) filter(values []float64) []estimate {
+	rho := [3]float64{t.rhoFast, t.rhoSlow, t.rhoLatent}
+	q := [3]float64{(1 - t.rhoFast*t.rhoFast) * t.fastSD * t.fastSD, (1 - t.rhoSlow*t.rhoSlow) * t.slowSD * t.slowSD, 0}
+	if t.rhoLatent != 0 {
+		q[2] = t.latentSD*t.latentSD + t.jumpP*t.jumpSD*t.jumpSD
+	}
+	out := make([]estimate, len(values))
+	var e estimate
+	for i, y := range values {
+		// One sample on: m ← ρ·m, P ← ρPρ + Q.
+		for a := range 3 {
+			e.m[a] *= rho[a]
+			for b := range 3 {
+				e.p[a][b] *= rho[a] * rho[b]
+			}
+			e.p[a][a] += q[a]
+		}
+		if c := t.clean[i]; !math.IsNaN(y) && y > 0 && y < t.limit && c > 0 {
+			z := math.Log(y/c) + 0.5*t.iid*t.iid
+			// The observation is the state's sum: gain K = P·1/(1ᵀP1 + iid²).
+			var p1 [3]float64
+			s := t.iid * t.iid
+			for a := range 3 {
+				p1[a] = e.p[a][0] + e.p[a][1] + e.p[a][2]
+				s += p1[a]
+			}
+			innov := z - (e.m[0] + e.m[1] + e.m[2])
+			for a := range 3 {
+				e.m[a] += p1[a] / s * innov
+				for b := range 3 {
+					e.p[a][b] -= p1[a] * p1[b] / s
+				}
+			}
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// draw returns a state drawn from the belief: its mean plus its covariance's Cholesky factor
+// times three standard normals.
+func (e *estimate) draw(r *rng) state {
+	var l [3][3]float64
+	for a := range 3 {
+		for b := 0; b <= a; b++ {
+			v := e.p[a][b]
+			for k := range b {
+				v -= l[a][k] * l[b][k]
+			}
+			if a == b {
+				l[a][a] = math.Sqrt(math.Max(v, 0))
+			} else if l[b][b] > 0 {
+				l[a][b] = v / l[b][b]
+			}
+		}
+	}
+	z := [3]float64{r.norm(), r.norm(), r.norm()}
+	var x [3]float64
+	for a := range 3 {
+		x[a] = e.m[a]
+		for b := 0; b <= a; b++ {
+			x[a] += l[a][b] * z[b]
+		}
+	}
+	return state{x[0], x[1], x[2]}
+}
+
 // withEvents are the families with one-off events (a level shift, holidays, outages, a
 // migration) that nothing before them announces: an oracle that knew them would bound nothing.
 var withEvents = map[Family]bool{Shift: true, Holiday: true, Outage: true, Migration: true}
@@ -94,6 +178,21 @@ var withEvents = map[Family]bool{Shift: true, Holiday: true, Outage: true, Migra
 // observed sample, or within horizon of the start, is NaN. The draws are seeded from the family
 // and seed, so the same arguments always give the same forecasts.
 func Oracle(f Family, seed uint64, horizon, step time.Duration) (forecast.Series, error) {
+	return oracle(f, seed, horizon, step, false)
+}
+
+// FilterOracle is Oracle without the noise's state: it knows the series without its noise and
+// how the noise evolves, but not where the noise stands at the origin. It estimates that from
+// the values up to the origin, as well as they can tell it (truth.filter: a Kalman filter,
+// optimal for the generator's normal deviations), and draws its futures from that estimate. A
+// forecaster must also learn the shape and the noise's laws from the series, so FilterOracle's
+// error is a floor no forecaster can be expected to pass, and a tighter one than Oracle's, whose
+// knowledge of the state no one who sees only the series has.
+func FilterOracle(f Family, seed uint64, horizon, step time.Duration) (forecast.Series, error) {
+	return oracle(f, seed, horizon, step, true)
+}
+
+func oracle(f Family, seed uint64, horizon, step time.Duration, filtered bool) (forecast.Series, error) {
 	if withEvents[f] {
 		return forecast.Series{}, fmt.Errorf("family %q has one-off events no forecast can know of: it has no oracle", f)
 	}
@@ -110,9 +209,14 @@ func Oracle(f Family, seed uint64, horizon, step time.Duration) (forecast.Series
 	if !s.Start.Equal(s.Start.Truncate(step)) {
 		return forecast.Series{}, fmt.Errorf("series starts at %s, not on the %s grid", s.Start, step)
 	}
+	label := "oracle/"
+	var beliefs []estimate
+	if filtered {
+		label, beliefs = "filter-oracle/", tr.filter(s.Values)
+	}
 	k, lead := int(step/s.Step), int(horizon/step)
 	out := forecast.Series{Start: s.Start, Step: step, Values: make([]float64, (s.Len()+k-1)/k)}
-	r, draws, js := newRNG(seed^hashString("oracle/"+string(f))), make([]float64, oracleDraws), make([]int, 0, k)
+	r, draws, js := newRNG(seed^hashString(label+string(f))), make([]float64, oracleDraws), make([]int, 0, k)
 	for b := range out.Values {
 		out.Values[b] = math.NaN()
 		if b < lead {
@@ -125,9 +229,14 @@ func Oracle(f Family, seed uint64, horizon, step time.Duration) (forecast.Series
 				js = append(js, j)
 			}
 		}
-		if len(js) > 0 {
-			out.Values[b] = tr.median(o, js, r, draws)
+		if len(js) == 0 {
+			continue
 		}
+		start := func() state { return state{tr.fast[o], tr.slow[o], tr.latent[o]} }
+		if filtered {
+			start = func() state { return beliefs[o].draw(r) }
+		}
+		out.Values[b] = tr.median(o, js, r, draws, start)
 	}
 	return out, nil
 }
