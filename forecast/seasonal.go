@@ -54,7 +54,12 @@ type seasonal struct {
 	feats     [][nFeatures]float64
 	featState []int8 // 0 not computed, 1 defined, −1 undefined
 	fits      map[int]weights
-	levels    map[int]weights // levelAt's, by origin
+	levels    map[int]weights // levelAt's, by origin (trended ones by −origin−1)
+	growths   map[int]float64 // growthAt's, by origin
+	age       []float64       // the mean age in days, before its target, of each profile's values
+	day       int             // steps in a day
+	ly        []float64       // prefix sums of the observed values
+	ln        []int           // and their counts
 	scratch   []float64       // profile's buffer of the values at one phase
 	devs      []float64       // centre's buffer of their deviations from the median
 	// fit's buffers: the rows of a fit and their weights.
@@ -80,7 +85,9 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 		done:      make([]bool, len(s.Values)+h+1),
 		feats:     make([][nFeatures]float64, len(s.Values)+h+1),
 		featState: make([]int8, len(s.Values)+h+1),
-		period:    period, fits: map[int]weights{}, levels: map[int]weights{},
+		period:    period, fits: map[int]weights{}, levels: map[int]weights{}, growths: map[int]float64{},
+		age: make([]float64, len(s.Values)+h+1), day: day,
+		ly: make([]float64, len(s.Values)+1), ln: make([]int, len(s.Values)+1),
 	}
 	// The profile's buffer, never outgrown, so never stored back: a slice stored at every target
 	// cost a write barrier each while the collector ran.
@@ -94,6 +101,13 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 		}
 	}
 	m.devs = make([]float64, 0, cap(m.scratch))
+	for i, v := range s.Values {
+		m.ly[i+1], m.ln[i+1] = m.ly[i], m.ln[i]
+		if !math.IsNaN(v) {
+			m.ly[i+1] += v
+			m.ln[i+1]++
+		}
+	}
 	m.prefixSums()
 	return m
 }
@@ -123,6 +137,7 @@ func (m *seasonal) profile(t int) float64 {
 		return m.prof[t]
 	}
 	vals := m.scratch[:0] // centre reorders it; nothing keeps it; it has room for every value
+	ages := 0             // the sum of the values' ages, in periods
 	if m.weekend != nil {
 		for k := m.k0; k < m.k0+7*m.cycles; k++ {
 			i := t - k*m.per
@@ -131,15 +146,19 @@ func (m *seasonal) profile(t int) float64 {
 			}
 			if i < len(m.y) && m.weekend[i] == m.weekend[t] && !math.IsNaN(m.y[i]) {
 				vals = append(vals, m.y[i])
+				ages += k
 			}
 		}
-		m.prof[t], m.done[t] = m.centre(vals), true
-		return m.prof[t]
-	}
-	for k := m.k0; k < m.k0+m.cycles; k++ {
-		if i := t - k*m.per; i >= 0 && i < len(m.y) && !math.IsNaN(m.y[i]) {
-			vals = append(vals, m.y[i])
+	} else {
+		for k := m.k0; k < m.k0+m.cycles; k++ {
+			if i := t - k*m.per; i >= 0 && i < len(m.y) && !math.IsNaN(m.y[i]) {
+				vals = append(vals, m.y[i])
+				ages += k
+			}
 		}
+	}
+	if len(vals) > 0 {
+		m.age[t] = float64(ages*m.per) / float64(len(vals)*m.day)
 	}
 	m.prof[t], m.done[t] = m.centre(vals), true
 	return m.prof[t]
@@ -277,10 +296,20 @@ func (m *seasonal) lastWeek(T int, p float64) float64 {
 // levelAt returns the levelled expert's weights fitted at origin o (levelShare): the share β of
 // the last day's level against the profile, p·r₂₄ − p, that the targets known at o (T ≤ o, in the
 // last window points) carried, by least squares weighted as fit weighs them, clamped to [0, 1];
-// levelWeights until a period of targets is known. Memoised.
-func (m *seasonal) levelAt(o, window int) weights {
-	if w, ok := m.levels[o]; ok {
+// levelWeights until a period of targets is known. For the trended expert (trended), the profile
+// is first carried forward by the load's growth at o (growthAt) over its values' mean age,
+// p·e^(g·age), and the growth is kept in the weights' growthSlot for levelPredict. Memoised.
+func (m *seasonal) levelAt(o, window int, trended bool) weights {
+	key := o
+	if trended {
+		key = -o - 1
+	}
+	if w, ok := m.levels[key]; ok {
 		return w
+	}
+	g := 0.0
+	if trended {
+		g = m.growthAt(o, window)
 	}
 	lo := max(0, o-window+1)
 	scale := meanObserved(m.y[lo : o+1])
@@ -292,8 +321,9 @@ func (m *seasonal) levelAt(o, window int) weights {
 		}
 		x := &m.feats[T]
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
-		d := x[2] - x[0]
-		sxe += wt * d * (m.y[T] - x[0])
+		p := x[0] * math.Exp(g*m.age[T])
+		d := x[2] - p
+		sxe += wt * d * (m.y[T] - p)
 		sxx += wt * d * d
 		n++
 	}
@@ -302,8 +332,90 @@ func (m *seasonal) levelAt(o, window int) weights {
 		b := math.Min(1, math.Max(0, sxe/sxx))
 		w = weights{1 - b, 0, b}
 	}
-	m.levels[o] = w
+	w[growthSlot] = g
+	m.levels[key] = w
 	return w
+}
+
+// growthSlot is where a levelled expert's weights keep the growth its profile is carried
+// forward by (0 for the levelled expert, growthAt's for the trended one).
+const growthSlot = nFeatures - 1
+
+// levelPredict is a levelled or trended expert's forecast for target T with weights w
+// (levelAt): the profile carried forward by the growth in w, moved the share w[2] of the way to
+// the profile scaled by the last day's level.
+func (m *seasonal) levelPredict(T int, w weights) (float64, bool) {
+	x, ok := m.features(T)
+	if !ok {
+		return 0, false
+	}
+	p := x[0]
+	if g := w[growthSlot]; g != 0 {
+		p *= math.Exp(g * m.age[T])
+	}
+	return math.Max(0, w[0]*p+w[2]*x[2]), true
+}
+
+// Growth. The profiles are taken over six weeks, so their values are three weeks old on
+// average: on a load growing 2 % a week they sit 6 % below it. The level ratios move a forecast
+// towards the last hours' level, but the stacks' ridge and the levelled expert's share β (fitted
+// to how much of a day's level persists into the next, 0.2–0.6) take only part of it, and a
+// week's ratio, which would take the growth whole, is as noisy as the growth is large (a
+// week's level varies by 2–3 % on its own). The growth over eight weeks is known far more
+// precisely. growthMinDays and growthMaxPerDay bound its estimate.
+const (
+	// growthMinDays is the fewest days with values growthAt reads before it estimates a growth,
+	// and the trended expert is a candidate: two weeks, the shortest that pairs every weekday
+	// with itself a week later (chosen on tune: see trended).
+	growthMinDays = 14
+	// growthMaxPerDay caps the growth a day: 2 % a day, 15 % a week, beyond anything the load
+	// sustains for the eight weeks it is read from; a step (a migration) is no growth, and the
+	// slopes' median ignores the pairs of days across it.
+	growthMaxPerDay = 0.02
+)
+
+// growthAt is the load's growth per day at origin o, memoised: the median slope of the log of
+// the daily mean (the 24 hours ending at o, then the 24 before, and so on over the last window
+// points) between every pair of days a whole number of weeks apart (Theil–Sen on pairs of the
+// same weekday, so a weekly cycle is no slope; the median ignores an outage or a holiday), 0
+// with fewer than growthMinDays days with values (at least half of each day observed), capped
+// at ±growthMaxPerDay.
+func (m *seasonal) growthAt(o, window int) float64 {
+	if g, ok := m.growths[o]; ok {
+		return g
+	}
+	days := min(window, o+1) / m.day // whole days only
+	logs := make([]float64, days)    // NaN for a day without enough values
+	n := 0
+	for j := range days {
+		logs[j] = math.NaN()
+		hi := o - j*m.day // the day's last index
+		lo := hi - m.day  // the index before its first
+		c := m.ln[hi+1] - m.ln[lo+1]
+		if c < m.day/2 {
+			continue
+		}
+		if mean := (m.ly[hi+1] - m.ly[lo+1]) / float64(c); mean > 0 {
+			logs[j] = math.Log(mean)
+			n++
+		}
+	}
+	g := 0.0
+	if n >= growthMinDays {
+		var slopes []float64
+		for i := range logs {
+			for j := i + 7; j < len(logs); j += 7 {
+				if !math.IsNaN(logs[i]) && !math.IsNaN(logs[j]) {
+					slopes = append(slopes, (logs[i]-logs[j])/float64(j-i))
+				}
+			}
+		}
+		if len(slopes) > 0 {
+			g = math.Max(-growthMaxPerDay, math.Min(growthMaxPerDay, median(slopes)))
+		}
+	}
+	m.growths[o] = g
+	return g
 }
 
 // predict returns the point forecast for target T with weights w.

@@ -35,7 +35,7 @@ type Walker struct {
 	tracks map[string]*track
 	// cands memoises candidates by period and whether two days, and a week, and a horizon are
 	// known.
-	cands map[[3]int][]*track
+	cands map[[4]int][]*track
 	// yw is the series with transient anomalies masked (transientMasked), which the weekly
 	// baselines of the mix read.
 	yw []float64
@@ -76,7 +76,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]bool{},
-		mixPred: newPredictions(s.Len() + h + 1), cands: map[[3]int][]*track{},
+		mixPred: newPredictions(s.Len() + h + 1), cands: map[[4]int][]*track{},
 	}
 	w.yw = transientMasked(s)
 	for _, b := range newBaselines(s, h, w.yw) {

@@ -62,7 +62,7 @@ var generalisationMisses = map[string]struct {
 
 // generalisationMedians are the medians reached over each set, asserted with 1 % of slack: both
 // miss targetMedian (see the README's forecaster section for why).
-var generalisationMedians = map[string]float64{"tune": 0.865, "eval": 0.899}
+var generalisationMedians = map[string]float64{"tune": 0.858, "eval": 0.899}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
