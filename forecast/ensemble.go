@@ -186,7 +186,7 @@ func (m *seasonal) label() string {
 
 // weightsAt returns the expert's weights as fitted at origin o (the prior before any data); only
 // stacks and levelled experts have fitted weights.
-func (e expert) weightsAt(o, window int) weights {
+func (e *expert) weightsAt(o, window int) weights {
 	switch {
 	case e.kind == levelExpert:
 		if o < 0 {
@@ -202,7 +202,7 @@ func (e expert) weightsAt(o, window int) weights {
 }
 
 // predict returns the expert's forecast for target T (from origin T−h), a stack with weights w.
-func (e expert) predict(T int, w weights) (float64, bool) {
+func (e *expert) predict(T int, w weights) (float64, bool) {
 	switch e.kind {
 	case stackExpert:
 		return e.m.predict(T, w)

@@ -61,7 +61,6 @@ type seasonal struct {
 	ly        []float64       // prefix sums of the observed values
 	ln        []int           // and their counts
 	scratch   []float64       // profile's buffer of the values at one phase
-	devs      []float64       // centre's buffer of their deviations from the median
 	// fit's buffers: the rows of a fit and their weights.
 	fitRows []int32
 	fitWts  []float64
@@ -100,7 +99,6 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 			m.weekend[i] = d == time.Saturday || d == time.Sunday
 		}
 	}
-	m.devs = make([]float64, 0, cap(m.scratch))
 	for i, v := range s.Values {
 		m.ly[i+1], m.ln[i+1] = m.ly[i], m.ln[i]
 		if !math.IsNaN(v) {
@@ -192,11 +190,7 @@ func (m *seasonal) centre(x []float64) float64 {
 	if len(x) < 3 {
 		return med
 	}
-	dev := m.devs[:0]
-	for _, v := range x {
-		dev = append(dev, math.Abs(v-med))
-	}
-	band := profileSpread * 1.4826 * median(dev)
+	band := profileSpread * 1.4826 * sortedMAD(x, med)
 	sum, n := 0.0, 0
 	for _, v := range x {
 		if math.Abs(v-med) <= band {
@@ -205,6 +199,28 @@ func (m *seasonal) centre(x []float64) float64 {
 		}
 	}
 	return sum / float64(n) // n ≥ 1: the median's own value(s) lie within any band
+}
+
+// sortedMAD is the median absolute deviation of x, sorted, from its median med, without sorting
+// the deviations: below the middle they grow leftwards, above it rightwards, so merging the two
+// runs from the middle out yields them in order (the profile takes one per point and model).
+func sortedMAD(x []float64, med float64) float64 {
+	n := len(x)
+	a, b := (n-1)/2, (n-1)/2+1 // x[..a] ≤ med ≤ x[b..]
+	var lo, hi float64         // the deviations of rank (n−1)/2 and n/2
+	for k := 0; k <= n/2; k++ {
+		var d float64
+		if b >= n || a >= 0 && med-x[a] <= x[b]-med {
+			d, a = med-x[a], a-1
+		} else {
+			d, b = x[b]-med, b+1
+		}
+		if k == (n-1)/2 {
+			lo = d
+		}
+		hi = d
+	}
+	return (lo + hi) / 2
 }
 
 func (m *seasonal) prefixSums() {

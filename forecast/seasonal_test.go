@@ -141,3 +141,25 @@ func TestProfileRobustMean(t *testing.T) {
 
 // weekendAt says whether hour i of a series starting on Monday 2024-01-01 UTC is on a weekend.
 func weekendAt(i int) bool { return (i/24)%7 >= 5 }
+
+// TestSortedMAD checks sortedMAD against the median of the deviations sorted, on samples of
+// every size from 1 to 40 with ties.
+func TestSortedMAD(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for n := 1; n <= 40; n++ {
+		for range 50 {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = math.Round(r.NormFloat64()*4) / 2 // ties are common
+			}
+			med := median(x) // sorts x
+			dev := make([]float64, n)
+			for i, v := range x {
+				dev[i] = math.Abs(v - med)
+			}
+			if got, want := sortedMAD(x, med), median(dev); got != want {
+				t.Fatalf("n %d, x %v: sortedMAD %v, want %v", n, x, got, want)
+			}
+		}
+	}
+}
