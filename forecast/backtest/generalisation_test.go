@@ -56,7 +56,7 @@ var generalisationMisses = map[string]struct {
 }{
 	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
 	// week with one week of history.
-	"eval/nab/grok_asg_anomaly.csv":           {1.207, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
+	"eval/nab/grok_asg_anomaly.csv":           {1.211, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
 	"eval/nab/rds_cpu_utilization_cc0c53.csv": {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
 }
 
