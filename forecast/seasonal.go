@@ -58,7 +58,7 @@ type seasonal struct {
 	growths   map[int]float64 // growthAt's, by origin
 	age       []float64       // the mean age in days, before its target, of each profile's values
 	day       int             // steps in a day
-	ly        []float64       // prefix sums of the observed values
+	ly        []float64       // prefix sums of the observed values, nil until growthAt needs them
 	ln        []int           // and their counts
 	scratch   []float64       // profile's buffer of the values at one phase
 	// fit's buffers: the rows of a fit and their weights.
@@ -86,7 +86,6 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 		featState: make([]int8, len(s.Values)+h+1),
 		period:    period, fits: map[int]weights{}, levels: map[int]weights{}, growths: map[int]float64{},
 		age: make([]float64, len(s.Values)+h+1), day: day,
-		ly: make([]float64, len(s.Values)+1), ln: make([]int, len(s.Values)+1),
 	}
 	// The profile's buffer, never outgrown, so never stored back: a slice stored at every target
 	// cost a write barrier each while the collector ran.
@@ -97,13 +96,6 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 		for i := range m.weekend {
 			d := s.TimeAt(i).In(kinds).Weekday()
 			m.weekend[i] = d == time.Saturday || d == time.Sunday
-		}
-	}
-	for i, v := range s.Values {
-		m.ly[i+1], m.ln[i+1] = m.ly[i], m.ln[i]
-		if !math.IsNaN(v) {
-			m.ly[i+1] += v
-			m.ln[i+1]++
 		}
 	}
 	m.prefixSums()
@@ -337,7 +329,10 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 		}
 		x := &m.feats[T]
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
-		p := x[0] * math.Exp(g*m.age[T])
+		p := x[0]
+		if g != 0 {
+			p *= math.Exp(g * m.age[T])
+		}
 		d := x[2] - p
 		sxe += wt * d * (m.y[T] - p)
 		sxx += wt * d * d
@@ -399,6 +394,16 @@ const (
 func (m *seasonal) growthAt(o, window int) float64 {
 	if g, ok := m.growths[o]; ok {
 		return g
+	}
+	if m.ly == nil { // only the weekday/weekend model's trended expert reads a growth
+		m.ly, m.ln = make([]float64, len(m.y)+1), make([]int, len(m.y)+1)
+		for i, v := range m.y {
+			m.ly[i+1], m.ln[i+1] = m.ly[i], m.ln[i]
+			if !math.IsNaN(v) {
+				m.ly[i+1] += v
+				m.ln[i+1]++
+			}
+		}
 	}
 	days := min(window, o+1) / m.day // whole days only
 	logs := make([]float64, days)    // NaN for a day without enough values

@@ -135,9 +135,14 @@ func (t *truth) filter(values []float64) []estimate {
 	return out
 }
 
-// draw returns a state drawn from the belief: its mean plus its covariance's Cholesky factor
-// times three standard normals.
-func (e *estimate) draw(r *rng) state {
+// normal3 is a belief ready to draw from: its mean and its covariance's Cholesky factor.
+type normal3 struct {
+	m [3]float64
+	l [3][3]float64
+}
+
+// sampler factors the belief's covariance once for the draws of one forecast.
+func (e *estimate) sampler() normal3 {
 	var l [3][3]float64
 	for a := range 3 {
 		for b := 0; b <= a; b++ {
@@ -152,12 +157,18 @@ func (e *estimate) draw(r *rng) state {
 			}
 		}
 	}
+	return normal3{e.m, l}
+}
+
+// draw returns a state drawn from the belief: its mean plus the Cholesky factor times three
+// standard normals.
+func (n *normal3) draw(r *rng) state {
 	z := [3]float64{r.norm(), r.norm(), r.norm()}
 	var x [3]float64
 	for a := range 3 {
-		x[a] = e.m[a]
+		x[a] = n.m[a]
 		for b := 0; b <= a; b++ {
-			x[a] += l[a][b] * z[b]
+			x[a] += n.l[a][b] * z[b]
 		}
 	}
 	return state{x[0], x[1], x[2]}
@@ -234,7 +245,8 @@ func oracle(f Family, seed uint64, horizon, step time.Duration, filtered bool) (
 		}
 		start := func() state { return state{tr.fast[o], tr.slow[o], tr.latent[o]} }
 		if filtered {
-			start = func() state { return beliefs[o].draw(r) }
+			belief := beliefs[o].sampler()
+			start = func() state { return belief.draw(r) }
 		}
 		out.Values[b] = tr.median(o, js, r, draws, start)
 	}
