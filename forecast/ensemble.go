@@ -266,6 +266,8 @@ func (w *Walker) forecastOf(t *track, T int) (float64, bool) {
 	f, ok := t.predict(T, t.weightsAt(floorTo(T-w.h, w.refit), w.s.Steps(fitWindow)))
 	if !ok {
 		f = math.NaN()
+	} else if c := w.caps[min(T-w.h, len(w.caps)-1)]; f > c {
+		f = c
 	}
 	t.pred[T] = f
 	return f, ok

@@ -51,6 +51,9 @@ type Walker struct {
 	// mixPred[T] is the mix's forecast for target T as made at T−h (before the fallback),
 	// notYet until computed, NaN when it had none.
 	mixPred []float64
+	// caps[o] is the cap the values up to origin o show (ceilings), +Inf when none: no
+	// expert's forecast from o exceeds it (forecastOf).
+	caps []float64
 }
 
 // periodDecision is the period decided at a detection point and why it is not the detected one.
@@ -79,6 +82,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		mixPred: newPredictions(s.Len() + h + 1), cands: map[[4]int][]*track{},
 	}
 	w.yw = transientMasked(s)
+	w.caps = ceilings(s.Values)
 	for _, b := range newBaselines(s, h, w.yw) {
 		w.baselines = append(w.baselines, w.track(b))
 	}
