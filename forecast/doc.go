@@ -89,6 +89,9 @@
 // and is lucky on its first day does not take over. The mix weighs the
 // experts by (min r/rᵢ)⁸: one 10 % worse than the best keeps half the weight, 25 % worse a sixth.
 // Weighing rather than picking keeps a rival in play while the evidence is a few days old.
+// Every expert's forecast is clipped at the cap the values up to its origin show — their
+// maximum once it has repeated twelve times (ceilings: a load pinned at a limit) — before it is
+// scored or mixed; the upper margin is not.
 //
 // The mix is then judged like an expert: its own forecasts, as made, over the last eight weeks,
 // against each baseline's on the targets both forecast. When the mix's error is not below a
