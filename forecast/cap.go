@@ -9,9 +9,10 @@ import "math"
 // set, whose nightly job is pinned for three hours, those hours alone were a third of the
 // forecaster's excess error over the filter oracle's (forecast/synth), each forecast 0.5 %
 // above the limit. Every expert's forecast is therefore clipped at the cap the values up to its
-// origin show (ceilings), so the mix weighs the experts on what they would forecast clipped. The
-// upper margin (Forecast.Upper) is not: a load pinned at its limit may want more than it gets,
-// and capacity planned from the upper quantile should not assume it never will.
+// origin show (ceilings), so the mix weighs the experts on what they would forecast clipped. A
+// value above the cap lifts it at once, so a load whose limit is raised is forecast above the
+// old limit from its first value past it. The upper forecast keeps its own rule (margin.go's
+// ceiling: the margin does not raise it past a saturated level; it is never below the point).
 
 // capTies is how many values at the running maximum (within capTolerance of it) make it a cap.
 // Chosen on the tune set (testdata/traces/tune, the 1-day hourly backtest of

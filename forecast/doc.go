@@ -76,8 +76,9 @@
 // trend; and the three baselines — the value a day before the target
 // (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
 // weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
-// profile is a rival: the evidence, not the detector, decides whether a weak cycle is worth
-// forecasting from.
+// profile is a rival — the evidence, not the detector, decides whether a weak cycle is worth
+// forecasting from — and so is the reverting expert: the mean of the last three hours drawn back
+// towards the last week's mean by a share fitted on the series (revert.go).
 //
 // Every hour (a mix point) each expert's forecasts for the targets of the last four weeks are
 // scored as they were made — from their own origins, a stack with the weights of the refit
@@ -135,7 +136,8 @@
 // bought for. When the load saturates — it sits within 3 % of its largest value for at least 5 %
 // of the fit window, as a CPU limit or a replica cap pins it — the margin does not raise the
 // upper forecast past that level: the load does not exceed its limit, so capacity above it idles
-// (crane's input2 sits at its limit four hours a day). The point forecast is never cut.
+// (crane's input2 sits at its limit four hours a day). The point forecast is cut only at an
+// exact cap (a maximum repeated twelve times, lifted by the first value above it).
 //
 // With no period, or less than two periods of history, Holt's linear exponential smoothing with
 // a damped trend leads the mix, and Forecast.Fallback says why.

@@ -69,6 +69,7 @@ const (
 	baselineExpert                   // a seasonal-naive baseline: the mean of y(T−lag) over its lags
 	holtExpert                       // Holt's damped trend, for no cycle at all
 	levelExpert                      // its profile moved a fitted share of the way to the last day's level against it
+	revertExpert                     // the recent level drawn back towards the usual one, for no cycle (revert.go)
 )
 
 // Names of the baseline experts: the seasonal-naive forecasts a backtest scores the forecaster
@@ -99,6 +100,7 @@ type expert struct {
 	// trended marks the trended expert: a levelled one whose profile is carried forward by the
 	// load's growth (seasonal.growthAt).
 	trended bool
+	rev     *revert // the reverting expert's model
 }
 
 // profileOnly weighs the profile alone: the robust mean of the same phase in the last cycles
@@ -193,6 +195,11 @@ func (e *expert) weightsAt(o, window int) weights {
 			return levelWeights
 		}
 		return e.m.levelAt(o, window, e.trended)
+	case e.kind == revertExpert:
+		if o < 0 {
+			return weights{revertPrior}
+		}
+		return weights{e.rev.phiAt(o, window)}
 	case e.kind != stackExpert:
 		return weights{}
 	case o < 0:
@@ -210,6 +217,8 @@ func (e *expert) predict(T int, w weights) (float64, bool) {
 		return e.m.predict(T, profileOnly)
 	case levelExpert:
 		return e.m.levelPredict(T, w)
+	case revertExpert:
+		return e.rev.predict(T, w[0])
 	case baselineExpert:
 		sum, n := 0.0, 0
 		for _, l := range e.lags {
@@ -306,8 +315,8 @@ type ensemble struct {
 //     a week and a horizon are known). Options.Period forcing a cycle leaves its stack, its
 //     profile and Holt.
 //   - No cycle found: Holt leads, and once two days and a horizon are known all the stacks and
-//     profiles are rivals: a cycle too weak to pass the test can still carry a forecast, and if
-//     it does not, the rivals lose weight.
+//     profiles are rivals, and the reverting expert (revert.go): a cycle too weak to pass the
+//     test can still carry a forecast, and if it does not, the rivals lose weight.
 //
 // The seasonal-naive baselines are candidates whatever the period: the weights and the fallback
 // to the best baseline are what keeps the forecaster from losing to them. A candidate takes part
@@ -364,6 +373,7 @@ func (w *Walker) candidates(o int) []*track {
 		c = append(c, w.holtExpert())
 	case twoDays == 1:
 		c = append(append([]expert{w.holtExpert(), stack(d), profile(d)}, weekly()...), stack(dk), profile(dk))
+		c = append(c, w.revertExpert())
 	default:
 		c = []expert{w.holtExpert()}
 	}
@@ -374,6 +384,15 @@ func (w *Walker) candidates(o int) []*track {
 	out = append(out, w.baselines...)
 	w.cands[key] = out
 	return out
+}
+
+// revertExpert returns the reverting expert, "reverting" (revert.go), building its model on
+// first use.
+func (w *Walker) revertExpert() expert {
+	if w.rev == nil {
+		w.rev = newRevert(w.s, w.h)
+	}
+	return expert{kind: revertExpert, rev: w.rev, h: w.h, name: "reverting", period: PeriodNone}
 }
 
 func (w *Walker) holtExpert() expert {

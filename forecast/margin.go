@@ -109,7 +109,8 @@ const (
 // there (see saturationBand), +Inf otherwise. The upper forecast is not raised above it by the
 // margin: a saturated load does not exceed its limit, and on crane's input2 the margin on its
 // four-hour plateau at the limit bought six idle GPUs out of 27 (replay: +36 % GPU-hours before,
-// +24 % after, for the same 99 % fewer GPU-minutes short). The point forecast is never cut, so a
+// +24 % after, for the same 99 % fewer GPU-minutes short). The point forecast is cut only at an
+// exact cap (cap.go: a maximum repeated twelve times, lifted by the first value above it), so a
 // load that grows past an old limit still gets capacity; only the margin above it goes.
 func ceiling(v []float64) float64 {
 	top, n := math.Inf(-1), 0

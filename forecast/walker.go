@@ -54,6 +54,7 @@ type Walker struct {
 	// caps[o] is the cap the values up to origin o show (ceilings), +Inf when none: no
 	// expert's forecast from o exceeds it (forecastOf).
 	caps []float64
+	rev  *revert // the reverting expert's model, nil until a candidate
 }
 
 // periodDecision is the period decided at a detection point and why it is not the detected one.

@@ -56,14 +56,14 @@ var generalisationMisses = map[string]struct {
 }{
 	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
 	// week with one week of history.
-	"eval/nab/grok_asg_anomaly.csv":           {1.211, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
+	"eval/nab/grok_asg_anomaly.csv":           {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
 	"eval/nab/rds_cpu_utilization_cc0c53.csv": {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
 }
 
 // generalisationMedians are the medians reached over the sets that miss targetMedian, asserted
 // with 1 % of slack (see the README's forecaster section for why eval misses it); a set not
 // listed (tune, at 0.844) is held to the target itself.
-var generalisationMedians = map[string]float64{"eval": 0.899}
+var generalisationMedians = map[string]float64{"eval": 0.876}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
