@@ -57,7 +57,10 @@ type Forecast struct {
 	Upper float64
 	// Model names the model: "seasonal/day", "seasonal/week", "profile/day" or "profile/week"
 	// (a profile alone), "seasonal/weekday-weekend", "profile/weekday-weekend" (the daily model
-	// whose profile takes only days of the target's kind), "holt", or a seasonal-naive baseline,
+	// whose profile takes only days of the target's kind), "levelled/weekday-weekend" and
+	// "trended/weekday-weekend" (that profile moved towards the last day's level, the second
+	// carried forward by the growth), "holt", "reverting" (the recent level drawn back towards
+	// the usual one, with no cycle), or a seasonal-naive baseline,
 	// "baseline/" followed by BaselineNaiveDay, BaselineNaiveWeek or BaselineMeanWeeks; when
 	// several are combined, the one with the largest weight (Shares has them all).
 	Model string

@@ -91,7 +91,7 @@ func TestAgainstPrometheus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fc.Model == "holt" || !(fc.Upper >= fc.Point) || !(fc.Point > 0) {
+		if fc.Period == forecast.PeriodNone || !(fc.Upper >= fc.Point) || !(fc.Point > 0) {
 			t.Errorf("forecast = %+v, want a seasonal model with Upper ≥ Point > 0", fc)
 		}
 	})
