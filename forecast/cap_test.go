@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// TestCeilings checks the caps the values up to each index show: none until the maximum has
-// repeated capTies times (NaNs and smaller values do not count, values within capTolerance do),
-// then the maximum, until a larger value lifts it; a maximum of zero is no cap.
+// TestCeilings checks the bounds the values up to each index set: beyondMax times their maximum
+// until it has repeated capTies times (NaNs and smaller values do not count, values within
+// capTolerance do), then the maximum, until a larger value lifts it; none while no value above
+// zero is known.
 func TestCeilings(t *testing.T) {
 	var y []float64
 	for i := range capTies {
@@ -16,9 +17,12 @@ func TestCeilings(t *testing.T) {
 	y = append(y, 60) // lifts the cap
 	c := ceilings(y)
 	for i, v := range c {
-		want := math.Inf(1)
-		if i >= 3*(capTies-1) && i < 3*capTies {
+		want := beyondMax * 50.0
+		switch {
+		case i >= 3*(capTies-1) && i < 3*capTies:
 			want = 50 // the first value at the maximum stands for its ties
+		case i == 3*capTies:
+			want = beyondMax * 60
 		}
 		if v != want {
 			t.Errorf("cap at %d = %v, want %v", i, v, want)
@@ -86,5 +90,53 @@ func TestForecastsStayUnderTheCap(t *testing.T) {
 	}
 	if ca >= ua {
 		t.Errorf("error %.1f with the cap, %.1f without: want lower", ca, ua)
+	}
+}
+
+// TestForecastsBoundedByTheLargestValue checks the bound on a disk-like load over three weeks:
+// a trickle of 1 most hours, a daily write of 100 at noon, and a burst of 400 at a drawn hour
+// about twice a day, which the profiles leave out. An hour after a burst the stacks' ratio of
+// the last hour to the profile is in the hundreds, and they carry it to the noon write: without
+// the bound some expert forecasts more than beyondMax times the largest value seen (10¹⁰ and
+// more on NAB's c0d644); with it none does.
+func TestForecastsBoundedByTheLargestValue(t *testing.T) {
+	s := synthetic(3*7*24, func(i int) float64 {
+		switch {
+		case noise(500000+i) > 0.9:
+			return 400
+		case i%24 == 12:
+			return 100
+		}
+		return 1
+	}, nil)
+	worst := func(bounded bool) (ratio float64) {
+		w, err := NewWalker(s, Options{Horizon: Day})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bounded {
+			for i := range w.caps {
+				w.caps[i] = math.Inf(1)
+			}
+		}
+		top := 0.0
+		for o := 0; o+w.h < s.Len(); o++ {
+			top = math.Max(top, s.Values[o])
+			w.At(o)
+			for _, tr := range w.tracks {
+				if f, ok := w.forecastOf(tr, o+w.h); ok && top > 0 {
+					ratio = math.Max(ratio, f/top)
+				}
+			}
+		}
+		return ratio
+	}
+	b, u := worst(true), worst(false)
+	t.Logf("largest forecast over the largest value seen: %.3g bounded, %.3g not", b, u)
+	if u <= beyondMax {
+		t.Errorf("without the bound no forecast exceeds %d× the largest value seen (%.3g): the load does not exercise it", beyondMax, u)
+	}
+	if b > beyondMax*(1+1e-12) {
+		t.Errorf("a forecast is %.3g× the largest value seen, want at most %d×", b, beyondMax)
 	}
 }

@@ -375,3 +375,49 @@ func TestGrowthIgnoresTheWeekAndOutages(t *testing.T) {
 		t.Errorf("growth read %.5f a day from %d days, want 0 before %d days", g, growthMinDays-1, growthMinDays)
 	}
 }
+
+// TestOneSpikeDoesNotDecideTheWeights checks the evidence cap on a load of 100 (5 % noise) that
+// falls to 30 for good on its fifth day, four hours after a one-hour spike of 30,000 (as NAB's
+// ec2_network_in_257a54 does). Scored on its second week, a day ahead, the forecaster is no
+// further off than same time yesterday; with every error counted whole it was 2.0 times as far
+// off (the spike, repeated a day later by same time yesterday, outweighed the profiles' errors
+// after the fall).
+func TestOneSpikeDoesNotDecideTheWeights(t *testing.T) {
+	s := synthetic(14*24, func(i int) float64 {
+		v := 100 * (1 + 0.05*noise(i))
+		if i >= 4*24+14 {
+			v *= 0.3
+		}
+		if i == 4*24+10 {
+			v = 30000
+		}
+		return v
+	}, nil)
+	ratio := func(capped bool) float64 {
+		w, err := NewWalker(s, Options{Horizon: Day})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !capped {
+			w.absN = make([]int, len(w.absN)) // no scale known: evidenceBound is +Inf
+		}
+		var ef, en float64
+		for T := 7 * 24; T < s.Len(); T++ {
+			fc, err := w.At(T - w.h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ef += math.Abs(s.Values[T] - fc.Point)
+			en += math.Abs(s.Values[T] - s.Values[T-24])
+		}
+		return ef / en
+	}
+	c, u := ratio(true), ratio(false)
+	t.Logf("error over same time yesterday's: %.3f with the evidence capped, %.3f without", c, u)
+	if c > 1+1e-9 {
+		t.Errorf("error %.3f of same time yesterday's with the evidence capped, want at most 1", c)
+	}
+	if u < 1.5 {
+		t.Errorf("error %.3f of same time yesterday's without the cap: the load no longer shows what the cap is for", u)
+	}
+}

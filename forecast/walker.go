@@ -51,10 +51,14 @@ type Walker struct {
 	// mixPred[T] is the mix's forecast for target T as made at T−h (before the fallback),
 	// notYet until computed, NaN when it had none.
 	mixPred []float64
-	// caps[o] is the cap the values up to origin o show (ceilings), +Inf when none: no
-	// expert's forecast from o exceeds it (forecastOf).
+	// caps[o] bounds every expert's forecast from origin o (forecastOf): the cap the values up
+	// to o show, or twice their maximum (ceilings).
 	caps []float64
 	rev  *revert // the reverting expert's model, nil until a candidate
+	// absSum and absN are prefix sums of |y| and counts over the observed values: the scale
+	// of evidenceBound.
+	absSum []float64
+	absN   []int
 }
 
 // periodDecision is the period decided at a detection point and why it is not the detected one.
@@ -84,6 +88,14 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	}
 	w.yw = transientMasked(s)
 	w.caps = ceilings(s.Values)
+	w.absSum, w.absN = make([]float64, s.Len()+1), make([]int, s.Len()+1)
+	for i, v := range s.Values {
+		w.absSum[i+1], w.absN[i+1] = w.absSum[i], w.absN[i]
+		if !math.IsNaN(v) {
+			w.absSum[i+1] += math.Abs(v)
+			w.absN[i+1]++
+		}
+	}
 	for _, b := range newBaselines(s, h, w.yw) {
 		w.baselines = append(w.baselines, w.track(b))
 	}
