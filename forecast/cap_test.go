@@ -52,15 +52,7 @@ func TestForecastsStayUnderTheCap(t *testing.T) {
 		return math.Min(limit, v)
 	}, nil)
 	walk := func(capped bool) (pinned, all float64) {
-		w, err := NewWalker(s, Options{Horizon: Day})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !capped {
-			for i := range w.caps {
-				w.caps[i] = math.Inf(1)
-			}
-		}
+		w := dayAheadWalker(t, s, capped)
 		for T := s.Len() - 4*7*24; T < s.Len(); T++ {
 			fc, err := w.At(T - w.h)
 			if err != nil {
@@ -110,15 +102,7 @@ func TestForecastsBoundedByTheLargestValue(t *testing.T) {
 		return 1
 	}, nil)
 	worst := func(bounded bool) (ratio float64) {
-		w, err := NewWalker(s, Options{Horizon: Day})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bounded {
-			for i := range w.caps {
-				w.caps[i] = math.Inf(1)
-			}
-		}
+		w := dayAheadWalker(t, s, bounded)
 		top := 0.0
 		for o := 0; o+w.h < s.Len(); o++ {
 			top = math.Max(top, s.Values[o])
@@ -139,4 +123,20 @@ func TestForecastsBoundedByTheLargestValue(t *testing.T) {
 	if b > beyondMax*(1+1e-12) {
 		t.Errorf("a forecast is %.3g× the largest value seen, want at most %d×", b, beyondMax)
 	}
+}
+
+// dayAheadWalker returns a walker of s a day ahead, with its forecasts bounded (ceilings) or,
+// without bounded, not.
+func dayAheadWalker(t *testing.T, s Series, bounded bool) *Walker {
+	t.Helper()
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bounded {
+		for i := range w.caps {
+			w.caps[i] = math.Inf(1)
+		}
+	}
+	return w
 }

@@ -45,14 +45,7 @@ type revert struct {
 func newRevert(s Series, h int) *revert {
 	r := &revert{y: s.Values, h: h, short: max(1, s.Steps(revertShort)), long: max(1, s.Steps(revertLong)),
 		day: max(1, s.Steps(Day)), phis: map[int]float64{}}
-	r.sy, r.sn = make([]float64, len(s.Values)+1), make([]int, len(s.Values)+1)
-	for i, v := range s.Values {
-		r.sy[i+1], r.sn[i+1] = r.sy[i], r.sn[i]
-		if !math.IsNaN(v) {
-			r.sy[i+1] += v
-			r.sn[i+1]++
-		}
-	}
+	r.sy, r.sn = observedSums(s.Values, false)
 	return r
 }
 

@@ -396,14 +396,7 @@ func (m *seasonal) growthAt(o, window int) float64 {
 		return g
 	}
 	if m.ly == nil { // only the weekday/weekend model's trended expert reads a growth
-		m.ly, m.ln = make([]float64, len(m.y)+1), make([]int, len(m.y)+1)
-		for i, v := range m.y {
-			m.ly[i+1], m.ln[i+1] = m.ly[i], m.ln[i]
-			if !math.IsNaN(v) {
-				m.ly[i+1] += v
-				m.ln[i+1]++
-			}
-		}
+		m.ly, m.ln = observedSums(m.y, false)
 	}
 	days := min(window, o+1) / m.day // whole days only
 	logs := make([]float64, days)    // NaN for a day without enough values

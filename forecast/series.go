@@ -227,3 +227,20 @@ func median(x []float64) float64 {
 	m := len(x)
 	return (x[(m-1)/2] + x[m/2]) / 2
 }
+
+// observedSums returns the prefix sums of the observed values of y (of their absolute values,
+// with abs) and the prefix counts of them: sums[i] and counts[i] cover y[:i].
+func observedSums(y []float64, abs bool) (sums []float64, counts []int) {
+	sums, counts = make([]float64, len(y)+1), make([]int, len(y)+1)
+	for i, v := range y {
+		sums[i+1], counts[i+1] = sums[i], counts[i]
+		if !math.IsNaN(v) {
+			if abs {
+				v = math.Abs(v)
+			}
+			sums[i+1] += v
+			counts[i+1]++
+		}
+	}
+	return sums, counts
+}

@@ -88,14 +88,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	}
 	w.yw = transientMasked(s)
 	w.caps = ceilings(s.Values)
-	w.absSum, w.absN = make([]float64, s.Len()+1), make([]int, s.Len()+1)
-	for i, v := range s.Values {
-		w.absSum[i+1], w.absN[i+1] = w.absSum[i], w.absN[i]
-		if !math.IsNaN(v) {
-			w.absSum[i+1] += math.Abs(v)
-			w.absN[i+1]++
-		}
-	}
+	w.absSum, w.absN = observedSums(s.Values, true)
 	for _, b := range newBaselines(s, h, w.yw) {
 		w.baselines = append(w.baselines, w.track(b))
 	}
