@@ -154,6 +154,7 @@ func (w *Walker) At(o int) (Forecast, error) {
 	if !ok {
 		return Forecast{}, fmt.Errorf("forecasting from %s: %w", fc.Origin, ErrTooLittleHistory)
 	}
+	p = math.Min(p, w.caps[o]) // as every expert's (forecastOf)
 	fc.Point, fc.Upper, fc.Model, fc.Period, fc.Fallback = p, up, "holt", PeriodNone, reason
 	fc.Shares = []Share{{Model: "holt", Weight: 1}}
 	return fc, nil
