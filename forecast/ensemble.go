@@ -431,19 +431,30 @@ func newBaselines(s Series, h int, yw []float64) []expert {
 // and 1.106.
 const evidenceCap = 6
 
-// evidenceBound is the largest error target T counts for as evidence: evidenceCap times the
-// mean of |y| over the week ending at its origin, +Inf while none is known.
+// evidenceBounds returns, for every origin o of s, the largest error a target forecast from o
+// counts for as evidence: evidenceCap times the mean of |y| over the week ending at o, +Inf
+// while none is known. Once per walk: every pair of tracks scores every target against it.
+func evidenceBounds(s Series) []float64 {
+	sums, counts := observedSums(s.Values, true)
+	week := s.Steps(Week)
+	out := make([]float64, s.Len())
+	for o := range out {
+		lo := max(0, o+1-week)
+		out[o] = math.Inf(1)
+		if n := counts[o+1] - counts[lo]; n > 0 {
+			out[o] = evidenceCap * (sums[o+1] - sums[lo]) / float64(n)
+		}
+	}
+	return out
+}
+
+// evidenceBound is the largest error target T counts for as evidence (evidenceBounds of its
+// origin).
 func (w *Walker) evidenceBound(T int) float64 {
-	o := min(T-w.h, w.s.Len()-1)
-	if o < 0 {
+	if T-w.h < 0 {
 		return math.Inf(1)
 	}
-	lo := max(0, o+1-w.s.Steps(Week))
-	n := w.absN[o+1] - w.absN[lo]
-	if n == 0 {
-		return math.Inf(1)
-	}
-	return evidenceCap * (w.absSum[o+1] - w.absSum[lo]) / float64(n)
+	return w.evidence[min(T-w.h, len(w.evidence)-1)]
 }
 
 // pairSums holds prefix sums over the scored targets (observed, on the evidence stride, and

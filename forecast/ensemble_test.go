@@ -399,7 +399,9 @@ func TestOneSpikeDoesNotDecideTheWeights(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !capped {
-			w.absN = make([]int, len(w.absN)) // no scale known: evidenceBound is +Inf
+			for i := range w.evidence {
+				w.evidence[i] = math.Inf(1) // every error counted whole
+			}
 		}
 		var ef, en float64
 		for T := 7 * 24; T < s.Len(); T++ {

@@ -55,10 +55,9 @@ type Walker struct {
 	// to o show, or twice their maximum (ceilings).
 	caps []float64
 	rev  *revert // the reverting expert's model, nil until a candidate
-	// absSum and absN are prefix sums of |y| and counts over the observed values: the scale
-	// of evidenceBound.
-	absSum []float64
-	absN   []int
+	// evidence[o] is the largest error a target forecast from origin o counts for as evidence
+	// (evidenceBounds).
+	evidence []float64
 }
 
 // periodDecision is the period decided at a detection point and why it is not the detected one.
@@ -88,7 +87,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	}
 	w.yw = transientMasked(s)
 	w.caps = ceilings(s.Values)
-	w.absSum, w.absN = observedSums(s.Values, true)
+	w.evidence = evidenceBounds(s)
 	for _, b := range newBaselines(s, h, w.yw) {
 		w.baselines = append(w.baselines, w.track(b))
 	}
