@@ -61,3 +61,60 @@ func TestFollowsALevelBreak(t *testing.T) {
 		}
 	}
 }
+
+// TestMovesTowardsAModerateShift: a daily series whose load goes to 0.7× for good at hour 5 of
+// day 30 — less than the 1/1.5 of a level break. Once every forecast made for the last twelve
+// hours is more than 20 % above the load, the forecast goes half-way to same time yesterday,
+// which shows the new level; before the shift no forecast does, and none at an hour ahead.
+func TestMovesTowardsAModerateShift(t *testing.T) {
+	const shift = 30*24 + 5
+	s := synthetic(36*24, func(i int) float64 {
+		level := 1.0
+		if i >= shift {
+			level = 0.7
+		}
+		return level * (daily(i) + 3*noise(i))
+	}, nil)
+	w, err := NewWalker(s, Options{Horizon: Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := func(fc Forecast) bool { return strings.Contains(fc.Fallback, "level shift") }
+	var errMoved, errPlain, newLevel float64
+	for o := 20 * 24; o+24 < s.Len(); o++ {
+		fc, err := w.At(o)
+		if err != nil {
+			t.Fatalf("origin %d: %v", o, err)
+		}
+		switch {
+		case o < shift && moved(fc):
+			t.Errorf("origin %d (before the shift): %q, want no shift", o, fc.Fallback)
+		case o >= shift+13 && o < shift+24:
+			if !moved(fc) || strings.Contains(fc.Fallback, "level break") {
+				t.Fatalf("origin %d, %d hours after the shift: %q, want the forecast moved towards same time yesterday and no level break", o, o-shift, fc.Fallback)
+			}
+			plain, ok := w.plainForecast(o + 24)
+			if !ok {
+				t.Fatalf("origin %d: no plain forecast", o)
+			}
+			y := s.Values[o+24]
+			errMoved += math.Abs(y - fc.Point)
+			errPlain += math.Abs(y - plain)
+			newLevel += y
+		}
+	}
+	t.Logf("targets of origins 13–23 hours after the shift: WAPE %.3f moved, %.3f as the mix forecast it", errMoved/newLevel, errPlain/newLevel)
+	if errMoved > 0.6*errPlain {
+		t.Errorf("WAPE %.3f moved against %.3f unmoved, want at most 0.6 of it", errMoved/newLevel, errPlain/newLevel)
+	}
+
+	hourly, err := NewWalker(s, Options{Horizon: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for o := shift; o < shift+24; o++ {
+		if fc, err := hourly.At(o); err != nil || moved(fc) {
+			t.Errorf("an hour ahead, origin %d: %q, %v: want no shift below the %s window", o, fc.Fallback, err, breakWindow)
+		}
+	}
+}

@@ -112,14 +112,16 @@
 // much in all as twelve hours at 1.5× would be, a large rise — it is taken for a level break and the
 // forecast is same time yesterday, the one forecast that follows a lasting level at once, until
 // the forecasts made after the break catch up (breakAt; an outage longer than twelve hours is
-// the price: its last hours are repeated a day later). A holiday is the reverse: the baselines
-// repeat it (a day or a week later), the profiles do not (its day
-// lies outside the spread of the others). A missing day leaves the
-// experts that read it without a forecast; the mix renormalises over the others, and the
-// targets it covered are scored by nobody. TestLevelShiftAndGaps, TestHolidayIsNotRepeated,
-// TestFollowsALevelBreak, TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline pin
-// these behaviours, and
-// forecast/backtest's TestGeneralisation scores the whole on the tune and eval traces.
+// the price: its last hours are repeated a day later). A smaller shift — every forecast of the
+// last twelve hours off the same way by more than 20 %, on a load with a cycle — moves the
+// forecast half-way to same time yesterday until they catch up (softBreakBand). A holiday is the
+// reverse: the baselines repeat it (a day or a week later), the profiles do not (its day lies
+// outside the spread of the others). A missing day leaves the experts that read it without a
+// forecast; the mix renormalises over the others, and the targets it covered are scored by
+// nobody. TestLevelShiftAndGaps, TestHolidayIsNotRepeated, TestFollowsALevelBreak,
+// TestMovesTowardsAModerateShift, TestNoFallbackOnWeekdaysAlone and TestFallsBackToAnExactBaseline
+// pin these behaviours, and forecast/backtest's TestGeneralisation scores the whole on the tune
+// and eval traces.
 //
 // Schedules. The period is detected two days into the series and every week after, the stacks
 // are refitted every Options.RefitEvery (a day), the experts reweighed every hour, each on a

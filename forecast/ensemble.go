@@ -612,6 +612,22 @@ func (w *Walker) mixAt(u int) *mixture {
 	return m
 }
 
+// towards returns the mixture with b given the share s of the weight and the others 1−s of
+// theirs (b's own weight in m, if any, scaled with theirs and added to s).
+func (m *mixture) towards(b *track, s float64) *mixture {
+	out := &mixture{informed: m.informed}
+	share := s
+	for i, t := range m.tracks {
+		if t == b {
+			share += (1 - s) * m.mix[i]
+			continue
+		}
+		out.tracks, out.mix = append(out.tracks, t), append(out.mix, (1-s)*m.mix[i])
+	}
+	out.tracks, out.mix = append(out.tracks, b), append(out.mix, share)
+	return out
+}
+
 // prune normalises the weights (which sum to sum) and drops the experts below minShare.
 func (m *mixture) prune(sum float64) {
 	kept := 0.0

@@ -70,7 +70,8 @@ type Forecast struct {
 	// than two weeks of history runs the daily model; no cycle runs Holt; the mix of experts
 	// did not beat a seasonal-naive baseline over the last eight weeks, which then forecasts alone;
 	// the load broke away from every forecast for twelve hours, and same time yesterday follows
-	// it — a "level break"); empty when it was.
+	// it — a "level break"; it was off every one by more than 20 % for twelve hours, and the
+	// forecast moved half-way to same time yesterday — a "level shift"); empty when it was.
 	Fallback string
 	// Shares is the weight each expert carries in Point, largest first, summing to 1.
 	Shares []Share

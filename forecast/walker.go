@@ -44,7 +44,7 @@ type Walker struct {
 	periods   map[int]periodDecision  // by detection point
 	mixes     map[int]*mixture        // by mix point, before the fallback
 	falls     map[int]*track          // the fallback decided at each mix point, nil for none
-	breaks    map[int]bool            // whether a level break was found at each mix point (breakAt)
+	breaks    map[int]breakKind       // the level break found at each mix point (breakAt)
 	pairs     map[[2]*track]*pairSums // a track's errors against a reference's (versus)
 	mixSums   [][2]pairSums           // the mix's errors against each baseline's (versusMix)
 	ens       *ensemble               // the last margin refit's
@@ -82,7 +82,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		redetect: max(1, s.Steps(max(opts.RefitEvery, Week))),
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
-		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]bool{},
+		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]breakKind{},
 		mixPred: newPredictions(s.Len() + h + 1), cands: map[[4]int][]*track{},
 	}
 	w.yw = transientMasked(s)
@@ -122,15 +122,21 @@ func (w *Walker) At(o int) (Forecast, error) {
 	e := w.ensembleAt(floorTo(o, w.refit))
 	u := floorTo(o, w.mixEvery)
 	m := w.mixAt(u)
-	fellBack, broke := "", false
+	fellBack, broke, shifted := "", false, false
 	if b := w.fallbackAt(u); b != nil {
 		if _, ok := w.forecastOf(b, T); ok {
 			m, fellBack = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, b.name
 		}
 	}
-	if b := w.baselines[0]; w.breakAt(u) { // newBaselines puts same time yesterday first
-		if _, ok := w.forecastOf(b, T); ok {
+	b := w.baselines[0] // newBaselines puts same time yesterday first
+	if _, ok := w.forecastOf(b, T); ok {
+		switch w.breakAt(u) {
+		case hardBreak:
 			m, fellBack, broke = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, "", true
+		case softBreak:
+			if pd.period != PeriodNone {
+				m, shifted = m.towards(b, softBreakShare), true
+			}
 		}
 	}
 	if p, ok := m.predict(w, T); ok {
@@ -142,6 +148,9 @@ func (w *Walker) At(o int) (Forecast, error) {
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours (a large rise: %.0f): a level break, followed by %s", 1+breakBand, breakWindow.Hours(), breakRiseWindow.Hours(), lead.name))
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
+		}
+		if shifted {
+			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast the same way by more than %.0f %% for %.0f hours: a level shift, the forecast moved %.0f %% of the way to %s", 100*softBreakBand, breakWindow.Hours(), 100*softBreakShare, b.name))
 		}
 		return fc, nil
 	}

@@ -65,9 +65,10 @@ var generalisationMisses = map[string]struct {
 
 // generalisationMedians are the medians reached over the sets that miss targetMedian, asserted
 // with 1 % of slack (see the README's forecaster section for why); a set not listed is held to
-// the target itself. Tune was at 0.844 over its 37 series before NAB's ec2_network_in_257a54
-// and ec2_disk_write_bytes_c0d644 joined it.
-var generalisationMedians = map[string]float64{"tune": 0.872, "eval": 0.876}
+// the target itself. Tune, at 0.872 over its 39 series after NAB's ec2_network_in_257a54 and
+// ec2_disk_write_bytes_c0d644 joined it, met the target again (0.844) with the soft level
+// shift (forecast/break.go's softBreakBand).
+var generalisationMedians = map[string]float64{"eval": 0.870}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
