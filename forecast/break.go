@@ -58,8 +58,9 @@ const (
 	// 0.8401, six series better (shift-1 0.921 → 0.827, shift-3 0.734 → 0.698, holiday-1, -2, -3
 	// −0.010 to −0.019, migration-1 −0.008) and none worse by more than 0.005. Every band from
 	// 0.15 to 0.25, share from 0.4 to 0.6 and window from 12 to 24 hours gave a mean of 0.8395–0.8424
-	// with none worse by more than 0.005, but for a share of 0.6 (NYC taxi and outage-1 +0.005);
-	// a band of 0.25 left shift-1 at 0.878. An 8-hour window repeated outages (outage-3 +0.044).
+	// with none worse by more than 0.005, but for a share of 0.6 over 12 hours (NYC taxi and
+	// outage-1 +0.005); a band of 0.25 left shift-1 at 0.878–0.900. An 8-hour window repeated
+	// outages (outage-3 +0.044).
 	// Scaling the forecast by the window's ratio of load to forecast instead of moving it towards
 	// same time yesterday gave a mean of 0.8417 at best and needed the ratio bounded: the mix
 	// itself follows a shift over the days after it, and the ratio of old forecasts scaled
