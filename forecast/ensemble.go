@@ -612,6 +612,11 @@ func (w *Walker) mixAt(u int) *mixture {
 	return m
 }
 
+// alone returns the mixture of t alone: a baseline fallen back to or followed after a break.
+func alone(t *track) *mixture {
+	return &mixture{tracks: []*track{t}, mix: []float64{1}, informed: true}
+}
+
 // towards returns the mixture with b given the share s of the weight and the others 1−s of
 // theirs (b's own weight in m, if any, scaled with theirs and added to s).
 func (m *mixture) towards(b *track, s float64) *mixture {
@@ -856,7 +861,7 @@ func (w *Walker) ensembleAt(g int) *ensemble {
 	window := w.s.Steps(fitWindow)
 	m := w.mixAt(g)
 	if b := w.fallbackAt(g); b != nil {
-		m = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}
+		m = alone(b)
 	}
 	e := &ensemble{at: g, bins: newPhaseBins(w.s)}
 	e.marginQuantiles(w, m.top(marginMass), window, w.opts.Margin)

@@ -125,14 +125,14 @@ func (w *Walker) At(o int) (Forecast, error) {
 	fellBack, broke, shifted := "", false, false
 	if b := w.fallbackAt(u); b != nil {
 		if _, ok := w.forecastOf(b, T); ok {
-			m, fellBack = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, b.name
+			m, fellBack = alone(b), b.name
 		}
 	}
 	b := w.baselines[0] // newBaselines puts same time yesterday first
 	if _, ok := w.forecastOf(b, T); ok {
 		switch w.breakAt(u) {
 		case hardBreak:
-			m, fellBack, broke = &mixture{tracks: []*track{b}, mix: []float64{1}, informed: true}, "", true
+			m, fellBack, broke = alone(b), "", true
 		case softBreak:
 			if pd.period != PeriodNone {
 				m, shifted = m.towards(b, softBreakShare), true
