@@ -127,7 +127,9 @@
 // are refitted every Options.RefitEvery (a day), the experts reweighed every hour, each on a
 // schedule counted from the first point of the series: a forecast from origin o is the same
 // whether the walker walked every origin before it (a backtest) or was asked for o alone
-// (Predict). On grids finer than five minutes the evidence scores every fifth minute only.
+// (Predict). On grids finer than five minutes the evidence and the fits read every fifth minute
+// only, and every quarter of the horizon (up to fifteen minutes) at longer horizons
+// (evidenceSpacing).
 // Forecast.Model names the expert with the largest weight and Forecast.Shares gives them all.
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's

@@ -37,14 +37,15 @@ type revert struct {
 	h           int
 	short, long int // revertShort and revertLong in steps
 	day         int
+	stride      int       // every how many steps φ's fit reads a target (evidenceSpacing)
 	sy          []float64 // prefix sums of the observed values
 	sn          []int     // and their counts
 	phis        map[int]float64
 }
 
-func newRevert(s Series, h int) *revert {
+func newRevert(s Series, h, stride int) *revert {
 	r := &revert{y: s.Values, h: h, short: max(1, s.Steps(revertShort)), long: max(1, s.Steps(revertLong)),
-		day: max(1, s.Steps(Day)), phis: map[int]float64{}}
+		day: max(1, s.Steps(Day)), stride: max(1, stride), phis: map[int]float64{}}
 	r.sy, r.sn = observedSums(s.Values, false)
 	return r
 }
@@ -72,7 +73,8 @@ func (r *revert) phiAt(o, window int) float64 {
 	}
 	var sxe, sxx float64
 	n := 0
-	for T := max(r.h, o-window+1); T <= o; T++ {
+	lo := max(r.h, o-window+1)
+	for T := (lo + r.stride - 1) / r.stride * r.stride; T <= o; T += r.stride {
 		if math.IsNaN(r.y[T]) {
 			continue
 		}
@@ -85,7 +87,7 @@ func (r *revert) phiAt(o, window int) float64 {
 		n++
 	}
 	phi := revertPrior
-	if n >= r.day && sxx > 0 {
+	if n*r.stride >= r.day && sxx > 0 {
 		phi = math.Min(1, math.Max(0, sxe/sxx))
 	}
 	r.phis[o] = phi

@@ -64,6 +64,9 @@ type seasonal struct {
 	// fit's buffers: the rows of a fit and their weights.
 	fitRows []int32
 	fitWts  []float64
+	// stride is every how many steps the fits read a row (evidenceSpacing): the walker's
+	// evidence stride, 1 for a model built alone.
+	stride int
 }
 
 // weights are the stack's fitted weights.
@@ -323,7 +326,7 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 	scale := meanObserved(m.y[lo : o+1])
 	var sxe, sxx float64
 	n := 0
-	for T := lo; T <= o; T++ {
+	for T := m.firstRow(lo); T <= o; T += m.rowStep() {
 		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}
@@ -339,7 +342,7 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 		n++
 	}
 	w := levelWeights
-	if n >= m.per && sxx > 0 {
+	if n*m.rowStep() >= m.per && sxx > 0 {
 		b := math.Min(1, math.Max(0, sxe/sxx))
 		w = weights{1 - b, 0, b}
 	}
@@ -455,6 +458,12 @@ func (m *seasonal) weightsAt(o, window int) weights {
 	return w
 }
 
+// rowStep is the spacing of the rows a fit reads, and firstRow the first of them at or after lo:
+// multiples of the stride, so every fit reads the same rows of the series.
+func (m *seasonal) rowStep() int { return max(1, m.stride) }
+
+func (m *seasonal) firstRow(lo int) int { return (lo + m.rowStep() - 1) / m.rowStep() * m.rowStep() }
+
 // fit sets the weights by ridge regression on the targets whose values are known at origin o
 // (T ≤ o) within the last window points, minimising Σ(y−ŵ·x)²/(y+4·ȳ) — nearly the squared
 // absolute error, so busy hours count more than idle ones as they do in WAPE, with quiet hours
@@ -470,7 +479,7 @@ func (m *seasonal) fit(o, window int) weights {
 	// wt * x[i] * x[j] evaluates, in the same order of T: the weights come out the same to the
 	// bit.
 	rows, wts := m.fitRows[:0], m.fitWts[:0]
-	for T := lo; T <= o; T++ {
+	for T := m.firstRow(lo); T <= o; T += m.rowStep() {
 		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}

@@ -163,3 +163,54 @@ func TestSortedMAD(t *testing.T) {
 		}
 	}
 }
+
+// TestFitsReadSpacedRows pins evidenceSpacing's claim for the fits: on one-minute data, rows five
+// minutes apart fit the stacks' weights nearly as every row does. On crane's input2 (one-minute
+// CPU, 15 minutes ahead) the daily stack is fitted at every refit with both, and the forecasts of
+// the last day from either weights differ by well under their error.
+func TestFitsReadSpacedRows(t *testing.T) {
+	s := loadTrace(t, "tune/crane-dsp/input2.csv")
+	h := s.Steps(15 * time.Minute)
+	stride := int(evidenceSpacing(15*time.Minute) / s.Step)
+	if stride != 5 {
+		t.Fatalf("evidence spacing 15 minutes ahead on one-minute data: every %d steps, want 5", stride)
+	}
+	for _, c := range []struct {
+		h    time.Duration
+		want time.Duration
+	}{{15 * time.Minute, 5 * time.Minute}, {time.Hour, 15 * time.Minute}, {Day, 15 * time.Minute}, {time.Minute, 5 * time.Minute}} {
+		if got := evidenceSpacing(c.h); got != c.want {
+			t.Errorf("evidenceSpacing(%s) = %s, want %s", c.h, got, c.want)
+		}
+	}
+	every := newSeasonal(s, PeriodDay, h, DefaultCycles, nil)
+	spaced := newSeasonal(s, PeriodDay, h, DefaultCycles, nil)
+	spaced.stride = stride
+	window := s.Steps(fitWindow)
+	refit := s.Steps(Day)
+	var diff, errEvery float64
+	rows := 0
+	for T := s.Len() - s.Steps(Day); T < s.Len(); T++ {
+		o := floorTo(T-h, refit)
+		a, okA := every.predict(T, every.weightsAt(o, window))
+		b, okB := spaced.predict(T, spaced.weightsAt(o, window))
+		if !okA || !okB || math.IsNaN(s.Values[T]) {
+			continue
+		}
+		diff += math.Abs(a - b)
+		errEvery += math.Abs(s.Values[T] - a)
+		rows++
+	}
+	if rows < s.Steps(Day)/2 {
+		t.Fatalf("only %d targets of the last day forecast", rows)
+	}
+	wa := every.weightsAt(floorTo(s.Len()-1-h, refit), window)
+	wb := spaced.weightsAt(floorTo(s.Len()-1-h, refit), window)
+	if wa == wb {
+		t.Fatalf("the spaced fit read the same rows as the full one: weights %v", wa)
+	}
+	t.Logf("last refit's weights, every row %.3f, every %dth %.3f; forecasts differ by %.1f %% of the error", wa, stride, wb, 100*diff/errEvery)
+	if diff > 0.05*errEvery {
+		t.Errorf("forecasts from spaced fits differ by %.1f %% of the full fit's error, want under 5 %%", 100*diff/errEvery)
+	}
+}

@@ -80,7 +80,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	w := &Walker{
 		s: s, opts: opts, h: h, refit: refit,
 		redetect: max(1, s.Steps(max(opts.RefitEvery, Week))),
-		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceStep/s.Step)),
+		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceSpacing(opts.Horizon)/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]breakKind{},
 		mixPred: newPredictions(s.Len() + h + 1), cands: map[[4]int][]*track{},
@@ -220,6 +220,7 @@ func (w *Walker) model(p Period) *seasonal {
 		return m
 	}
 	m := newSeasonal(w.s, p, w.h, w.opts.Cycles, nil)
+	m.stride = w.stride
 	w.models[p] = m
 	return m
 }
@@ -229,6 +230,7 @@ func (w *Walker) model(p Period) *seasonal {
 func (w *Walker) dayKinds() *seasonal {
 	if w.kinds == nil {
 		w.kinds = newSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, w.opts.Location)
+		w.kinds.stride = w.stride
 	}
 	return w.kinds
 }
