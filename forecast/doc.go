@@ -101,7 +101,10 @@
 // time last week" for a day locked the forecast to that baseline for the week in which it then
 // repeated the outage. A baseline is judged only on evidence with half a day of weekdays and half
 // a day of weekend in it: "same time yesterday" copies a batch job's weekday minute for minute,
-// and evidence from weekdays alone must not make it forecast a Saturday.
+// and evidence from weekdays alone must not make it forecast a Saturday. On a load at its
+// floor — more than half of the last week under a tenth of its mean, bursts on nothing — the
+// median of the last week is judged the same way and may be the forecast alone (floor.go):
+// absolute errors ask for a median, and every expert forecasts a mean of some kind.
 //
 // Regime changes. A level shift makes every expert fall behind until forecasts made after it are
 // scored, a horizon later: the stacks' level terms follow within hours, same time yesterday after

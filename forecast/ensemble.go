@@ -91,6 +91,7 @@ const (
 	holtExpert                       // Holt's damped trend, for no cycle at all
 	levelExpert                      // its profile moved a fitted share of the way to the last day's level against it
 	revertExpert                     // the recent level drawn back towards the usual one, for no cycle (revert.go)
+	floorExpert                      // the median of the last week, a fallback for a load at its floor (floor.go)
 )
 
 // Names of the baseline experts: the seasonal-naive forecasts a backtest scores the forecaster
@@ -121,7 +122,8 @@ type expert struct {
 	// trended marks the trended expert: a levelled one whose profile is carried forward by the
 	// load's growth (seasonal.growthAt).
 	trended bool
-	rev     *revert // the reverting expert's model
+	rev     *revert     // the reverting expert's model
+	floor   *floorModel // the floor fallback's
 }
 
 // profileOnly weighs the profile alone: the robust mean of the same phase in the last cycles
@@ -240,6 +242,8 @@ func (e *expert) predict(T int, w weights) (float64, bool) {
 		return e.m.levelPredict(T, w)
 	case revertExpert:
 		return e.rev.predict(T, w[0])
+	case floorExpert:
+		return e.floor.predict(T, e.h)
 	case baselineExpert:
 		sum, n := 0.0, 0
 		for _, l := range e.lags {
@@ -715,7 +719,10 @@ func (w *Walker) fallbackAt(u int) *track {
 	worst := 1.0
 	day := w.s.Steps(Day) / w.stride // scored targets in a day
 	lo := u - w.s.Steps(fallbackWindow) + 1
-	for j, b := range w.baselines {
+	for j, b := range w.fallbacks {
+		if b.kind == floorExpert && !w.floor.skewed(u) {
+			continue // the median is a fallback for a load at its floor only
+		}
 		// Two sums per baseline: the weekday targets and the weekend ones.
 		var n [2]int
 		var mixErr, baseErr float64
@@ -746,7 +753,7 @@ func (w *Walker) versusMix(j, u int) [2]*pairSums {
 				return 0, 0, false
 			}
 			f, ok1 := w.mixForecast(T)
-			v, ok2 := w.forecastOf(w.baselines[j], T)
+			v, ok2 := w.forecastOf(w.fallbacks[j], T)
 			c := w.evidenceBound(T)
 			return math.Min(math.Abs(y-f), c), math.Min(math.Abs(y-v), c), ok1 && ok2
 		})

@@ -41,6 +41,10 @@ type Walker struct {
 	yw []float64
 	// baselines are the seasonal-naive experts (newBaselines), also in tracks.
 	baselines []*track
+	// fallbacks are the forecasts the mix is judged against (fallbackAt): the baselines and the
+	// floor fallback's median, also in tracks.
+	fallbacks []*track
+	floor     *floorModel
 	periods   map[int]periodDecision  // by detection point
 	mixes     map[int]*mixture        // by mix point, before the fallback
 	falls     map[int]*track          // the fallback decided at each mix point, nil for none
@@ -91,7 +95,10 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	for _, b := range newBaselines(s, h, w.yw) {
 		w.baselines = append(w.baselines, w.track(b))
 	}
-	w.pairs, w.mixSums = map[[2]*track]*pairSums{}, make([][2]pairSums, len(w.baselines))
+	// The floor fallback (floor.go) is judged like the baselines, after them.
+	w.floor = newFloorModel(s, w.stride, w.mixEvery, refit)
+	w.fallbacks = append(append([]*track(nil), w.baselines...), w.track(expert{kind: floorExpert, floor: w.floor, h: h, name: FloorMedian, period: PeriodNone}))
+	w.pairs, w.mixSums = map[[2]*track]*pairSums{}, make([][2]pairSums, len(w.fallbacks))
 	return w, nil
 }
 
@@ -109,7 +116,7 @@ func floorTo(o, k int) int { return o - o%k }
 func (w *Walker) HorizonSteps() int { return w.h }
 
 // At forecasts the value HorizonSteps after origin o from the values at indices ≤ o: the mix of
-// experts weighed at the last mix point, or the baseline it fell back to there, or same time
+// experts weighed at the last mix point, or the baseline (or floor median) it fell back to there, or same time
 // yesterday when the load broke away from the forecasts (breakAt), with the margin of the last
 // refit.
 func (w *Walker) At(o int) (Forecast, error) {
@@ -146,6 +153,8 @@ func (w *Walker) At(o int) (Forecast, error) {
 		switch {
 		case broke:
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours (a large rise: %.0f): a level break, followed by %s", 1+breakBand, breakWindow.Hours(), breakRiseWindow.Hours(), lead.name))
+		case fellBack == FloorMedian:
+			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load sits at its floor (most of the last week under %.0f %% of its mean), and the mix of experts did not beat that median over the last eight weeks", 100*floorSkew))
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
 		}

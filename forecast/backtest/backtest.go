@@ -68,8 +68,9 @@ type Result struct {
 	// SharesOverTime splits Shares by period of the scored span (weeks, grouped into at most
 	// maxSharePeriods), so a user sees which expert carried the forecast when.
 	SharesOverTime []SharePeriod `json:"sharesOverTime"`
-	// FellBack is the fraction of scored forecasts that were a baseline alone because the mix
-	// had not beaten it (forecast.Forecast.Fallback).
+	// FellBack is the fraction of scored forecasts that were a baseline (or, on a load at its
+	// floor, the week's median: forecast.FloorMedian) alone because the mix had not beaten it
+	// (forecast.Forecast.Fallback).
 	FellBack float64 `json:"fellBack"`
 	// RatioInterval is the bootstrap interval of Ratio.
 	RatioInterval Interval `json:"ratioInterval"`
@@ -192,7 +193,7 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 		sc.add(y, fc, mean)
 		sc.targets = append(sc.targets, T)
 		sc.shares = append(sc.shares, fc.Shares)
-		if len(fc.Shares) == 1 && strings.HasPrefix(fc.Model, "baseline/") && fc.Fallback != "" {
+		if len(fc.Shares) == 1 && (strings.HasPrefix(fc.Model, "baseline/") || fc.Model == forecast.FloorMedian) && fc.Fallback != "" {
 			sc.fellBack++
 		}
 	}

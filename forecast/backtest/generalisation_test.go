@@ -54,9 +54,6 @@ var generalisationMisses = map[string]struct {
 	reached float64
 	why     string
 }{
-	// A tune series: disk writes that are nothing for hours and 400 MB in five minutes, whose
-	// best baseline is off by more than the load itself (WAPE 1.13).
-	"tune/nab/ec2_disk_write_bytes_c0d644.csv": {1.081, "bursts at random minutes on a load of nothing: every forecast, the baselines' included, errs by more than the load (WAPE 1.13–1.22); the mix fell back to a baseline two thirds of the time and the weeks it did not cost it (forecast/cap.go's beyondMax and forecast/ensemble.go's evidenceCap took it from 11.8)"},
 	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
 	// week with one week of history.
 	"eval/nab/grok_asg_anomaly.csv":           {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
