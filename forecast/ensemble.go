@@ -730,7 +730,9 @@ func (w *Walker) fallbackAt(u int) *track {
 			c, m, e := p.over(lo, u)
 			n[kind], mixErr, baseErr = c, mixErr+m, baseErr+e
 		}
-		if n[0]+n[1] < day || n[0] < day/2 || n[1] < day/2 || mixErr < baseErr {
+		// The floor median, flat, copies no weekday into a weekend (floor.go).
+		balanced := n[0] >= day/2 && n[1] >= day/2 || b.kind == floorExpert
+		if n[0]+n[1] < day || !balanced || mixErr < baseErr {
 			continue
 		}
 		if r := mixErr / math.Max(baseErr, 1e-12); r >= worst {

@@ -136,7 +136,9 @@ func (w *Walker) At(o int) (Forecast, error) {
 		}
 	}
 	b := w.baselines[0] // newBaselines puts same time yesterday first
-	if _, ok := w.forecastOf(b, T); ok {
+	// Against a forecast at the floor every burst is a break; the rule waits until the load has
+	// left its floor (floor.go).
+	if _, ok := w.forecastOf(b, T); ok && (fellBack != FloorMedian || w.floor.leftFloor(u)) {
 		switch w.breakAt(u) {
 		case hardBreak:
 			m, fellBack, broke = alone(b), "", true

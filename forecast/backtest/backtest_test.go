@@ -10,7 +10,11 @@ import (
 	"github.com/tiler-dev/tiler/forecast"
 )
 
-// loadTrace reads a trace of testdata/traces onto its natural grid.
+// loadTrace reads a trace of testdata/traces onto its natural grid, as `tiler forecast backtest
+// --repair` does: two NAB traces of tune/nab (ec2_disk_write_bytes_1ef3de, ec2_network_in_5abac7)
+// repeat a timestamp at the 2014-03-09 daylight-saving change, and repair averages its rows; on
+// the other traces, whose rows are in strictly increasing time order, it changes nothing
+// (TestWalkGolden pins their figures).
 func loadTrace(tb testing.TB, name string) forecast.Series {
 	tb.Helper()
 	f, err := os.Open(filepath.Join("..", "..", "testdata", "traces", name))
@@ -18,7 +22,7 @@ func loadTrace(tb testing.TB, name string) forecast.Series {
 		tb.Fatalf("opening trace: %v", err)
 	}
 	defer f.Close()
-	samples, err := forecast.ReadCSV(f, forecast.CSVOptions{})
+	samples, err := forecast.ReadCSV(f, forecast.CSVOptions{Repair: true})
 	if err != nil {
 		tb.Fatalf("reading %s: %v", name, err)
 	}

@@ -64,7 +64,9 @@ var generalisationMisses = map[string]struct {
 // with 1 % of slack (see the README's forecaster section for why); a set not listed is held to
 // the target itself. Tune, at 0.872 over its 39 series after NAB's ec2_network_in_257a54 and
 // ec2_disk_write_bytes_c0d644 joined it, met the target again (0.844) with the soft level
-// shift (forecast/break.go's softBreakBand).
+// shift (forecast/break.go's softBreakBand), and keeps it over 41 since NAB's
+// ec2_disk_write_bytes_1ef3de and ec2_network_in_5abac7 joined it with the floor fallback
+// (forecast/floor.go). No tune series misses targetNeverWorse.
 var generalisationMedians = map[string]float64{"eval": 0.870}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
