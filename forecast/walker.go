@@ -116,9 +116,9 @@ func floorTo(o, k int) int { return o - o%k }
 func (w *Walker) HorizonSteps() int { return w.h }
 
 // At forecasts the value HorizonSteps after origin o from the values at indices ≤ o: the mix of
-// experts weighed at the last mix point, or the baseline (or floor median) it fell back to there, or same time
-// yesterday when the load broke away from the forecasts (breakAt), with the margin of the last
-// refit.
+// experts weighed at the last mix point, or the baseline (or floor median) it fell back to
+// there, or same time yesterday when the load broke away from the forecasts (breakAt), with the
+// margin of the last refit.
 func (w *Walker) At(o int) (Forecast, error) {
 	if o < 0 || o >= w.s.Len() {
 		return Forecast{}, fmt.Errorf("origin %d outside the series of %d points", o, w.s.Len())
