@@ -82,30 +82,23 @@ func newFloorModel(s Series, stride, every, refit int) *floorModel {
 // stride.
 func (m *floorModel) values(g, span int, f func(v float64)) {
 	lo := max(0, g-span+1)
-	for i := (lo + m.stride - 1) / m.stride * m.stride; i <= g; i += m.stride {
+	for i := ceilTo(lo, m.stride); i <= g; i += m.stride {
 		if v := m.y[i]; !math.IsNaN(v) {
 			f(v)
 		}
 	}
 }
 
-// atFloor says whether more than half of the values of the span points up to g lie under
-// floorSkew of the mean of the week up to g.
-func (m *floorModel) atFloor(g, span int) bool {
+// weekSum is the sum and the count of the observed values of the week up to point g, on the
+// evidence stride.
+func (m *floorModel) weekSum(g int) (float64, int) {
 	sum, n := 0.0, 0
 	m.values(g, m.week, func(v float64) { sum, n = sum+v, n+1 })
-	below, count := 0, 0
-	bar := floorSkew * sum / float64(max(n, 1))
-	m.values(g, span, func(v float64) {
-		if count++; v < bar {
-			below++
-		}
-	})
-	return sum > 0 && 2*below > count
+	return sum, n
 }
 
-// skewed says whether the load at origin o sits at its floor: the week up to the refit point
-// before o (atFloor).
+// skewed says whether the load at origin o sits at its floor, on the week up to the refit point
+// before o.
 func (m *floorModel) skewed(o int) bool {
 	if o < 0 {
 		return false
@@ -114,7 +107,16 @@ func (m *floorModel) skewed(o int) bool {
 	if sk, ok := m.skew[g]; ok {
 		return sk
 	}
-	sk := m.atFloor(g, m.week)
+	// More than half of the week under floorSkew of its mean, its median among them.
+	sum, n := m.weekSum(g)
+	bar := floorSkew * sum / float64(max(n, 1))
+	below := 0
+	m.values(g, m.week, func(v float64) {
+		if v < bar {
+			below++
+		}
+	})
+	sk := sum > 0 && 2*below > n
 	m.skew[g] = sk
 	return sk
 }
@@ -130,8 +132,7 @@ func (m *floorModel) leftFloor(u int) bool {
 	if left, ok := m.left[u]; ok {
 		return left
 	}
-	sum, n := 0.0, 0
-	m.values(u, m.week, func(v float64) { sum, n = sum+v, n+1 })
+	sum, n := m.weekSum(u)
 	mean := sum / float64(max(n, 1))
 	above, count := 0, 0
 	m.values(u, m.breakSpan, func(v float64) {

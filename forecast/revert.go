@@ -74,7 +74,7 @@ func (r *revert) phiAt(o, window int) float64 {
 	var sxe, sxx float64
 	n := 0
 	lo := max(r.h, o-window+1)
-	for T := (lo + r.stride - 1) / r.stride * r.stride; T <= o; T += r.stride {
+	for T := ceilTo(lo, r.stride); T <= o; T += r.stride {
 		if math.IsNaN(r.y[T]) {
 			continue
 		}

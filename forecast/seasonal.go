@@ -326,7 +326,7 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 	scale := meanObserved(m.y[lo : o+1])
 	var sxe, sxx float64
 	n := 0
-	for T := m.firstRow(lo); T <= o; T += m.rowStep() {
+	for T := ceilTo(lo, m.rowStep()); T <= o; T += m.rowStep() {
 		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}
@@ -458,11 +458,9 @@ func (m *seasonal) weightsAt(o, window int) weights {
 	return w
 }
 
-// rowStep is the spacing of the rows a fit reads, and firstRow the first of them at or after lo:
-// multiples of the stride, so every fit reads the same rows of the series.
+// rowStep is the spacing of the rows a fit reads: multiples of the stride from the first at or
+// after the window's start (ceilTo), so every fit reads the same rows of the series.
 func (m *seasonal) rowStep() int { return max(1, m.stride) }
-
-func (m *seasonal) firstRow(lo int) int { return (lo + m.rowStep() - 1) / m.rowStep() * m.rowStep() }
 
 // fit sets the weights by ridge regression on the targets whose values are known at origin o
 // (T ≤ o) within the last window points, minimising Σ(y−ŵ·x)²/(y+4·ȳ) — nearly the squared
@@ -479,7 +477,7 @@ func (m *seasonal) fit(o, window int) weights {
 	// wt * x[i] * x[j] evaluates, in the same order of T: the weights come out the same to the
 	// bit.
 	rows, wts := m.fitRows[:0], m.fitWts[:0]
-	for T := m.firstRow(lo); T <= o; T += m.rowStep() {
+	for T := ceilTo(lo, m.rowStep()); T <= o; T += m.rowStep() {
 		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}

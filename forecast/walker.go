@@ -109,8 +109,11 @@ func gcd(a, b int) int {
 	return a
 }
 
-// floorTo is the latest point at or before o on a schedule of every k steps from 0.
+// floorTo is the latest point at or before o on a schedule of every k steps from 0, and ceilTo
+// the first at or after o (o ≥ 0).
 func floorTo(o, k int) int { return o - o%k }
+
+func ceilTo(o, k int) int { return floorTo(o+k-1, k) }
 
 // HorizonSteps returns the horizon in grid steps (the forecast for origin o is for o+HorizonSteps).
 func (w *Walker) HorizonSteps() int { return w.h }
