@@ -55,9 +55,12 @@ var generalisationMisses = map[string]struct {
 	why     string
 }{
 	// Eval series, never tuned on. The two-week CloudWatch series are scored on their second
-	// week with one week of history.
-	"eval/nab/grok_asg_anomaly.csv":           {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
-	"eval/nab/rds_cpu_utilization_cc0c53.csv": {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
+	// week with one week of history. The datacenter series joined eval in session 23, scored
+	// once with the forecaster as it was (testdata/traces/README.md).
+	"eval/datacenter/alibaba2018_cpu_util_percent.csv": {1.096, "eight days long, its last four scored on three to seven days of history, where only daily models apply: the mix is weighed on a few days of evidence and falls back to same time yesterday, the best baseline, for 60 % of the forecasts (interval 0.967–1.326)"},
+	"eval/datacenter/azure_v2_cpu_usage.csv":           {1.184, "a load whose days differ by weekday: same time last week is the best baseline (2.2 % WAPE, same time yesterday 4.1 %); in the first scored week, with one week of history and no weekly model yet (it needs two), the forecast's WAPE is 1.6× same time last week's, falling back to same time yesterday for half of it, and from the fourth week it matches it. The dataset publishes no dates: its days of the week, and so the weekday/weekend model's kinds, are arbitrary"},
+	"eval/nab/grok_asg_anomaly.csv":                    {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
+	"eval/nab/rds_cpu_utilization_cc0c53.csv":          {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
 }
 
 // generalisationMedians are the medians reached over the sets that miss targetMedian, asserted
@@ -66,8 +69,9 @@ var generalisationMisses = map[string]struct {
 // ec2_disk_write_bytes_c0d644 joined it, met the target again (0.844) with the soft level
 // shift (forecast/break.go's softBreakBand), and keeps it over 41 since NAB's
 // ec2_disk_write_bytes_1ef3de and ec2_network_in_5abac7 joined it with the floor fallback
-// (forecast/floor.go). No tune series misses targetNeverWorse.
-var generalisationMedians = map[string]float64{"eval": 0.870}
+// (forecast/floor.go). No tune series misses targetNeverWorse. Eval was at 0.870 over its 35
+// series before the three public datacenter CPU series joined it in session 23 (0.873 over 38).
+var generalisationMedians = map[string]float64{"eval": 0.873}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline
