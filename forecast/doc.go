@@ -67,7 +67,8 @@
 // allows a forecast from the same time last week, though two are needed to confirm a weekly
 // cycle, and the weekday/weekend stack and profile, whose profile is the robust mean of the same
 // time of day on every day of the target's kind (Saturday and Sunday, or Monday to Friday, in
-// Options.Location: the forecast's timeZone, UTC by default) in as many weeks as the weekly
+// Options.Location: the forecast's timeZone, UTC by default; or the two days from the hour the
+// load's own weeks show its weekend to start, kinds.go) in as many weeks as the weekly
 // profile takes, know the weekend from its first one and average the noise of five weekdays a
 // week; with a cycle detected and a horizon of twelve hours or more, that profile moved towards
 // the last day's level against it by a share fitted on the series (a day's level persists into

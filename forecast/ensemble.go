@@ -203,6 +203,9 @@ func trended(m *seasonal) expert {
 
 // label names a seasonal model's cycle.
 func (m *seasonal) label() string {
+	if m.weekend != nil && m.phase != 0 {
+		return "weekday-weekend from " + phaseLabel(m.phase)
+	}
 	if m.weekend != nil {
 		return "weekday-weekend"
 	}
@@ -360,11 +363,15 @@ func (w *Walker) candidates(o int) []*track {
 	if span >= w.s.Steps(growthMinDays*Day)+w.h {
 		growthKnown = 1 // before, the trended expert would be the levelled one again
 	}
-	key := [4]int{int(period), twoDays, weekKnown, growthKnown}
+	phase := 0 // the calendar's weekend: on a load with no cycle a weekend read from it is noise
+	if period == PeriodDay || period == PeriodWeek {
+		phase = w.phaseAt(o)
+	}
+	key := [5]int{int(period), twoDays, weekKnown, growthKnown, phase}
 	if c, ok := w.cands[key]; ok {
 		return c
 	}
-	d, dk := w.model(PeriodDay), w.dayKinds()
+	d, dk := w.model(PeriodDay), w.dayKinds(phase)
 	weekly := func() []expert {
 		if weekKnown == 0 {
 			return nil
@@ -719,6 +726,16 @@ func (w *Walker) fallbackAt(u int) *track {
 	worst := 1.0
 	day := w.s.Steps(Day) / w.stride // scored targets in a day
 	lo := u - w.s.Steps(fallbackWindow) + 1
+	if p := w.periodAt(u).period; p == PeriodDay || p == PeriodWeek {
+		since := w.phaseSince(u)
+		// The weekend moved (kinds.go): the mix's forecasts made before are another mix's.
+		if since >= 0 {
+			if lo = max(lo, since+w.h); lo > u {
+				w.falls[u] = nil // none of its forecasts is judged yet
+				return nil
+			}
+		}
+	}
 	for j, b := range w.fallbacks {
 		if b.kind == floorExpert && !w.floor.skewed(u) {
 			continue // the median is a fallback for a load at its floor only
@@ -744,9 +761,10 @@ func (w *Walker) fallbackAt(u int) *track {
 }
 
 // versusMix returns the mix's error sums against baseline j (mixForecast against forecastOf),
-// on weekday targets and on weekend ones, extended to target u.
+// on weekday targets and on weekend ones (the calendar's: prefix sums cannot follow a weekend
+// read from the load as it moves), extended to target u.
 func (w *Walker) versusMix(j, u int) [2]*pairSums {
-	weekend := w.dayKinds().weekend
+	weekend := w.dayKinds(0).weekend
 	for kind := range 2 {
 		w.mixSums[j][kind].stride, w.mixSums[j][kind].size = w.stride, (w.s.Len()+w.stride-1)/w.stride+1
 		w.mixSums[j][kind].extend(u, func(T int) (float64, float64, bool) {

@@ -30,8 +30,9 @@ type seasonal struct {
 	period Period
 	// weekend, when set, makes this a daily model whose profile takes only days of the target's
 	// kind (weekend[i] tells whether index i falls on a Saturday or Sunday in the forecast's
-	// time zone): see dayKinds.
+	// time zone, or in the two days from hour phase of the week: kinds.go): see dayKinds.
 	weekend []bool
+	phase   int // the hour of the week the weekend starts at, from Saturday 00:00 (kinds.go)
 	y       []float64
 	per     int // period in steps
 	shift   int // the latest same-time-of-day lag usable at this horizon, in steps
@@ -73,6 +74,12 @@ type seasonal struct {
 type weights [nFeatures]float64
 
 func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *seasonal {
+	return newKindsSeasonal(s, period, h, cycles, kinds, 0)
+}
+
+// newKindsSeasonal is newSeasonal whose weekend, with kinds set, starts at hour phase of the week
+// (kinds.go).
+func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Location, phase int) *seasonal {
 	per := s.Steps(period.Duration())
 	day := s.Steps(Day)
 	m := &seasonal{
@@ -95,10 +102,9 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 	m.scratch = make([]float64, 0, cycles)
 	if kinds != nil {
 		m.scratch = make([]float64, 0, 7*cycles) // the days of cycles weeks: see profile
-		m.weekend = make([]bool, len(m.prof))
+		m.weekend, m.phase = make([]bool, len(m.prof)), phase
 		for i := range m.weekend {
-			d := s.TimeAt(i).In(kinds).Weekday()
-			m.weekend[i] = d == time.Saturday || d == time.Sunday
+			m.weekend[i] = isWeekend(s.TimeAt(i).In(kinds), phase)
 		}
 	}
 	m.prefixSums()

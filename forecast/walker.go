@@ -27,15 +27,18 @@ type Walker struct {
 	// weight within hours of the evidence instead of at the next daily refit.
 	mixEvery int
 	// stride is every how many steps a target is scored as evidence (evidenceStep).
-	stride int
-	holt   *holt
-	models map[Period]*seasonal
-	kinds  *seasonal // the weekday/weekend daily model, nil until a rival needs it
+	stride    int
+	holt      *holt
+	models    map[Period]*seasonal
+	kinds     map[int]*seasonal // the weekday/weekend daily models, by weekend phase, as rivals need them
+	phases    map[int]int       // the weekend phase in force from each day (phaseAt)
+	rawPhases map[int]int       // the best weekend found at each day (rawPhase)
+	phaseFrom map[int]int       // the day each day's phase has been in force since, −1 from the start
 	// tracks holds every expert that has been a candidate, with its forecasts as made.
 	tracks map[string]*track
 	// cands memoises candidates by period and whether two days, and a week, and a horizon are
 	// known.
-	cands map[[4]int][]*track
+	cands map[[5]int][]*track
 	// yw is the series with transient anomalies masked (transientMasked), which the weekly
 	// baselines of the mix read.
 	yw []float64
@@ -87,7 +90,8 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceSpacing(opts.Horizon)/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]breakKind{},
-		mixPred: newPredictions(s.Len() + h + 1), cands: map[[4]int][]*track{},
+		mixPred: newPredictions(s.Len() + h + 1), cands: map[[5]int][]*track{},
+		kinds: map[int]*seasonal{}, phases: map[int]int{}, rawPhases: map[int]int{}, phaseFrom: map[int]int{},
 	}
 	w.yw = transientMasked(s)
 	w.caps = ceilings(s.Values)
@@ -240,13 +244,94 @@ func (w *Walker) model(p Period) *seasonal {
 }
 
 // dayKinds returns the daily model whose profile takes weekdays for weekday targets and weekend
-// days for weekend ones, in Options.Location.
-func (w *Walker) dayKinds() *seasonal {
-	if w.kinds == nil {
-		w.kinds = newSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, w.opts.Location)
-		w.kinds.stride = w.stride
+// days for weekend ones, in Options.Location, the weekend starting at hour phase of the week (0:
+// Saturday 00:00; kinds.go), built on first use.
+func (w *Walker) dayKinds(phase int) *seasonal {
+	m, ok := w.kinds[phase]
+	if !ok {
+		m = newKindsSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, w.opts.Location, phase)
+		m.stride = w.stride
+		w.kinds[phase] = m
 	}
-	return w.kinds
+	return m
+}
+
+// phaseAt returns the weekend phase (kinds.go) in force at o, decided at each day boundary on the
+// values up to it: the one in force the day before while it still holds (weekendHolds), else the
+// best weekend of the weeks (bestPhase) when the day before found it too, within two hours (a
+// weekend read once may be chance), else the calendar's.
+func (w *Walker) phaseAt(o int) int {
+	day := max(1, w.s.Steps(phaseEvery))
+	d := floorTo(o, day)
+	if p, ok := w.phases[d]; ok {
+		return p
+	}
+	// Decide the days in order from the last one decided: each reads the one before it.
+	first := d
+	for first >= day {
+		if _, ok := w.phases[first-day]; ok {
+			break
+		}
+		first -= day
+	}
+	for e := first; e <= d; e += day {
+		prev := 0
+		if e >= day {
+			prev = w.phases[e-day]
+		}
+		means := weekMeans(w.s, w.opts.Location, e)
+		p := 0
+		switch {
+		case means == nil:
+		case prev != 0 && weekendHolds(means, prev):
+			p = prev
+		default:
+			if p = bestPhase(means); p != 0 {
+				if e < day || !near(w.rawPhase(e-day), p) {
+					p = 0
+				}
+			}
+		}
+		w.phases[e] = p
+		switch {
+		case e < day:
+			w.phaseFrom[e] = -1
+		case p != prev:
+			w.phaseFrom[e] = e
+		default:
+			w.phaseFrom[e] = w.phaseFrom[e-day]
+		}
+	}
+	return w.phases[d]
+}
+
+// phaseSince returns the day boundary from which the weekend phase in force at o has been in
+// force, −1 when it has been since the start.
+func (w *Walker) phaseSince(o int) int {
+	w.phaseAt(o)
+	return w.phaseFrom[floorTo(o, max(1, w.s.Steps(phaseEvery)))]
+}
+
+// rawPhase is bestPhase on the weeks up to index d, memoised.
+func (w *Walker) rawPhase(d int) int {
+	if p, ok := w.rawPhases[d]; ok {
+		return p
+	}
+	p := 0
+	if means := weekMeans(w.s, w.opts.Location, d); means != nil {
+		p = bestPhase(means)
+	}
+	w.rawPhases[d] = p
+	return p
+}
+
+// near tells whether two weekend phases, both found, are within two hours of each other.
+func near(a, b int) bool {
+	if a == 0 || b == 0 {
+		return false
+	}
+	dist := (a - b + hoursInWeek) % hoursInWeek
+	return dist <= 2 || dist >= hoursInWeek-2
 }
 
 // observedSpan is the number of points from the first observed value to the end.

@@ -58,9 +58,11 @@ var generalisationMisses = map[string]struct {
 	// week with one week of history. The datacenter series joined eval in session 23, scored
 	// once with the forecaster as it was (testdata/traces/README.md).
 	"eval/datacenter/alibaba2018_cpu_util_percent.csv": {1.096, "eight days long, its last four scored on three to seven days of history, where only daily models apply: the mix is weighed on a few days of evidence and falls back to same time yesterday, the best baseline, for 60 % of the forecasts (interval 0.967–1.326)"},
-	"eval/datacenter/azure_v2_cpu_usage.csv":           {1.184, "a load whose days differ by weekday: same time last week is the best baseline (2.2 % WAPE, same time yesterday 4.1 %); in the first scored week, with one week of history and no weekly model yet (it needs two), the forecast's WAPE is 1.6× same time last week's, falling back to same time yesterday for half of it, and from the fourth week it matches it. The dataset publishes no dates: its days of the week, and so the weekday/weekend model's kinds, are arbitrary"},
-	"eval/nab/grok_asg_anomaly.csv":                    {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
-	"eval/nab/rds_cpu_utilization_cc0c53.csv":          {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
+	"eval/datacenter/azure_v2_cpu_usage.csv":           {1.036, "a load whose days differ by weekday, with no dates (its days of the week are arbitrary): same time last week is the best baseline (2.2 % WAPE, same time yesterday 4.1 %); in the first scored week, with one week of history, no weekly model yet (it needs two) and the weekend not yet read from the load (kinds.go: two weeks), the forecast falls back to same time yesterday for half of it"},
+	// Tune series.
+	"tune/synth/zoned-1.csv":                  {1.049, "batch load four hours ahead of UTC: in the first scored week, before two weeks show its weekend (kinds.go), the weekday/weekend model pools the wrong days and the forecast falls back to same time yesterday for most of it (WAPE 1.58× the best baseline's that week, 0.84× the week after); on its own clock 0.873"},
+	"eval/nab/grok_asg_anomaly.csv":           {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
+	"eval/nab/rds_cpu_utilization_cc0c53.csv": {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
 }
 
 // generalisationMedians are the medians reached over the sets that miss targetMedian, asserted
@@ -69,9 +71,10 @@ var generalisationMisses = map[string]struct {
 // ec2_disk_write_bytes_c0d644 joined it, met the target again (0.844) with the soft level
 // shift (forecast/break.go's softBreakBand), and keeps it over 41 since NAB's
 // ec2_disk_write_bytes_1ef3de and ec2_network_in_5abac7 joined it with the floor fallback
-// (forecast/floor.go). No tune series misses targetNeverWorse. Eval was at 0.870 over its 35
-// series before the three public datacenter CPU series joined it in session 23 (0.873 over 38).
-var generalisationMedians = map[string]float64{"eval": 0.873}
+// (forecast/floor.go), and over 44 (0.843) since the zoned family joined both sets in session 23.
+// Eval was at 0.870 over its 35 series before the three public datacenter CPU series joined it in
+// session 23 (0.873 over 38), 0.874 over 40 with the zoned family.
+var generalisationMedians = map[string]float64{"eval": 0.874}
 
 // TestGeneralisation scores the forecaster one day ahead, hourly, on every series of the tune
 // set and of the eval set (testdata/traces/README.md), against the best seasonal-naive baseline

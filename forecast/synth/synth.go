@@ -59,10 +59,14 @@ const (
 	// Migration is Web or Batch whose level changes for good by a large factor (to 5–30 % or to
 	// 3–8×) at a seed-drawn time in the scored part: a service moved, a cluster resized.
 	Migration Family = "migration"
+	// Zoned is Web or Batch whose clock is 3–12 hours ahead of or behind UTC, as read in UTC: a
+	// load serving people in another time zone, or a controller whose time zone is not theirs.
+	// Its weekend and its days start off the UTC calendar's midnight.
+	Zoned Family = "zoned"
 )
 
 // Families lists every family in a fixed order.
-var Families = []Family{Web, Batch, Shift, Holiday, Gaps, Trend, Noisy, Drift, Short, Outage, Migration}
+var Families = []Family{Web, Batch, Shift, Holiday, Gaps, Trend, Noisy, Drift, Short, Outage, Migration, Zoned}
 
 // Generate returns the series of family f for seed: values on a regular grid, NaN where the
 // family leaves gaps. The same family and seed always give the same series.
@@ -103,6 +107,20 @@ func generate(f Family, seed uint64) (forecast.Series, *truth, error) {
 		} else {
 			migrate(s, r)
 		}
+		return s, tr, nil
+	case Zoned:
+		var s forecast.Series
+		if r.float() < 0.5 {
+			s = web(Web, r, 30*time.Minute, 56, tr)
+		} else {
+			s = batch(r, 15*time.Minute, 42, tr)
+		}
+		// The values were drawn on the load's own clock; read in UTC they start off by the zone.
+		zone := time.Duration(3+r.intn(10)) * time.Hour
+		if r.float() < 0.5 {
+			zone = -zone
+		}
+		s.Start = s.Start.Add(-zone)
 		return s, tr, nil
 	case Short:
 		if r.float() < 0.5 {
