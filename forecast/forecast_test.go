@@ -107,8 +107,8 @@ func TestWeeklyRivalsBeforeTheCycleIsConfirmed(t *testing.T) {
 		}
 		return level*daily(i) + 2*noise(i)
 	}, nil)
-	auto, models := walkError(t, s, Options{Horizon: Day}, 12*24)
-	daily, _ := walkError(t, s, Options{Horizon: Day, Period: PeriodDay}, 12*24)
+	auto, models := walkError(t, s, Options{Horizon: Day}, 12*24, nil)
+	daily, _ := walkError(t, s, Options{Horizon: Day, Period: PeriodDay}, 12*24, nil)
 	t.Logf("absolute error on the second Saturday: %.0f with the rivals (%v), %.0f with the daily stack alone", auto, models, daily)
 	if auto > 0.5*daily {
 		t.Errorf("error with the weekly rivals %.0f, want at most half of the daily stack's %.0f", auto, daily)
@@ -158,8 +158,8 @@ func TestWeekdayWeekendProfile(t *testing.T) {
 		}
 		return v
 	}, nil)
-	auto, models := walkError(t, s, Options{Horizon: Day}, 9*24)
-	daily, _ := walkError(t, s, Options{Horizon: Day, Period: PeriodDay}, 9*24)
+	auto, models := walkError(t, s, Options{Horizon: Day}, 9*24, nil)
+	daily, _ := walkError(t, s, Options{Horizon: Day, Period: PeriodDay}, 9*24, nil)
 	naiveWeek := 0.0
 	for T := 9 * 24; T < s.Len(); T++ {
 		naiveWeek += math.Abs(s.Values[T] - s.Values[T-7*24])
@@ -174,8 +174,11 @@ func TestWeekdayWeekendProfile(t *testing.T) {
 
 // TestWeekdayWeekendTimeZone: the weekday/weekend series of TestWeekdayWeekendProfile shifted
 // to a workload whose week runs in Tokyo (UTC+9: its Saturday starts Friday 15:00 UTC). With
-// Options.Location the model's weekend is the workload's and the error drops well below the UTC
-// reading, which takes nine hours of each Saturday for a weekday and nine of Monday for weekend.
+// Options.Location the model's weekend is the workload's and the error drops well below the
+// calendar's UTC reading, which takes nine hours of each Saturday for a weekday and nine of
+// Monday for weekend. Read in UTC without the calendar held, the weekend is read from the load
+// (kinds.go: its weekend is twice its weekdays, plain from its first week) and the error is the
+// Tokyo reading's.
 func TestWeekdayWeekendTimeZone(t *testing.T) {
 	tokyo, err := time.LoadLocation("Asia/Tokyo")
 	if err != nil {
@@ -188,21 +191,34 @@ func TestWeekdayWeekendTimeZone(t *testing.T) {
 		}
 		return daily(i) + 2*noise(i)
 	}, nil)
-	utc, _ := walkError(t, s, Options{Horizon: Day}, 9*24)
-	local, models := walkError(t, s, Options{Horizon: Day, Location: tokyo}, 9*24)
-	t.Logf("absolute error over days 9–14: %.0f with the weekend in Asia/Tokyo (%v), %.0f in UTC", local, models, utc)
+	calendar := func(w *Walker) {
+		for d := 0; d < s.Len(); d += 24 {
+			w.phases[d], w.phaseFrom[d] = 0, -1 // the calendar's weekend throughout
+		}
+	}
+	utc, _ := walkError(t, s, Options{Horizon: Day}, 9*24, calendar)
+	local, models := walkError(t, s, Options{Horizon: Day, Location: tokyo}, 9*24, calendar)
+	read, _ := walkError(t, s, Options{Horizon: Day}, 9*24, nil)
+	t.Logf("absolute error over days 9–14: %.0f with the weekend in Asia/Tokyo (%v), %.0f in UTC, %.0f in UTC with the weekend read from the load", local, models, utc, read)
 	if local > 0.7*utc {
 		t.Errorf("error with the workload's time zone %.0f, want at most 0.7× the UTC reading's %.0f", local, utc)
 	}
+	if read > 1.05*local {
+		t.Errorf("error in UTC with the weekend read from the load %.0f, want within 5 %% of the Tokyo reading's %.0f", read, local)
+	}
 }
 
-// walkError walks a forecaster with opts over s and returns the absolute error summed over the
-// targets from index `from` on, with how many of them each model led.
-func walkError(t *testing.T, s Series, opts Options, from int) (float64, map[string]int) {
+// walkError walks a forecaster with opts over s (prepared by prepare, when given) and returns the
+// absolute error summed over the targets from index `from` on, with how many of them each model
+// led.
+func walkError(t *testing.T, s Series, opts Options, from int, prepare func(*Walker)) (float64, map[string]int) {
 	t.Helper()
 	w, err := NewWalker(s, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(w)
 	}
 	sum, models := 0.0, map[string]int{}
 	for T := from; T < s.Len(); T++ {

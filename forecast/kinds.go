@@ -17,23 +17,26 @@ import (
 //
 // So the weekend is read from the load (weekMeans, bestPhase, weekendHolds;
 // Walker.phaseAt): at each day boundary, the two days from the hour of the week that
-// leaves the least of the last two to four weeks' hourly means unexplained when those two days
+// leaves the least of the last one to four weeks' hourly means unexplained when those two days
 // are pooled as one kind and the other five as another. It replaces the calendar's only when it
-// does so in every one of those weeks, by more than phaseGain, and within phaseSlack of each
-// week's own best; only on a load with a daily or weekly cycle; and only when the day before
+// does so in every one of those weeks, by more than phaseGain (phaseOneWeekGain when there is
+// one), and within phaseSlack of each week's own best; only on a load with a daily or weekly cycle; and only when the day before
 // found it too (within two hours). Once in force it stays while it holds. When it changes, the
 // fallback (fallbackAt) judges the mix only on forecasts made since: those made before were
 // another mix's. With it, web-1 read 8 or 7 hours off scores 0.872 again, 14 hours off 0.885,
 // 36 hours off 0.905. On tune, the zoned family (forecast/synth: web or batch 3–12 hours off
-// UTC) went 1.134, 0.868, 0.941 → 1.049, 0.833, 0.842; NYC taxi 0.798 → 0.791 (its weekend read
-// from Friday 23:00: its nights out); no other series moved. zoned-1 stays above 1.0: in its
-// first scored week, with one week of history, nothing is read yet.
+// UTC) went 1.134, 0.868, 0.941 → 1.027, 0.833, 0.842; NYC taxi 0.798 → 0.791 (its weekend read
+// from Friday 23:00: its nights out); no other series moved. zoned-1 stays above 1.0: in the
+// first days of its first scored week, with one week of history, nothing is read yet, and the
+// forecast falls back to same time yesterday. Reading from one week as from two (at phaseGain)
+// took ec2_disk_write_bytes_c0d644 +0.199, crane's input2 +0.066, drift-2 and drift-3 +0.025 (a
+// week's chance weekend); not reading from one week at all left zoned-1 at 1.049; one week at a
+// gain of 0.5 or 0.7 moved only zoned-1.
 //
 // Tried on tune and dropped: a gain of 0.3 (web-1 seven hours off was not found: its calendar
-// misplaces night hours, which leave little unexplained, 0.69 of it); a single week enough
-// (ec2_disk_write_bytes_c0d644 +0.199, crane's input2 +0.066, drift-2 and drift-3 +0.025: a
-// week's chance weekend); each week's own best within an hour of the chosen one (a batch load's
-// nights tie: zoned-1's was found on three days of 28); no day-before agreement (drift-2
+// misplaces night hours, which leave little unexplained, 0.69 of it); each week's own best
+// within an hour of the chosen one (a batch load's nights tie: zoned-1's was found on three days
+// of 28); no day-before agreement (drift-2
 // +0.018: one day's chance weekend); without the fallback judging the mix afresh, zoned-1 1.134
 // (the mix's forecasts of the first weeks, made with the wrong weekend, kept it on the
 // baselines for five weeks); the weekly baselines exempt from the fallback's weekday/weekend
@@ -41,13 +44,16 @@ import (
 // −0.016, but NYC taxi, batch-3, short-2 and zoned-2 +0.006 to +0.009).
 const (
 	// phaseMinWeeks is how many whole weeks, with a value at every hour, the weekend needs.
-	phaseMinWeeks = 2
+	phaseMinWeeks = 1
 	// phaseWeeks is how many whole weeks of history the weekend is read from.
 	phaseWeeks = 4
 	// phaseGain is how much less of the week's variation (the residual sum of squares of the
 	// hourly means around their kind's daily profile) another weekend must leave unexplained
-	// than the calendar's to replace it.
+	// than the calendar's to replace it, in each of two or more weeks.
 	phaseGain = 0.1
+	// phaseOneWeekGain is the same from a single week, where no second week can confirm it: the
+	// first week after a week of history, when the first weekend is due to be forecast.
+	phaseOneWeekGain = 0.7
 	// phaseSlack is how much more than the best weekend of each week the chosen one may leave
 	// unexplained in it: nights that look alike make neighbouring starts near ties.
 	phaseSlack = 0.1
@@ -135,9 +141,13 @@ func bestPhase(means [][hoursInWeek]float64) int {
 // week's own best, leaving at most 1+phaseSlack of what that leaves. One week can be fooled by
 // a level that moves within it (a migration, a wandering load); a weekend comes back.
 func weekendHolds(means [][hoursInWeek]float64, c int) bool {
+	gain := phaseGain
+	if len(means) == 1 {
+		gain = phaseOneWeekGain
+	}
 	for i := range means {
 		rss := kindsRSS(&means[i])
-		if rss[c] >= (1-phaseGain)*rss[0] || rss[c] > (1+phaseSlack)*slices.Min(rss[:]) {
+		if rss[c] >= (1-gain)*rss[0] || rss[c] > (1+phaseSlack)*slices.Min(rss[:]) {
 			return false
 		}
 	}

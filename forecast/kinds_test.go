@@ -25,7 +25,7 @@ func zoned(n int, zone time.Duration) Series {
 
 // TestWeekendPhaseReadFromTheLoad: the weekend of a load whose clock is not UTC's is found from
 // its values (the hour of the week it starts, counted from Saturday 00:00 UTC), the calendar's
-// is kept on a load whose weekend is the calendar's, and none is read from one week alone or
+// is kept on a load whose weekend is the calendar's, and none is read before a whole week or
 // from a load with no weekend.
 func TestWeekendPhaseReadFromTheLoad(t *testing.T) {
 	n := 6 * 7 * 24
@@ -35,8 +35,19 @@ func TestWeekendPhaseReadFromTheLoad(t *testing.T) {
 		if got := bestPhase(weekMeans(s, time.UTC, n-1)); got != want {
 			t.Errorf("clock %+dh: weekend from hour %d of the week, want %d", zone, got, want)
 		}
-		if means := weekMeans(s, time.UTC, 8*24); means != nil {
-			t.Errorf("clock %+dh: weeks read from eight days of history, want none before two whole weeks", zone)
+		if means := weekMeans(s, time.UTC, 6*24); means != nil {
+			t.Errorf("clock %+dh: weeks read from six days of history, want none before a whole week", zone)
+		}
+		// One week is enough for a weekend that stands out (phaseOneWeekGain): without noise.
+		clean := synthetic(n, func(i int) float64 {
+			if i/24%7 >= 5 {
+				return 0.5 * daily(i)
+			}
+			return daily(i)
+		}, nil)
+		clean.Start = clean.Start.Add(-time.Duration(zone) * time.Hour)
+		if got := bestPhase(weekMeans(clean, time.UTC, 8*24)); got != want {
+			t.Errorf("clock %+dh, no noise, eight days of history: weekend from hour %d of the week, want %d", zone, got, want)
 		}
 	}
 	flat := synthetic(n, func(i int) float64 { return daily(i) * (1 + 0.05*noise(300000+i)) }, nil)
@@ -46,7 +57,7 @@ func TestWeekendPhaseReadFromTheLoad(t *testing.T) {
 }
 
 // TestWeekendPhaseIgnoresAWanderingLoad: a level that wanders, with no cycle of the week, is
-// read for a weekend at every day boundary: five of them show one (when written), none for two
+// read for a weekend at every day boundary: six of them show one (when written), none for two
 // days running, and the calendar's stays (phaseAt).
 func TestWeekendPhaseIgnoresAWanderingLoad(t *testing.T) {
 	level := 0.0

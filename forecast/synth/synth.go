@@ -85,23 +85,13 @@ func generate(f Family, seed uint64) (forecast.Series, *truth, error) {
 	case Batch:
 		return batch(r, 15*time.Minute, 42, tr), tr, nil
 	case Gaps:
-		var s forecast.Series
-		if r.float() < 0.5 {
-			s = web(f, r, 30*time.Minute, 56, tr)
-		} else {
-			s = batch(r, 15*time.Minute, 42, tr)
-		}
+		s := webOrBatch(f, r, tr)
 		addGaps(s, r)
 		return s, tr, nil
 	case Drift:
 		return drift(r, tr), tr, nil
 	case Outage, Migration:
-		var s forecast.Series
-		if r.float() < 0.5 {
-			s = web(Web, r, 30*time.Minute, 56, tr)
-		} else {
-			s = batch(r, 15*time.Minute, 42, tr)
-		}
+		s := webOrBatch(Web, r, tr)
 		if f == Outage {
 			outages(s, r)
 		} else {
@@ -109,12 +99,7 @@ func generate(f Family, seed uint64) (forecast.Series, *truth, error) {
 		}
 		return s, tr, nil
 	case Zoned:
-		var s forecast.Series
-		if r.float() < 0.5 {
-			s = web(Web, r, 30*time.Minute, 56, tr)
-		} else {
-			s = batch(r, 15*time.Minute, 42, tr)
-		}
+		s := webOrBatch(Web, r, tr)
 		// The values were drawn on the load's own clock; read in UTC they start off by the zone.
 		zone := time.Duration(3+r.intn(10)) * time.Hour
 		if r.float() < 0.5 {
@@ -129,6 +114,15 @@ func generate(f Family, seed uint64) (forecast.Series, *truth, error) {
 		return web(Web, r, 15*time.Minute, 16, tr), tr, nil
 	}
 	return forecast.Series{}, nil, fmt.Errorf("family %q: not one of %v", f, Families)
+}
+
+// webOrBatch draws, with even odds, a web series of family wf (eight weeks at 30 minutes) or a
+// batch one (six weeks at 15 minutes).
+func webOrBatch(wf Family, r *rng, tr *truth) forecast.Series {
+	if r.float() < 0.5 {
+		return web(wf, r, 30*time.Minute, 56, tr)
+	}
+	return batch(r, 15*time.Minute, 42, tr)
 }
 
 // start draws a start time: midnight UTC of a day in 2023 or 2024, so series begin on any
