@@ -41,7 +41,7 @@ type Options struct {
 	// RefitEvery is how often a Walker refits weights and re-detects the period; zero means one day.
 	RefitEvery time.Duration
 	// Location is the time zone whose Saturday and Sunday are the weekend of the weekday/weekend
-	// model; nil means UTC. On a load with a daily or weekly cycle whose last two to four weeks
+	// model; nil means UTC. On a load with a daily or weekly cycle whose last one to four weeks
 	// show another weekend — its people live in another zone — the weekend is read from the load
 	// instead (kinds.go).
 	Location *time.Location

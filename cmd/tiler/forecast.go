@@ -46,7 +46,7 @@ func (f *traceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.valueCol, "value-col", "", "value column (default: value, else the second)")
 	fs.BoolVar(&f.repair, "repair", false, "sort rows by time and average duplicate timestamps instead of failing")
 	fs.Float64Var(&f.margin, "margin", forecast.DefaultMargin, "quantile of past relative errors the upper forecast covers")
-	fs.StringVar(&f.timeZone, "time-zone", "UTC", "IANA time zone of the workload's week (the weekday/weekend model's weekend, until two weeks of the load show another)")
+	fs.StringVar(&f.timeZone, "time-zone", "UTC", "IANA time zone of the workload's week (the weekday/weekend model's weekend, until the load's weeks show another)")
 	fs.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 }
 
