@@ -286,7 +286,9 @@ func (w *Walker) phaseAt(o int) int {
 		case prev != 0 && weekendHolds(means, prev):
 			p = prev
 		default:
-			if p = bestPhase(means); p != 0 {
+			p = bestPhase(means)
+			w.rawPhases[e] = p
+			if p != 0 {
 				if e < day || !near(w.rawPhase(e-day), p) {
 					p = 0
 				}
