@@ -363,10 +363,7 @@ func (w *Walker) candidates(o int) []*track {
 	if span >= w.s.Steps(growthMinDays*Day)+w.h {
 		growthKnown = 1 // before, the trended expert would be the levelled one again
 	}
-	phase := 0 // the calendar's weekend: on a load with no cycle a weekend read from it is noise
-	if period == PeriodDay || period == PeriodWeek {
-		phase = w.phaseAt(o)
-	}
+	phase := w.weekendAt(o)
 	key := [5]int{int(period), twoDays, weekKnown, growthKnown, phase}
 	if c, ok := w.cands[key]; ok {
 		return c
@@ -726,14 +723,11 @@ func (w *Walker) fallbackAt(u int) *track {
 	worst := 1.0
 	day := w.s.Steps(Day) / w.stride // scored targets in a day
 	lo := u - w.s.Steps(fallbackWindow) + 1
-	if p := w.periodAt(u).period; p == PeriodDay || p == PeriodWeek {
-		since := w.phaseSince(u)
-		// The weekend moved (kinds.go): the mix's forecasts made before are another mix's.
-		if since >= 0 {
-			if lo = max(lo, since+w.h); lo > u {
-				w.falls[u] = nil // none of its forecasts is judged yet
-				return nil
-			}
+	// The weekend moved (kinds.go): the mix's forecasts made before are another mix's.
+	if since := w.weekendSince(u); since >= 0 {
+		if lo = max(lo, since+w.h); lo > u {
+			w.falls[u] = nil // none of its forecasts is judged yet
+			return nil
 		}
 	}
 	for j, b := range w.fallbacks {

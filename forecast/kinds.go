@@ -15,18 +15,19 @@ import (
 // synthetic web-1 (tune/), read eight hours off its clock, went from 0.872 of its best baseline to
 // 0.988, seven hours the other way to 0.933, fourteen hours off to 1.000.
 //
-// So the weekend is read from the load (weekMeans, bestPhase, weekendHolds;
-// Walker.phaseAt): at each day boundary, the two days from the hour of the week that
-// leaves the least of the last one to four weeks' hourly means unexplained when those two days
-// are pooled as one kind and the other five as another. It replaces the calendar's only when it
-// does so in every one of those weeks, by more than phaseGain (phaseOneWeekGain when there is
-// one), and within phaseSlack of each week's own best; only on a load with a daily or weekly cycle; and only when the day before
-// found it too (within two hours). Once in force it stays while it holds. When it changes, the
-// fallback (fallbackAt) judges the mix only on forecasts made since: those made before were
-// another mix's. With it, web-1 read 8 or 7 hours off scores 0.872 again, 14 hours off 0.885,
-// 36 hours off 0.905. On tune, the zoned family (forecast/synth: web or batch 3–12 hours off
-// UTC) went 1.134, 0.868, 0.941 → 1.027, 0.833, 0.842; NYC taxi 0.798 → 0.791 (its weekend read
-// from Friday 23:00: its nights out); no other series moved. zoned-1 stays above 1.0: in the
+// So the weekend is read from the load (weekMeans, bestPhase, weekendHolds; Walker.phaseAt):
+// at each day boundary, the two days from the hour of the week that leaves the least of the
+// last one to four weeks' hourly means unexplained when those two days are pooled as one kind
+// and the other five as another. It replaces the calendar's only when it does so in every one of
+// those weeks, by more than phaseGain (phaseOneWeekGain when there is one), and within
+// phaseSlack of each week's own best; only on a load with a daily or weekly cycle
+// (Walker.weekendAt); and only when the day before found it too (within two hours). Once in
+// force it stays while it holds. When it changes, the fallback (fallbackAt) judges the mix only
+// on forecasts made since: those made before were another mix's. With it, web-1 read 8 or 7
+// hours off scores 0.872 again, 14 hours off 0.885, 36 hours off 0.905. On tune, the zoned
+// family (forecast/synth: web or batch 3–12 hours off UTC) went 1.134, 0.868, 0.941 → 1.027,
+// 0.833, 0.842; NYC taxi 0.798 → 0.791 (its weekend read from Friday 23:00: its nights out); no
+// other series moved. zoned-1 stays above 1.0: in the
 // first days of its first scored week, with one week of history, nothing is read yet, and the
 // forecast falls back to same time yesterday. Reading from one week as from two (at phaseGain)
 // took ec2_disk_write_bytes_c0d644 +0.199, crane's input2 +0.066, drift-2 and drift-3 +0.025 (a
@@ -72,8 +73,8 @@ func hourOfWeek(t time.Time) int {
 
 // weekMeans returns the hourly means of each of the last phaseWeeks whole weeks up to index d
 // (hour 0 at Saturday 00:00 in loc) that has a value at every hour of the week; nil when fewer
-// than phaseMinWeeks such weeks are known, or on a grid coarser than an hour. Daylight-saving changes
-// within the window are not followed: the hours count on from the window's first point.
+// than phaseMinWeeks such weeks are known, or on a grid coarser than an hour. Daylight-saving
+// changes within the window are not followed: the hours count on from the window's first point.
 func weekMeans(s Series, loc *time.Location, d int) [][hoursInWeek]float64 {
 	week := s.Steps(Week)
 	k := min(phaseWeeks, (d+1)/week)
@@ -82,7 +83,7 @@ func weekMeans(s Series, loc *time.Location, d int) [][hoursInWeek]float64 {
 	}
 	lo := d + 1 - k*week
 	t0 := s.TimeAt(lo).In(loc)
-	off := time.Duration(hourOfWeek(t0))*time.Hour + time.Duration(t0.Minute())*time.Minute + time.Duration(t0.Second())*time.Second
+	off := time.Duration(hourOfWeek(t0))*time.Hour + time.Duration(t0.Minute()*60+t0.Second())*time.Second
 	sum := make([][hoursInWeek]float64, k)
 	n := make([][hoursInWeek]int, k)
 	for i := lo; i <= d; i++ {

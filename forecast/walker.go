@@ -307,9 +307,22 @@ func (w *Walker) phaseAt(o int) int {
 	return w.phases[d]
 }
 
-// phaseSince returns the day boundary from which the weekend phase in force at o has been in
-// force, −1 when it has been since the start.
-func (w *Walker) phaseSince(o int) int {
+// weekendAt returns the weekend phase the weekday/weekend experts use at o: phaseAt on a load
+// with a daily or weekly cycle, the calendar's (0) on one without, where a weekend read from the
+// load is noise.
+func (w *Walker) weekendAt(o int) int {
+	if p := w.periodAt(o).period; p != PeriodDay && p != PeriodWeek {
+		return 0
+	}
+	return w.phaseAt(o)
+}
+
+// weekendSince returns the day boundary from which the weekend in use at o (weekendAt) has been
+// in force, −1 when it has been since the start or the calendar's is used.
+func (w *Walker) weekendSince(o int) int {
+	if p := w.periodAt(o).period; p != PeriodDay && p != PeriodWeek {
+		return -1
+	}
 	w.phaseAt(o)
 	return w.phaseFrom[floorTo(o, max(1, w.s.Steps(phaseEvery)))]
 }
