@@ -264,6 +264,18 @@ func (e *expert) predict(T int, w weights) (float64, bool) {
 	}
 }
 
+// firstTarget is a target before which the expert has no forecast: a seasonal model's base (no
+// profile before it), a baseline's shortest lag.
+func (e *expert) firstTarget() int {
+	switch {
+	case e.m != nil:
+		return e.m.base
+	case e.kind == baselineExpert:
+		return slices.Min(e.lags)
+	}
+	return 0
+}
+
 // notYet marks a forecast not computed yet in a track (NaN means there is none).
 var notYet = math.Inf(-1)
 
@@ -275,11 +287,16 @@ func newPredictions(n int) []float64 {
 	return p
 }
 
-// track is an expert with its forecasts as made: pred[T] is its forecast for target T from
+// track is an expert with its forecasts as made: pred[T−base] is its forecast for target T from
 // origin T−h, a stack with the weights of the refit point at or before T−h.
 type track struct {
 	expert
+	base int // the first target it can forecast (firstTarget)
 	pred []float64
+	// wAt and w are the refit point of the last weights forecastOf used and those weights (wAt
+	// −1 before any): targets mostly advance, so they are mostly the next target's too.
+	wAt int
+	w   weights
 }
 
 // track returns the walker's track of expert e, creating it on first use.
@@ -287,26 +304,30 @@ func (w *Walker) track(e expert) *track {
 	if t, ok := w.tracks[e.name]; ok {
 		return t
 	}
-	t := &track{expert: e, pred: newPredictions(w.s.Len() + w.h + 1)}
+	base := min(e.firstTarget(), w.s.Len()+w.h+1)
+	t := &track{expert: e, base: base, pred: newPredictions(w.s.Len() + w.h + 1 - base), wAt: -2}
 	w.tracks[e.name] = t
 	return t
 }
 
 // forecastOf returns t's forecast for target T as made at origin T−h, memoised.
 func (w *Walker) forecastOf(t *track, T int) (float64, bool) {
-	if T-w.h < 0 || T >= len(t.pred) {
+	if T-w.h < 0 || T < t.base || T >= t.base+len(t.pred) {
 		return 0, false
 	}
-	if f := t.pred[T]; f != notYet {
+	if f := t.pred[T-t.base]; f != notYet {
 		return f, !math.IsNaN(f)
 	}
-	f, ok := t.predict(T, t.weightsAt(floorTo(T-w.h, w.refit), w.s.Steps(fitWindow)))
+	if g := floorTo(T-w.h, w.refit); g != t.wAt {
+		t.wAt, t.w = g, t.weightsAt(g, w.s.Steps(fitWindow))
+	}
+	f, ok := t.predict(T, t.w)
 	if !ok {
 		f = math.NaN()
 	} else if c := w.caps[min(T-w.h, len(w.caps)-1)]; f > c {
 		f = c
 	}
-	t.pred[T] = f
+	t.pred[T-t.base] = f
 	return f, ok
 }
 
@@ -565,10 +586,10 @@ func (w *Walker) versus(t, ref *track, u int) *pairSums {
 		}
 		c := w.evidenceBound(T)
 		if ref == t {
-			return math.Min(math.Abs(y-a), c), math.Min(math.Abs(y-a), c), true
+			return min(math.Abs(y-a), c), min(math.Abs(y-a), c), true
 		}
 		b, ok := w.forecastOf(ref, T)
-		return math.Min(math.Abs(y-a), c), math.Min(math.Abs(y-b), c), ok
+		return min(math.Abs(y-a), c), min(math.Abs(y-b), c), ok
 	})
 	return p
 }
@@ -769,7 +790,7 @@ func (w *Walker) versusMix(j, u int) [2]*pairSums {
 			f, ok1 := w.mixForecast(T)
 			v, ok2 := w.forecastOf(w.fallbacks[j], T)
 			c := w.evidenceBound(T)
-			return math.Min(math.Abs(y-f), c), math.Min(math.Abs(y-v), c), ok1 && ok2
+			return min(math.Abs(y-f), c), min(math.Abs(y-v), c), ok1 && ok2
 		})
 	}
 	return [2]*pairSums{&w.mixSums[j][0], &w.mixSums[j][1]}

@@ -117,3 +117,34 @@ func TestWalkFollowsAWeekendOffTheCalendar(t *testing.T) {
 		t.Errorf("reading the weekend from the load took the WAPE from %.4f to %.4f, want 3 %% less", calendar, read)
 	}
 }
+
+// TestWeekendFlagsFollowTheZone: the flags computed per zone period are isWeekend of each point
+// converted on its own, across daylight-saving changes, zones whose offset is not a whole number
+// of hours or minutes (Monrovia was −0:44:30 until 1972), grids that do not divide an hour, and
+// times before 1970.
+func TestWeekendFlagsFollowTheZone(t *testing.T) {
+	for _, zone := range []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "Africa/Monrovia", "Asia/Kathmandu"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatalf("loading %s: %v", zone, err)
+		}
+		for _, start := range []time.Time{
+			time.Date(2023, 3, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(1971, 12, 20, 7, 13, 0, 0, time.UTC),
+			time.Date(1969, 12, 20, 23, 59, 30, 0, time.UTC),
+			time.Date(2024, 10, 20, 1, 2, 3, 0, time.UTC),
+		} {
+			for _, step := range []time.Duration{time.Minute, 7 * time.Minute, time.Hour, 90 * time.Second} {
+				s := Series{Start: start, Step: step, Values: make([]float64, int(40*Day/step))}
+				for _, phase := range []int{0, 17, 100} {
+					got := weekendFlags(s, s.Len(), loc, phase)
+					for i := range got {
+						if want := isWeekend(s.TimeAt(i).In(loc), phase); got[i] != want {
+							t.Fatalf("%s from %s every %s, phase %d: point %d (%s) weekend %v, want %v", zone, start, step, phase, i, s.TimeAt(i).In(loc), got[i], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -43,12 +43,15 @@ type seasonal struct {
 	last    int
 	short   int
 	long    int
-	prof    []float64 // memoised profile; NaN until computed or where undefined
-	done    []bool
-	cy, cp  []float64 // prefix sums of y and profile over points where both are defined
-	cn      []int     // prefix counts of those points
-	wa, wb  []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
-	// feats[T] memoises the predictors of target T, featState[T] whether they are known: every
+	// base is the first index whose profile can have a value (k0 periods in): prof, done, age,
+	// feats and featState hold the indices from it to the end of the horizon past the series.
+	base   int
+	prof   []float64 // memoised profile; NaN until computed or where undefined
+	done   []bool
+	cy, cp []float64 // prefix sums of y and profile over points where both are defined
+	cn     []int     // prefix counts of those points
+	wa, wb []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
+	// feats[T−base] memoises the predictors of target T, featState[T−base] whether they are known: every
 	// fit and every past forecast replayed to weigh the experts reads them again. Apart, a row
 	// of predictors is one cache line, and the fits' check of which rows are defined reads a
 	// byte per target.
@@ -82,30 +85,29 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Location, phase int) *seasonal {
 	per := s.Steps(period.Duration())
 	day := s.Steps(Day)
+	k0 := max(1, (h+per-1)/per)
+	// No profile has a value before k0 periods (profile): the memos start there.
+	n, base := len(s.Values)+h+1, min(k0*per, len(s.Values)+h+1)
 	m := &seasonal{
-		y: s.Values, per: per, h: h, cycles: cycles,
-		k0:        max(1, (h+per-1)/per),
+		y: s.Values, per: per, h: h, cycles: cycles, k0: k0, base: base,
 		shift:     day * max(1, (h+day-1)/day),
 		wshift:    s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
 		last:      max(1, s.Steps(lastRatioWindow)),
 		short:     max(1, s.Steps(shortRatioWindow)),
 		long:      max(1, s.Steps(longRatioWindow)),
-		prof:      make([]float64, len(s.Values)+h+1),
-		done:      make([]bool, len(s.Values)+h+1),
-		feats:     make([][nFeatures]float64, len(s.Values)+h+1),
-		featState: make([]int8, len(s.Values)+h+1),
+		prof:      make([]float64, n-base),
+		done:      make([]bool, n-base),
+		feats:     make([][nFeatures]float64, n-base),
+		featState: make([]int8, n-base),
 		period:    period, fits: map[int]weights{}, levels: map[int]weights{}, growths: map[int]float64{},
-		age: make([]float64, len(s.Values)+h+1), day: day,
+		age: make([]float64, n-base), day: day,
 	}
 	// The profile's buffer, never outgrown, so never stored back: a slice stored at every target
 	// cost a write barrier each while the collector ran.
 	m.scratch = make([]float64, 0, cycles)
 	if kinds != nil {
 		m.scratch = make([]float64, 0, 7*cycles) // the days of cycles weeks: see profile
-		m.weekend, m.phase = make([]bool, len(m.prof)), phase
-		for i := range m.weekend {
-			m.weekend[i] = isWeekend(s.TimeAt(i).In(kinds), phase)
-		}
+		m.weekend, m.phase = weekendFlags(s, n, kinds, phase), phase
 	}
 	m.prefixSums()
 	return m
@@ -129,11 +131,11 @@ func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Locati
 // days of the kind within 3, 4, 5 or 8 weeks instead gave medians of 0.876–0.891 and the same
 // worst within 0.005.
 func (m *seasonal) profile(t int) float64 {
-	if t < 0 || t >= len(m.prof) {
-		return math.NaN()
+	if t < m.base || t >= m.base+len(m.prof) {
+		return math.NaN() // before base: no value at this phase is known yet
 	}
-	if m.done[t] {
-		return m.prof[t]
+	if m.done[t-m.base] {
+		return m.prof[t-m.base]
 	}
 	vals := m.scratch[:0] // centre reorders it; nothing keeps it; it has room for every value
 	ages := 0             // the sum of the values' ages, in periods
@@ -157,10 +159,10 @@ func (m *seasonal) profile(t int) float64 {
 		}
 	}
 	if len(vals) > 0 {
-		m.age[t] = float64(ages*m.per) / float64(len(vals)*m.day)
+		m.age[t-m.base] = float64(ages*m.per) / float64(len(vals)*m.day)
 	}
-	m.prof[t], m.done[t] = m.centre(vals), true
-	return m.prof[t]
+	m.prof[t-m.base], m.done[t-m.base] = m.centre(vals), true
+	return m.prof[t-m.base]
 }
 
 // profileSpread is how far from their median, in robust standard deviations (1.4826 times the
@@ -260,22 +262,23 @@ func (m *seasonal) features(T int) ([nFeatures]float64, bool) {
 	if !m.defined(T) {
 		return [nFeatures]float64{}, false
 	}
-	return m.feats[T], true
+	return m.feats[T-m.base], true
 }
 
 // defined computes the predictors of target T unless memoised and says whether they are defined.
 func (m *seasonal) defined(T int) bool {
-	if T < 0 || T >= len(m.feats) {
-		return false
+	if T < m.base || T >= m.base+len(m.feats) {
+		return false // before base the profile is undefined
 	}
-	if m.featState[T] == 0 {
+	i := T - m.base
+	if m.featState[i] == 0 {
 		x, ok := m.computeFeatures(T)
-		m.feats[T], m.featState[T] = x, 1
+		m.feats[i], m.featState[i] = x, 1
 		if !ok {
-			m.featState[T] = -1
+			m.featState[i] = -1
 		}
 	}
-	return m.featState[T] > 0
+	return m.featState[i] > 0
 }
 
 func (m *seasonal) computeFeatures(T int) ([nFeatures]float64, bool) {
@@ -336,11 +339,11 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}
-		x := &m.feats[T]
+		x := &m.feats[T-m.base]
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
 		p := x[0]
 		if g != 0 {
-			p *= math.Exp(g * m.age[T])
+			p *= math.Exp(g * m.age[T-m.base])
 		}
 		d := x[2] - p
 		sxe += wt * d * (m.y[T] - p)
@@ -371,9 +374,9 @@ func (m *seasonal) levelPredict(T int, w weights) (float64, bool) {
 	}
 	p := x[0]
 	if g := w[growthSlot]; g != 0 {
-		p *= math.Exp(g * m.age[T])
+		p *= math.Exp(g * m.age[T-m.base])
 	}
-	return math.Max(0, w[0]*p+w[2]*x[2]), true
+	return max(0, w[0]*p+w[2]*x[2]), true
 }
 
 // Growth. The profiles are taken over six weeks, so their values are three weeks old on
@@ -450,7 +453,7 @@ func (m *seasonal) predict(T int, w weights) (point float64, ok bool) {
 	for i, v := range x {
 		point += w[i] * v
 	}
-	return math.Max(point, 0), true
+	return max(point, 0), true // the builtin: math.Max's result, inlined
 }
 
 // weightsAt returns the weights fitted at origin o on the last window targets, memoised: the
@@ -506,7 +509,7 @@ func (m *seasonal) fit(o, window int) weights {
 			ai := &a[i]
 			a0, a1, a2, a3, a4, a5, a6, a7, bi := ai[0], ai[1], ai[2], ai[3], ai[4], ai[5], ai[6], ai[7], b[i]
 			for k, T := range rs {
-				x := &m.feats[T]
+				x := &m.feats[int(T)-m.base]
 				wx := ws[k] * x[i]
 				bi += wx * m.y[T]
 				a0 += wx * x[0]
