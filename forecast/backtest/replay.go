@@ -126,9 +126,9 @@ func Replay(name string, s forecast.Series, cfg ReplayConfig) (ReplayResult, err
 		return ReplayResult{}, fmt.Errorf("building the forecaster: %w", err)
 	}
 	from, to := s.TimeAt(warmUp(s)), s.End()
-	d := demand{s: s}
+	d := newDemand(s)
 	reactive := func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) }
-	fc := forecastPolicy{w: w, s: fs, perGPU: cfg.PerGPU, cache: map[int]int{}, averaged: fs.Step != s.Step}
+	fc := forecastPolicy{w: w, s: fs, perGPU: cfg.PerGPU, cache: make([]int, fs.Len()), averaged: fs.Step != s.Step}
 	predictive := func(t time.Time, _ queueState) int { return max(d.need(t, cfg.PerGPU), fc.need(t)) }
 	queued := func(t time.Time, q queueState) int {
 		need, err := forecast.QueueDemand(forecast.QueueState{Depth: q.depth, ArrivalRate: d.at(t), ServiceRatePerGPU: cfg.PerGPU, GPUs: q.ready},
@@ -212,7 +212,7 @@ func clairvoyant(s forecast.Series, cfg ReplayConfig, minReductions ...float64) 
 		return best
 	}
 	from, to := s.TimeAt(warmUp(s)), s.End()
-	d := demand{s: s}
+	d := newDemand(s)
 	reactive := simulate(d, cfg, from, to, func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) })
 	for _, a := range []time.Duration{0, 5 * time.Minute, 10 * time.Minute} {
 		for _, q := range []float64{0.5, 0.75, 1} {
@@ -268,13 +268,28 @@ func (c ReplayConfig) withDefaults(step time.Duration) (ReplayConfig, error) {
 
 // demand is the trace read as a step function: the value of the grid point containing t, or the
 // last observed one across a gap.
-type demand struct{ s forecast.Series }
+type demand struct {
+	s forecast.Series
+	// filled[i] is the value at point i or the last observed one before it, 0 before any: the
+	// replays read it at every tick of every policy.
+	filled []float64
+}
+
+func newDemand(s forecast.Series) demand {
+	d := demand{s: s, filled: make([]float64, s.Len())}
+	last := 0.0
+	for i, v := range s.Values {
+		if !math.IsNaN(v) {
+			last = v
+		}
+		d.filled[i] = last
+	}
+	return d
+}
 
 func (d demand) at(t time.Time) float64 {
-	for i := min(d.s.Index(t), d.s.Len()-1); i >= 0; i-- {
-		if v := d.s.Values[i]; !math.IsNaN(v) {
-			return v
-		}
+	if i := min(d.s.Index(t), d.s.Len()-1); i >= 0 {
+		return d.filled[i]
 	}
 	return 0
 }
@@ -313,7 +328,9 @@ type forecastPolicy struct {
 	w      *forecast.Walker
 	s      forecast.Series
 	perGPU float64
-	cache  map[int]int
+	// cache[o] is 1 + the GPUs sized from origin o, 0 until asked: the three policies ask for
+	// the same origins.
+	cache []int
 	// averaged means s is coarser than the trace, so the bucket containing t is not complete at t.
 	averaged bool
 }
@@ -323,14 +340,17 @@ func (p forecastPolicy) need(t time.Time) int {
 	if p.averaged {
 		o = p.s.Index(t.Add(time.Nanosecond - p.s.Step)) // the last bucket complete at t
 	}
-	if n, ok := p.cache[o]; ok {
-		return n
+	inGrid := o >= 0 && o < len(p.cache)
+	if inGrid && p.cache[o] > 0 {
+		return p.cache[o] - 1
 	}
 	n := 0
 	if fc, err := p.w.At(o); err == nil {
 		n = gpusFor(fc.Upper, p.perGPU)
 	}
-	p.cache[o] = n
+	if inGrid {
+		p.cache[o] = n + 1
+	}
 	return n
 }
 

@@ -28,7 +28,7 @@ func TestQueueAccounting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := demand{s: s}
+	d := newDemand(s)
 	reactive := simulate(d, cfg, start, s.End(), func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) })
 	if reactive.UnderGPUMinutes != 10 || math.Abs(reactive.MeanWaitSeconds-20880000.0/126000) > 1e-6 {
 		t.Errorf("reactive: %.1f GPU-minutes short, mean wait %.3f s; want 10 and %.3f", reactive.UnderGPUMinutes, reactive.MeanWaitSeconds, 20880000.0/126000)
