@@ -305,7 +305,7 @@ func (w *Walker) track(e expert) *track {
 		return t
 	}
 	base := min(e.firstTarget(), w.s.Len()+w.h+1)
-	t := &track{expert: e, base: base, pred: newPredictions(w.s.Len() + w.h + 1 - base), wAt: -2}
+	t := &track{expert: e, base: base, pred: newPredictions(w.s.Len() + w.h + 1 - base), wAt: -1}
 	w.tracks[e.name] = t
 	return t
 }

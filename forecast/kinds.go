@@ -184,8 +184,8 @@ func kindsRSS(mean *[hoursInWeek]float64) [hoursInWeek]float64 {
 
 // weekendFlags returns isWeekend(s.TimeAt(i).In(loc), phase) for i in [0, n): within each
 // period of loc's zone (time.Time.ZoneBounds) the offset is fixed, so the local hour of the
-// week is the Unix time plus the offset, counted in hours, without converting every point (a
-// weekday/weekend model's flags cost a tenth of a minute series' backtest that way).
+// week is the Unix time plus the offset, counted in hours, without converting every point
+// (converting them was 3–4 % of a one-minute series' backtest 15 minutes ahead).
 func weekendFlags(s Series, n int, loc *time.Location, phase int) []bool {
 	out := make([]bool, n)
 	for i := 0; i < n; {

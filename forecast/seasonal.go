@@ -51,10 +51,10 @@ type seasonal struct {
 	cy, cp []float64 // prefix sums of y and profile over points where both are defined
 	cn     []int     // prefix counts of those points
 	wa, wb []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
-	// feats[T−base] memoises the predictors of target T, featState[T−base] whether they are known: every
-	// fit and every past forecast replayed to weigh the experts reads them again. Apart, a row
-	// of predictors is one cache line, and the fits' check of which rows are defined reads a
-	// byte per target.
+	// feats[T−base] memoises the predictors of target T, featState[T−base] whether they are
+	// known: every fit and every past forecast replayed to weigh the experts reads them again.
+	// Apart, a row of predictors is one cache line, and the fits' check of which rows are
+	// defined reads a byte per target.
 	feats     [][nFeatures]float64
 	featState []int8 // 0 not computed, 1 defined, −1 undefined
 	fits      map[int]weights
