@@ -182,10 +182,11 @@ func kindsRSS(mean *[hoursInWeek]float64) [hoursInWeek]float64 {
 	return rss
 }
 
-// weekendFlags returns isWeekend(s.TimeAt(i).In(loc), phase) for i in [0, n): within each
-// period of loc's zone (time.Time.ZoneBounds) the offset is fixed, so the local hour of the
-// week is the Unix time plus the offset, counted in hours, without converting every point
-// (converting them was 3–4 % of a one-minute series' backtest 15 minutes ahead).
+// weekendFlags tells for each i in [0, n) whether point i falls in the weekend from hour phase
+// of the week (inWeekend) in loc's local time. Within each period of loc's zone
+// (time.Time.ZoneBounds) the offset is fixed, so the local hour of the week is the Unix time
+// plus the offset, counted in hours, without converting every point (converting them was 3–4 %
+// of a one-minute series' backtest 15 minutes ahead).
 func weekendFlags(s Series, n int, loc *time.Location, phase int) []bool {
 	out := make([]bool, n)
 	for i := 0; i < n; {
@@ -197,7 +198,7 @@ func weekendFlags(s Series, n int, loc *time.Location, phase int) []bool {
 			if !end.IsZero() && !t.Before(end) {
 				break
 			}
-			out[i] = (localHourOfWeek(t.Unix()+int64(off))-phase+hoursInWeek)%hoursInWeek < 48
+			out[i] = inWeekend(localHourOfWeek(t.Unix()+int64(off)), phase)
 		}
 	}
 	return out
@@ -214,10 +215,10 @@ func localHourOfWeek(sec int64) int {
 	return int(((hours+5*24)%hoursInWeek + hoursInWeek) % hoursInWeek)
 }
 
-// isWeekend tells whether t falls in the two days from hour phase of the week (from Saturday
-// 00:00 in t's location).
-func isWeekend(t time.Time, phase int) bool {
-	return (hourOfWeek(t)-phase+hoursInWeek)%hoursInWeek < 48
+// inWeekend tells whether hour of the week hour (from Saturday 00:00) falls in the two days from
+// hour phase.
+func inWeekend(hour, phase int) bool {
+	return (hour-phase+hoursInWeek)%hoursInWeek < 48
 }
 
 // phaseLabel names a weekend that is not the calendar's: the hour it starts, as "Fri 16:00".

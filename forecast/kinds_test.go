@@ -118,8 +118,8 @@ func TestWalkFollowsAWeekendOffTheCalendar(t *testing.T) {
 	}
 }
 
-// TestWeekendFlagsFollowTheZone: the flags computed per zone period are isWeekend of each point
-// converted on its own, across daylight-saving changes, zones whose offset is not a whole number
+// TestWeekendFlagsFollowTheZone: the flags computed per zone period are inWeekend of each point's
+// hour of the week, the point converted on its own, across daylight-saving changes, zones whose offset is not a whole number
 // of hours or minutes (Monrovia was −0:44:30 until 1972), grids that do not divide an hour, and
 // times before 1970.
 func TestWeekendFlagsFollowTheZone(t *testing.T) {
@@ -139,7 +139,7 @@ func TestWeekendFlagsFollowTheZone(t *testing.T) {
 				for _, phase := range []int{0, 17, 100} {
 					got := weekendFlags(s, s.Len(), loc, phase)
 					for i := range got {
-						if want := isWeekend(s.TimeAt(i).In(loc), phase); got[i] != want {
+						if want := inWeekend(hourOfWeek(s.TimeAt(i).In(loc)), phase); got[i] != want {
 							t.Fatalf("%s from %s every %s, phase %d: point %d (%s) weekend %v, want %v", zone, start, step, phase, i, s.TimeAt(i).In(loc), got[i], want)
 						}
 					}

@@ -39,8 +39,8 @@ type WorkloadForecast struct {
 	// the scheduler preempts the moment the workload's (or any other) pods need it.
 	Placeholders bool `json:"placeholders,omitempty"`
 	// TimeZone is the IANA time zone (e.g. Asia/Tokyo) of the workload's week: its Saturday and
-	// Sunday are the weekend the weekday/weekend model tells apart. Empty means UTC. When one to four
-	// weeks of the load show another weekend, the forecaster uses the load's (kinds.go).
+	// Sunday are the weekend the weekday/weekend model tells apart. Empty means UTC. When one to
+	// four weeks of the load show another weekend, the forecaster uses the load's (kinds.go).
 	TimeZone string `json:"timeZone,omitempty"`
 }
 
