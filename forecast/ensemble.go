@@ -453,8 +453,7 @@ func (w *Walker) holtExpert() expert {
 // yw, the series with transient anomalies masked (transientMasked).
 func newBaselines(s Series, h int, yw []float64) []expert {
 	day, week := s.Steps(Day), s.Steps(Week)
-	dayShift := day * max(1, (h+day-1)/day)
-	weekShift := week * max(1, (h+week-1)/week)
+	dayShift, weekShift := wholePeriods(day, h), wholePeriods(week, h)
 	if weekShift-h < s.Steps(transientLookahead) {
 		yw = s.Values // the mask of the points read would look past the origin
 	}

@@ -2,7 +2,7 @@ package forecast
 
 import (
 	"math"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -50,7 +50,7 @@ type seasonal struct {
 	done   []bool
 	cy, cp []float64 // prefix sums of y and profile over points where both are defined
 	cn     []int     // prefix counts of those points
-	wa, wb []float64 // prefix sums of y(j) and y(j−wshift) over j where both are observed
+	week   *weekSums // the prefix sums lastWeek reads
 	// feats[T−base] memoises the predictors of target T, featState[T−base] whether they are
 	// known: every fit and every past forecast replayed to weigh the experts reads them again.
 	// Apart, a row of predictors is one cache line, and the fits' check of which rows are
@@ -77,12 +77,33 @@ type seasonal struct {
 type weights [nFeatures]float64
 
 func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *seasonal {
-	return newKindsSeasonal(s, period, h, cycles, kinds, 0)
+	return newKindsSeasonal(s, period, h, cycles, kinds, 0, nil)
+}
+
+// wholePeriods is the first whole number of periods of per steps that is at least h steps, and
+// at least one period: the lag of a seasonal-naive forecast h steps ahead.
+func wholePeriods(per, h int) int { return per * max(1, (h+per-1)/per) }
+
+// weekSums are the prefix sums of y(j) and y(j−wshift) over the j where both are observed: a
+// and b[i] sum the j < i. They depend on the series and the horizon only, so a walker's models
+// share one (Walker.weekSums).
+type weekSums struct{ a, b []float64 }
+
+func newWeekSums(y []float64, wshift int) *weekSums {
+	ws := &weekSums{make([]float64, len(y)+1), make([]float64, len(y)+1)}
+	for i, v := range y {
+		ws.a[i+1], ws.b[i+1] = ws.a[i], ws.b[i]
+		if j := i - wshift; j >= 0 && !math.IsNaN(v) && !math.IsNaN(y[j]) {
+			ws.a[i+1] += v
+			ws.b[i+1] += y[j]
+		}
+	}
+	return ws
 }
 
 // newKindsSeasonal is newSeasonal whose weekend, with kinds set, starts at hour phase of the week
-// (kinds.go).
-func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Location, phase int) *seasonal {
+// (kinds.go), and which reads week, the weekSums of s at this horizon, when not nil.
+func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Location, phase int, week *weekSums) *seasonal {
 	per := s.Steps(period.Duration())
 	day := s.Steps(Day)
 	k0 := max(1, (h+per-1)/per)
@@ -90,8 +111,8 @@ func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Locati
 	n, base := len(s.Values)+h+1, min(k0*per, len(s.Values)+h+1)
 	m := &seasonal{
 		y: s.Values, per: per, h: h, cycles: cycles, k0: k0, base: base,
-		shift:     day * max(1, (h+day-1)/day),
-		wshift:    s.Steps(Week) * max(1, (h+s.Steps(Week)-1)/s.Steps(Week)),
+		shift:     wholePeriods(day, h),
+		wshift:    wholePeriods(s.Steps(Week), h),
 		last:      max(1, s.Steps(lastRatioWindow)),
 		short:     max(1, s.Steps(shortRatioWindow)),
 		long:      max(1, s.Steps(longRatioWindow)),
@@ -110,6 +131,9 @@ func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Locati
 		m.weekend, m.phase = weekendFlags(s, n, kinds, phase), phase
 	}
 	m.prefixSums()
+	if m.week = week; week == nil {
+		m.week = newWeekSums(m.y, m.wshift)
+	}
 	return m
 }
 
@@ -229,7 +253,6 @@ func sortedMAD(x []float64, med float64) float64 {
 func (m *seasonal) prefixSums() {
 	n := len(m.y)
 	m.cy, m.cp, m.cn = make([]float64, n+1), make([]float64, n+1), make([]int, n+1)
-	m.wa, m.wb = make([]float64, n+1), make([]float64, n+1)
 	for i, v := range m.y {
 		p := m.profile(i)
 		m.cy[i+1], m.cp[i+1], m.cn[i+1] = m.cy[i], m.cp[i], m.cn[i]
@@ -237,11 +260,6 @@ func (m *seasonal) prefixSums() {
 			m.cy[i+1] += v
 			m.cp[i+1] += p
 			m.cn[i+1]++
-		}
-		m.wa[i+1], m.wb[i+1] = m.wa[i], m.wb[i]
-		if j := i - m.wshift; j >= 0 && !math.IsNaN(v) && !math.IsNaN(m.y[j]) {
-			m.wa[i+1] += v
-			m.wb[i+1] += m.y[j]
 		}
 	}
 }
@@ -256,16 +274,9 @@ func (m *seasonal) ratio(o, l int) float64 {
 	return (m.cy[o+1] - m.cy[lo]) / sp
 }
 
-// features returns the predictors for target T, whose origin is T−h; ok is false when the
-// profile is undefined (no value at this phase in the known cycles).
-func (m *seasonal) features(T int) ([nFeatures]float64, bool) {
-	if !m.defined(T) {
-		return [nFeatures]float64{}, false
-	}
-	return m.feats[T-m.base], true
-}
-
-// defined computes the predictors of target T unless memoised and says whether they are defined.
+// defined computes the predictors of target T, whose origin is T−h, unless memoised (feats), and
+// says whether they are defined: not when the profile has no value at this phase in the known
+// cycles.
 func (m *seasonal) defined(T int) bool {
 	if T < m.base || T >= m.base+len(m.feats) {
 		return false // before base the profile is undefined
@@ -306,7 +317,7 @@ func (m *seasonal) lastWeek(T int, p float64) float64 {
 		return p
 	}
 	lo := o - m.long + 1
-	now, before := m.wa[o+1]-m.wa[lo], m.wb[o+1]-m.wb[lo]
+	now, before := m.week.a[o+1]-m.week.a[lo], m.week.b[o+1]-m.week.b[lo]
 	if before <= 0 {
 		return p
 	}
@@ -368,10 +379,10 @@ const growthSlot = nFeatures - 1
 // (levelAt): the profile carried forward by the growth in w, moved the share w[2] of the way to
 // the profile scaled by the last day's level.
 func (m *seasonal) levelPredict(T int, w weights) (float64, bool) {
-	x, ok := m.features(T)
-	if !ok {
+	if !m.defined(T) {
 		return 0, false
 	}
+	x := &m.feats[T-m.base]
 	p := x[0]
 	if g := w[growthSlot]; g != 0 {
 		p *= math.Exp(g * m.age[T-m.base])
@@ -446,11 +457,11 @@ func (m *seasonal) growthAt(o, window int) float64 {
 
 // predict returns the point forecast for target T with weights w.
 func (m *seasonal) predict(T int, w weights) (point float64, ok bool) {
-	x, ok := m.features(T)
-	if !ok {
+	if !m.defined(T) {
 		return 0, false
 	}
-	for i, v := range x {
+	// Read in place: a copy of the row cost a sixth of a replay's forecasts.
+	for i, v := range &m.feats[T-m.base] {
 		point += w[i] * v
 	}
 	return max(point, 0), true // the builtin: math.Max's result, inlined
@@ -528,16 +539,63 @@ func (m *seasonal) fit(o, window int) weights {
 	return ridge(a, b, priorWeights)
 }
 
-// quantile returns the q-quantile of x by linear interpolation, reordering x; 0 when empty.
+// quantile returns the q-quantile of x, which holds no NaN, by linear interpolation, reordering
+// x; 0 when empty. It reads the two values of ranks around q·(len(x)−1) (selectRank) where a
+// sort of all of them cost a sixth of a margin refit.
 func quantile(x []float64, q float64) float64 {
 	if len(x) == 0 {
 		return 0
 	}
-	sort.Float64s(x)
 	pos := q * float64(len(x)-1)
 	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(x)-1)
-	return x[lo] + (x[hi]-x[lo])*(pos-float64(lo))
+	selectRank(x, lo)
+	hi := x[lo]
+	if lo+1 < len(x) {
+		hi = slices.Min(x[lo+1:]) // the value of rank lo+1: x[lo+1:] holds the larger ones
+	}
+	return x[lo] + (hi-x[lo])*(pos-float64(lo))
+}
+
+// selectRank reorders x, which holds no NaN, so that x[k] is the value a sort would put there,
+// no larger value before it and no smaller one after it (Hoare's selection, the median of three
+// as pivot).
+func selectRank(x []float64, k int) {
+	lo, hi := 0, len(x)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if x[mid] < x[lo] {
+			x[mid], x[lo] = x[lo], x[mid]
+		}
+		if x[hi] < x[lo] {
+			x[hi], x[lo] = x[lo], x[hi]
+		}
+		if x[hi] < x[mid] {
+			x[hi], x[mid] = x[mid], x[hi]
+		}
+		p := x[mid]
+		i, j := lo, hi
+		for i <= j {
+			for x[i] < p {
+				i++
+			}
+			for x[j] > p {
+				j--
+			}
+			if i <= j {
+				x[i], x[j] = x[j], x[i]
+				i, j = i+1, j-1
+			}
+		}
+		// x[lo..j] ≤ p, x[i..hi] ≥ p and x[j+1..i−1] = p.
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // ridge solves (A+λI)w = b+λ·prior by Gaussian elimination with partial pivoting, λ being a

@@ -16,10 +16,10 @@ func referenceFit(m *seasonal, o, window int) weights {
 	scale := meanObserved(m.y[max(0, o-window+1) : o+1])
 	rows := 0
 	for T := max(0, o-window+1); T <= o; T++ {
-		x, ok := m.features(T)
-		if !ok || math.IsNaN(m.y[T]) {
+		if !m.defined(T) || math.IsNaN(m.y[T]) {
 			continue
 		}
+		x := m.feats[T-m.base]
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
 		for i := range x {
 			b[i] += wt * x[i] * m.y[T]
@@ -212,5 +212,47 @@ func TestFitsReadSpacedRows(t *testing.T) {
 	t.Logf("last refit's weights, every row %.3f, every %dth %.3f; forecasts differ by %.1f %% of the error", wa, stride, wb, 100*diff/errEvery)
 	if diff > 0.05*errEvery {
 		t.Errorf("forecasts from spaced fits differ by %.1f %% of the full fit's error, want under 5 %%", 100*diff/errEvery)
+	}
+}
+
+// TestQuantileMatchesSort: the quantile read by selection (selectRank) is the one read from the
+// sorted values, to the bit, on values with and without ties, at every rank of short slices and at
+// the margin's quantiles of long ones.
+func TestQuantileMatchesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for n := 1; n <= 300; n++ {
+		for _, ties := range []bool{false, true} {
+			x := make([]float64, n)
+			for i := range x {
+				if x[i] = r.NormFloat64(); ties {
+					x[i] = math.Round(2 * x[i]) // a handful of distinct values
+				}
+			}
+			sorted := slices.Sorted(slices.Values(x))
+			qs := []float64{0, 0.05, 0.5, 0.9, 0.95, 0.99, 1}
+			if n <= 40 {
+				qs = qs[:0]
+				for k := range n {
+					qs = append(qs, float64(k)/float64(max(1, n-1)), (float64(k)+0.3)/float64(max(1, n-1)))
+				}
+			}
+			for _, q := range qs {
+				pos := q * float64(n-1)
+				lo := int(math.Floor(pos))
+				if lo >= n {
+					continue
+				}
+				hi := min(lo+1, n-1)
+				want := sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+				if got := quantile(slices.Clone(x), q); got != want {
+					t.Fatalf("n=%d ties=%v q=%v: quantile %v, want %v", n, ties, q, got, want)
+				}
+				y := slices.Clone(x)
+				selectRank(y, lo)
+				if y[lo] != sorted[lo] || slices.Max(y[:lo+1]) != y[lo] || slices.Min(y[lo:]) != y[lo] {
+					t.Fatalf("n=%d ties=%v rank %d: %v, want %v with no larger value before it and no smaller after", n, ties, lo, y[lo], sorted[lo])
+				}
+			}
+		}
 	}
 }

@@ -31,6 +31,7 @@ type Walker struct {
 	holt      *holt
 	models    map[Period]*seasonal
 	kinds     map[int]*seasonal // the weekday/weekend daily models, by weekend phase, as rivals need them
+	week      *weekSums         // the models' (weekSums), nil until the first is built
 	phases    map[int]int       // the weekend phase in force from each day (phaseAt)
 	rawPhases map[int]int       // the best weekend found at each day (rawPhase)
 	phaseFrom map[int]int       // the day each day's phase has been in force since, −1 from the start
@@ -237,10 +238,18 @@ func (w *Walker) model(p Period) *seasonal {
 	if m, ok := w.models[p]; ok {
 		return m
 	}
-	m := newSeasonal(w.s, p, w.h, w.opts.Cycles, nil)
+	m := newKindsSeasonal(w.s, p, w.h, w.opts.Cycles, nil, 0, w.weekSums())
 	m.stride = w.stride
 	w.models[p] = m
 	return m
+}
+
+// weekSums returns the prefix sums every model's lastWeek reads, built on first use.
+func (w *Walker) weekSums() *weekSums {
+	if w.week == nil {
+		w.week = newWeekSums(w.s.Values, wholePeriods(w.s.Steps(Week), w.h))
+	}
+	return w.week
 }
 
 // dayKinds returns the daily model whose profile takes weekdays for weekday targets and weekend
@@ -249,7 +258,7 @@ func (w *Walker) model(p Period) *seasonal {
 func (w *Walker) dayKinds(phase int) *seasonal {
 	m, ok := w.kinds[phase]
 	if !ok {
-		m = newKindsSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, w.opts.Location, phase)
+		m = newKindsSeasonal(w.s, PeriodDay, w.h, w.opts.Cycles, w.opts.Location, phase, w.weekSums())
 		m.stride = w.stride
 		w.kinds[phase] = m
 	}
