@@ -279,20 +279,11 @@ func (e *expert) firstTarget() int {
 // notYet marks a forecast not computed yet in a track (NaN means there is none).
 var notYet = math.Inf(-1)
 
-func newPredictions(n int) []float64 {
-	p := make([]float64, n)
-	for i := range p {
-		p[i] = notYet
-	}
-	return p
-}
-
-// track is an expert with its forecasts as made: pred[T−base] is its forecast for target T from
-// origin T−h, a stack with the weights of the refit point at or before T−h.
+// track is an expert with its forecasts as made: pred holds its forecast for target T from
+// origin T−h, a stack's with the weights of the refit point at or before T−h.
 type track struct {
 	expert
-	base int // the first target it can forecast (firstTarget)
-	pred []float64
+	pred forecastMemo // from the first target it can forecast (firstTarget)
 	// wAt and w are the refit point of the last weights forecastOf used and those weights (wAt
 	// −1 before any): targets mostly advance, so they are mostly the next target's too.
 	wAt int
@@ -305,17 +296,18 @@ func (w *Walker) track(e expert) *track {
 		return t
 	}
 	base := min(e.firstTarget(), w.s.Len()+w.h+1)
-	t := &track{expert: e, base: base, pred: newPredictions(w.s.Len() + w.h + 1 - base), wAt: -1}
+	t := &track{expert: e, pred: newForecastMemo(base, w.s.Len()+w.h+1, w.stride), wAt: -1}
 	w.tracks[e.name] = t
 	return t
 }
 
 // forecastOf returns t's forecast for target T as made at origin T−h, memoised.
 func (w *Walker) forecastOf(t *track, T int) (float64, bool) {
-	if T-w.h < 0 || T < t.base || T >= t.base+len(t.pred) {
+	memo := t.pred.at(T)
+	if T-w.h < 0 || memo == nil {
 		return 0, false
 	}
-	if f := t.pred[T-t.base]; f != notYet {
+	if f := *memo; f != notYet {
 		return f, !math.IsNaN(f)
 	}
 	if g := floorTo(T-w.h, w.refit); g != t.wAt {
@@ -327,7 +319,7 @@ func (w *Walker) forecastOf(t *track, T int) (float64, bool) {
 	} else if c := w.caps[min(T-w.h, len(w.caps)-1)]; f > c {
 		f = c
 	}
-	t.pred[T-t.base] = f
+	*t.pred.at(T) = f // the slot again: nothing above asks t for another target, but cheap to be sure
 	return f, ok
 }
 
@@ -704,10 +696,11 @@ func (m *mixture) prune(sum float64) {
 // mixForecast is the mix's forecast for target T as made at T−h (before any fallback), false
 // when it had none or its mixture was not informed; memoised.
 func (w *Walker) mixForecast(T int) (float64, bool) {
-	if T-w.h < 0 || T >= len(w.mixPred) {
+	memo := w.mixPred.at(T)
+	if T-w.h < 0 || memo == nil {
 		return 0, false
 	}
-	if f := w.mixPred[T]; f != notYet {
+	if f := *memo; f != notYet {
 		return f, !math.IsNaN(f)
 	}
 	f, ok := 0.0, false
@@ -717,7 +710,7 @@ func (w *Walker) mixForecast(T int) (float64, bool) {
 	if !ok {
 		f = math.NaN()
 	}
-	w.mixPred[T] = f
+	*w.mixPred.at(T) = f // the slot again: the mix point weighed above may have asked for others
 	return f, ok
 }
 

@@ -43,34 +43,45 @@ type seasonal struct {
 	last    int
 	short   int
 	long    int
-	// base is the first index whose profile can have a value (k0 periods in): prof, done, age,
-	// feats and featState hold the indices from it to the end of the horizon past the series.
+	// base is the first index whose profile can have a value (k0 periods in): prof, done and
+	// age hold the indices from it to end, the end of the horizon past the series.
 	base   int
+	end    int
 	prof   []float64 // memoised profile; NaN until computed or where undefined
 	done   []bool
 	cy, cp []float64 // prefix sums of y and profile over points where both are defined
 	cn     []int     // prefix counts of those points
 	week   *weekSums // the prefix sums lastWeek reads
-	// feats[T−base] memoises the predictors of target T, featState[T−base] whether they are
-	// known: every fit and every past forecast replayed to weigh the experts reads them again.
-	// Apart, a row of predictors is one cache line, and the fits' check of which rows are
-	// defined reads a byte per target.
+	// feats memoises the predictors of the targets on the evidence grid (the multiples of the
+	// stride from base, the first at grid0), featState whether they are known: every fit and
+	// every past forecast replayed to weigh the experts reads them again. Apart, a row of
+	// predictors is one cache line, and the fits' check of which rows are defined reads a byte
+	// per target. Both are made on first use, when the stride is set (row).
 	feats     [][nFeatures]float64
 	featState []int8 // 0 not computed, 1 defined, −1 undefined
-	fits      map[int]weights
-	levels    map[int]weights // levelAt's, by origin (trended ones by −origin−1)
-	growths   map[int]float64 // growthAt's, by origin
-	age       []float64       // the mean age in days, before its target, of each profile's values
-	day       int             // steps in a day
-	ly        []float64       // prefix sums of the observed values, nil until growthAt needs them
-	ln        []int           // and their counts
-	scratch   []float64       // profile's buffer of the values at one phase
-	// fit's buffers: the rows of a fit and their weights.
-	fitRows []int32
-	fitWts  []float64
+	grid0     int
+	// off keeps the predictors of the last targets off the grid asked for (grid.go).
+	off     offGrid[featRow]
+	fits    map[int]weights
+	levels  map[int]weights // levelAt's, by origin (trended ones by −origin−1)
+	growths map[int]float64 // growthAt's, by origin
+	age     []float64       // the mean age in days, before its target, of each profile's values
+	day     int             // steps in a day
+	ly      []float64       // prefix sums of the observed values, nil until growthAt needs them
+	ln      []int           // and their counts
+	scratch []float64       // profile's buffer of the values at one phase
+	// fit's buffers: the rows of a fit (indices in feats), their weights and their values.
+	fitRows       []int32
+	fitWts, fitYs []float64
 	// stride is every how many steps the fits read a row (evidenceSpacing): the walker's
 	// evidence stride, 1 for a model built alone.
 	stride int
+}
+
+// featRow is a target's predictors off the grid and whether they are known, as featState says.
+type featRow struct {
+	x     [nFeatures]float64
+	state int8
 }
 
 // weights are the stack's fitted weights.
@@ -110,17 +121,15 @@ func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Locati
 	// No profile has a value before k0 periods (profile): the memos start there.
 	n, base := len(s.Values)+h+1, min(k0*per, len(s.Values)+h+1)
 	m := &seasonal{
-		y: s.Values, per: per, h: h, cycles: cycles, k0: k0, base: base,
-		shift:     wholePeriods(day, h),
-		wshift:    wholePeriods(s.Steps(Week), h),
-		last:      max(1, s.Steps(lastRatioWindow)),
-		short:     max(1, s.Steps(shortRatioWindow)),
-		long:      max(1, s.Steps(longRatioWindow)),
-		prof:      make([]float64, n-base),
-		done:      make([]bool, n-base),
-		feats:     make([][nFeatures]float64, n-base),
-		featState: make([]int8, n-base),
-		period:    period, fits: map[int]weights{}, levels: map[int]weights{}, growths: map[int]float64{},
+		y: s.Values, per: per, h: h, cycles: cycles, k0: k0, base: base, end: n,
+		shift:  wholePeriods(day, h),
+		wshift: wholePeriods(s.Steps(Week), h),
+		last:   max(1, s.Steps(lastRatioWindow)),
+		short:  max(1, s.Steps(shortRatioWindow)),
+		long:   max(1, s.Steps(longRatioWindow)),
+		prof:   make([]float64, n-base),
+		done:   make([]bool, n-base),
+		period: period, fits: map[int]weights{}, levels: map[int]weights{}, growths: map[int]float64{},
 		age: make([]float64, n-base), day: day,
 	}
 	// The profile's buffer, never outgrown, so never stored back: a slice stored at every target
@@ -274,22 +283,38 @@ func (m *seasonal) ratio(o, l int) float64 {
 	return (m.cy[o+1] - m.cy[lo]) / sp
 }
 
-// defined computes the predictors of target T, whose origin is T−h, unless memoised (feats), and
-// says whether they are defined: not when the profile has no value at this phase in the known
-// cycles.
-func (m *seasonal) defined(T int) bool {
-	if T < m.base || T >= m.base+len(m.feats) {
-		return false // before base the profile is undefined
+// row returns the predictors of target T, whose origin is T−h, computing them unless memoised
+// (feats, off); nil when they are undefined: the profile has no value at this phase in the
+// known cycles. A row off the grid is good until the next target asked for.
+func (m *seasonal) row(T int) *[nFeatures]float64 {
+	if T < m.base || T >= m.end {
+		return nil // before base the profile is undefined
 	}
-	i := T - m.base
-	if m.featState[i] == 0 {
-		x, ok := m.computeFeatures(T)
-		m.feats[i], m.featState[i] = x, 1
+	step := m.rowStep()
+	var x *[nFeatures]float64
+	var state *int8
+	if T%step == 0 {
+		if m.feats == nil {
+			m.grid0 = ceilTo(m.base, step) / step
+			m.feats = make([][nFeatures]float64, (m.end-1)/step-m.grid0+1)
+			m.featState = make([]int8, len(m.feats))
+		}
+		x, state = &m.feats[T/step-m.grid0], &m.featState[T/step-m.grid0]
+	} else {
+		r := m.off.at(T, featRow{})
+		x, state = &r.x, &r.state
+	}
+	if *state == 0 {
+		v, ok := m.computeFeatures(T)
+		*x, *state = v, 1
 		if !ok {
-			m.featState[i] = -1
+			*state = -1
 		}
 	}
-	return m.featState[i] > 0
+	if *state < 0 {
+		return nil
+	}
+	return x
 }
 
 func (m *seasonal) computeFeatures(T int) ([nFeatures]float64, bool) {
@@ -347,10 +372,10 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 	var sxe, sxx float64
 	n := 0
 	for T := ceilTo(lo, m.rowStep()); T <= o; T += m.rowStep() {
-		if !m.defined(T) || math.IsNaN(m.y[T]) {
+		x := m.row(T)
+		if x == nil || math.IsNaN(m.y[T]) {
 			continue
 		}
-		x := &m.feats[T-m.base]
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
 		p := x[0]
 		if g != 0 {
@@ -379,10 +404,10 @@ const growthSlot = nFeatures - 1
 // (levelAt): the profile carried forward by the growth in w, moved the share w[2] of the way to
 // the profile scaled by the last day's level.
 func (m *seasonal) levelPredict(T int, w weights) (float64, bool) {
-	if !m.defined(T) {
+	x := m.row(T)
+	if x == nil {
 		return 0, false
 	}
-	x := &m.feats[T-m.base]
 	p := x[0]
 	if g := w[growthSlot]; g != 0 {
 		p *= math.Exp(g * m.age[T-m.base])
@@ -457,11 +482,12 @@ func (m *seasonal) growthAt(o, window int) float64 {
 
 // predict returns the point forecast for target T with weights w.
 func (m *seasonal) predict(T int, w weights) (point float64, ok bool) {
-	if !m.defined(T) {
+	x := m.row(T)
+	if x == nil {
 		return 0, false
 	}
 	// Read in place: a copy of the row cost a sixth of a replay's forecasts.
-	for i, v := range &m.feats[T-m.base] {
+	for i, v := range x {
 		point += w[i] * v
 	}
 	return max(point, 0), true // the builtin: math.Max's result, inlined
@@ -496,15 +522,17 @@ func (m *seasonal) fit(o, window int) weights {
 	// written back for every row. Each sum still adds the same products, (wt·xᵢ)·xⱼ as
 	// wt * x[i] * x[j] evaluates, in the same order of T: the weights come out the same to the
 	// bit.
-	rows, wts := m.fitRows[:0], m.fitWts[:0]
-	for T := ceilTo(lo, m.rowStep()); T <= o; T += m.rowStep() {
-		if !m.defined(T) || math.IsNaN(m.y[T]) {
+	rows, wts, ys := m.fitRows[:0], m.fitWts[:0], m.fitYs[:0]
+	step := m.rowStep()
+	for T := ceilTo(lo, step); T <= o; T += step {
+		if m.row(T) == nil || math.IsNaN(m.y[T]) {
 			continue
 		}
-		rows = append(rows, int32(T))
+		rows = append(rows, int32(T/step-m.grid0))
 		wts = append(wts, 1/(math.Abs(m.y[T])+4*scale))
+		ys = append(ys, m.y[T])
 	}
-	m.fitRows, m.fitWts = rows, wts
+	m.fitRows, m.fitWts, m.fitYs = rows, wts, ys
 	if len(rows) < nFeatures {
 		return priorWeights
 	}
@@ -515,14 +543,15 @@ func (m *seasonal) fit(o, window int) weights {
 	// The sums below are written out for eight features.
 	var _ [1]struct{} = [nFeatures - 7]struct{}{}
 	for c := 0; c < len(rows); c += block {
-		rs, ws := rows[c:min(len(rows), c+block)], wts[c:min(len(rows), c+block)]
+		to := min(len(rows), c+block)
+		rs, ws, vs := rows[c:to], wts[c:to], ys[c:to]
 		for i := range nFeatures {
 			ai := &a[i]
 			a0, a1, a2, a3, a4, a5, a6, a7, bi := ai[0], ai[1], ai[2], ai[3], ai[4], ai[5], ai[6], ai[7], b[i]
-			for k, T := range rs {
-				x := &m.feats[int(T)-m.base]
+			for k, r := range rs {
+				x := &m.feats[r]
 				wx := ws[k] * x[i]
-				bi += wx * m.y[T]
+				bi += wx * vs[k]
 				a0 += wx * x[0]
 				a1 += wx * x[1]
 				a2 += wx * x[2]

@@ -16,10 +16,11 @@ func referenceFit(m *seasonal, o, window int) weights {
 	scale := meanObserved(m.y[max(0, o-window+1) : o+1])
 	rows := 0
 	for T := max(0, o-window+1); T <= o; T++ {
-		if !m.defined(T) || math.IsNaN(m.y[T]) {
+		row := m.row(T)
+		if row == nil || math.IsNaN(m.y[T]) {
 			continue
 		}
-		x := m.feats[T-m.base]
+		x := *row
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
 		for i := range x {
 			b[i] += wt * x[i] * m.y[T]

@@ -56,9 +56,9 @@ type Walker struct {
 	pairs     map[[2]*track]*pairSums // a track's errors against a reference's (versus)
 	mixSums   [][2]pairSums           // the mix's errors against each baseline's (versusMix)
 	ens       *ensemble               // the last margin refit's
-	// mixPred[T] is the mix's forecast for target T as made at T−h (before the fallback),
+	// mixPred holds the mix's forecast for target T as made at T−h (before the fallback),
 	// notYet until computed, NaN when it had none.
-	mixPred []float64
+	mixPred forecastMemo
 	// caps[o] bounds every expert's forecast from origin o (forecastOf): the cap the values up
 	// to o show, or twice their maximum (ceilings).
 	caps []float64
@@ -91,9 +91,10 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceSpacing(opts.Horizon)/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]breakKind{},
-		mixPred: newPredictions(s.Len() + h + 1), cands: map[[5]int][]*track{},
+		cands: map[[5]int][]*track{},
 		kinds: map[int]*seasonal{}, phases: map[int]int{}, rawPhases: map[int]int{}, phaseFrom: map[int]int{},
 	}
+	w.mixPred = newForecastMemo(0, s.Len()+h+1, w.stride)
 	w.yw = transientMasked(s)
 	w.caps = ceilings(s.Values)
 	w.evidence = evidenceBounds(s)
