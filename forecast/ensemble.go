@@ -508,7 +508,7 @@ type pairSums struct {
 	size   int // slots in the series, the capacity the sums are made with
 	// self says the reference is the track itself: both errors are the same, and eb is not kept.
 	self   bool
-	n      []int
+	n      []int32 // counts: fewer than 2³¹ (a series that long would take 16 GiB)
 	ea, eb []float64
 }
 
@@ -518,7 +518,7 @@ func (p *pairSums) extend(u int, err func(T int) (float64, float64, bool)) {
 	if len(p.n) == 0 {
 		// Room for the whole series at once: the sums of a walk grow to its end.
 		size := p.size + 1
-		p.n, p.ea = make([]int, 1, size), make([]float64, 1, size)
+		p.n, p.ea = make([]int32, 1, size), make([]float64, 1, size)
 		if !p.self {
 			p.eb = make([]float64, 1, size)
 		}
@@ -552,9 +552,9 @@ func (p *pairSums) extend(u int, err func(T int) (float64, float64, bool)) {
 func (p *pairSums) over(from, to int) (int, float64, float64) {
 	lo, hi := (max(0, from)+p.stride-1)/p.stride, to/p.stride+1
 	if p.self {
-		return p.n[hi] - p.n[lo], p.ea[hi] - p.ea[lo], p.ea[hi] - p.ea[lo]
+		return int(p.n[hi] - p.n[lo]), p.ea[hi] - p.ea[lo], p.ea[hi] - p.ea[lo]
 	}
-	return p.n[hi] - p.n[lo], p.ea[hi] - p.ea[lo], p.eb[hi] - p.eb[lo]
+	return int(p.n[hi] - p.n[lo]), p.ea[hi] - p.ea[lo], p.eb[hi] - p.eb[lo]
 }
 
 // versus returns t's error sums against ref (with ref = t: its own count and error), extended

@@ -50,7 +50,7 @@ type seasonal struct {
 	prof   []float64 // memoised profile; NaN until computed or where undefined
 	done   []bool
 	cy, cp []float64 // prefix sums of y and profile over points where both are defined
-	cn     []int     // prefix counts of those points
+	cn     []int32   // prefix counts of those points
 	week   *weekSums // the prefix sums lastWeek reads
 	// feats memoises the predictors of the targets on the evidence grid (the multiples of the
 	// stride from base, the first at grid0), featState whether they are known: every fit and
@@ -261,7 +261,7 @@ func sortedMAD(x []float64, med float64) float64 {
 
 func (m *seasonal) prefixSums() {
 	n := len(m.y)
-	m.cy, m.cp, m.cn = make([]float64, n+1), make([]float64, n+1), make([]int, n+1)
+	m.cy, m.cp, m.cn = make([]float64, n+1), make([]float64, n+1), make([]int32, n+1)
 	for i, v := range m.y {
 		p := m.profile(i)
 		m.cy[i+1], m.cp[i+1], m.cn[i+1] = m.cy[i], m.cp[i], m.cn[i]
@@ -522,8 +522,13 @@ func (m *seasonal) fit(o, window int) weights {
 	// written back for every row. Each sum still adds the same products, (wt·xᵢ)·xⱼ as
 	// wt * x[i] * x[j] evaluates, in the same order of T: the weights come out the same to the
 	// bit.
-	rows, wts, ys := m.fitRows[:0], m.fitWts[:0], m.fitYs[:0]
 	step := m.rowStep()
+	if m.fitRows == nil {
+		// Room for the rows of a whole window at once: the fits' windows fill as the walk goes.
+		n := min(window, len(m.y))/step + 1
+		m.fitRows, m.fitWts, m.fitYs = make([]int32, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	}
+	rows, wts, ys := m.fitRows[:0], m.fitWts[:0], m.fitYs[:0]
 	for T := ceilTo(lo, step); T <= o; T += step {
 		if m.row(T) == nil || math.IsNaN(m.y[T]) {
 			continue
