@@ -45,10 +45,11 @@ type seasonal struct {
 	long    int
 	// base is the first index whose profile can have a value (k0 periods in): prof, done and
 	// age hold the indices from it to end, the end of the horizon past the series.
-	base   int
-	end    int
-	prof   []float64 // memoised profile; NaN until computed or where undefined
-	done   []bool
+	base int
+	end  int
+	// prof memoises the profile (NaN where undefined): seriesProfiles fills it over the series,
+	// profile the horizon past it, where it is notYet until computed.
+	prof   []float64
 	cy, cp []float64 // prefix sums of y and profile over points where both are defined
 	cn     []int32   // prefix counts of those points
 	week   *weekSums // the prefix sums lastWeek reads
@@ -65,7 +66,7 @@ type seasonal struct {
 	fits    map[int]weights
 	levels  map[int]weights // levelAt's, by origin (trended ones by −origin−1)
 	growths map[int]float64 // growthAt's, by origin
-	age     []float64       // the mean age in days, before its target, of each profile's values
+	age     []float64       // ageOf's memo, nil until the trended expert asks
 	day     int             // steps in a day
 	ly      []float64       // prefix sums of the observed values, nil until growthAt needs them
 	ln      []int           // and their counts
@@ -128,9 +129,8 @@ func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Locati
 		short:  max(1, s.Steps(shortRatioWindow)),
 		long:   max(1, s.Steps(longRatioWindow)),
 		prof:   make([]float64, n-base),
-		done:   make([]bool, n-base),
 		period: period, fits: map[int]weights{}, levels: map[int]weights{}, growths: map[int]float64{},
-		age: make([]float64, n-base), day: day,
+		day: day,
 	}
 	// The profile's buffer, never outgrown, so never stored back: a slice stored at every target
 	// cost a write barrier each while the collector ran.
@@ -138,6 +138,9 @@ func newKindsSeasonal(s Series, period Period, h, cycles int, kinds *time.Locati
 	if kinds != nil {
 		m.scratch = make([]float64, 0, 7*cycles) // the days of cycles weeks: see profile
 		m.weekend, m.phase = weekendFlags(s, n, kinds, phase), phase
+	}
+	for i := max(base, len(s.Values)); i < n; i++ {
+		m.prof[i-base] = notYet
 	}
 	m.prefixSums()
 	if m.week = week; week == nil {
@@ -167,11 +170,18 @@ func (m *seasonal) profile(t int) float64 {
 	if t < m.base || t >= m.base+len(m.prof) {
 		return math.NaN() // before base: no value at this phase is known yet
 	}
-	if m.done[t-m.base] {
-		return m.prof[t-m.base]
+	if p := m.prof[t-m.base]; p != notYet {
+		return p // a profile of −∞, were there one, is computed again: no harm
 	}
-	vals := m.scratch[:0] // centre reorders it; nothing keeps it; it has room for every value
-	ages := 0             // the sum of the values' ages, in periods
+	vals, _ := m.phaseValues(t, m.scratch[:0]) // centre reorders it; nothing keeps it; it has room for every value
+	m.prof[t-m.base] = m.centre(vals)
+	return m.prof[t-m.base]
+}
+
+// phaseValues appends to vals the values profile takes for target t, the most recent first, and
+// returns them with the sum of their ages in periods.
+func (m *seasonal) phaseValues(t int, vals []float64) ([]float64, int) {
+	ages := 0
 	if m.weekend != nil {
 		for k := m.k0; k < m.k0+7*m.cycles; k++ {
 			i := t - k*m.per
@@ -191,11 +201,28 @@ func (m *seasonal) profile(t int) float64 {
 			}
 		}
 	}
-	if len(vals) > 0 {
-		m.age[t-m.base] = float64(ages*m.per) / float64(len(vals)*m.day)
+	return vals, ages
+}
+
+// ageOf is the mean age in days, before target t, of the values of its profile (0 when it has
+// none), memoised: only the trended expert reads it, from two weeks of history (growthMinDays),
+// so the memo is made on its first use.
+func (m *seasonal) ageOf(t int) float64 {
+	if m.age == nil {
+		m.age = make([]float64, len(m.prof))
+		for i := range m.age {
+			m.age[i] = math.NaN()
+		}
 	}
-	m.prof[t-m.base], m.done[t-m.base] = m.centre(vals), true
-	return m.prof[t-m.base]
+	if a := m.age[t-m.base]; !math.IsNaN(a) {
+		return a
+	}
+	a := 0.0
+	if vals, ages := m.phaseValues(t, m.scratch[:0]); len(vals) > 0 {
+		a = float64(ages*m.per) / float64(len(vals)*m.day)
+	}
+	m.age[t-m.base] = a
+	return a
 }
 
 // profileSpread is how far from their median, in robust standard deviations (1.4826 times the
@@ -222,7 +249,11 @@ const profileSpread = 5
 // within profileSpread robust standard deviations of their median, the median when there are
 // fewer than three or they do not spread (NaN when there are none).
 func (m *seasonal) centre(x []float64) float64 {
-	med := median(x) // sorts x
+	return centreSorted(x, median(x)) // median sorts x
+}
+
+// centreSorted is centre of x sorted, whose median is med.
+func centreSorted(x []float64, med float64) float64 {
 	if len(x) < 3 {
 		return med
 	}
@@ -260,6 +291,7 @@ func sortedMAD(x []float64, med float64) float64 {
 }
 
 func (m *seasonal) prefixSums() {
+	m.seriesProfiles()
 	n := len(m.y)
 	m.cy, m.cp, m.cn = make([]float64, n+1), make([]float64, n+1), make([]int32, n+1)
 	for i, v := range m.y {
@@ -269,6 +301,53 @@ func (m *seasonal) prefixSums() {
 			m.cy[i+1] += v
 			m.cp[i+1] += p
 			m.cn[i+1]++
+		}
+	}
+}
+
+// seriesProfiles memoises the profile of every point of the series, as profile would, one phase
+// at a time: as the target moves a period on, one value joins the values of its kind and one
+// leaves them, so each kind's are kept sorted by an insertion and a removal instead of sorted
+// anew at every target (the profiles cost a quarter of a walk of one-minute data). Equal values
+// keep the order profile's sort gives them, the most recent first, so the profiles come out the
+// same to the bit (TestSeriesProfilesMatchProfile) — bar a +0 beside a −0, which the sort of
+// more than twelve values may order either way, and which cannot change a profile's value.
+func (m *seasonal) seriesProfiles() {
+	span := m.cycles // periods back the values are taken from, from k0
+	if m.weekend != nil {
+		span = 7 * m.cycles
+	}
+	var sorted [2][]float64 // the values in the window, by kind (1: weekend)
+	kind := func(i int) int {
+		if m.weekend != nil && m.weekend[i] {
+			return 1
+		}
+		return 0
+	}
+	for phase := range min(m.per, len(m.y)) {
+		sorted[0], sorted[1] = sorted[0][:0], sorted[1][:0]
+		for t := phase; t < len(m.y); t += m.per {
+			if i := t - m.k0*m.per; i >= 0 && !math.IsNaN(m.y[i]) {
+				k, v := kind(i), m.y[i]
+				// Before the equal values: the most recent first.
+				at, _ := slices.BinarySearch(sorted[k], v)
+				sorted[k] = slices.Insert(sorted[k], at, v)
+			}
+			if i := t - (m.k0+span)*m.per; i >= 0 && !math.IsNaN(m.y[i]) {
+				k, v := kind(i), m.y[i]
+				// The oldest of the equal values, the last of them.
+				at, _ := slices.BinarySearch(sorted[k], math.Nextafter(v, math.Inf(1)))
+				sorted[k] = slices.Delete(sorted[k], at-1, at)
+			}
+			if t < m.base {
+				continue
+			}
+			x := sorted[kind(t)]
+			med := math.NaN()
+			if len(x) > 0 {
+				med = (x[(len(x)-1)/2] + x[len(x)/2]) / 2
+			}
+			m.prof[t-m.base] = centreSorted(x, med)
 		}
 	}
 }
@@ -379,7 +458,7 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 		wt := 1 / (math.Abs(m.y[T]) + 4*scale)
 		p := x[0]
 		if g != 0 {
-			p *= math.Exp(g * m.age[T-m.base])
+			p *= math.Exp(g * m.ageOf(T))
 		}
 		d := x[2] - p
 		sxe += wt * d * (m.y[T] - p)
@@ -410,7 +489,7 @@ func (m *seasonal) levelPredict(T int, w weights) (float64, bool) {
 	}
 	p := x[0]
 	if g := w[growthSlot]; g != 0 {
-		p *= math.Exp(g * m.age[T-m.base])
+		p *= math.Exp(g * m.ageOf(T))
 	}
 	return max(0, w[0]*p+w[2]*x[2]), true
 }

@@ -257,3 +257,54 @@ func TestQuantileMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesProfilesMatchProfile: the profiles a model memoises for the whole series at once
+// (seriesProfiles) are profile's one target at a time, to the bit: daily,
+// weekly and weekday/weekend models, horizons that reach one and several periods back, a trace
+// long enough for full windows (NYC taxi's seven months), one with a gap and one whose values
+// repeat (ties in every window).
+func TestSeriesProfilesMatchProfile(t *testing.T) {
+	s := loadTrace(t, "tune/nab/nyc_taxi.csv")
+	gappy := s
+	gappy.Values = slices.Clone(s.Values)
+	for i := 1000; i < 1900; i++ {
+		gappy.Values[i] = math.NaN()
+	}
+	ties := s
+	ties.Values = slices.Clone(s.Values)
+	for i, v := range ties.Values {
+		ties.Values[i] = math.Round(v / 50) // a handful of levels
+	}
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := s.Steps(Day)
+	checked := 0
+	for _, series := range []Series{s, gappy, ties} {
+		for _, c := range []struct {
+			period Period
+			h      int
+			kinds  *time.Location
+			phase  int
+		}{{PeriodDay, 3, nil, 0}, {PeriodDay, 2*day + 5, nil, 0}, {PeriodWeek, 12, nil, 0}, {PeriodDay, 12, time.UTC, 0}, {PeriodDay, day, ny, 37}, {PeriodDay, 3 * day, time.UTC, 0}} {
+			m := newKindsSeasonal(series, c.period, c.h, DefaultCycles, c.kinds, c.phase, nil)
+			prof := slices.Clone(m.prof)
+			for i := range m.prof {
+				m.prof[i] = notYet
+			}
+			for i := m.base; i < series.Len(); i++ {
+				got, want := prof[i-m.base], m.profile(i)
+				if math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
+					t.Fatalf("%s model, h=%d, point %d: profile %v, want %v", m.label(), c.h, i, got, want)
+				}
+				if !math.IsNaN(want) {
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 100000 {
+		t.Fatalf("only %d profiles with a value compared", checked)
+	}
+}
