@@ -153,28 +153,33 @@ type scores struct {
 	n                    int
 	absErr, absY, apeSum float64
 	apeN, covered        int
-	base                 map[string]float64
-	baseOK               map[string]bool
+	// The baselines scored (those with a value at the first target), in name order, with their
+	// summed absolute errors.
+	baseNames []string
+	baseSum   []float64
 	// Per scored target, in order: its index, the forecaster's and each baseline's absolute
-	// error (for the bootstrap), and the experts' shares.
+	// error (for the bootstrap; baseErr[i] is baseNames[i]'s), and the experts' shares.
 	targets  []int
 	modelErr []float64
-	baseErr  map[string][]float64
+	baseErr  [][]float64
 	shares   [][]forecast.Share
 	fellBack int
 }
 
 func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*scores, error) {
 	h := w.HorizonSteps()
-	sc := &scores{from: max(warmUp(s), h), base: map[string]float64{}, baseOK: map[string]bool{}, baseErr: map[string][]float64{}}
+	sc := &scores{from: max(warmUp(s), h)}
 	var applicable []baseline // the baselines with a value at the first target, in name order
 	for name, f := range baselineFuncs(s, h) {
-		_, ok := f(sc.from)
-		if sc.baseOK[name] = ok; ok {
+		if _, ok := f(sc.from); ok {
 			applicable = append(applicable, baseline{name, f})
 		}
 	}
 	slices.SortFunc(applicable, func(a, b baseline) int { return strings.Compare(a.name, b.name) })
+	for _, b := range applicable {
+		sc.baseNames = append(sc.baseNames, b.name)
+	}
+	sc.baseSum, sc.baseErr = make([]float64, len(applicable)), make([][]float64, len(applicable))
 	vals := make([]float64, len(applicable))
 	mean := meanAbs(s.Values[min(sc.from, s.Len()):]) // a series shorter than the horizon scores nothing
 	for T := sc.from; T < s.Len(); T++ {
@@ -214,9 +219,9 @@ func (sc *scores) baselinesAt(baselines []baseline, vals []float64, T int, y flo
 		}
 		vals[i] = v
 	}
-	for i, b := range baselines {
-		sc.base[b.name] += math.Abs(y - vals[i])
-		sc.baseErr[b.name] = append(sc.baseErr[b.name], math.Abs(y-vals[i]))
+	for i := range baselines {
+		sc.baseSum[i] += math.Abs(y - vals[i])
+		sc.baseErr[i] = append(sc.baseErr[i], math.Abs(y-vals[i]))
 	}
 	return true
 }
@@ -252,11 +257,9 @@ func (sc *scores) fill(res *Result, s forecast.Series) {
 	res.Coverage = float64(sc.covered) / float64(sc.n)
 	res.Baselines = map[string]float64{}
 	res.BestBaseline = math.Inf(1)
-	for name, e := range sc.base {
-		if sc.baseOK[name] {
-			res.Baselines[name] = e / sc.absY
-			res.BestBaseline = math.Min(res.BestBaseline, res.Baselines[name])
-		}
+	for i, name := range sc.baseNames {
+		res.Baselines[name] = sc.baseSum[i] / sc.absY
+		res.BestBaseline = math.Min(res.BestBaseline, res.Baselines[name])
 	}
 	if len(res.Baselines) > 0 {
 		res.Ratio = res.WAPE / res.BestBaseline
@@ -391,13 +394,7 @@ func (sc *scores) bootstrap(s forecast.Series) Interval {
 	nb := (n + block - 1) / block
 	// Per block sums: the forecaster's errors and each baseline's; the actuals cancel in the
 	// ratio of WAPEs (both divide by the same Σ|y| of the resample).
-	names := make([]string, 0, len(sc.baseErr))
-	for name := range sc.baseErr {
-		if sc.baseOK[name] {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
+	names := sc.baseNames
 	model := make([]float64, nb)
 	base := make([][]float64, len(names))
 	for j := range base {
@@ -405,8 +402,8 @@ func (sc *scores) bootstrap(s forecast.Series) Interval {
 	}
 	for i := range n {
 		model[i/block] += sc.modelErr[i]
-		for j, name := range names {
-			base[j][i/block] += sc.baseErr[name][i]
+		for j := range names {
+			base[j][i/block] += sc.baseErr[j][i]
 		}
 	}
 	r := rand.New(rand.NewPCG(bootstrapSeed, uint64(n)))

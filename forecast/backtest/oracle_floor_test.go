@@ -42,7 +42,7 @@ func rivalScores(s forecast.Series, h int, rival []float64, w *forecast.Walker) 
 		}
 	}
 	errs := make([]float64, len(applicable))
-	vs = &scores{baseOK: map[string]bool{"oracle": true}, baseErr: map[string][]float64{}}
+	vs = &scores{baseNames: []string{"oracle"}, baseErr: make([][]float64, 1)}
 	var modelErr, rivalErr, sumY float64
 targets:
 	for T := from; T < s.Len(); T++ {
@@ -69,7 +69,7 @@ targets:
 		rivalErr += math.Abs(y - rival[T])
 		sumY += math.Abs(y)
 		vs.modelErr = append(vs.modelErr, math.Abs(y-fc.Point))
-		vs.baseErr["oracle"] = append(vs.baseErr["oracle"], math.Abs(y-rival[T]))
+		vs.baseErr[0] = append(vs.baseErr[0], math.Abs(y-rival[T]))
 	}
 	best = math.Inf(1)
 	for _, e := range errs {
