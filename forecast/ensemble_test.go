@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -422,4 +423,46 @@ func TestOneSpikeDoesNotDecideTheWeights(t *testing.T) {
 	if u < 1.5 {
 		t.Errorf("error %.3f of same time yesterday's without the cap: the load no longer shows what the cap is for", u)
 	}
+}
+
+// TestPairSumsKeptAtMixPoints: sums kept every few slots give, over windows from one kept slot to
+// another, the sums kept at every slot, to the bit, extended in steps as a walk extends them; a
+// window that starts between kept slots is refused loudly rather than summed wrong.
+func TestPairSumsKeptAtMixPoints(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	errs := make([]float64, 2000)
+	for i := range errs {
+		errs[i] = r.ExpFloat64()
+		if r.IntN(7) == 0 {
+			errs[i] = math.NaN() // not scored
+		}
+	}
+	err := func(T int) (float64, float64, bool) {
+		e := errs[T]
+		return e, e / 2, !math.IsNaN(e)
+	}
+	const stride, every = 5, 12 // one-minute data, hourly mix points
+	for _, self := range []bool{false, true} {
+		all := &pairSums{stride: stride, every: 1, size: len(errs) / stride, self: self}
+		kept := &pairSums{stride: stride, every: every, size: len(errs) / stride, self: self}
+		for u := 0; u < len(errs); u += stride * every {
+			all.extend(u, err)
+			kept.extend(u, err)
+			for from := u - 4*stride*every; from <= u; from += stride * every {
+				n1, a1, b1 := all.over(from+1, u)
+				n2, a2, b2 := kept.over(from+1, u)
+				if n1 != n2 || a1 != a2 || b1 != b2 {
+					t.Fatalf("self %v, window (%d, %d]: kept sums %d %v %v, every slot's %d %v %v", self, from, u, n2, a2, b2, n1, a1, b1)
+				}
+			}
+		}
+	}
+	p := &pairSums{stride: stride, every: every, size: len(errs) / stride}
+	p.extend(len(errs)-1, err)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a window starting between kept slots was summed")
+		}
+	}()
+	p.over(3*stride+1, 24*stride*every)
 }

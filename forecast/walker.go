@@ -27,7 +27,11 @@ type Walker struct {
 	// weight within hours of the evidence instead of at the next daily refit.
 	mixEvery int
 	// stride is every how many steps a target is scored as evidence (evidenceStep).
-	stride    int
+	stride int
+	// pairEvery is every how many evidence slots the versus sums are kept (pairSums): a mix
+	// point's windows run from mix point to mix point when mixEvery is a whole number of slots
+	// and the windows a whole number of mix points; every slot otherwise.
+	pairEvery int
 	holt      *holt
 	models    map[Period]*seasonal
 	kinds     map[int]*seasonal // the weekday/weekend daily models, by weekend phase, as rivals need them
@@ -95,6 +99,10 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		kinds: map[int]*seasonal{}, phases: map[int]int{}, rawPhases: map[int]int{}, phaseFrom: map[int]int{},
 	}
 	w.mixPred = newForecastMemo(0, s.Len()+h+1, w.stride)
+	w.pairEvery = 1
+	if w.mixEvery%w.stride == 0 && s.Steps(evalWindow)%w.mixEvery == 0 && s.Steps(longEvalWindow)%w.mixEvery == 0 {
+		w.pairEvery = w.mixEvery / w.stride
+	}
 	w.yw = transientMasked(s)
 	w.caps = ceilings(s.Values)
 	w.evidence = evidenceBounds(s)
