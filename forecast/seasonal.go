@@ -43,8 +43,8 @@ type seasonal struct {
 	last    int
 	short   int
 	long    int
-	// base is the first index whose profile can have a value (k0 periods in): prof, done and
-	// age hold the indices from it to end, the end of the horizon past the series.
+	// base is the first index whose profile can have a value (k0 periods in): prof and age hold
+	// the indices from it to end, the end of the horizon past the series.
 	base int
 	end  int
 	// prof memoises the profile (NaN where undefined): seriesProfiles fills it over the series,
@@ -96,8 +96,8 @@ func newSeasonal(s Series, period Period, h, cycles int, kinds *time.Location) *
 // at least one period: the lag of a seasonal-naive forecast h steps ahead.
 func wholePeriods(per, h int) int { return per * max(1, (h+per-1)/per) }
 
-// weekSums are the prefix sums of y(j) and y(j−wshift) over the j where both are observed: a
-// and b[i] sum the j < i. They depend on the series and the horizon only, so a walker's models
+// weekSums are the prefix sums of y(j) and y(j−wshift) over the j where both are observed: a[i]
+// and b[i] sum over the j < i. They depend on the series and the horizon only, so a walker's models
 // share one (Walker.weekSums).
 type weekSums struct{ a, b []float64 }
 
@@ -308,7 +308,7 @@ func (m *seasonal) prefixSums() {
 // seriesProfiles memoises the profile of every point of the series, as profile would, one phase
 // at a time: as the target moves a period on, one value joins the values of its kind and one
 // leaves them, so each kind's are kept sorted by an insertion and a removal instead of sorted
-// anew at every target (the profiles cost a quarter of a walk of one-minute data). Equal values
+// anew at every target (they took a tenth of a walk of one-minute data). Equal values
 // keep the order profile's sort gives them, the most recent first, so the profiles come out the
 // same to the bit (TestSeriesProfilesMatchProfile) — bar a +0 beside a −0, which the sort of
 // more than twelve values may order either way, and which cannot change a profile's value.
