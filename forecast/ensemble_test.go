@@ -466,3 +466,51 @@ func TestPairSumsKeptAtMixPoints(t *testing.T) {
 	}()
 	p.over(3*stride+1, 24*stride*every)
 }
+
+// TestEvidenceKeptAtMixPointsChangesNoForecast: a walk whose versus sums are kept at mix points
+// only (Walker.pairEvery) forecasts what one keeping them at every slot does, to the bit, on
+// grids and refit intervals where the mix points fall on every twelfth slot, every sixth or
+// fourth, and on a grid whose windows are no whole number of mix points (25 minutes), where every
+// slot is kept.
+func TestEvidenceKeptAtMixPointsChangesNoForecast(t *testing.T) {
+	raw := loadTrace(t, "tune/crane-dsp/input1.csv")
+	for _, c := range []struct {
+		step, h, refit time.Duration
+		every          int
+	}{
+		{time.Minute, 15 * time.Minute, 0, 12},
+		{5 * time.Minute, 15 * time.Minute, 0, 12},
+		{5 * time.Minute, time.Hour, 0, 4},
+		{time.Minute, 15 * time.Minute, 90 * time.Minute, 6},
+		// Mix points every 3 steps (75 minutes), but a week is 404 steps (403.2 rounded up).
+		{25 * time.Minute, time.Hour, 6 * time.Hour, 1},
+	} {
+		s, err := raw.Resample(c.step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := NewWalker(s, Options{Horizon: c.h, RefitEvery: c.refit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, _ := NewWalker(s, Options{Horizon: c.h, RefitEvery: c.refit})
+		all.pairEvery = 1
+		if kept.pairEvery != c.every {
+			t.Errorf("step %s, refit %s: sums kept every %d slots, want %d", c.step, c.refit, kept.pairEvery, c.every)
+		}
+		n := 0
+		for o := 0; o+kept.HorizonSteps() < s.Len(); o++ {
+			a, errA := kept.At(o)
+			b, errB := all.At(o)
+			if (errA == nil) != (errB == nil) || math.Float64bits(a.Point) != math.Float64bits(b.Point) || math.Float64bits(a.Upper) != math.Float64bits(b.Upper) || !reflect.DeepEqual(a.Shares, b.Shares) {
+				t.Fatalf("step %s, refit %s, origin %d: %+v (%v) with the sums kept every %d slots, %+v (%v) with every slot", c.step, c.refit, o, a, errA, kept.pairEvery, b, errB)
+			}
+			if errA == nil && len(a.Shares) > 1 {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("step %s: no forecast mixed two experts; the sums were never read", c.step)
+		}
+	}
+}
