@@ -127,11 +127,11 @@ func Replay(name string, s forecast.Series, cfg ReplayConfig) (ReplayResult, err
 	}
 	from, to := s.TimeAt(warmUp(s)), s.End()
 	d := newDemand(s)
-	reactive := func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) }
+	reactive := func(_ time.Time, q queueState) int { return q.need }
 	fc := forecastPolicy{w: w, s: fs, perGPU: cfg.PerGPU, cache: make([]int, fs.Len()), averaged: fs.Step != s.Step}
-	predictive := func(t time.Time, _ queueState) int { return max(d.need(t, cfg.PerGPU), fc.need(t)) }
+	predictive := func(t time.Time, q queueState) int { return max(q.need, fc.need(t)) }
 	queued := func(t time.Time, q queueState) int {
-		need, err := forecast.QueueDemand(forecast.QueueState{Depth: q.depth, ArrivalRate: d.at(t), ServiceRatePerGPU: cfg.PerGPU, GPUs: q.ready},
+		need, err := forecast.QueueDemand(forecast.QueueState{Depth: q.depth, ArrivalRate: q.load, ServiceRatePerGPU: cfg.PerGPU, GPUs: q.ready},
 			cfg.PerGPU*cfg.QueueTarget.Seconds(), cfg.Lead)
 		if err != nil { // cannot happen: the configuration was validated
 			return predictive(t, q)
@@ -213,18 +213,18 @@ func clairvoyant(s forecast.Series, cfg ReplayConfig, minReductions ...float64) 
 	}
 	from, to := s.TimeAt(warmUp(s)), s.End()
 	d := newDemand(s)
-	reactive := simulate(d, cfg, from, to, func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) })
+	reactive := simulate(d, cfg, from, to, func(_ time.Time, q queueState) int { return q.need })
 	for _, a := range []time.Duration{0, 5 * time.Minute, 10 * time.Minute} {
 		for _, q := range []float64{0.5, 0.75, 1} {
 			for _, m := range []float64{0.9, 0.95, 1, 1.05} {
 				var future []float64
-				r := simulate(d, cfg, from, to, func(t time.Time, _ queueState) int {
+				r := simulate(d, cfg, from, to, func(t time.Time, qs queueState) int {
 					future = future[:0]
 					for u := t.Add(cfg.Lead - a); !u.After(t.Add(cfg.Lead)); u = u.Add(cfg.Tick) {
 						future = append(future, d.at(u))
 					}
 					sort.Float64s(future)
-					return max(d.need(t, cfg.PerGPU), gpusFor(m*future[int(q*float64(len(future)-1))], cfg.PerGPU))
+					return max(qs.need, gpusFor(m*future[int(q*float64(len(future)-1))], cfg.PerGPU))
 				})
 				reduction, increase := compare(reactive, r)
 				for i, min := range minReductions {
@@ -294,10 +294,6 @@ func (d demand) at(t time.Time) float64 {
 	return 0
 }
 
-func (d demand) need(t time.Time, perGPU float64) int {
-	return gpusFor(d.at(t), perGPU)
-}
-
 // gpusFor is ⌈load/perGPU⌉, with a 1e-9 tolerance so 2.0000000001 GPUs' worth is 2.
 func gpusFor(load, perGPU float64) int {
 	return int(math.Ceil(math.Max(0, load)/perGPU - 1e-9))
@@ -354,11 +350,13 @@ func (p forecastPolicy) need(t time.Time) int {
 	return n
 }
 
-// queueState is what a policy sees of the queue at a tick: the backlog (in units of work) and
-// the GPUs serving.
+// queueState is what a policy sees at a tick: the backlog (in units of work), the GPUs serving,
+// and the work arriving (load, a rate) and the GPUs it needs (gpusFor).
 type queueState struct {
 	depth float64
 	ready int
+	load  float64
+	need  int
 }
 
 // simulate runs one policy: every tick it promotes booted nodes, orders nodes up to the desired
@@ -367,7 +365,7 @@ type queueState struct {
 // capacity — and books the tick.
 func simulate(d demand, cfg ReplayConfig, from, to time.Time, desired func(time.Time, queueState) int) PolicyResult {
 	var res PolicyResult
-	ready := d.need(from, cfg.PerGPU)
+	ready := gpusFor(d.at(from), cfg.PerGPU)
 	var booting []time.Time
 	var surplusSince time.Time
 	hours, secs := cfg.Tick.Hours(), cfg.Tick.Seconds()
@@ -376,7 +374,9 @@ func simulate(d demand, cfg ReplayConfig, from, to time.Time, desired func(time.
 		for len(booting) > 0 && !booting[0].After(t) {
 			booting, ready = booting[1:], ready+1
 		}
-		want := desired(t, queueState{depth: queue, ready: ready})
+		load := d.at(t)
+		need := gpusFor(load, cfg.PerGPU)
+		want := desired(t, queueState{depth: queue, ready: ready, load: load, need: need})
 		total := ready + len(booting)
 		switch {
 		case want > total:
@@ -394,8 +394,6 @@ func simulate(d demand, cfg ReplayConfig, from, to time.Time, desired func(time.
 		case want == total:
 			surplusSince = time.Time{}
 		}
-		load := d.at(t)
-		need := gpusFor(load, cfg.PerGPU)
 		capacity := float64(ready) * cfg.PerGPU
 		queue = math.Max(0, queue+(load-capacity)*secs)
 		arrived += load * secs

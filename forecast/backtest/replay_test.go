@@ -29,7 +29,7 @@ func TestQueueAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDemand(s)
-	reactive := simulate(d, cfg, start, s.End(), func(t time.Time, _ queueState) int { return d.need(t, cfg.PerGPU) })
+	reactive := simulate(d, cfg, start, s.End(), func(_ time.Time, q queueState) int { return q.need })
 	if reactive.UnderGPUMinutes != 10 || math.Abs(reactive.MeanWaitSeconds-20880000.0/126000) > 1e-6 {
 		t.Errorf("reactive: %.1f GPU-minutes short, mean wait %.3f s; want 10 and %.3f", reactive.UnderGPUMinutes, reactive.MeanWaitSeconds, 20880000.0/126000)
 	}
@@ -38,12 +38,12 @@ func TestQueueAccounting(t *testing.T) {
 	}
 	var queueErr error
 	queued := simulate(d, cfg, start, s.End(), func(at time.Time, q queueState) int {
-		need, err := forecast.QueueDemand(forecast.QueueState{Depth: q.depth, ArrivalRate: d.at(at), ServiceRatePerGPU: cfg.PerGPU, GPUs: q.ready},
+		need, err := forecast.QueueDemand(forecast.QueueState{Depth: q.depth, ArrivalRate: q.load, ServiceRatePerGPU: cfg.PerGPU, GPUs: q.ready},
 			cfg.PerGPU*cfg.QueueTarget.Seconds(), cfg.Lead)
 		if err != nil {
 			queueErr = err
 		}
-		return max(d.need(at, cfg.PerGPU), need.GPUs)
+		return max(q.need, need.GPUs)
 	})
 	if queueErr != nil {
 		t.Fatal(queueErr)
