@@ -320,7 +320,7 @@ func (w *Walker) forecastOf(t *track, T int) (float64, bool) {
 	} else if c := w.caps[min(T-w.h, len(w.caps)-1)]; f > c {
 		f = c
 	}
-	*t.pred.at(T) = f // the slot again: nothing above asks t for another target, but cheap to be sure
+	*memo = f // nothing above asks t for another target, so the slot is still T's
 	return f, ok
 }
 
@@ -724,7 +724,7 @@ func (w *Walker) mixForecast(T int) (float64, bool) {
 	if !ok {
 		f = math.NaN()
 	}
-	*w.mixPred.at(T) = f // the slot again: the mix point weighed above may have asked for others
+	*memo = f // weighing the mix reads the experts' forecasts, never the mix's: the slot is still T's
 	return f, ok
 }
 
@@ -787,8 +787,6 @@ func (w *Walker) fallbackAt(u int) *track {
 func (w *Walker) versusMix(j, u int) [2]*pairSums {
 	weekend := w.dayKinds(0).weekend
 	for kind := range 2 {
-		// Every slot kept: a fallback's window starts where a weekend moved, h after a day's start.
-		w.mixSums[j][kind].stride, w.mixSums[j][kind].every, w.mixSums[j][kind].size = w.stride, 1, (w.s.Len()+w.stride-1)/w.stride+1
 		w.mixSums[j][kind].extend(u, func(T int) (float64, float64, bool) {
 			y := w.s.Values[T]
 			if math.IsNaN(y) || weekend[T] != (kind == 1) {

@@ -343,9 +343,9 @@ func (m *seasonal) seriesProfiles() {
 				continue
 			}
 			x := sorted[kind(t)]
-			med := math.NaN()
+			med := math.NaN() // as median's of no values
 			if len(x) > 0 {
-				med = (x[(len(x)-1)/2] + x[len(x)/2]) / 2
+				med = sortedMedian(x)
 			}
 			m.prof[t-m.base] = centreSorted(x, med)
 		}

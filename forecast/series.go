@@ -224,6 +224,11 @@ func median(x []float64) float64 {
 	} else {
 		sort.Float64s(x)
 	}
+	return sortedMedian(x)
+}
+
+// sortedMedian is the median of x, sorted and not empty.
+func sortedMedian(x []float64) float64 {
 	m := len(x)
 	return (x[(m-1)/2] + x[m/2]) / 2
 }

@@ -113,6 +113,13 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 	w.floor = newFloorModel(s, w.stride, w.mixEvery, refit)
 	w.fallbacks = append(append([]*track(nil), w.baselines...), w.track(expert{kind: floorExpert, floor: w.floor, h: h, name: FloorMedian, period: PeriodNone}))
 	w.pairs, w.mixSums = map[[2]*track]*pairSums{}, make([][2]pairSums, len(w.fallbacks))
+	for j := range w.mixSums {
+		for kind := range w.mixSums[j] {
+			// Every slot kept: a fallback's window may start where a weekend moved, h after a
+			// day's start (fallbackAt).
+			w.mixSums[j][kind] = pairSums{stride: w.stride, every: 1, size: (s.Len()+w.stride-1)/w.stride + 1}
+		}
+	}
 	return w, nil
 }
 
