@@ -134,7 +134,8 @@
 // (Predict). On grids finer than five minutes the evidence and the fits read every fifth minute
 // only, and every quarter of the horizon (up to fifteen minutes) at longer horizons
 // (evidenceSpacing).
-// Forecast.Model names the expert with the largest weight and Forecast.Shares gives them all.
+// Forecast.Model names the expert with the largest weight and Forecast.Shares gives them all;
+// Walker.Experts gives what each would have forecast alone (tiler forecast backtest --experts).
 //
 // The upper forecast is Point·(1+q), where q is the margin quantile of the combined model's
 // relative errors over the fit window (busy targets only) at the target's time of day, in

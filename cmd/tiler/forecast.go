@@ -99,8 +99,9 @@ func seriesName(path string) string {
 func newBacktestCmd() *cobra.Command {
 	var tf traceFlags
 	var horizon, step time.Duration
+	var experts bool
 	cmd := &cobra.Command{
-		Use:   "backtest --csv FILE --horizon 1h|15m|1d [--step S] [-o json]",
+		Use:   "backtest --csv FILE --horizon 1h|15m|1d [--step S] [--experts] [-o json]",
 		Short: "Walk forward through a trace and score the forecaster against seasonal-naive baselines",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, s, err := tf.load()
@@ -118,7 +119,7 @@ func newBacktestCmd() *cobra.Command {
 				return fmt.Errorf("%s: the trace spans %s (%d points of %s), not more than --horizon %s: nothing can be forecast and scored",
 					tf.csv, span, s.Len(), s.Step, horizon)
 			}
-			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: opts})
+			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: opts, Experts: experts})
 			if err != nil {
 				return fmt.Errorf("backtesting %s: %w", name, err)
 			}
@@ -129,6 +130,7 @@ func newBacktestCmd() *cobra.Command {
 	horizon = 24 * time.Hour
 	cmd.Flags().Var((*durationFlag)(&horizon), "horizon", "how far ahead each forecast is made (15m, 1h, 1d, …)")
 	cmd.Flags().Var((*durationFlag)(&step), "step", "scoring resolution (default: horizon/12 within [series step, 1h])")
+	cmd.Flags().BoolVar(&experts, "experts", false, "also score every expert alone on the targets it forecast (which one would have served the series best, in hindsight)")
 	bindEnv(cmd, "TILER_FORECAST_")
 	return cmd
 }
@@ -237,7 +239,24 @@ func backtestTable(w io.Writer, r backtest.Result) {
 	}
 	fmt.Fprintf(w, "fell back\t%.1f %% of forecasts (to a baseline, or to the week's median on a load at its floor)\n", 100*r.FellBack)
 	shareTable(w, r)
+	expertTable(w, r)
 	fmt.Fprintf(w, "verdict\t%s\n", r.Verdict)
+}
+
+// expertTable prints every expert scored alone (backtest --experts), best first: what the
+// forecast would have been had that expert made it wherever it could.
+func expertTable(w io.Writer, r backtest.Result) {
+	if len(r.Experts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "experts alone\ttargets\tWAPE\t/ best baseline\n")
+	for _, e := range r.Experts {
+		ratio := "n/a"
+		if len(r.Baselines) > 0 {
+			ratio = fmt.Sprintf("%.3f", e.Ratio)
+		}
+		fmt.Fprintf(w, "  %s\t%.0f %%\t%.2f %%\t%s\n", e.Model, 100*e.Share, 100*e.WAPE, ratio)
+	}
 }
 
 // minShownShare is the smallest overall share an expert needs to get a row in the text table.

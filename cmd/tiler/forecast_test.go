@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,9 @@ func TestForecastBacktestJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
+	if strings.Contains(out, `"experts"`) {
+		t.Errorf("the experts were scored alone without --experts:\n%s", out)
+	}
 	if got.Series != "tune/crane-dsp/input0.csv" || got.Shares[got.Model] <= 0 || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 ||
 		!(got.RatioInterval.Low <= got.Ratio && got.Ratio <= got.RatioInterval.High) || got.Verdict == "" {
 		t.Errorf("unexpected result %+v", got)
@@ -63,14 +67,22 @@ func TestForecastBacktestSaysWhenItLoses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through a whole trace")
 	}
-	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/grok_asg_anomaly.csv", "--horizon", "1d", "--step", "1h")
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/grok_asg_anomaly.csv", "--horizon", "1d", "--step", "1h", "--experts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"loses to its best baseline", "the same time yesterday", "expert shares", "interval"} {
+	for _, want := range []string{"loses to its best baseline", "the same time yesterday", "expert shares", "interval", "experts alone"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Same time yesterday is the best baseline there and forecasts every target: alone, it is
+	// exactly its own baseline. And it is no better than the best expert listed first.
+	if !regexp.MustCompile(`(?m)^  baseline/seasonalNaiveDay +100 % +[0-9.]+ % +1\.000$`).MatchString(out) {
+		t.Errorf("output lacks same time yesterday alone at ratio 1.000 on every target:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^experts alone.*\n  \S+ +[0-9]+ % +[0-9.]+ % +(0\.\d+|1\.000)$`).MatchString(out) {
+		t.Errorf("the first expert alone is not the best (at or below 1.000):\n%s", out)
 	}
 }
 

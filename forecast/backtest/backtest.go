@@ -34,6 +34,8 @@ type Config struct {
 	Step time.Duration
 	// Options configures the model; its Horizon is overwritten.
 	Options forecast.Options
+	// Experts also scores every expert alone on the targets it forecast (Result.Experts).
+	Experts bool
 }
 
 // Result holds the scores of a backtest. Errors are fractions (0.081 is 8.1 %).
@@ -78,6 +80,23 @@ type Result struct {
 	BestBaselineName string `json:"bestBaselineName"`
 	// Verdict says in one sentence whether the forecaster earns its keep on this series.
 	Verdict string `json:"verdict"`
+	// Experts scores each expert alone (Config.Experts; nil unless asked), best ratio first.
+	Experts []ExpertScore `json:"experts,omitempty"`
+}
+
+// ExpertScore is one expert scored alone: its forecasts as the mix read them
+// (forecast.Walker.Experts), on the scored targets it forecast.
+type ExpertScore struct {
+	// Model names the expert as forecast.Forecast.Model does.
+	Model string `json:"model"`
+	// Targets is how many scored targets it forecast, Share their fraction of all.
+	Targets int     `json:"targets"`
+	Share   float64 `json:"share"`
+	// WAPE is its Σ|y−ŷ| / Σ|y| over those targets, and Ratio its Σ|y−ŷ| over the best
+	// baseline's (BestBaselineName) on the same targets: what the forecast would have been, had
+	// this expert alone made it where it could.
+	WAPE  float64 `json:"wape"`
+	Ratio float64 `json:"ratio"`
 }
 
 // SharePeriod is the experts' shares of the forecasts for the targets in [From, To).
@@ -125,11 +144,18 @@ func Run(name string, s forecast.Series, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("building the forecaster: %w", err)
 	}
 	res := Result{Series: name, Horizon: cfg.Horizon.String(), Step: cfg.Step.String(), Models: map[string]int{}}
-	sc, err := score(rs, w, res.Models)
+	var ex *expertSums
+	if cfg.Experts {
+		ex = &expertSums{}
+	}
+	sc, err := score(rs, w, res.Models, ex)
 	if err != nil {
 		return Result{}, err
 	}
 	sc.fill(&res, rs)
+	if ex != nil {
+		res.Experts = ex.scores(sc, res.BestBaselineName)
+	}
 	return res, nil
 }
 
@@ -166,7 +192,7 @@ type scores struct {
 	fellBack int
 }
 
-func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*scores, error) {
+func score(s forecast.Series, w *forecast.Walker, models map[string]int, ex *expertSums) (*scores, error) {
 	h := w.HorizonSteps()
 	sc := &scores{from: max(warmUp(s), h)}
 	var applicable []baseline // the baselines with a value at the first target, in name order
@@ -198,6 +224,11 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int) (*score
 		sc.add(y, fc, mean)
 		sc.targets = append(sc.targets, T)
 		sc.shares = append(sc.shares, fc.Shares)
+		if ex != nil {
+			if err := ex.add(w, T-h, y, sc); err != nil {
+				return nil, err
+			}
+		}
 		if len(fc.Shares) == 1 && (strings.HasPrefix(fc.Model, "baseline/") || fc.Model == forecast.FloorMedian) && fc.Fallback != "" {
 			sc.fellBack++
 		}

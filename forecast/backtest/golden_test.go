@@ -43,12 +43,18 @@ func TestWalkGolden(t *testing.T) {
 					continue
 				}
 				lines = append(lines, goldenWalk(t, name, s, h, forecast.Options{}))
-				r, err := Run(name, s, Config{Horizon: h})
+				// Scored with the experts alone too: the run's digest is of the Result as it was
+				// before Result.Experts (without the field), so it also pins that scoring them
+				// changes no other figure.
+				r, err := Run(name, s, Config{Horizon: h, Experts: true})
 				if err != nil {
 					lines = append(lines, fmt.Sprintf("run %s h=%s error %v", name, h, err))
 					continue
 				}
-				lines = append(lines, fmt.Sprintf("run %s h=%s %s", name, h, digestString(fmt.Sprintf("%+v", r))))
+				experts := r.Experts
+				r.Experts = nil
+				lines = append(lines, fmt.Sprintf("run %s h=%s %s", name, h, digestString(strings.TrimSuffix(fmt.Sprintf("%+v", r), " Experts:[]}")+"}")))
+				lines = append(lines, fmt.Sprintf("experts %s h=%s %s", name, h, digestString(fmt.Sprintf("%+v", experts))))
 			}
 			lines = append(lines, goldenPredict(t, name, s))
 		}
