@@ -4,7 +4,9 @@
 #     baseline on every series of tune/ (what the constants were chosen on) and of eval/ (what
 #     they were never tuned on), with the bootstrap interval, and per set how many series are
 #     above 1.0 and the median against the issue's targets (never above 1.0, median ≤ 0.85) —
-#     the figures TestGeneralisation asserts;
+#     the figures TestGeneralisation asserts — and the best expert alone on each series in
+#     hindsight (backtest --experts), with the median of the better of it and the forecaster
+#     (TestExpertsInHindsight's figures);
 #  2. on the real tune traces, the backtest at 1 hour and 15 minutes ahead (TestWAPETargets'
 #     traces);
 #  3. the replay (boot 5 m, lead 15 m) at the load per GPU that puts each trace's mean at ten to
@@ -38,7 +40,7 @@ backtest() {
 	local step=() repair=(--repair)
 	[[ -n ${3:-} ]] && step=(--step "$3")
 	[[ -n ${4:-} ]] && repair=()
-	"${4:-bin/tiler}" forecast backtest --csv "$1" --horizon "$2" "${step[@]}" "${repair[@]}" -o json 2>/dev/null || true
+	"${4:-bin/tiler}" forecast backtest --csv "$1" --horizon "$2" "${step[@]}" "${repair[@]}" ${EXPERTS:+--experts} -o json 2>/dev/null || true
 }
 
 # jq helpers: f is a ratio to three decimals, pct a share as a percentage to two.
@@ -48,6 +50,10 @@ jqdefs='
 	def f(n): (n * 1000 | round) / 1000 | fixed(3);
 	def pct(n): (n * 10000 | round) / 100 | fixed(2) | . + " %";
 '
+
+# best_expert (jq): the backtest's best expert alone among those that forecast at least 90 % of
+# the targets (TestExpertsInHindsight's hindsightCover), null when none did.
+best_expert='[.experts[]? | select(.share >= 0.9)] | min_by(.ratio)'
 
 generated() {
 	local cmd="hack/forecast-report.sh"
@@ -60,26 +66,30 @@ generated() {
 backtest_tables() {
 	generated
 	for set in tune eval; do
-		local head="| $set series | WAPE | best baseline | ratio | 95 % interval | fell back |" rule="| --- | ---: | --- | ---: | --- | ---: |"
+		local head="| $set series | WAPE | best baseline | ratio | 95 % interval | fell back | best expert alone (hindsight) |" rule="| --- | ---: | --- | ---: | --- | ---: | --- |"
 		[[ -n $before_bin ]] && head+=" before ($before_rev) |" rule+=" ---: |"
 		echo "$head"
 		echo "$rule"
-		local ratios=() befores=()
+		local ratios=() befores=() hindsight=()
 		while IFS= read -r csv; do
 			local json old=
-			json=$(backtest "$csv" 1d 1h)
+			json=$(EXPERTS=1 backtest "$csv" 1d 1h)
 			[[ -n $json ]] || { echo "backtest of $csv failed" >&2; exit 1; }
 			ratios+=("$(jq .ratio <<<"$json")")
+			hindsight+=("$(jq "$best_expert"' | [$r, (.ratio // $r)] | min' --argjson r "$(jq .ratio <<<"$json")" <<<"$json")")
 			if [[ -n $before_bin ]]; then
 				old=$(backtest "$csv" 1d 1h "$before_bin" | jq -r '.ratio // empty')
 				befores+=("${old:-nan}")
 			fi
 			jq -r --arg name "${csv#testdata/traces/}" --arg old "$old" --argjson withOld "$([[ -n $before_bin ]] && echo true || echo false)" "$jqdefs"'
-				"| `\($name)` | \(pct(.wape)) | \(pct(.bestBaseline)) \(.bestBaselineName) | \(f(.ratio))\(if .ratio > 1 then " **(above 1.0)**" else "" end) | \(f(.ratioInterval.low))–\(f(.ratioInterval.high)) | \(pct(.fellBack)) |"
+				(.ratio as $ratio | '"$best_expert"' | if . then "`\(.model)` \(f(.ratio))" else "—" end) as $best
+				| "| `\($name)` | \(pct(.wape)) | \(pct(.bestBaseline)) \(.bestBaselineName) | \(f(.ratio))\(if .ratio > 1 then " **(above 1.0)**" else "" end) | \(f(.ratioInterval.low))–\(f(.ratioInterval.high)) | \(pct(.fellBack)) | \($best) |"
 				+ (if $withOld then " \(if $old == "" then "—" else f($old | tonumber) end) |" else "" end)' <<<"$json"
 		done < <(find "testdata/traces/$set" -name '*.csv' | LC_ALL=C sort)
 		echo
 		summary "$set" "${ratios[*]}" "${befores[*]:-}"
+		echo
+		echo "The better of the forecaster and the best expert alone on each series, in hindsight (\`TestExpertsInHindsight\`): median $(tr ' ' '\n' <<<"${hindsight[*]}" | sort -g | awk '{ r[NR] = $1 } END { printf "%.3f", (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }') over $set."
 		echo
 	done
 
