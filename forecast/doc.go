@@ -116,9 +116,13 @@
 // much in all as twelve hours at 1.5× would be, a large rise — it is taken for a level break and the
 // forecast is same time yesterday, the one forecast that follows a lasting level at once, until
 // the forecasts made after the break catch up (breakAt; an outage longer than twelve hours is
-// the price: its last hours are repeated a day later). A smaller shift — every forecast of the
-// last twelve hours off the same way by more than 20 %, on a load with a cycle — moves the
-// forecast half-way to same time yesterday until they catch up (softBreakBand). A holiday is the
+// the price: its last hours are repeated a day later). On a load with a cycle it is same time
+// yesterday re-shaped by the weekday/weekend profile, y(T−d)·p(T)/p(T−d), which differs only when
+// yesterday and the target are days of different kinds: a break on a Friday is followed into
+// the Saturday on the weekend's shape, not as a copy of the Friday (breakFollower). A smaller
+// shift — every forecast of the last twelve hours off the same way by more than 20 %, on a load
+// with a cycle — moves the forecast half-way to that follower until they catch up
+// (softBreakBand). A holiday is the
 // reverse: the baselines repeat it (a day or a week later), the profiles do not (its day lies
 // outside the spread of the others). A missing day leaves the experts that read it without a
 // forecast; the mix renormalises over the others, and the targets it covered are scored by

@@ -93,6 +93,7 @@ const (
 	levelExpert                      // its profile moved a fitted share of the way to the last day's level against it
 	revertExpert                     // the recent level drawn back towards the usual one, for no cycle (revert.go)
 	floorExpert                      // the median of the last week, a fallback for a load at its floor (floor.go)
+	reshapedExpert                   // same time yesterday re-shaped by the profile, which follows a level break (break.go)
 )
 
 // Names of the baseline experts: the seasonal-naive forecasts a backtest scores the forecaster
@@ -242,6 +243,8 @@ func (e *expert) predict(T int, w weights) (float64, bool) {
 		return e.m.predict(T, w)
 	case profileExpert:
 		return e.m.predict(T, profileOnly)
+	case reshapedExpert:
+		return e.m.predict(T, reshapedOnly)
 	case levelExpert:
 		return e.m.levelPredict(T, w)
 	case revertExpert:

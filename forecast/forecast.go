@@ -62,18 +62,20 @@ type Forecast struct {
 	// whose profile takes only days of the target's kind), "levelled/weekday-weekend" and
 	// "trended/weekday-weekend" (that profile moved towards the last day's level, the second
 	// carried forward by the growth), "holt", "reverting" (the recent level drawn back towards
-	// the usual one, with no cycle), or a seasonal-naive baseline,
-	// "baseline/" followed by BaselineNaiveDay, BaselineNaiveWeek or BaselineMeanWeeks; when
-	// several are combined, the one with the largest weight (Shares has them all).
+	// the usual one, with no cycle), "reshaped/weekday-weekend" (same time yesterday re-shaped by
+	// that profile, which follows a level break on a load with a cycle), or a seasonal-naive
+	// baseline, "baseline/" followed by BaselineNaiveDay, BaselineNaiveWeek or BaselineMeanWeeks;
+	// when several are combined, the one with the largest weight (Shares has them all).
 	Model string
 	// Period is the period the model used.
 	Period Period
 	// Fallback says why the requested or detected model was not used (a weekly cycle with less
 	// than two weeks of history runs the daily model; no cycle runs Holt; the mix of experts
 	// did not beat a seasonal-naive baseline over the last eight weeks, which then forecasts alone;
-	// the load broke away from every forecast for twelve hours, and same time yesterday follows
-	// it — a "level break"; it was off every one by more than 20 % for twelve hours, and the
-	// forecast moved half-way to same time yesterday — a "level shift"); empty when it was.
+	// the load broke away from every forecast for twelve hours, and same time yesterday (re-shaped
+	// on a load with a cycle) follows it — a "level break"; it was off every one by more than 20 %
+	// for twelve hours, and the forecast moved half-way to that — a "level shift"); empty when it
+	// was.
 	Fallback string
 	// Shares is the weight each expert carries in Point, largest first, summing to 1.
 	Shares []Share

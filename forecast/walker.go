@@ -141,8 +141,8 @@ func (w *Walker) HorizonSteps() int { return w.h }
 
 // At forecasts the value HorizonSteps after origin o from the values at indices ≤ o: the mix of
 // experts weighed at the last mix point, or the baseline (or floor median) it fell back to
-// there, or same time yesterday when the load broke away from the forecasts (breakAt), with the
-// margin of the last refit.
+// there, or same time yesterday (breakFollower) when the load broke away from the forecasts
+// (breakAt), with the margin of the last refit.
 func (w *Walker) At(o int) (Forecast, error) {
 	if o < 0 || o >= w.s.Len() {
 		return Forecast{}, fmt.Errorf("origin %d outside the series of %d points", o, w.s.Len())
@@ -153,7 +153,8 @@ func (w *Walker) At(o int) (Forecast, error) {
 	e := w.ensembleAt(floorTo(o, w.refit))
 	u := floorTo(o, w.mixEvery)
 	m := w.mixAt(u)
-	fellBack, broke, shifted := "", false, false
+	fellBack, broke := "", false
+	var shifted *track // the forecast a shift moved the mix towards, nil for none
 	if b := w.fallbackAt(u); b != nil {
 		if _, ok := w.forecastOf(b, T); ok {
 			m, fellBack = alone(b), b.name
@@ -165,10 +166,11 @@ func (w *Walker) At(o int) (Forecast, error) {
 	if _, ok := w.forecastOf(b, T); ok && (fellBack != FloorMedian || w.floor.leftFloor(u)) {
 		switch w.breakAt(u) {
 		case hardBreak:
-			m, fellBack, broke = alone(b), "", true
+			m, fellBack, broke = alone(w.breakFollower(o, T, b)), "", true
 		case softBreak:
 			if pd.period != PeriodNone {
-				m, shifted = m.towards(b, softBreakShare), true
+				shifted = w.breakFollower(o, T, b)
+				m = m.towards(shifted, softBreakShare)
 			}
 		}
 	}
@@ -184,8 +186,8 @@ func (w *Walker) At(o int) (Forecast, error) {
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
 		}
-		if shifted {
-			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast the same way by more than %.0f %% for %.0f hours: a level shift, the forecast moved %.0f %% of the way to %s", 100*softBreakBand, breakWindow.Hours(), 100*softBreakShare, b.name))
+		if shifted != nil {
+			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast the same way by more than %.0f %% for %.0f hours: a level shift, the forecast moved %.0f %% of the way to %s", 100*softBreakBand, breakWindow.Hours(), 100*softBreakShare, shifted.name))
 		}
 		return fc, nil
 	}

@@ -237,7 +237,7 @@ func backtestTable(w io.Writer, r backtest.Result) {
 		fmt.Fprintf(w, "WAPE / best baseline\t%.3f (%.0f %% interval %.3f–%.3f: bootstrap, %d resamples of %d-target blocks)\n",
 			r.Ratio, 100*r.RatioInterval.Level, r.RatioInterval.Low, r.RatioInterval.High, r.RatioInterval.Resamples, r.RatioInterval.BlockTargets)
 	}
-	fmt.Fprintf(w, "fell back\t%.1f %% of forecasts (to a baseline, or to the week's median on a load at its floor)\n", 100*r.FellBack)
+	fmt.Fprintf(w, "fell back\t%.1f %% of forecasts (to a baseline or the week's median the mix did not beat, or to same time yesterday after a level break)\n", 100*r.FellBack)
 	shareTable(w, r)
 	expertTable(w, r)
 	fmt.Fprintf(w, "verdict\t%s\n", r.Verdict)

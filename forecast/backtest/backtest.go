@@ -70,9 +70,11 @@ type Result struct {
 	// SharesOverTime splits Shares by period of the scored span (weeks, grouped into at most
 	// maxSharePeriods), so a user sees which expert carried the forecast when.
 	SharesOverTime []SharePeriod `json:"sharesOverTime"`
-	// FellBack is the fraction of scored forecasts that were a baseline (or, on a load at its
-	// floor, the week's median: forecast.FloorMedian) alone because the mix had not beaten it
-	// (forecast.Forecast.Fallback).
+	// FellBack is the fraction of scored forecasts that were one forecast alone instead of the
+	// mix: a baseline (or, on a load at its floor, the week's median: forecast.FloorMedian) the
+	// mix had not beaten, or the forecast a level break is followed with — same time yesterday,
+	// re-shaped by the weekday/weekend profile on a load with a cycle (forecast.Forecast.Fallback
+	// says which).
 	FellBack float64 `json:"fellBack"`
 	// RatioInterval is the bootstrap interval of Ratio.
 	RatioInterval Interval `json:"ratioInterval"`
@@ -229,7 +231,7 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int, ex *exp
 				return nil, err
 			}
 		}
-		if len(fc.Shares) == 1 && (strings.HasPrefix(fc.Model, "baseline/") || fc.Model == forecast.FloorMedian) && fc.Fallback != "" {
+		if len(fc.Shares) == 1 && (strings.HasPrefix(fc.Model, "baseline/") || strings.HasPrefix(fc.Model, "reshaped/") || fc.Model == forecast.FloorMedian) && fc.Fallback != "" {
 			sc.fellBack++
 		}
 	}
