@@ -121,10 +121,8 @@ func (w *Walker) plainForecast(T int) (float64, bool) {
 	if T-w.h < 0 {
 		return 0, false
 	}
-	if b := w.fallbackAt(floorTo(T-w.h, w.mixEvery)); b != nil {
-		if f, ok := w.forecastOf(b, T); ok {
-			return f, true
-		}
+	if _, f, ok := w.fallbackForecast(floorTo(T-w.h, w.mixEvery), T); ok {
+		return f, true
 	}
 	return w.mixForecast(T)
 }

@@ -100,7 +100,11 @@
 // baseline's, the forecast is that baseline alone, and Forecast.Fallback says so. The long
 // window lets one bad day count as one day: with a week, an outage that made the mix trail "same
 // time last week" for a day locked the forecast to that baseline for the week in which it then
-// repeated the outage. A baseline is judged only on evidence with half a day of weekdays and half
+// repeated the outage. When that baseline is same time yesterday, on a load with a cycle, and same
+// time yesterday re-shaped by the weekday/weekend profile beat it over the same weeks on at least
+// a week of targets, the forecast is the re-shaped one (reshapedFallback): after a migration
+// the mix trails same time yesterday for weeks, and same time yesterday copies every Friday into
+// a Saturday. A baseline is judged only on evidence with half a day of weekdays and half
 // a day of weekend in it: "same time yesterday" copies a batch job's weekday minute for minute,
 // and evidence from weekdays alone must not make it forecast a Saturday. On a load at its
 // floor — more than half of the last week under a tenth of its mean, bursts on nothing — the

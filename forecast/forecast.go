@@ -63,7 +63,8 @@ type Forecast struct {
 	// "trended/weekday-weekend" (that profile moved towards the last day's level, the second
 	// carried forward by the growth), "holt", "reverting" (the recent level drawn back towards
 	// the usual one, with no cycle), "reshaped/weekday-weekend" (same time yesterday re-shaped by
-	// that profile, which follows a level break on a load with a cycle), or a seasonal-naive
+	// that profile, which follows a level break on a load with a cycle, and replaces same time
+	// yesterday as the fallback where it beat it), or a seasonal-naive
 	// baseline, "baseline/" followed by BaselineNaiveDay, BaselineNaiveWeek or BaselineMeanWeeks;
 	// when several are combined, the one with the largest weight (Shares has them all).
 	Model string

@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -155,10 +156,8 @@ func (w *Walker) At(o int) (Forecast, error) {
 	m := w.mixAt(u)
 	fellBack, broke := "", false
 	var shifted *track // the forecast a shift moved the mix towards, nil for none
-	if b := w.fallbackAt(u); b != nil {
-		if _, ok := w.forecastOf(b, T); ok {
-			m, fellBack = alone(b), b.name
-		}
+	if b, _, ok := w.fallbackForecast(u, T); ok {
+		m, fellBack = alone(b), b.name
 	}
 	b := w.baselines[0] // newBaselines puts same time yesterday first
 	// Against a forecast at the floor every burst is a break; the rule waits until the load has
@@ -183,6 +182,8 @@ func (w *Walker) At(o int) (Forecast, error) {
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours (a large rise: %.0f): a level break, followed by %s", 1+breakBand, breakWindow.Hours(), breakRiseWindow.Hours(), lead.name))
 		case fellBack == FloorMedian:
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load sits at its floor (most of the last week under %.0f %% of its mean), and the mix of experts did not beat that median over the last eight weeks", 100*floorSkew))
+		case strings.HasPrefix(fellBack, "reshaped/"):
+			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+w.baselines[0].name+" over the last eight weeks, and "+fellBack+" (same time yesterday re-shaped by the weekday/weekend profile) did")
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
 		}
