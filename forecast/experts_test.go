@@ -16,12 +16,7 @@ import (
 func TestExpertsMakeTheForecast(t *testing.T) {
 	nyc := loadTrace(t, "tune/nab/nyc_taxi.csv")
 	nyc.Values = nyc.Values[:7*7*48]
-	floor := synthetic(5*7*24, func(i int) float64 {
-		if noise(700000+i) > 0.75 {
-			return 100 + 50*noise(800000+i)
-		}
-		return 0.5 + 0.1*noise(900000+i)
-	}, nil)
+	floor := burstyAtFloor()
 	for _, c := range []struct {
 		name  string
 		s     Series

@@ -6,6 +6,17 @@ import (
 	"testing"
 )
 
+// burstyAtFloor is five weeks of an hourly load at its floor (0.4–0.6) that bursts to 50–150
+// one hour in eight, at random.
+func burstyAtFloor() Series {
+	return synthetic(5*7*24, func(i int) float64 {
+		if noise(700000+i) > 0.75 {
+			return 100 + 50*noise(800000+i)
+		}
+		return 0.5 + 0.1*noise(900000+i)
+	}, nil)
+}
+
 // TestFloorFallbackOnABurstyLoad: a load that is nothing most hours and bursts at random ones
 // (one hour in eight, 50–150 times the floor) is forecast a day ahead. Every expert and baseline
 // forecasts some mean of the bursts, and at the hours without one (seven in eight) that mean is
@@ -14,12 +25,7 @@ import (
 // when written; the best baseline, which copies bursts, 1.398). On a daily load it is never
 // taken.
 func TestFloorFallbackOnABurstyLoad(t *testing.T) {
-	s := synthetic(5*7*24, func(i int) float64 {
-		if noise(700000+i) > 0.75 {
-			return 100 + 50*noise(800000+i)
-		}
-		return 0.5 + 0.1*noise(900000+i)
-	}, nil)
+	s := burstyAtFloor()
 	score := func(floor bool) (wape, best float64, atFloor, n int) {
 		w, err := NewWalker(s, Options{Horizon: Day})
 		if err != nil {
