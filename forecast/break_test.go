@@ -66,8 +66,8 @@ func TestFollowsALevelBreak(t *testing.T) {
 
 // TestMovesTowardsAModerateShift: a daily series whose load goes to 0.7× for good at hour 5 of
 // day 30 — less than the 1/1.5 of a level break. Once every forecast made for the last twelve
-// hours is more than 20 % above the load, the forecast goes half-way to same time yesterday,
-// which shows the new level; before the shift no forecast does, and none at an hour ahead.
+// hours is more than 20 % above the load, the forecast goes most of the way (softBreakShare) to
+// same time yesterday, which shows the new level; before the shift no forecast does, and none at an hour ahead.
 func TestMovesTowardsAModerateShift(t *testing.T) {
 	const shift = 30*24 + 5
 	s := synthetic(36*24, func(i int) float64 {

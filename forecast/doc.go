@@ -125,7 +125,7 @@
 // yesterday and the target are days of different kinds: a break on a Friday is followed into
 // the Saturday on the weekend's shape, not as a copy of the Friday (breakFollower). A smaller
 // shift — every forecast of the last twelve hours off the same way by more than 20 %, on a load
-// with a cycle — moves the forecast half-way to that follower until they catch up
+// with a cycle — moves the forecast 70 % of the way to that follower until they catch up
 // (softBreakBand). A holiday is the
 // reverse: the baselines repeat it (a day or a week later), the profiles do not (its day lies
 // outside the spread of the others). A missing day leaves the experts that read it without a

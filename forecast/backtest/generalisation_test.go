@@ -72,7 +72,7 @@ var generalisationMisses = map[string]struct {
 // ec2_disk_write_bytes_1ef3de and ec2_network_in_5abac7 joined it with the floor fallback
 // (forecast/floor.go), and over 44 (0.843) since the zoned family joined both sets in session 23;
 // 0.830 since session 26's re-shaped fallback (forecast.reshapedFallback) took migration-2 and
-// migration-3 below it.
+// migration-3 below it, and 0.825 with the larger level-shift share (softBreakShare).
 // Eval was at 0.870 over its 35 series before the three public datacenter CPU series joined it in
 // session 23 (0.873 over 38), and 0.873 over 40 with the zoned family and the weekend read from
 // the load.
