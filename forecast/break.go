@@ -104,14 +104,25 @@ func reshaped(m *seasonal) expert {
 // more than 0.001. Re-shaped by the weekly profile when the cycle is weekly: mean 0.8378,
 // migration-2 +0.012 against the weekday/weekend one.
 func (w *Walker) breakFollower(o, T int, b *track) *track {
-	if w.periodAt(o).period == PeriodNone {
+	r := w.reshapedAt(o)
+	if r == nil {
 		return b
 	}
-	r := w.track(reshaped(w.dayKinds(w.weekendAt(o))))
 	if _, ok := w.forecastOf(r, T); !ok {
 		return b
 	}
 	return r
+}
+
+// reshapedAt returns the track of same time yesterday re-shaped by the weekday/weekend profile of
+// o's weekend (reshaped), nil when no cycle is detected at o: the forecast a break is followed
+// with (breakFollower) and that may replace same time yesterday as the fallback
+// (reshapedFallback).
+func (w *Walker) reshapedAt(o int) *track {
+	if w.periodAt(o).period == PeriodNone {
+		return nil
+	}
+	return w.track(reshaped(w.dayKinds(w.weekendAt(o))))
 }
 
 // breakKind is what the forecasts of the last breakWindow say of the load at a mix point

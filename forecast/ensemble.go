@@ -810,10 +810,10 @@ const reshapedMinDays = 7
 // the re-shaped forecast had beaten same time yesterday on its two days of evidence and lost on
 // the day scored.
 func (w *Walker) reshapedFallback(u, lo int, b *track) *track {
-	if w.periodAt(u).period == PeriodNone {
+	f := w.reshapedAt(u)
+	if f == nil {
 		return b
 	}
-	f := w.track(reshaped(w.dayKinds(w.weekendAt(u))))
 	// The versus sums are kept at mix points: a window starts one step past one (mixAt).
 	lo = ceilTo(max(0, lo-1), w.mixEvery) + 1
 	if lo > u {

@@ -13,8 +13,9 @@ type ExpertForecast struct {
 // Experts returns what each expert would have forecast alone from origin o for the target
 // HorizonSteps after it: the experts the mix of o's mix point weighs, whether or not they carry
 // weight there, the forecasts the mix may fall back to (the baselines, and the week's median on
-// a load at its floor) and the one a level break is followed with (breakFollower). Each is the forecast as the mix reads it (made at o, a stack with the
-// weights of the refit before), so Σ Share.Weight·Point over a Forecast's Shares is its Point.
+// a load at its floor) and the one a level break is followed with (breakFollower). Each is the
+// forecast as the mix reads it (made at o, a stack with the weights of the refit before), so
+// Σ Share.Weight·Point over a Forecast's Shares is its Point.
 // Experts with no forecast for that target are left out. It lets a backtest score every expert
 // on its own (tiler forecast backtest --experts): which one a series would have been best served
 // by, in hindsight, and how far the mix is from it.

@@ -3,7 +3,6 @@ package forecast
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -155,9 +154,10 @@ func (w *Walker) At(o int) (Forecast, error) {
 	u := floorTo(o, w.mixEvery)
 	m := w.mixAt(u)
 	fellBack, broke := "", false
+	var fell *track    // the fallback forecasting alone, nil for none
 	var shifted *track // the forecast a shift moved the mix towards, nil for none
 	if b, _, ok := w.fallbackForecast(u, T); ok {
-		m, fellBack = alone(b), b.name
+		m, fellBack, fell = alone(b), b.name, b
 	}
 	b := w.baselines[0] // newBaselines puts same time yesterday first
 	// Against a forecast at the floor every burst is a break; the rule waits until the load has
@@ -182,7 +182,7 @@ func (w *Walker) At(o int) (Forecast, error) {
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours (a large rise: %.0f): a level break, followed by %s", 1+breakBand, breakWindow.Hours(), breakRiseWindow.Hours(), lead.name))
 		case fellBack == FloorMedian:
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load sits at its floor (most of the last week under %.0f %% of its mean), and the mix of experts did not beat that median over the last eight weeks", 100*floorSkew))
-		case strings.HasPrefix(fellBack, "reshaped/"):
+		case fellBack != "" && fell.kind == reshapedExpert:
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+w.baselines[0].name+" over the last eight weeks, and "+fellBack+" (same time yesterday re-shaped by the weekday/weekend profile) did")
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
