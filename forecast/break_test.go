@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -163,5 +164,180 @@ func TestBreakFollowsTheWeekendShape(t *testing.T) {
 	t.Logf("Saturday targets of %d Friday origins after the break: error %.0f, same time yesterday's %.0f", n, errFc, errNaive)
 	if errFc > 0.25*errNaive {
 		t.Errorf("error %.0f on the Saturday targets after the break, want under a quarter of same time yesterday's %.0f", errFc, errNaive)
+	}
+}
+
+// surgeAt returns a load's level for a surge of 3× over hours [from, from+20).
+func surgeAt(from int) func(i int) float64 {
+	return func(i int) float64 {
+		if i >= from && i < from+20 {
+			return 3
+		}
+		return 1
+	}
+}
+
+// TestANoisyLoadsSurgeIsNoBreak: a daily load under noise of up to ±80 % an hour, its
+// forecasts off by about 40 % in the median, surges to 3× for twenty hours on day 24. On the
+// same load with ±5 % noise that surge is taken for a level break (its first: nothing says yet
+// that this load's breaks pass); on the noisy one it is not (breakNoise), and the forecasts made
+// during it do not copy it into the next day.
+func TestANoisyLoadsSurgeIsNoBreak(t *testing.T) {
+	const surge = 24*24 + 6
+	level := surgeAt(surge)
+	for _, c := range []struct {
+		name  string
+		noise float64
+		broke bool
+	}{{"quiet", 0.05, true}, {"noisy", 0.8, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := synthetic(28*24, func(i int) float64 { return level(i) * daily(i) * (1 + c.noise*noise(i)) }, nil)
+			w, err := NewWalker(s, Options{Horizon: Day})
+			if err != nil {
+				t.Fatal(err)
+			}
+			broke, most := 0, 0.0
+			for o := surge; o < surge+20; o++ {
+				fc, err := w.At(o)
+				if err != nil {
+					t.Fatalf("origin %d: %v", o, err)
+				}
+				if strings.Contains(fc.Fallback, "level break") {
+					broke++
+				}
+				most = max(most, fc.Point/daily(o+24))
+			}
+			noise := w.breakNoiseAt(floorTo(surge+19, w.mixEvery))
+			t.Logf("%d of 20 forecasts made in the surge follow a level break; the forecasts' median error %.2f; the largest forecast %.2f× the usual load", broke, noise, most)
+			if (broke > 0) != c.broke {
+				t.Errorf("%d forecasts made in the surge follow a level break, want some: %v", broke, c.broke)
+			}
+			if !c.broke && most > 2 {
+				t.Errorf("a forecast made in the surge is %.2f× the usual load of its target, want the surge (3×) not copied (≤ 2×)", most)
+			}
+		})
+	}
+}
+
+// TestBreaksJudgedOnTheLoadsOwnBreaks: a daily load that surges to 3× for twenty hours on day
+// 17 and again on day 24. The first surge is taken for a level break and followed — repeated a
+// day later, since it passed; the second is taken for one too, but following the first lost to
+// the plain forecast, so it is not followed (followsBreaks). A load that moves to 3× for good on
+// day 17 and to 9× on day 24 has both followed: following the first paid.
+func TestBreaksJudgedOnTheLoadsOwnBreaks(t *testing.T) {
+	const first, second = 17*24 + 6, 24*24 + 6
+	for _, c := range []struct {
+		name   string
+		level  func(i int) float64
+		second bool // the second break is followed
+	}{
+		{"surges", func(i int) float64 { return surgeAt(first)(i) * surgeAt(second)(i) }, false},
+		{"steps", func(i int) float64 {
+			switch {
+			case i >= second:
+				return 9
+			case i >= first:
+				return 3
+			}
+			return 1
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := synthetic(28*24, func(i int) float64 { return c.level(i) * daily(i) * (1 + 0.05*noise(i)) }, nil)
+			w, err := NewWalker(s, Options{Horizon: Day})
+			if err != nil {
+				t.Fatal(err)
+			}
+			said := 0 // forecasts that say a break was not followed
+			followed := func(from int) int {
+				n := 0
+				for o := from; o < from+20; o++ {
+					fc, err := w.At(o)
+					if err != nil {
+						t.Fatalf("origin %d: %v", o, err)
+					}
+					if strings.Contains(fc.Fallback, "level break") {
+						n++
+					}
+					if strings.Contains(fc.Fallback, "not followed") {
+						said++
+					}
+				}
+				return n
+			}
+			n1, n2 := followed(first), followed(second)
+			if !c.second && said == 0 {
+				t.Errorf("no forecast made in the second surge says its break was not followed")
+			}
+			broke := 0
+			for o := second; o < second+20; o++ {
+				if w.breakAt(floorTo(o, w.mixEvery)) == hardBreak {
+					broke++
+				}
+			}
+			t.Logf("followed: %d forecasts of the first break's 20 hours, %d of the second's (a break found at %d of them)", n1, n2, broke)
+			if n1 == 0 {
+				t.Errorf("no forecast made in the first break follows it, want its first break followed")
+			}
+			if broke == 0 {
+				t.Fatalf("no break found in the second surge or step: the test shows nothing")
+			}
+			if (n2 > 0) != c.second {
+				t.Errorf("%d forecasts made in the second break follow it, want some: %v", n2, c.second)
+			}
+		})
+	}
+}
+
+// TestBreaksJudgedOnLossesBeyondTheNoise: a daily load doubles on day 12 for a day and a half or
+// for a day and a quarter, then triples for good on day 26. Following the first break forecasts
+// the day after it as doubled, which holds for the targets of its first hours and not for the
+// rest: over 36 hours it loses a few percent of the load to the plain forecast — less than the
+// forecasts' usual error, no evidence against following — and the jump is followed; over 30
+// hours it loses half the load, and the jump is not (followsBreaks).
+func TestBreaksJudgedOnLossesBeyondTheNoise(t *testing.T) {
+	const bump, jump = 12*24 + 5, 26*24 + 5
+	for _, c := range []struct {
+		hours    int
+		followed bool
+	}{{36, true}, {30, false}} {
+		t.Run(fmt.Sprintf("%d hours", c.hours), func(t *testing.T) {
+			s := synthetic(30*24, func(i int) float64 {
+				v := daily(i) * (1 + 0.05*noise(i))
+				if i >= bump && i < bump+c.hours {
+					v *= 2
+				}
+				if i >= jump {
+					v *= 3
+				}
+				return v
+			}, nil)
+			w, err := NewWalker(s, Options{Horizon: Day})
+			if err != nil {
+				t.Fatal(err)
+			}
+			followed := 0
+			for o := jump + 8; o < jump+20; o++ {
+				fc, err := w.At(o)
+				if err != nil {
+					t.Fatalf("origin %d: %v", o, err)
+				}
+				if strings.Contains(fc.Fallback, "level break") {
+					followed++
+				}
+			}
+			u := floorTo(jump-1, w.mixEvery)
+			w.followsBreaks(u)
+			n, loss, load := w.breakSums.over(0, u)
+			noise := w.breakNoiseAt(u)
+			t.Logf("before the jump: %d targets of the first break, following lost %.1f %% of their load (the forecasts' median error %.1f %%); %d of 12 forecasts after the jump follow it",
+				n, 100*loss/load, 100*noise, followed)
+			if n == 0 || loss <= 0 || (loss > noise*load) == c.followed {
+				t.Fatalf("following the first break lost %.0f of %.0f over %d targets, want a loss %s the forecasts' usual error: the test shows nothing", loss, load, n, map[bool]string{true: "within", false: "beyond"}[c.followed])
+			}
+			if want := map[bool]int{true: 12, false: 0}[c.followed]; followed != want {
+				t.Errorf("%d of the 12 forecasts made 8–19 hours after the jump follow the break, want %d", followed, want)
+			}
+		})
 	}
 }

@@ -126,7 +126,12 @@
 // the Saturday on the weekend's shape, not as a copy of the Friday (breakFollower). A smaller
 // shift — every forecast of the last twelve hours off the same way by more than 20 %, on a load
 // with a cycle — moves the forecast 70 % of the way to that follower until they catch up
-// (softBreakBand). A holiday is the
+// (softBreakBand). Two things keep the rule from copying a surge that passes into the next day:
+// it does not act on a load whose forecasts are off by a quarter or more in the median, where a
+// load half again off for hours is noise (breakNoise), and a break is not followed once following
+// the load's earlier breaks has lost to the plain forecast by more than that usual error
+// (followsBreaks): a load's first break is followed, the later ones only if that did not lose so.
+// A holiday is the
 // reverse: the baselines repeat it (a day or a week later), the profiles do not (its day lies
 // outside the spread of the others). A missing day leaves the experts that read it without a
 // forecast; the mix renormalises over the others, and the targets it covered are scored by

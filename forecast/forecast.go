@@ -75,8 +75,9 @@ type Forecast struct {
 	// did not beat a seasonal-naive baseline over the last eight weeks, which then forecasts alone;
 	// the load broke away from every forecast for twelve hours, and same time yesterday (re-shaped
 	// on a load with a cycle) follows it — a "level break"; it was off every one by more than 20 %
-	// for twelve hours, and the forecast moved 70 % of the way to that — a "level shift"); empty when it
-	// was.
+	// for twelve hours, and the forecast moved 70 % of the way to that — a "level shift"; a
+	// level break was "not followed", following the load's earlier ones having lost); empty when
+	// it was.
 	Fallback string
 	// Shares is the weight each expert carries in Point, largest first, summing to 1.
 	Shares []Share

@@ -57,6 +57,9 @@ type Walker struct {
 	mixes     map[int]*mixture        // by mix point, before the fallback
 	falls     map[int]*track          // the fallback decided at each mix point, nil for none
 	breaks    map[int]breakKind       // the level break found at each mix point (breakAt)
+	noise     map[int]float64         // the forecasts' median relative error at each mix point (breakNoiseAt)
+	breakSums pairSums                // following the breaks against the plain forecast (followsBreaks)
+	scratch   []float64               // breakNoiseAt's errors
 	pairs     map[[2]*track]*pairSums // a track's errors against a reference's (versus)
 	mixSums   [][2]pairSums           // the mix's errors against each baseline's (versusMix)
 	ens       *ensemble               // the last margin refit's
@@ -95,6 +98,7 @@ func NewWalker(s Series, opts Options) (*Walker, error) {
 		mixEvery: gcd(refit, max(1, s.Steps(time.Hour))), stride: max(1, int(evidenceSpacing(opts.Horizon)/s.Step)),
 		holt: newHolt(s.Values), models: map[Period]*seasonal{}, tracks: map[string]*track{},
 		periods: map[int]periodDecision{}, mixes: map[int]*mixture{}, falls: map[int]*track{}, breaks: map[int]breakKind{},
+		noise: map[int]float64{},
 		cands: map[[5]int][]*track{},
 		kinds: map[int]*seasonal{}, phases: map[int]int{}, rawPhases: map[int]int{}, phaseFrom: map[int]int{},
 	}
@@ -142,7 +146,7 @@ func (w *Walker) HorizonSteps() int { return w.h }
 // At forecasts the value HorizonSteps after origin o from the values at indices ≤ o: the mix of
 // experts weighed at the last mix point, or the baseline (or floor median) it fell back to
 // there, or same time yesterday (breakFollower) when the load broke away from the forecasts
-// (breakAt), with the margin of the last refit.
+// (breakActs) and following its breaks has paid (followsBreaks), with the margin of the last refit.
 func (w *Walker) At(o int) (Forecast, error) {
 	if o < 0 || o >= w.s.Len() {
 		return Forecast{}, fmt.Errorf("origin %d outside the series of %d points", o, w.s.Len())
@@ -153,24 +157,24 @@ func (w *Walker) At(o int) (Forecast, error) {
 	e := w.ensembleAt(floorTo(o, w.refit))
 	u := floorTo(o, w.mixEvery)
 	m := w.mixAt(u)
-	fellBack, broke := "", false
+	fellBack, broke, unfollowed := "", false, false
 	var fell *track    // the fallback forecasting alone, nil for none
 	var shifted *track // the forecast a shift moved the mix towards, nil for none
 	if b, _, ok := w.fallbackForecast(u, T); ok {
 		m, fellBack, fell = alone(b), b.name, b
 	}
 	b := w.baselines[0] // newBaselines puts same time yesterday first
-	// Against a forecast at the floor every burst is a break; the rule waits until the load has
-	// left its floor (floor.go).
-	if _, ok := w.forecastOf(b, T); ok && (fellBack != FloorMedian || w.floor.leftFloor(u)) {
-		switch w.breakAt(u) {
-		case hardBreak:
-			m, fellBack, broke = alone(w.breakFollower(o, T, b)), "", true
-		case softBreak:
-			if pd.period != PeriodNone {
-				shifted = w.breakFollower(o, T, b)
-				m = m.towards(shifted, softBreakShare)
-			}
+	switch w.breakActs(u, T) {
+	case hardBreak:
+		if !w.followsBreaks(u) {
+			unfollowed = true
+			break
+		}
+		m, fellBack, broke = alone(w.breakFollower(o, T, b)), "", true
+	case softBreak:
+		if pd.period != PeriodNone {
+			shifted = w.breakFollower(o, T, b)
+			m = m.towards(shifted, softBreakShare)
 		}
 	}
 	if p, ok := m.predict(w, T); ok {
@@ -186,6 +190,9 @@ func (w *Walker) At(o int) (Forecast, error) {
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+w.baselines[0].name+" over the last eight weeks, and "+fellBack+" (same time yesterday re-shaped by the weekday/weekend profile) did")
 		case fellBack != "":
 			fc.Fallback = joinReasons(fc.Fallback, "the mix of experts did not beat "+fellBack+" over the last eight weeks")
+		}
+		if unfollowed {
+			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast by more than %.1f× for %.0f hours, but following its earlier breaks with same time yesterday lost to this forecast by more than its usual error: not followed", 1+breakBand, breakWindow.Hours()))
 		}
 		if shifted != nil {
 			fc.Fallback = joinReasons(fc.Fallback, fmt.Sprintf("the load has been off every forecast the same way by more than %.0f %% for %.0f hours: a level shift, the forecast moved %.0f %% of the way to %s", 100*softBreakBand, breakWindow.Hours(), 100*softBreakShare, shifted.name))

@@ -61,10 +61,7 @@ var generalisationMisses = map[string]struct {
 	"eval/nab/grok_asg_anomaly.csv":                    {1.205, "the load drops to 1 % for good on day 13 of 16: the forecast follows twelve hours after same time yesterday"},
 	"eval/nab/rds_cpu_utilization_cc0c53.csv":          {1.106, "the load jumps 2.4× for good on 25 February, its twelfth day of fourteen: the forecasts made in the jump's first twelve hours stay on the old level, and the forecast follows same time yesterday only once the rise is taken for a break (forecast/break.go)"},
 	// Tune series: zoned joined tune in session 23 (forecast/synth).
-	// The tweet series joined tune in session 27 (testdata/traces/README.md).
-	"tune/tweets/Twitter_volume_AAPL.csv": {1.145, "news-driven surges (3–5× for a day around Apple's event of 9 March) are taken for level breaks and repeated a day later by same time yesterday"},
-	"tune/tweets/Twitter_volume_CRM.csv":  {1.127, "a surge on a Monday, a few dozen tweets an hour, is taken for a level break and repeated on the Tuesday by the re-shaped same time yesterday"},
-	"tune/synth/zoned-1.csv":              {1.027, "batch load four hours ahead of UTC: in the first days of its first scored week, with one week of history, before its weekend is read (kinds.go), the weekday/weekend model pools the wrong days and the forecast falls back to same time yesterday for a third of the week (WAPE 1.48× the best baseline's that week); on its own clock 0.873"},
+	"tune/synth/zoned-1.csv": {1.027, "batch load four hours ahead of UTC: in the first days of its first scored week, with one week of history, before its weekend is read (kinds.go), the weekday/weekend model pools the wrong days and the forecast falls back to same time yesterday for a third of the week (WAPE 1.48× the best baseline's that week); on its own clock 0.873"},
 }
 
 // generalisationMedians are the medians reached over the sets that miss targetMedian, asserted
@@ -76,7 +73,9 @@ var generalisationMisses = map[string]struct {
 // (forecast/floor.go), and over 44 (0.843) since the zoned family joined both sets in session 23;
 // 0.830 since session 26's re-shaped fallback (forecast.reshapedFallback) took migration-2 and
 // migration-3 below it, and 0.825 with the larger level-shift share (softBreakShare); 0.838 over
-// 54 since the ten tweet series joined it in session 27.
+// 54 since the ten tweet series joined it in session 27, where two of them, AAPL and CRM, were
+// above 1.0 (1.145, 1.127) until the level-break rule learned to leave a noisy load's surges
+// alone and to stop following breaks that have not paid (forecast.breakNoise, followsBreaks).
 // Eval was at 0.870 over its 35 series before the three public datacenter CPU series joined it in
 // session 23 (0.873 over 38), and 0.873 over 40 with the zoned family and the weekend read from
 // the load.
