@@ -177,6 +177,28 @@ func surgeAt(from int) func(i int) float64 {
 	}
 }
 
+// walkBreaks forecasts from the origins of [from, to) and counts the forecasts that follow a
+// level break and those that say one was not followed; seen, when not nil, sees each forecast.
+func walkBreaks(t *testing.T, w *Walker, from, to int, seen func(o int, fc Forecast)) (followed, unfollowed int) {
+	t.Helper()
+	for o := from; o < to; o++ {
+		fc, err := w.At(o)
+		if err != nil {
+			t.Fatalf("origin %d: %v", o, err)
+		}
+		if strings.Contains(fc.Fallback, "level break") {
+			followed++
+		}
+		if strings.Contains(fc.Fallback, "not followed") {
+			unfollowed++
+		}
+		if seen != nil {
+			seen(o, fc)
+		}
+	}
+	return followed, unfollowed
+}
+
 // TestANoisyLoadsSurgeIsNoBreak: a daily load under noise of up to ±80 % an hour, its
 // forecasts off by about 40 % in the median, surges to 3× for twenty hours on day 24. On the
 // same load with ±5 % noise that surge is taken for a level break (its first: nothing says yet
@@ -196,17 +218,8 @@ func TestANoisyLoadsSurgeIsNoBreak(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			broke, most := 0, 0.0
-			for o := surge; o < surge+20; o++ {
-				fc, err := w.At(o)
-				if err != nil {
-					t.Fatalf("origin %d: %v", o, err)
-				}
-				if strings.Contains(fc.Fallback, "level break") {
-					broke++
-				}
-				most = max(most, fc.Point/daily(o+24))
-			}
+			most := 0.0
+			broke, _ := walkBreaks(t, w, surge, surge+20, func(o int, fc Forecast) { most = max(most, fc.Point/daily(o+24)) })
 			noise := w.breakNoiseAt(floorTo(surge+19, w.mixEvery))
 			t.Logf("%d of 20 forecasts made in the surge follow a level break; the forecasts' median error %.2f; the largest forecast %.2f× the usual load", broke, noise, most)
 			if (broke > 0) != c.broke {
@@ -248,24 +261,8 @@ func TestBreaksJudgedOnTheLoadsOwnBreaks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			said := 0 // forecasts that say a break was not followed
-			followed := func(from int) int {
-				n := 0
-				for o := from; o < from+20; o++ {
-					fc, err := w.At(o)
-					if err != nil {
-						t.Fatalf("origin %d: %v", o, err)
-					}
-					if strings.Contains(fc.Fallback, "level break") {
-						n++
-					}
-					if strings.Contains(fc.Fallback, "not followed") {
-						said++
-					}
-				}
-				return n
-			}
-			n1, n2 := followed(first), followed(second)
+			n1, _ := walkBreaks(t, w, first, first+20, nil)
+			n2, said := walkBreaks(t, w, second, second+20, nil)
 			if !c.second && said == 0 {
 				t.Errorf("no forecast made in the second surge says its break was not followed")
 			}
@@ -316,16 +313,7 @@ func TestBreaksJudgedOnLossesBeyondTheNoise(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			followed := 0
-			for o := jump + 8; o < jump+20; o++ {
-				fc, err := w.At(o)
-				if err != nil {
-					t.Fatalf("origin %d: %v", o, err)
-				}
-				if strings.Contains(fc.Fallback, "level break") {
-					followed++
-				}
-			}
+			followed, _ := walkBreaks(t, w, jump+8, jump+20, nil)
 			u := floorTo(jump-1, w.mixEvery)
 			w.followsBreaks(u)
 			n, loss, load := w.breakSums.over(0, u)
