@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,6 +157,16 @@ func TestGrafanaDashboard(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("tiler run: %v", err)
 		}
+	})
+	// The controller holds its metrics address before Prometheus picks one of its own: a free
+	// address is only free until somebody binds it.
+	waitFor(t, time.Minute, "the controller's metrics server at "+addr, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	})
 	prom := promtest.StartScraping(t, "tiler", []string{addr}, time.Second)
 	client, err := promapi.NewClient(promapi.Config{Address: prom.URL})

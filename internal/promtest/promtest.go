@@ -157,13 +157,45 @@ func StartScraping(t *testing.T, job string, targets []string, interval time.Dur
 }
 
 // launch starts prometheus with the config file and TSDB directory (and more args), stops it
-// when the test ends, and returns its URL once /-/ready answers.
+// when the test ends, and returns its URL once /-/ready answers. The address is picked free
+// (FreeAddr) but only taken when prometheus binds it, so another listener started meanwhile — the
+// controller of the same test on an address picked a moment before, another package's test —
+// may take it first: prometheus then exits at once ("address already in use") and is started
+// again on another address, up to launchAttempts times.
 func launch(t *testing.T, dir, cfg, data string, more []string) string {
 	t.Helper()
-	addr := FreeAddr(t)
+	for attempt := 1; ; attempt++ {
+		url, log, err := launchOnce(t, dir, cfg, data, more)
+		if err == nil {
+			return url
+		}
+		if attempt < launchAttempts && strings.Contains(log, "address already in use") {
+			t.Logf("prometheus at %s: %v; starting it again on another address", url, err)
+			continue
+		}
+		if len(log) > 2000 {
+			log = log[len(log)-2000:]
+		}
+		t.Fatalf("prometheus at %s: %v\n%s", url, err, log)
+	}
+}
+
+// launchAttempts is how many times launch starts prometheus before it gives up.
+const launchAttempts = 5
+
+// pickAddr picks the address launchOnce starts prometheus on: FreeAddr; a test of launch itself
+// replaces it to hand out a taken address first.
+var pickAddr = FreeAddr
+
+// launchOnce starts prometheus on a free address and waits until its /-/ready answers or it
+// exits; it returns the URL, and the log with the error when it is not ready.
+func launchOnce(t *testing.T, dir, cfg, data string, more []string) (string, string, error) {
+	t.Helper()
+	addr := pickAddr(t)
+	url := "http://" + addr
 	args := append([]string{"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--web.listen-address=" + addr}, more...)
 	cmd := exec.Command("prometheus", args...)
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	logFile, err := os.CreateTemp(dir, "prometheus-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,20 +203,22 @@ func launch(t *testing.T, dir, cfg, data string, more []string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting prometheus: %v", err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		logFile.Close()
 	})
-	url := "http://" + addr
-	if err := waitReady(url, 60*time.Second); err != nil {
-		log, _ := os.ReadFile(logFile.Name())
-		if len(log) > 2000 {
-			log = log[len(log)-2000:]
-		}
-		t.Fatalf("prometheus at %s: %v\n%s", url, err, log)
+	err = waitReady(url, 60*time.Second, exited)
+	if err == nil {
+		return url, "", nil
 	}
-	return url
+	log, _ := os.ReadFile(logFile.Name())
+	return url, string(log), err
 }
 
 // writeOpenMetrics writes the families as gauges with explicit timestamps (seconds); a gap is
@@ -219,8 +253,9 @@ func FreeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitReady polls /-/ready until it answers 200 or the deadline passes.
-func waitReady(url string, within time.Duration) error {
+// waitReady polls /-/ready until it answers 200, the deadline passes or exited is closed (the
+// server is gone: whatever answers on its address now is not it).
+func waitReady(url string, within time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	var last error
@@ -236,6 +271,8 @@ func waitReady(url string, within time.Duration) error {
 		}
 		last = err
 		select {
+		case <-exited:
+			return fmt.Errorf("exited before it was ready (last: %v)", last)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %s: %w", within, last)
 		case <-time.After(200 * time.Millisecond):
