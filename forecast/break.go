@@ -19,7 +19,7 @@ import (
 // later for the hours it lasted beyond the window. Two rules bound that cost: no break is acted
 // on where the forecasts' usual error makes one indistinguishable from noise (breakNoise), and
 // after its first a load's breaks are followed only while following them has paid
-// (followsBreaks). Both constants were chosen on the tune set
+// (followsBreaks). breakWindow and breakBand were chosen on the tune set
 // only (testdata/traces/tune; the 1-day hourly backtest of TestGeneralisation): windows of 6,
 // 12, 16 and 18 hours and bands of 0.3 and 0.5 were tried. Six hours repeated the outages of
 // synthetic outage-1 (ratio 0.980 → 1.126) and 16–18 hours came too late for the migrations
