@@ -8,6 +8,7 @@ package promtest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -213,7 +214,7 @@ func launchOnce(t *testing.T, dir, cfg, data string, more []string) (string, str
 		<-exited
 		logFile.Close()
 	})
-	err = waitReady(url, 60*time.Second, exited)
+	err = waitReady(url, data, 60*time.Second, exited)
 	if err == nil {
 		return url, "", nil
 	}
@@ -253,23 +254,19 @@ func FreeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// waitReady polls /-/ready until it answers 200, the deadline passes or exited is closed (the
-// server is gone: whatever answers on its address now is not it).
-func waitReady(url string, within time.Duration, exited <-chan struct{}) error {
+// waitReady polls /-/ready until it answers 200 from the prometheus serving the TSDB at data, the
+// deadline passes or exited is closed (the server is gone: whatever answers on its address now is
+// not it). A 200 from another server on the address — another test's prometheus that took it
+// first — is not taken for ours: its storage.tsdb.path (/api/v1/status/flags) is not data.
+func waitReady(url, data string, within time.Duration, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	var last error
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/-/ready", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/-/ready: %s", resp.Status)
+		last = readyAt(ctx, url, data)
+		if last == nil {
+			return nil
 		}
-		last = err
 		select {
 		case <-exited:
 			return fmt.Errorf("exited before it was ready (last: %v)", last)
@@ -278,4 +275,45 @@ func waitReady(url string, within time.Duration, exited <-chan struct{}) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// readyAt is one poll of waitReady: nil when /-/ready answers 200 and the server's TSDB is data.
+func readyAt(ctx context.Context, url, data string) error {
+	if err := get(ctx, url+"/-/ready", nil); err != nil {
+		return err
+	}
+	var flags struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := get(ctx, url+"/api/v1/status/flags", &flags); err != nil {
+		return err
+	}
+	if got := flags.Data["storage.tsdb.path"]; got != data {
+		return fmt.Errorf("another server answers at %s (its storage.tsdb.path is %q, ours %q)", url, got, data)
+	}
+	return nil
+}
+
+// get fetches url and, when into is not nil, decodes its JSON body into it; a status other than
+// 200 is an error.
+func get(ctx context.Context, url string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	if into == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		return fmt.Errorf("%s: %w", url, err)
+	}
+	return nil
 }
