@@ -99,9 +99,9 @@ func seriesName(path string) string {
 func newBacktestCmd() *cobra.Command {
 	var tf traceFlags
 	var horizon, step time.Duration
-	var experts bool
+	var experts, days bool
 	cmd := &cobra.Command{
-		Use:   "backtest --csv FILE --horizon 1h|15m|1d [--step S] [--experts] [-o json]",
+		Use:   "backtest --csv FILE --horizon 1h|15m|1d [--step S] [--experts] [--days] [-o json]",
 		Short: "Walk forward through a trace and score the forecaster against seasonal-naive baselines",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, s, err := tf.load()
@@ -119,7 +119,7 @@ func newBacktestCmd() *cobra.Command {
 				return fmt.Errorf("%s: the trace spans %s (%d points of %s), not more than --horizon %s: nothing can be forecast and scored",
 					tf.csv, span, s.Len(), s.Step, horizon)
 			}
-			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: opts, Experts: experts})
+			res, err := backtest.Run(name, s, backtest.Config{Horizon: horizon, Step: step, Options: opts, Experts: experts, Days: days})
 			if err != nil {
 				return fmt.Errorf("backtesting %s: %w", name, err)
 			}
@@ -131,6 +131,7 @@ func newBacktestCmd() *cobra.Command {
 	cmd.Flags().Var((*durationFlag)(&horizon), "horizon", "how far ahead each forecast is made (15m, 1h, 1d, …)")
 	cmd.Flags().Var((*durationFlag)(&step), "step", "scoring resolution (default: horizon/12 within [series step, 1h])")
 	cmd.Flags().BoolVar(&experts, "experts", false, "also score every expert alone on the targets it forecast (which one would have served the series best, in hindsight)")
+	cmd.Flags().BoolVar(&days, "days", false, "also score the forecaster against the best baseline day by day (which days it lost, and which expert carried each)")
 	bindEnv(cmd, "TILER_FORECAST_")
 	return cmd
 }
@@ -240,7 +241,27 @@ func backtestTable(w io.Writer, r backtest.Result) {
 	fmt.Fprintf(w, "fell back\t%.1f %% of forecasts (to a baseline or the week's median the mix did not beat, or to same time yesterday after a level break)\n", 100*r.FellBack)
 	shareTable(w, r)
 	expertTable(w, r)
+	dayTable(w, r)
 	fmt.Fprintf(w, "verdict\t%s\n", r.Verdict)
+}
+
+// dayTable prints the forecaster against the best baseline day by day (backtest --days), the
+// days it lost marked.
+func dayTable(w io.Writer, r backtest.Result) {
+	if len(r.Days) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "by day\ttargets\tWAPE\t%s\t/ baseline\tlead\tfell back\n", r.BestBaselineName)
+	for _, d := range r.Days {
+		ratio := "n/a"
+		if d.Ratio != nil {
+			ratio = fmt.Sprintf("%.3f", *d.Ratio)
+			if *d.Ratio > 1 {
+				ratio += " lost"
+			}
+		}
+		fmt.Fprintf(w, "  %s\t%d\t%.2f %%\t%.2f %%\t%s\t%s\t%.0f %%\n", d.Day.Format("2006-01-02 Mon"), d.Targets, 100*d.WAPE, 100*d.Baseline, ratio, d.Lead, 100*d.FellBack)
+	}
 }
 
 // expertTable prints every expert scored alone (backtest --experts), best first: what the

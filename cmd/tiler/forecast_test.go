@@ -51,6 +51,9 @@ func TestForecastBacktestJSON(t *testing.T) {
 	if strings.Contains(out, `"experts"`) {
 		t.Errorf("the experts were scored alone without --experts:\n%s", out)
 	}
+	if strings.Contains(out, `"days"`) {
+		t.Errorf("the days were scored without --days:\n%s", out)
+	}
 	if got.Series != "tune/crane-dsp/input0.csv" || got.Shares[got.Model] <= 0 || got.WAPE <= 0 || got.Baselines["seasonalNaiveDay"] <= 0 ||
 		!(got.RatioInterval.Low <= got.Ratio && got.Ratio <= got.RatioInterval.High) || got.Verdict == "" {
 		t.Errorf("unexpected result %+v", got)
@@ -60,14 +63,15 @@ func TestForecastBacktestJSON(t *testing.T) {
 // TestForecastBacktestSaysWhenItLoses: on a series where the forecaster loses to a baseline
 // (the eval set's autoscaling-group series, whose load drops for good on day 13 of 16: the
 // forecast follows twelve hours after same time yesterday), the text output says so in words,
-// names the baseline and shows the experts' shares. (The EC2 series that lost clearly, 1.578×,
+// names the baseline and shows the experts' shares, and with --days the days it lost (a ratio
+// above 1.0 over the whole backtest is one on some day at least). (The EC2 series that lost clearly, 1.578×,
 // no longer does since the weekly baselines skip its one-off outage; the clear-loss wording is
 // TestVerdict's.)
 func TestForecastBacktestSaysWhenItLoses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through a whole trace")
 	}
-	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/grok_asg_anomaly.csv", "--horizon", "1d", "--step", "1h", "--experts")
+	out, err := runTiler(t, "backtest", "--csv", "../../testdata/traces/eval/nab/grok_asg_anomaly.csv", "--horizon", "1d", "--step", "1h", "--experts", "--days")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +87,12 @@ func TestForecastBacktestSaysWhenItLoses(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^experts alone.*\n  \S+ +[0-9]+ % +[0-9.]+ % +(0\.\d+|1\.000)$`).MatchString(out) {
 		t.Errorf("the first expert alone is not the best (at or below 1.000):\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^by day +targets +WAPE +seasonalNaiveDay +/ baseline +lead +fell back$`).MatchString(out) {
+		t.Errorf("output lacks the day-by-day table against same time yesterday:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^  20\d\d-\d\d-\d\d [A-Z][a-z]{2} +\d+ +[0-9.]+ % +[0-9.]+ % +[0-9.]+ lost +\S+ +\d+ %$`).MatchString(out) {
+		t.Errorf("no day is marked lost:\n%s", out)
 	}
 }
 

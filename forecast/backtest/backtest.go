@@ -36,6 +36,8 @@ type Config struct {
 	Options forecast.Options
 	// Experts also scores every expert alone on the targets it forecast (Result.Experts).
 	Experts bool
+	// Days also scores the forecaster against the best baseline day by day (Result.Days).
+	Days bool
 }
 
 // Result holds the scores of a backtest. Errors are fractions (0.081 is 8.1 %).
@@ -84,6 +86,9 @@ type Result struct {
 	Verdict string `json:"verdict"`
 	// Experts scores each expert alone (Config.Experts; nil unless asked), best ratio first.
 	Experts []ExpertScore `json:"experts,omitempty"`
+	// Days scores the forecaster against the best baseline on each day of the scored span
+	// (Config.Days; nil unless asked): which days it lost, and which expert carried each.
+	Days []DayScore `json:"days,omitempty"`
 }
 
 // ExpertScore is one expert scored alone: its forecasts as the mix read them
@@ -155,6 +160,9 @@ func Run(name string, s forecast.Series, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	sc.fill(&res, rs)
+	if cfg.Days {
+		res.Days = sc.days(rs, res.BestBaselineName, opts.Location)
+	}
 	if ex != nil {
 		res.Experts = ex.scores(sc, res.BestBaselineName)
 	}
@@ -192,6 +200,9 @@ type scores struct {
 	baseErr  [][]float64
 	shares   [][]forecast.Share
 	fellBack int
+	// fell says, per scored target, whether its forecast was a fallback alone (fellBack counts
+	// them).
+	fell []bool
 }
 
 func score(s forecast.Series, w *forecast.Walker, models map[string]int, ex *expertSums) (*scores, error) {
@@ -231,9 +242,11 @@ func score(s forecast.Series, w *forecast.Walker, models map[string]int, ex *exp
 				return nil, err
 			}
 		}
-		if len(fc.Shares) == 1 && (strings.HasPrefix(fc.Model, "baseline/") || strings.HasPrefix(fc.Model, "reshaped/") || fc.Model == forecast.FloorMedian) && fc.Fallback != "" {
+		fell := len(fc.Shares) == 1 && (strings.HasPrefix(fc.Model, "baseline/") || strings.HasPrefix(fc.Model, "reshaped/") || fc.Model == forecast.FloorMedian) && fc.Fallback != ""
+		if fell {
 			sc.fellBack++
 		}
+		sc.fell = append(sc.fell, fell)
 	}
 	if sc.n == 0 {
 		return nil, fmt.Errorf("no target could be scored: the series is too short or too sparse for a %d-step horizon", h)
