@@ -14,29 +14,13 @@ import (
 // starts it again on another address and returns that one, where /-/ready answers.
 func TestLaunchTakesAnotherAddressWhenItsIsTaken(t *testing.T) {
 	RequireBinaries(t)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = http.Serve(taken, http.NotFoundHandler()) }()
-	t.Cleanup(func() { taken.Close() })
-
-	picks := 0
-	pickAddr = func(t *testing.T) string {
-		picks++
-		if picks == 1 {
-			return taken.Addr().String()
-		}
-		return FreeAddr(t)
-	}
-	t.Cleanup(func() { pickAddr = FreeAddr })
-
+	taken, picks := takeFirstPick(t, http.NotFoundHandler())
 	s := StartScraping(t, "none", []string{"127.0.0.1:1"}, time.Second)
-	if s.URL == "http://"+taken.Addr().String() {
+	if s.URL == "http://"+taken {
 		t.Fatalf("launch returned the taken address %s", s.URL)
 	}
-	if picks != 2 {
-		t.Errorf("prometheus was started %d times, want 2 (the taken address, then another)", picks)
+	if *picks != 2 {
+		t.Errorf("prometheus was started %d times, want 2 (the taken address, then another)", *picks)
 	}
 	resp, err := http.Get(s.URL + "/-/ready")
 	if err != nil {
@@ -54,18 +38,31 @@ func TestLaunchTakesAnotherAddressWhenItsIsTaken(t *testing.T) {
 // elsewhere.
 func TestLaunchIsNotFooledByAnotherPrometheus(t *testing.T) {
 	RequireBinaries(t)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	other := http.NewServeMux()
 	other.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Prometheus Server is Ready.") })
 	other.HandleFunc("/api/v1/status/flags", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"status":"success","data":{"storage.tsdb.path":"/elsewhere/data"}}`)
 	})
-	go func() { _ = http.Serve(taken, other) }()
-	t.Cleanup(func() { taken.Close() })
+	taken, picks := takeFirstPick(t, other)
+	s := StartScraping(t, "none", []string{"127.0.0.1:1"}, time.Second)
+	if s.URL == "http://"+taken {
+		t.Fatalf("launch returned %s, where another server answers", s.URL)
+	}
+	if *picks != 2 {
+		t.Errorf("prometheus was started %d times, want 2 (the taken address, then another)", *picks)
+	}
+}
 
+// takeFirstPick serves h on a loopback address and makes pickAddr hand that address out first
+// and free ones after, until the test ends; it returns the address and the count of picks.
+func takeFirstPick(t *testing.T, h http.Handler) (string, *int) {
+	t.Helper()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = http.Serve(taken, h) }()
+	t.Cleanup(func() { taken.Close() })
 	picks := 0
 	pickAddr = func(t *testing.T) string {
 		picks++
@@ -75,12 +72,5 @@ func TestLaunchIsNotFooledByAnotherPrometheus(t *testing.T) {
 		return FreeAddr(t)
 	}
 	t.Cleanup(func() { pickAddr = FreeAddr })
-
-	s := StartScraping(t, "none", []string{"127.0.0.1:1"}, time.Second)
-	if s.URL == "http://"+taken.Addr().String() {
-		t.Fatalf("launch returned %s, where another server answers", s.URL)
-	}
-	if picks != 2 {
-		t.Errorf("prometheus was started %d times, want 2 (the taken address, then another)", picks)
-	}
+	return taken.Addr().String(), &picks
 }
