@@ -43,17 +43,17 @@ func TestWalkGolden(t *testing.T) {
 					continue
 				}
 				lines = append(lines, goldenWalk(t, name, s, h, forecast.Options{}))
-				// Scored with the experts alone too: the run's digest is of the Result as it was
-				// before Result.Experts (without the field), so it also pins that scoring them
-				// changes no other figure.
-				r, err := Run(name, s, Config{Horizon: h, Experts: true})
+				// Scored with the experts alone and day by day too: the run's digest is of the
+				// Result as it was before Result.Experts and Result.Days (without the fields), so
+				// it also pins that scoring them changes no other figure.
+				r, err := Run(name, s, Config{Horizon: h, Experts: true, Days: true})
 				if err != nil {
 					lines = append(lines, fmt.Sprintf("run %s h=%s error %v", name, h, err))
 					continue
 				}
 				experts := r.Experts
-				r.Experts = nil
-				lines = append(lines, fmt.Sprintf("run %s h=%s %s", name, h, digestString(strings.TrimSuffix(fmt.Sprintf("%+v", r), " Experts:[]}")+"}")))
+				r.Experts, r.Days = nil, nil
+				lines = append(lines, fmt.Sprintf("run %s h=%s %s", name, h, digestString(strings.TrimSuffix(fmt.Sprintf("%+v", r), " Experts:[] Days:[]}")+"}")))
 				lines = append(lines, fmt.Sprintf("experts %s h=%s %s", name, h, digestString(fmt.Sprintf("%+v", experts))))
 			}
 			lines = append(lines, goldenPredict(t, name, s))
