@@ -71,8 +71,9 @@
 // load's own weeks show its weekend to start, kinds.go) in as many weeks as the weekly
 // profile takes, know the weekend from its first one and average the noise of five weekdays a
 // week; with a cycle detected and a horizon of twelve hours or more, that profile moved towards
-// the last day's level against it by a share fitted on the series (a day's level persists into
-// the next: levelShare), and, once two weeks are known, the same with the profile first carried
+// the last day's level against it (the median of its hourly levels, which a surge of a few hours
+// does not move: dayLevel) by a share fitted on the series (a day's level persists into the
+// next: levelShare), and, once two weeks are known, the same with the profile first carried
 // forward by the load's growth over its mean age (trended, seasonal.growthAt); Holt's damped
 // trend; and the three baselines — the value a day before the target
 // (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four

@@ -133,7 +133,8 @@ type expert struct {
 var profileOnly = weights{1}
 
 // The levelled expert moves the profile towards the level of the last day against it:
-// p·(1 + β·(r₂₄ − 1)), r₂₄ being Σy/Σp over the 24 hours before the origin. A day's level
+// p·(1 + β·(r₂₄ − 1)), r₂₄ being the last day's level against it (dayLevel: the median of its
+// hourly ratios Σy/Σp, each hour weighed by its Σp, over the 24 hours before the origin). A day's level
 // persists into the next (weather and events move a day's load, and the next day's too:
 // synthetic noise has ρ = 0.6 a day, calibrated on NYC taxi), and the oracle that knows the
 // generator's noise state gains up to 0.09 of the ratio from it (forecast/synth,
@@ -161,8 +162,8 @@ const levelShare = 0.5
 // baseline, 15 minutes ahead from 0.652 to 0.730 (the real tune traces' table of the README).
 const levelHorizon = 12 * time.Hour
 
-// levelWeights are the levelled expert's weights until β is fitted: the profile and the profile
-// scaled by the last day's level (predictors 0 and 2 of the stack), at levelShare.
+// levelWeights are the levelled expert's weights until β is fitted: the profile (predictor 0 of
+// the stack) and, in slot 2, the profile scaled by the last day's level (dayLevel), at levelShare.
 var levelWeights = weights{1 - levelShare, 0, levelShare}
 
 // stack and profile return the experts of model m: "seasonal/" or "profile/" followed by "day",

@@ -308,3 +308,41 @@ func TestSeriesProfilesMatchProfile(t *testing.T) {
 		t.Fatalf("only %d profiles with a value compared", checked)
 	}
 }
+
+// TestDayLevelLeavesASurgeAlone: the levelled expert's forecast a day ahead moves towards the
+// last day's level (dayLevel), which a surge of four hours at five times the load does not move
+// (the day's ratio Σy/Σp, 1.97, lifts the next day's forecast by half at β = 0.5) and a level that
+// has held for fourteen hours does (where the day's ratio has taken only part of it).
+func TestDayLevelLeavesASurgeAlone(t *testing.T) {
+	const days, h = 28, 24
+	n := days * 24
+	for _, tc := range []struct {
+		name     string
+		from, to int // hours of the last day at mult× the load
+		mult     float64
+		lo, hi   float64 // bounds on the forecast against the profile
+	}{
+		{"four-hour surge", 10, 14, 5, 0.97, 1.03},
+		{"fourteen hours at twice the load", 10, 24, 2, 1.45, 1.55},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := synthetic(n, func(i int) float64 {
+				if hr := i - (days-1)*24; hr >= tc.from && hr < tc.to {
+					return tc.mult * daily(i)
+				}
+				return daily(i)
+			}, nil)
+			m := newSeasonal(s, PeriodDay, h, 6, nil)
+			o := n - 1
+			T := o + h
+			got, ok := m.levelPredict(T, levelWeights)
+			if !ok {
+				t.Fatal("no forecast")
+			}
+			p := m.profile(T)
+			if r := got / p; r < tc.lo || r > tc.hi {
+				t.Errorf("forecast %.1f is %.3f× the profile %.1f, want within [%.2f, %.2f] (the day's ratio Σy/Σp is %.2f)", got, r, p, tc.lo, tc.hi, m.ratio(o, m.long))
+			}
+		})
+	}
+}
