@@ -68,6 +68,7 @@ type seasonal struct {
 	levels  map[int]weights // levelAt's, by origin (trended ones by −origin−1)
 	growths map[int]float64 // growthAt's, by origin
 	age     []float64       // ageOf's memo, nil until the trended expert asks
+	dayLvl  []float64       // dayLevel's memo by origin (notYet until computed), nil until asked
 	day     int             // steps in a day
 	ly      []float64       // prefix sums of the observed values, nil until growthAt needs them
 	ln      []int           // and their counts
@@ -381,6 +382,25 @@ func (m *seasonal) ratio(o, l int) float64 {
 // 0.874, mean 0.8697 → 0.8703 (outage-102 −0.015, shift-101 +0.006, shift-102 0.545 → 0.573: the
 // median follows a lasting shift half a day later than the day's ratio).
 func (m *seasonal) dayLevel(o, l int) float64 {
+	if l != m.long || o < 0 || o >= len(m.y) {
+		return m.medianLevel(o, l)
+	}
+	if m.dayLvl == nil {
+		m.dayLvl = make([]float64, len(m.y))
+		for i := range m.dayLvl {
+			m.dayLvl[i] = notYet
+		}
+	}
+	if v := m.dayLvl[o]; v != notYet {
+		return v
+	}
+	v := m.medianLevel(o, l)
+	m.dayLvl[o] = v
+	return v
+}
+
+// medianLevel is dayLevel unmemoised.
+func (m *seasonal) medianLevel(o, l int) float64 {
 	var rs [64]struct{ r, w float64 }
 	n := 0
 	tot := 0.0
