@@ -134,12 +134,13 @@ var profileOnly = weights{1}
 
 // The levelled expert moves the profile towards the level of the last day against it:
 // p·(1 + β·(r₂₄ − 1)), r₂₄ being the last day's level against it (dayLevel: the median of its
-// hourly ratios Σy/Σp, each hour weighed by its Σp, over the 24 hours before the origin). A day's level
-// persists into the next (weather and events move a day's load, and the next day's too:
-// synthetic noise has ρ = 0.6 a day, calibrated on NYC taxi), and the oracle that knows the
+// hourly ratios Σy/Σp, each hour weighed by its Σp, over the 24 hours before the origin). A
+// day's level persists into the next (weather and events move a day's load, and the next day's
+// too: synthetic noise has ρ = 0.6 a day, calibrated on NYC taxi), and the oracle that knows the
 // generator's noise state gains up to 0.09 of the ratio from it (forecast/synth,
-// TestOracleFloor). The stacks hold the same predictor, but their ridge keeps them near a prior
-// that also weighs the noisy one- and six-hour ratios and same time yesterday. β is fitted at
+// TestOracleFloor). The stacks hold a like predictor (the profile scaled by the day's ratio
+// Σy/Σp), but their ridge keeps them near a prior that also weighs the noisy one- and six-hour
+// ratios and same time yesterday. β is fitted at
 // every refit on the targets known then (seasonal.levelAt); levelShare is β until a day of them
 // is known.
 //

@@ -365,8 +365,9 @@ func (m *seasonal) ratio(o, l int) float64 {
 }
 
 // dayLevel is the last day's level against the profile that the levelled and trended experts
-// move a share of the way to (levelShare): the median of the hourly ratios Σy/Σprofile over the
-// l points ending at o, each hour weighed by its Σprofile; 1 when nothing is known. A median, not
+// move a share of the way to (levelShare), at origin o: the median of the hourly ratios
+// Σy/Σprofile over the 24 hours ending at o, each hour weighed by its Σprofile; 1 when nothing
+// is known. Memoised by origin. A median, not
 // the day's ratio Σy/Σp (ratio, which the stacks keep): a surge of a few hours (a news item on
 // the tweet series) lifts the day's ratio and, through it, the next day's forecast at every
 // hour, where the median moves only once the load has been off the profile for half the day.
@@ -381,9 +382,9 @@ func (m *seasonal) ratio(o, l int) float64 {
 // carried the surges into the next day. Eval, scored once after the choice: median 0.873 →
 // 0.874, mean 0.8697 → 0.8703 (outage-102 −0.015, shift-101 +0.006, shift-102 0.545 → 0.573: the
 // median follows a lasting shift half a day later than the day's ratio).
-func (m *seasonal) dayLevel(o, l int) float64 {
-	if l != m.long || o < 0 || o >= len(m.y) {
-		return m.medianLevel(o, l)
+func (m *seasonal) dayLevel(o int) float64 {
+	if o < 0 || o >= len(m.y) {
+		return 1
 	}
 	if m.dayLvl == nil {
 		m.dayLvl = make([]float64, len(m.y))
@@ -394,40 +395,38 @@ func (m *seasonal) dayLevel(o, l int) float64 {
 	if v := m.dayLvl[o]; v != notYet {
 		return v
 	}
-	v := m.medianLevel(o, l)
+	v := m.medianLevel(o)
 	m.dayLvl[o] = v
 	return v
 }
 
 // medianLevel is dayLevel unmemoised.
-func (m *seasonal) medianLevel(o, l int) float64 {
-	var rs [64]struct{ r, w float64 }
-	n := 0
-	tot := 0.0
-	blk := m.last
-	for hi := o; hi > o-l && hi >= 0 && n < len(rs); hi -= blk {
-		lo := max(0, hi+1-blk, o+1-l)
+func (m *seasonal) medianLevel(o int) float64 {
+	type hour struct{ r, w float64 }
+	var hs [64]hour // a day holds 24 hours; steps longer than an hour make fewer
+	n, tot := 0, 0.0
+	for hi := o; hi > o-m.long && hi >= 0 && n < len(hs); hi -= m.last {
+		lo := max(0, hi+1-m.last, o+1-m.long)
 		sp := m.cp[hi+1] - m.cp[lo]
 		if sp <= 0 {
 			continue
 		}
-		rs[n].r, rs[n].w = (m.cy[hi+1]-m.cy[lo])/sp, sp
+		hs[n] = hour{(m.cy[hi+1] - m.cy[lo]) / sp, sp}
 		tot += sp
 		n++
 	}
 	if n == 0 {
 		return 1
 	}
-	b := rs[:n]
-	slices.SortFunc(b, func(x, y struct{ r, w float64 }) int { return cmp.Compare(x.r, y.r) })
+	sorted := hs[:n]
+	slices.SortFunc(sorted, func(x, y hour) int { return cmp.Compare(x.r, y.r) })
 	acc := 0.0
-	for _, e := range b {
-		acc += e.w
-		if acc >= tot/2 {
+	for _, e := range sorted {
+		if acc += e.w; acc >= tot/2 {
 			return e.r
 		}
 	}
-	return b[n-1].r
+	return sorted[n-1].r
 }
 
 // row returns the predictors of target T, whose origin is T−h, computing them unless memoised
@@ -497,8 +496,8 @@ func (m *seasonal) lastWeek(T int, p float64) float64 {
 }
 
 // levelAt returns the levelled expert's weights fitted at origin o (levelShare): the share β of
-// the last day's level against the profile, p·r₂₄ − p (dayLevel), that the targets known at o (T ≤ o, in the
-// last window points) carried, by least squares weighted as fit weighs them, clamped to [0, 1];
+// the last day's level against the profile, p·r₂₄ − p (dayLevel), that the targets known at o
+// (T ≤ o, in the last window points) carried, by least squares weighted as fit weighs them, clamped to [0, 1];
 // levelWeights until a period of targets is known. For the trended expert (trended), the profile
 // is first carried forward by the load's growth at o (growthAt) over its values' mean age,
 // p·e^(g·age), and the growth is kept in the weights' growthSlot for levelPredict. Memoised.
@@ -528,7 +527,7 @@ func (m *seasonal) levelAt(o, window int, trended bool) weights {
 		if g != 0 {
 			p *= math.Exp(g * m.ageOf(T))
 		}
-		d := x[0]*m.dayLevel(T-m.h, m.long) - p
+		d := x[0]*m.dayLevel(T-m.h) - p
 		sxe += wt * d * (m.y[T] - p)
 		sxx += wt * d * d
 		n++
@@ -559,7 +558,7 @@ func (m *seasonal) levelPredict(T int, w weights) (float64, bool) {
 	if g := w[growthSlot]; g != 0 {
 		p *= math.Exp(g * m.ageOf(T))
 	}
-	return max(0, w[0]*p+w[2]*x[0]*m.dayLevel(T-m.h, m.long)), true
+	return max(0, w[0]*p+w[2]*x[0]*m.dayLevel(T-m.h)), true
 }
 
 // Growth. The profiles are taken over six weeks, so their values are three weeks old on
