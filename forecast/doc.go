@@ -70,14 +70,15 @@
 // Options.Location: the forecast's timeZone, UTC by default; or the two days from the hour the
 // load's own weeks show its weekend to start, kinds.go) in as many weeks as the weekly
 // profile takes, know the weekend from its first one and average the noise of five weekdays a
-// week; with a cycle detected and a horizon of twelve hours or more, that profile moved towards
-// the last day's level against it (the median of its hourly levels, which a surge of a few hours
-// does not move: dayLevel) by a share fitted on the series (a day's level persists into the
-// next: levelShare), and, once two weeks are known, the same with the profile first carried
-// forward by the load's growth over its mean age (trended, seasonal.growthAt); Holt's damped
-// trend; and the three baselines — the value a day before the target
-// (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same time one to four
-// weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
+// week; with a cycle detected and a horizon of twelve hours or more, that profile smoothed over
+// the hour either side (smoothed: a profile of few days keeps much of their noise), and that
+// profile moved towards the last day's level against it (the median of its hourly levels,
+// which a surge of a few hours does not move: dayLevel) by a share fitted on the series (a
+// day's level persists into the next: levelShare), and, once two weeks are known, the same
+// with the profile first carried forward by the load's growth over its mean age (trended,
+// seasonal.growthAt); Holt's damped trend; and the three baselines — the value a day before
+// the target (BaselineNaiveDay), a week before (BaselineNaiveWeek), and the mean of the same
+// time one to four weeks before (BaselineMeanWeeks). With no cycle detected Holt leads and every stack and
 // profile is a rival — the evidence, not the detector, decides whether a weak cycle is worth
 // forecasting from — and so is the reverting expert: the mean of the last three hours drawn back
 // towards the last week's mean by a share fitted on the series (revert.go).

@@ -346,3 +346,43 @@ func TestDayLevelLeavesASurgeAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestSmoothProfile: on a smooth daily shape under noise, with a week and a half of history, the
+// weekday/weekend profile smoothed over the hour either side (smoothProfile) is nearer the shape
+// than the profile, over the targets of a day; and it reads nothing past a target's origin.
+func TestSmoothProfile(t *testing.T) {
+	const days, h = 10, 24
+	n := days * 24
+	var errProfile, errSmooth float64
+	for seed := range uint64(8) {
+		r := rand.New(rand.NewPCG(seed, 13))
+		s := synthetic(n, func(i int) float64 { return daily(i) * (1 + 0.15*r.NormFloat64()) }, nil)
+		m := newKindsSeasonal(s, PeriodDay, h, 6, time.UTC, 0, nil)
+		for T := n - h; T < n; T++ { // the last day: a Wednesday, seven weekdays before it
+			sm, ok := m.smoothProfile(T)
+			if !ok {
+				t.Fatalf("seed %d: no smoothed profile for target %d", seed, T)
+			}
+			errProfile += math.Abs(m.profile(T) - daily(T))
+			errSmooth += math.Abs(sm - daily(T))
+		}
+	}
+	if errSmooth > 0.8*errProfile {
+		t.Errorf("the smoothed profile errs %.1f against the shape, the profile %.1f: want at most 0.8 of it", errSmooth, errProfile)
+	}
+
+	// No peeking: the values after the origin changed, the forecast for T is the same. The hour
+	// after the one a day before T is the hour after the origin: it must be left out.
+	s := synthetic(n, func(i int) float64 { return daily(i) * (1 + 0.2*noise(i)) }, nil)
+	changed := synthetic(n, func(i int) float64 { return daily(i) * (1 + 0.2*noise(i)) }, nil)
+	o := n - h - 1
+	for i := o + 1; i < n; i++ {
+		changed.Values[i] *= 10
+	}
+	T := o + h
+	a, okA := newKindsSeasonal(s, PeriodDay, h, 6, time.UTC, 0, nil).smoothProfile(T)
+	b, okB := newKindsSeasonal(changed, PeriodDay, h, 6, time.UTC, 0, nil).smoothProfile(T)
+	if !okA || !okB || a != b {
+		t.Errorf("smoothed profile of target %d from origin %d: %.3f (%v), %.3f (%v) with the values after the origin changed: want the same", T, o, a, okA, b, okB)
+	}
+}
