@@ -90,29 +90,34 @@ targets:
 // interval of the ratio of their WAPEs (days resampled, as the backtest's interval) lies below
 // 1 — which would say the oracle, not the forecaster, is wrong. Chance is not small: four weeks
 // of scored days, and the noise of a day's level is most of the error (on gaps-101 the
-// forecaster's WAPE is 0.98 of the oracle's, interval 0.90–1.07).
+// forecaster's WAPE is 0.98 of the oracle's, interval 0.90–1.07). It logs, over every trace of
+// each set, the median ratio the forecaster would reach if it matched the filter oracle wherever
+// that is lower and kept its own ratio on the rest (the real traces and the families with
+// events): how far the median target is within reach of the synthetic series alone.
 func TestOracleFloor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("walks forward through every synthetic trace")
 	}
 	for _, set := range []string{"tune", "eval"} {
 		t.Run(set, func(t *testing.T) {
-			var models, oracles, filtered []float64
+			var models, oracles, filtered, reach []float64
 			for _, name := range traceSet(t, set) {
+				r, err := Run(name, loadTrace(t, name), Config{Horizon: forecast.Day, Step: time.Hour})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
 				family, seed, ok := synthTrace(name)
 				if !ok {
+					reach = append(reach, r.Ratio)
 					continue
 				}
 				oracle, err := synth.Oracle(family, seed, forecast.Day, time.Hour)
 				if err != nil {
 					t.Logf("%-28s no oracle: %v", name, err)
+					reach = append(reach, r.Ratio)
 					continue
 				}
 				filter, err := synth.FilterOracle(family, seed, forecast.Day, time.Hour)
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				r, err := Run(name, loadTrace(t, name), Config{Horizon: forecast.Day, Step: time.Hour})
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -137,8 +142,10 @@ func TestOracleFloor(t *testing.T) {
 					t.Errorf("%s: the forecaster beats an oracle: its WAPE is %.3f of the oracle's, interval [%.3f, %.3f], and %.3f of the filter oracle's, [%.3f, %.3f]", name, model/wape, in.Low, in.High, model/fwape, fin.Low, fin.High)
 				}
 				models, oracles, filtered = append(models, r.Ratio), append(oracles, floor), append(filtered, ffloor)
+				reach = append(reach, min(r.Ratio, ffloor))
 			}
 			t.Logf("%s: %d series, median ratio: forecaster %.3f, oracle %.3f, filter oracle %.3f; above the %.2f target: oracle on %d, filter oracle on %d", set, len(models), medianRatio(models), medianRatio(oracles), medianRatio(filtered), targetMedian, countAbove(oracles, targetMedian), countAbove(filtered, targetMedian))
+			t.Logf("%s: %d series, median ratio %.3f if the forecaster reached the filter oracle wherever that is lower and kept its own ratio elsewhere (%d above the %.2f target)", set, len(reach), medianRatio(reach), countAbove(reach, targetMedian), targetMedian)
 		})
 	}
 }
