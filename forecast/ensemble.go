@@ -186,8 +186,9 @@ func profile(m *seasonal) expert {
 // load the hours either side of a job's start or end do not, and smoothing smears its edges
 // (on the synthetic batch series of the tune set, the smoothed profile alone errs two to four
 // times as much as the profile on weekdays), so it is one more expert, weighed by the mix, not
-// the profile itself. With the levelled experts, at horizons of levelHorizon or more: the
-// 15-minute and 1-hour walks and the replays are unchanged (walk.golden).
+// the profile itself. With the levelled experts, at horizons of levelHorizon or more (the
+// 15-minute and 1-hour walks and the replays are unchanged: walk.golden), on series sampled
+// hourly or finer: on a coarser grid the steps either side are no longer the hour either side.
 func smoothed(m *seasonal) expert {
 	return expert{kind: smoothExpert, m: m, name: "smoothed/" + m.label(), period: m.period}
 }
@@ -416,10 +417,14 @@ func (w *Walker) candidates(o int) []*track {
 		if w.h < w.s.Steps(levelHorizon) {
 			return nil
 		}
-		if growthKnown == 0 {
-			return []expert{smoothed(m), level(m)}
+		var out []expert
+		if w.s.Step <= time.Hour {
+			out = append(out, smoothed(m))
 		}
-		return []expert{smoothed(m), level(m), trended(m)}
+		if out = append(out, level(m)); growthKnown == 1 {
+			out = append(out, trended(m))
+		}
+		return out
 	}
 	var c []expert
 	switch {

@@ -386,3 +386,38 @@ func TestSmoothProfile(t *testing.T) {
 		t.Errorf("smoothed profile of target %d from origin %d: %.3f (%v), %.3f (%v) with the values after the origin changed: want the same", T, o, a, okA, b, okB)
 	}
 }
+
+// TestSmoothedExpertCandidacy: the smoothed expert is a candidate a day ahead on an hourly
+// series, not an hour ahead (with the levelled experts), and not on a series sampled every two
+// hours, where the steps either side are no longer the hour either side.
+func TestSmoothedExpertCandidacy(t *testing.T) {
+	hourly := synthetic(4*7*24, func(i int) float64 { return daily(i) * (1 + 0.1*noise(i)) }, nil)
+	twoHourly, err := hourly.Resample(2 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		s    Series
+		h    time.Duration
+		want bool
+	}{
+		{"hourly, a day ahead", hourly, Day, true},
+		{"hourly, an hour ahead", hourly, time.Hour, false},
+		{"every two hours, a day ahead", twoHourly, Day, false},
+	} {
+		w, err := NewWalker(tc.s, Options{Horizon: tc.h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := tc.s.Len() - 1
+		w.At(o)
+		got := false
+		for _, tr := range w.candidates(o) {
+			got = got || tr.kind == smoothExpert
+		}
+		if got != tc.want {
+			t.Errorf("%s: smoothed expert a candidate %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
