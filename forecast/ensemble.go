@@ -141,9 +141,8 @@ var profileOnly = weights{1}
 // generator's noise state gains up to 0.09 of the ratio from it (forecast/synth,
 // TestOracleFloor). The stacks hold a like predictor (the profile scaled by the day's ratio
 // Σy/Σp), but their ridge keeps them near a prior that also weighs the noisy one- and six-hour
-// ratios and same time yesterday. β is fitted at
-// every refit on the targets known then (seasonal.levelAt); levelShare is β until a day of them
-// is known.
+// ratios and same time yesterday. β is fitted at every refit on the targets known then
+// (seasonal.levelAt); levelShare is β until a day of them is known.
 //
 // Chosen on the tune set (the 1-day hourly backtest of TestGeneralisation), as an expert of the
 // weekday/weekend model only, when a cycle is detected. A fixed β of 0.3, 0.5 and 0.7 took the

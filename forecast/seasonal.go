@@ -557,9 +557,10 @@ func (m *seasonal) lastWeek(T int, p float64) float64 {
 // levelAt returns the levelled expert's weights fitted at origin o (levelShare): the share β of
 // the last day's level against the profile, p·r₂₄ − p (dayLevel), that the targets known at o
 // (T ≤ o, in the last window points) carried, by least squares weighted as fit weighs them,
-// clamped to [0, 1]; levelWeights until a period of targets is known. For the trended expert (trended), the profile
-// is first carried forward by the load's growth at o (growthAt) over its values' mean age,
-// p·e^(g·age), and the growth is kept in the weights' growthSlot for levelPredict. Memoised.
+// clamped to [0, 1]; levelWeights until a period of targets is known. For the trended expert
+// (trended), the profile is first carried forward by the load's growth at o (growthAt) over its
+// values' mean age, p·e^(g·age), and the growth is kept in the weights' growthSlot for
+// levelPredict. Memoised.
 func (m *seasonal) levelAt(o, window int, trended bool) weights {
 	key := o
 	if trended {
