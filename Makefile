@@ -61,5 +61,5 @@ fidelity: tools ## differential test of plans against the real kube-scheduler: m
 	FIDELITY_SEEDS=$(or $(SEEDS),50) FIDELITY_FIRST=$(FIRST) FIDELITY_DRA=$(DRA) FIDELITY_NARROW_ZONES=$(NARROW_ZONES) FIDELITY_SOFT=$(SOFT) FIDELITY_SCHEDULER_CONFIG=$(abspath $(SCHEDULER_CONFIG)) FIDELITY_OUT=$(OUT) FIDELITY_MODES=$(MODES) \
 		$(GO) test -count=1 -run '^TestFidelitySeeds$$' -timeout 0 -v ./fidelity/
 
-forecast-report: ## the forecaster's backtest and replay figures on every trace of testdata/traces (README=1 writes them into README.md, BEFORE=<ref> adds that commit's)
-	@README="$(README)" BEFORE="$(BEFORE)" hack/forecast-report.sh
+forecast-report: ## the forecaster's backtest and replay figures on every trace of testdata/traces (README=1 writes them into README.md, BEFORE=<ref> adds that commit's, SETS=tune leaves eval out)
+	@README="$(README)" BEFORE="$(BEFORE)" SETS="$(SETS)" hack/forecast-report.sh

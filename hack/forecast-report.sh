@@ -17,9 +17,19 @@
 # files (its tiler is built from `git archive` in a temporary directory). README=1 writes the
 # tables into README.md's forecast-report blocks (<!-- forecast-report:backtest:begin --> …
 # <!-- forecast-report:backtest:end -->, and the same for replay) instead of printing them.
+# SETS=tune (or eval) prints the generalisation table of that set only: the way to look at the
+# tune figures a choice is made on without seeing eval's. README=1 takes both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v jq >/dev/null || { echo "forecast-report needs jq" >&2; exit 1; }
+sets=${SETS:-tune eval}
+for set in $sets; do
+	[[ $set == tune || $set == eval ]] || { echo "SETS: unknown set \"$set\" (tune, eval or both)" >&2; exit 1; }
+done
+if [[ ${README:-} == 1 && $sets != "tune eval" ]]; then
+	echo "SETS=$sets with README=1: the README's tables hold both sets; drop SETS to write them" >&2
+	exit 1
+fi
 go build -o bin/tiler ./cmd/tiler
 
 before_bin=
@@ -65,7 +75,7 @@ generated() {
 # backtest_tables: the generalisation tables and the real traces at 1 hour and 15 minutes.
 backtest_tables() {
 	generated
-	for set in tune eval; do
+	for set in $sets; do
 		local head="| $set series | WAPE | best baseline | ratio | 95 % interval | fell back | best expert alone (hindsight) |" rule="| --- | ---: | --- | ---: | --- | ---: | --- |"
 		[[ -n $before_bin ]] && head+=" before ($before_rev) |" rule+=" ---: |"
 		echo "$head"
