@@ -46,6 +46,14 @@ func (r LaunchRequest) LabelsFor(o api.Offering) map[string]string {
 	return r.Labels
 }
 
+// The provider-neutral instance states of Instance.State.
+const (
+	StatePending     = "pending"
+	StateRunning     = "running"
+	StateTerminating = "terminating"
+	StateTerminated  = "terminated"
+)
+
 // Instance is a cloud instance owned by this cluster.
 type Instance struct {
 	ID       string
@@ -60,6 +68,10 @@ type Instance struct {
 	LaunchedAt   time.Time
 	Tags         map[string]string
 }
+
+// Ending reports whether the instance is terminating or terminated: it serves no pods any more,
+// and nothing brings it back.
+func (i *Instance) Ending() bool { return i.State == StateTerminating || i.State == StateTerminated }
 
 // Provider launches, lists and deletes instances.
 type Provider interface {

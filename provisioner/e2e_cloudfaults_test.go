@@ -10,6 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
@@ -116,17 +119,10 @@ func testRestartAfterInstanceDeleted(t *testing.T, cp *controlplane.ControlPlane
 	pod := simtest.Pod("gone-a").Label("app", "gone").CPU("2").Mem("4Gi").Obj()
 	e.create(pod)
 	e.waitBound(time.Minute, pod)
-	if err := e.kube.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	e.stopAndWait()
-	recs := launchRecords(t, e)
-	if len(recs) != 1 || recs[0].InstanceID == "" {
-		t.Fatalf("records %+v, want one with its instance", recs)
-	}
+	rec := emptiedAndStopped(t, e, pod)
 	// What the killed removal did: the instance deleted (the simulated cloud deletes its Node too),
 	// the record left behind.
-	if err := e.cloud.Delete(context.Background(), recs[0].InstanceID); err != nil {
+	if err := e.cloud.Delete(context.Background(), rec.InstanceID); err != nil {
 		t.Fatal(err)
 	}
 	e.start()
@@ -137,6 +133,66 @@ func testRestartAfterInstanceDeleted(t *testing.T, cp *controlplane.ControlPlane
 		t.Errorf("%d launches, want 1: the launch of a deleted instance was bought again", got)
 	}
 	e.instancesMatchNodes()
+}
+
+// testRestartDuringInstanceDeletion: a controller killed in the middle of a removal, after the
+// cloud began deleting the instance and deleted its Node, before the instance was gone and the
+// launch record deleted (found by the kill tests of internal/chaos: a consolidated node's record
+// stayed a minute, its capacity counted in flight). The next controller's Recover finds the
+// record's instance terminating and no Node: it must remove the record at once, not wait for the
+// registration timeout as for a Node still to come, and buy nothing.
+func testRestartDuringInstanceDeletion(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.RegistrationTimeout = 10 * time.Minute
+	// A slow sim kubelet loop, so that the restarted controller's Recover, not the loop, is the
+	// first to see the terminating instance.
+	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.StepInterval = 3 * time.Second })
+	pod := simtest.Pod("ending-a").Label("app", "ending").CPU("2").Mem("4Gi").Obj()
+	e.create(pod)
+	bound := e.waitBound(time.Minute, pod)
+	rec := emptiedAndStopped(t, e, pod)
+	// What the killed removal did: the cloud's deletion begun (a client of the cloud whose
+	// kubelet calls fail leaves the instance terminating), the Node deleted, the record left.
+	dead := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second})
+	ending, err := sim.New(e.simCfg, dead, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ending.Delete(context.Background(), rec.InstanceID); err == nil {
+		t.Fatal("the deletion through a dead API server succeeded; want it left terminating")
+	}
+	if insts, err := e.cloud.List(context.Background()); err != nil || len(insts) != 1 || insts[0].State != sim.StateTerminating {
+		t.Fatalf("instances %v (%v), want the one, terminating", insts, err)
+	}
+	if err := e.kube.CoreV1().Nodes().Delete(context.Background(), bound["default/ending-a"], metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	testwait.Until(t, testwait.Fast, "the record of the terminating instance to be removed", 20*time.Second, func() bool {
+		return len(launchRecords(t, e)) == 0
+	})
+	testwait.Until(t, testwait.Slow, "the instance to be gone", 30*time.Second, func() bool {
+		insts, err := e.cloud.List(context.Background())
+		return err == nil && len(insts) == 0
+	})
+	if got := e.launches(); got != 1 {
+		t.Errorf("%d launches, want 1", got)
+	}
+}
+
+// emptiedAndStopped deletes the pod, alone on its node, and stops the controller before it
+// removes the node; it returns the node's launch record, which must name its instance.
+func emptiedAndStopped(t *testing.T, e *env, pod *corev1.Pod) provisioner.LaunchRecord {
+	t.Helper()
+	if err := e.kube.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.stopAndWait()
+	recs := launchRecords(t, e)
+	if len(recs) != 1 || recs[0].InstanceID == "" {
+		t.Fatalf("records %+v, want one with its instance", recs)
+	}
+	return recs[0]
 }
 
 // launchRecords reads every launch record.

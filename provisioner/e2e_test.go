@@ -30,6 +30,7 @@ func TestE2E(t *testing.T) {
 	t.Run("CloudAPIFailuresRetried", func(t *testing.T) { testCloudAPIFailuresRetried(t, cp) })
 	t.Run("LostLaunchAnswerAcrossRestart", func(t *testing.T) { testLostLaunchAnswerAcrossRestart(t, cp) })
 	t.Run("RestartAfterInstanceDeleted", func(t *testing.T) { testRestartAfterInstanceDeleted(t, cp) })
+	t.Run("RestartDuringInstanceDeletion", func(t *testing.T) { testRestartDuringInstanceDeletion(t, cp) })
 	t.Run("NoLeakWhenListFails", func(t *testing.T) { testNoLeakWhenListFails(t, cp) })
 	t.Run("InvalidPolicyKeepsLastValid", func(t *testing.T) { testInvalidPolicy(t, cp) })
 	t.Run("EmptyNodeRemoved", func(t *testing.T) { testEmptyNodeRemoved(t, cp) })

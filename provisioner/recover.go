@@ -9,16 +9,18 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// RemovalInstanceGone is the removal, by Recover, of a launch whose recorded instance the cloud no
-// longer has: a controller killed in the middle of a removal (after the instance was deleted,
-// before its record was), or an instance the cloud ended while no controller ran.
+// RemovalInstanceGone is the removal, by Recover, of a launch whose instance the cloud no longer
+// has or is ending (terminating or terminated): a controller killed in the middle of a removal
+// (after the instance's deletion began, before its record was deleted), or an instance the cloud
+// ended while no controller ran.
 const RemovalInstanceGone = "instance-gone"
 
 // Recover reconciles launch records with the cloud after a (re)start: a record without an
 // instance ID and without an instance is launched again with the same launch ID (the provider
 // returns the instance if the first call got through, so nothing is bought twice); a record whose
-// instance ID the cloud no longer lists is removed with its Node, never relaunched (its instance
-// was deleted: a relaunch would buy the node a second time); a record that is older than the
+// instance ID the cloud no longer lists, or whose instance is ending, is removed with its Node,
+// never relaunched (its instance was deleted: a relaunch would buy the node a second time, and
+// the Node, with any disruption action on it, may be gone already); a record that is older than the
 // registration timeout and has no instance is dropped; an instance of this cluster that no record
 // names is an orphan and is deleted, so nothing leaks. A record whose Node registered under
 // another name than the planned one (found by its provider ID) is relinked to it (see relink).
@@ -41,7 +43,10 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 	}
 	byLaunch := map[string]*cloudprovider.Instance{}
 	for _, i := range insts {
-		byLaunch[i.LaunchID] = i
+		// Should the cloud list two instances under one launch ID, the live one counts.
+		if o := byLaunch[i.LaunchID]; o == nil || o.Ending() {
+			byLaunch[i.LaunchID] = i
+		}
 	}
 	known := map[string]bool{}
 	now := c.clock.Now()
@@ -58,11 +63,18 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 		known[r.LaunchID] = true
 		inst := byLaunch[r.LaunchID]
 		switch {
-		case inst == nil && r.InstanceID != "":
+		case inst != nil && inst.Ending(), inst == nil && r.InstanceID != "":
 			// Not relaunched: the launch ID was bought once already (see RemovalInstanceGone).
+			// Its record must go now: it would count as capacity in flight, and a Node that is
+			// gone reads as one not registered yet, until the registration timeout.
 			// remove deletes the instance by its ID too, so one the cloud's list does not show yet
 			// (an eventually consistent API) is not left running.
-			c.log.Info("removing a launch whose instance is gone", zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID))
+			state := "gone"
+			if inst != nil {
+				r.InstanceID, state = inst.ID, inst.State
+			}
+			c.log.Info("removing a launch whose instance is gone", zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID),
+				zap.String("state", state))
 			// A removal that fails (logged) leaves the record to housekeeping's registration
 			// timeout: the Node is gone or goes NotReady with its instance.
 			c.remove(ctx, c.log, r, r.NodeName, RemovalInstanceGone)

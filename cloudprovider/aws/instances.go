@@ -18,10 +18,10 @@ import (
 
 // Normalised instance states (cloudprovider.Instance.State).
 const (
-	StatePending     = "pending"
-	StateRunning     = "running"
-	StateTerminating = "terminating"
-	StateTerminated  = "terminated"
+	StatePending     = cloudprovider.StatePending
+	StateRunning     = cloudprovider.StateRunning
+	StateTerminating = cloudprovider.StateTerminating
+	StateTerminated  = cloudprovider.StateTerminated
 )
 
 // codeInstanceNotFound is EC2's answer for an unknown (or long-gone) instance ID.

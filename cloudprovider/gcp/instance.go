@@ -93,10 +93,10 @@ func ParseInstanceID(id string) (project, zone, name string, err error) {
 
 // instanceStates normalises GCE statuses to the provider-neutral states.
 var instanceStates = map[string]string{
-	"PROVISIONING": "pending", "STAGING": "pending", "REPAIRING": "pending",
-	"RUNNING":  "running",
-	"STOPPING": "terminating", "SUSPENDING": "terminating",
-	"TERMINATED": "terminated", "SUSPENDED": "terminated",
+	"PROVISIONING": cloudprovider.StatePending, "STAGING": cloudprovider.StatePending, "REPAIRING": cloudprovider.StatePending,
+	"RUNNING":  cloudprovider.StateRunning,
+	"STOPPING": cloudprovider.StateTerminating, "SUSPENDING": cloudprovider.StateTerminating,
+	"TERMINATED": cloudprovider.StateTerminated, "SUSPENDED": cloudprovider.StateTerminated,
 }
 
 func isSpot(s *computepb.Scheduling) bool {
@@ -126,7 +126,7 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 		out.LaunchID = labels[LabelLaunchID]
 	}
 	if out.State == "" {
-		out.State = "pending"
+		out.State = cloudprovider.StatePending
 	}
 	out.LaunchedAt, _ = time.Parse(time.RFC3339, inst.GetCreationTimestamp())
 	for k, v := range labels {

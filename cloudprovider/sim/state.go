@@ -26,11 +26,11 @@ const stateVersion = 1
 // removed from the state file, so they are never listed.
 const (
 	// StatePending is an instance whose Node is not Ready yet.
-	StatePending = "pending"
+	StatePending = cloudprovider.StatePending
 	// StateRunning is an instance whose Node has turned Ready.
-	StateRunning = "running"
+	StateRunning = cloudprovider.StateRunning
 	// StateTerminating is an instance being deleted.
-	StateTerminating = "terminating"
+	StateTerminating = cloudprovider.StateTerminating
 )
 
 // record is one instance in the state file: what Create was asked for, plus the schedule fixed
