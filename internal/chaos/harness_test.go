@@ -168,8 +168,10 @@ func (h *harness) waitFor(what string, timeout time.Duration, ok func() bool) {
 
 func (h *harness) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if len(msg) > 300 {
-		msg = msg[:300] + "…"
+	// Long enough for describe's view of a small cluster, which a CI log that keeps only its
+	// end must show whole.
+	if len(msg) > 1500 {
+		msg = msg[:1500] + "…"
 	}
 	h.failMu.Lock()
 	defer h.failMu.Unlock()
@@ -565,13 +567,18 @@ func (h *harness) untilEvery(every time.Duration, what string, timeout time.Dura
 		h.fatalf("%s exited (%v%s) while waiting for %s; its log:\n%s", crashed.name, crashed.err, crashed.lostLease(), what, tail(crashed.logPath, 40))
 	}
 	if err != nil {
-		var stacks strings.Builder
+		// The processes' last log lines come before the stacks: the failure's note (errorf) keeps
+		// only the message's start.
+		var last, stacks strings.Builder
+		for _, p := range procs {
+			fmt.Fprintf(&last, "; %s's last log lines: %s", p.name, strings.ReplaceAll(tail(p.logPath, 2), "\n", " | "))
+		}
 		for _, p := range procs {
 			if g := p.goroutines(); g != "" {
 				fmt.Fprintf(&stacks, "\n==> %s: Tiler's goroutines (SIGQUIT) <==\n%s", p.name, g)
 			}
 		}
-		h.fatalf("timed out after %s waiting for %s; %s%s", timeout, what, describe(v), stacks.String())
+		h.fatalf("timed out after %s waiting for %s; %s%s%s", timeout, what, describe(v), last.String(), stacks.String())
 	}
 	return v
 }
@@ -586,9 +593,17 @@ func describe(v view) string {
 			ready++
 		}
 	}
-	fmt.Fprintf(&b, "%d Ready), nodes:", ready)
+	fmt.Fprintf(&b, "%d Ready, %d terminating), nodes:", ready, len(v.pods)-len(v.livePods()))
+	on := map[string]int{}
+	for _, p := range v.pods {
+		on[p.Spec.NodeName]++
+	}
 	for _, n := range v.nodes {
-		fmt.Fprintf(&b, " %s(ready=%v cordoned=%v)", n.Name, snapshot.IsNodeReady(n), n.Spec.Unschedulable)
+		fmt.Fprintf(&b, " %s(ready=%v cordoned=%v pods=%d", n.Name, snapshot.IsNodeReady(n), n.Spec.Unschedulable, on[n.Name])
+		if a := n.Annotations[api.AnnotationDisruptionAction]; a != "" {
+			fmt.Fprintf(&b, " action=%s step=%s", a, n.Annotations[api.AnnotationDisruptionStep])
+		}
+		b.WriteString(")")
 	}
 	b.WriteString("; records:")
 	for _, r := range v.records {
