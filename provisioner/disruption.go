@@ -715,6 +715,8 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			log.Info("evicted", zap.String(keyPod, key))
 		case apierrors.IsNotFound(err):
 			left--
+		case apierrors.IsTooManyRequests(err) && c.completeCharged(ctx, log, a, p):
+			// An eviction the budget had approved, completed (chargedBy).
 		case apierrors.IsTooManyRequests(err):
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
 			c.metrics.DisruptionEvictionsRefused.Inc()
@@ -733,6 +735,39 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		msg = fmt.Sprintf("%d pods still terminating", left)
 	}
 	return left, stay, msg, ""
+}
+
+// completeCharged deletes a pod whose eviction its PodDisruptionBudget refused while charging
+// the pod already (chargedBy): an eviction approved for it that was not carried out. It reports
+// whether it deleted the pod (or found it gone). The deletion keeps the pod's grace period and
+// is made on the pod's UID, so a pod recreated under the name is not touched.
+func (c *Controller) completeCharged(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod) bool {
+	pdbs, err := c.factory.Policy().V1().PodDisruptionBudgets().Lister().PodDisruptionBudgets(p.Namespace).List(everything())
+	if err != nil {
+		return false
+	}
+	// The charge is stamped, and its expiry judged, by the control plane's clocks: the
+	// controller's wall clock (c.clock), not the disruption loop's.
+	pdb := chargedBy(p, pdbs, c.clock.Now())
+	if pdb == "" {
+		return false
+	}
+	uid := p.UID
+	err = c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return true
+	default:
+		log.Warn("completing an approved eviction", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
+		return false
+	}
+	c.disruption.noteEviction(p, c.clock.Now())
+	c.metrics.DisruptionEvictions.Inc()
+	c.recorder.Eventf(p, corev1.EventTypeNormal, "Disrupted", "deleted from node %s by disruption action %s (%s): PodDisruptionBudget %s had approved its eviction, which was not carried out",
+		p.Spec.NodeName, a.id, a.reason, pdb)
+	log.Info("completed an eviction the budget had approved", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.String("pdb", pdb))
+	return true
 }
 
 // mustEvict reports whether a pod bound to a node being drained must go before the node does:

@@ -39,7 +39,8 @@ func TestE2EDisruption(t *testing.T) {
 	cp := cptest.Start(t, controlplane.Options{})
 	t.Run("ShrinkConsolidates", func(t *testing.T) { testShrinkConsolidates(t, cp) })
 	t.Run("DoNotDisruptAndPDBKeepNodes", func(t *testing.T) { testDisruptionBlocked(t, cp) })
-	t.Run("RestartDuringDrain", func(t *testing.T) { testRestartDuringDrain(t, cp) })
+	t.Run("RestartDuringDrain", func(t *testing.T) { testRestartDuringDrain(t, cp, false) })
+	t.Run("RestartAfterEvictionApproved", func(t *testing.T) { testRestartDuringDrain(t, cp, true) })
 	t.Run("LargeNodeReplacedFirst", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, false) })
 	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
@@ -528,9 +529,20 @@ func testDisruptionBlocked(t *testing.T, cp *controlplane.ControlPlane) {
 // cordoned with its action; a new controller (new process, new cloud client on the same
 // inventory) resumes the drain and removes the node: no pod lost, no pod beyond the budget
 // unavailable, nothing launched, every instance a managed Node and every managed Node an instance.
-func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
+//
+// With approved, the killed controller had also asked to evict a pod of the draining node and
+// the Eviction API had approved it — the PodDisruptionBudget's status charges the pod
+// (status.disruptedPods) — but the pod was not deleted: the API server stops the request when
+// its client dies between the two (found by internal/chaos: a drain held two minutes). The
+// budget then refuses every eviction until kube-controller-manager lets the charge expire, two
+// minutes later. The new controller must complete the approved eviction (delete the charged pod)
+// rather than wait, within the same bounds.
+func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane, approved bool) {
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
-	const ns, app = "restart", "restart"
+	ns, app := "restart", "restart"
+	if approved {
+		ns, app = "approved", "approved"
+	}
 	e.namespace(ns)
 	e.applyPolicy("policy", shrinkPolicy)
 	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("2Gi").Obj()
@@ -563,7 +575,8 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
 	cancel := e.cancel
 	passes.hook = func(p *provisioner.DisruptionPass) {
 		for _, a := range p.Actions {
-			if a.Step == api.DisruptionStepDraining {
+			// (approved needs a pod left on the node: a pass that found one refused.)
+			if a.Step == api.DisruptionStepDraining && (!approved || strings.Contains(a.Message, "eviction refused")) {
 				once.Do(func() {
 					cancel()
 					killed <- a.ID + " on " + strings.Join(a.Nodes, ",") + ": " + a.Message
@@ -594,6 +607,9 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
 	if draining != 1 {
 		t.Fatalf("%d nodes draining after the kill, want 1", draining)
 	}
+	if approved {
+		e.chargeApprovedEviction(ns, app)
+	}
 	start := time.Now()
 	e.start()
 	testwait.Until(t, testwait.Slow, "the restarted controller to finish the action", 30*time.Second, func() bool {
@@ -616,6 +632,47 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)
+}
+
+// chargeApprovedEviction leaves what an eviction the API approved but did not carry out leaves:
+// once the app is whole again and its budget (maxUnavailable 1) allows a disruption, a pod still
+// on the draining node is charged in the budget's status (disruptedPods, disruptionsAllowed 0),
+// and not deleted.
+func (e *env) chargeApprovedEviction(ns, app string) {
+	e.t.Helper()
+	ctx := context.Background()
+	var pdb *policyv1.PodDisruptionBudget
+	testwait.Until(e.t, testwait.Slow, "the budget to allow one disruption again", 30*time.Second, func() bool {
+		// The stopped controller's cloud plays the kubelets no more: a step runs the evicted
+		// pod's replacement.
+		if err := e.cloud.Step(ctx); err != nil {
+			e.t.Logf("sim step: %v", err)
+		}
+		var err error
+		pdb, err = e.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, app, metav1.GetOptions{})
+		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.DisruptionsAllowed == 1 &&
+			len(pdb.Status.DisruptedPods) == 0
+	})
+	var victim string
+	for _, n := range e.managedNodes() {
+		if n.Annotations[api.AnnotationDisruptionStep] != api.DisruptionStepDraining {
+			continue
+		}
+		for _, p := range e.appPods(ns, app) {
+			if p.Spec.NodeName == n.Name {
+				victim = p.Name
+			}
+		}
+	}
+	if victim == "" {
+		e.t.Fatal("no pod left on the draining node to charge")
+	}
+	pdb.Status.DisruptedPods = map[string]metav1.Time{victim: metav1.Now()}
+	pdb.Status.DisruptionsAllowed = 0
+	if _, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Logf("charged %s/%s to the budget without deleting it", ns, victim)
 }
 
 const replacePolicy = `apiVersion: tiler.dev/v1alpha1
