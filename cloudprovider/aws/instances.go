@@ -16,14 +16,6 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// Normalised instance states (cloudprovider.Instance.State).
-const (
-	StatePending     = cloudprovider.StatePending
-	StateRunning     = cloudprovider.StateRunning
-	StateTerminating = cloudprovider.StateTerminating
-	StateTerminated  = cloudprovider.StateTerminated
-)
-
 // codeInstanceNotFound is EC2's answer for an unknown (or long-gone) instance ID.
 const codeInstanceNotFound = "InvalidInstanceID.NotFound"
 
@@ -37,13 +29,13 @@ var liveStates = []string{"pending", "running", "shutting-down", "stopping", "st
 func NormaliseState(ec2State string) string {
 	switch ec2State {
 	case "running":
-		return StateRunning
+		return cloudprovider.StateRunning
 	case "shutting-down", "stopping", "stopped":
-		return StateTerminating
+		return cloudprovider.StateTerminating
 	case "terminated":
-		return StateTerminated
+		return cloudprovider.StateTerminated
 	default:
-		return StatePending
+		return cloudprovider.StatePending
 	}
 }
 

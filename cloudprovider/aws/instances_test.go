@@ -132,9 +132,9 @@ func TestList(t *testing.T) {
 			Offering: ref(typ, zone, ct), State: state, PricePerHour: price, LaunchedAt: at, Tags: tags(launch)}
 	}
 	want := []*cloudprovider.Instance{
-		inst("i-0a", "a", "p5.48xlarge", "us-east-1a", api.OnDemand, StateTerminating, 0),
-		inst("i-0b", "b", "g6.xlarge", "us-east-1c", api.OnDemand, StatePending, 0),
-		inst("i-0c", "c", "g5.xlarge", "us-east-1b", api.Spot, StateRunning, 0.3981),
+		inst("i-0a", "a", "p5.48xlarge", "us-east-1a", api.OnDemand, cloudprovider.StateTerminating, 0),
+		inst("i-0b", "b", "g6.xlarge", "us-east-1c", api.OnDemand, cloudprovider.StatePending, 0),
+		inst("i-0c", "c", "g5.xlarge", "us-east-1b", api.Spot, cloudprovider.StateRunning, 0.3981),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
@@ -158,9 +158,9 @@ func TestGet(t *testing.T) {
 		resp      awstest.Response
 		wantState string // "" means a NotFoundError
 	}{
-		{"running", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: mine}), StateRunning},
-		{"terminated is returned", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "terminated", Tags: mine}), StateTerminated},
-		{"stopped counts as terminating", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "stopped", Tags: mine}), StateTerminating},
+		{"running", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: mine}), cloudprovider.StateRunning},
+		{"terminated is returned", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "terminated", Tags: mine}), cloudprovider.StateTerminated},
+		{"stopped counts as terminating", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "stopped", Tags: mine}), cloudprovider.StateTerminating},
 		{"another cluster's instance", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: theirs}), ""},
 		{"unknown ID", awstest.XMLFixtureStatus(t, "Error.InvalidInstanceIDNotFound.xml", http.StatusBadRequest), ""},
 		{"recorded instance without Tiler's tags", awstest.XMLFixture(t, "DescribeInstances.xml"), ""},
@@ -234,8 +234,8 @@ func TestDeleteOtherErrorIsNotNotFound(t *testing.T) {
 
 func TestNormaliseState(t *testing.T) {
 	for in, want := range map[string]string{
-		"pending": StatePending, "running": StateRunning, "shutting-down": StateTerminating,
-		"stopping": StateTerminating, "stopped": StateTerminating, "terminated": StateTerminated, "": StatePending,
+		"pending": cloudprovider.StatePending, "running": cloudprovider.StateRunning, "shutting-down": cloudprovider.StateTerminating,
+		"stopping": cloudprovider.StateTerminating, "stopped": cloudprovider.StateTerminating, "terminated": cloudprovider.StateTerminated, "": cloudprovider.StatePending,
 	} {
 		if got := NormaliseState(in); got != want {
 			t.Errorf("NormaliseState(%q) = %q, want %q", in, got, want)

@@ -284,7 +284,7 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 		}
 		return &cloudprovider.Instance{
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,
-			Offering: ref, State: StatePending, PricePerHour: p.priceOf(ref),
+			Offering: ref, State: cloudprovider.StatePending, PricePerHour: p.priceOf(ref),
 			LaunchedAt: p.clock.Now(), Tags: p.tags(req),
 		}
 	}

@@ -101,7 +101,7 @@ func TestCreatePartialSuccessReportsFailedOfferings(t *testing.T) {
 	}
 	wantInst := &cloudprovider.Instance{
 		ID: "i-0fedcba9876543210", LaunchID: "gpu-pool-abcde-1", NodeName: "gpu-pool-abcde", Pool: "gpu-pool",
-		Offering: ref("g6e.12xlarge", "us-east-1c", api.Spot), State: StatePending, PricePerHour: 4.2,
+		Offering: ref("g6e.12xlarge", "us-east-1c", api.Spot), State: cloudprovider.StatePending, PricePerHour: 4.2,
 		LaunchedAt: testNow, Tags: p.tags(gpuRequest()),
 	}
 	if diff := cmp.Diff(wantInst, inst); diff != "" {
