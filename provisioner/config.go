@@ -61,6 +61,11 @@ type Config struct {
 	// GarbageCollectPeriod is how often the cloud provider deletes what no launch needs any more
 	// (cloudprovider.GarbageCollector: the AWS provider's unused launch templates); 0 turns it off.
 	GarbageCollectPeriod time.Duration `mapstructure:"garbage-collect-period"`
+	// InstanceSweepPeriod is how often the leader holds the launch records and the cloud's
+	// instances to each other while it runs (sweep.go): a launch whose instance the cloud ended
+	// with no notice is removed, and an instance no launch record names is deleted. 0 turns it
+	// off (Recover still does it at every start).
+	InstanceSweepPeriod time.Duration `mapstructure:"instance-sweep-period"`
 	// DisruptionInterval is how often the disruption loop plans consolidation
 	// (simulator.PlanDisruption) when no action is under way; 0 turns planning off (actions
 	// already under way, e.g. after a restart, are still carried out or rolled back).
@@ -107,6 +112,7 @@ func DefaultConfig() Config {
 		ResyncPeriod:         10 * time.Second,
 		BookingTime:          DefaultBookingTime,
 		GarbageCollectPeriod: time.Hour,
+		InstanceSweepPeriod:  2 * time.Minute,
 
 		DisruptionInterval:        30 * time.Second,
 		DisruptionStepInterval:    2 * time.Second,
@@ -150,6 +156,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resync-period must be positive")
 	case c.GarbageCollectPeriod < 0:
 		return fmt.Errorf("garbage-collect-period must not be negative")
+	case c.InstanceSweepPeriod < 0:
+		return fmt.Errorf("instance-sweep-period must not be negative")
 	case c.DisruptionInterval < 0:
 		return fmt.Errorf("disruption-interval must not be negative")
 	case c.DisruptionStepInterval <= 0:

@@ -370,9 +370,10 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // Run starts the informers and reconciles in batches until ctx ends: a batch opens on the first
 // poke and closes after BatchIdle without another, or after BatchMax; housekeeping also runs every
-// ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions), and
-// disruption (consolidation) runs in a loop of its own too (runDisruption). The batches do not
-// wait for their launch calls (launches.go): a cloud API that hangs or throttles holds no batch.
+// ResyncPeriod. Interruption notices are polled in a loop of their own (watchInterruptions),
+// disruption (consolidation) runs in a loop of its own too (runDisruption), and so does the
+// instance sweep (runSweep). The batches do not wait for their launch calls (launches.go): a
+// cloud API that hangs or throttles holds no batch.
 // Run returns once every goroutine it started has ended (the loops, the launch calls, the
 // informers and the Event broadcaster); a controller runs once.
 func (c *Controller) Run(ctx context.Context) error {
@@ -398,6 +399,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		loops.Go(func() { c.watchInterruptions(ctx) })
 	}
 	loops.Go(func() { c.runDisruption(ctx) })
+	if c.cfg.InstanceSweepPeriod > 0 {
+		loops.Go(func() { c.runSweep(ctx) })
+	}
 	resync := c.clock.NewTicker(c.cfg.ResyncPeriod)
 	defer resync.Stop()
 	var gcTick <-chan time.Time

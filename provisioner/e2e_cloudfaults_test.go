@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
@@ -251,4 +252,59 @@ func e2eCatalog(t *testing.T) *catalog.Catalog {
 		t.Fatal(err)
 	}
 	return cat
+}
+
+// testInstanceEndedWhileBooting: the cloud ends a booting instance with no notice (deleted out of
+// band). The instance sweep removes its launch within a few periods, and the pod is bought for
+// again and bound, long before the registration timeout (10 min here) that ended such a launch
+// before the sweep. Then an instance no launch record names (what a launch call that created it
+// after its record was removed leaves) is deleted on the second sweep that finds it.
+func testInstanceEndedWhileBooting(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.RegistrationTimeout = 10 * time.Minute
+	cfg.InstanceSweepPeriod = time.Second
+	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.BootDelay = 8 * time.Second })
+	ctx := context.Background()
+	pod := simtest.Pod("ended-a").Label("app", "ended").CPU("2").Mem("4Gi").Obj()
+	e.create(pod)
+	var first *cloudprovider.Instance
+	testwait.Until(t, 50*time.Millisecond, "an instance launched for the pod", time.Minute, func() bool {
+		insts, err := e.cloud.List(ctx)
+		if err == nil && len(insts) == 1 {
+			first = insts[0]
+		}
+		return first != nil
+	})
+	if _, err := e.kube.CoreV1().Nodes().Get(ctx, first.NodeName, metav1.GetOptions{}); err == nil {
+		t.Fatalf("instance %s registered its node before it was ended; the scenario needs it booting", first.ID)
+	}
+	ended := time.Now()
+	if err := e.cloud.Delete(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	node := e.waitBound(time.Minute, pod)["default/"+pod.Name]
+	t.Logf("the pod bound on %s %.1fs after its first instance was ended", node, time.Since(ended).Seconds())
+	if node == first.NodeName {
+		t.Errorf("bound on %s, the ended instance's node", node)
+	}
+	if got := e.launches(); got != 2 {
+		t.Errorf("%d launches, want 2 (the ended one and its successor)", got)
+	}
+	if recs := launchRecords(t, e); len(recs) != 1 || recs[0].InstanceID == first.ID {
+		t.Errorf("records %+v, want only the successor's", recs)
+	}
+
+	orphan, err := e.cloud.Create(ctx, cloudprovider.LaunchRequest{LaunchID: "orphan-a", NodeName: "orphan-a", Cluster: cfg.ClusterName,
+		Pool: "default", Offering: planned(t, e2eCatalog(t), pendingPod(pod.DeepCopy()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Fast, "the orphan instance deleted", 30*time.Second, func() bool {
+		_, err := e.cloud.Get(ctx, orphan.ID)
+		return cloudprovider.IsNotFound(err)
+	})
+	if insts, err := e.cloud.List(ctx); err != nil || len(insts) != 1 || insts[0].NodeName != node {
+		t.Errorf("instances %v (%v), want the bound pod's only", insts, err)
+	}
+	e.cleanup([]*corev1.Pod{pod})
 }

@@ -31,6 +31,7 @@ func TestE2E(t *testing.T) {
 	t.Run("LostLaunchAnswerAcrossRestart", func(t *testing.T) { testLostLaunchAnswerAcrossRestart(t, cp) })
 	t.Run("RestartAfterInstanceDeleted", func(t *testing.T) { testRestartAfterInstanceDeleted(t, cp) })
 	t.Run("RestartDuringInstanceDeletion", func(t *testing.T) { testRestartDuringInstanceDeletion(t, cp) })
+	t.Run("InstanceEndedWhileBooting", func(t *testing.T) { testInstanceEndedWhileBooting(t, cp) })
 	t.Run("NoLeakWhenListFails", func(t *testing.T) { testNoLeakWhenListFails(t, cp) })
 	t.Run("InvalidPolicyKeepsLastValid", func(t *testing.T) { testInvalidPolicy(t, cp) })
 	t.Run("EmptyNodeRemoved", func(t *testing.T) { testEmptyNodeRemoved(t, cp) })

@@ -9,10 +9,10 @@ import (
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
-// RemovalInstanceGone is the removal, by Recover, of a launch whose instance the cloud no longer
-// has or is ending (terminating or terminated): a controller killed in the middle of a removal
-// (after the instance's deletion began, before its record was deleted), or an instance the cloud
-// ended while no controller ran.
+// RemovalInstanceGone is the removal, by Recover or the instance sweep (sweep.go), of a launch
+// whose instance the cloud no longer has or is ending (terminating or terminated): a controller
+// killed in the middle of a removal (after the instance's deletion began, before its record was
+// deleted), or an instance the cloud ended with no notice.
 const RemovalInstanceGone = "instance-gone"
 
 // Recover reconciles launch records with the cloud after a (re)start: a record without an
@@ -41,13 +41,7 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 	if err != nil {
 		return fmt.Errorf("listing instances: %w", err)
 	}
-	byLaunch := map[string]*cloudprovider.Instance{}
-	for _, i := range insts {
-		// Should the cloud list two instances under one launch ID, the live one counts.
-		if o := byLaunch[i.LaunchID]; o == nil || o.Ending() {
-			byLaunch[i.LaunchID] = i
-		}
-	}
+	byLaunch := liveByLaunch(insts)
 	known := map[string]bool{}
 	now := c.clock.Now()
 	var kept []LaunchRecord

@@ -243,7 +243,7 @@ func (h *harness) statePath() string { return filepath.Join(h.dir, "cloud.json")
 
 // args are the flags of every controller: the simulated cloud on the harness's state file, with
 // nodes Ready a second after launch and pods run by its kubelet loop, short batches and a
-// disruption pass every second.
+// disruption pass every second, and an instance sweep every two seconds.
 func (h *harness) args(extra ...string) []string {
 	return append([]string{"run",
 		"--kubeconfig", h.cp.Kubeconfig(), "--cloud", "sim", "--sim-state", h.statePath(),
@@ -251,7 +251,7 @@ func (h *harness) args(extra ...string) []string {
 		"--metrics-addr", "127.0.0.1:0", "--cluster-name", clusterName, "--namespace", tilerNS, "--catalog", "aws-us-east-1",
 		"--batch-idle", "300ms", "--batch-max", "2s", "--resync-period", "500ms", "--registration-timeout", "60s",
 		"--empty-node-ttl", "1h", "--disruption-interval", "1s", "--disruption-step-interval", "200ms",
-		"--disruption-reschedule-grace", "30s", "--log-level", "info",
+		"--disruption-reschedule-grace", "30s", "--instance-sweep-period", "2s", "--log-level", "info",
 	}, extra...)
 }
 
