@@ -13,9 +13,11 @@
 // retried nor decided on again until its call returns).
 //
 // With package prescale, it is the only code that talks to the API server. Launches are idempotent:
-// every planned node gets a launch ID that is written to durable state (a ConfigMap) before the
-// cloud is called, and the cloud tags the instance with it, so a restarted controller reconciles
-// instances with records and neither buys twice nor leaks an instance.
+// every planned node gets a launch ID that is written to durable state (a LaunchRecord object)
+// before the cloud is called, and the cloud tags the instance with it, so a restarted controller
+// reconciles instances with records and neither buys twice nor leaks an instance (recover.go);
+// while it runs, the leader's instance sweep does the same every Config.InstanceSweepPeriod for
+// what the cloud did with no notice (sweep.go).
 //
 // A launch the cloud refuses (insufficient capacity, a quota) launched nothing: its record is
 // dropped, the offering marked unavailable, and the pods planned again at once. A launch the cloud
