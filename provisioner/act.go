@@ -184,6 +184,18 @@ func (c *Controller) startRemoval(ctx context.Context, log *zap.Logger, rm Remov
 	})
 }
 
+// removeTracked is remove with the launch marked as being removed (State.Removing), so that no
+// batch and no instance sweep decides on it meanwhile (the sweep would otherwise see its instance
+// terminating and its Node gone halfway through, and remove it a second time); it removes
+// nothing, and reports false, when a call of the launch is under way already.
+func (c *Controller) removeTracked(ctx context.Context, log *zap.Logger, r LaunchRecord, node, reason string) bool {
+	if !c.launches.begin(r.LaunchID, callRemove) {
+		return false
+	}
+	defer c.launches.end(r.LaunchID)
+	return c.remove(ctx, log, r, node, reason)
+}
+
 // pokeAfter asks for a batch after d, unless ctx ends first; the returned channel is closed when
 // its goroutine ends. A wake-up already due no later is enough: then no goroutine is started (the
 // channel is closed), since the batch it wakes asks again for what is still due (every batch

@@ -657,8 +657,8 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			}
 			continue
 		}
-		if !c.remove(ctx, log, rec, n.Name, strings.ToLower(string(a.reason))) {
-			p.Message = "removing " + n.Name + " failed; retried"
+		if !c.removeTracked(ctx, log, rec, n.Name, strings.ToLower(string(a.reason))) {
+			p.Message = "removing " + n.Name + " failed or under way; retried"
 			return p
 		}
 	}
