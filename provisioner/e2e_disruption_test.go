@@ -569,22 +569,36 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane, approve
 		}
 	}
 	launches := e.launches()
-	// Kill the first controller after the first pass that leaves an action draining.
+	// The scale-down happens with the controller stopped, and it starts again once the budget
+	// has seen it: a budget that still counted the pods being deleted as healthy allowed more
+	// than one eviction at once, and the drain went through without a refusal (approved needs
+	// one).
+	e.stopAndWait()
+	e.scale(ns, app, 4)
+	e.waitBudgetSettled(ns, app, 4)
+	// Kill the controller after the first pass that leaves an action draining.
 	var once sync.Once
 	killed := make(chan string, 1)
-	cancel := e.cancel
+	var cancelMu sync.Mutex
+	var cancel context.CancelFunc
 	passes.hook = func(p *provisioner.DisruptionPass) {
+		cancelMu.Lock()
+		stop := cancel
+		cancelMu.Unlock()
 		for _, a := range p.Actions {
 			// (approved needs a pod left on the node: a pass that found one refused.)
-			if a.Step == api.DisruptionStepDraining && (!approved || strings.Contains(a.Message, "eviction refused")) {
+			if stop != nil && a.Step == api.DisruptionStepDraining && (!approved || strings.Contains(a.Message, "eviction refused")) {
 				once.Do(func() {
-					cancel()
+					stop()
 					killed <- a.ID + " on " + strings.Join(a.Nodes, ",") + ": " + a.Message
 				})
 			}
 		}
 	}
-	e.scale(ns, app, 4)
+	e.start()
+	cancelMu.Lock()
+	cancel = e.cancel
+	cancelMu.Unlock()
 	e.waitAppReady(ns, app, 4, 30*time.Second)
 	watch := e.watchAvailability(ns, app, 4)
 	var what string
@@ -632,6 +646,27 @@ func testRestartDuringDrain(t *testing.T, cp *controlplane.ControlPlane, approve
 	}
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)
+}
+
+// waitBudgetSettled waits, with the controller stopped, until the app's pods are replicas, none
+// terminating, and its budget (maxUnavailable 1) has seen them: expected and healthy replicas,
+// one disruption allowed, none charged.
+func (e *env) waitBudgetSettled(ns, app string, replicas int32) {
+	e.t.Helper()
+	ctx := context.Background()
+	testwait.Until(e.t, testwait.Slow, "the budget to see the scale-down", 30*time.Second, func() bool {
+		// The stopped controller's cloud plays the kubelets no more: a step ends the deleted pods.
+		if err := e.cloud.Step(ctx); err != nil {
+			e.t.Logf("sim step: %v", err)
+		}
+		pods, err := e.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+		if err != nil || len(pods.Items) != int(replicas) {
+			return false
+		}
+		pdb, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, app, metav1.GetOptions{})
+		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.ExpectedPods == replicas &&
+			pdb.Status.CurrentHealthy == replicas && pdb.Status.DisruptionsAllowed == 1 && len(pdb.Status.DisruptedPods) == 0
+	})
 }
 
 // chargeApprovedEviction leaves what an eviction the API approved but did not carry out leaves:
