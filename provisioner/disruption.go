@@ -683,6 +683,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		on[n.Name] = true
 	}
 	var refused []string
+	pdbs, err := c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(everything())
+	if err != nil {
+		return 1, 0, err.Error(), ""
+	}
+	evicted := map[string]bool{}
 	for _, p := range all {
 		if !on[p.Spec.NodeName] || !mustEvict(p) {
 			continue
@@ -704,9 +709,18 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			refused = append(refused, key)
 			continue
 		}
+		if b := overBudget(p, pdbs, all, evicted); b != "" {
+			// The budget's own count would refuse; its status may not have seen the pods leave.
+			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
+			c.metrics.DisruptionEvictionsRefused.Inc()
+			refused = append(refused, key)
+			log.Debug("eviction held: the budget's healthy pods, counted here, allow no disruption", zap.String(keyPod, key), zap.String("pdb", b))
+			continue
+		}
 		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		switch err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); {
 		case err == nil:
+			evicted[key] = true
 			// The batch reads when it was, on its own clock (State.DisruptionEvicted).
 			c.disruption.noteEviction(p, c.clock.Now())
 			c.metrics.DisruptionEvictions.Inc()
@@ -717,6 +731,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			left--
 		case apierrors.IsTooManyRequests(err) && c.completeCharged(ctx, log, a, p):
 			// An eviction the budget had approved, completed (chargedBy).
+			evicted[key] = true
 		case apierrors.IsTooManyRequests(err):
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
 			c.metrics.DisruptionEvictionsRefused.Inc()

@@ -42,3 +42,48 @@ func chargedBy(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Tim
 	}
 	return name
 }
+
+// overBudget returns a PodDisruptionBudget that selects p and that, counted on the controller's
+// own view of the pods, allows no disruption now ("" for none): its healthy pods (Ready, not
+// being deleted, not evicted earlier in this pass) would fall below its status.desiredHealthy.
+// The Eviction API judges by the budget's status alone, and kube-controller-manager computes
+// that status from a pod cache of its own, which can lag the pods right after a scale-down: most
+// likely what let an e2e run evict both pods of a drained node 55 ms apart, just after a scale
+// from ten replicas to four under maxUnavailable 1. The drain asks the API only when this count allows
+// it too; a pod that is not Ready takes nothing from a budget's healthy count, and is left to
+// the API (a budget's unhealthyPodEvictionPolicy decides for it). Budgets select as in chargedBy.
+func overBudget(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, pods []*corev1.Pod, evicted map[string]bool) string {
+	if p.DeletionTimestamp != nil || !podReady(p) {
+		return ""
+	}
+	for _, b := range pdbs {
+		if b.Namespace != p.Namespace {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		healthy := 0
+		for _, q := range pods {
+			if q.Namespace == b.Namespace && q.DeletionTimestamp == nil && !evicted[q.Namespace+"/"+q.Name] && podReady(q) &&
+				sel.Matches(labels.Set(q.Labels)) {
+				healthy++
+			}
+		}
+		if healthy-1 < int(b.Status.DesiredHealthy) {
+			return b.Namespace + "/" + b.Name
+		}
+	}
+	return ""
+}
+
+// podReady reports whether the pod's Ready condition is True, as a budget counts healthy pods.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

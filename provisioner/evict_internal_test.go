@@ -53,3 +53,64 @@ func TestChargedBy(t *testing.T) {
 		})
 	}
 }
+
+// TestOverBudget: the drain's own count of a budget's healthy pods. The scene is the one an e2e
+// run found: four replicas Ready after a scale-down from ten, six of the old ones being deleted,
+// maxUnavailable 1 (desiredHealthy 3), and a budget status that has not seen the deletions.
+func TestOverBudget(t *testing.T) {
+	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	gone := metav1.Now()
+	pod := func(name, app string, isReady, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "app", Labels: map[string]string{"app": app}}}
+		if isReady {
+			p.Status.Conditions = ready
+		}
+		if deleting {
+			p.DeletionTimestamp = &gone
+		}
+		return p
+	}
+	var pods []*corev1.Pod
+	for _, n := range []string{"w1", "w2", "w3", "w4"} {
+		pods = append(pods, pod(n, "web", true, false))
+	}
+	for _, n := range []string{"o1", "o2", "o3", "o4", "o5", "o6"} {
+		pods = append(pods, pod(n, "web", true, true))
+	}
+	unready := pod("w5", "web", false, false)
+	other := pod("c1", "cache", true, false)
+	pods = append(pods, unready, other)
+	budget := func(ns string, sel map[string]string, desired int32) *policyv1.PodDisruptionBudget {
+		b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}}
+		if sel != nil {
+			b.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+		}
+		// A stale status: it would let the API approve six evictions.
+		b.Status.DesiredHealthy, b.Status.DisruptionsAllowed = desired, 6
+		return b
+	}
+	web := map[string]string{"app": "web"}
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		pdbs    []*policyv1.PodDisruptionBudget
+		evicted map[string]bool
+		want    string
+	}{
+		{"first eviction allowed", pods[0], []*policyv1.PodDisruptionBudget{budget("app", web, 3)}, nil, ""},
+		{"second one held", pods[1], []*policyv1.PodDisruptionBudget{budget("app", web, 3)}, map[string]bool{"app/w1": true}, "app/b"},
+		{"no room at all", pods[0], []*policyv1.PodDisruptionBudget{budget("app", web, 4)}, nil, "app/b"},
+		{"a pod not Ready is the API's to judge", unready, []*policyv1.PodDisruptionBudget{budget("app", web, 4)}, nil, ""},
+		{"a budget of another namespace", pods[0], []*policyv1.PodDisruptionBudget{budget("other", web, 4)}, nil, ""},
+		{"a budget of other pods", other, []*policyv1.PodDisruptionBudget{budget("app", web, 4)}, nil, ""},
+		{"an empty selector selects nothing", pods[0], []*policyv1.PodDisruptionBudget{budget("app", map[string]string{}, 4)}, nil, ""},
+		{"a nil selector selects nothing", pods[0], []*policyv1.PodDisruptionBudget{budget("app", nil, 4)}, nil, ""},
+		{"the second of two budgets holds it", pods[0], []*policyv1.PodDisruptionBudget{budget("app", web, 3), budget("app", web, 4)}, nil, "app/b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := overBudget(tc.pod, tc.pdbs, pods, tc.evicted); got != tc.want {
+				t.Errorf("overBudget = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
