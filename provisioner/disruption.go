@@ -687,7 +687,9 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	if err != nil {
 		return 1, 0, err.Error(), ""
 	}
-	evicted := map[string]bool{}
+	budgets := newBudgetCount(pdbs, func(ns string) ([]*corev1.Pod, error) {
+		return c.factory.Core().V1().Pods().Lister().Pods(ns).List(everything())
+	})
 	for _, p := range all {
 		if !on[p.Spec.NodeName] || !mustEvict(p) {
 			continue
@@ -709,18 +711,18 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			refused = append(refused, key)
 			continue
 		}
-		if b := overBudget(p, pdbs, all, evicted); b != "" {
+		if b, err := budgets.hold(p); b != "" {
 			// The budget's own count would refuse; its status may not have seen the pods leave.
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
 			c.metrics.DisruptionEvictionsRefused.Inc()
 			refused = append(refused, key)
-			log.Debug("eviction held: the budget's healthy pods, counted here, allow no disruption", zap.String(keyPod, key), zap.String("pdb", b))
+			log.Debug("eviction held: the budget's healthy pods, counted here, allow no disruption", zap.String(keyPod, key), zap.String("pdb", b), zap.Error(err))
 			continue
 		}
 		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		switch err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); {
 		case err == nil:
-			evicted[key] = true
+			budgets.evicted(p)
 			// The batch reads when it was, on its own clock (State.DisruptionEvicted).
 			c.disruption.noteEviction(p, c.clock.Now())
 			c.metrics.DisruptionEvictions.Inc()
@@ -731,7 +733,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			left--
 		case apierrors.IsTooManyRequests(err) && c.completeCharged(ctx, log, a, p):
 			// An eviction the budget had approved, completed (chargedBy).
-			evicted[key] = true
+			budgets.evicted(p)
 		case apierrors.IsTooManyRequests(err):
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
 			c.metrics.DisruptionEvictionsRefused.Inc()

@@ -43,39 +43,79 @@ func chargedBy(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Tim
 	return name
 }
 
-// overBudget returns a PodDisruptionBudget that selects p and that, counted on the controller's
-// own view of the pods, allows no disruption now ("" for none): its healthy pods (Ready, not
-// being deleted, not evicted earlier in this pass) would fall below its status.desiredHealthy.
-// The Eviction API judges by the budget's status alone, and kube-controller-manager computes
-// that status from a pod cache of its own, which can lag the pods right after a scale-down: most
+// budgetCount is a drain pass's own count of the PodDisruptionBudgets' healthy pods. The
+// Eviction API judges by a budget's status alone, and kube-controller-manager computes that
+// status from a pod cache of its own, which can lag the pods right after a scale-down: most
 // likely what let an e2e run evict both pods of a drained node 55 ms apart, just after a scale
-// from ten replicas to four under maxUnavailable 1. The drain asks the API only when this count allows
-// it too; a pod that is not Ready takes nothing from a budget's healthy count, and is left to
-// the API (a budget's unhealthyPodEvictionPolicy decides for it). Budgets select as in chargedBy.
-func overBudget(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, pods []*corev1.Pod, evicted map[string]bool) string {
+// from ten replicas to four under maxUnavailable 1. The drain asks the API only when this count
+// allows the eviction too (hold). A budget's healthy pods (Ready, not being deleted) are counted
+// once per pass, from its namespace's pods, and each eviction of the pass takes one off (evicted).
+// Budgets select as in chargedBy.
+type budgetCount struct {
+	pdbs []*policyv1.PodDisruptionBudget
+	// podsIn lists a namespace's pods (the informer's namespace index).
+	podsIn  func(ns string) ([]*corev1.Pod, error)
+	healthy map[*policyv1.PodDisruptionBudget]int
+}
+
+func newBudgetCount(pdbs []*policyv1.PodDisruptionBudget, podsIn func(ns string) ([]*corev1.Pod, error)) *budgetCount {
+	return &budgetCount{pdbs: pdbs, podsIn: podsIn, healthy: map[*policyv1.PodDisruptionBudget]int{}}
+}
+
+// selecting returns the budgets that select p.
+func (b *budgetCount) selecting(p *corev1.Pod) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range b.pdbs {
+		if pdb.Namespace != p.Namespace {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, pdb)
+		}
+	}
+	return out
+}
+
+// hold returns a budget selecting p whose healthy pods, counted here, would fall below its
+// status.desiredHealthy without p ("" for none, and for a pod that is not Ready: it takes
+// nothing from a healthy count, and the budget's unhealthyPodEvictionPolicy is the API's to
+// apply). An error reading the pods holds the eviction too.
+func (b *budgetCount) hold(p *corev1.Pod) (string, error) {
 	if p.DeletionTimestamp != nil || !podReady(p) {
-		return ""
+		return "", nil
 	}
-	for _, b := range pdbs {
-		if b.Namespace != p.Namespace {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
-			continue
-		}
-		healthy := 0
-		for _, q := range pods {
-			if q.Namespace == b.Namespace && q.DeletionTimestamp == nil && !evicted[q.Namespace+"/"+q.Name] && podReady(q) &&
-				sel.Matches(labels.Set(q.Labels)) {
-				healthy++
+	for _, pdb := range b.selecting(p) {
+		n, ok := b.healthy[pdb]
+		if !ok {
+			pods, err := b.podsIn(pdb.Namespace)
+			if err != nil {
+				return pdb.Namespace + "/" + pdb.Name, err
 			}
+			sel, _ := metav1.LabelSelectorAsSelector(pdb.Spec.Selector) // parsed in selecting
+			for _, q := range pods {
+				if q.DeletionTimestamp == nil && podReady(q) && sel.Matches(labels.Set(q.Labels)) {
+					n++
+				}
+			}
+			b.healthy[pdb] = n
 		}
-		if healthy-1 < int(b.Status.DesiredHealthy) {
-			return b.Namespace + "/" + b.Name
+		if n-1 < int(pdb.Status.DesiredHealthy) {
+			return pdb.Namespace + "/" + pdb.Name, nil
 		}
 	}
-	return ""
+	return "", nil
+}
+
+// evicted takes p, just evicted, off the healthy count of its budgets.
+func (b *budgetCount) evicted(p *corev1.Pod) {
+	if !podReady(p) {
+		return
+	}
+	for _, pdb := range b.selecting(p) {
+		if n, ok := b.healthy[pdb]; ok {
+			b.healthy[pdb] = n - 1
+		}
+	}
 }
 
 // podReady reports whether the pod's Ready condition is True, as a budget counts healthy pods.

@@ -54,14 +54,14 @@ func TestChargedBy(t *testing.T) {
 	}
 }
 
-// TestOverBudget: the drain's own count of a budget's healthy pods. The scene is the one an e2e
+// TestBudgetCount: the drain's own count of a budget's healthy pods. The scene is the one an e2e
 // run found: four replicas Ready after a scale-down from ten, six of the old ones being deleted,
 // maxUnavailable 1 (desiredHealthy 3), and a budget status that has not seen the deletions.
-func TestOverBudget(t *testing.T) {
+func TestBudgetCount(t *testing.T) {
 	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	gone := metav1.Now()
-	pod := func(name, app string, isReady, deleting bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "app", Labels: map[string]string{"app": app}}}
+	pod := func(ns, name, app string, isReady, deleting bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}}}
 		if isReady {
 			p.Status.Conditions = ready
 		}
@@ -72,16 +72,28 @@ func TestOverBudget(t *testing.T) {
 	}
 	var pods []*corev1.Pod
 	for _, n := range []string{"w1", "w2", "w3", "w4"} {
-		pods = append(pods, pod(n, "web", true, false))
+		pods = append(pods, pod("app", n, "web", true, false))
 	}
 	for _, n := range []string{"o1", "o2", "o3", "o4", "o5", "o6"} {
-		pods = append(pods, pod(n, "web", true, true))
+		pods = append(pods, pod("app", n, "web", true, true))
 	}
-	unready := pod("w5", "web", false, false)
-	other := pod("c1", "cache", true, false)
-	pods = append(pods, unready, other)
-	budget := func(ns string, sel map[string]string, desired int32) *policyv1.PodDisruptionBudget {
-		b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}}
+	unready := pod("app", "w5", "web", false, false)
+	other := pod("app", "c1", "cache", true, false)
+	elsewhere := pod("other", "w1", "web", true, false)
+	pods = append(pods, unready, other, elsewhere)
+	listed := map[string]int{}
+	podsIn := func(ns string) ([]*corev1.Pod, error) {
+		listed[ns]++
+		var out []*corev1.Pod
+		for _, p := range pods {
+			if p.Namespace == ns {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	budget := func(name, ns string, sel map[string]string, desired int32) *policyv1.PodDisruptionBudget {
+		b := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 		if sel != nil {
 			b.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
 		}
@@ -90,26 +102,44 @@ func TestOverBudget(t *testing.T) {
 		return b
 	}
 	web := map[string]string{"app": "web"}
+	type step struct {
+		pod   *corev1.Pod
+		want  string
+		evict bool // evicted after, when not held
+	}
 	for _, tc := range []struct {
-		name    string
-		pod     *corev1.Pod
-		pdbs    []*policyv1.PodDisruptionBudget
-		evicted map[string]bool
-		want    string
+		name  string
+		pdbs  []*policyv1.PodDisruptionBudget
+		steps []step
 	}{
-		{"first eviction allowed", pods[0], []*policyv1.PodDisruptionBudget{budget("app", web, 3)}, nil, ""},
-		{"second one held", pods[1], []*policyv1.PodDisruptionBudget{budget("app", web, 3)}, map[string]bool{"app/w1": true}, "app/b"},
-		{"no room at all", pods[0], []*policyv1.PodDisruptionBudget{budget("app", web, 4)}, nil, "app/b"},
-		{"a pod not Ready is the API's to judge", unready, []*policyv1.PodDisruptionBudget{budget("app", web, 4)}, nil, ""},
-		{"a budget of another namespace", pods[0], []*policyv1.PodDisruptionBudget{budget("other", web, 4)}, nil, ""},
-		{"a budget of other pods", other, []*policyv1.PodDisruptionBudget{budget("app", web, 4)}, nil, ""},
-		{"an empty selector selects nothing", pods[0], []*policyv1.PodDisruptionBudget{budget("app", map[string]string{}, 4)}, nil, ""},
-		{"a nil selector selects nothing", pods[0], []*policyv1.PodDisruptionBudget{budget("app", nil, 4)}, nil, ""},
-		{"the second of two budgets holds it", pods[0], []*policyv1.PodDisruptionBudget{budget("app", web, 3), budget("app", web, 4)}, nil, "app/b"},
+		{"one eviction, then held", []*policyv1.PodDisruptionBudget{budget("b", "app", web, 3)},
+			[]step{{pods[0], "", true}, {pods[1], "app/b", false}}},
+		{"two of room", []*policyv1.PodDisruptionBudget{budget("b", "app", web, 2)},
+			[]step{{pods[0], "", true}, {pods[1], "", true}, {pods[2], "app/b", false}}},
+		{"no room at all", []*policyv1.PodDisruptionBudget{budget("b", "app", web, 4)}, []step{{pods[0], "app/b", false}}},
+		{"a pod not Ready is the API's to judge, and takes nothing", []*policyv1.PodDisruptionBudget{budget("b", "app", web, 3)},
+			[]step{{unready, "", true}, {pods[0], "", true}, {pods[1], "app/b", false}}},
+		{"a budget of another namespace", []*policyv1.PodDisruptionBudget{budget("b", "other", web, 4)}, []step{{pods[0], "", false}}},
+		{"a budget of other pods", []*policyv1.PodDisruptionBudget{budget("b", "app", web, 4)}, []step{{other, "", false}}},
+		{"an empty selector selects nothing", []*policyv1.PodDisruptionBudget{budget("b", "app", map[string]string{}, 4)}, []step{{pods[0], "", false}}},
+		{"a nil selector selects nothing", []*policyv1.PodDisruptionBudget{budget("b", "app", nil, 4)}, []step{{pods[0], "", false}}},
+		{"the stricter of two budgets holds", []*policyv1.PodDisruptionBudget{budget("loose", "app", web, 3), budget("strict", "app", web, 4)},
+			[]step{{pods[0], "app/strict", false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := overBudget(tc.pod, tc.pdbs, pods, tc.evicted); got != tc.want {
-				t.Errorf("overBudget = %q, want %q", got, tc.want)
+			clear(listed)
+			b := newBudgetCount(tc.pdbs, podsIn)
+			for i, st := range tc.steps {
+				got, err := b.hold(st.pod)
+				if err != nil || got != st.want {
+					t.Errorf("step %d, %s: hold = %q, %v; want %q", i, st.pod.Name, got, err, st.want)
+				}
+				if st.evict && got == "" {
+					b.evicted(st.pod)
+				}
+			}
+			if listed["app"] > len(tc.pdbs) {
+				t.Errorf("namespace app listed %d times in one pass, want at most once per budget (%d)", listed["app"], len(tc.pdbs))
 			}
 		})
 	}
