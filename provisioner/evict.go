@@ -22,16 +22,12 @@ const pdbChargeTimeout = 2 * time.Minute
 // charges the budget first and then deletes the pod; a client that dies in between (a
 // controller killed mid-eviction) ends the request with the pod charged and not deleted, and the
 // budget refuses every eviction, this pod's included, until the charge expires. Deleting the pod
-// then completes an eviction the budget approved. Budgets select as the Eviction API does: in
-// the pod's namespace, and an empty or unparsable selector selects nothing.
+// then completes an eviction the budget approved. Budgets select as the Eviction API does
+// (budgetSelector).
 func chargedBy(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Time) string {
 	var name string
 	for _, b := range pdbs {
-		if b.Namespace != p.Namespace {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
+		if budgetSelector(b, p) == nil {
 			continue
 		}
 		at, ok := b.Status.DisruptedPods[p.Name]
@@ -43,6 +39,19 @@ func chargedBy(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Tim
 	return name
 }
 
+// budgetSelector returns the selector of the budget b when b selects p as the Eviction API
+// matches them (in p's namespace; an empty or unparsable selector selects nothing), else nil.
+func budgetSelector(b *policyv1.PodDisruptionBudget, p *corev1.Pod) labels.Selector {
+	if b.Namespace != p.Namespace {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) {
+		return nil
+	}
+	return sel
+}
+
 // budgetCount is a drain pass's own count of the PodDisruptionBudgets' healthy pods. The
 // Eviction API judges by a budget's status alone, and kube-controller-manager computes that
 // status from a pod cache of its own, which can lag the pods right after a scale-down: most
@@ -50,7 +59,7 @@ func chargedBy(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, now time.Tim
 // from ten replicas to four under maxUnavailable 1. The drain asks the API only when this count
 // allows the eviction too (hold). A budget's healthy pods (Ready, not being deleted) are counted
 // once per pass, from its namespace's pods, and each eviction of the pass takes one off (evicted).
-// Budgets select as in chargedBy.
+// Budgets select as budgetSelector says.
 type budgetCount struct {
 	pdbs []*policyv1.PodDisruptionBudget
 	// podsIn lists a namespace's pods (the informer's namespace index).
@@ -62,15 +71,18 @@ func newBudgetCount(pdbs []*policyv1.PodDisruptionBudget, podsIn func(ns string)
 	return &budgetCount{pdbs: pdbs, podsIn: podsIn, healthy: map[*policyv1.PodDisruptionBudget]int{}}
 }
 
+// selected is a budget that selects a pod, with its selector.
+type selected struct {
+	pdb *policyv1.PodDisruptionBudget
+	sel labels.Selector
+}
+
 // selecting returns the budgets that select p.
-func (b *budgetCount) selecting(p *corev1.Pod) []*policyv1.PodDisruptionBudget {
-	var out []*policyv1.PodDisruptionBudget
+func (b *budgetCount) selecting(p *corev1.Pod) []selected {
+	var out []selected
 	for _, pdb := range b.pdbs {
-		if pdb.Namespace != p.Namespace {
-			continue
-		}
-		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			out = append(out, pdb)
+		if sel := budgetSelector(pdb, p); sel != nil {
+			out = append(out, selected{pdb, sel})
 		}
 	}
 	return out
@@ -84,16 +96,16 @@ func (b *budgetCount) hold(p *corev1.Pod) (string, error) {
 	if p.DeletionTimestamp != nil || !podReady(p) {
 		return "", nil
 	}
-	for _, pdb := range b.selecting(p) {
+	for _, s := range b.selecting(p) {
+		pdb := s.pdb
 		n, ok := b.healthy[pdb]
 		if !ok {
 			pods, err := b.podsIn(pdb.Namespace)
 			if err != nil {
 				return pdb.Namespace + "/" + pdb.Name, err
 			}
-			sel, _ := metav1.LabelSelectorAsSelector(pdb.Spec.Selector) // parsed in selecting
 			for _, q := range pods {
-				if q.DeletionTimestamp == nil && podReady(q) && sel.Matches(labels.Set(q.Labels)) {
+				if q.DeletionTimestamp == nil && podReady(q) && s.sel.Matches(labels.Set(q.Labels)) {
 					n++
 				}
 			}
@@ -111,9 +123,9 @@ func (b *budgetCount) evicted(p *corev1.Pod) {
 	if !podReady(p) {
 		return
 	}
-	for _, pdb := range b.selecting(p) {
-		if n, ok := b.healthy[pdb]; ok {
-			b.healthy[pdb] = n - 1
+	for _, s := range b.selecting(p) {
+		if n, ok := b.healthy[s.pdb]; ok {
+			b.healthy[s.pdb] = n - 1
 		}
 	}
 }
