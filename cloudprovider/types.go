@@ -63,7 +63,15 @@ type Instance struct {
 	Offering api.Offering
 	// State is the provider's lifecycle state, normalised to pending, running, terminating or
 	// terminated.
-	State        string
+	State string
+	// EndCode is the cloud's own code for why the instance is ending or ended, e.g. EC2's
+	// Server.SpotInstanceTermination; empty while it runs, and when the cloud does not say.
+	EndCode string
+	// CapacityLost reports that the cloud ended the instance for want of capacity: a spot
+	// instance taken back, or capacity lost between the launch and the boot. The offering is then
+	// as unavailable as one a launch call was refused for; an instance a person deleted says
+	// nothing about capacity.
+	CapacityLost bool
 	PricePerHour float64
 	LaunchedAt   time.Time
 	Tags         map[string]string

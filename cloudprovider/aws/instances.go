@@ -39,6 +39,16 @@ func NormaliseState(ec2State string) string {
 	}
 }
 
+// capacityEndCodes are EC2's state-reason codes for an instance it ended for want of capacity: one
+// that lost its capacity during the launch, and a spot instance stopped or terminated because
+// capacity (or the price) ran out. Every other code (Client.UserInitiatedShutdown, a scheduled
+// retirement, an internal error) says nothing about the offering's capacity.
+var capacityEndCodes = map[string]bool{
+	"Server.InsufficientInstanceCapacity": true,
+	"Server.SpotInstanceShutdown":         true,
+	"Server.SpotInstanceTermination":      true,
+}
+
 // ProviderID returns the spec.providerID the AWS cloud provider gives the Node of an instance,
 // aws:///<zone>/<instance-id>. The Node's name is the instance's private DNS name
 // (ip-10-0-1-23.ec2.internal), not the planned name Tiler tags it with, so the controller finds a
@@ -137,12 +147,19 @@ func (p *Provider) toInstance(i ec2types.Instance) *cloudprovider.Instance {
 	if i.State != nil {
 		state = string(i.State.Name)
 	}
-	return &cloudprovider.Instance{
+	out := &cloudprovider.Instance{
 		ID: awssdk.ToString(i.InstanceId), LaunchID: tags[api.TagLaunchID],
 		NodeName: tags[api.TagNodeName], Pool: tags[api.TagPool],
 		Offering: ref, State: NormaliseState(state), PricePerHour: p.priceOf(ref),
 		LaunchedAt: awssdk.ToTime(i.LaunchTime), Tags: tags,
 	}
+	// EC2 keeps the reason of the last state change, a running instance's too (a start after a
+	// stop); it is only the end's reason on an instance that is ending.
+	if out.Ending() && i.StateReason != nil {
+		out.EndCode = awssdk.ToString(i.StateReason.Code)
+		out.CapacityLost = capacityEndCodes[out.EndCode]
+	}
+	return out
 }
 
 func tagFilter(key, value string) ec2types.Filter {

@@ -115,7 +115,8 @@ func TestList(t *testing.T) {
 	srv.Enqueue("DescribeInstances",
 		awstest.DescribeInstances("page-2",
 			awstest.Instance{ID: "i-0c", Type: "g5.xlarge", Zone: "us-east-1b", State: "running", Lifecycle: "spot", LaunchTime: at, Tags: tags("c")},
-			awstest.Instance{ID: "i-0a", Type: "p5.48xlarge", Zone: "us-east-1a", State: "shutting-down", LaunchTime: at, Tags: tags("a")}),
+			awstest.Instance{ID: "i-0a", Type: "p5.48xlarge", Zone: "us-east-1a", State: "shutting-down",
+				StateReason: "Server.SpotInstanceTermination", LaunchTime: at, Tags: tags("a")}),
 		awstest.XMLFixtureStatus(t, "Error.RequestLimitExceeded.xml", http.StatusServiceUnavailable), // page 2, first attempt
 		awstest.DescribeInstances("",
 			awstest.Instance{ID: "i-0b", Type: "g6.xlarge", Zone: "us-east-1c", State: "pending", LaunchTime: at, Tags: tags("b")}))
@@ -131,8 +132,10 @@ func TestList(t *testing.T) {
 		return &cloudprovider.Instance{ID: id, LaunchID: launch, NodeName: "node-" + launch, Pool: "gpu",
 			Offering: ref(typ, zone, ct), State: state, PricePerHour: price, LaunchedAt: at, Tags: tags(launch)}
 	}
+	ending := inst("i-0a", "a", "p5.48xlarge", "us-east-1a", api.OnDemand, cloudprovider.StateTerminating, 0)
+	ending.EndCode, ending.CapacityLost = "Server.SpotInstanceTermination", true
 	want := []*cloudprovider.Instance{
-		inst("i-0a", "a", "p5.48xlarge", "us-east-1a", api.OnDemand, cloudprovider.StateTerminating, 0),
+		ending,
 		inst("i-0b", "b", "g6.xlarge", "us-east-1c", api.OnDemand, cloudprovider.StatePending, 0),
 		inst("i-0c", "c", "g5.xlarge", "us-east-1b", api.Spot, cloudprovider.StateRunning, 0.3981),
 	}
@@ -157,14 +160,27 @@ func TestGet(t *testing.T) {
 		name      string
 		resp      awstest.Response
 		wantState string // "" means a NotFoundError
+		// wantCode and wantCapacity are the instance's EndCode and CapacityLost.
+		wantCode     string
+		wantCapacity bool
 	}{
-		{"running", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: mine}), cloudprovider.StateRunning},
-		{"terminated is returned", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "terminated", Tags: mine}), cloudprovider.StateTerminated},
-		{"stopped counts as terminating", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "stopped", Tags: mine}), cloudprovider.StateTerminating},
-		{"another cluster's instance", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: theirs}), ""},
-		{"unknown ID", awstest.XMLFixtureStatus(t, "Error.InvalidInstanceIDNotFound.xml", http.StatusBadRequest), ""},
-		{"recorded instance without Tiler's tags", awstest.XMLFixture(t, "DescribeInstances.xml"), ""},
-		{"empty answer", awstest.DescribeInstances(""), ""},
+		{"running", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: mine}), cloudprovider.StateRunning, "", false},
+		{"terminated is returned", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "terminated", Tags: mine}), cloudprovider.StateTerminated, "", false},
+		{"stopped counts as terminating", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "stopped", Tags: mine}), cloudprovider.StateTerminating, "", false},
+		{"spot terminated for capacity", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "terminated",
+			StateReason: "Server.SpotInstanceTermination", Tags: mine}), cloudprovider.StateTerminated, "Server.SpotInstanceTermination", true},
+		{"capacity lost during the launch", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "shutting-down",
+			StateReason: "Server.InsufficientInstanceCapacity", Tags: mine}), cloudprovider.StateTerminating, "Server.InsufficientInstanceCapacity", true},
+		{"spot stopped for capacity", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "stopped",
+			StateReason: "Server.SpotInstanceShutdown", Tags: mine}), cloudprovider.StateTerminating, "Server.SpotInstanceShutdown", true},
+		{"terminated by a person", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "terminated",
+			StateReason: "Client.UserInitiatedShutdown", Tags: mine}), cloudprovider.StateTerminated, "Client.UserInitiatedShutdown", false},
+		{"a running instance's last reason is no end", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running",
+			StateReason: "Server.SpotInstanceShutdown", Tags: mine}), cloudprovider.StateRunning, "", false},
+		{"another cluster's instance", awstest.DescribeInstances("", awstest.Instance{ID: "i-1", Type: "g5.xlarge", State: "running", Tags: theirs}), "", "", false},
+		{"unknown ID", awstest.XMLFixtureStatus(t, "Error.InvalidInstanceIDNotFound.xml", http.StatusBadRequest), "", "", false},
+		{"recorded instance without Tiler's tags", awstest.XMLFixture(t, "DescribeInstances.xml"), "", "", false},
+		{"empty answer", awstest.DescribeInstances(""), "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,6 +196,9 @@ func TestGet(t *testing.T) {
 			}
 			if err != nil || got.State != tt.wantState {
 				t.Fatalf("Get = %+v, %v; want state %s", got, err, tt.wantState)
+			}
+			if got.EndCode != tt.wantCode || got.CapacityLost != tt.wantCapacity {
+				t.Errorf("EndCode, CapacityLost = %q, %t; want %q, %t", got.EndCode, got.CapacityLost, tt.wantCode, tt.wantCapacity)
 			}
 			if ids := srv.Requests("DescribeInstances")[0].FormList("InstanceId"); len(ids) != 1 || ids[0] != "i-1" {
 				t.Errorf("InstanceId.N = %v", ids)

@@ -14,9 +14,12 @@ type Instance struct {
 	// State is the EC2 state name: pending, running, shutting-down, terminated, stopping, stopped.
 	State string
 	// Lifecycle is "spot" or empty for on-demand (EC2 omits instanceLifecycle for on-demand).
-	Lifecycle  string
-	LaunchTime time.Time
-	Tags       map[string]string
+	Lifecycle string
+	// StateReason is EC2's code for the last state change (e.g. Server.SpotInstanceTermination),
+	// rendered as stateReason when it is not empty.
+	StateReason string
+	LaunchTime  time.Time
+	Tags        map[string]string
 }
 
 // Tag is a key/value pair in a tagSet.
@@ -44,7 +47,8 @@ var describeInstancesTmpl = template.Must(template.New("di").Funcs(funcs).Parse(
             <instancesSet>
                 <item>
                     <instanceId>{{.ID}}</instanceId>
-                    <instanceState><name>{{.State}}</name></instanceState>
+                    <instanceState><name>{{.State}}</name></instanceState>{{if .StateReason}}
+                    <stateReason><code>{{esc .StateReason}}</code><message>{{esc .StateReason}}</message></stateReason>{{end}}
                     <instanceType>{{.Type}}</instanceType>
                     <launchTime>{{.LaunchTime.UTC.Format "2006-01-02T15:04:05.000Z"}}</launchTime>
                     <placement><availabilityZone>{{.Zone}}</availabilityZone></placement>
