@@ -40,7 +40,8 @@
 // and Config.MaxGPUs are account quotas. Interrupt announces a spot interruption through
 // Interruptions().Poll (with its Deadline) and reclaims the instance after
 // Config.InterruptionGrace; RecommendRebalance announces a rebalance recommendation (no deadline,
-// nothing reclaimed).
+// nothing reclaimed); LoseCapacity ends an instance for want of capacity with no notice, and Get
+// answers for it afterwards as terminated with CapacityLost, as EC2 does.
 //
 // # GPUs
 //

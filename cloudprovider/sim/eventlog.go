@@ -38,6 +38,9 @@ const (
 	ReasonRequested = "requested"
 	// ReasonSpotReclaimed is the cloud taking back an interrupted spot instance.
 	ReasonSpotReclaimed = "spot-reclaimed"
+	// ReasonCapacityLost is the cloud ending an instance for want of capacity, with no notice
+	// (LoseCapacity). It is also the EndCode Get reports for the instance afterwards.
+	ReasonCapacityLost = "capacity-lost"
 )
 
 // Event is one line of the event log.

@@ -182,12 +182,19 @@ func (p *Provider) checkRequest(req cloudprovider.LaunchRequest) error {
 }
 
 // Get returns the cluster's instance with the given ID, or a *cloudprovider.NotFoundError (also
-// for an instance of another cluster). Other errors are state-file I/O.
+// for an instance of another cluster, and one that was deleted). An instance that LoseCapacity
+// ended is returned as terminated, with CapacityLost. Other errors are state-file I/O.
 func (p *Provider) Get(ctx context.Context, id string) (*cloudprovider.Instance, error) {
 	var out *cloudprovider.Instance
 	err := p.store.view(func(st *state) {
 		if r := st.find(p.cfg.ClusterName, id); r != nil {
 			out = r.instance()
+			return
+		}
+		for _, r := range st.Ended {
+			if r.ID == id && r.Cluster == p.cfg.ClusterName {
+				out = r.instance()
+			}
 		}
 	})
 	if err != nil {

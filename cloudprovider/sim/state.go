@@ -23,7 +23,8 @@ import (
 const stateVersion = 1
 
 // Instance states, as cloudprovider.Instance.State normalises them. Terminated instances are
-// removed from the state file, so they are never listed.
+// removed from the state file, so they are never listed (Get answers for those LoseCapacity ended,
+// as terminated).
 const (
 	// StatePending is an instance whose Node is not Ready yet.
 	StatePending = cloudprovider.StatePending
@@ -31,6 +32,8 @@ const (
 	StateRunning = cloudprovider.StateRunning
 	// StateTerminating is an instance being deleted.
 	StateTerminating = cloudprovider.StateTerminating
+	// StateTerminated is an instance LoseCapacity ended (state.Ended).
+	StateTerminated = cloudprovider.StateTerminated
 )
 
 // record is one instance in the state file: what Create was asked for, plus the schedule fixed
@@ -59,6 +62,8 @@ type record struct {
 	MIGChange *migChange `json:"migChange,omitempty"`
 	// GPUFault is the fault injected into the node's GPUs (InjectGPUFault); "" when healthy.
 	GPUFault GPUFault `json:"gpuFault,omitempty"`
+	// EndCode is why the cloud ended the instance, on the ended instances Get still answers for.
+	EndCode string `json:"endCode,omitempty"`
 }
 
 // instance returns the record as the cloudprovider API shows it, sharing nothing with r.
@@ -70,6 +75,7 @@ func (r *record) instance() *cloudprovider.Instance {
 	return &cloudprovider.Instance{
 		ID: r.ID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool, Offering: r.Offering,
 		State: r.State, PricePerHour: r.PricePerHour, LaunchedAt: r.LaunchedAt, Tags: tags,
+		EndCode: r.EndCode, CapacityLost: r.EndCode == ReasonCapacityLost,
 	}
 }
 
@@ -89,7 +95,11 @@ type state struct {
 	// NextID numbers instances across every cluster of the file: sim-000001, sim-000002, ...
 	NextID    int       `json:"nextID"`
 	Instances []*record `json:"instances"`
-	Notices   []notice  `json:"notices"`
+	// Ended are the instances the cloud ended for want of capacity (LoseCapacity), the last
+	// maxEnded of them: Get answers for them as terminated, as EC2 answers for an ended instance
+	// for about an hour after; List does not show them.
+	Ended   []*record `json:"ended,omitempty"`
+	Notices []notice  `json:"notices"`
 	// NextNotice numbers the notices as first polled; the number is the notice's Receipt.
 	NextNotice int `json:"nextNotice,omitempty"`
 	// EventSeq is the sequence number of the last event emitted (saved with the state).

@@ -76,6 +76,21 @@ func (p *Provider) spotNotice(id, doing, only string, notify func(*state, *recor
 	return nil
 }
 
+// LoseCapacity ends an instance for want of capacity, with no notice, as EC2 ends one whose
+// capacity is lost between the launch call and the boot (state reason
+// Server.InsufficientInstanceCapacity), or reclaims a spot instance of an account with no notice
+// queue: the instance is terminated at once (its Node objects deleted, logged as an EventDeleted
+// with ReasonCapacityLost), leaves List, and Get answers for it as terminated with CapacityLost.
+// It returns a *cloudprovider.NotFoundError for an unknown instance.
+func (p *Provider) LoseCapacity(ctx context.Context, id string) error {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	return p.terminate(ctx, id, ReasonCapacityLost)
+}
+
+// maxEnded is how many instances ended for want of capacity the state keeps for Get.
+const maxEnded = 100
+
 // Interruptions returns the source of the cluster's interruption notices. Notices live in the
 // state file, so a source of a restarted Provider delivers what the old one had not yet
 // acknowledged.
@@ -157,7 +172,8 @@ func (s *Interruptions) Ack(ctx context.Context, notices []cloudprovider.Interru
 // terminate ends an instance in three steps, so that a failure in the middle leaves it listed as
 // terminating for a later Step or Delete to finish: mark it terminating, delete its API objects,
 // then remove it from the inventory and log the deletion. A spot reclaim also queues a
-// StateChange notice. The caller holds opMu.
+// StateChange notice; an instance whose capacity was lost stays in the state's Ended. The caller
+// holds opMu.
 func (p *Provider) terminate(ctx context.Context, id, reason string) error {
 	var rec record
 	err := p.store.update(func(st *state) error {
@@ -187,6 +203,12 @@ func (p *Provider) terminate(ctx context.Context, id, reason string) error {
 		}
 		st.remove(id)
 		st.emit(newEvent(EventDeleted, r, now, reason))
+		if reason == ReasonCapacityLost {
+			ended := *r
+			ended.State, ended.EndCode = StateTerminated, ReasonCapacityLost
+			st.Ended = append(st.Ended, &ended)
+			st.Ended = st.Ended[max(0, len(st.Ended)-maxEnded):]
+		}
 		if reason == ReasonSpotReclaimed {
 			st.Notices = append(st.Notices, notice{Cluster: r.Cluster, Interruption: cloudprovider.Interruption{
 				InstanceID: id, Kind: cloudprovider.StateChange, State: "terminated", At: now, Deadline: now,

@@ -159,6 +159,50 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// TestLoseCapacity: an instance the cloud ends for want of capacity, while it boots, leaves List and
+// its Node objects at once, with no notice; Get still answers for it, as terminated with
+// CapacityLost, and Delete takes it for gone.
+func TestLoseCapacity(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	lost := e.create(gpuRequest("launch-1", "gpu-node-1"))
+	kept := e.create(gpuRequest("launch-2", "gpu-node-2"))
+	if err := e.p.LoseCapacity(ctx, lost.ID); err != nil {
+		t.Fatalf("LoseCapacity: %v", err)
+	}
+	insts, err := e.p.List(ctx)
+	if err != nil || len(insts) != 1 || insts[0].ID != kept.ID {
+		t.Fatalf("List = %v, %v; want only %s", insts, err, kept.ID)
+	}
+	got, err := e.p.Get(ctx, lost.ID)
+	if err != nil || got.State != cloudprovider.StateTerminated || !got.CapacityLost || got.EndCode != ReasonCapacityLost || got.LaunchID != "launch-1" {
+		t.Fatalf("Get = %+v, %v; want launch-1 terminated with capacity lost", got, err)
+	}
+	if got, err := e.p.Get(ctx, kept.ID); err != nil || got.CapacityLost || got.EndCode != "" {
+		t.Fatalf("Get of the kept instance = %+v, %v", got, err)
+	}
+	if err := e.p.Delete(ctx, lost.ID); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("Delete after LoseCapacity: got %v, want NotFoundError", err)
+	}
+	if err := e.p.LoseCapacity(ctx, "sim-999999"); !cloudprovider.IsNotFound(err) {
+		t.Fatalf("LoseCapacity of an unknown instance: got %v, want NotFoundError", err)
+	}
+	if n, err := e.p.Interruptions().Poll(ctx); err != nil || len(n) != 0 {
+		t.Fatalf("notices %v, %v; want none", n, err)
+	}
+	events := e.events()
+	if CountEvents(events, EventDeleted) != 1 || events[len(events)-1].Reason != ReasonCapacityLost {
+		t.Fatalf("events %+v", events)
+	}
+	e.step(testBootDelay + testDeviceDelay)
+	if e.node("gpu-node-1") != nil {
+		t.Fatal("Step registered an instance whose capacity was lost")
+	}
+	if e.node("gpu-node-2") == nil {
+		t.Fatal("the other instance did not register")
+	}
+}
+
 // TestRecommendRebalance: a rebalance recommendation is a notice without deadline; the instance
 // keeps running past any interruption grace.
 func TestRecommendRebalance(t *testing.T) {
