@@ -17,7 +17,8 @@
 // before the cloud is called, and the cloud tags the instance with it, so a restarted controller
 // reconciles instances with records and neither buys twice nor leaks an instance (recover.go);
 // while it runs, the leader's instance sweep does the same every Config.InstanceSweepPeriod for
-// what the cloud did with no notice (sweep.go).
+// what the cloud did with no notice (sweep.go). Both mark the offering of an instance the cloud
+// ended for want of capacity unavailable.
 //
 // A launch the cloud refuses (insufficient capacity, a quota) launched nothing: its record is
 // dropped, the offering marked unavailable, and the pods planned again at once. A launch the cloud

@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,6 +288,10 @@ func testInstanceEndedWhileBooting(t *testing.T, cp *controlplane.ControlPlane) 
 	if node == first.NodeName {
 		t.Errorf("bound on %s, the ended instance's node", node)
 	}
+	// A person's deletion says nothing about capacity: the same offering is bought again.
+	if next := instanceOfNode(t, e, node); next == nil || next.Offering != first.Offering {
+		t.Errorf("the successor is %+v, want one on %s (the offering is not marked unavailable)", next, first.Offering)
+	}
 	if got := e.launches(); got != 2 {
 		t.Errorf("%d launches, want 2 (the ended one and its successor)", got)
 	}
@@ -306,5 +311,54 @@ func testInstanceEndedWhileBooting(t *testing.T, cp *controlplane.ControlPlane) 
 	if insts, err := e.cloud.List(ctx); err != nil || len(insts) != 1 || insts[0].NodeName != node {
 		t.Errorf("instances %v (%v), want the bound pod's only", insts, err)
 	}
-	e.cleanup([]*corev1.Pod{pod})
+
+	// The cloud ends a booting instance for want of capacity, with no notice (EC2's
+	// Server.InsufficientInstanceCapacity after the launch): the sweep asks the cloud why it
+	// ended, marks its offering unavailable, and the pod is bought for on another offering.
+	other := simtest.Pod("ended-b").Label("app", "ended").AntiAffinity(corev1.LabelHostname, "ended").CPU("2").Mem("4Gi").Obj()
+	e.create(other)
+	var lost *cloudprovider.Instance
+	testwait.Until(t, 50*time.Millisecond, "an instance launched for the second pod", time.Minute, func() bool {
+		insts, err := e.cloud.List(ctx)
+		for _, i := range insts {
+			if err == nil && i.NodeName != node {
+				lost = i
+			}
+		}
+		return lost != nil
+	})
+	if lost.Offering != first.Offering {
+		t.Fatalf("the second pod's instance is on %s, want %s as the first's (the test compares the offerings)", lost.Offering, first.Offering)
+	}
+	ended = time.Now()
+	if err := e.cloud.LoseCapacity(ctx, lost.ID); err != nil {
+		t.Fatal(err)
+	}
+	otherNode := e.waitBound(time.Minute, other)["default/"+other.Name]
+	t.Logf("the second pod bound on %s %.1fs after its first instance lost its capacity", otherNode, time.Since(ended).Seconds())
+	if next := instanceOfNode(t, e, otherNode); next == nil || next.Offering == lost.Offering {
+		t.Errorf("the second pod's successor is %+v, want one on another offering than %s", next, lost.Offering)
+	}
+	testwait.Until(t, testwait.Fast, "an InstanceGone event naming the capacity loss", 30*time.Second, func() bool {
+		evs, err := e.kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + lost.NodeName})
+		return err == nil && slices.ContainsFunc(evs.Items, func(ev corev1.Event) bool {
+			return ev.Reason == "InstanceGone" && strings.Contains(ev.Message, sim.ReasonCapacityLost)
+		})
+	})
+	e.cleanup([]*corev1.Pod{pod, other})
+}
+
+// instanceOfNode returns the cloud's instance of the node, nil for none.
+func instanceOfNode(t *testing.T, e *env, node string) *cloudprovider.Instance {
+	t.Helper()
+	insts, err := e.cloud.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range insts {
+		if i.NodeName == node {
+			return i
+		}
+	}
+	return nil
 }

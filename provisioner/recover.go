@@ -67,8 +67,9 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 			if inst != nil {
 				r.InstanceID, state = inst.ID, inst.State
 			}
-			c.log.Info("removing a launch whose instance is gone", zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID),
-				zap.String("state", state))
+			l := c.log.With(zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID), zap.String("state", state))
+			l.Info("removing a launch whose instance is gone")
+			c.markIfCapacityLost(ctx, l, r, inst)
 			// A removal that fails (logged) leaves the record to housekeeping's registration
 			// timeout: the Node is gone or goes NotReady with its instance.
 			c.remove(ctx, c.log, r, r.NodeName, RemovalInstanceGone)

@@ -32,6 +32,9 @@ import (
 //   - a launch with a call under way (launch or removal), a node under a disruption action and a
 //     disruption's replacement (the disruption loop's to remove or abandon) are left alone.
 //
+// A removed launch's offering is marked unavailable when the cloud says it ended the instance for
+// want of capacity (markIfCapacityLost), so that its pods are bought for on another offering.
+//
 // A record with no instance ID and no instance is a launch whose call failed; its retries and
 // the registration timeout handle it (housekeep).
 
@@ -49,6 +52,8 @@ type strayRecord struct {
 	Node   string
 	// State is the instance's state, "gone" when the cloud does not list it.
 	State string
+	// Instance is the ending instance as listed; nil when the cloud does not list it.
+	Instance *cloudprovider.Instance
 }
 
 // suspectKey names a record or an instance in sweepFindings.Suspects.
@@ -70,7 +75,7 @@ func findStrays(recs []LaunchRecord, insts []*cloudprovider.Instance, idx nodeIn
 		switch {
 		case inst != nil && inst.Ending():
 			r.InstanceID = inst.ID
-			out.Gone = append(out.Gone, strayRecord{Record: r, Node: idx.nodeToDelete(r), State: inst.State})
+			out.Gone = append(out.Gone, strayRecord{Record: r, Node: idx.nodeToDelete(r), State: inst.State, Instance: inst})
 		case inst == nil && r.InstanceID != "" && (n == nil || !snapshot.IsNodeReady(n)):
 			key := suspectKey("record", r.LaunchID)
 			if prev[key] {
@@ -155,9 +160,13 @@ func (c *Controller) sweep(ctx context.Context, prev map[string]bool) map[string
 	now := c.clock.Now()
 	for _, g := range f.Gone {
 		l := log.With(zap.String(keyLaunchID, g.Record.LaunchID), zap.String(keyInstanceID, g.Record.InstanceID), zap.String("state", g.State))
+		why := g.State
+		if code := c.markIfCapacityLost(ctx, l, g.Record, g.Instance); code != "" {
+			why += " (" + code + ": capacity lost, offering marked unavailable)"
+		}
 		l.Info("removing a launch whose instance the cloud ended")
 		c.recorder.Eventf(nodeRef(g.Record.NodeName), corev1.EventTypeWarning, "InstanceGone",
-			"the cloud lists instance %s of node %s as %s; the launch is removed and its pods bought for again", g.Record.InstanceID, g.Record.NodeName, g.State)
+			"the cloud lists instance %s of node %s as %s; the launch is removed and its pods bought for again", g.Record.InstanceID, g.Record.NodeName, why)
 		c.startRemoval(ctx, l, Removal{Record: g.Record, Node: g.Node, Reason: RemovalInstanceGone}, now)
 	}
 	for _, i := range f.Orphans {
@@ -171,4 +180,32 @@ func (c *Controller) sweep(ctx context.Context, prev map[string]bool) map[string
 		c.metrics.Deletions.WithLabelValues("orphan").Inc()
 	}
 	return f.Suspects
+}
+
+// markIfCapacityLost marks the offering of r unavailable when the cloud ended r's instance for
+// want of capacity (Instance.CapacityLost: EC2's Server.InsufficientInstanceCapacity on a launch
+// that lost its capacity, a spot instance taken back with no notice), as a launch refused for it
+// would be, so that the pods are bought for elsewhere rather than on the same offering again. An
+// instance a person deleted says nothing about capacity and marks nothing. inst is the ending
+// instance as listed; nil when the list does not show it, and the instance is then asked for by
+// ID (EC2 answers for an ended instance for about an hour; a cloud that answers NotFound leaves
+// the offering as it is). It returns the cloud's code when it marked, "" otherwise.
+func (c *Controller) markIfCapacityLost(ctx context.Context, log *zap.Logger, r LaunchRecord, inst *cloudprovider.Instance) string {
+	if inst == nil && r.InstanceID != "" {
+		got, err := c.provider.Get(ctx, r.InstanceID)
+		if err != nil && !cloudprovider.IsNotFound(err) {
+			log.Warn("asking the cloud why the instance ended; its offering is left as it is", zap.Error(err))
+		}
+		inst = got
+	}
+	if inst == nil || !inst.CapacityLost {
+		return ""
+	}
+	code := inst.EndCode
+	if code == "" {
+		code = "capacity-lost"
+	}
+	c.unavailable.MarkUnavailable(r.Offering, code)
+	log.Info("the cloud ended the instance for want of capacity: offering marked unavailable", zap.String("code", code))
+	return code
 }

@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,12 +45,12 @@ func TestFindStrays(t *testing.T) {
 			insts: []*cloudprovider.Instance{inst("i-a", "a", running)}, nodes: []*corev1.Node{node("a", "i-a", true, nil)}},
 		{name: "terminating while booting: at once", recs: []LaunchRecord{rec("a", "i-a")},
 			insts: []*cloudprovider.Instance{inst("i-a", "a", terminating)},
-			gone1: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: terminating}},
-			gone2: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: terminating}}},
+			gone1: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: terminating, Instance: inst("i-a", "a", terminating)}},
+			gone2: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: terminating, Instance: inst("i-a", "a", terminating)}}},
 		{name: "terminated under a Ready node: at once", recs: []LaunchRecord{rec("a", "i-a")},
 			insts: []*cloudprovider.Instance{inst("i-a", "a", cloudprovider.StateTerminated)}, nodes: []*corev1.Node{node("a", "i-a", true, nil)},
-			gone1: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: cloudprovider.StateTerminated}},
-			gone2: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: cloudprovider.StateTerminated}}},
+			gone1: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: cloudprovider.StateTerminated, Instance: inst("i-a", "a", cloudprovider.StateTerminated)}},
+			gone2: []strayRecord{{Record: rec("a", "i-a"), Node: "a", State: cloudprovider.StateTerminated, Instance: inst("i-a", "a", cloudprovider.StateTerminated)}}},
 		{name: "the live one of two under a launch ID counts", recs: []LaunchRecord{rec("a", "i-a2")},
 			insts: []*cloudprovider.Instance{inst("i-a2", "a", running), inst("i-a1", "a", terminating)}},
 		{name: "not listed, no Node: on the second sweep", recs: []LaunchRecord{rec("a", "i-a")},
@@ -72,8 +73,8 @@ func TestFindStrays(t *testing.T) {
 		{name: "an ending orphan is left to end", insts: []*cloudprovider.Instance{inst("i-o", "o", terminating)}},
 		{name: "relinked: the Node found by its instance", recs: []LaunchRecord{rec("a", "i-a")},
 			insts: []*cloudprovider.Instance{inst("i-a", "a", terminating)}, nodes: []*corev1.Node{node(eksName, "i-a", true, nil)},
-			gone1: []strayRecord{{Record: rec("a", "i-a"), Node: eksName, State: terminating}},
-			gone2: []strayRecord{{Record: rec("a", "i-a"), Node: eksName, State: terminating}}},
+			gone1: []strayRecord{{Record: rec("a", "i-a"), Node: eksName, State: terminating, Instance: inst("i-a", "a", terminating)}},
+			gone2: []strayRecord{{Record: rec("a", "i-a"), Node: eksName, State: terminating, Instance: inst("i-a", "a", terminating)}}},
 	}
 	ids := func(is []*cloudprovider.Instance) []string {
 		var out []string
@@ -114,5 +115,29 @@ func TestFindStraysForgetsCleared(t *testing.T) {
 	s3 := findStrays(recs, nil, idx, nil, s2.Suspects)
 	if len(s1.Gone)+len(s2.Gone)+len(s3.Gone) != 0 || !s3.Suspects["record/a"] {
 		t.Errorf("removals %v, %v, %v, suspects at the third %v; want none, and a suspect again", s1.Gone, s2.Gone, s3.Gone, s3.Suspects)
+	}
+}
+
+// TestSweepMarksCapacityLoss: a launch whose instance the cloud lists as ending is removed by the
+// sweep; its offering is marked unavailable only when the cloud says it ended the instance for
+// want of capacity, not when a person terminated it.
+func TestSweepMarksCapacityLoss(t *testing.T) {
+	offering := api.Offering{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: api.Spot}
+	for _, c := range []struct {
+		code     string
+		capacity bool
+	}{{"Server.InsufficientInstanceCapacity", true}, {"Client.UserInitiatedShutdown", false}} {
+		t.Run(c.code, func(t *testing.T) {
+			e := newInterruptedEKSEnv(t, nil, &cloudprovider.Instance{ID: "i-00000000000000001", LaunchID: "tiler-default-1",
+				Offering: offering, State: cloudprovider.StateTerminating, EndCode: c.code, CapacityLost: c.capacity})
+			e.ctrl.sweep(context.Background(), nil)
+			e.ctrl.launches.wg.Wait()
+			if got := e.ctrl.unavailable.IsUnavailable(offering); got != c.capacity {
+				t.Errorf("offering marked unavailable: %t, want %t", got, c.capacity)
+			}
+			if recs, err := e.ctrl.records.List(context.Background()); err != nil || len(recs) != 0 {
+				t.Errorf("records %+v, %v; want the launch removed", recs, err)
+			}
+		})
 	}
 }
