@@ -24,7 +24,10 @@ import (
 //
 //  1. At the notice (pollInterruptions): the offering is marked unavailable, so that the
 //     replacement is planned on another spot pool or on-demand when the pool allows it
-//     (failover). An instance whose Node has not registered yet is removed at once (instance and
+//     (failover); for a state change, only when the instance says the cloud ended it for want
+//     of capacity (markIfCapacityLost: a person stopping or terminating an instance says nothing
+//     about capacity), and a state change of an instance Tiler is removing is its own doing and
+//     no interruption. An instance whose Node has not registered yet is removed at once (instance and
 //     launch record, RemovalInterrupted): the next batch plans its pods elsewhere. Otherwise the
 //     node is cordoned and annotated with the notice's kind and deadline
 //     (api.AnnotationInterruption, api.AnnotationInterruptionDeadline); the disruption loop is
@@ -123,6 +126,7 @@ func (c *Controller) handleInterruptions(ctx context.Context, notices []cloudpro
 		return notices
 	}
 	idx := newNodeIndex(nodes)
+	removing := c.launches.active(callRemove)
 	var retry []cloudprovider.Interruption
 	for _, n := range notices {
 		r, ok := recordByInstance(recs, n.InstanceID)
@@ -135,21 +139,28 @@ func (c *Controller) handleInterruptions(ctx context.Context, notices []cloudpro
 			name = nd.Name
 		}
 		l := log.With(zap.String(keyNode, name), zap.String(keyInstanceID, n.InstanceID), zap.String(keyReason, string(n.Kind)))
-		if n.Kind == cloudprovider.StateChange && n.State == "running" {
-			continue
+		if n.Kind == cloudprovider.StateChange && (n.State == "running" || removing[r.LaunchID]) {
+			continue // no interruption, or Tiler's own removal
 		}
 		c.metrics.Interruptions.WithLabelValues(string(n.Kind)).Inc()
-		c.unavailable.MarkUnavailable(r.Offering, string(n.Kind))
+		marked := true
+		if n.Kind == cloudprovider.StateChange {
+			// A state change does not say why; the instance does (see markIfCapacityLost).
+			marked = c.markIfCapacityLost(ctx, l, r, nil) != ""
+		} else {
+			c.unavailable.MarkUnavailable(r.Offering, string(n.Kind))
+		}
+		l = l.With(zap.Bool("offeringMarkedUnavailable", marked))
 		deadline := noticeDeadline(n)
 		if nd == nil {
 			if deadline.IsZero() {
-				l.Info("rebalance recommended before the node registered: offering marked unavailable")
+				l.Info("rebalance recommended before the node registered")
 				continue
 			}
 			// The instance goes before it ever serves: its launch is removed now (instance and
 			// record), so that the next batch plans its pods on another offering instead of
 			// counting them in flight on it until the RegistrationTimeout.
-			l.Info("instance interrupted before its node registered: offering marked unavailable, launch removed")
+			l.Info("instance interrupted before its node registered: launch removed")
 			c.startRemoval(ctx, l, Removal{Record: r, Reason: RemovalInterrupted}, c.clock.Now())
 			continue
 		}

@@ -122,9 +122,9 @@ func (q *ackQueue) ackedReceipts() []string {
 	return slices.Clone(q.acked)
 }
 
-// newInterruptedEKSEnv is an env whose spot instance i-00000000000000001 registered as eksName,
-// with the interruption source src.
-func newInterruptedEKSEnv(t *testing.T, src cloudprovider.InterruptionSource) *eksEnv {
+// newInterruptedEKSEnv is an env whose spot instance i-00000000000000001 (m7i.large spot in
+// us-east-1a) registered as eksName, with the interruption source src and the cloud's insts.
+func newInterruptedEKSEnv(t *testing.T, src cloudprovider.InterruptionSource, insts ...*cloudprovider.Instance) *eksEnv {
 	cfg := DefaultConfig()
 	cfg.Nominate = false
 	rec := LaunchRecord{
@@ -134,7 +134,7 @@ func newInterruptedEKSEnv(t *testing.T, src cloudprovider.InterruptionSource) *e
 	}
 	n := simtest.Node(eksName, "m7i.large", "us-east-1a", simtest.Resources("cpu", "1930m", "memory", "7Gi", "pods", "29"))
 	n.Spec.ProviderID = awsProviderID("us-east-1a", rec.InstanceID)
-	return newEKSEnvWith(t, Options{Config: cfg, Interruptions: src}, newEKSCloud(), recordsConfigMap(cfg, rec), n)
+	return newEKSEnvWith(t, Options{Config: cfg, Interruptions: src}, newEKSCloud(insts...), recordsConfigMap(cfg, rec), n)
 }
 
 // interruptedNode reports whether eksName carries the interruption annotation and is cordoned.
@@ -218,5 +218,65 @@ func TestInterruptionSurvivesControllerDeath(t *testing.T) {
 	}
 	if acked := q.ackedReceipts(); !slices.Equal(acked, []string{"r1"}) {
 		t.Errorf("acked %v, want [r1]", acked)
+	}
+}
+
+// TestStateChangeMarksOnlyCapacityLoss: a state-change notice does not say why the instance
+// stopped; the instance does. The offering is marked unavailable only when the cloud ended it for
+// want of capacity, not when a person terminated it, and a state change of an instance Tiler is
+// removing is no interruption at all. A spot interruption marks its offering as before.
+func TestStateChangeMarksOnlyCapacityLoss(t *testing.T) {
+	const id = "i-00000000000000001"
+	offering := api.Offering{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: api.Spot}
+	at := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	change := cloudprovider.Interruption{InstanceID: id, Kind: cloudprovider.StateChange, State: "shutting-down", Receipt: "r1", At: at}
+	ending := func(code string, capacity bool) *cloudprovider.Instance {
+		return &cloudprovider.Instance{ID: id, LaunchID: "tiler-default-1", Offering: offering, State: cloudprovider.StateTerminating,
+			EndCode: code, CapacityLost: capacity}
+	}
+	tests := []struct {
+		name       string
+		notice     cloudprovider.Interruption
+		inst       *cloudprovider.Instance
+		removing   bool
+		wantMarked bool
+		// wantKind is the node's interruption annotation; "" for none.
+		wantKind string
+	}{
+		{"terminated by a person", change, ending("Client.UserInitiatedShutdown", false), false, false, string(cloudprovider.StateChange)},
+		{"capacity lost", change, ending("Server.SpotInstanceTermination", true), false, true, string(cloudprovider.StateChange)},
+		{"the cloud does not answer for it", change, nil, false, false, string(cloudprovider.StateChange)},
+		{"Tiler removing it", change, ending("Server.SpotInstanceTermination", true), true, false, ""},
+		{"spot interruption", cloudprovider.Interruption{InstanceID: id, Kind: cloudprovider.SpotInterruption, Receipt: "r1", At: at},
+			nil, false, true, string(cloudprovider.SpotInterruption)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var insts []*cloudprovider.Instance
+			if tt.inst != nil {
+				insts = append(insts, tt.inst)
+			}
+			q := newAckQueue(tt.notice)
+			e := newInterruptedEKSEnv(t, q, insts...)
+			if tt.removing && !e.ctrl.launches.begin("tiler-default-1", callRemove) {
+				t.Fatal("the removal could not be marked as under way")
+			}
+			if left := e.ctrl.pollInterruptions(context.Background(), nil); len(left) != 0 {
+				t.Fatalf("notices left %+v, want none", left)
+			}
+			if got := e.ctrl.unavailable.IsUnavailable(offering); got != tt.wantMarked {
+				t.Errorf("offering marked unavailable: %t, want %t (entries %+v)", got, tt.wantMarked, e.ctrl.unavailable.List())
+			}
+			n, err := e.kube.CoreV1().Nodes().Get(context.Background(), eksName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Annotations[api.AnnotationInterruption]; got != tt.wantKind {
+				t.Errorf("interruption annotation %q, want %q", got, tt.wantKind)
+			}
+			if acked := q.ackedReceipts(); !slices.Equal(acked, []string{"r1"}) {
+				t.Errorf("acked %v, want [r1]", acked)
+			}
+		})
 	}
 }
