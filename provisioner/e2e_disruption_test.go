@@ -22,6 +22,7 @@ import (
 
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
@@ -43,6 +44,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("RestartAfterEvictionApproved", func(t *testing.T) { testRestartDuringDrain(t, cp, true) })
 	t.Run("LargeNodeReplacedFirst", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, false) })
 	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
+	t.Run("ReplacementLosesCapacity", func(t *testing.T) { testReplacementLosesCapacity(t, cp) })
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
 	t.Run("SpotInterruptionReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, false, false) })
@@ -862,6 +864,106 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill 
 	}
 	if !replaced {
 		t.Error("no Replace action reported done")
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// testReplacementLosesCapacity: the cloud ends a consolidation's replacement while it boots, for
+// want of capacity and with no notice. The instance sweep removes the replacement's launch and
+// marks its offering unavailable; the executor, its replacement gone, abandons the action at its
+// next pass instead of waiting out the registration timeout (10 min here), and the next pass
+// replaces the large node on another offering. No pod is lost: the old node is cordoned only once
+// a replacement is Ready.
+func testReplacementLosesCapacity(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := disruptionConfig()
+	cfg.RegistrationTimeout = 10 * time.Minute
+	cfg.InstanceSweepPeriod = time.Second
+	e, passes := newDisruptionEnv(t, cp, cfg, func(c *sim.Config) { c.BootDelay = 6 * time.Second })
+	ns, app := "replace-lost", "replace-lost"
+	replacing := make(chan string, 1)
+	var once sync.Once
+	passes.hook = func(p *provisioner.DisruptionPass) {
+		for _, a := range p.Actions {
+			if a.Step == api.DisruptionStepReplacing && a.Replacement != "" {
+				once.Do(func() { replacing <- a.Replacement })
+			}
+		}
+	}
+	e.namespace(ns)
+	e.applyPolicy("policy", replacePolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
+	e.deployment(ns, app, 10, tmpl)
+	e.waitAppReady(ns, app, 10, 60*time.Second)
+	nodes := e.managedNodes()
+	if len(nodes) != 1 || nodes[0].Labels[corev1.LabelInstanceTypeStable] != "m7i.4xlarge" {
+		t.Fatalf("nodes %v for 10 pods, want one m7i.4xlarge", names(nodes))
+	}
+	old := nodes[0].Name
+	nw := e.watchNodes()
+	e.scale(ns, app, 1)
+	var launchID string
+	select {
+	case launchID = <-replacing:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no action reached Replacing")
+	}
+	ctx := context.Background()
+	var lost *cloudprovider.Instance
+	testwait.Until(t, 50*time.Millisecond, "the replacement's instance", 30*time.Second, func() bool {
+		insts, err := e.cloud.List(ctx)
+		for _, i := range insts {
+			if err == nil && i.LaunchID == launchID {
+				lost = i
+			}
+		}
+		return lost != nil
+	})
+	if _, err := e.kube.CoreV1().Nodes().Get(ctx, lost.NodeName, metav1.GetOptions{}); err == nil {
+		t.Fatalf("the replacement %s registered before its capacity was lost; the scenario needs it booting", lost.NodeName)
+	}
+	ended := time.Now()
+	if err := e.cloud.LoseCapacity(ctx, lost.ID); err != nil {
+		t.Fatal(err)
+	}
+	var abandoned time.Duration
+	testwait.Until(t, testwait.Fast, "the action abandoned for its lost replacement", 30*time.Second, func() bool {
+		for _, p := range passes.all() {
+			for _, a := range p.Actions {
+				if a.Replacement == launchID && a.Step == provisioner.ActionAbandoned {
+					abandoned = time.Since(ended)
+					return true
+				}
+			}
+		}
+		return false
+	})
+	testwait.Until(t, testwait.Slow, "the large node replaced", 60*time.Second, func() bool {
+		nodes := e.managedNodes()
+		return len(nodes) == 1 && nodes[0].Name != old && len(e.records()) == 1
+	})
+	took := time.Since(ended)
+	events := nw.finish()
+	repl := e.managedNodes()[0]
+	t.Logf("replacement %s lost its capacity while booting: action abandoned %.1fs later; %s replaced by %s %s %.1fs after the loss",
+		lost.Offering, abandoned.Seconds(), old, repl.Labels[corev1.LabelInstanceTypeStable], repl.Name, took.Seconds())
+	if next := instanceOfNode(t, e, repl.Name); next == nil || next.Offering == lost.Offering {
+		t.Errorf("the second replacement is %+v, want one on another offering than %s", next, lost.Offering)
+	}
+	readyAt, cordonAt := -1, -1
+	for i, ev := range events {
+		if readyAt < 0 && ev.name == repl.Name && ev.ready {
+			readyAt = i
+		}
+		if cordonAt < 0 && ev.name == old && ev.unschedulable {
+			cordonAt = i
+		}
+	}
+	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
+		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
+	}
+	if pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; pod.Spec.NodeName != repl.Name {
+		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
 	}
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)

@@ -29,8 +29,13 @@ import (
 //     evidence, its readiness says more than a list;
 //   - an instance that no record names and that is not ending is deleted on the second sweep
 //     running that finds it so;
-//   - a launch with a call under way (launch or removal), a node under a disruption action and a
-//     disruption's replacement (the disruption loop's to remove or abandon) are left alone.
+//   - a launch with a call under way (launch or removal) and a node under a disruption action
+//     (the executor's to delete, and it knows when the cloud took the node first) are left alone.
+//     A disruption's replacement is not: the executor never removes one, and a replacement
+//     keeps its record's DisruptionAction for life. One the cloud ended while booting is removed
+//     like any launch, and the executor, finding its replacement's record gone, abandons the
+//     action at its next pass (an interrupted node's is planned again) instead of waiting out
+//     the registration timeout.
 //
 // A removed launch's offering is marked unavailable when the cloud says it ended the instance for
 // want of capacity (markIfCapacityLost), so that its pods are bought for on another offering.
@@ -68,7 +73,7 @@ func findStrays(recs []LaunchRecord, insts []*cloudprovider.Instance, idx nodeIn
 	for _, r := range recs {
 		named[r.LaunchID] = true
 		n := idx.forRecord(r)
-		if busy[r.LaunchID] || r.DisruptionAction != "" || (n != nil && n.Annotations[api.AnnotationDisruptionAction] != "") {
+		if busy[r.LaunchID] || (n != nil && n.Annotations[api.AnnotationDisruptionAction] != "") {
 			continue
 		}
 		inst := byLaunch[r.LaunchID]
