@@ -146,7 +146,7 @@ func (c *Controller) handleInterruptions(ctx context.Context, notices []cloudpro
 		marked := true
 		if n.Kind == cloudprovider.StateChange {
 			// A state change does not say why; the instance does (see markIfCapacityLost).
-			marked = c.markIfCapacityLost(ctx, l, r, nil) != ""
+			marked = c.markIfCapacityLost(l, r, c.askInstance(ctx, l, r.InstanceID)) != ""
 		} else {
 			c.unavailable.MarkUnavailable(r.Offering, string(n.Kind))
 		}

@@ -131,7 +131,9 @@ func (c *eksCloud) List(context.Context) ([]*cloudprovider.Instance, error) {
 	defer c.mu.Unlock()
 	var out []*cloudprovider.Instance
 	for _, i := range c.insts {
-		out = append(out, i)
+		if i.State != cloudprovider.StateTerminated { // as every provider's List
+			out = append(out, i)
+		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return out, nil

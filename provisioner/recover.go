@@ -41,7 +41,7 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 	if err != nil {
 		return fmt.Errorf("listing instances: %w", err)
 	}
-	byLaunch := liveByLaunch(insts)
+	byLaunch := liveByLaunch(c.withEnded(ctx, c.log, recs, insts, nil))
 	known := map[string]bool{}
 	now := c.clock.Now()
 	var kept []LaunchRecord
@@ -69,7 +69,7 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 			}
 			l := c.log.With(zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID), zap.String("state", state))
 			l.Info("removing a launch whose instance is gone")
-			c.markIfCapacityLost(ctx, l, r, inst)
+			c.markIfCapacityLost(l, r, inst)
 			// A removal that fails (logged) leaves the record to housekeeping's registration
 			// timeout: the Node is gone or goes NotReady with its instance.
 			c.remove(ctx, c.log, r, r.NodeName, RemovalInstanceGone)

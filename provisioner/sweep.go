@@ -21,9 +21,10 @@ import (
 // until the next restart's Recover. Every Config.InstanceSweepPeriod the leader lists the
 // instances, then the records (a record is written before its launch call, so an instance the
 // list shows has its record in the later read unless it was removed), and:
-//   - a record whose instance the cloud lists as terminating or terminated is removed at once
-//     (instance, Node, record) as RemovalInstanceGone;
-//   - a record that names an instance the cloud does not list is removed on the second sweep
+//   - a record whose instance the cloud lists as terminating or terminated, or no longer lists
+//     and answers for by ID as ending or ended (withEnded), is removed at once (instance, Node,
+//     record) as RemovalInstanceGone;
+//   - a record that names an instance the cloud neither lists nor knows is removed on the second sweep
 //     running that finds it so (an eventually consistent list, an informer that lags), and only
 //     while its Node is missing or not Ready: a Ready Node is not removed on the absence of
 //     evidence, its readiness says more than a list;
@@ -161,12 +162,13 @@ func (c *Controller) sweep(ctx context.Context, prev map[string]bool) map[string
 		}
 		busy[id] = true
 	}
+	insts = c.withEnded(ctx, log, recs, insts, busy)
 	f := findStrays(recs, insts, newNodeIndex(nodes), busy, prev)
 	now := c.clock.Now()
 	for _, g := range f.Gone {
 		l := log.With(zap.String(keyLaunchID, g.Record.LaunchID), zap.String(keyInstanceID, g.Record.InstanceID), zap.String("state", g.State))
 		why := g.State
-		if code := c.markIfCapacityLost(ctx, l, g.Record, g.Instance); code != "" {
+		if code := c.markIfCapacityLost(l, g.Record, g.Instance); code != "" {
 			why += " (" + code + ": capacity lost, offering marked unavailable)"
 		}
 		l.Info("removing a launch whose instance the cloud ended")
@@ -187,22 +189,50 @@ func (c *Controller) sweep(ctx context.Context, prev map[string]bool) map[string
 	return f.Suspects
 }
 
-// markIfCapacityLost marks the offering of r unavailable when the cloud ended r's instance for
-// want of capacity (Instance.CapacityLost: EC2's Server.InsufficientInstanceCapacity on a launch
-// that lost its capacity, a spot instance taken back with no notice), as a launch refused for it
-// would be, so that the pods are bought for elsewhere rather than on the same offering again. An
-// instance a person deleted says nothing about capacity and marks nothing. inst is the ending
-// instance as listed; nil when the list does not show it, and the instance is then asked for by
-// ID (EC2 answers for an ended instance for about an hour; a cloud that answers NotFound leaves
-// the offering as it is). It returns the cloud's code when it marked, "" otherwise.
-func (c *Controller) markIfCapacityLost(ctx context.Context, log *zap.Logger, r LaunchRecord, inst *cloudprovider.Instance) string {
-	if inst == nil && r.InstanceID != "" {
-		got, err := c.provider.Get(ctx, r.InstanceID)
-		if err != nil && !cloudprovider.IsNotFound(err) {
-			log.Warn("asking the cloud why the instance ended; its offering is left as it is", zap.Error(err))
-		}
-		inst = got
+// withEnded returns insts, the cloud's list, with the instances of the records it does not list
+// as the cloud answers for them by ID: a list shows only instances that are not terminated, and an
+// instance that ended a while ago (EC2 answers for one for about an hour) is then known as ended,
+// with the cloud's reason, at once, rather than as missing until a second sweep. An instance the
+// cloud does not know, or cannot be asked for (logged), stays missing; records with a call under
+// way (skip) are not asked for.
+func (c *Controller) withEnded(ctx context.Context, log *zap.Logger, recs []LaunchRecord, insts []*cloudprovider.Instance, skip map[string]bool) []*cloudprovider.Instance {
+	listed := map[string]bool{}
+	for _, i := range insts {
+		listed[i.ID] = true
 	}
+	for _, r := range recs {
+		if r.InstanceID == "" || listed[r.InstanceID] || skip[r.LaunchID] {
+			continue
+		}
+		if got := c.askInstance(ctx, log, r.InstanceID); got != nil {
+			listed[got.ID] = true
+			insts = append(insts, got)
+		}
+	}
+	return insts
+}
+
+// askInstance returns the cloud's answer for the instance id; nil when the cloud does not know it
+// or cannot be asked (logged).
+func (c *Controller) askInstance(ctx context.Context, log *zap.Logger, id string) *cloudprovider.Instance {
+	got, err := c.provider.Get(ctx, id)
+	if err != nil {
+		if !cloudprovider.IsNotFound(err) && ctx.Err() == nil {
+			log.Warn("asking the cloud for an instance it does not list", zap.String(keyInstanceID, id), zap.Error(err))
+		}
+		return nil
+	}
+	return got
+}
+
+// markIfCapacityLost marks the offering of r unavailable when the cloud ended r's instance inst
+// for want of capacity (Instance.CapacityLost: EC2's Server.InsufficientInstanceCapacity on a
+// launch that lost its capacity, a spot instance taken back with no notice), as a launch refused
+// for it would be, so that the pods are bought for elsewhere rather than on the same offering
+// again. An instance a person deleted says nothing about capacity and marks nothing, nor does a
+// nil inst (the cloud does not know the instance). It returns the cloud's code when it marked, ""
+// otherwise.
+func (c *Controller) markIfCapacityLost(log *zap.Logger, r LaunchRecord, inst *cloudprovider.Instance) string {
 	if inst == nil || !inst.CapacityLost {
 		return ""
 	}

@@ -120,18 +120,24 @@ func TestFindStraysForgetsCleared(t *testing.T) {
 	}
 }
 
-// TestSweepMarksCapacityLoss: a launch whose instance the cloud lists as ending is removed by the
-// sweep; its offering is marked unavailable only when the cloud says it ended the instance for
-// want of capacity, not when a person terminated it.
+// TestSweepMarksCapacityLoss: a launch whose instance the cloud lists as ending, or no longer lists
+// and answers for by ID as terminated, is removed by the first sweep; its offering is marked
+// unavailable only when the cloud says it ended the instance for want of capacity, not when a
+// person terminated it.
 func TestSweepMarksCapacityLoss(t *testing.T) {
 	offering := api.Offering{InstanceType: "m7i.large", Zone: "us-east-1a", CapacityType: api.Spot}
 	for _, c := range []struct {
-		code     string
-		capacity bool
-	}{{"Server.InsufficientInstanceCapacity", true}, {"Client.UserInitiatedShutdown", false}} {
-		t.Run(c.code, func(t *testing.T) {
+		state, code string
+		capacity    bool
+	}{
+		{cloudprovider.StateTerminating, "Server.InsufficientInstanceCapacity", true},
+		{cloudprovider.StateTerminating, "Client.UserInitiatedShutdown", false},
+		{cloudprovider.StateTerminated, "Server.SpotInstanceTermination", true},
+		{cloudprovider.StateTerminated, "Client.UserInitiatedShutdown", false},
+	} {
+		t.Run(c.state+"/"+c.code, func(t *testing.T) {
 			e := newInterruptedEKSEnv(t, nil, &cloudprovider.Instance{ID: "i-00000000000000001", LaunchID: "tiler-default-1",
-				Offering: offering, State: cloudprovider.StateTerminating, EndCode: c.code, CapacityLost: c.capacity})
+				Offering: offering, State: c.state, EndCode: c.code, CapacityLost: c.capacity})
 			e.ctrl.sweep(context.Background(), nil)
 			e.ctrl.launches.wg.Wait()
 			if got := e.ctrl.unavailable.IsUnavailable(offering); got != c.capacity {
