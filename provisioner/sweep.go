@@ -24,9 +24,9 @@ import (
 //   - a record whose instance the cloud lists as terminating or terminated, or no longer lists
 //     and answers for by ID as ending or ended (withEnded), is removed at once (instance, Node,
 //     record) as RemovalInstanceGone;
-//   - a record that names an instance the cloud neither lists nor knows is removed on the second sweep
-//     running that finds it so (an eventually consistent list, an informer that lags), and only
-//     while its Node is missing or not Ready: a Ready Node is not removed on the absence of
+//   - a record that names an instance the cloud neither lists nor knows is removed on the second
+//     sweep running that finds it so (an eventually consistent list, an informer that lags), and
+//     only while its Node is missing or not Ready: a Ready Node is not removed on the absence of
 //     evidence, its readiness says more than a list;
 //   - an instance that no record names and that is not ending is deleted on the second sweep
 //     running that finds it so;
@@ -58,7 +58,8 @@ type strayRecord struct {
 	Node   string
 	// State is the instance's state, "gone" when the cloud does not list it.
 	State string
-	// Instance is the ending instance as listed; nil when the cloud does not list it.
+	// Instance is the ending instance as the cloud listed or answered for it (withEnded); nil
+	// when it does neither.
 	Instance *cloudprovider.Instance
 }
 
@@ -173,7 +174,7 @@ func (c *Controller) sweep(ctx context.Context, prev map[string]bool) map[string
 		}
 		l.Info("removing a launch whose instance the cloud ended")
 		c.recorder.Eventf(nodeRef(g.Record.NodeName), corev1.EventTypeWarning, "InstanceGone",
-			"the cloud lists instance %s of node %s as %s; the launch is removed and its pods bought for again", g.Record.InstanceID, g.Record.NodeName, why)
+			"the cloud reports instance %s of node %s as %s; the launch is removed and its pods bought for again", g.Record.InstanceID, g.Record.NodeName, why)
 		c.startRemoval(ctx, l, Removal{Record: g.Record, Node: g.Node, Reason: RemovalInstanceGone}, now)
 	}
 	for _, i := range f.Orphans {
@@ -218,7 +219,7 @@ func (c *Controller) askInstance(ctx context.Context, log *zap.Logger, id string
 	got, err := c.provider.Get(ctx, id)
 	if err != nil {
 		if !cloudprovider.IsNotFound(err) && ctx.Err() == nil {
-			log.Warn("asking the cloud for an instance it does not list", zap.String(keyInstanceID, id), zap.Error(err))
+			log.Warn("asking the cloud for an instance", zap.String(keyInstanceID, id), zap.Error(err))
 		}
 		return nil
 	}
