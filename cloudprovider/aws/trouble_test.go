@@ -24,13 +24,17 @@ const troubleBackoff = 200 * time.Millisecond
 
 // troubleProvider is a Provider over srv whose EC2 client retries as in production (the standard
 // retryer: 3 attempts, exponential back-off with jitter, the retry token bucket) with the
-// back-off capped at maxBackoff; 0 keeps the SDK's default cap of 20 s.
-func troubleProvider(t *testing.T, srv *awstest.Server, maxBackoff time.Duration) *Provider {
+// back-off capped at maxBackoff; 0 keeps the SDK's default cap of 20 s. attempts, when given,
+// replaces the 3 attempts.
+func troubleProvider(t *testing.T, srv *awstest.Server, maxBackoff time.Duration, attempts ...int) *Provider {
 	t.Helper()
 	retryer := config.WithRetryer(func() awssdk.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			if maxBackoff > 0 {
 				o.MaxBackoff = maxBackoff
+			}
+			if len(attempts) > 0 {
+				o.MaxAttempts = attempts[0]
 			}
 		})
 	})
@@ -145,7 +149,10 @@ func TestCreateWaitBoundedByContext(t *testing.T) {
 			if err := srv.SetTrouble(c.trouble); err != nil {
 				t.Fatal(err)
 			}
-			p := troubleProvider(t, srv, 0)
+			// Twenty attempts, so that the SDK cannot run out of them before the deadline: its
+			// back-off is full jitter, and with its default three, both back-offs drawn under
+			// 300 ms together (about one run in fifty) ended the Create early with the throttle.
+			p := troubleProvider(t, srv, 0, 20)
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
