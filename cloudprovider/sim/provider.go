@@ -83,7 +83,9 @@ func (p *Provider) EventLogPath() string { return p.cfg.EventLogPath }
 
 // Create launches an instance for req and records it (state pending) in the state file before
 // it returns; Step registers its Node later. It is idempotent on req.LaunchID: an instance of the
-// cluster with that launch ID is returned as it is, and no launch is logged.
+// cluster with that launch ID is returned as it is, and no launch is logged; so is one that
+// LoseCapacity ended (terminated), as EC2 answers a CreateFleet repeated with its client token
+// with the instances the first call launched, whatever became of them.
 //
 // The offering and then the fallbacks are tried in order. It returns an
 // *cloudprovider.InsufficientCapacityError naming every offering that was unavailable when none could
@@ -120,6 +122,12 @@ func (p *Provider) Create(ctx context.Context, req cloudprovider.LaunchRequest) 
 			}
 			if r.NodeName == req.NodeName {
 				return fmt.Errorf("node name %s is taken by instance %s", req.NodeName, r.ID)
+			}
+		}
+		for _, r := range st.Ended {
+			if r.Cluster == p.cfg.ClusterName && r.LaunchID == req.LaunchID {
+				out = r.instance()
+				return nil
 			}
 		}
 		r, err := p.launch(st, req)

@@ -184,6 +184,12 @@ func TestLoseCapacity(t *testing.T) {
 	if err := e.p.Delete(ctx, lost.ID); !cloudprovider.IsNotFound(err) {
 		t.Fatalf("Delete after LoseCapacity: got %v, want NotFoundError", err)
 	}
+	// Launched again under its launch ID (a restarted controller's retry), the ended instance is
+	// the answer, as EC2 answers a repeated client token: nothing is bought twice.
+	again, err := e.p.Create(ctx, gpuRequest("launch-1", "gpu-node-1"))
+	if err != nil || again.ID != lost.ID || again.State != cloudprovider.StateTerminated {
+		t.Fatalf("Create again = %+v, %v; want the ended %s", again, err, lost.ID)
+	}
 	if err := e.p.LoseCapacity(ctx, "sim-999999"); !cloudprovider.IsNotFound(err) {
 		t.Fatalf("LoseCapacity of an unknown instance: got %v, want NotFoundError", err)
 	}
