@@ -128,14 +128,16 @@ type harness struct {
 	dyn     dynamic.Interface
 	bin     string
 	dir     string
-	cloud   *sim.Provider // the test's own client of the cloud: List and the event log, never Run
+	cloud   *sim.Provider // the test's own client of the cloud: List, LoseCapacity and the event log, never Run
 	nodeInf cache.SharedIndexInformer
 	podInf  cache.SharedIndexInformer
 	recInf  cache.SharedIndexInformer
 	stop    chan struct{}
 	procs   int
-	rng     *rand.Rand
-	seed    uint64
+	// capacityLost counts the instances the test had the cloud end for want of capacity.
+	capacityLost int
+	rng          *rand.Rand
+	seed         uint64
 
 	avail availability
 
@@ -243,7 +245,9 @@ func (h *harness) statePath() string { return filepath.Join(h.dir, "cloud.json")
 
 // args are the flags of every controller: the simulated cloud on the harness's state file, with
 // nodes Ready a second after launch and pods run by its kubelet loop, short batches and a
-// disruption pass every second, and an instance sweep every two seconds.
+// disruption pass every second, and an instance sweep every two seconds. An offering is
+// unavailable for 20 s after a capacity loss: the pool's one type has three zones, and the
+// purchases that lose capacity come faster than the default three minutes.
 func (h *harness) args(extra ...string) []string {
 	return append([]string{"run",
 		"--kubeconfig", h.cp.Kubeconfig(), "--cloud", "sim", "--sim-state", h.statePath(),
@@ -251,7 +255,7 @@ func (h *harness) args(extra ...string) []string {
 		"--metrics-addr", "127.0.0.1:0", "--cluster-name", clusterName, "--namespace", tilerNS, "--catalog", "aws-us-east-1",
 		"--batch-idle", "300ms", "--batch-max", "2s", "--resync-period", "500ms", "--registration-timeout", "60s",
 		"--empty-node-ttl", "1h", "--disruption-interval", "1s", "--disruption-step-interval", "200ms",
-		"--disruption-reschedule-grace", "30s", "--instance-sweep-period", "2s", "--log-level", "info",
+		"--disruption-reschedule-grace", "30s", "--instance-sweep-period", "2s", "--unavailable-ttl", "20s", "--log-level", "info",
 	}, extra...)
 }
 
