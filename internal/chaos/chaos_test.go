@@ -73,7 +73,6 @@ func (r round) registered(v view) (all, ready int) {
 	return all, ready
 }
 
-// gone are the round's earlier pods that were evicted (terminating or deleted).
 // newInstance returns the ID of an instance the round launched that the cloud has not deleted
 // yet, "" for none.
 func (r round) newInstance(v view) string {
@@ -91,6 +90,7 @@ func (r round) newInstance(v view) string {
 	return ""
 }
 
+// gone are the round's earlier pods that were evicted (terminating or deleted).
 func (r round) gone(v view) int {
 	now := map[string]*corev1.Pod{}
 	for _, p := range v.pods {
@@ -274,11 +274,13 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 	h.untilEvery(testwait.Fast, what+": the kill point "+pt.name, 90*time.Second, func(v view) bool {
 		if lose && lost == "" {
 			if id := r.newInstance(v); id != "" {
-				if err := h.cloud.LoseCapacity(context.Background(), id); err != nil && !cloudprovider.IsNotFound(err) {
+				switch err := h.cloud.LoseCapacity(context.Background(), id); {
+				case err == nil:
+					lost = id
+					v = h.look()
+				case !cloudprovider.IsNotFound(err): // NotFound: the controller deleted it first
 					h.fatalf("%s: ending instance %s for want of capacity: %v", what, id, err)
 				}
-				lost = id
-				v = h.look()
 			}
 		}
 		if pt.cond(r, v, k) {
