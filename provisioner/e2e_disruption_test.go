@@ -795,16 +795,7 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill 
 			}
 		}
 	}
-	e.namespace(ns)
-	e.applyPolicy("policy", replacePolicy)
-	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
-	e.deployment(ns, app, 10, tmpl)
-	e.waitAppReady(ns, app, 10, 60*time.Second)
-	nodes := e.managedNodes()
-	if len(nodes) != 1 || nodes[0].Labels[corev1.LabelInstanceTypeStable] != "m7i.4xlarge" {
-		t.Fatalf("nodes %v for 10 pods, want one m7i.4xlarge", names(nodes))
-	}
-	old := nodes[0].Name
+	tmpl, old := e.largeNodeScene(ns, app)
 	launches := e.launches()
 	nw := e.watchNodes()
 	start := time.Now()
@@ -833,18 +824,7 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill 
 	pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]
 	t.Logf("m7i.4xlarge %s replaced by %s %s in %.1fs; fleet $%.4f/h (from scratch $%.4f/h)", old,
 		repl.Labels[corev1.LabelInstanceTypeStable], repl.Name, took.Seconds(), e.fleetCost(), want)
-	readyAt, cordonAt := -1, -1
-	for i, ev := range events {
-		if readyAt < 0 && ev.name == repl.Name && ev.ready {
-			readyAt = i
-		}
-		if cordonAt < 0 && ev.name == old && ev.unschedulable {
-			cordonAt = i
-		}
-	}
-	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
-		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
-	}
+	readyBeforeCordon(t, events, repl.Name, old)
 	if pod.Spec.NodeName != repl.Name {
 		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
 	}
@@ -869,6 +849,40 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill 
 	e.cleanupNamespace(ns)
 }
 
+// largeNodeScene applies replacePolicy in namespace ns and runs ten pods of app, which it buys
+// one m7i.4xlarge for; it returns the pods' template and that node's name.
+func (e *env) largeNodeScene(ns, app string) (*corev1.Pod, string) {
+	e.t.Helper()
+	e.namespace(ns)
+	e.applyPolicy("policy", replacePolicy)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
+	e.deployment(ns, app, 10, tmpl)
+	e.waitAppReady(ns, app, 10, 60*time.Second)
+	nodes := e.managedNodes()
+	if len(nodes) != 1 || nodes[0].Labels[corev1.LabelInstanceTypeStable] != "m7i.4xlarge" {
+		e.t.Fatalf("nodes %v for 10 pods, want one m7i.4xlarge", names(nodes))
+	}
+	return tmpl, nodes[0].Name
+}
+
+// readyBeforeCordon fails the test unless the node watch saw the replacement repl Ready before
+// the old node was cordoned.
+func readyBeforeCordon(t *testing.T, events []nodeEvent, repl, old string) {
+	t.Helper()
+	readyAt, cordonAt := -1, -1
+	for i, ev := range events {
+		if readyAt < 0 && ev.name == repl && ev.ready {
+			readyAt = i
+		}
+		if cordonAt < 0 && ev.name == old && ev.unschedulable {
+			cordonAt = i
+		}
+	}
+	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
+		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
+	}
+}
+
 // testReplacementLosesCapacity: the cloud ends a consolidation's replacement while it boots, for
 // want of capacity and with no notice. The instance sweep removes the replacement's launch and
 // marks its offering unavailable; the executor, its replacement gone, abandons the action at its
@@ -890,16 +904,7 @@ func testReplacementLosesCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 			}
 		}
 	}
-	e.namespace(ns)
-	e.applyPolicy("policy", replacePolicy)
-	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1").Mem("2Gi").Obj()
-	e.deployment(ns, app, 10, tmpl)
-	e.waitAppReady(ns, app, 10, 60*time.Second)
-	nodes := e.managedNodes()
-	if len(nodes) != 1 || nodes[0].Labels[corev1.LabelInstanceTypeStable] != "m7i.4xlarge" {
-		t.Fatalf("nodes %v for 10 pods, want one m7i.4xlarge", names(nodes))
-	}
-	old := nodes[0].Name
+	_, old := e.largeNodeScene(ns, app)
 	nw := e.watchNodes()
 	e.scale(ns, app, 1)
 	var launchID string
@@ -950,18 +955,7 @@ func testReplacementLosesCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	if next := instanceOfNode(t, e, repl.Name); next == nil || next.Offering == lost.Offering {
 		t.Errorf("the second replacement is %+v, want one on another offering than %s", next, lost.Offering)
 	}
-	readyAt, cordonAt := -1, -1
-	for i, ev := range events {
-		if readyAt < 0 && ev.name == repl.Name && ev.ready {
-			readyAt = i
-		}
-		if cordonAt < 0 && ev.name == old && ev.unschedulable {
-			cordonAt = i
-		}
-	}
-	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
-		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
-	}
+	readyBeforeCordon(t, events, repl.Name, old)
 	if pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; pod.Spec.NodeName != repl.Name {
 		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
 	}

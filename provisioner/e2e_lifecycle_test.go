@@ -66,18 +66,7 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	if missing > 1 {
 		t.Errorf("%d pods unavailable at once; the PDB allows 1", missing)
 	}
-	readyAt, cordonAt := -1, -1
-	for i, ev := range events {
-		if readyAt < 0 && ev.name == repl && ev.ready {
-			readyAt = i
-		}
-		if cordonAt < 0 && ev.name == old && ev.unschedulable {
-			cordonAt = i
-		}
-	}
-	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
-		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
-	}
+	readyBeforeCordon(t, events, repl, old)
 	for _, p := range pods {
 		if p.Spec.NodeName != repl {
 			t.Errorf("pod %s is on %s, want the replacement %s", p.Name, p.Spec.NodeName, repl)
