@@ -72,6 +72,10 @@ type Instance struct {
 	// as unavailable as one a launch call was refused for; an instance a person deleted says
 	// nothing about capacity.
 	CapacityLost bool
+	// Image is the image the instance boots from, as the provider names it (an AMI ID, a GCE
+	// image); empty when the provider does not say. Compared with ImageChooser.ImageFor, it tells
+	// a node booted before the provider's image changed.
+	Image        string
 	PricePerHour float64
 	LaunchedAt   time.Time
 	Tags         map[string]string
@@ -97,6 +101,18 @@ type Provider interface {
 	// Delete terminates the instance. Deleting an instance that is already gone returns a
 	// *NotFoundError, which callers treat as success.
 	Delete(ctx context.Context, id string) error
+}
+
+// ImageChooser is implemented by providers that choose the image a node boots from: a setting of
+// the provider that an operator changes to roll the fleet onto a patched OS or GPU driver (an
+// AMI). The controller replaces the nodes whose instance booted from another image as drifted,
+// under the pools' disruption budgets.
+type ImageChooser interface {
+	// ImageFor returns the image a node with GPU configuration gpu (the zero value for a node
+	// without one) boots from when launched now, named as Instance.Image names it; "" when the
+	// provider does not choose it (a launch template of the user's own), and then no node is
+	// drifted by its image.
+	ImageFor(gpu api.GPUConfig) string
 }
 
 // GarbageCollector is implemented by providers that leave cloud objects of their own behind

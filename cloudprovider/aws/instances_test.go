@@ -114,7 +114,8 @@ func TestList(t *testing.T) {
 	srv := awstest.NewServer(t)
 	srv.Enqueue("DescribeInstances",
 		awstest.DescribeInstances("page-2",
-			awstest.Instance{ID: "i-0c", Type: "g5.xlarge", Zone: "us-east-1b", State: "running", Lifecycle: "spot", LaunchTime: at, Tags: tags("c")},
+			awstest.Instance{ID: "i-0c", Type: "g5.xlarge", Zone: "us-east-1b", State: "running", Lifecycle: "spot", ImageID: "ami-0c0ffee",
+				LaunchTime: at, Tags: tags("c")},
 			awstest.Instance{ID: "i-0a", Type: "p5.48xlarge", Zone: "us-east-1a", State: "shutting-down",
 				StateReason: "Server.SpotInstanceTermination", LaunchTime: at, Tags: tags("a")}),
 		awstest.XMLFixtureStatus(t, "Error.RequestLimitExceeded.xml", http.StatusServiceUnavailable), // page 2, first attempt
@@ -134,13 +135,19 @@ func TestList(t *testing.T) {
 	}
 	ending := inst("i-0a", "a", "p5.48xlarge", "us-east-1a", api.OnDemand, cloudprovider.StateTerminating, 0)
 	ending.EndCode, ending.CapacityLost = "Server.SpotInstanceTermination", true
+	booted := inst("i-0c", "c", "g5.xlarge", "us-east-1b", api.Spot, cloudprovider.StateRunning, 0.3981)
+	booted.Image = "ami-0c0ffee"
 	want := []*cloudprovider.Instance{
 		ending,
 		inst("i-0b", "b", "g6.xlarge", "us-east-1c", api.OnDemand, cloudprovider.StatePending, 0),
-		inst("i-0c", "c", "g5.xlarge", "us-east-1b", api.Spot, cloudprovider.StateRunning, 0.3981),
+		booted,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	// With a launch template of the user's own, Tiler does not choose the image: no drift by it.
+	if img := p.ImageFor(api.GPUConfig{}); img != "" {
+		t.Errorf("ImageFor with the user's launch template = %q, want none", img)
 	}
 	reqs := srv.Requests("DescribeInstances")
 	wantFilters := map[string][]string{"tag:tiler.dev/cluster": {testCluster},

@@ -285,8 +285,18 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 		return &cloudprovider.Instance{
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,
 			Offering: ref, State: cloudprovider.StatePending, PricePerHour: p.priceOf(ref),
-			LaunchedAt: p.clock.Now(), Tags: p.tags(req),
+			LaunchedAt: p.clock.Now(), Tags: p.tags(req), Image: p.ImageFor(req.GPU),
 		}
 	}
 	return nil
+}
+
+// ImageFor returns the AMI a node with GPU configuration gpu boots from (NodeBootstrap's ImageID
+// or GPUImageID), or "" when the launch template is the user's (Config.LaunchTemplateID or
+// LaunchTemplateName): Tiler does not choose the image then.
+func (p *Provider) ImageFor(gpu api.GPUConfig) string {
+	if p.cfg.Bootstrap == nil {
+		return ""
+	}
+	return p.cfg.Bootstrap.imageFor(gpu)
 }

@@ -69,6 +69,7 @@ var (
 	_ cloudprovider.Provider            = (*Provider)(nil)
 	_ cloudprovider.UnavailableReporter = (*Provider)(nil)
 	_ cloudprovider.GarbageCollector    = (*Provider)(nil)
+	_ cloudprovider.ImageChooser        = (*Provider)(nil)
 )
 
 // NewProvider builds a Provider with an EC2 client from the default AWS configuration (optFns

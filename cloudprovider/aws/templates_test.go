@@ -91,6 +91,13 @@ func TestManagedLaunchTemplates(t *testing.T) {
 	if inst.Offering != ref("m7i.xlarge", "us-east-1b", api.Spot) {
 		t.Errorf("launched %+v", inst.Offering)
 	}
+	// The instance boots the template's AMI, the one ImageFor names for drift.
+	if inst.Image != "ami-0cpu000000000000a" || p.ImageFor(api.GPUConfig{}) != inst.Image {
+		t.Errorf("launched image %q, ImageFor %q; want ami-0cpu000000000000a", inst.Image, p.ImageFor(api.GPUConfig{}))
+	}
+	if got := p.ImageFor(api.GPUConfig{Sharing: api.Exclusive}); got != "ami-0gpu000000000000b" {
+		t.Errorf("ImageFor a GPU node = %q, want the GPU AMI", got)
+	}
 
 	creates := srv.Requests("CreateLaunchTemplate")
 	if len(creates) != 2 {

@@ -126,7 +126,7 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest, off api.Offering) (
 	if err != nil {
 		return nil, fmt.Errorf("gcp: encoding the GPU configuration: %w", err)
 	}
-	kv := map[string]string{MetadataLaunchID: req.LaunchID, MetadataGPUConfig: string(gpu)}
+	kv := map[string]string{MetadataLaunchID: req.LaunchID, MetadataGPUConfig: string(gpu), MetadataImage: p.cfg.Image}
 	for k, v := range p.cfg.Metadata {
 		kv[k] = v
 	}

@@ -73,9 +73,14 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 			api.TagCluster: "c1", api.TagLaunchID: "launch-0001", api.TagPool: "gpu-pool",
 			api.TagNodeName: "gpu-node-abcde",
 		},
+		// The configured image, kept in the instance's metadata (tiler-image) and read back.
+		Image: "projects/cos-cloud/global/images/family/cos-stable",
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("instance (-want +got):\n%s", d)
+	}
+	if img := p.ImageFor(api.GPUConfig{}); img != got.Image {
+		t.Errorf("ImageFor = %q, want the launched instance's %q", img, got.Image)
 	}
 	if got.LaunchedAt.IsZero() {
 		t.Errorf("LaunchedAt is zero")

@@ -31,6 +31,10 @@ const (
 	MetadataNodeLabels = "tiler-node-labels"
 	MetadataNodeTaints = "tiler-node-taints"
 	MetadataGPUConfig  = "tiler-gpu-config"
+	// MetadataImage is the boot disk's source image as configured when the instance was
+	// launched (Config.Image): the instance resource does not name its image, and an image
+	// family resolves to another image later.
+	MetadataImage = "tiler-image"
 )
 
 // Instance metadata the kubelet's bootstrap reads, the way GKE and the kube-up GCE scripts pass
@@ -121,6 +125,7 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 		State:        instanceStates[inst.GetStatus()],
 		PricePerHour: p.price(ref),
 		Tags:         map[string]string{api.TagNodeName: inst.GetName()},
+		Image:        meta[MetadataImage],
 	}
 	if out.LaunchID == "" {
 		out.LaunchID = labels[LabelLaunchID]

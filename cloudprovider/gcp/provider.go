@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/utils/clock"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/internal/gcpapi"
@@ -32,6 +33,7 @@ type Provider struct {
 var (
 	_ cloudprovider.Provider            = (*Provider)(nil)
 	_ cloudprovider.UnavailableReporter = (*Provider)(nil)
+	_ cloudprovider.ImageChooser        = (*Provider)(nil)
 )
 
 // NewProvider returns a Provider. cat (which may be nil) prices the instances it returns; clk
@@ -175,3 +177,8 @@ func (p *Provider) wait(ctx context.Context, op *compute.Operation) error {
 	}
 	return operationError(op.Proto())
 }
+
+// ImageFor returns the configured boot image (Config.Image), as the instances launched with it
+// name it (MetadataImage): every node boots the same image here. An image family is compared as
+// configured: a new image published in the same family is not seen as drift.
+func (p *Provider) ImageFor(api.GPUConfig) string { return p.cfg.Image }

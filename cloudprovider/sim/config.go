@@ -72,6 +72,10 @@ type Config struct {
 	// state file; zero means no limit. A launch beyond them fails with a *QuotaError.
 	MaxInstances int
 	MaxGPUs      int
+	// Image names the image instances boot from, as an operator's setting of a real cloud does
+	// (an AMI); SetImage changes it for the launches after it. Empty: the simulated cloud does not
+	// choose images, and no node is drifted by its image.
+	Image string
 	// Faults are injected from the start; the Inject and Set methods change them later.
 	Faults Faults
 	// Logger receives Run's step failures. Default: a no-op logger.

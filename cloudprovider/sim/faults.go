@@ -205,6 +205,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
+		Image: p.ImageFor(req.GPU),
 	}
 }
 
@@ -226,4 +227,21 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// SetImage changes the image the instances launched from now on boot from, as an operator
+// rolling a fleet onto a patched image changes a real cloud's setting (an AMI); the instances
+// running keep theirs, and the controller sees them drifted (cloudprovider.ImageChooser).
+func (p *Provider) SetImage(image string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.image = image
+}
+
+// ImageFor returns the image a launch boots from now, whatever its GPU configuration (one image
+// for every node, Config.Image until SetImage).
+func (p *Provider) ImageFor(api.GPUConfig) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.image
 }

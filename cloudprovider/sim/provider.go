@@ -30,8 +30,10 @@ type Provider struct {
 	store *store
 	log   *zap.Logger
 
-	mu     sync.Mutex // guards faults, trouble and renewed
+	mu     sync.Mutex // guards faults, image, trouble and renewed
 	faults Faults
+	// image is what launches boot from now (Config.Image, then SetImage).
+	image string
 	// trouble is the last trouble window (InjectTrouble), nil before the first.
 	trouble *troubleState
 	// renewed is when Step last renewed each node's Lease, in clock time, and the Lease it
@@ -47,7 +49,10 @@ type Provider struct {
 	watch atomic.Pointer[watchCache]
 }
 
-var _ cloudprovider.Provider = (*Provider)(nil)
+var (
+	_ cloudprovider.Provider     = (*Provider)(nil)
+	_ cloudprovider.ImageChooser = (*Provider)(nil)
+)
 
 // New returns the simulated cloud for cfg.ClusterName, keeping its inventory in cfg.StatePath and
 // its Nodes and ResourceSlices in kube. It reads the state file once, so that a corrupt file or
@@ -65,8 +70,8 @@ func New(cfg Config, kube kubernetes.Interface, clk clock.Clock) (*Provider, err
 	cfg = cfg.withDefaults()
 	p := &Provider{
 		cfg: cfg, kube: kube, clk: clk, log: cfg.Logger.Named("sim-cloud"),
-		store:   &store{path: cfg.StatePath, eventLogPath: cfg.EventLogPath},
-		faults:  cfg.Faults,
+		store:  &store{path: cfg.StatePath, eventLogPath: cfg.EventLogPath},
+		faults: cfg.Faults, image: cfg.Image,
 		renewed: map[string]renewal{},
 	}
 	if err := p.store.view(func(*state) {}); err != nil {

@@ -292,3 +292,27 @@ func TestCreateAPIFailures(t *testing.T) {
 		t.Errorf("%d launches logged, want 1", n)
 	}
 }
+
+// TestSetImage: instances boot from the image configured at their launch and keep it, across a
+// restarted Provider too; ImageFor names the image of the launches from now on.
+func TestSetImage(t *testing.T) {
+	e := newEnv(t, nil, func(c *Config) { c.Image = "sim-image-1" })
+	ctx := context.Background()
+	before := e.create(gpuRequest("launch-1", "gpu-node-1"))
+	e.p.SetImage("sim-image-2")
+	after := e.create(gpuRequest("launch-2", "gpu-node-2"))
+	if before.Image != "sim-image-1" || after.Image != "sim-image-2" || e.p.ImageFor(api.GPUConfig{}) != "sim-image-2" {
+		t.Fatalf("images %q then %q, ImageFor %q; want sim-image-1, sim-image-2, sim-image-2", before.Image, after.Image, e.p.ImageFor(api.GPUConfig{}))
+	}
+	restarted, err := New(e.cfg, fake.NewClientset(), clocktesting.NewFakeClock(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := restarted.Get(ctx, before.ID)
+	if err != nil || got.Image != "sim-image-1" {
+		t.Fatalf("Get after a restart = %+v, %v; want the image it booted, sim-image-1", got, err)
+	}
+	if img := restarted.ImageFor(api.GPUConfig{}); img != "sim-image-1" {
+		t.Errorf("a restarted Provider's ImageFor = %q, want its Config.Image", img)
+	}
+}

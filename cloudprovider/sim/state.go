@@ -64,6 +64,8 @@ type record struct {
 	GPUFault GPUFault `json:"gpuFault,omitempty"`
 	// EndCode is why the cloud ended the instance, on the ended instances Get still answers for.
 	EndCode string `json:"endCode,omitempty"`
+	// Image is the image the instance booted from (Config.Image or SetImage at its launch).
+	Image string `json:"image,omitempty"`
 }
 
 // instance returns the record as the cloudprovider API shows it, sharing nothing with r.
@@ -75,7 +77,7 @@ func (r *record) instance() *cloudprovider.Instance {
 	return &cloudprovider.Instance{
 		ID: r.ID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool, Offering: r.Offering,
 		State: r.State, PricePerHour: r.PricePerHour, LaunchedAt: r.LaunchedAt, Tags: tags,
-		EndCode: r.EndCode, CapacityLost: r.EndCode == ReasonCapacityLost,
+		EndCode: r.EndCode, CapacityLost: r.EndCode == ReasonCapacityLost, Image: r.Image,
 	}
 }
 

@@ -18,8 +18,10 @@ type Instance struct {
 	// StateReason is EC2's code for the last state change (e.g. Server.SpotInstanceTermination),
 	// rendered as stateReason when it is not empty.
 	StateReason string
-	LaunchTime  time.Time
-	Tags        map[string]string
+	// ImageID is the AMI the instance booted from, rendered as imageId when it is not empty.
+	ImageID    string
+	LaunchTime time.Time
+	Tags       map[string]string
 }
 
 // Tag is a key/value pair in a tagSet.
@@ -49,7 +51,8 @@ var describeInstancesTmpl = template.Must(template.New("di").Funcs(funcs).Parse(
                     <instanceId>{{.ID}}</instanceId>
                     <instanceState><name>{{.State}}</name></instanceState>{{if .StateReason}}
                     <stateReason><code>{{esc .StateReason}}</code><message>{{esc .StateReason}}</message></stateReason>{{end}}
-                    <instanceType>{{.Type}}</instanceType>
+                    <instanceType>{{.Type}}</instanceType>{{if .ImageID}}
+                    <imageId>{{esc .ImageID}}</imageId>{{end}}
                     <launchTime>{{.LaunchTime.UTC.Format "2006-01-02T15:04:05.000Z"}}</launchTime>
                     <placement><availabilityZone>{{.Zone}}</availabilityZone></placement>
                     <subnetId>{{.SubnetID}}</subnetId>{{if .Lifecycle}}
