@@ -40,6 +40,10 @@ type DisruptionOptions struct {
 	// the time it does: each gets an Interrupted action — its pods on the rest of the cluster and
 	// at most one new node — before any other, under no budget.
 	Interrupted map[string]time.Time
+	// Drifted lists nodes the caller found drifted in what the snapshot does not show, with how
+	// (the image its cloud instance booted from is not the one its provider launches now): each is
+	// Drifted, as a node whose pool changed, when no more urgent reason holds.
+	Drifted map[string]string
 	// ClusterAutoscalerRule plans with the Cluster Autoscaler's scale-down rule instead of Tiler's
 	// (see caStyle): the baseline a replay compares with (package replay, policy whole-gpu).
 	ClusterAutoscalerRule bool

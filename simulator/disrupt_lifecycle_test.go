@@ -101,6 +101,33 @@ func TestLifecycleDriftPoolHash(t *testing.T) {
 	}
 }
 
+// TestLifecycleDriftFromCaller: a node the caller lists in Options.Drifted (the image its instance
+// booted from is not the provider's now) is Drifted with the caller's words, under the pool's
+// budgets for drift; a name listed that no node has changes nothing.
+func TestLifecycleDriftFromCaller(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.node("old-image", "general", "m7i.xlarge", api.OnDemand)
+	f.node("new-image", "general", "m7i.2xlarge", api.OnDemand)
+	f.pod("o", "old-image").CPU("1").Mem("2Gi")
+	f.pod("n", "new-image").CPU("1").Mem("2Gi")
+	f.opts.Drifted = map[string]string{"old-image": "image ami-1, the provider launches ami-2 now", "no-such-node": "image x"}
+	p := f.plan()
+	a := forcedAction(t, p, "old-image", api.ReasonDrifted)
+	if !strings.Contains(a.Message, "image ami-1, the provider launches ami-2 now") || destination(p, "o") != "new-image" {
+		t.Errorf("old-image's action %+v, its pod to %q", a, destination(p, "o"))
+	}
+	if len(p.Actions) != 1 || keptAs(p, "new-image") != api.KeepConsolidationDisabled {
+		t.Errorf("actions %+v, kept %+v", p.Actions, p.Kept)
+	}
+	// The pool's budget for drift holds it.
+	f.pol = strings.Replace(lifecyclePolicy, `budgets: [{nodes: "100%"}]}
+- name: gpu`, `budgets: [{nodes: "0", reasons: [Drifted]}]}
+- name: gpu`, 1)
+	if p := f.plan(); len(p.Actions) != 0 || keptAs(p, "old-image") != api.KeepBudget {
+		t.Errorf("under a drift budget of 0: actions %+v, old-image kept as %q", p.Actions, keptAs(p, "old-image"))
+	}
+}
+
 // TestLifecycleDriftReplaceFirst: a drifted node whose pods fit nowhere else is replaced by a node
 // of its pool — here a dearer one, since the pool no longer has the cheap family — and the
 // replacement takes the pods.
