@@ -331,7 +331,8 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 	}
 	cat, _ := PlanningCatalog(s.Catalog, s.Unavailable, now)
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
-		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast()}})
+		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(),
+			Drifted: imageDrift(c.provider, s.Records, idx)}})
 	if err != nil {
 		pass.Err = fmt.Errorf("planning disruption: %w", err)
 		return pass
@@ -362,6 +363,15 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		pass.Started = append(pass.Started, a.ID)
 	}
 	return pass
+}
+
+// becauseOf is the tail of a Disrupting Event: what the plan says of the action's reason (what
+// drifted, how old the node is, which signal is unhealthy), "" for consolidation.
+func becauseOf(a api.DisruptionAction) string {
+	if a.Message == "" {
+		return ""
+	}
+	return " (" + a.Message + ")"
 }
 
 // unsettled says why the cluster is not settled enough to plan disruption ("" when it is): pods
@@ -535,8 +545,8 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 			return err
 		}
 		for _, n := range a.Nodes {
-			c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): deleting; %s; saves $%.4f/h",
-				a.ID, a.Kind, a.Reason, moves, a.SavingsPerHour)
+			c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): deleting; %s; saves $%.4f/h%s",
+				a.ID, a.Kind, a.Reason, moves, a.SavingsPerHour, becauseOf(a))
 		}
 		log.Info("disruption action started: draining", zap.Float64(keyPrice, a.SavingsPerHour))
 		return nil
@@ -553,8 +563,8 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 		return err
 	}
 	for _, n := range a.Nodes {
-		c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): replacing with %s (%s, $%.4f/h); %s; saves $%.4f/h",
-			a.ID, a.Kind, a.Reason, rec.LaunchID, rec.Offering, rec.PricePerHour, moves, a.SavingsPerHour)
+		c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): replacing with %s (%s, $%.4f/h); %s; saves $%.4f/h%s",
+			a.ID, a.Kind, a.Reason, rec.LaunchID, rec.Offering, rec.PricePerHour, moves, a.SavingsPerHour, becauseOf(a))
 	}
 	launched, _ := c.launch(ctx, log, []LaunchRecord{rec}, nil)
 	log.Info("disruption action started: replacement launched", zap.String(keyLaunchID, rec.LaunchID),

@@ -53,6 +53,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("SpotInterruptionDeadlineFirst", func(t *testing.T) { testSpotInterruptionDeadlineFirst(t, cp) })
 	t.Run("RepairOnGPULoss", func(t *testing.T) { testRepairOnGPULoss(t, cp) })
 	t.Run("DriftAfterPolicyChange", func(t *testing.T) { testDriftAfterPolicyChange(t, cp) })
+	t.Run("ImageDrift", func(t *testing.T) { testImageDrift(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).
@@ -824,7 +825,7 @@ func testReplaceLaunchedFirst(t *testing.T, cp *controlplane.ControlPlane, kill 
 	pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]
 	t.Logf("m7i.4xlarge %s replaced by %s %s in %.1fs; fleet $%.4f/h (from scratch $%.4f/h)", old,
 		repl.Labels[corev1.LabelInstanceTypeStable], repl.Name, took.Seconds(), e.fleetCost(), want)
-	readyBeforeCordon(t, events, repl.Name, old)
+	readyBeforeCordon(t, events, old, repl.Name)
 	if pod.Spec.NodeName != repl.Name {
 		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
 	}
@@ -865,13 +866,13 @@ func (e *env) largeNodeScene(ns, app string) (*corev1.Pod, string) {
 	return tmpl, nodes[0].Name
 }
 
-// readyBeforeCordon fails the test unless the node watch saw the replacement repl Ready before
+// readyBeforeCordon fails the test unless the node watch saw a replacement of repl Ready before
 // the old node was cordoned.
-func readyBeforeCordon(t *testing.T, events []nodeEvent, repl, old string) {
+func readyBeforeCordon(t *testing.T, events []nodeEvent, old string, repl ...string) {
 	t.Helper()
 	readyAt, cordonAt := -1, -1
 	for i, ev := range events {
-		if readyAt < 0 && ev.name == repl && ev.ready {
+		if readyAt < 0 && slices.Contains(repl, ev.name) && ev.ready {
 			readyAt = i
 		}
 		if cordonAt < 0 && ev.name == old && ev.unschedulable {
@@ -879,7 +880,7 @@ func readyBeforeCordon(t *testing.T, events []nodeEvent, repl, old string) {
 		}
 	}
 	if readyAt < 0 || cordonAt < 0 || readyAt > cordonAt {
-		t.Errorf("replacement Ready at node event %d, old node cordoned at %d: the replacement must be Ready first", readyAt, cordonAt)
+		t.Errorf("replacement %v Ready at node event %d, old node %s cordoned at %d: the replacement must be Ready first", repl, readyAt, old, cordonAt)
 	}
 }
 
@@ -955,7 +956,7 @@ func testReplacementLosesCapacity(t *testing.T, cp *controlplane.ControlPlane) {
 	if next := instanceOfNode(t, e, repl.Name); next == nil || next.Offering == lost.Offering {
 		t.Errorf("the second replacement is %+v, want one on another offering than %s", next, lost.Offering)
 	}
-	readyBeforeCordon(t, events, repl.Name, old)
+	readyBeforeCordon(t, events, old, repl.Name)
 	if pod := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; pod.Spec.NodeName != repl.Name {
 		t.Errorf("the pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
 	}

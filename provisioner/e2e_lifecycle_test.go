@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tiler-dev/tiler/api"
@@ -66,7 +68,7 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	if missing > 1 {
 		t.Errorf("%d pods unavailable at once; the PDB allows 1", missing)
 	}
-	readyBeforeCordon(t, events, repl, old)
+	readyBeforeCordon(t, events, old, repl)
 	for _, p := range pods {
 		if p.Spec.NodeName != repl {
 			t.Errorf("pod %s is on %s, want the replacement %s", p.Name, p.Spec.NodeName, repl)
@@ -242,6 +244,21 @@ pools:
 `
 }
 
+// waitReplaced waits up to three minutes until none of the old nodes is left and the cluster has
+// n managed nodes.
+func (e *env) waitReplaced(what string, old map[string]bool, n int) {
+	e.t.Helper()
+	testwait.Until(e.t, testwait.Slow, what, 3*time.Minute, func() bool {
+		nodes := e.managedNodes()
+		for _, n := range nodes {
+			if old[n.Name] {
+				return false
+			}
+		}
+		return len(nodes) == n
+	})
+}
+
 // testDriftAfterPolicyChange: three m7i.large nodes of a pool labelled tier=a run two pods of a
 // Deployment under a PodDisruptionBudget (maxUnavailable 1) and one pod annotated
 // tiler.dev/do-not-disrupt. The pool's label becomes tier=b in the policy ConfigMap: the two
@@ -282,15 +299,7 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 	nw := e.watchNodes()
 	start := time.Now()
 	e.applyPolicy("policy", driftPolicy("b"))
-	testwait.Until(t, testwait.Slow, "both drifted web nodes replaced", 3*time.Minute, func() bool {
-		nodes := e.managedNodes()
-		for _, n := range nodes {
-			if old[n.Name] {
-				return false
-			}
-		}
-		return len(nodes) == 3
-	})
+	e.waitReplaced("both drifted web nodes replaced", old, 3)
 	events := nw.finish()
 	t.Logf("policy change → both drifted nodes replaced: %.1fs", time.Since(start).Seconds())
 	var repl []string
@@ -306,22 +315,9 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 			repl = append(repl, n.Name)
 		}
 	}
-	// Each old node is cordoned only once some replacement is Ready, and one at a time.
+	// Each old node is cordoned only once some replacement is Ready.
 	for o := range old {
-		cordonAt, readyAt := -1, -1
-		for i, ev := range events {
-			if cordonAt < 0 && ev.name == o && ev.unschedulable {
-				cordonAt = i
-			}
-		}
-		for i, ev := range events {
-			if readyAt < 0 && slices.Contains(repl, ev.name) && ev.ready {
-				readyAt = i
-			}
-		}
-		if cordonAt < 0 || readyAt < 0 || readyAt > cordonAt {
-			t.Errorf("old node %s cordoned at node event %d, first replacement Ready at %d: the replacement must be Ready first", o, cordonAt, readyAt)
-		}
+		readyBeforeCordon(t, events, o, repl...)
 	}
 	for _, p := range e.waitAppReady(ns, app, 2, 30*time.Second) {
 		if !slices.Contains(repl, p.Spec.NodeName) {
@@ -343,6 +339,85 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 		e.waitNodeEvent(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
 	}
 	e.waitNodeEvent(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// testImageDrift: the operator rolls the fleet onto a new image by restarting the controller with
+// it (as --aws-image-id or --sim-image would). Two m7i.large nodes booted from img-1 run the two
+// pods of a Deployment under a PodDisruptionBudget (maxUnavailable 1); one node's launch record
+// does not know its image, as a record an older controller wrote. The restarted controller's
+// Recover learns that image from the cloud, and both nodes are replaced as Drifted, one action at
+// a time (the pool's budget: 1), each replacement booted from img-2 and Ready before its old node
+// is cordoned; the Disrupting Events say which image. The lifecycle watch checks the budget, no
+// pod lost and no instance leaked; two launches in all.
+func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.Image = "img-1" })
+	ns, app := "image-drift", "web"
+	e.namespace(ns)
+	e.applyPolicy("policy", driftPolicy("a"))
+	e.deployment(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	old := map[string]bool{}
+	for _, p := range e.waitAppReady(ns, app, 2, 2*time.Minute) {
+		old[p.Spec.NodeName] = true
+	}
+	if len(old) != 2 || len(e.managedNodes()) != 2 {
+		t.Fatalf("web pods on %v: want two nodes, one pod each", old)
+	}
+	recs := e.records()
+	for _, r := range recs {
+		if r.Image != "img-1" {
+			t.Fatalf("record %s: image %q, want img-1 (from the cloud's answer to the launch)", r.LaunchID, r.Image)
+		}
+	}
+	e.stopAndWait()
+	records := e.dyn.Resource(provisioner.LaunchRecordsResource).Namespace(e.cfg.Namespace)
+	obj, err := records.Get(context.Background(), recs[0].LaunchID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(obj.Object, "status", "image")
+	if _, err := records.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	nw := e.watchNodes()
+	start := time.Now()
+	e.simCfg.Image = "img-2"
+	e.start()
+	e.waitReplaced("both nodes booted from img-1 replaced", old, 2)
+	events := nw.finish()
+	t.Logf("image change → both nodes replaced: %.1fs", time.Since(start).Seconds())
+	var repl []string
+	for _, n := range e.managedNodes() {
+		repl = append(repl, n.Name)
+	}
+	for _, r := range e.records() {
+		if r.Image != "img-2" {
+			t.Errorf("record %s after the roll: image %q, want img-2", r.LaunchID, r.Image)
+		}
+	}
+	for o := range old {
+		readyBeforeCordon(t, events, o, repl...)
+		e.waitNodeEvent(o, "Disrupting", "booted from image img-1; its nodes now boot from img-2", 10*time.Second)
+	}
+	for _, p := range passes.all() {
+		if len(p.Started) > 1 {
+			t.Errorf("a pass started %v: the pool's budget allows one node at a time", p.Started)
+		}
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the image change, want the two replacements", got)
+	}
+	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Drifted} = 2", 10*time.Second, func() bool {
+		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))) == 2
+	})
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
 	}

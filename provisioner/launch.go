@@ -217,6 +217,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		r = bought
 		off = r.Offering
 	}
+	r.Image = inst.Image
 	if err := c.records.Put(ctx, r); err != nil {
 		l.Error("recording the instance ID", zap.Error(err))
 	}

@@ -26,6 +26,7 @@ func fullRecord() LaunchRecord {
 		CreatedAt:        time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		PoolHash:         "h123",
 		InstanceID:       "i-0abc",
+		Image:            "ami-0fixture",
 		LaunchAttempts:   2,
 		LastError:        "throttled",
 		RetryAt:          time.Date(2026, 3, 4, 5, 7, 0, 0, time.UTC),

@@ -39,14 +39,14 @@ func init() { register(newRunCmd) }
 // runFlags are the flags of `tiler run` beyond the provisioner's Config. Every flag has an
 // environment twin: TILER_ plus the flag name in upper case with dashes as underscores.
 type runFlags struct {
-	kubeconfig, cloud, simState, metricsAddr, logLevel, configFile, leaseNamespace string
-	simBootDelay, simDeviceDelay, simStepInterval                                  time.Duration
-	leaderElect, simRunPods                                                        bool
-	leaderTiming                                                                   leaderTiming
-	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork       string
-	awsSubnets                                                                     map[string]string
-	awsQueueURL                                                                    string
-	awsTemplateRetention                                                           time.Duration
+	kubeconfig, cloud, simState, simImage, metricsAddr, logLevel, configFile, leaseNamespace string
+	simBootDelay, simDeviceDelay, simStepInterval                                            time.Duration
+	leaderElect, simRunPods                                                                  bool
+	leaderTiming                                                                             leaderTiming
+	region, endpoint, awsLaunchTemplate, gcpProject, gcpImage, gcpSubnetwork                 string
+	awsSubnets                                                                               map[string]string
+	awsQueueURL                                                                              string
+	awsTemplateRetention                                                                     time.Duration
 	// awsBootstrap is what the --aws-* node bootstrap flags set: when any is, Tiler manages the
 	// launch templates (awscloud.NodeBootstrap) instead of using --aws-launch-template.
 	awsBootstrap awscloud.NodeBootstrap
@@ -90,6 +90,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("sim-boot-delay", 3*time.Second, "simulated cloud: launch to Ready")
 	f.Duration("sim-device-delay", 2*time.Second, "simulated cloud: Ready to GPUs published")
 	f.Duration("sim-step-interval", sim.DefaultStepInterval, "simulated cloud: how often its nodes (and, with --sim-run-pods, their pods) advance")
+	f.String("sim-image", "", "simulated cloud: the image its instances boot from (as an AMI); nodes booted from another are replaced as drifted, under the pools' budgets. Empty: images are not tracked")
 	f.Bool("sim-run-pods", false, "simulated cloud: play the kubelet for pods too (bound pods turn Running and Ready, terminating pods end), so that PodDisruptionBudgets and evictions behave as in a cluster")
 	f.String("region", "", "cloud region (aws: us-east-1, gcp: us-central1)")
 	f.String("endpoint", "", "override the cloud API endpoint")
@@ -172,7 +173,7 @@ func loadRunConfig(v *viper.Viper) (provisioner.Config, runFlags, error) {
 		leaderTiming: leaderTiming{lease: v.GetDuration("leader-election-lease-duration"), renew: v.GetDuration("leader-election-renew-deadline"),
 			retry: v.GetDuration("leader-election-retry-period")}, simBootDelay: v.GetDuration("sim-boot-delay"),
 		simDeviceDelay:  v.GetDuration("sim-device-delay"),
-		simStepInterval: v.GetDuration("sim-step-interval"), simRunPods: v.GetBool("sim-run-pods"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
+		simStepInterval: v.GetDuration("sim-step-interval"), simRunPods: v.GetBool("sim-run-pods"), simImage: v.GetString("sim-image"), region: v.GetString("region"), endpoint: v.GetString("endpoint"),
 		awsLaunchTemplate: v.GetString("aws-launch-template"), awsQueueURL: v.GetString("aws-queue-url"), awsSubnets: v.GetStringMapString("aws-subnets"),
 		gcpProject: v.GetString("gcp-project"), gcpImage: v.GetString("gcp-image"), gcpSubnetwork: v.GetString("gcp-subnetwork"),
 		prometheusURL: v.GetString("prometheus-url"), prescaleInterval: v.GetDuration("prescale-interval"),

@@ -125,7 +125,7 @@ func newProvider(ctx context.Context, rf runFlags, cfg provisioner.Config, cat *
 	case "sim":
 		sc := sim.DefaultConfig(cat, cfg.ClusterName, rf.simState)
 		sc.BootDelay, sc.DeviceDelay, sc.Logger = rf.simBootDelay, rf.simDeviceDelay, log.Named("sim")
-		sc.StepInterval, sc.RunPods = rf.simStepInterval, rf.simRunPods
+		sc.StepInterval, sc.RunPods, sc.Image = rf.simStepInterval, rf.simRunPods, rf.simImage
 		p, err := sim.New(sc, kube, clock.RealClock{})
 		if err != nil {
 			return nil, nil, err
