@@ -105,6 +105,42 @@ func TestCreateIsIdempotentOnLaunchID(t *testing.T) {
 	}
 }
 
+// TestCreateAnswersWithTheEndedInstance: a Create retried under a launch ID whose instance has
+// ended since (capacity lost before the boot) answers with that instance, terminated and with
+// its reason, and launches nothing: EC2 would answer the repeated client token with it too, and
+// the caller must not take it for a node that is booting. A live instance of the launch comes
+// before an ended one.
+func TestCreateAnswersWithTheEndedInstance(t *testing.T) {
+	srv := awstest.NewServer(t)
+	fleet := &fakeFleet{}
+	fleet.install(srv)
+	p, _ := newTestProvider(t, srv)
+	req := cloudprovider.LaunchRequest{LaunchID: "launch-7", NodeName: "node-7", Pool: "gpu",
+		Offering: ref("g5.xlarge", "us-east-1a", api.Spot)}
+	first, err := p.Create(context.Background(), req)
+	if err != nil {
+		t.Fatalf("first Create: %v", err)
+	}
+	fleet.mu.Lock()
+	fleet.instances[0].State, fleet.instances[0].StateReason = "terminated", "Server.InsufficientInstanceCapacity"
+	fleet.mu.Unlock()
+	again, err := p.Create(context.Background(), req)
+	if err != nil || again.ID != first.ID || again.State != cloudprovider.StateTerminated || !again.CapacityLost {
+		t.Fatalf("Create after the capacity loss = %+v, %v; want %s terminated with capacity lost", again, err, first.ID)
+	}
+	if n := len(srv.Requests("CreateFleet")); n != 1 {
+		t.Errorf("CreateFleet calls = %d, want 1", n)
+	}
+	fleet.mu.Lock()
+	live := fleet.instances[0]
+	live.ID, live.State, live.StateReason = "i-00000000000000009", "running", "" // after the ended one in ID order
+	fleet.instances = append(fleet.instances, live)
+	fleet.mu.Unlock()
+	if got, err := p.Create(context.Background(), req); err != nil || got.ID != live.ID || got.Ending() {
+		t.Fatalf("Create with a live and an ended instance of the launch = %+v, %v; want the live %s", got, err, live.ID)
+	}
+}
+
 func TestList(t *testing.T) {
 	at := time.Date(2026, 7, 20, 12, 30, 5, 0, time.UTC)
 	tags := func(launch string) map[string]string {

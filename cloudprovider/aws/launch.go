@@ -137,12 +137,11 @@ func (p *Provider) validateLaunch(req cloudprovider.LaunchRequest) error {
 	return nil
 }
 
-// findLaunched returns the live instance tagged with launchID, or nil.
+// findLaunched returns the instance tagged with launchID (a live one before an ended one), or nil.
 func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudprovider.Instance, error) {
 	found, err := p.describe(ctx, []ec2types.Filter{
 		tagFilter(api.TagLaunchID, launchID),
 		tagFilter(api.TagCluster, p.cfg.ClusterName),
-		{Name: awssdk.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("looking up instances of the launch: %w", err)
@@ -150,7 +149,16 @@ func (p *Provider) findLaunched(ctx context.Context, launchID string) (*cloudpro
 	if len(found) == 0 {
 		return nil, nil
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].ID < found[j].ID })
+	// A live instance first; else the ended one, with its state and reason: EC2 answers a
+	// CreateFleet repeated with the launch's client token with the instances the first call
+	// launched, whatever became of them, so the launch ID was bought, and Create says how it ended
+	// rather than report the instance as pending.
+	sort.Slice(found, func(i, j int) bool {
+		if a, b := found[i].Ending(), found[j].Ending(); a != b {
+			return b
+		}
+		return found[i].ID < found[j].ID
+	})
 	return found[0], nil
 }
 

@@ -40,7 +40,6 @@ func TestCreateFleetRequestBody(t *testing.T) {
 	lookup := srv.Requests("DescribeInstances")[0].EC2Filters()
 	wantLookup := map[string][]string{
 		"tag:tiler.dev/launch-id": {"gpu-pool-abcde-1"}, "tag:tiler.dev/cluster": {testCluster},
-		"instance-state-name": {"pending", "running", "stopping", "stopped"},
 	}
 	if diff := cmp.Diff(wantLookup, lookup); diff != "" {
 		t.Errorf("launch-ID lookup filters (-want +got):\n%s", diff)
