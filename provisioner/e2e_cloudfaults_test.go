@@ -111,6 +111,49 @@ func testLostLaunchAnswerAcrossRestart(t *testing.T, cp *controlplane.ControlPla
 	e.cleanup([]*corev1.Pod{pod})
 }
 
+// testRetryAnsweredWithEndedInstance: the cloud launches the instance but its answer is lost, and
+// before the retry the cloud ends the instance for want of capacity, with no notice. The retry,
+// under the same launch ID, is answered with that ended instance (as EC2 answers a client token it
+// has seen). The launch is removed at once and its offering marked unavailable, and the pod is
+// bought for on another offering within seconds, not at the next instance sweep (10 min here).
+// Two launches, one instance running, one record.
+func testRetryAnsweredWithEndedInstance(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.LaunchRetry, cfg.LaunchRetryMax = 2*time.Second, 2*time.Second
+	cfg.InstanceSweepPeriod, cfg.RegistrationTimeout = 10*time.Minute, 10*time.Minute
+	e := newEnv(t, cp, cfg, nil)
+	ctx := context.Background()
+	e.cloud.InjectAPIFailures(sim.APIFailure{Call: sim.CallCreate, Code: sim.CodeInternal, Message: "answer lost", AfterLaunch: true})
+	pod := simtest.Pod("retry-ended-a").Label("app", "retry-ended").CPU("2").Mem("4Gi").Obj()
+	e.create(pod)
+	var first *cloudprovider.Instance
+	testwait.Until(t, 50*time.Millisecond, "the instance of the launch whose answer was lost", time.Minute, func() bool {
+		recs := launchRecords(t, e)
+		insts, err := e.cloud.List(ctx)
+		if err == nil && len(recs) == 1 && recs[0].LaunchAttempts == 1 && len(insts) == 1 {
+			first = insts[0]
+		}
+		return first != nil
+	})
+	if err := e.cloud.LoseCapacity(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	lost := time.Now()
+	node := e.waitBound(time.Minute, pod)["default/"+pod.Name]
+	t.Logf("the pod bound on %s %.1fs after its first instance lost its capacity (retry after %s)", node, time.Since(lost).Seconds(), cfg.LaunchRetry)
+	if next := instanceOfNode(t, e, node); next == nil || next.Offering == first.Offering {
+		t.Errorf("the successor is %+v, want one on another offering than %s (marked unavailable)", next, first.Offering)
+	}
+	if got := e.launches(); got != 2 {
+		t.Errorf("%d launches, want 2 (the lost one and its successor)", got)
+	}
+	if recs := launchRecords(t, e); len(recs) != 1 || recs[0].InstanceID == first.ID {
+		t.Errorf("records %+v, want only the successor's", recs)
+	}
+	e.waitPodEvent(pod.Name, "FailedScaleUp", "the cloud answers with instance "+first.ID+", terminated", 10*time.Second)
+	e.cleanup([]*corev1.Pod{pod})
+}
+
 // testRestartAfterInstanceDeleted: a controller killed in the middle of a removal, after the
 // cloud deleted the instance and before the launch record was deleted (found by the kill tests of
 // internal/chaos). The next controller's Recover found a record whose instance was gone, younger

@@ -29,6 +29,7 @@ func TestE2E(t *testing.T) {
 	t.Run("InsufficientCapacityFallsBack", func(t *testing.T) { testInsufficientCapacity(t, cp) })
 	t.Run("CloudAPIFailuresRetried", func(t *testing.T) { testCloudAPIFailuresRetried(t, cp) })
 	t.Run("LostLaunchAnswerAcrossRestart", func(t *testing.T) { testLostLaunchAnswerAcrossRestart(t, cp) })
+	t.Run("RetryAnsweredWithEndedInstance", func(t *testing.T) { testRetryAnsweredWithEndedInstance(t, cp) })
 	t.Run("RestartAfterInstanceDeleted", func(t *testing.T) { testRestartAfterInstanceDeleted(t, cp) })
 	t.Run("RestartDuringInstanceDeletion", func(t *testing.T) { testRestartDuringInstanceDeletion(t, cp) })
 	t.Run("InstanceEndedWhileBooting", func(t *testing.T) { testInstanceEndedWhileBooting(t, cp) })

@@ -105,8 +105,9 @@ type launchOutcome int
 const (
 	// launchAccepted: the cloud launched the node; the record names the instance.
 	launchAccepted launchOutcome = iota
-	// launchRefused: the cloud refused the launch (no capacity, quota): nothing was launched, the
-	// record is dropped and the pods are planned again.
+	// launchRefused: the cloud refused the launch (no capacity, quota), or answered it with an
+	// instance it had ended (launchEnded): nothing runs for it, the record is dropped and the
+	// pods are planned again.
 	launchRefused
 	// launchRetrying: the cloud API failed without refusing (throttled, 5xx, unreachable). It
 	// may have launched the node, so the record stays, its pods wait on it, and the launch is
@@ -209,6 +210,9 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		return launchRefused
 	}
 	r.RetryAt = time.Time{}
+	if inst.Ending() {
+		return c.launchEnded(ctx, l, r, inst, pods)
+	}
 	r.InstanceID = inst.ID
 	if bought, ok := c.boughtAs(r, inst.Offering, inst.PricePerHour); ok {
 		l.Info("the cloud launched a fallback offering", zap.String(keyLaunchedType, string(bought.InstanceType)),
@@ -230,6 +234,40 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		}
 	}
 	return launchAccepted
+}
+
+// launchEnded handles a launch the cloud answers with an instance it has already ended: a launch
+// retried under its launch ID (its answer lost, or the controller restarted) whose instance lost
+// its capacity, or was deleted, in between. EC2 answers a client token it has seen with the
+// instances the first call launched, whatever became of them. The launch ID was bought once, so
+// nothing is bought again under it: the launch is removed now, as the instance sweep would a
+// period later, with the offering marked unavailable when the cloud ended the instance for want
+// of capacity, and its pods are planned again (launchRefused). A removal that fails (logged)
+// keeps the record, linked to the instance, for the sweep.
+func (c *Controller) launchEnded(ctx context.Context, l *zap.Logger, r LaunchRecord, inst *cloudprovider.Instance, pods map[string]*corev1.Pod) launchOutcome {
+	r.InstanceID = inst.ID
+	if inst.Offering.InstanceType != "" {
+		r.Offering = inst.Offering
+	}
+	why := inst.State
+	if code := c.markIfCapacityLost(l, r, inst); code != "" {
+		why += " (" + code + ": capacity lost, offering marked unavailable)"
+	}
+	l.Warn("the cloud answers the launch with an instance it ended; the launch is removed and its pods planned again",
+		zap.String(keyInstanceID, inst.ID), zap.String("state", inst.State))
+	for _, key := range r.Pods {
+		if p := pods[key]; p != nil {
+			c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedScaleUp", "launching %s: the cloud answers with instance %s, %s; the pod is planned again",
+				r.NodeName, inst.ID, why)
+		}
+	}
+	if !c.remove(ctx, l, r, r.NodeName, RemovalInstanceGone) {
+		if err := c.records.Put(ctx, r); err != nil {
+			l.Error("recording the ended instance's ID", zap.Error(err))
+		}
+		return launchAccepted
+	}
+	return launchRefused
 }
 
 // retryLater keeps the record of a launch the cloud API failed without refusing it, counts the
