@@ -142,8 +142,9 @@ var purchasePoints = []killPoint{
 	}},
 }
 
-// disruptionPoints span a consolidation: the node cordoned, its drain under way (pods evicted),
-// the instance deleted, the Node gone.
+// disruptionPoints span a consolidation or a drifted node's replacement: the node cordoned, its
+// drain under way (pods evicted), the instance deleted, the Node gone (a Node of the fleet before
+// the round, whatever replaced it).
 var disruptionPoints = []killPoint{
 	{"node cordoned for disruption", func(round) int { return 1 }, func(r round, v view, k int) bool {
 		n := 0
@@ -158,7 +159,19 @@ var disruptionPoints = []killPoint{
 	{"instance deleted", round.goneNodes, func(r round, v view, k int) bool {
 		return v.count(sim.EventDeleted)-r.before.count(sim.EventDeleted) >= k
 	}},
-	{"Node gone", round.goneNodes, func(r round, v view, k int) bool { return len(r.before.nodes)-len(v.nodes) >= k }},
+	{"Node gone", round.goneNodes, func(r round, v view, k int) bool {
+		now := map[string]bool{}
+		for _, n := range v.nodes {
+			now[n.Name] = true
+		}
+		gone := 0
+		for _, n := range r.before.nodes {
+			if !now[n.Name] {
+				gone++
+			}
+		}
+		return gone >= k
+	}},
 }
 
 // TestChaosKillPoints: the controller, a real `tiler run` process, is killed with SIGKILL at a
@@ -179,6 +192,7 @@ func TestChaosKillPoints(t *testing.T) {
 	}
 	t.Logf("CHAOS_SEED=%d CHAOS_CYCLES=%d", s, cycles)
 	h := newHarness(t, s)
+	h.image = "img-0"
 	ctrl := h.start()
 	n := 3
 	h.scale(n)
@@ -206,6 +220,11 @@ func TestChaosKillPoints(t *testing.T) {
 		}
 		ctrl, extra = h.killRound(t, fmt.Sprintf("cycle %d disruption %d→%d", c, n, down), ctrl, n, down, disruptionPoints, kills, missed, extra)
 		n = down
+		// Every third cycle, the fleet is rolled onto a new image (the controller restarted with
+		// it, as a Helm upgrade of the image flag would): every node drifts and is replaced.
+		if c%3 == 0 && !t.Failed() {
+			ctrl, extra = h.rollRound(t, fmt.Sprintf("cycle %d image roll to img-%d", c, c), ctrl, n, fmt.Sprintf("img-%d", c), kills, missed, extra)
+		}
 		if t.Failed() {
 			break
 		}
@@ -236,11 +255,35 @@ func TestChaosKillPoints(t *testing.T) {
 func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int, points []killPoint,
 	kills, missed map[string]int, extra int) (*proc, int) {
 	t.Helper()
+	return h.runRound(t, what, ctrl, from, to, "", points, kills, missed, extra)
+}
+
+// rollRound rolls the fleet of n pods onto image: the controller is restarted with it, every node
+// drifts and is replaced, and the controller is killed at a point drawn from the disruption
+// points. The round settles once every launch record names image; it buys at most one node per
+// node of the fleet, and the PodDisruptionBudget holds throughout.
+func (h *harness) rollRound(t *testing.T, what string, ctrl *proc, n int, image string,
+	kills, missed map[string]int, extra int) (*proc, int) {
+	t.Helper()
+	return h.runRound(t, what, ctrl, n, n, image, disruptionPoints, kills, missed, extra)
+}
+
+// runRound is killRound, and rollRound when image is set.
+func (h *harness) runRound(t *testing.T, what string, ctrl *proc, from, to int, image string, points []killPoint,
+	kills, missed map[string]int, extra int) (*proc, int) {
+	t.Helper()
 	r := round{before: h.look(), from: from, to: to}
 	pt := points[h.rng.IntN(len(points))]
 	k := 1 + h.rng.IntN(max(1, pt.most(r)))
-	disruption := to < from
-	if disruption {
+	disruption := to < from || image != ""
+	done := func(v view) bool { return v.settled(to) && (image == "" || v.onImage(image)) }
+	switch {
+	case image != "":
+		h.image = image
+		ctrl.kill()
+		ctrl = h.start()
+		h.avail.arm(to)
+	case disruption:
 		// The pods the scale-down keeps are spread over the nodes (pod-deletion-cost), so that
 		// consolidation drains rather than finding nodes emptied. The budget is judged on the
 		// fleet at its new size: the scale-down itself is not a disruption.
@@ -260,7 +303,7 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 		}, ctrl)
 		r.before = h.look()
 		h.avail.arm(to)
-	} else {
+	default:
 		h.scale(to)
 	}
 	var killed bool
@@ -288,7 +331,7 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 			killed, at = true, h.look()
 			return true
 		}
-		return v.settled(to)
+		return done(v)
 	}, ctrl)
 	label := fmt.Sprintf("%s (k=%d)", pt.name, k)
 	if lost != "" {
@@ -325,12 +368,18 @@ func (h *harness) killRound(t *testing.T, what string, ctrl *proc, from, to int,
 		missed[pt.name]++
 		t.Logf("%s: settled before %s", what, label)
 	}
-	settled := h.until(what+": the cluster to settle after the kill", 120*time.Second, func(v view) bool { return v.settled(to) }, ctrl)
+	settled := h.until(what+": the cluster to settle after the kill", 120*time.Second, done, ctrl)
 	if disruption {
 		if most := h.avail.disarm(); most > 1 {
 			h.errorf("%s: %d pods unavailable at once; the PodDisruptionBudget allows 1", what, most)
 		}
-	} else {
+	}
+	if image != "" {
+		if bought := settled.count(sim.EventLaunched) - r.before.count(sim.EventLaunched); bought > nodesFor(to) {
+			h.errorf("%s: %d purchases to replace %d nodes", what, bought, nodesFor(to))
+			extra += bought - nodesFor(to)
+		}
+	} else if !disruption {
 		bought := settled.count(sim.EventLaunched) - r.before.count(sim.EventLaunched)
 		need := nodesFor(to) - nodesFor(from)
 		if lost != "" {

@@ -136,8 +136,11 @@ type harness struct {
 	procs   int
 	// capacityLost counts the instances the test had the cloud end for want of capacity.
 	capacityLost int
-	rng          *rand.Rand
-	seed         uint64
+	// image is the image the controllers the harness starts launch nodes from (--sim-image); ""
+	// leaves images untracked.
+	image string
+	rng   *rand.Rand
+	seed  uint64
 
 	avail availability
 
@@ -247,8 +250,12 @@ func (h *harness) statePath() string { return filepath.Join(h.dir, "cloud.json")
 // nodes Ready a second after launch and pods run by its kubelet loop, short batches and a
 // disruption pass every second, and an instance sweep every two seconds. An offering is
 // unavailable for 20 s after a capacity loss: the pool's one type has three zones, and the
-// purchases that lose capacity come faster than the default three minutes.
+// purchases that lose capacity come faster than the default three minutes. With h.image, nodes
+// boot from it.
 func (h *harness) args(extra ...string) []string {
+	if h.image != "" {
+		extra = append([]string{"--sim-image", h.image}, extra...)
+	}
 	return append([]string{"run",
 		"--kubeconfig", h.cp.Kubeconfig(), "--cloud", "sim", "--sim-state", h.statePath(),
 		"--sim-boot-delay", "1s", "--sim-device-delay", "1s", "--sim-step-interval", "200ms", "--sim-run-pods",
@@ -477,6 +484,16 @@ func (v view) settled(n int) bool {
 	}
 	for _, nd := range v.nodes {
 		if nd.Spec.Unschedulable || !snapshot.IsNodeReady(nd) {
+			return false
+		}
+	}
+	return true
+}
+
+// onImage reports whether every launch record names image, the image its node booted from.
+func (v view) onImage(image string) bool {
+	for _, r := range v.records {
+		if r.Image != image {
 			return false
 		}
 	}
