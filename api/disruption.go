@@ -230,6 +230,11 @@ type KeptNode struct {
 	Pool    string     `json:"pool,omitempty"`
 	Reason  KeepReason `json:"reason"`
 	Message string     `json:"message,omitempty"`
+	// Due is why the node must go (Drifted, Expired, Unhealthy, Interrupted) when it must and
+	// Reason holds it nonetheless: a roll onto a new image that a PodDisruptionBudget, a
+	// do-not-disrupt pod or the budgets hold back shows here. Empty for a node only not
+	// consolidated.
+	Due DisruptionReason `json:"due,omitempty"`
 }
 
 // ActionID returns the deterministic ID of an action: "d-" and the first 16 hex digits of the

@@ -395,11 +395,15 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	c.metrics.DisruptionFleetCost.WithLabelValues("before").Set(dp.CostPerHourBefore)
 	c.metrics.DisruptionFleetCost.WithLabelValues("after").Set(dp.CostPerHourAfter)
 	c.metrics.DisruptionBlocked.Reset()
+	c.metrics.DisruptionHeld.Reset()
 	for _, k := range dp.Kept {
 		if k.Reason == api.KeepUnmanaged {
 			continue
 		}
 		c.metrics.DisruptionBlocked.WithLabelValues(string(k.Reason)).Inc()
+		if k.Due != "" {
+			c.metrics.DisruptionHeld.WithLabelValues(string(k.Due), string(k.Reason)).Inc()
+		}
 		if blockingReasons[k.Reason] && c.disruption.tell(k.Name, k.Reason) {
 			c.recorder.Eventf(nodeRef(k.Name), corev1.EventTypeNormal, "DisruptionBlocked", "kept (%s): %s", k.Reason, k.Message)
 		} else if !blockingReasons[k.Reason] {

@@ -339,6 +339,10 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 		e.waitNodeEvent(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
 	}
 	e.waitNodeEvent(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	// The pinned node is due (drifted) and held by its pod, and the metric says so.
+	testwait.Until(t, testwait.Slow, "tiler_disruption_held_nodes{reason=Drifted,held_by=PodDoNotDisrupt} = 1", 30*time.Second, func() bool {
+		return gaugeValue(t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepPodDoNotDisrupt))) == 1
+	})
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
 	}
@@ -397,11 +401,16 @@ func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
 	for _, n := range e.managedNodes() {
 		repl = append(repl, n.Name)
 	}
-	for _, r := range e.records() {
-		if r.Image != "img-2" {
-			t.Errorf("record %s after the roll: image %q, want img-2", r.LaunchID, r.Image)
+	// The old nodes' records go last (instance, Node, then record).
+	testwait.Until(t, testwait.Slow, "two launch records, both booted from img-2", 30*time.Second, func() bool {
+		recs := e.records()
+		for _, r := range recs {
+			if r.Image != "img-2" {
+				return false
+			}
 		}
-	}
+		return len(recs) == 2
+	})
 	for o := range old {
 		readyBeforeCordon(t, events, o, repl...)
 		e.waitNodeEvent(o, "Disrupting", "booted from image img-1; its nodes now boot from img-2", 10*time.Second)

@@ -53,6 +53,10 @@ type Metrics struct {
 	DisruptionFleetCost *prometheus.GaugeVec
 	// DisruptionBlocked is the number of managed nodes the last plan kept, by keep reason.
 	DisruptionBlocked *prometheus.GaugeVec
+	// DisruptionHeld is the number of managed nodes that must go (drifted, expired, unhealthy,
+	// interrupted) that the last plan kept, by why they must go and what holds them: a roll onto
+	// a new image, and what stalls it.
+	DisruptionHeld *prometheus.GaugeVec
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -122,9 +126,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "fleet_cost_dollars_per_hour", Help: "The managed fleet's price per hour as the last disruption plan found it (when=before) and once its actions are done (when=after)."}, []string{"when"}),
 		DisruptionBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
 			Name: "kept_nodes", Help: "Managed nodes the last disruption plan kept, by reason."}, []string{"reason"}),
+		DisruptionHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "held_nodes", Help: "Managed nodes that must go (reason: Drifted, Expired, Unhealthy, Interrupted) that the last disruption plan kept, by what holds them (held_by: a keep reason)."},
+			[]string{"reason", "held_by"}),
 	}
 	reg.MustRegister(m.DisruptionActions, m.DisruptionAbandoned, m.DisruptionEvictions, m.DisruptionEvictionsRefused,
-		m.DisruptionFleetCost, m.DisruptionBlocked)
+		m.DisruptionFleetCost, m.DisruptionBlocked, m.DisruptionHeld)
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
 		m.Placeholders, m.Relayouts, m.OldestPendingPod, m.FleetCost, m.Cost)

@@ -205,22 +205,27 @@ func candidates(first, last *pass) []string {
 }
 
 // kept lists every node the pass does not remove, in name order, with its reason: the static
-// one, else what the search found.
+// one, else what the search found; and, for a node that must go, why (Due).
 func (d *disruptor) kept(last *pass) []api.KeptNode {
 	out := []api.KeptNode{}
 	for _, f := range d.facts {
 		if last.removed[f.node.Name] {
 			continue
 		}
+		var kept api.KeptNode
 		switch k := last.reasons[f.node.Name]; {
 		case f.keep != nil:
-			out = append(out, *f.keep)
+			kept = *f.keep
 		case k != nil:
-			out = append(out, *k)
+			kept = *k
 		default:
 			// Only a node no method could try (not in the simulation) gets here.
-			out = append(out, api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepNoCheaperFit, Message: "not tried"})
+			kept = api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepNoCheaperFit, Message: "not tried"}
 		}
+		if f.forced != nil {
+			kept.Due = f.forced.reason
+		}
+		out = append(out, kept)
 	}
 	return out
 }

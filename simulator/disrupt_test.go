@@ -136,6 +136,16 @@ func keptAs(p *api.DisruptionPlan, node string) api.KeepReason {
 	return ""
 }
 
+// dueOf returns why the plan says a kept node must go ("" when it need not, or is not kept).
+func dueOf(p *api.DisruptionPlan, node string) api.DisruptionReason {
+	for _, k := range p.Kept {
+		if k.Name == node {
+			return k.Due
+		}
+	}
+	return ""
+}
+
 // destination returns where the plan moves the pod ("" when it does not).
 func destination(p *api.DisruptionPlan, pod string) string {
 	for _, a := range p.Actions {
