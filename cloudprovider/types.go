@@ -111,8 +111,9 @@ type ImageChooser interface {
 	// ImageFor returns the image a node with GPU configuration gpu (the zero value for a node
 	// without one) boots from when launched now, named as Instance.Image names it; "" when the
 	// provider does not choose it (a launch template of the user's own), and then no node is
-	// drifted by its image.
-	ImageFor(gpu api.GPUConfig) string
+	// drifted by its image. It may ask the cloud (an AMI named by an SSM parameter); an error
+	// means the image is not known now.
+	ImageFor(ctx context.Context, gpu api.GPUConfig) (string, error)
 }
 
 // GarbageCollector is implemented by providers that leave cloud objects of their own behind

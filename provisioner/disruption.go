@@ -330,9 +330,13 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		return pass
 	}
 	cat, _ := PlanningCatalog(s.Catalog, s.Unavailable, now)
+	drifted, err := imageDrift(ctx, c.provider, s.Records, idx)
+	if err != nil {
+		c.log.Warn("the image the cloud launches now is not known; no node is drifted by its image in this pass", zap.Error(err))
+	}
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
 		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(),
-			Drifted: imageDrift(c.provider, s.Records, idx)}})
+			Drifted: drifted}})
 	if err != nil {
 		pass.Err = fmt.Errorf("planning disruption: %w", err)
 		return pass

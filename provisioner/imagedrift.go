@@ -1,6 +1,8 @@
 package provisioner
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tiler-dev/tiler/api"
@@ -18,13 +20,16 @@ import (
 // imageDrift lists the Nodes whose instance booted from another image than the provider launches
 // now for a node of its GPU configuration, each with how; nil when the provider does not choose
 // images (cloudprovider.ImageChooser). A record without an image (its provider did not say), or
-// whose provider does not choose the image for its GPU configuration, is not drifted.
-func imageDrift(p cloudprovider.Provider, recs []LaunchRecord, idx nodeIndex) map[string]string {
+// whose provider does not choose the image for its GPU configuration, is not drifted. When the
+// provider cannot say which image it launches now (an SSM parameter unreadable, never read), the
+// error is returned with the nodes judged without it: none is drifted by an image not known.
+func imageDrift(ctx context.Context, p cloudprovider.Provider, recs []LaunchRecord, idx nodeIndex) (map[string]string, error) {
 	ic, ok := p.(cloudprovider.ImageChooser)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	var out map[string]string
+	var errs []error
 	for _, r := range recs {
 		n := idx.forRecord(r)
 		if r.Image == "" || n == nil {
@@ -34,12 +39,17 @@ func imageDrift(p cloudprovider.Provider, recs []LaunchRecord, idx nodeIndex) ma
 		if r.GPU != nil {
 			gpu = *r.GPU
 		}
-		if want := ic.ImageFor(gpu); want != "" && want != r.Image {
+		want, err := ic.ImageFor(ctx, gpu)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if want != "" && want != r.Image {
 			if out == nil {
 				out = map[string]string{}
 			}
 			out[n.Name] = fmt.Sprintf("booted from image %s; its nodes now boot from %s", r.Image, want)
 		}
 	}
-	return out
+	return out, errors.Join(errs...)
 }

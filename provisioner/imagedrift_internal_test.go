@@ -1,6 +1,8 @@
 package provisioner
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,17 +14,18 @@ import (
 )
 
 // imageCloud chooses images as the AWS provider does: one for GPU nodes, one for the rest ("" for
-// a kind it does not choose).
+// a kind it does not choose); gpuErr fails the GPU nodes' (an SSM parameter unreadable).
 type imageCloud struct {
 	cloudprovider.Provider
 	cpu, gpu string
+	gpuErr   error
 }
 
-func (c imageCloud) ImageFor(g api.GPUConfig) string {
+func (c imageCloud) ImageFor(_ context.Context, g api.GPUConfig) (string, error) {
 	if g.Sharing != "" {
-		return c.gpu
+		return c.gpu, c.gpuErr
 	}
-	return c.cpu
+	return c.cpu, nil
 }
 
 // TestImageDrift: a node is drifted when its record's image is not the one its provider launches
@@ -46,7 +49,11 @@ func TestImageDrift(t *testing.T) {
 		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: r.NodeName}})
 	}
 	idx := newNodeIndex(nodes)
-	got := imageDrift(imageCloud{cpu: "ami-cpu-2", gpu: "ami-gpu-2"}, recs, idx)
+	ctx := context.Background()
+	got, err := imageDrift(ctx, imageCloud{cpu: "ami-cpu-2", gpu: "ami-gpu-2"}, recs, idx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]string{
 		"old-cpu":          "booted from image ami-cpu-1; its nodes now boot from ami-cpu-2",
 		"old-gpu":          "booted from image ami-gpu-1; its nodes now boot from ami-gpu-2",
@@ -55,10 +62,15 @@ func TestImageDrift(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("imageDrift (-want +got):\n%s", d)
 	}
-	if got := imageDrift(imageCloud{cpu: "ami-cpu-2"}, recs, idx); len(got) != 1 || got["old-cpu"] == "" {
-		t.Errorf("with no GPU image chosen: %v, want only old-cpu", got)
+	if got, err := imageDrift(ctx, imageCloud{cpu: "ami-cpu-2"}, recs, idx); err != nil || len(got) != 1 || got["old-cpu"] == "" {
+		t.Errorf("with no GPU image chosen: %v, %v; want only old-cpu", got, err)
 	}
-	if got := imageDrift(struct{ cloudprovider.Provider }{}, recs, idx); got != nil {
-		t.Errorf("a provider that does not choose images: %v, want nil", got)
+	// The GPU image unknown: the GPU nodes are not drifted by it, the error says why.
+	unread := errors.New("reading the AMI of SSM parameter /gpu: throttled")
+	if got, err := imageDrift(ctx, imageCloud{cpu: "ami-cpu-2", gpu: "ami-gpu-2", gpuErr: unread}, recs, idx); !errors.Is(err, unread) || len(got) != 1 || got["old-cpu"] == "" {
+		t.Errorf("with the GPU image unknown: %v, %v; want only old-cpu and the error", got, err)
+	}
+	if got, err := imageDrift(ctx, struct{ cloudprovider.Provider }{}, recs, idx); err != nil || got != nil {
+		t.Errorf("a provider that does not choose images: %v, %v; want nil", got, err)
 	}
 }

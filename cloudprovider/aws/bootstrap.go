@@ -37,9 +37,11 @@ type NodeBootstrap struct {
 	// from which nodeadm derives the cluster DNS address.
 	ServiceCIDR string
 	// ImageID is the AMI of nodes without GPUs: an EKS-optimized Amazon Linux 2023 AMI, whose
-	// nodeadm reads the NodeConfig from the user data.
+	// nodeadm reads the NodeConfig from the user data; an AMI ID, or an SSM parameter holding one
+	// (SSMImagePrefix), read again every Config.ImageRefresh.
 	ImageID string
-	// GPUImageID is the AMI of GPU nodes (the EKS-optimized AL2023 NVIDIA AMI); default ImageID.
+	// GPUImageID is the AMI of GPU nodes (the EKS-optimized AL2023 NVIDIA AMI), as ImageID;
+	// default ImageID.
 	GPUImageID string
 	// InstanceProfile is the nodes' IAM instance profile, by name or ARN.
 	InstanceProfile string
@@ -77,12 +79,15 @@ func (b NodeBootstrap) validate() error {
 		errs = append(errs, fmt.Errorf("bootstrap.serviceCIDR %q is not a CIDR", b.ServiceCIDR))
 	}
 	for field, id := range map[string]string{"imageID": b.ImageID, "gpuImageID": b.GPUImageID} {
-		if id != "" && !strings.HasPrefix(id, "ami-") {
-			errs = append(errs, fmt.Errorf("bootstrap.%s %q is not an AMI ID", field, id))
+		if id == "" {
+			continue
+		}
+		if err := validImageSetting(id); err != nil {
+			errs = append(errs, fmt.Errorf("bootstrap.%s %q %w", field, id, err))
 		}
 	}
 	if b.ImageID == "" {
-		errs = append(errs, errors.New("bootstrap.imageID must be set to an EKS-optimized Amazon Linux 2023 AMI (ami-...)"))
+		errs = append(errs, errors.New("bootstrap.imageID must be set to an EKS-optimized Amazon Linux 2023 AMI (ami-..., or "+SSMImagePrefix+"/aws/service/eks/optimized-ami/…/image_id)"))
 	}
 	if b.InstanceProfile == "" {
 		errs = append(errs, errors.New("bootstrap.instanceProfile must be set to the nodes' IAM instance profile (name or ARN)"))
@@ -98,7 +103,8 @@ func (b NodeBootstrap) validate() error {
 	return errors.Join(errs...)
 }
 
-// imageFor returns the AMI of a node: GPUImageID for a node with a GPU configuration.
+// imageFor returns the image setting of a node (an AMI ID or an SSM parameter): GPUImageID for a
+// node with a GPU configuration.
 func (b NodeBootstrap) imageFor(gpu api.GPUConfig) string {
 	if gpu.Sharing != "" && b.GPUImageID != "" {
 		return b.GPUImageID

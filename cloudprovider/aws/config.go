@@ -63,6 +63,9 @@ type Config struct {
 	// TemplateRetention is how long a managed launch template (Bootstrap) that no launch used
 	// is kept before CollectGarbage deletes it; zero means DefaultTemplateRetention.
 	TemplateRetention time.Duration
+	// ImageRefresh is how long an AMI read from an SSM parameter (Bootstrap's images) is used
+	// before the parameter is read again; zero means DefaultImageRefresh.
+	ImageRefresh time.Duration
 	// WaitTimeSeconds and VisibilityTimeoutSeconds tune the SQS long poll (defaults above).
 	WaitTimeSeconds          int32
 	VisibilityTimeoutSeconds int32
@@ -135,6 +138,13 @@ func (c Config) templateRetention() time.Duration {
 		return c.TemplateRetention
 	}
 	return DefaultTemplateRetention
+}
+
+func (c Config) imageRefresh() time.Duration {
+	if c.ImageRefresh > 0 {
+		return c.ImageRefresh
+	}
+	return DefaultImageRefresh
 }
 
 func (c Config) unavailableTTL() time.Duration {

@@ -182,7 +182,7 @@ func TestList(t *testing.T) {
 		t.Errorf("List (-want +got):\n%s", diff)
 	}
 	// With a launch template of the user's own, Tiler does not choose the image: no drift by it.
-	if img := p.ImageFor(api.GPUConfig{}); img != "" {
+	if img, err := p.ImageFor(context.Background(), api.GPUConfig{}); err != nil || img != "" {
 		t.Errorf("ImageFor with the user's launch template = %q, want none", img)
 	}
 	reqs := srv.Requests("DescribeInstances")

@@ -94,9 +94,15 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	if inst, err := p.findLaunched(ctx, req.LaunchID); err != nil || inst != nil {
 		return inst, nil, err
 	}
+	// The image is resolved once (it may be read from SSM), so that the launch templates and the
+	// instance returned name the same one.
+	image, err := p.ImageFor(ctx, req.GPU)
+	if err != nil {
+		return nil, nil, err
+	}
 	if req.CapacityReservation != "" {
 		// The reservation first; when it cannot take the node, open capacity (reservations.go).
-		if inst, err := p.launchReservedLocked(ctx, req); err != nil || inst != nil {
+		if inst, err := p.launchReservedLocked(ctx, req, image); err != nil || inst != nil {
 			return inst, nil, err
 		}
 		req = withoutReservation(req)
@@ -107,12 +113,12 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	}
 	p.gcMu.RLock() // no template is deleted between ensuring it and CreateFleet
 	defer p.gcMu.RUnlock()
-	if err := p.assignTemplates(ctx, req, groups); err != nil {
+	if err := p.assignTemplates(ctx, req, groups, image); err != nil {
 		return nil, nil, err
 	}
 	var failed []FailedOffering
 	for _, g := range groups {
-		inst, fails, err := p.launchFleet(ctx, req, g)
+		inst, fails, err := p.launchFleet(ctx, req, g, image)
 		failed = append(failed, fails...)
 		if err != nil || inst != nil {
 			return inst, failed, err
@@ -203,7 +209,7 @@ func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, [
 // launchFleet makes one CreateFleet call. It returns the launched instance, if any, and the
 // failed offerings (the unavailable ones also go into the Unavailable cache). An error means
 // stop: I/O, or a failure that is neither capacity nor quota.
-func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup) (*cloudprovider.Instance, []FailedOffering, error) {
+func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup, image string) (*cloudprovider.Instance, []FailedOffering, error) {
 	out, err := p.ec2.CreateFleet(ctx, p.fleetInput(req, g))
 	if err != nil {
 		var ae smithy.APIError
@@ -221,7 +227,7 @@ func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequ
 	}
 	fails := p.fleetFailures(out.Errors, g)
 	p.markUnavailable(fails)
-	if inst := p.launched(req, out); inst != nil {
+	if inst := p.launched(req, out, image); inst != nil {
 		return inst, fails, nil
 	}
 	if other := firstOther(fails); other != nil {
@@ -279,9 +285,10 @@ func (p *Provider) markUnavailable(fails []FailedOffering) {
 	}
 }
 
-// launched builds the Instance from the first fleetInstanceSet item that has an instance ID.
-// TotalTargetCapacity is 1, so there is at most one.
-func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFleetOutput) *cloudprovider.Instance {
+// launched builds the Instance from the first fleetInstanceSet item that has an instance ID,
+// booted from image (ImageFor, as the launch resolved it). TotalTargetCapacity is 1, so there is
+// at most one.
+func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFleetOutput, image string) *cloudprovider.Instance {
 	for _, item := range out.Instances {
 		if len(item.InstanceIds) == 0 {
 			continue
@@ -293,18 +300,8 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 		return &cloudprovider.Instance{
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,
 			Offering: ref, State: cloudprovider.StatePending, PricePerHour: p.priceOf(ref),
-			LaunchedAt: p.clock.Now(), Tags: p.tags(req), Image: p.ImageFor(req.GPU),
+			LaunchedAt: p.clock.Now(), Tags: p.tags(req), Image: image,
 		}
 	}
 	return nil
-}
-
-// ImageFor returns the AMI a node with GPU configuration gpu boots from (NodeBootstrap's ImageID
-// or GPUImageID), or "" when the launch template is the user's (Config.LaunchTemplateID or
-// LaunchTemplateName): Tiler does not choose the image then.
-func (p *Provider) ImageFor(gpu api.GPUConfig) string {
-	if p.cfg.Bootstrap == nil {
-		return ""
-	}
-	return p.cfg.Bootstrap.imageFor(gpu)
 }

@@ -60,6 +60,8 @@ type Provider struct {
 	templates map[string]bool
 	used      map[string]time.Time
 	gcSince   time.Time
+	// images resolves the bootstrap's image settings (images.go).
+	images *imageResolver
 	// gcMu keeps CollectGarbage from deleting a template between a launch's ensuring it and
 	// CreateFleet: launches hold it for reading, deletions for writing.
 	gcMu sync.RWMutex
@@ -83,10 +85,16 @@ func NewProvider(ctx context.Context, cfg Config, clk clock.Clock, optFns ...fun
 	if err != nil {
 		return nil, err
 	}
-	return NewProviderFromClient(cfg, awspricing.NewEC2Client(awsCfg, cfg.Endpoint), clk)
+	p, err := NewProviderFromClient(cfg, awspricing.NewEC2Client(awsCfg, cfg.Endpoint), clk)
+	if err != nil {
+		return nil, err
+	}
+	p.images.ssm = NewSSMClient(awsCfg, cfg.Endpoint)
+	return p, nil
 }
 
-// NewProviderFromClient builds a Provider over client.
+// NewProviderFromClient builds a Provider over client, with no SSM client: image settings that
+// name an SSM parameter fail to resolve.
 func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provider, error) {
 	if err := cfg.ValidateProvider(); err != nil {
 		return nil, fmt.Errorf("aws provider config: %w", err)
@@ -96,7 +104,7 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 	}
 	return &Provider{cfg: cfg, ec2: client, clock: clk,
 		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
-		used: map[string]time.Time{}}, nil
+		used: map[string]time.Time{}, images: &imageResolver{clock: clk, refresh: cfg.imageRefresh()}}, nil
 }
 
 // Name returns "aws".

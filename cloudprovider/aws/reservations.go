@@ -82,7 +82,7 @@ const codeReservationNotFound = "InvalidCapacityReservationId.NotFound"
 // list it as active, it is of another type or zone, it has no instance available, or the fleet
 // reports no capacity in it. The caller then launches on open capacity. These are not offering
 // failures: the open on-demand offering of the same type and zone is not made unavailable.
-func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchRequest, image string) (*cloudprovider.Instance, error) {
 	o := req.Offering
 	if o.CapacityType != api.OnDemand {
 		return nil, fmt.Errorf("launch request: capacity reservation %s needs an on-demand offering, not %s", req.CapacityReservation, o)
@@ -108,7 +108,7 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 	}
 	t := fleetTarget{ref: o, subnet: subnet}
 	if p.cfg.Bootstrap != nil {
-		mt, err := p.templateFor(req, o)
+		mt, err := p.templateFor(req, o, image)
 		if err != nil {
 			return nil, err
 		}
@@ -129,7 +129,7 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 		}
 		return nil, fmt.Errorf("CreateFleet into capacity reservation %s: %w", req.CapacityReservation, err)
 	}
-	if inst := p.launched(req, out); inst != nil {
+	if inst := p.launched(req, out, image); inst != nil {
 		return inst, nil
 	}
 	for _, e := range out.Errors {
@@ -164,10 +164,10 @@ func withoutReservation(req cloudprovider.LaunchRequest) cloudprovider.LaunchReq
 }
 
 // launchReservedLocked is launchReserved with the launch-template garbage collector held off.
-func (p *Provider) launchReservedLocked(ctx context.Context, req cloudprovider.LaunchRequest) (*cloudprovider.Instance, error) {
+func (p *Provider) launchReservedLocked(ctx context.Context, req cloudprovider.LaunchRequest, image string) (*cloudprovider.Instance, error) {
 	p.gcMu.RLock()
 	defer p.gcMu.RUnlock()
-	return p.launchReserved(ctx, req)
+	return p.launchReserved(ctx, req, image)
 }
 
 // reservationFull reports whether an EC2 error code of a launch into a reservation means that it

@@ -38,7 +38,7 @@ var templateNameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9().\-/_]`)
 // is tiler-<pool>-<hash>, the hash being the first 16 hex digits of SHA-256 over the template's
 // data: nodes of a pool that boot alike share one template, and any change of the bootstrap
 // (labels, taints, GPU configuration, AMI, cluster coordinates) makes another.
-func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o api.Offering) (managedTemplate, error) {
+func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o api.Offering, image string) (managedTemplate, error) {
 	b := p.cfg.Bootstrap
 	cluster := b.ClusterName
 	if cluster == "" {
@@ -50,7 +50,7 @@ func (p *Provider) templateFor(req cloudprovider.LaunchRequest, o api.Offering) 
 		return managedTemplate{}, err
 	}
 	data := &ec2types.RequestLaunchTemplateData{
-		ImageId:            awssdk.String(b.imageFor(req.GPU)),
+		ImageId:            awssdk.String(image),
 		IamInstanceProfile: instanceProfile(b.InstanceProfile),
 		SecurityGroupIds:   b.SecurityGroupIDs,
 		UserData:           awssdk.String(base64.StdEncoding.EncodeToString(userData)),
@@ -138,7 +138,7 @@ func (p *Provider) templateTags(t managedTemplate) []ec2types.Tag {
 
 // assignTemplates gives each target of the groups its managed launch template, ensuring each
 // template once. Without Config.Bootstrap every target uses the configured template.
-func (p *Provider) assignTemplates(ctx context.Context, req cloudprovider.LaunchRequest, groups []fleetGroup) error {
+func (p *Provider) assignTemplates(ctx context.Context, req cloudprovider.LaunchRequest, groups []fleetGroup, image string) error {
 	if p.cfg.Bootstrap == nil {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (p *Provider) assignTemplates(ctx context.Context, req cloudprovider.Launch
 	for gi := range groups {
 		for ti := range groups[gi].targets {
 			t := &groups[gi].targets[ti]
-			mt, err := p.templateFor(req, t.ref)
+			mt, err := p.templateFor(req, t.ref, image)
 			if err != nil {
 				return err
 			}

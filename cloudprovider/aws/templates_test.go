@@ -92,11 +92,11 @@ func TestManagedLaunchTemplates(t *testing.T) {
 		t.Errorf("launched %+v", inst.Offering)
 	}
 	// The instance boots the template's AMI, the one ImageFor names for drift.
-	if inst.Image != "ami-0cpu000000000000a" || p.ImageFor(api.GPUConfig{}) != inst.Image {
-		t.Errorf("launched image %q, ImageFor %q; want ami-0cpu000000000000a", inst.Image, p.ImageFor(api.GPUConfig{}))
+	if img, err := p.ImageFor(context.Background(), api.GPUConfig{}); err != nil || inst.Image != "ami-0cpu000000000000a" || img != inst.Image {
+		t.Errorf("launched image %q, ImageFor %q, %v; want ami-0cpu000000000000a", inst.Image, img, err)
 	}
-	if got := p.ImageFor(api.GPUConfig{Sharing: api.Exclusive}); got != "ami-0gpu000000000000b" {
-		t.Errorf("ImageFor a GPU node = %q, want the GPU AMI", got)
+	if got, err := p.ImageFor(context.Background(), api.GPUConfig{Sharing: api.Exclusive}); err != nil || got != "ami-0gpu000000000000b" {
+		t.Errorf("ImageFor a GPU node = %q, %v; want the GPU AMI", got, err)
 	}
 
 	creates := srv.Requests("CreateLaunchTemplate")
@@ -305,6 +305,7 @@ func TestBootstrapConfigValidation(t *testing.T) {
 		{"bad CIDR", func(c *Config) { c.Bootstrap.ServiceCIDR = "10.100.0.0" }, `bootstrap.serviceCIDR "10.100.0.0" is not a CIDR`},
 		{"no AMI", func(c *Config) { c.Bootstrap.ImageID = "" }, "bootstrap.imageID must be set"},
 		{"bad GPU AMI", func(c *Config) { c.Bootstrap.GPUImageID = "img-1" }, `bootstrap.gpuImageID "img-1" is not an AMI ID`},
+		{"SSM parameter without a name", func(c *Config) { c.Bootstrap.ImageID = SSMImagePrefix }, `bootstrap.imageID "resolve:ssm:" names no SSM parameter`},
 		{"no profile", func(c *Config) { c.Bootstrap.InstanceProfile = "" }, "bootstrap.instanceProfile must be set"},
 		{"no security group", func(c *Config) { c.Bootstrap.SecurityGroupIDs = nil }, "bootstrap.securityGroupIDs must list at least one"},
 		{"bad security group", func(c *Config) { c.Bootstrap.SecurityGroupIDs = []string{"default"} }, `bootstrap.securityGroupIDs: "default" is not a security group ID`},

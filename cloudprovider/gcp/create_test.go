@@ -79,7 +79,7 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("instance (-want +got):\n%s", d)
 	}
-	if img := p.ImageFor(api.GPUConfig{}); img != got.Image {
+	if img, err := p.ImageFor(context.Background(), api.GPUConfig{}); err != nil || img != got.Image {
 		t.Errorf("ImageFor = %q, want the launched instance's %q", img, got.Image)
 	}
 	if got.LaunchedAt.IsZero() {

@@ -181,4 +181,4 @@ func (p *Provider) wait(ctx context.Context, op *compute.Operation) error {
 // ImageFor returns the configured boot image (Config.Image), as the instances launched with it
 // name it (MetadataImage): every node boots the same image here. An image family is compared as
 // configured: a new image published in the same family is not seen as drift.
-func (p *Provider) ImageFor(api.GPUConfig) string { return p.cfg.Image }
+func (p *Provider) ImageFor(context.Context, api.GPUConfig) (string, error) { return p.cfg.Image, nil }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -205,7 +206,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
-		Image: p.ImageFor(req.GPU),
+		Image: p.image(),
 	}
 }
 
@@ -235,13 +236,15 @@ func copyMap(m map[string]string) map[string]string {
 func (p *Provider) SetImage(image string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.image = image
+	p.imageNow = image
 }
 
 // ImageFor returns the image a launch boots from now, whatever its GPU configuration (one image
 // for every node, Config.Image until SetImage).
-func (p *Provider) ImageFor(api.GPUConfig) string {
+func (p *Provider) ImageFor(context.Context, api.GPUConfig) (string, error) { return p.image(), nil }
+
+func (p *Provider) image() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.image
+	return p.imageNow
 }

@@ -32,8 +32,8 @@ type Provider struct {
 
 	mu     sync.Mutex // guards faults, image, trouble and renewed
 	faults Faults
-	// image is what launches boot from now (Config.Image, then SetImage).
-	image string
+	// imageNow is what launches boot from now (Config.Image, then SetImage).
+	imageNow string
 	// trouble is the last trouble window (InjectTrouble), nil before the first.
 	trouble *troubleState
 	// renewed is when Step last renewed each node's Lease, in clock time, and the Lease it
@@ -71,7 +71,7 @@ func New(cfg Config, kube kubernetes.Interface, clk clock.Clock) (*Provider, err
 	p := &Provider{
 		cfg: cfg, kube: kube, clk: clk, log: cfg.Logger.Named("sim-cloud"),
 		store:  &store{path: cfg.StatePath, eventLogPath: cfg.EventLogPath},
-		faults: cfg.Faults, image: cfg.Image,
+		faults: cfg.Faults, imageNow: cfg.Image,
 		renewed: map[string]renewal{},
 	}
 	if err := p.store.view(func(*state) {}); err != nil {

@@ -301,8 +301,8 @@ func TestSetImage(t *testing.T) {
 	before := e.create(gpuRequest("launch-1", "gpu-node-1"))
 	e.p.SetImage("sim-image-2")
 	after := e.create(gpuRequest("launch-2", "gpu-node-2"))
-	if before.Image != "sim-image-1" || after.Image != "sim-image-2" || e.p.ImageFor(api.GPUConfig{}) != "sim-image-2" {
-		t.Fatalf("images %q then %q, ImageFor %q; want sim-image-1, sim-image-2, sim-image-2", before.Image, after.Image, e.p.ImageFor(api.GPUConfig{}))
+	if before.Image != "sim-image-1" || after.Image != "sim-image-2" || imageFor(t, e.p) != "sim-image-2" {
+		t.Fatalf("images %q then %q, ImageFor %q; want sim-image-1, sim-image-2, sim-image-2", before.Image, after.Image, imageFor(t, e.p))
 	}
 	restarted, err := New(e.cfg, fake.NewClientset(), clocktesting.NewFakeClock(t0))
 	if err != nil {
@@ -312,7 +312,17 @@ func TestSetImage(t *testing.T) {
 	if err != nil || got.Image != "sim-image-1" {
 		t.Fatalf("Get after a restart = %+v, %v; want the image it booted, sim-image-1", got, err)
 	}
-	if img := restarted.ImageFor(api.GPUConfig{}); img != "sim-image-1" {
+	if img := imageFor(t, restarted); img != "sim-image-1" {
 		t.Errorf("a restarted Provider's ImageFor = %q, want its Config.Image", img)
 	}
+}
+
+// imageFor is the provider's ImageFor for a node without GPUs, failing the test on an error.
+func imageFor(t *testing.T, p *Provider) string {
+	t.Helper()
+	img, err := p.ImageFor(context.Background(), api.GPUConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }

@@ -45,7 +45,8 @@ func stringOrList(t *testing.T, raw json.RawMessage) []string {
 // queue and the AWS price source are written against), plus what those calls need besides
 // (CreateFleet launches through RunInstances, tags through CreateTags and passes the node role),
 // and nothing else; instances can be terminated and launch templates deleted only when tagged
-// with Tiler's cluster tag, and tags created only with the resources Tiler creates.
+// with Tiler's cluster tag, tags created only with the resources Tiler creates, and SSM
+// parameters read only among AWS's public ones (the EKS AMI parameters).
 func TestIAMPolicy(t *testing.T) {
 	data, err := os.ReadFile(iamPolicy)
 	if err != nil {
@@ -67,6 +68,7 @@ func TestIAMPolicy(t *testing.T) {
 	for prefix, iface := range map[string][]reflect.Type{
 		"ec2": {reflect.TypeFor[awscloud.EC2API](), reflect.TypeFor[awspricing.EC2API]()},
 		"sqs": {reflect.TypeFor[awscloud.SQSAPI]()}, "pricing": {reflect.TypeFor[awspricing.PricingAPI]()},
+		"ssm": {reflect.TypeFor[awscloud.SSMAPI]()},
 	} {
 		for _, it := range iface {
 			for i := range it.NumMethod() {
@@ -109,6 +111,10 @@ func TestIAMPolicy(t *testing.T) {
 	}
 	if s := allowed["ec2:CreateTags"]; s.Condition["StringEquals"]["ec2:CreateAction"] == nil {
 		t.Errorf("ec2:CreateTags is not limited to tagging on create: %+v", s.Condition)
+	}
+	// Images are read from AWS's public parameters (resolve:ssm:/aws/service/…), not any.
+	if s := allowed["ssm:GetParameter"]; !strings.Contains(string(s.Resource), "parameter/aws/service/") {
+		t.Errorf("ssm:GetParameter must be limited to AWS's public parameters: %s", s.Resource)
 	}
 	if s := allowed["iam:PassRole"]; strings.Contains(string(s.Resource), `"*"`) || s.Condition["StringEquals"]["iam:PassedToService"] == nil {
 		t.Errorf("iam:PassRole must name the node role and be passed to EC2 only: %s %+v", s.Resource, s.Condition)

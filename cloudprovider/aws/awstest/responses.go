@@ -18,6 +18,7 @@ const (
 	ContentTypeEC2     = "text/xml;charset=UTF-8"
 	ContentTypePricing = "application/x-amz-json-1.1"
 	ContentTypeSQS     = "application/x-amz-json-1.0"
+	ContentTypeSSM     = "application/x-amz-json-1.1"
 )
 
 // FixtureDir is the folder of recorded AWS payloads, found relative to this source file so that
@@ -79,6 +80,11 @@ func SQSJSON(body []byte) Response {
 // SQSError is a JSON 1.0 error response.
 func SQSError(status int, errType, message string) Response {
 	return jsonError(status, ContentTypeSQS, errType, message)
+}
+
+// SSMError is a JSON 1.1 error response of SSM.
+func SSMError(status int, errType, message string) Response {
+	return jsonError(status, ContentTypeSSM, errType, message)
 }
 
 func jsonError(status int, contentType, errType, message string) Response {

@@ -31,6 +31,8 @@ const (
 	Pricing Service = "pricing"
 	// SQS is SQS over JSON 1.0 with X-Amz-Target AmazonSQS.*.
 	SQS Service = "sqs"
+	// SSM is Systems Manager over JSON 1.1 with X-Amz-Target AmazonSSM.*.
+	SSM Service = "ssm"
 )
 
 // Region is the region the test clients are configured for.
@@ -303,6 +305,8 @@ func parseRequest(r *http.Request) (Request, error) {
 			req.Service = Pricing
 		case "AmazonSQS":
 			req.Service = SQS
+		case "AmazonSSM":
+			req.Service = SSM
 		default:
 			return Request{}, fmt.Errorf("awstest: unknown X-Amz-Target service %q", prefix)
 		}
