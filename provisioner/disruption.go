@@ -203,10 +203,11 @@ func minDuration(a, b time.Duration) time.Duration {
 }
 
 // blockingReasons are the keep reasons told in a DisruptionBlocked Event: what a user set (or a
-// pod lacks) that keeps a node Tiler would otherwise consider.
+// pod lacks) that keeps a node Tiler would otherwise consider, and a roll onto an image whose
+// nodes are unhealthy, paused.
 var blockingReasons = map[api.KeepReason]bool{
 	api.KeepDoNotDisrupt: true, api.KeepPodDoNotDisrupt: true, api.KeepPDB: true,
-	api.KeepPodWithoutController: true, api.KeepLocalStorage: true,
+	api.KeepPodWithoutController: true, api.KeepLocalStorage: true, api.KeepRollPaused: true,
 }
 
 // runDisruption is the disruption loop: at once and every DisruptionStepInterval it advances the
@@ -330,13 +331,12 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		return pass
 	}
 	cat, _ := PlanningCatalog(s.Catalog, s.Unavailable, now)
-	drifted, err := imageDrift(ctx, c.provider, s.Records, idx)
+	images, err := nodeImages(ctx, c.provider, s.Records, idx)
 	if err != nil {
 		c.log.Warn("the image the cloud launches now is not known; no node is drifted by its image in this pass", zap.Error(err))
 	}
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
-		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(),
-			Drifted: drifted}})
+		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(), Images: images}})
 	if err != nil {
 		pass.Err = fmt.Errorf("planning disruption: %w", err)
 		return pass

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -429,6 +430,116 @@ func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
 	})
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// rollPolicy buys g4dn.12xlarge (4 × T4) on-demand in one zone and replaces one node at a time;
+// repair is off (budget 0) unless repair is set, so that a node broken by a bad image stays for
+// the test to see.
+func rollPolicy(repair bool) string {
+	doc := `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: roll
+  instanceTypes: [g4dn.12xlarge]
+  zones: [us-east-1a]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+    budgets:
+    - nodes: "1"
+`
+	if !repair {
+		doc += "    repair:\n      budget: \"0\"\n"
+	}
+	return doc
+}
+
+// testImageRollPausedOnBadImage: three GPU nodes booted from img-1 run a 4-GPU pod each under a
+// PodDisruptionBudget (maxUnavailable 1). The fleet is rolled onto img-2, whose GPU driver throws
+// XID errors (AcceleratedHardwareReady=False on every node booted from it). The first node is
+// replaced (the canary); its replacement turns unhealthy, and the roll pauses: the two other old
+// nodes are kept (RollPaused, tiler_disruption_held_nodes{Drifted,RollPaused} = 2, a
+// DisruptionBlocked Event naming the canary) and no further node is bought over several planning
+// passes. Rolled onto a good image (img-3, repair back on), the fleet ends on it. The lifecycle
+// watch checks the budget, no pod lost and no instance leaked throughout.
+func testImageRollPausedOnBadImage(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.Image = "img-1" })
+	ns, app := "roll-paused", "trainer"
+	e.namespace(ns)
+	e.applyPolicy("policy", rollPolicy(false))
+	e.deployment(ns, app, 3, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj())
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	old := map[string]bool{}
+	for _, p := range e.waitAppReady(ns, app, 3, 2*time.Minute) {
+		old[p.Spec.NodeName] = true
+	}
+	if len(old) != 3 {
+		t.Fatalf("pods on %v, want three nodes", old)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	e.cloud.SetImageFault("img-2", sim.GPUFaultXID)
+	e.cloud.SetImage("img-2")
+	held := func() float64 {
+		return gaugeValue(t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepRollPaused)))
+	}
+	testwait.Until(t, testwait.Slow, "the roll paused on the two old nodes left (tiler_disruption_held_nodes{Drifted,RollPaused} = 2)", 2*time.Minute,
+		func() bool { return held() == 2 })
+	var canary string
+	for _, r := range e.records() {
+		if r.Image == "img-2" {
+			canary = r.NodeName
+		}
+	}
+	if canary == "" || e.launches()-launches != 1 {
+		t.Fatalf("canary %q, %d launches since the image change; want one node booted from img-2", canary, e.launches()-launches)
+	}
+	// Paused: several more planning passes buy nothing and leave both old nodes.
+	planned := func() int {
+		n := 0
+		for _, p := range passes.all() {
+			if p.Plan != nil {
+				n++
+			}
+		}
+		return n
+	}
+	seen := planned()
+	testwait.Until(t, testwait.Slow, "three more planning passes", time.Minute, func() bool { return planned() >= seen+3 })
+	left := 0
+	for _, n := range e.managedNodes() {
+		if old[n.Name] {
+			left++
+		}
+	}
+	if left != 2 || e.launches()-launches != 1 || held() != 2 {
+		t.Errorf("while paused: %d old nodes left, %d launches, %v held; want 2, 1, 2", left, e.launches()-launches, held())
+	}
+	for o := range old {
+		if o != canary && slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == o }) {
+			e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: node "+canary, 30*time.Second)
+			break
+		}
+	}
+	// A good image, and repair back on: the fleet ends on img-3.
+	e.cloud.SetImage("img-3")
+	e.applyPolicy("policy", rollPolicy(true))
+	old[canary] = true
+	e.waitReplaced("every node booted from img-1 or img-2 replaced", old, 3)
+	testwait.Until(t, testwait.Slow, "three launch records, all booted from img-3", 30*time.Second, func() bool {
+		recs := e.records()
+		for _, r := range recs {
+			if r.Image != "img-3" {
+				return false
+			}
+		}
+		return len(recs) == 3
+	})
+	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
+		t.Errorf("lost %v with the nodes; want none", lost)
 	}
 	e.cleanupNamespace(ns)
 }

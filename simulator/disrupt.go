@@ -12,6 +12,15 @@ import (
 	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
+// NodeImage is the image a node booted from and the image its provider launches now for a node
+// like it; empty when the provider does not say.
+type NodeImage struct {
+	Booted, Now string
+}
+
+// drifted reports whether the node booted from another image than its provider launches now.
+func (m NodeImage) drifted() bool { return m.Booted != "" && m.Now != "" && m.Booted != m.Now }
+
 // DisruptionOptions tune a disruption decision. Now is required (or the snapshot's Now).
 type DisruptionOptions struct {
 	// Now is the decision's time: node ages, candidate waits and budget windows are measured
@@ -40,10 +49,12 @@ type DisruptionOptions struct {
 	// the time it does: each gets an Interrupted action — its pods on the rest of the cluster and
 	// at most one new node — before any other, under no budget.
 	Interrupted map[string]time.Time
-	// Drifted lists nodes the caller found drifted in what the snapshot does not show, with how
-	// (the image its cloud instance booted from is not the one its provider launches now): each is
-	// Drifted, as a node whose pool changed, when no more urgent reason holds.
-	Drifted map[string]string
+	// Images are, by node, the image a managed node booted from and the image its provider
+	// launches now for a node like it, as the caller asks the cloud (the snapshot does not show
+	// them). A node whose two differ is Drifted, as a node whose pool changed, when no more urgent
+	// reason holds; and its roll onto the new image is paused (KeepRollPaused) while a node booted
+	// from that image shows a health signal.
+	Images map[string]NodeImage
 	// ClusterAutoscalerRule plans with the Cluster Autoscaler's scale-down rule instead of Tiler's
 	// (see caStyle): the baseline a replay compares with (package replay, policy whole-gpu).
 	ClusterAutoscalerRule bool

@@ -102,7 +102,28 @@ func (d *disruptor) classify() {
 		}
 	}
 	sort.Slice(d.facts, func(i, j int) bool { return d.facts[i].node.Name < d.facts[j].node.Name })
+	d.pauseRolls()
 	d.keepGangs()
+}
+
+// pauseRolls keeps the drifted nodes whose roll onto a new image would land on an image a node
+// booted from shows a health signal (due or not: a driver that fails on the first node will on
+// the next): a bad image is rolled onto one node under the budgets, not over the fleet.
+func (d *disruptor) pauseRolls() {
+	sick := map[string]string{} // image → a node booted from it with a health signal
+	for _, f := range d.facts {
+		if img := d.in.Options.Images[f.node.Name]; img.Booted != "" && len(f.health) > 0 && sick[img.Booted] == "" {
+			sick[img.Booted] = fmt.Sprintf("%s (%s: %s)", f.node.Name, f.health[0].Signal, f.health[0].Message)
+		}
+	}
+	for _, f := range d.facts {
+		img := d.in.Options.Images[f.node.Name]
+		if f.keep != nil || f.forced == nil || f.forced.reason != api.ReasonDrifted || !img.drifted() || sick[img.Now] == "" {
+			continue
+		}
+		f.keep = &api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepRollPaused,
+			Message: fmt.Sprintf("%s; the roll onto image %s is paused: node %s, booted from it, is unhealthy", f.forced.message, img.Now, sick[img.Now])}
+	}
 }
 
 // newFacts records what the labels, the catalog and the pods running there say about a node;

@@ -138,8 +138,8 @@ func (d *disruptor) driftOf(f *nodeFacts) []string {
 	}
 	out = append(out, missingLabelsAndTaints(n, pl)...)
 	out = append(out, d.gpuDrift(f, it)...)
-	if how := d.in.Options.Drifted[n.Name]; how != "" {
-		out = append(out, how)
+	if img := d.in.Options.Images[n.Name]; img.drifted() {
+		out = append(out, fmt.Sprintf("booted from image %s; its nodes now boot from %s", img.Booted, img.Now))
 	}
 	if h, ok := n.Annotations[api.AnnotationPoolHash]; ok && h != d.poolHash(pl) {
 		out = append(out, fmt.Sprintf("%s %s differs from the pool's %s (its labels, taints or GPU settings changed)", api.AnnotationPoolHash, h, d.poolHash(pl)))

@@ -101,19 +101,20 @@ func TestLifecycleDriftPoolHash(t *testing.T) {
 	}
 }
 
-// TestLifecycleDriftFromCaller: a node the caller lists in Options.Drifted (the image its instance
-// booted from is not the provider's now) is Drifted with the caller's words, under the pool's
-// budgets for drift; a name listed that no node has changes nothing.
-func TestLifecycleDriftFromCaller(t *testing.T) {
+// TestLifecycleImageDrift: a node whose image (Options.Images, as the caller asks the cloud) is
+// not the one its provider launches now is Drifted, under the pool's budgets for drift; a node on
+// the current image, or whose provider does not say, is not; a name no node has changes nothing.
+func TestLifecycleImageDrift(t *testing.T) {
 	f := newLifecycleFleet(t)
 	f.node("old-image", "general", "m7i.xlarge", api.OnDemand)
 	f.node("new-image", "general", "m7i.2xlarge", api.OnDemand)
 	f.pod("o", "old-image").CPU("1").Mem("2Gi")
 	f.pod("n", "new-image").CPU("1").Mem("2Gi")
-	f.opts.Drifted = map[string]string{"old-image": "image ami-1, the provider launches ami-2 now", "no-such-node": "image x"}
+	f.opts.Images = map[string]simulator.NodeImage{"old-image": {Booted: "ami-1", Now: "ami-2"}, "new-image": {Booted: "ami-2", Now: "ami-2"},
+		"no-such-node": {Booted: "ami-0", Now: "ami-2"}}
 	p := f.plan()
 	a := forcedAction(t, p, "old-image", api.ReasonDrifted)
-	if !strings.Contains(a.Message, "image ami-1, the provider launches ami-2 now") || destination(p, "o") != "new-image" {
+	if !strings.Contains(a.Message, "booted from image ami-1; its nodes now boot from ami-2") || destination(p, "o") != "new-image" {
 		t.Errorf("old-image's action %+v, its pod to %q", a, destination(p, "o"))
 	}
 	if len(p.Actions) != 1 || keptAs(p, "new-image") != api.KeepConsolidationDisabled {
@@ -127,6 +128,58 @@ func TestLifecycleDriftFromCaller(t *testing.T) {
 	if p := f.plan(); len(p.Actions) != 0 || keptAs(p, "old-image") != api.KeepBudget || dueOf(p, "old-image") != api.ReasonDrifted || dueOf(p, "new-image") != "" {
 		t.Errorf("under a drift budget of 0: actions %+v, old-image kept as %q due %q, new-image due %q", p.Actions,
 			keptAs(p, "old-image"), dueOf(p, "old-image"), dueOf(p, "new-image"))
+	}
+}
+
+// countReason counts the nodes of the plan's actions of reason r.
+func countReason(p *api.DisruptionPlan, r api.DisruptionReason) int {
+	n := 0
+	for _, a := range p.Actions {
+		if a.Reason == r {
+			n += len(a.Nodes)
+		}
+	}
+	return n
+}
+
+// TestLifecycleImageRollPaused: while a node booted from the image the others drift onto shows a
+// health signal (a driver throwing XIDs: AcceleratedHardwareReady=False), the drifted nodes are
+// kept (RollPaused, still due: Drifted), naming it; nodes drifting onto another image are not;
+// once the signal is gone, the roll goes on.
+func TestLifecycleImageRollPaused(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "0"}}`+"\n", 2)
+	f.gpuNode("old-1")
+	f.gpuNode("old-2")
+	canary := f.gpuNode("canary")
+	canary.Status.Conditions = append(canary.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+		Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	f.node("cpu-old", "general", "m7i.xlarge", api.OnDemand)
+	f.node("cpu-new", "general", "m7i.xlarge", api.OnDemand)
+	f.pod("a", "old-1").CPU("1").Mem("4Gi").GPU(1)
+	f.pod("b", "old-2").CPU("1").Mem("4Gi").GPU(1)
+	f.pod("c", "cpu-old").CPU("1").Mem("2Gi")
+	f.opts.Images = map[string]simulator.NodeImage{
+		"old-1": {Booted: "ami-gpu-1", Now: "ami-gpu-2"}, "old-2": {Booted: "ami-gpu-1", Now: "ami-gpu-2"},
+		"canary":  {Booted: "ami-gpu-2", Now: "ami-gpu-2"},
+		"cpu-old": {Booted: "ami-cpu-1", Now: "ami-cpu-2"}, "cpu-new": {Booted: "ami-cpu-2", Now: "ami-cpu-2"},
+	}
+	p := f.plan()
+	for _, n := range []string{"old-1", "old-2"} {
+		if keptAs(p, n) != api.KeepRollPaused || dueOf(p, n) != api.ReasonDrifted {
+			t.Errorf("%s kept as %q due %q, want RollPaused and Drifted", n, keptAs(p, n), dueOf(p, n))
+		}
+	}
+	for _, k := range p.Kept {
+		if k.Name == "old-1" && !strings.Contains(k.Message, "the roll onto image ami-gpu-2 is paused: node canary") {
+			t.Errorf("old-1's message %q does not name the unhealthy node", k.Message)
+		}
+	}
+	forcedAction(t, p, "cpu-old", api.ReasonDrifted)
+	// The canary healthy again: both GPU nodes roll.
+	canary.Status.Conditions = canary.Status.Conditions[:len(canary.Status.Conditions)-1]
+	if p := f.plan(); countReason(p, api.ReasonDrifted) != 3 {
+		t.Errorf("%d drift actions once the canary is healthy, want 3 (old-1, old-2, cpu-old); kept %+v", countReason(p, api.ReasonDrifted), p.Kept)
 	}
 }
 
@@ -215,36 +268,27 @@ func TestLifecycleBudgets(t *testing.T) {
 		annotate(f.node("room", "general", "m7i.4xlarge", api.OnDemand), api.AnnotationPoolHash, f.poolHash("general"))
 		return f
 	}
-	count := func(p *api.DisruptionPlan, r api.DisruptionReason) int {
-		n := 0
-		for _, a := range p.Actions {
-			if a.Reason == r {
-				n += len(a.Nodes)
-			}
-		}
-		return n
-	}
 	// One Drifted at a time; the Empty-only budget of 0 does not apply to drift.
 	f := build(`[{nodes: "1", reasons: [Drifted]}, {nodes: "0", reasons: [Empty]}]`)
 	p := f.plan()
-	if count(p, api.ReasonDrifted) != 1 || keptAs(p, "d2") != api.KeepBudget || keptAs(p, "d3") != api.KeepBudget {
+	if countReason(p, api.ReasonDrifted) != 1 || keptAs(p, "d2") != api.KeepBudget || keptAs(p, "d3") != api.KeepBudget {
 		t.Errorf("budget 1: actions %+v, kept %+v", p.Actions, p.Kept)
 	}
 	// A node already being disrupted uses the one disruption.
 	f = build(`[{nodes: "1", reasons: [Drifted]}]`)
 	f.opts.Disrupting = []string{"room"}
-	if p := f.plan(); count(p, api.ReasonDrifted) != 0 || keptAs(p, "d1") != api.KeepBudget {
+	if p := f.plan(); countReason(p, api.ReasonDrifted) != 0 || keptAs(p, "d1") != api.KeepBudget {
 		t.Errorf("one disrupting: actions %+v, kept %+v", p.Actions, p.Kept)
 	}
 	// A budget of zero for Drifted stops it.
 	f = build(`[{nodes: "0", reasons: [Drifted]}]`)
-	if p := f.plan(); count(p, api.ReasonDrifted) != 0 {
+	if p := f.plan(); countReason(p, api.ReasonDrifted) != 0 {
 		t.Errorf("budget 0: actions %+v", p.Actions)
 	}
 	// maxActions bounds drift too.
 	f = build(`[{nodes: "100%"}]`)
 	f.opts.MaxActions = 2
-	if p := f.plan(); count(p, api.ReasonDrifted) != 2 || keptAs(p, "d3") != api.KeepBudget {
+	if p := f.plan(); countReason(p, api.ReasonDrifted) != 2 || keptAs(p, "d3") != api.KeepBudget {
 		t.Errorf("maxActions 2: actions %+v, kept %+v", p.Actions, p.Kept)
 	}
 }

@@ -194,6 +194,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			break
 		}
 	}
+	image := p.image()
 	id := fmt.Sprintf("sim-%06d", st.NextID)
 	st.NextID++
 	return &record{
@@ -206,7 +207,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
-		Image: p.image(),
+		Image: image, GPUFault: p.imageFault(image),
 	}
 }
 
@@ -247,4 +248,22 @@ func (p *Provider) image() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.imageNow
+}
+
+// SetImageFault makes the instances launched from now on from image carry GPU fault f from their
+// boot (GPUFaultNone clears it): a bad image, whose GPU driver loses the GPUs or throws XID
+// errors on every node booted from it.
+func (p *Provider) SetImageFault(image string, f GPUFault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.imageFaults == nil {
+		p.imageFaults = map[string]GPUFault{}
+	}
+	p.imageFaults[image] = f
+}
+
+func (p *Provider) imageFault(image string) GPUFault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.imageFaults[image]
 }

@@ -166,6 +166,23 @@ func TestGPUFaults(t *testing.T) {
 	}
 }
 
+// TestImageFault: the instances launched from an image set bad (SetImageFault) boot with its GPU
+// fault; those launched from another image, or before, do not.
+func TestImageFault(t *testing.T) {
+	e := newEnv(t, nil, func(c *Config) { c.Image = "good" })
+	e.create(gpuRequest("launch-1", "gpu-node-1"))
+	e.p.SetImageFault("bad", GPUFaultXID)
+	e.p.SetImage("bad")
+	e.create(gpuRequest("launch-2", "gpu-node-2"))
+	e.step(testBootDelay + testDeviceDelay)
+	if c := conditionOf(e.node("gpu-node-1"), ConditionAcceleratedHardwareReady); c == corev1.ConditionFalse {
+		t.Errorf("node booted from the good image: AcceleratedHardwareReady %q, want it not False", c)
+	}
+	if c := conditionOf(e.node("gpu-node-2"), ConditionAcceleratedHardwareReady); c != corev1.ConditionFalse {
+		t.Errorf("node booted from the bad image: AcceleratedHardwareReady %q, want False", c)
+	}
+}
+
 func conditionOf(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {
 	for _, c := range n.Status.Conditions {
 		if c.Type == t {

@@ -34,6 +34,8 @@ type Provider struct {
 	faults Faults
 	// imageNow is what launches boot from now (Config.Image, then SetImage).
 	imageNow string
+	// imageFaults are the GPU faults of the instances booted from an image (SetImageFault).
+	imageFaults map[string]GPUFault
 	// trouble is the last trouble window (InjectTrouble), nil before the first.
 	trouble *troubleState
 	// renewed is when Step last renewed each node's Lease, in clock time, and the Lease it
