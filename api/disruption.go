@@ -170,9 +170,9 @@ const (
 	KeepDisrupting KeepReason = "Disrupting"
 	// KeepKept: the caller keeps the node (a forecast wants it); the message says why.
 	KeepKept KeepReason = "Kept"
-	// KeepRollPaused: the node drifted from its image, and the roll onto the image its nodes now
-	// boot from is paused: a node booted from that image is unhealthy (a bad driver would
-	// otherwise be rolled over the whole fleet); the message names it.
+	// KeepRollPaused: the node must go (drifted, expired), and the roll onto the image its
+	// replacement would boot from is paused: a node booted from that image is unhealthy (a bad
+	// driver would otherwise be rolled over the whole fleet); the message names it.
 	KeepRollPaused KeepReason = "RollPaused"
 
 	// KeepNoCheaperFit: the node's pods do not fit on the rest of the cluster with at most one new

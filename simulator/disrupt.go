@@ -52,8 +52,8 @@ type DisruptionOptions struct {
 	// Images are, by node, the image a managed node booted from and the image its provider
 	// launches now for a node like it, as the caller asks the cloud (the snapshot does not show
 	// them). A node whose two differ is Drifted, as a node whose pool changed, when no more urgent
-	// reason holds; and its roll onto the new image is paused (KeepRollPaused) while a node booted
-	// from that image shows a health signal.
+	// reason holds; and a drifted or expired node is kept (KeepRollPaused) while a node booted
+	// from the image its replacement would boot from shows a health signal.
 	Images map[string]NodeImage
 	// ClusterAutoscalerRule plans with the Cluster Autoscaler's scale-down rule instead of Tiler's
 	// (see caStyle): the baseline a replay compares with (package replay, policy whole-gpu).

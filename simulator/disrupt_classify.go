@@ -106,9 +106,9 @@ func (d *disruptor) classify() {
 	d.keepGangs()
 }
 
-// pauseRolls keeps the drifted nodes whose roll onto a new image would land on an image a node
-// booted from shows a health signal (due or not: a driver that fails on the first node will on
-// the next): a bad image is rolled onto one node under the budgets, not over the fleet.
+// pauseRolls keeps the drifted and expired nodes whose replacement would boot from an image a
+// node booted from shows a health signal (due or not: a driver that fails on the first node will
+// on the next): a bad image is rolled onto one node under the budgets, not over the fleet.
 func (d *disruptor) pauseRolls() {
 	sick := map[string]string{} // image → a node booted from it with a health signal
 	for _, f := range d.facts {
@@ -118,7 +118,8 @@ func (d *disruptor) pauseRolls() {
 	}
 	for _, f := range d.facts {
 		img := d.in.Options.Images[f.node.Name]
-		if f.keep != nil || f.forced == nil || f.forced.reason != api.ReasonDrifted || !img.drifted() || sick[img.Now] == "" {
+		if f.keep != nil || f.forced == nil || (f.forced.reason != api.ReasonDrifted && f.forced.reason != api.ReasonExpired) ||
+			img.Now == img.Booted || sick[img.Now] == "" {
 			continue
 		}
 		f.keep = &api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepRollPaused,

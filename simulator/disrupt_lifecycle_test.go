@@ -176,6 +176,25 @@ func TestLifecycleImageRollPaused(t *testing.T) {
 		}
 	}
 	forcedAction(t, p, "cpu-old", api.ReasonDrifted)
+	// Expired nodes would be replaced onto the same image: paused too.
+	pol := f.pol
+	f.pol = strings.Replace(pol, `- name: gpu
+  instanceFamilies: [g6]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  disruption: {consolidation: never,`, `- name: gpu
+  instanceFamilies: [g6]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  disruption: {consolidation: never, expireAfter: 1h,`, 1)
+	if f.pol == pol {
+		t.Fatal("the policy has no gpu pool to expire")
+	}
+	p = f.plan()
+	for _, n := range []string{"old-1", "old-2"} {
+		if keptAs(p, n) != api.KeepRollPaused || dueOf(p, n) != api.ReasonExpired {
+			t.Errorf("expired: %s kept as %q due %q, want RollPaused and Expired", n, keptAs(p, n), dueOf(p, n))
+		}
+	}
+	f.pol = pol
 	// The canary healthy again: both GPU nodes roll.
 	canary.Status.Conditions = canary.Status.Conditions[:len(canary.Status.Conditions)-1]
 	if p := f.plan(); countReason(p, api.ReasonDrifted) != 3 {
