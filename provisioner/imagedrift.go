@@ -21,16 +21,33 @@ import (
 // nodeImages returns, by Node, the image its instance booted from and the image the provider
 // launches now for a node of its GPU configuration; nothing when the provider does not choose
 // images (cloudprovider.ImageChooser). Records without an image (the provider did not say) are
-// left out. When the provider cannot say which image it launches now (an SSM parameter
-// unreadable, never read), the error is returned with the nodes known without it: no node drifts
-// by an image not known.
+// left out. The provider is asked once per GPU configuration (a fleet has few), not once per
+// node: the answer may be a cloud call (an SSM parameter not read yet). When the provider cannot
+// say which image it launches now, that error is returned once, with the nodes known without it:
+// no node drifts by an image not known.
 func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchRecord, idx nodeIndex) (map[string]simulator.NodeImage, error) {
 	ic, ok := p.(cloudprovider.ImageChooser)
 	if !ok {
 		return nil, nil
 	}
+	type answer struct {
+		gpu api.GPUConfig
+		now string
+		err error
+	}
+	var asked []answer
+	imageFor := func(gpu api.GPUConfig) answer {
+		for _, a := range asked {
+			if a.gpu.Equal(gpu) {
+				return a
+			}
+		}
+		a := answer{gpu: gpu}
+		a.now, a.err = ic.ImageFor(ctx, gpu)
+		asked = append(asked, a)
+		return a
+	}
 	var out map[string]simulator.NodeImage
-	var errs []error
 	for _, r := range recs {
 		n := idx.forRecord(r)
 		if r.Image == "" || n == nil {
@@ -40,15 +57,18 @@ func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchReco
 		if r.GPU != nil {
 			gpu = *r.GPU
 		}
-		now, err := ic.ImageFor(ctx, gpu)
-		if err != nil {
-			errs = append(errs, err)
+		a := imageFor(gpu)
+		if a.err != nil {
 			continue
 		}
 		if out == nil {
 			out = map[string]simulator.NodeImage{}
 		}
-		out[n.Name] = simulator.NodeImage{Booted: r.Image, Now: now}
+		out[n.Name] = simulator.NodeImage{Booted: r.Image, Now: a.now}
+	}
+	var errs []error
+	for _, a := range asked {
+		errs = append(errs, a.err)
 	}
 	return out, errors.Join(errs...)
 }

@@ -249,10 +249,7 @@ func (c *Controller) launchEnded(ctx context.Context, l *zap.Logger, r LaunchRec
 	if inst.Offering.InstanceType != "" {
 		r.Offering = inst.Offering
 	}
-	why := inst.State
-	if code := c.markIfCapacityLost(l, r, inst); code != "" {
-		why += " (" + code + ": capacity lost, offering marked unavailable)"
-	}
+	why := c.endedBecause(l, r, inst, inst.State)
 	l.Warn("the cloud answers the launch with an instance it ended; the launch is removed and its pods planned again",
 		zap.String(keyInstanceID, inst.ID), zap.String("state", inst.State))
 	for _, key := range r.Pods {

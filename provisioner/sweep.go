@@ -168,10 +168,7 @@ func (c *Controller) sweep(ctx context.Context, prev map[string]bool) map[string
 	now := c.clock.Now()
 	for _, g := range f.Gone {
 		l := log.With(zap.String(keyLaunchID, g.Record.LaunchID), zap.String(keyInstanceID, g.Record.InstanceID), zap.String("state", g.State))
-		why := g.State
-		if code := c.markIfCapacityLost(l, g.Record, g.Instance); code != "" {
-			why += " (" + code + ": capacity lost, offering marked unavailable)"
-		}
+		why := c.endedBecause(l, g.Record, g.Instance, g.State)
 		l.Info("removing a launch whose instance the cloud ended")
 		c.recorder.Eventf(nodeRef(g.Record.NodeName), corev1.EventTypeWarning, "InstanceGone",
 			"the cloud reports instance %s of node %s as %s; the launch is removed and its pods bought for again", g.Record.InstanceID, g.Record.NodeName, why)
@@ -224,6 +221,15 @@ func (c *Controller) askInstance(ctx context.Context, log *zap.Logger, id string
 		return nil
 	}
 	return got
+}
+
+// endedBecause is markIfCapacityLost told for an Event: the instance's state, and the cloud's
+// code when the offering was marked.
+func (c *Controller) endedBecause(log *zap.Logger, r LaunchRecord, inst *cloudprovider.Instance, state string) string {
+	if code := c.markIfCapacityLost(log, r, inst); code != "" {
+		return state + " (" + code + ": capacity lost, offering marked unavailable)"
+	}
+	return state
 }
 
 // markIfCapacityLost marks the offering of r unavailable when the cloud ended r's instance inst

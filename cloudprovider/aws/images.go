@@ -103,7 +103,7 @@ func (r *imageResolver) get(ctx context.Context, name string) (string, error) {
 	return ami, nil
 }
 
-// validImageSetting reports what is wrong with an image setting ("" for nothing): an AMI ID, or
+// validImageSetting reports what is wrong with an image setting (nil for nothing): an AMI ID, or
 // an SSM parameter named after SSMImagePrefix.
 func validImageSetting(s string) error {
 	switch name, ssmParam := strings.CutPrefix(s, SSMImagePrefix); {
