@@ -36,6 +36,10 @@ type DisruptionPlan struct {
 	// their grace period. The controller sets AnnotationUnhealthySince on them (when missing) and
 	// removes it from every other node, so that the grace period survives restarts.
 	Unhealthy []UnhealthyNode `json:"unhealthy,omitempty"`
+	// FailedImages are the images that failed on a node booted from them within its probation
+	// (a health signal on a young node): the controller remembers them, and a roll onto one stays
+	// paused after the node is gone (repaired, or deleted).
+	FailedImages []ImageFailure `json:"failedImages,omitempty"`
 	// Warnings carries notes about the input.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -171,8 +175,9 @@ const (
 	// KeepKept: the caller keeps the node (a forecast wants it); the message says why.
 	KeepKept KeepReason = "Kept"
 	// KeepRollPaused: the node must go (drifted, expired), and the roll onto the image its
-	// replacement would boot from is paused: a node booted from that image is unhealthy (a bad
-	// driver would otherwise be rolled over the whole fleet); the message names it.
+	// replacement would boot from is paused: a node booted from that image is unhealthy, or the
+	// image is remembered as failed (DisruptionOptions.FailedImages), since a bad driver would
+	// otherwise be rolled over the whole fleet; the message names the node or the failure.
 	KeepRollPaused KeepReason = "RollPaused"
 
 	// KeepNoCheaperFit: the node's pods do not fit on the rest of the cluster with at most one new
@@ -226,6 +231,15 @@ type UnhealthyNode struct {
 	// Due: the grace period is over, so the node is repaired (an Unhealthy action) or kept with
 	// the reason that stops it.
 	Due bool `json:"due"`
+}
+
+// ImageFailure is an image that failed on a node booted from it.
+type ImageFailure struct {
+	Image string `json:"image"`
+	// Node is the node it failed on.
+	Node string `json:"node"`
+	// Message says how: the health signal and the node's age.
+	Message string `json:"message"`
 }
 
 // KeptNode is a node no action removes, and why.

@@ -55,6 +55,15 @@ type DisruptionOptions struct {
 	// reason holds; and a drifted or expired node is kept (KeepRollPaused) while a node booted
 	// from the image its replacement would boot from shows a health signal.
 	Images map[string]NodeImage
+	// FailedImages are images the caller remembers as failed, with why (a launch from the image
+	// that never registered; a node booted from it that fell sick young, reported by an earlier
+	// plan's FailedImages): a roll onto one is paused (KeepRollPaused) as onto an image whose node
+	// shows a health signal now, though no such node is left to show it.
+	FailedImages map[string]string
+	// ImageProbation is how young a node's health signal judges the image it booted from: a node
+	// younger than this with a health signal is reported in the plan's FailedImages (a driver that
+	// fails soon after boot, rather than worn hardware). 0 reports none.
+	ImageProbation time.Duration
 	// ClusterAutoscalerRule plans with the Cluster Autoscaler's scale-down rule instead of Tiler's
 	// (see caStyle): the baseline a replay compares with (package replay, policy whole-gpu).
 	ClusterAutoscalerRule bool
@@ -179,7 +188,7 @@ func (d *disruptor) waitMessage(f *nodeFacts) string {
 // the candidates (first; the same pass when no node had to wait).
 func (d *disruptor) result(first, last *pass) *api.DisruptionPlan {
 	plan := &api.DisruptionPlan{Actions: last.actions, Kept: d.kept(last), Candidates: candidates(first, last),
-		Unhealthy: d.unhealthyList()}
+		Unhealthy: d.unhealthyList(), FailedImages: d.failedImages()}
 	if plan.Actions == nil {
 		plan.Actions = []api.DisruptionAction{}
 	}

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -108,12 +109,18 @@ func (d *disruptor) classify() {
 
 // pauseRolls keeps the drifted and expired nodes whose replacement would boot from an image a
 // node booted from shows a health signal (due or not: a driver that fails on the first node will
-// on the next): a bad image is rolled onto one node under the budgets, not over the fleet.
+// on the next), or that the caller remembers as failed (Options.FailedImages): a bad image is
+// rolled onto one node under the budgets, not over the fleet.
 func (d *disruptor) pauseRolls() {
-	sick := map[string]string{} // image → a node booted from it with a health signal
+	sick := map[string]string{} // image → why the roll onto it is paused
 	for _, f := range d.facts {
 		if img := d.in.Options.Images[f.node.Name]; img.Booted != "" && len(f.health) > 0 && sick[img.Booted] == "" {
-			sick[img.Booted] = fmt.Sprintf("%s (%s: %s)", f.node.Name, f.health[0].Signal, f.health[0].Message)
+			sick[img.Booted] = fmt.Sprintf("node %s, booted from it, is unhealthy (%s: %s)", f.node.Name, f.health[0].Signal, f.health[0].Message)
+		}
+	}
+	for img, why := range d.in.Options.FailedImages {
+		if sick[img] == "" {
+			sick[img] = "it failed before: " + why
 		}
 	}
 	for _, f := range d.facts {
@@ -123,8 +130,38 @@ func (d *disruptor) pauseRolls() {
 			continue
 		}
 		f.keep = &api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepRollPaused,
-			Message: fmt.Sprintf("%s; the roll onto image %s is paused: node %s, booted from it, is unhealthy", f.forced.message, img.Now, sick[img.Now])}
+			Message: fmt.Sprintf("%s; the roll onto image %s is paused: %s", f.forced.message, img.Now, sick[img.Now])}
 	}
+}
+
+// failedImages lists the images of the nodes that show a health signal younger than
+// Options.ImageProbation, one node per image (the first by name), sorted by image.
+func (d *disruptor) failedImages() []api.ImageFailure {
+	if d.in.Options.ImageProbation <= 0 {
+		return nil
+	}
+	byImage := map[string]api.ImageFailure{}
+	for _, f := range d.facts {
+		img := d.in.Options.Images[f.node.Name].Booted
+		age := d.now.Sub(f.node.CreationTimestamp.Time)
+		if img == "" || len(f.health) == 0 || f.node.CreationTimestamp.IsZero() || age >= d.in.Options.ImageProbation {
+			continue
+		}
+		if prev, ok := byImage[img]; ok && prev.Node < f.node.Name {
+			continue
+		}
+		h := f.health[0]
+		byImage[img] = api.ImageFailure{Image: img, Node: f.node.Name,
+			Message: fmt.Sprintf("node %s, booted from it %s before, shows %s: %s", f.node.Name, age.Round(time.Second), h.Signal, h.Message)}
+	}
+	out := make([]api.ImageFailure, 0, len(byImage))
+	for _, img := range slices.Sorted(maps.Keys(byImage)) {
+		out = append(out, byImage[img])
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // newFacts records what the labels, the catalog and the pods running there say about a node;

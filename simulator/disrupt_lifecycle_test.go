@@ -200,6 +200,54 @@ func TestLifecycleImageRollPaused(t *testing.T) {
 	if p := f.plan(); countReason(p, api.ReasonDrifted) != 3 {
 		t.Errorf("%d drift actions once the canary is healthy, want 3 (old-1, old-2, cpu-old); kept %+v", countReason(p, api.ReasonDrifted), p.Kept)
 	}
+	// An image remembered as failed pauses the roll though no node shows it now; the CPU image,
+	// not remembered, still rolls.
+	f.opts.FailedImages = map[string]string{"ami-gpu-2": "launch l-1 did not register within 10m0s"}
+	p = f.plan()
+	for _, n := range []string{"old-1", "old-2"} {
+		if keptAs(p, n) != api.KeepRollPaused || dueOf(p, n) != api.ReasonDrifted {
+			t.Errorf("remembered: %s kept as %q due %q, want RollPaused and Drifted", n, keptAs(p, n), dueOf(p, n))
+		}
+	}
+	for _, k := range p.Kept {
+		if k.Name == "old-2" && !strings.Contains(k.Message, "the roll onto image ami-gpu-2 is paused: it failed before: launch l-1 did not register") {
+			t.Errorf("old-2's message %q does not say why the image is remembered", k.Message)
+		}
+	}
+	forcedAction(t, p, "cpu-old", api.ReasonDrifted)
+	f.opts.FailedImages = nil
+}
+
+// TestLifecycleFailedImages: a node with a health signal younger than the image probation
+// reports the image it booted from; an older one, or one without an image, does not.
+func TestLifecycleFailedImages(t *testing.T) {
+	f := newLifecycleFleet(t)
+	young := f.gpuNode("young")
+	young.CreationTimestamp = metav1.NewTime(dNow.Add(-20 * time.Minute))
+	old := f.gpuNode("old")
+	noImage := f.gpuNode("no-image")
+	noImage.CreationTimestamp = young.CreationTimestamp
+	for _, n := range []*corev1.Node{young, old, noImage} {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+			Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	}
+	f.gpuNode("healthy").CreationTimestamp = young.CreationTimestamp
+	f.opts.Images = map[string]simulator.NodeImage{
+		"young": {Booted: "ami-2", Now: "ami-2"}, "old": {Booted: "ami-1", Now: "ami-2"}, "healthy": {Booted: "ami-3", Now: "ami-2"},
+	}
+	if p := f.plan(); len(p.FailedImages) != 0 {
+		t.Errorf("without a probation: failed images %+v, want none", p.FailedImages)
+	}
+	f.opts.ImageProbation = time.Hour
+	p := f.plan()
+	if len(p.FailedImages) != 1 || p.FailedImages[0].Image != "ami-2" || p.FailedImages[0].Node != "young" ||
+		!strings.Contains(p.FailedImages[0].Message, "booted from it 20m0s before, shows Condition") {
+		t.Errorf("failed images %+v, want ami-2 on young (20m old, XID) only", p.FailedImages)
+	}
+	f.opts.ImageProbation = 10 * time.Minute
+	if p := f.plan(); len(p.FailedImages) != 0 {
+		t.Errorf("probation 10m: failed images %+v, want none (young is 20m old)", p.FailedImages)
+	}
 }
 
 // TestLifecycleDriftReplaceFirst: a drifted node whose pods fit nowhere else is replaced by a node
