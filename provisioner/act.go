@@ -63,6 +63,8 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) 
 	for _, o := range d.MarkUnavailable {
 		c.unavailable.MarkUnavailable(o, RemovalRegistrationTimeout)
 	}
+	// Before the removals: a disruption pass that sees the launch gone sees its image remembered.
+	c.rememberImageFailures(ctx, d.Now, d.FailedImages)
 	// Decide counted every removal as done: one that fails leaves its node managed (an empty one
 	// still costs; a launch that never registered is not counted in the cost), and the next batch
 	// decides it again.

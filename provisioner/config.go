@@ -89,6 +89,11 @@ type Config struct {
 	// told so with a NotTriggerScaleUp Event (its reason code and why, as tiler plan prints them);
 	// a changed reason code is told at once. 0 turns these Events off.
 	UnplaceableEventInterval time.Duration `mapstructure:"unplaceable-event-interval"`
+	// ImageProbation is how long a node image is judged on the nodes booted from it, and how long
+	// a failure is remembered (imagefailures.go): a launch from the image that does not register,
+	// or a node booted from it that shows a health signal this young, pauses every roll onto it
+	// for this long. 0 remembers nothing (a roll still pauses while a node shows the signal).
+	ImageProbation time.Duration `mapstructure:"image-probation"`
 }
 
 // DefaultConfig returns the production defaults.
@@ -120,6 +125,7 @@ func DefaultConfig() Config {
 		DisruptionRescheduleGrace: time.Minute,
 		InterruptionDrainMargin:   45 * time.Second,
 		UnplaceableEventInterval:  5 * time.Minute,
+		ImageProbation:            time.Hour,
 	}
 }
 
@@ -170,6 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("interruption-drain-margin must not be negative")
 	case c.UnplaceableEventInterval < 0:
 		return fmt.Errorf("unplaceable-event-interval must not be negative")
+	case c.ImageProbation < 0:
+		return fmt.Errorf("image-probation must not be negative")
 	}
 	return nil
 }

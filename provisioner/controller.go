@@ -65,6 +65,8 @@ type Controller struct {
 	wakeAt time.Time
 	// launches are the launch calls under way (launches.go).
 	launches launchTracker
+	// imageMemory holds the image failures not written yet (imagefailures.go).
+	imageMemory imageMemory
 
 	// batchMu serialises batches; it guards memory and placeholderErr.
 	batchMu sync.Mutex

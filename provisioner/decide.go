@@ -100,6 +100,9 @@ type Decision struct {
 	MarkUnavailable []api.Offering
 	// Remove are the launches to delete: instance, Node and launch record.
 	Remove []Removal
+	// FailedImages are the images of the launches removed for RemovalRegistrationTimeout that no
+	// Ready node booted from: remembered, and rolls onto them paused (imagefailures.go).
+	FailedImages []FailedImage
 	// Chargeback is simulator.Chargeback over the batch's snapshot (the nodes and pods as
 	// observed), ChargebackErr why there is none; both nil without a catalog.
 	Chargeback    *api.CostReport
@@ -363,8 +366,12 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	sort.Strings(d.KeptForForecast)
 	now := s.Now
 	poolNodes := map[string]int{}
+	booted := map[string]bool{} // images a Ready node booted from
 	for _, r := range recs {
 		poolNodes[r.Pool]++
+		if n := idx.forRecord(r); n != nil && snapshot.IsNodeReady(n) {
+			booted[r.Image] = true
+		}
 	}
 	removed := map[string]bool{}
 	var cost float64
@@ -386,6 +393,11 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			// now could miss the instance the call is creating.)
 			d.MarkUnavailable = append(d.MarkUnavailable, r.Offering)
 			d.Remove = append(d.Remove, Removal{Record: r, Node: idx.nodeToDelete(r), Reason: RemovalRegistrationTimeout})
+			if r.Image != "" && !booted[r.Image] {
+				// No Ready node booted from the image: it may not boot at all.
+				d.FailedImages = append(d.FailedImages, FailedImage{Image: r.Image, Node: r.NodeName, At: now,
+					Why: fmt.Sprintf("launch %s (%s) booted from it did not register within %s, and no Ready node booted from it", r.LaunchID, r.Offering, cfg.RegistrationTimeout)})
+			}
 			poolNodes[r.Pool]--
 			removed[r.LaunchID] = true
 			continue

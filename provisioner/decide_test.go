@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,35 @@ func TestDecideRegistrationTimeout(t *testing.T) {
 	}
 	if len(d.Launch) != 1 || d.Launch[0].Offering == rec.Offering || d.Fleet.Nodes != 0 {
 		t.Errorf("launches %+v, fleet %+v; want the pod re-planned on another offering, no managed node left", d.Launch, d.Fleet)
+	}
+	if len(d.FailedImages) != 0 {
+		t.Errorf("a launch without an image: failed images %+v, want none", d.FailedImages)
+	}
+}
+
+// TestDecideRegistrationTimeoutFailsImage: a launch that did not register fails the image it
+// booted from, unless a Ready node booted from that image shows the image boots.
+func TestDecideRegistrationTimeoutFailsImage(t *testing.T) {
+	clk, cfg, mem, s, d := firstLaunch(t)
+	rec := d.Launch[0]
+	rec.InstanceID, rec.Image = "i-1", "img-2"
+	s.Records = []provisioner.LaunchRecord{rec}
+	clk.Step(cfg.RegistrationTimeout + time.Second)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 1 || len(d.FailedImages) != 1 || d.FailedImages[0].Image != "img-2" || d.FailedImages[0].Node != rec.NodeName ||
+		!d.FailedImages[0].At.Equal(s.Now) || !strings.Contains(d.FailedImages[0].Why, "did not register within 10m0s") {
+		t.Fatalf("removals %+v, failed images %+v; want img-2 failed on %s at %s", d.Remove, d.FailedImages, rec.NodeName, s.Now)
+	}
+	// A Ready node booted from img-2: the image boots, the instance did not.
+	node := simtest.Node("tiler-ready", "m7i.xlarge", "us-east-1a", simtest.Resources("cpu", "3920m", "memory", "14Gi", "pods", "58"))
+	ready := provisioner.LaunchRecord{PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a",
+		CapacityType: api.OnDemand}, PricePerHour: 0.2}, LaunchID: node.Name, NodeName: node.Name, Pool: "default", InstanceID: "i-2",
+		CreatedAt: s.Now.Add(-time.Hour), Image: "img-2"}
+	s.Nodes, s.Records = []*corev1.Node{node}, []provisioner.LaunchRecord{rec, ready}
+	d = provisioner.Decide(s, cfg, provisioner.NewMemory())
+	if len(d.Remove) != 1 || len(d.FailedImages) != 0 {
+		t.Errorf("with a Ready node on img-2: removals %+v, failed images %+v; want the launch removed, no image failed", d.Remove, d.FailedImages)
 	}
 }
 

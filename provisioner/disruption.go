@@ -335,13 +335,25 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 	if err != nil {
 		c.log.Warn("the image the cloud launches now is not known; no node is drifted by its image in this pass", zap.Error(err))
 	}
+	failed, err := c.failedImages(ctx, now)
+	if err != nil {
+		pass.Err = fmt.Errorf("the failed images are not known, so no roll is planned: %w", err)
+		return pass
+	}
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
-		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(), Images: images}})
+		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(), Images: images,
+			FailedImages: failed, ImageProbation: c.cfg.ImageProbation}})
 	if err != nil {
 		pass.Err = fmt.Errorf("planning disruption: %w", err)
 		return pass
 	}
 	pass.Plan = dp
+	// Before any action: a repair of the node an image failed on must not end what is remembered.
+	var fs []FailedImage
+	for _, f := range dp.FailedImages {
+		fs = append(fs, FailedImage{Image: f.Image, Node: f.Node, Why: f.Message, At: now})
+	}
+	c.rememberImageFailures(ctx, now, fs)
 	c.reportPlan(ctx, &s, dp, now)
 	if len(dp.Actions) == 0 {
 		return pass

@@ -55,6 +55,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("DriftAfterPolicyChange", func(t *testing.T) { testDriftAfterPolicyChange(t, cp) })
 	t.Run("ImageDrift", func(t *testing.T) { testImageDrift(t, cp) })
 	t.Run("ImageRollPausedOnBadImage", func(t *testing.T) { testImageRollPausedOnBadImage(t, cp) })
+	t.Run("ImageThatDoesNotBoot", func(t *testing.T) { testImageThatDoesNotBoot(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).

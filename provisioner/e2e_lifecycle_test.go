@@ -2,7 +2,9 @@ package provisioner_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -403,15 +405,7 @@ func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
 		repl = append(repl, n.Name)
 	}
 	// The old nodes' records go last (instance, Node, then record).
-	testwait.Until(t, testwait.Slow, "two launch records, both booted from img-2", 30*time.Second, func() bool {
-		recs := e.records()
-		for _, r := range recs {
-			if r.Image != "img-2" {
-				return false
-			}
-		}
-		return len(recs) == 2
-	})
+	e.waitRecordsOn("img-2", 2)
 	for o := range old {
 		readyBeforeCordon(t, events, o, repl...)
 		e.waitNodeEvent(o, "Disrupting", "booted from image img-1; its nodes now boot from img-2", 10*time.Second)
@@ -467,27 +461,14 @@ pools:
 func testImageRollPausedOnBadImage(t *testing.T, cp *controlplane.ControlPlane) {
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.Image = "img-1" })
 	ns, app := "roll-paused", "trainer"
-	e.namespace(ns)
 	e.applyPolicy("policy", rollPolicy(false))
-	e.deployment(ns, app, 3, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj())
-	one := intstr.FromInt32(1)
-	e.pdb(ns, app, &one, nil)
-	old := map[string]bool{}
-	for _, p := range e.waitAppReady(ns, app, 3, 2*time.Minute) {
-		old[p.Spec.NodeName] = true
-	}
-	if len(old) != 3 {
-		t.Fatalf("pods on %v, want three nodes", old)
-	}
+	old := e.appUnderPDB(ns, app, 3, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj())
 	launches := e.launches()
 	lw := e.watchLifecycle(ns)
 	e.cloud.SetImageFault("img-2", sim.GPUFaultXID)
 	e.cloud.SetImage("img-2")
-	held := func() float64 {
-		return gaugeValue(t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepRollPaused)))
-	}
 	testwait.Until(t, testwait.Slow, "the roll paused on the two old nodes left (tiler_disruption_held_nodes{Drifted,RollPaused} = 2)", 2*time.Minute,
-		func() bool { return held() == 2 })
+		func() bool { return e.rollHeld() == 2 })
 	var canary string
 	for _, r := range e.records() {
 		if r.Image == "img-2" {
@@ -498,26 +479,7 @@ func testImageRollPausedOnBadImage(t *testing.T, cp *controlplane.ControlPlane) 
 		t.Fatalf("canary %q, %d launches since the image change; want one node booted from img-2", canary, e.launches()-launches)
 	}
 	// Paused: several more planning passes buy nothing and leave both old nodes.
-	planned := func() int {
-		n := 0
-		for _, p := range passes.all() {
-			if p.Plan != nil {
-				n++
-			}
-		}
-		return n
-	}
-	seen := planned()
-	testwait.Until(t, testwait.Slow, "three more planning passes", time.Minute, func() bool { return planned() >= seen+3 })
-	left := 0
-	for _, n := range e.managedNodes() {
-		if old[n.Name] {
-			left++
-		}
-	}
-	if left != 2 || e.launches()-launches != 1 || held() != 2 {
-		t.Errorf("while paused: %d old nodes left, %d launches, %v held; want 2, 1, 2", left, e.launches()-launches, held())
-	}
+	e.staysPaused("while paused", passes, old, launches)
 	for o := range old {
 		if o != canary && slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == o }) {
 			e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: node "+canary, 30*time.Second)
@@ -529,17 +491,135 @@ func testImageRollPausedOnBadImage(t *testing.T, cp *controlplane.ControlPlane) 
 	e.applyPolicy("policy", rollPolicy(true))
 	old[canary] = true
 	e.waitReplaced("every node booted from img-1 or img-2 replaced", old, 3)
-	testwait.Until(t, testwait.Slow, "three launch records, all booted from img-3", 30*time.Second, func() bool {
-		recs := e.records()
-		for _, r := range recs {
-			if r.Image != "img-3" {
-				return false
-			}
-		}
-		return len(recs) == 3
-	})
+	e.waitRecordsOn("img-3", 3)
 	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
 		t.Errorf("lost %v with the nodes; want none", lost)
 	}
 	e.cleanupNamespace(ns)
+}
+
+// testImageThatDoesNotBoot: two m7i.large nodes booted from img-1 run two pods under a
+// PodDisruptionBudget (maxUnavailable 1). The fleet is rolled onto img-2, whose instances never
+// register. The first replacement is abandoned at the registration timeout and img-2 is
+// remembered as failed (the ConfigMap tiler-failed-images, an ImageFailed Event,
+// tiler_disruption_failed_images 1): no other replacement is launched over several planning
+// passes, and both old nodes stay, held as RollPaused. A restarted controller, whose cloud would
+// now boot img-2, keeps the roll paused from the ConfigMap alone. Once an operator deletes the
+// ConfigMap the roll goes on, and both nodes end on img-2 with no pod lost.
+func testImageThatDoesNotBoot(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := disruptionConfig()
+	cfg.RegistrationTimeout = 5 * time.Second
+	e, passes := newDisruptionEnv(t, cp, cfg, func(c *sim.Config) { c.Image = "img-1" })
+	ns, app := "image-no-boot", "web"
+	e.applyPolicy("policy", driftPolicy("a"))
+	old := e.appUnderPDB(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	e.cloud.SetImageNeverRegisters("img-2")
+	e.cloud.SetImage("img-2")
+	remembered := func() string {
+		cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.FailedImagesConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return cm.Data["failures.json"]
+	}
+	testwait.Until(t, testwait.Slow, "img-2 remembered as failed in ConfigMap "+provisioner.FailedImagesConfigMap, time.Minute,
+		func() bool { return strings.Contains(remembered(), `"image": "img-2"`) })
+	testwait.Until(t, testwait.Slow, "both old nodes held (tiler_disruption_held_nodes{Drifted,RollPaused} = 2)", 30*time.Second,
+		func() bool { return e.rollHeld() == 2 })
+	if !strings.Contains(remembered(), "did not register within 5s") {
+		t.Errorf("the failure says %s; want the registration timeout", remembered())
+	}
+	if got := counterValue(t, e.metrics.DisruptionAbandoned.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))); got != 1 {
+		t.Errorf("%v actions abandoned, want the first replacement's", got)
+	}
+	if got := gaugeValue(t, e.metrics.FailedImages); got != 1 {
+		t.Errorf("tiler_disruption_failed_images %v, want 1", got)
+	}
+	e.staysPaused("paused", passes, old, launches)
+	for o := range old {
+		e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: it failed before: launch", 30*time.Second)
+	}
+	// A restart whose cloud would boot img-2: the ConfigMap alone keeps the roll paused.
+	e.stopAndWait()
+	e.simCfg.Image = "img-2"
+	e.start()
+	testwait.Until(t, testwait.Slow, "the restarted controller holds both old nodes", 30*time.Second, func() bool { return e.rollHeld() == 2 })
+	e.staysPaused("after a restart", passes, old, launches)
+	// The operator clears the memory: the roll goes on.
+	if err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(context.Background(), provisioner.FailedImagesConfigMap, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReplaced("both nodes booted from img-1 replaced", old, 2)
+	e.waitRecordsOn("img-2", 2)
+	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
+		t.Errorf("lost %v with the nodes; want none", lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// appUnderPDB creates namespace ns and a Deployment app of n pods shaped like tmpl under a
+// PodDisruptionBudget (maxUnavailable 1), waits until they are Ready, one per node, and returns
+// their nodes.
+func (e *env) appUnderPDB(ns, app string, n int, tmpl *corev1.Pod) map[string]bool {
+	e.t.Helper()
+	e.namespace(ns)
+	e.deployment(ns, app, int32(n), tmpl)
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	nodes := map[string]bool{}
+	for _, p := range e.waitAppReady(ns, app, n, 2*time.Minute) {
+		nodes[p.Spec.NodeName] = true
+	}
+	if len(nodes) != n {
+		e.t.Fatalf("%s pods on %v: want %d nodes, one pod each", app, nodes, n)
+	}
+	return nodes
+}
+
+// rollHeld is tiler_disruption_held_nodes{Drifted,RollPaused}: the nodes a paused roll holds.
+func (e *env) rollHeld() float64 {
+	return gaugeValue(e.t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepRollPaused)))
+}
+
+// staysPaused waits for three more planning passes and checks that the roll stayed paused: one
+// launch (the canary) since the cloud's launch count was launches, two of the old nodes left, both
+// held.
+func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, launches int) {
+	e.t.Helper()
+	planned := func() int {
+		n := 0
+		for _, p := range passes.all() {
+			if p.Plan != nil {
+				n++
+			}
+		}
+		return n
+	}
+	seen := planned()
+	testwait.Until(e.t, testwait.Slow, what+": three more planning passes", time.Minute, func() bool { return planned() >= seen+3 })
+	left := 0
+	for _, n := range e.managedNodes() {
+		if old[n.Name] {
+			left++
+		}
+	}
+	if left != 2 || e.launches()-launches != 1 || e.rollHeld() != 2 {
+		e.t.Errorf("%s: %d old nodes left, %d launches since the image change, %v held; want 2, 1, 2", what, left, e.launches()-launches, e.rollHeld())
+	}
+}
+
+// waitRecordsOn waits until there are n launch records, all booted from image.
+func (e *env) waitRecordsOn(image string, n int) {
+	e.t.Helper()
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("%d launch records, all booted from %s", n, image), 30*time.Second, func() bool {
+		recs := e.records()
+		for _, r := range recs {
+			if r.Image != image {
+				return false
+			}
+		}
+		return len(recs) == n
+	})
 }

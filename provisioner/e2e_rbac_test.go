@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -82,6 +83,7 @@ func TestRBAC(t *testing.T) {
 	testRBACPlaceholders(t, cp, admin, tiler, tilerDyn, log)
 	testRBACBuffers(t, cp, admin, tiler, log, denied)
 	testRBACProvisioningRequests(t, cp, admin, tiler, log, denied)
+	testRBACFailedImages(t, cp, admin, tiler, tilerDyn, log)
 	// Events go out asynchronously and nothing marks the moment the last one has been written:
 	// give them two seconds to be refused (reportRefusals names what was, at cleanup).
 	testwait.StaysFalse(t, testwait.Slow, "the API server refused a request of the service account", 2*time.Second,
@@ -429,5 +431,39 @@ func waitEvent(t *testing.T, kube kubernetes.Interface, ns, reason string) {
 	testwait.Until(t, testwait.Slow, "a "+reason+" Event in "+ns, 30*time.Second, func() bool {
 		list, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
 		return err == nil && len(list.Items) > 0
+	})
+}
+
+// testRBACFailedImages: the controller, as the service account, creates the ConfigMap of failed
+// images when a launch from an image that does not boot times out, and updates it when the next
+// launch, on another node, times out too.
+func testRBACFailedImages(t *testing.T, cp *controlplane.ControlPlane, admin, tiler kubernetes.Interface, tilerDyn dynamic.Interface, log *zap.Logger) {
+	ctx := context.Background()
+	e := startRBACController(t, cp, admin, tiler, tilerDyn, log, func(o *provisioner.Options) { o.Config.RegistrationTimeout = 3 * time.Second })
+	defer e.stop()
+	e.cloud.SetImageNeverRegisters("img-rbac")
+	e.cloud.SetImage("img-rbac")
+	pod := simtest.Pod("no-boot").Namespace("rbac").CPU("1").Mem("1Gi").Obj()
+	e.create(pod)
+	defer func() { _ = admin.CoreV1().Pods("rbac").Delete(ctx, pod.Name, metav1.DeleteOptions{}) }()
+	failedOn := func() string {
+		cm, err := admin.CoreV1().ConfigMaps(tilerNamespace).Get(ctx, provisioner.FailedImagesConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		var fs []provisioner.FailedImage
+		if err := json.Unmarshal([]byte(cm.Data["failures.json"]), &fs); err != nil || len(fs) != 1 || fs[0].Image != "img-rbac" {
+			return ""
+		}
+		return fs[0].Node
+	}
+	var first string
+	testwait.Until(t, testwait.Slow, "img-rbac written to ConfigMap "+provisioner.FailedImagesConfigMap, time.Minute, func() bool {
+		first = failedOn()
+		return first != ""
+	})
+	testwait.Until(t, testwait.Slow, "a second launch's failure written over the first", time.Minute, func() bool {
+		n := failedOn()
+		return n != "" && n != first
 	})
 }

@@ -170,7 +170,7 @@ func testReservationTTL(t *testing.T, cp *controlplane.ControlPlane) {
 }
 
 // counterValue reads a counter.
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
+func counterValue(t testing.TB, c prometheus.Counter) float64 {
 	t.Helper()
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
@@ -180,7 +180,7 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 }
 
 // gaugeValue reads a gauge.
-func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
+func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
 	t.Helper()
 	var m dto.Metric
 	if err := g.Write(&m); err != nil {

@@ -24,6 +24,7 @@ const (
 	keyRetryIn       = "retry_in"
 	keyError         = "error_kind"
 	keyConfigMap     = "configmap"
+	keyImage         = "image"
 	keyPriorityClass = "priority_class"
 	keyMIGConfig     = "mig_config"
 	keyGPUs          = "gpus"

@@ -57,6 +57,9 @@ type Metrics struct {
 	// interrupted) that the last plan kept, by why they must go and what holds them: a roll onto
 	// a new image, and what stalls it.
 	DisruptionHeld *prometheus.GaugeVec
+	// FailedImages is the number of node images remembered as failed: rolls onto them are paused
+	// (imagefailures.go).
+	FailedImages prometheus.Gauge
 }
 
 // Buckets: a batch spans the batching window (1–10 s) plus simulation and launch calls, so the
@@ -129,9 +132,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DisruptionHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
 			Name: "held_nodes", Help: "Managed nodes that must go (reason: Drifted, Expired, Unhealthy, Interrupted) that the last disruption plan kept, by what holds them (held_by: a keep reason)."},
 			[]string{"reason", "held_by"}),
+		FailedImages: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "failed_images", Help: "Node images remembered as failed (a launch that did not register, a node sick within its probation): rolls onto them are paused."}),
 	}
 	reg.MustRegister(m.DisruptionActions, m.DisruptionAbandoned, m.DisruptionEvictions, m.DisruptionEvictionsRefused,
-		m.DisruptionFleetCost, m.DisruptionBlocked, m.DisruptionHeld)
+		m.DisruptionFleetCost, m.DisruptionBlocked, m.DisruptionHeld, m.FailedImages)
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
 		m.Placeholders, m.Relayouts, m.OldestPendingPod, m.FleetCost, m.Cost)

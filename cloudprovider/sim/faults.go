@@ -201,7 +201,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 		ID: id, Cluster: p.cfg.ClusterName, LaunchID: req.LaunchID, NodeName: req.NodeName,
 		Pool: req.Pool, Offering: o, State: StatePending, PricePerHour: off.PricePerHour,
 		LaunchedAt: now, ReadyAt: now.Add(boot), DevicesAt: now.Add(boot + p.cfg.DeviceDelay),
-		NeverRegisters: matchesAny(faults.NeverRegisters, o),
+		NeverRegisters: matchesAny(faults.NeverRegisters, o) || p.imageNoBoot(image),
 		Tags: map[string]string{
 			api.TagLaunchID: req.LaunchID, api.TagCluster: p.cfg.ClusterName,
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
@@ -266,4 +266,22 @@ func (p *Provider) imageFault(image string) GPUFault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.imageFaults[image]
+}
+
+// SetImageNeverRegisters makes the instances launched from now on from image never create a Node,
+// whatever their offering: an image that does not boot (a broken bootstrap, a kernel that
+// panics).
+func (p *Provider) SetImageNeverRegisters(image string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.imagesNoBoot == nil {
+		p.imagesNoBoot = map[string]bool{}
+	}
+	p.imagesNoBoot[image] = true
+}
+
+func (p *Provider) imageNoBoot(image string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.imagesNoBoot[image]
 }

@@ -183,6 +183,23 @@ func TestImageFault(t *testing.T) {
 	}
 }
 
+// TestImageNeverRegisters: an instance launched from an image that does not boot never creates a
+// Node; one launched from another image does.
+func TestImageNeverRegisters(t *testing.T) {
+	e := newEnv(t, nil, func(c *Config) { c.Image = "good" })
+	e.p.SetImageNeverRegisters("bad")
+	e.create(gpuRequest("launch-1", "gpu-node-1"))
+	e.p.SetImage("bad")
+	e.create(gpuRequest("launch-2", "gpu-node-2"))
+	e.step(testBootDelay + testDeviceDelay)
+	if e.node("gpu-node-1") == nil {
+		t.Error("the node booted from the good image did not register")
+	}
+	if e.node("gpu-node-2") != nil {
+		t.Error("the node launched from the bad image registered")
+	}
+}
+
 func conditionOf(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {
 	for _, c := range n.Status.Conditions {
 		if c.Type == t {

@@ -36,6 +36,8 @@ type Provider struct {
 	imageNow string
 	// imageFaults are the GPU faults of the instances booted from an image (SetImageFault).
 	imageFaults map[string]GPUFault
+	// imagesNoBoot are the images whose instances never register (SetImageNeverRegisters).
+	imagesNoBoot map[string]bool
 	// trouble is the last trouble window (InjectTrouble), nil before the first.
 	trouble *troubleState
 	// renewed is when Step last renewed each node's Lease, in clock time, and the Lease it

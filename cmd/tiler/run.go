@@ -137,6 +137,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("unplaceable-event-interval", d.UnplaceableEventInterval, "tell a pending pod Tiler has no place for why (a NotTriggerScaleUp Event) at most this often; 0: never")
 	f.Duration("garbage-collect-period", d.GarbageCollectPeriod, "how often the cloud's objects no launch needs (unused launch templates) are deleted; 0 turns it off")
 	f.Duration("instance-sweep-period", d.InstanceSweepPeriod, "how often launches whose instance the cloud ended are removed, and instances no launch names are deleted; 0 turns it off (done at every start regardless)")
+	f.Duration("image-probation", d.ImageProbation, "pause every roll onto a node image this long after a launch from it did not register or a node booted from it showed a health signal this young; 0: pause only while such a node shows it")
 	f.Duration("disruption-interval", d.DisruptionInterval, "how often consolidation is planned (pools' disruption settings in the cost policy); 0 turns it off")
 	f.Duration("disruption-step-interval", d.DisruptionStepInterval, "how often the disruption actions under way advance (evictions retried, nodes deleted)")
 	f.Duration("disruption-drain-timeout", d.DisruptionDrainTimeout, "abandon a disruption action, and uncordon its nodes, when its drain is refused this long")
