@@ -179,6 +179,10 @@ const (
 	// image is remembered as failed (DisruptionOptions.FailedImages), since a bad driver would
 	// otherwise be rolled over the whole fleet; the message names the node or the failure.
 	KeepRollPaused KeepReason = "RollPaused"
+	// KeepTooManyUnhealthy: the node is due for repair, and more of its pool's nodes show a health
+	// signal than the pool's repair.maxUnhealthy allows: a fault that wide is not the nodes', so
+	// none is repaired until it narrows; the message gives the counts.
+	KeepTooManyUnhealthy KeepReason = "TooManyUnhealthy"
 
 	// KeepNoCheaperFit: the node's pods do not fit on the rest of the cluster with at most one new
 	// node that costs less than the nodes it replaces.

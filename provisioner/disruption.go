@@ -203,11 +203,12 @@ func minDuration(a, b time.Duration) time.Duration {
 }
 
 // blockingReasons are the keep reasons told in a DisruptionBlocked Event: what a user set (or a
-// pod lacks) that keeps a node Tiler would otherwise consider, and a roll onto an image whose
-// nodes are unhealthy, paused.
+// pod lacks) that keeps a node Tiler would otherwise consider, a roll onto an image whose
+// nodes are unhealthy, paused, and repairs held by a fault too wide to be the nodes'.
 var blockingReasons = map[api.KeepReason]bool{
 	api.KeepDoNotDisrupt: true, api.KeepPodDoNotDisrupt: true, api.KeepPDB: true,
 	api.KeepPodWithoutController: true, api.KeepLocalStorage: true, api.KeepRollPaused: true,
+	api.KeepTooManyUnhealthy: true,
 }
 
 // runDisruption is the disruption loop: at once and every DisruptionStepInterval it advances the

@@ -88,8 +88,17 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 
 // repairPolicy buys g4dn.12xlarge (4 × T4) on-demand in one zone: the pool has one offering, so a
 // repair that penalised it (marked it unavailable) could buy no replacement at all. Missing GPUs
-// are repaired after 5 s; the repair budget is the default 10 % (of two nodes: one at a time).
-const repairPolicy = `apiVersion: tiler.dev/v1alpha1
+// are repaired after 5 s; the repair budget is the default 10 % (of two nodes: one at a time), and
+// repair.maxUnhealthy the default 20 % (of two nodes: one may show a health signal) or, with
+// wide, 100 %.
+func repairPolicy(wide bool) string {
+	if wide {
+		return repairPolicyDefaults + "      maxUnhealthy: \"100%\"\n"
+	}
+	return repairPolicyDefaults
+}
+
+const repairPolicyDefaults = `apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
 - name: repair
@@ -104,8 +113,11 @@ pools:
 
 // testRepairOnGPULoss: two g4dn.12xlarge nodes run a 4-GPU pod each under a PodDisruptionBudget
 // (maxUnavailable 1); the simulated device plugin then reports every GPU of both unhealthy
-// (allocatable nvidia.com/gpu 0 of 4). The controller marks both tiler.dev/unhealthy-since, and
-// once the pool's repair gracePeriod has passed replaces them through the disruption executor
+// (allocatable nvidia.com/gpu 0 of 4). The controller marks both tiler.dev/unhealthy-since. Two
+// of two nodes sick is more than the default repair.maxUnhealthy (20 %) allows: past the grace
+// period both are held (TooManyUnhealthy, a DisruptionBlocked Event) and nothing is bought over
+// three planning passes. Once the policy allows it (maxUnhealthy 100 %), the controller
+// replaces them through the disruption executor
 // (reason Unhealthy): replacement Ready first, the pod moved, the instance deleted — one node at a
 // time (the repair budget), each with exactly one launch of the same offering (not penalised).
 // The lifecycle watch checks the budget, that no pod is lost and no instance leaks.
@@ -115,7 +127,7 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 	ctx := context.Background()
 	ns, app := "repair", "trainer"
 	e.namespace(ns)
-	e.applyPolicy("policy", repairPolicy)
+	e.applyPolicy("policy", repairPolicy(false))
 	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj()
 	e.deployment(ns, app, 2, tmpl)
 	one := intstr.FromInt32(1)
@@ -155,6 +167,21 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 		}
 		return len(since) == 2
 	})
+	// A fault on every node of the pool: held, not repaired.
+	held := func() float64 {
+		return gaugeValue(t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonUnhealthy), string(api.KeepTooManyUnhealthy)))
+	}
+	testwait.Until(t, testwait.Slow, "both nodes held (tiler_disruption_held_nodes{Unhealthy,TooManyUnhealthy} = 2)", time.Minute,
+		func() bool { return held() == 2 })
+	planned := countPlanned(passes)
+	testwait.Until(t, testwait.Slow, "three more planning passes", time.Minute, func() bool { return countPlanned(passes) >= planned+3 })
+	if got := e.launches() - launches; got != 0 || held() != 2 {
+		t.Errorf("while the fault is wide: %d launches, %v held; want 0, 2", got, held())
+	}
+	for n := range sick {
+		e.waitNodeEvent(n, "DisruptionBlocked", "2 of pool repair's 2 nodes show a health signal, more than its repair.maxUnhealthy (20%: 1)", 30*time.Second)
+	}
+	e.applyPolicy("policy", repairPolicy(true))
 	testwait.Until(t, testwait.Slow, "both unhealthy nodes replaced", 3*time.Minute, func() bool {
 		nodes := e.managedNodes()
 		for _, n := range nodes {
@@ -588,17 +615,8 @@ func (e *env) rollHeld() float64 {
 // held.
 func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, launches int) {
 	e.t.Helper()
-	planned := func() int {
-		n := 0
-		for _, p := range passes.all() {
-			if p.Plan != nil {
-				n++
-			}
-		}
-		return n
-	}
-	seen := planned()
-	testwait.Until(e.t, testwait.Slow, what+": three more planning passes", time.Minute, func() bool { return planned() >= seen+3 })
+	seen := countPlanned(passes)
+	testwait.Until(e.t, testwait.Slow, what+": three more planning passes", time.Minute, func() bool { return countPlanned(passes) >= seen+3 })
 	left := 0
 	for _, n := range e.managedNodes() {
 		if old[n.Name] {
@@ -608,6 +626,17 @@ func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, lau
 	if left != 2 || e.launches()-launches != 1 || e.rollHeld() != 2 {
 		e.t.Errorf("%s: %d old nodes left, %d launches since the image change, %v held; want 2, 1, 2", what, left, e.launches()-launches, e.rollHeld())
 	}
+}
+
+// countPlanned counts the passes that made a plan.
+func countPlanned(passes *passLog) int {
+	n := 0
+	for _, p := range passes.all() {
+		if p.Plan != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // waitRecordsOn waits until there are n launch records, all booted from image.

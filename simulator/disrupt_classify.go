@@ -104,6 +104,7 @@ func (d *disruptor) classify() {
 	}
 	sort.Slice(d.facts, func(i, j int) bool { return d.facts[i].node.Name < d.facts[j].node.Name })
 	d.pauseRolls()
+	d.holdWideFaults()
 	d.keepGangs()
 }
 
@@ -131,6 +132,34 @@ func (d *disruptor) pauseRolls() {
 		}
 		f.keep = &api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepRollPaused,
 			Message: fmt.Sprintf("%s; the roll onto image %s is paused: %s", f.forced.message, img.Now, sick[img.Now])}
+	}
+}
+
+// holdWideFaults keeps the nodes due for repair in a pool where more nodes show a health signal
+// (due or not, already under repair or not) than its repair.maxUnhealthy allows: a fault that
+// wide (a zone's network, the control plane, a driver pushed to every node) is not the nodes',
+// and replacing them one budget after another would not mend it.
+func (d *disruptor) holdWideFaults() {
+	nodes, sick := map[string]int{}, map[string]int{}
+	for _, f := range d.facts {
+		if f.pol == nil {
+			continue
+		}
+		nodes[f.pol.Name]++
+		if len(f.health) > 0 {
+			sick[f.pol.Name]++
+		}
+	}
+	for _, f := range d.facts {
+		if f.keep != nil || f.forced == nil || f.forced.reason != api.ReasonUnhealthy {
+			continue
+		}
+		rs, pool := f.pol.RepairOf(), f.pol.Name
+		if limit := rs.AllowedUnhealthy(nodes[pool]); sick[pool] > limit {
+			f.keep = &api.KeptNode{Name: f.node.Name, Pool: pool, Reason: api.KeepTooManyUnhealthy,
+				Message: fmt.Sprintf("%s; %d of pool %s's %d nodes show a health signal, more than its repair.maxUnhealthy (%s: %d) allows: a fault that wide is not the nodes', so none is repaired until it narrows",
+					f.forced.message, sick[pool], pool, nodes[pool], rs.MaxUnhealthy, limit)}
+		}
 	}
 }
 

@@ -165,16 +165,7 @@ func TestLifecycleImageRollPaused(t *testing.T) {
 		"cpu-old": {Booted: "ami-cpu-1", Now: "ami-cpu-2"}, "cpu-new": {Booted: "ami-cpu-2", Now: "ami-cpu-2"},
 	}
 	p := f.plan()
-	for _, n := range []string{"old-1", "old-2"} {
-		if keptAs(p, n) != api.KeepRollPaused || dueOf(p, n) != api.ReasonDrifted {
-			t.Errorf("%s kept as %q due %q, want RollPaused and Drifted", n, keptAs(p, n), dueOf(p, n))
-		}
-	}
-	for _, k := range p.Kept {
-		if k.Name == "old-1" && !strings.Contains(k.Message, "the roll onto image ami-gpu-2 is paused: node canary") {
-			t.Errorf("old-1's message %q does not name the unhealthy node", k.Message)
-		}
-	}
+	wantKept(t, p, api.KeepRollPaused, api.ReasonDrifted, "the roll onto image ami-gpu-2 is paused: node canary", "old-1", "old-2")
 	forcedAction(t, p, "cpu-old", api.ReasonDrifted)
 	// Expired nodes would be replaced onto the same image: paused too.
 	pol := f.pol
@@ -204,18 +195,25 @@ func TestLifecycleImageRollPaused(t *testing.T) {
 	// not remembered, still rolls.
 	f.opts.FailedImages = map[string]string{"ami-gpu-2": "launch l-1 did not register within 10m0s"}
 	p = f.plan()
-	for _, n := range []string{"old-1", "old-2"} {
-		if keptAs(p, n) != api.KeepRollPaused || dueOf(p, n) != api.ReasonDrifted {
-			t.Errorf("remembered: %s kept as %q due %q, want RollPaused and Drifted", n, keptAs(p, n), dueOf(p, n))
+	wantKept(t, p, api.KeepRollPaused, api.ReasonDrifted, "the roll onto image ami-gpu-2 is paused: it failed before: launch l-1 did not register", "old-2", "old-1")
+	forcedAction(t, p, "cpu-old", api.ReasonDrifted)
+	f.opts.FailedImages = nil
+}
+
+// wantKept fails unless each node is kept for reason while due, and unless the first one's message
+// holds msg.
+func wantKept(t *testing.T, p *api.DisruptionPlan, reason api.KeepReason, due api.DisruptionReason, msg string, nodes ...string) {
+	t.Helper()
+	for _, n := range nodes {
+		if keptAs(p, n) != reason || dueOf(p, n) != due {
+			t.Errorf("%s kept as %q due %q, want %s and %s", n, keptAs(p, n), dueOf(p, n), reason, due)
 		}
 	}
 	for _, k := range p.Kept {
-		if k.Name == "old-2" && !strings.Contains(k.Message, "the roll onto image ami-gpu-2 is paused: it failed before: launch l-1 did not register") {
-			t.Errorf("old-2's message %q does not say why the image is remembered", k.Message)
+		if k.Name == nodes[0] && !strings.Contains(k.Message, msg) {
+			t.Errorf("%s's message %q does not hold %q", k.Name, k.Message, msg)
 		}
 	}
-	forcedAction(t, p, "cpu-old", api.ReasonDrifted)
-	f.opts.FailedImages = nil
 }
 
 // TestLifecycleFailedImages: a node with a health signal younger than the image probation
@@ -407,7 +405,7 @@ func (f *fleet) gpuNode(name string) *corev1.Node {
 // GPU free.
 func TestLifecycleRepair(t *testing.T) {
 	f := newLifecycleFleet(t)
-	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%"}}`+"\n", 2)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%", maxUnhealthy: "100%"}}`+"\n", 2)
 	f.opts.IgnoreCandidateWait = false
 	xid := f.gpuNode("xid")
 	xid.Status.Conditions = append(xid.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
@@ -461,7 +459,7 @@ func TestLifecycleRepairBudget(t *testing.T) {
 	build := func() *fleet {
 		f := newLifecycleFleet(t)
 		f.pol = strings.Replace(f.pol, `disruption: {consolidation: never, budgets: [{nodes: "100%"}]}`+"\n",
-			`disruption: {consolidation: never, budgets: [{nodes: "0"}], repair: {budget: "1"}}`+"\n", 2)
+			`disruption: {consolidation: never, budgets: [{nodes: "0"}], repair: {budget: "1", maxUnhealthy: "2"}}`+"\n", 2)
 		for _, name := range []string{"bad-1", "bad-2"} {
 			n := f.gpuNode(name)
 			n.Status.Conditions = []corev1.NodeCondition{{Type: policy.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse}}
@@ -485,6 +483,47 @@ func TestLifecycleRepairBudget(t *testing.T) {
 	if p := f.plan(); len(p.Actions) != 0 || keptAs(p, "bad-2") != api.KeepBudget {
 		t.Errorf("one under repair: actions %+v, kept %+v", p.Actions, p.Kept)
 	}
+}
+
+// TestLifecycleRepairHeldWhenWide: when more of a pool's nodes show a health signal than its
+// repair.maxUnhealthy allows (default 20 %, rounded up), none is repaired: a fault that wide is
+// not the nodes'. Nodes still in their grace period count; other pools are judged apart.
+func TestLifecycleRepairHeldWhenWide(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%"}}`+"\n", 2)
+	broken := func(n *corev1.Node) {
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+			Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	}
+	for _, name := range []string{"gpu-1", "gpu-2", "gpu-3", "gpu-4", "gpu-5", "gpu-6"} {
+		f.gpuNode(name)
+	}
+	broken(f.snap.Nodes[0])
+	p := f.plan()
+	forcedAction(t, p, "gpu-1", api.ReasonUnhealthy) // 1 of 6 ≤ ⌈20 % × 6⌉ = 2
+	broken(f.snap.Nodes[1])
+	p = f.plan()
+	forcedAction(t, p, "gpu-1", api.ReasonUnhealthy) // 2 of 6
+	forcedAction(t, p, "gpu-2", api.ReasonUnhealthy)
+	// A third, still in its grace period (GPUs missing for a minute), counts: none is repaired.
+	lost := f.snap.Nodes[2]
+	lost.Status.Allocatable = lost.Status.Allocatable.DeepCopy()
+	lost.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	annotate(lost, api.AnnotationUnhealthySince, dNow.Add(-time.Minute).Format(time.RFC3339))
+	f.opts.IgnoreCandidateWait = false
+	p = f.plan()
+	wantKept(t, p, api.KeepTooManyUnhealthy, api.ReasonUnhealthy, "3 of pool gpu's 6 nodes show a health signal, more than its repair.maxUnhealthy (20%: 2)", "gpu-1", "gpu-2")
+	// A CPU pool's broken node is judged on its own pool.
+	cpu := f.node("cpu-1", "general", "m7i.xlarge", api.OnDemand)
+	cpu.Status.Conditions = append(cpu.Status.Conditions, corev1.NodeCondition{Type: "KernelDeadlock", Status: corev1.ConditionTrue})
+	f.pol = strings.Replace(f.pol, `repair: {budget: "100%"}}`, `repair: {budget: "100%", conditions: [{type: KernelDeadlock, status: "True"}]}}`, 1)
+	p = f.plan()
+	forcedAction(t, p, "cpu-1", api.ReasonUnhealthy)
+	// maxUnhealthy "100%" turns the check off.
+	f.pol = strings.Replace(f.pol, `repair: {budget: "100%"}}`, `repair: {budget: "100%", maxUnhealthy: "100%"}}`, 1)
+	p = f.plan()
+	forcedAction(t, p, "gpu-1", api.ReasonUnhealthy)
+	forcedAction(t, p, "gpu-2", api.ReasonUnhealthy)
 }
 
 // TestLifecycleInterrupted: an interrupted node gets the first action, with the deadline, whatever

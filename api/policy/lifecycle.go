@@ -28,6 +28,9 @@ const (
 	// DefaultRepairBudget is the share of a pool's nodes that may be under repair at once, so that
 	// a fleet-wide fault (a bad driver rollout, a broken health check) does not delete the fleet.
 	DefaultRepairBudget = "10%"
+	// DefaultRepairMaxUnhealthy is how many of a pool's nodes may show a health signal at once
+	// for any of them to be repaired (Karpenter's node repair stops past 20 % of a NodePool too).
+	DefaultRepairMaxUnhealthy = "20%"
 )
 
 // ConditionAcceleratedHardwareReady is the node condition the EKS node monitoring agent sets to
@@ -53,6 +56,12 @@ type Repair struct {
 	// Budget is how many of the pool's nodes may be under repair at once, "3" or "10%" (rounded
 	// up); DefaultRepairBudget when empty; "0" turns repair off.
 	Budget string `json:"budget,omitempty"`
+	// MaxUnhealthy is how many of the pool's nodes may show a health signal at once, "3" or "20%"
+	// (rounded up), for any of them to be repaired; DefaultRepairMaxUnhealthy when empty; "100%"
+	// turns the check off. A fault wider than that (a zone's network, the control plane, a driver
+	// a DaemonSet pushed to every node) is not the nodes', and replacing them would not mend it:
+	// repair waits until it narrows.
+	MaxUnhealthy string `json:"maxUnhealthy,omitempty"`
 	// Conditions are node conditions that mark the node's GPUs broken, each a type and the
 	// status that means broken; DefaultRepairConditions when empty. Health agents publish them:
 	// the EKS node monitoring agent (AcceleratedHardwareReady=False on XID errors), a Node Problem
@@ -79,6 +88,11 @@ func (r *Repair) validate() error {
 			return fmt.Errorf("budget: %w", err)
 		}
 	}
+	if r.MaxUnhealthy != "" {
+		if err := validateNodeCount(r.MaxUnhealthy); err != nil {
+			return fmt.Errorf("maxUnhealthy: %w", err)
+		}
+	}
 	for i, c := range r.Conditions {
 		if errs := validation.IsQualifiedName(string(c.Type)); len(errs) > 0 {
 			return fmt.Errorf("conditions[%d].type: %q: %s", i, c.Type, errs[0])
@@ -99,14 +113,16 @@ func (r *Repair) validate() error {
 type RepairSettings struct {
 	GracePeriod, NotReadyGracePeriod time.Duration
 	// Budget is "N" or "P%"; AllowedRepairs resolves it.
-	Budget     string
-	Conditions []RepairCondition
+	Budget string
+	// MaxUnhealthy is "N" or "P%"; AllowedUnhealthy resolves it.
+	MaxUnhealthy string
+	Conditions   []RepairCondition
 }
 
 // RepairOf returns the pool's repair settings with the defaults applied.
 func (pl *Pool) RepairOf() RepairSettings {
 	out := RepairSettings{GracePeriod: DefaultRepairGracePeriod, NotReadyGracePeriod: DefaultNotReadyGracePeriod,
-		Budget: DefaultRepairBudget, Conditions: DefaultRepairConditions}
+		Budget: DefaultRepairBudget, MaxUnhealthy: DefaultRepairMaxUnhealthy, Conditions: DefaultRepairConditions}
 	if pl.Disruption == nil || pl.Disruption.Repair == nil {
 		return out
 	}
@@ -120,6 +136,9 @@ func (pl *Pool) RepairOf() RepairSettings {
 	if r.Budget != "" {
 		out.Budget = r.Budget
 	}
+	if r.MaxUnhealthy != "" {
+		out.MaxUnhealthy = r.MaxUnhealthy
+	}
 	if len(r.Conditions) > 0 {
 		out.Conditions = r.Conditions
 	}
@@ -130,6 +149,12 @@ func (pl *Pool) RepairOf() RepairSettings {
 // repair budget, a count or ⌈P % × poolNodes⌉. Nodes already under repair count against it: the
 // caller subtracts them.
 func (s RepairSettings) AllowedRepairs(poolNodes int) int { return nodeCountOf(s.Budget, poolNodes) }
+
+// AllowedUnhealthy returns how many of the pool's poolNodes nodes may show a health signal at
+// once for any to be repaired: a count or ⌈P % × poolNodes⌉.
+func (s RepairSettings) AllowedUnhealthy(poolNodes int) int {
+	return nodeCountOf(s.MaxUnhealthy, poolNodes)
+}
 
 // ExpireAfterOf returns the pool's expireAfter and whether it is set.
 func (pl *Pool) ExpireAfterOf() (time.Duration, bool) {

@@ -27,7 +27,7 @@ func TestLifecycleSettingsAndDefaults(t *testing.T) {
 		t.Error("general has no expireAfter")
 	}
 	r := train.RepairOf()
-	if r.GracePeriod != 5*time.Minute || r.NotReadyGracePeriod != 20*time.Minute || r.AllowedRepairs(50) != 2 ||
+	if r.GracePeriod != 5*time.Minute || r.NotReadyGracePeriod != 20*time.Minute || r.AllowedRepairs(50) != 2 || r.AllowedUnhealthy(10) != 3 ||
 		len(r.Conditions) != 2 || r.Conditions[1] != (RepairCondition{Type: "GPUXidCritical", Status: corev1.ConditionTrue}) {
 		t.Errorf("train repair %+v", r)
 	}
@@ -37,9 +37,9 @@ func TestLifecycleSettingsAndDefaults(t *testing.T) {
 	var none Pool
 	d := none.RepairOf()
 	if d.GracePeriod != DefaultRepairGracePeriod || d.NotReadyGracePeriod != DefaultNotReadyGracePeriod ||
-		d.AllowedRepairs(25) != 3 || d.AllowedRepairs(3) != 1 || len(d.Conditions) != 1 ||
+		d.AllowedRepairs(25) != 3 || d.AllowedRepairs(3) != 1 || d.AllowedUnhealthy(5) != 1 || d.AllowedUnhealthy(6) != 2 || len(d.Conditions) != 1 ||
 		d.Conditions[0].Type != ConditionAcceleratedHardwareReady || d.Conditions[0].Status != corev1.ConditionFalse {
-		t.Errorf("defaults %+v: 10m, 15m, 10%% rounded up, AcceleratedHardwareReady=False", d)
+		t.Errorf("defaults %+v: 10m, 15m, 10%% rounded up, 20%% rounded up, AcceleratedHardwareReady=False", d)
 	}
 	// Drift and expiry have budgets of their own reasons; Empty falls under the 20 % only.
 	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)

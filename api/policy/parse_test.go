@@ -49,6 +49,7 @@ func TestBadPolicies(t *testing.T) {
 		"disruption-budget-reason.bad.yaml":        `pools[0].disruption.budgets[1].reasons[0]: "Unhealthy" must be Empty, Underutilized, Drifted or Expired: repairs have their own budget (disruption.repair.budget)`,
 		"disruption-expire-after.bad.yaml":         "pools[1].disruption.expireAfter: 0s must be positive",
 		"disruption-repair-budget.bad.yaml":        `pools[0].disruption.repair.budget: "150%" is more than 100%`,
+		"disruption-repair-max-unhealthy.bad.yaml": `pools[0].disruption.repair.maxUnhealthy: "a few" must be a number of nodes ("3") or a percentage ("10%")`,
 		"disruption-repair-condition.bad.yaml":     `pools[0].disruption.repair.conditions[1].status: "Broken" must be True, False or Unknown`,
 		"disruption-repair-unknown-field.bad.yaml": `unknown field "pools[0].disruption.repair.notReadyGrace"`,
 		"disruption-schedule-duration.bad.yaml":    "pools[0].disruption.budgets[1].schedule: schedule and duration must be set together",
