@@ -56,6 +56,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("ImageDrift", func(t *testing.T) { testImageDrift(t, cp) })
 	t.Run("ImageRollPausedOnBadImage", func(t *testing.T) { testImageRollPausedOnBadImage(t, cp) })
 	t.Run("ImageThatDoesNotBoot", func(t *testing.T) { testImageThatDoesNotBoot(t, cp) })
+	t.Run("ImageRemembersRepairedCanary", func(t *testing.T) { testImageRemembersRepairedCanary(t, cp) })
 }
 
 // passLog records the disruption passes of an env's controllers (Options.OnDisruption).

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
@@ -506,7 +507,7 @@ func testImageRollPausedOnBadImage(t *testing.T, cp *controlplane.ControlPlane) 
 		t.Fatalf("canary %q, %d launches since the image change; want one node booted from img-2", canary, e.launches()-launches)
 	}
 	// Paused: several more planning passes buy nothing and leave both old nodes.
-	e.staysPaused("while paused", passes, old, launches)
+	e.staysPaused("while paused", passes, old, launches, 1)
 	for o := range old {
 		if o != canary && slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == o }) {
 			e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: node "+canary, 30*time.Second)
@@ -564,7 +565,7 @@ func testImageThatDoesNotBoot(t *testing.T, cp *controlplane.ControlPlane) {
 	if got := gaugeValue(t, e.metrics.FailedImages); got != 1 {
 		t.Errorf("tiler_disruption_failed_images %v, want 1", got)
 	}
-	e.staysPaused("paused", passes, old, launches)
+	e.staysPaused("paused", passes, old, launches, 1)
 	for o := range old {
 		e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: it failed before: launch", 30*time.Second)
 	}
@@ -573,13 +574,70 @@ func testImageThatDoesNotBoot(t *testing.T, cp *controlplane.ControlPlane) {
 	e.simCfg.Image = "img-2"
 	e.start()
 	testwait.Until(t, testwait.Slow, "the restarted controller holds both old nodes", 30*time.Second, func() bool { return e.rollHeld() == 2 })
-	e.staysPaused("after a restart", passes, old, launches)
+	e.staysPaused("after a restart", passes, old, launches, 1)
 	// The operator clears the memory: the roll goes on.
 	if err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(context.Background(), provisioner.FailedImagesConfigMap, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitReplaced("both nodes booted from img-1 replaced", old, 2)
 	e.waitRecordsOn("img-2", 2)
+	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
+		t.Errorf("lost %v with the nodes; want none", lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// testImageRemembersRepairedCanary: three GPU nodes booted from img-1 run a 4-GPU pod each under
+// a PodDisruptionBudget (maxUnavailable 1), repair on, and are rolled onto img-2. Its first node
+// (the canary) throws XID errors soon after it is Ready: img-2 is remembered as failed (the
+// node was younger than --image-probation, 40 s here), and the canary is repaired onto a healthy
+// img-2 node. The roll stays paused though every node on img-2 is healthy now, and resumes by
+// itself once the probation has passed since the failure: the fleet ends on img-2, no pod lost.
+func testImageRemembersRepairedCanary(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := disruptionConfig()
+	cfg.ImageProbation = 40 * time.Second
+	e, passes := newDisruptionEnv(t, cp, cfg, func(c *sim.Config) { c.Image = "img-1" })
+	ns, app := "roll-remembered", "trainer"
+	e.applyPolicy("policy", rollPolicy(true))
+	old := e.appUnderPDB(ns, app, 3, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("4").Mem("16Gi").GPU(4).Obj())
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	e.cloud.SetImage("img-2")
+	var canary, id string
+	testwait.Until(t, testwait.Fast, "the first node booted from img-2 Ready", time.Minute, func() bool {
+		ready := map[string]bool{}
+		for _, n := range e.managedNodes() {
+			ready[n.Name] = snapshot.IsNodeReady(&n)
+		}
+		for _, r := range e.records() {
+			if r.Image == "img-2" && ready[r.NodeName] {
+				canary, id = r.NodeName, r.InstanceID
+				return true
+			}
+		}
+		return false
+	})
+	if err := e.cloud.InjectGPUFault(id, sim.GPUFaultXID); err != nil {
+		t.Fatal(err)
+	}
+	injected := time.Now()
+	testwait.Until(t, testwait.Slow, "img-2 remembered as failed on "+canary, 30*time.Second, func() bool {
+		cm, err := e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Get(context.Background(), provisioner.FailedImagesConfigMap, metav1.GetOptions{})
+		return err == nil && strings.Contains(cm.Data["failures.json"], `"node": "`+canary+`"`)
+	})
+	testwait.Until(t, testwait.Slow, "the canary repaired", time.Minute, func() bool {
+		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == canary })
+	})
+	// Every node on img-2 is healthy, and the roll stays paused: the canary and its repair bought.
+	e.staysPaused("after the repair", passes, old, launches, 2)
+	if since := time.Since(injected); since >= cfg.ImageProbation {
+		t.Fatalf("the pause was checked %s after the fault, past the %s probation: the check proves nothing", since, cfg.ImageProbation)
+	}
+	e.waitReplaced("every node booted from img-1 replaced", old, 3)
+	if since := time.Since(injected); since < cfg.ImageProbation {
+		t.Errorf("the roll went on %s after the fault, within the %s probation", since, cfg.ImageProbation)
+	}
+	e.waitRecordsOn("img-2", 3)
 	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
 		t.Errorf("lost %v with the nodes; want none", lost)
 	}
@@ -610,10 +668,9 @@ func (e *env) rollHeld() float64 {
 	return gaugeValue(e.t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepRollPaused)))
 }
 
-// staysPaused waits for three more planning passes and checks that the roll stayed paused: one
-// launch (the canary) since the cloud's launch count was launches, two of the old nodes left, both
-// held.
-func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, launches int) {
+// staysPaused waits for three more planning passes and checks that the roll stayed paused: want
+// launches since the cloud's launch count was launches, two of the old nodes left, both held.
+func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, launches, want int) {
 	e.t.Helper()
 	seen := countPlanned(passes)
 	testwait.Until(e.t, testwait.Slow, what+": three more planning passes", time.Minute, func() bool { return countPlanned(passes) >= seen+3 })
@@ -623,8 +680,8 @@ func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, lau
 			left++
 		}
 	}
-	if left != 2 || e.launches()-launches != 1 || e.rollHeld() != 2 {
-		e.t.Errorf("%s: %d old nodes left, %d launches since the image change, %v held; want 2, 1, 2", what, left, e.launches()-launches, e.rollHeld())
+	if left != 2 || e.launches()-launches != want || e.rollHeld() != 2 {
+		e.t.Errorf("%s: %d old nodes left, %d launches since the image change, %v held; want 2, %d, 2", what, left, e.launches()-launches, e.rollHeld(), want)
 	}
 }
 
