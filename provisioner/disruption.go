@@ -336,10 +336,12 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 	if err != nil {
 		c.log.Warn("the image the cloud launches now is not known; no node is drifted by its image in this pass", zap.Error(err))
 	}
-	failed, err := c.failedImages(ctx, now)
-	if err != nil {
-		pass.Err = fmt.Errorf("the failed images are not known, so no roll is planned: %w", err)
-		return pass
+	var failed map[string]string
+	if len(images) > 0 { // (no node's image known: no roll to pause, no image to fail)
+		if failed, err = c.failedImages(ctx, now); err != nil {
+			pass.Err = fmt.Errorf("the failed images are not known, so no roll is planned: %w", err)
+			return pass
+		}
 	}
 	dp, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: s.snapshot(nil), Catalog: cat, Policy: s.Policy,
 		Options: simulator.DisruptionOptions{Now: now, Seed: fmt.Sprintf("d%d", now.Unix()), Keep: c.disruption.keptForForecast(), Images: images,
