@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"k8s.io/utils/clock"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
 // SSMImagePrefix marks an image setting (NodeBootstrap.ImageID, GPUImageID) that names an SSM
@@ -43,19 +42,12 @@ func NewSSMClient(awsCfg awssdk.Config, endpoint string) *ssm.Client {
 }
 
 // imageResolver turns image settings into AMI IDs: an AMI ID as it is, an SSM parameter
-// (SSMImagePrefix) into the AMI it holds, read at most once per refresh period. A read that fails
-// keeps the AMI last read; with none read yet, it is an error (no launch can choose an image).
+// (SSMImagePrefix) into the AMI it holds, read at most once per refresh period
+// (cloudprovider.RefreshedImages: a read that fails keeps the AMI last read; with none read yet,
+// it is an error).
 type imageResolver struct {
-	ssm     SSMAPI
-	clock   clock.PassiveClock
-	refresh time.Duration
-	mu      sync.Mutex
-	read    map[string]readAMI // by parameter name
-}
-
-type readAMI struct {
-	ami string
-	at  time.Time
+	ssm  SSMAPI
+	read cloudprovider.RefreshedImages
 }
 
 func (r *imageResolver) resolve(ctx context.Context, setting string) (string, error) {
@@ -63,26 +55,7 @@ func (r *imageResolver) resolve(ctx context.Context, setting string) (string, er
 	if !ok {
 		return setting, nil
 	}
-	r.mu.Lock()
-	last, have := r.read[name]
-	r.mu.Unlock()
-	if have && r.clock.Since(last.at) < r.refresh {
-		return last.ami, nil
-	}
-	ami, err := r.get(ctx, name)
-	if err != nil {
-		if have {
-			return last.ami, nil
-		}
-		return "", err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.read == nil {
-		r.read = map[string]readAMI{}
-	}
-	r.read[name] = readAMI{ami: ami, at: r.clock.Now()}
-	return ami, nil
+	return r.read.Resolve(ctx, setting, func(ctx context.Context) (string, error) { return r.get(ctx, name) })
 }
 
 func (r *imageResolver) get(ctx context.Context, name string) (string, error) {

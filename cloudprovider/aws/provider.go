@@ -104,7 +104,7 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 	}
 	return &Provider{cfg: cfg, ec2: client, clock: clk,
 		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
-		used: map[string]time.Time{}, images: &imageResolver{clock: clk, refresh: cfg.imageRefresh()}}, nil
+		used: map[string]time.Time{}, images: &imageResolver{read: cloudprovider.RefreshedImages{Clock: clk, Refresh: cfg.imageRefresh()}}}, nil
 }
 
 // Name returns "aws".

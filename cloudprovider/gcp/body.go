@@ -20,14 +20,14 @@ import (
 // acceleratorFamilies are the machine families with built-in GPUs (A2, A3, G2 and newer).
 var acceleratorFamilies = map[string]bool{"a2": true, "a3": true, "a4": true, "g2": true, "g4": true}
 
-// instanceFor builds the body of instances.insert for one offering. Names and URLs are relative
-// to the project, as the API accepts them (instances.insert.request.spot.json).
-func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off api.Offering) (*computepb.Instance, error) {
+// instanceFor builds the body of instances.insert for one offering, booting image. Names and URLs
+// are relative to the project, as the API accepts them (instances.insert.request.spot.json).
+func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off api.Offering, image string) (*computepb.Instance, error) {
 	machineType, acc, count, err := pricinggcp.ParseTypeName(off.InstanceType)
 	if err != nil {
 		return nil, err
 	}
-	meta, err := p.metadata(req, off)
+	meta, err := p.metadata(req, off, image)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,7 @@ func (p *Provider) instanceFor(req cloudprovider.LaunchRequest, off api.Offering
 		Name:              proto.String(req.NodeName),
 		MachineType:       proto.String(fmt.Sprintf("zones/%s/machineTypes/%s", off.Zone, machineType)),
 		Scheduling:        p.scheduling(off, count > 0 || p.hasGPUs(off, machineType)),
-		Disks:             []*computepb.AttachedDisk{p.bootDisk(off.Zone)},
+		Disks:             []*computepb.AttachedDisk{p.bootDisk(off.Zone, image)},
 		NetworkInterfaces: []*computepb.NetworkInterface{p.networkInterface()},
 		Labels:            p.labels(req),
 		Metadata:          meta,
@@ -86,11 +86,11 @@ func (p *Provider) scheduling(off api.Offering, gpus bool) *computepb.Scheduling
 	return s
 }
 
-func (p *Provider) bootDisk(zone string) *computepb.AttachedDisk {
+func (p *Provider) bootDisk(zone, image string) *computepb.AttachedDisk {
 	return &computepb.AttachedDisk{
 		Boot: proto.Bool(true), AutoDelete: proto.Bool(true),
 		InitializeParams: &computepb.AttachedDiskInitializeParams{
-			SourceImage: proto.String(p.cfg.Image),
+			SourceImage: proto.String(image),
 			DiskSizeGb:  proto.Int64(p.cfg.DiskSizeGB),
 			DiskType:    proto.String(fmt.Sprintf("zones/%s/diskTypes/%s", zone, p.cfg.DiskType)),
 		},
@@ -121,12 +121,12 @@ func (p *Provider) labels(req cloudprovider.LaunchRequest) map[string]string {
 // instance-type labels are those of the offering tried (cloudprovider.InstanceTypeLabels), not
 // of the request's: a fallback may be another shape, and a catalog name with an attached
 // accelerator (n1-standard-4+1xnvidia-tesla-t4) is not a label value.
-func (p *Provider) metadata(req cloudprovider.LaunchRequest, off api.Offering) (*computepb.Metadata, error) {
+func (p *Provider) metadata(req cloudprovider.LaunchRequest, off api.Offering, image string) (*computepb.Metadata, error) {
 	gpu, err := json.Marshal(req.GPU)
 	if err != nil {
 		return nil, fmt.Errorf("gcp: encoding the GPU configuration: %w", err)
 	}
-	kv := map[string]string{MetadataLaunchID: req.LaunchID, MetadataGPUConfig: string(gpu), MetadataImage: p.cfg.Image}
+	kv := map[string]string{MetadataLaunchID: req.LaunchID, MetadataGPUConfig: string(gpu), MetadataImage: image}
 	for k, v := range p.cfg.Metadata {
 		kv[k] = v
 	}

@@ -18,6 +18,7 @@ type clients struct {
 	zoneOperations   *compute.ZoneOperationsClient
 	machineTypes     *compute.MachineTypesClient
 	acceleratorTypes *compute.AcceleratorTypesClient
+	images           *compute.ImagesClient
 }
 
 func newClients(ctx context.Context, cfg Config, opts []option.ClientOption) (*clients, error) {
@@ -39,6 +40,10 @@ func newClients(ctx context.Context, cfg Config, opts []option.ClientOption) (*c
 		c.close()
 		return nil, fmt.Errorf("gcp: creating the accelerator types client: %w", err)
 	}
+	if c.images, err = compute.NewImagesRESTClient(ctx, all...); err != nil {
+		c.close()
+		return nil, fmt.Errorf("gcp: creating the images client: %w", err)
+	}
 	return &c, nil
 }
 
@@ -55,6 +60,9 @@ func (c *clients) close() error {
 	}
 	if c.acceleratorTypes != nil {
 		errs = append(errs, c.acceleratorTypes.Close())
+	}
+	if c.images != nil {
+		errs = append(errs, c.images.Close())
 	}
 	return errors.Join(errs...)
 }

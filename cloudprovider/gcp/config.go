@@ -33,7 +33,13 @@ type Config struct {
 	Network    string
 	Subnetwork string
 	// Image is the boot disk's source image, e.g. "projects/cos-cloud/global/images/family/cos-stable".
+	// An image family is read as the image it names now (images.getFromFamily) at most once per
+	// ImageRefresh; launches boot from that image, and when the family moves to a new one the
+	// nodes booted from the old one drift (images.go).
 	Image string
+	// ImageRefresh is how long the image an image family named is used before the family is read
+	// again; 0 means DefaultImageRefresh.
+	ImageRefresh time.Duration
 	// DiskSizeGB and DiskType describe the boot disk; DiskType is a disk type name ("pd-balanced").
 	DiskSizeGB int64
 	DiskType   string

@@ -30,11 +30,17 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 	}
 	body := bodies[0]
 	// Everything but labels and metadata is the recorded request (instances.insert.request.spot.json):
-	// machineType URL, guestAccelerators, scheduling SPOT/TERMINATE/DELETE, boot disk, network.
+	// machineType URL, guestAccelerators, scheduling SPOT/TERMINATE/DELETE, boot disk, network;
+	// the boot disk's image is the one the recorded family (cos-stable) names now, read from it.
 	var recorded map[string]any
 	if err := json.Unmarshal(gcptest.Fixture(t, "instances.insert.request.spot.json"), &recorded); err != nil {
 		t.Fatal(err)
 	}
+	params := recorded["disks"].([]any)[0].(map[string]any)["initializeParams"].(map[string]any)
+	if params["sourceImage"] != "projects/cos-cloud/global/images/family/cos-stable" {
+		t.Fatalf("the recorded request boots %v, not the cos-stable family", params["sourceImage"])
+	}
+	params["sourceImage"] = "projects/cos-cloud/global/images/" + gcptest.DefaultCOSImage
 	labels, metadata := body["labels"], body["metadata"]
 	delete(body, "labels")
 	delete(body, "metadata")
@@ -73,8 +79,9 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 			api.TagCluster: "c1", api.TagLaunchID: "launch-0001", api.TagPool: "gpu-pool",
 			api.TagNodeName: "gpu-node-abcde",
 		},
-		// The configured image, kept in the instance's metadata (tiler-image) and read back.
-		Image: "projects/cos-cloud/global/images/family/cos-stable",
+		// The image the configured family named at launch, kept in the instance's metadata
+		// (tiler-image) and read back.
+		Image: "projects/cos-cloud/global/images/" + gcptest.DefaultCOSImage,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("instance (-want +got):\n%s", d)

@@ -38,9 +38,14 @@ func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprov
 	if inst, err := p.findLaunch(ctx, req.LaunchID); err != nil || inst != nil {
 		return inst, nil, err
 	}
+	// One image for every offering tried: the one the instance records (MetadataImage).
+	image, err := p.image(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gcp: launching %s: %w", req.NodeName, err)
+	}
 	var failures launchFailures
 	for _, off := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
-		inst, err := p.launch(ctx, req, off)
+		inst, err := p.launch(ctx, req, off, image)
 		if err == nil {
 			return inst, failures.offerings(), nil
 		}
@@ -87,8 +92,8 @@ func (p *Provider) findLaunch(ctx context.Context, launchID string) (*cloudprovi
 }
 
 // launch inserts the instance for one offering and waits for the insert operation.
-func (p *Provider) launch(ctx context.Context, req cloudprovider.LaunchRequest, off api.Offering) (*cloudprovider.Instance, error) {
-	body, err := p.instanceFor(req, off)
+func (p *Provider) launch(ctx context.Context, req cloudprovider.LaunchRequest, off api.Offering, image string) (*cloudprovider.Instance, error) {
+	body, err := p.instanceFor(req, off, image)
 	if err != nil {
 		return nil, err
 	}

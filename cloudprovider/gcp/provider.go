@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"k8s.io/utils/clock"
 
-	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/internal/gcpapi"
@@ -28,6 +27,8 @@ type Provider struct {
 	c       *clients
 	clock   clock.Clock
 	catalog atomic.Pointer[catalog.Catalog]
+	// images reads image families (images.go).
+	images cloudprovider.RefreshedImages
 }
 
 var (
@@ -50,7 +51,10 @@ func NewProvider(ctx context.Context, cfg Config, cat *catalog.Catalog, clk cloc
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, c: c, clock: clk}
+	p := &Provider{cfg: cfg, c: c, clock: clk, images: cloudprovider.RefreshedImages{Clock: clk, Refresh: cfg.ImageRefresh}}
+	if p.images.Refresh <= 0 {
+		p.images.Refresh = DefaultImageRefresh
+	}
 	p.catalog.Store(cat)
 	return p, nil
 }
@@ -177,8 +181,3 @@ func (p *Provider) wait(ctx context.Context, op *compute.Operation) error {
 	}
 	return operationError(op.Proto())
 }
-
-// ImageFor returns the configured boot image (Config.Image), as the instances launched with it
-// name it (MetadataImage): every node boots the same image here. An image family is compared as
-// configured: a new image published in the same family is not seen as drift.
-func (p *Provider) ImageFor(context.Context, api.GPUConfig) (string, error) { return p.cfg.Image, nil }

@@ -107,7 +107,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.String("aws-instance-profile", "", "aws node bootstrap: the nodes' IAM instance profile, name or ARN")
 	f.StringSlice("aws-security-groups", nil, "aws node bootstrap: the nodes' security group IDs")
 	f.String("gcp-project", "", "gcp: project ID")
-	f.String("gcp-image", "projects/cos-cloud/global/images/family/cos-stable", "gcp: boot image")
+	f.String("gcp-image", "projects/cos-cloud/global/images/family/cos-stable", "gcp: boot image, or an image family (…/images/family/NAME), read as the image it names now every 10 minutes: a new image in the family drifts the nodes")
 	f.String("gcp-subnetwork", "", "gcp: subnetwork, e.g. regions/us-central1/subnetworks/default")
 	f.String("metrics-addr", ":8080", "address of /metrics, /healthz and /readyz")
 	f.String("log-level", "info", "debug, info, warn or error")

@@ -47,6 +47,8 @@ type computeState struct {
 	insertFailures   []*InsertFailure
 	pollsUntilDone   int
 	nextID           uint64
+	// families maps project/family to the image it names now (SetImageFamily).
+	families map[string]string
 }
 
 func newComputeState(t testing.TB) computeState {
@@ -56,6 +58,7 @@ func newComputeState(t testing.TB) computeState {
 		defaultMTPages:   [][]byte{Fixture(t, "machineTypes.list.page1.json"), Fixture(t, "machineTypes.list.page2.json")},
 		acceleratorTypes: Fixture(t, "acceleratorTypes.list.json"),
 		instances:        map[string]*computepb.Instance{},
+		families:         map[string]string{"cos-cloud/cos-stable": DefaultCOSImage},
 		ops:              map[string]*fakeOp{},
 		systemOps:        map[string][]*computepb.Operation{},
 		requestOps:       map[string]string{},
@@ -131,6 +134,33 @@ func (s *Server) Preempt(zone, name, at string, remove bool) {
 	op.TargetLink = proto.String(s.selfLink("zones/" + zone + "/instances/" + name))
 	op.InsertTime, op.StartTime, op.EndTime = proto.String(at), proto.String(at), proto.String(at)
 	s.compute.systemOps[zone] = append(s.compute.systemOps[zone], op)
+}
+
+// DefaultCOSImage is the image the family cos-cloud/cos-stable names until SetImageFamily moves
+// it.
+const DefaultCOSImage = "cos-stable-121-18867-90-38"
+
+// SetImageFamily makes family of project name image, as publishing a new image in a family does
+// (images.getFromFamily answers it); "" removes the family.
+func (s *Server) SetImageFamily(project, family, image string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if image == "" {
+		delete(s.compute.families, project+"/"+family)
+		return
+	}
+	s.compute.families[project+"/"+family] = image
+}
+
+// serveImageFamilyLocked answers images.getFromFamily: projects/{p}/global/images/family/{f}.
+func (s *Server) serveImageFamilyLocked(w http.ResponseWriter, project, family string) {
+	name, ok := s.compute.families[project+"/"+family]
+	if !ok {
+		writeError(w, http.StatusNotFound, "notFound", fmt.Sprintf("The resource 'projects/%s/global/images/family/%s' was not found", project, family))
+		return
+	}
+	writeProto(w, &computepb.Image{Name: proto.String(name), Family: proto.String(family), Status: proto.String("READY"),
+		SelfLink: proto.String("https://www.googleapis.com/compute/v1/projects/" + project + "/global/images/" + name)})
 }
 
 // serveComputeLocked routes projects/{p}/zones/{zone}/{collection}[/{name}[/wait]].

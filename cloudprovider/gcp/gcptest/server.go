@@ -116,7 +116,10 @@ func (s *Server) serveNow(w http.ResponseWriter, r *http.Request, body []byte, a
 		return
 	}
 	computePrefix := "/compute/v1/projects/" + s.project + "/"
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/compute/v1/projects/"), "/")
 	switch {
+	case r.Method == http.MethodGet && len(parts) == 5 && parts[1] == "global" && parts[2] == "images" && parts[3] == "family":
+		s.serveImageFamilyLocked(w, parts[0], parts[4]) // any project: image projects are public
 	case strings.HasPrefix(r.URL.Path, computePrefix):
 		s.serveComputeLocked(w, r, strings.Split(strings.TrimPrefix(r.URL.Path, computePrefix), "/"), body)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/services/") && strings.HasSuffix(r.URL.Path, "/skus"):
