@@ -155,6 +155,10 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) 
 	if c.reservations != nil {
 		tolerating.Go(func() { c.reservations.tolerate(ctx, log, d.Tolerations) })
 	}
+	c.metrics.LaunchesHeld.Set(float64(len(d.Held)))
+	if len(d.Held) > 0 {
+		log.Warn("launches held back: their pool's launches keep failing to register", zap.Int("held", len(d.Held)), zap.String("why", d.Held[0].Why))
+	}
 	if len(d.Launch) > 0 {
 		started(c.startLaunches(ctx, log, c.stamped(d.Launch), d.planned, true))
 	}

@@ -37,11 +37,21 @@ type Memory struct {
 	EmptySince map[string]time.Time
 	// Announced are the managed nodes (by name) already announced Ready.
 	Announced map[string]bool
+	// FailedBoots are, by pool, the launches removed for RemovalRegistrationTimeout since a node
+	// of the pool last registered (by launch ID): from ProbeAfterFailedBoots of them on, the pool
+	// launches one node at a time (Decision.Held).
+	FailedBoots map[string]map[string]bool
 }
+
+// ProbeAfterFailedBoots is how many launches of a pool may fail to register in a row before the
+// pool launches one node at a time: a bootstrap, image or network that keeps nodes from joining
+// would otherwise be paid for once per pending node, every registration timeout (Karpenter's
+// "degraded NodePool"), though one node tells as much. A node of the pool that registers ends it.
+const ProbeAfterFailedBoots = 2
 
 // NewMemory returns the memory of a controller that has decided nothing yet.
 func NewMemory() *Memory {
-	return &Memory{EmptySince: map[string]time.Time{}, Announced: map[string]bool{}}
+	return &Memory{EmptySince: map[string]time.Time{}, Announced: map[string]bool{}, FailedBoots: map[string]map[string]bool{}}
 }
 
 // forget drops what the memory holds about nodes no launch record names any more.
@@ -100,6 +110,10 @@ type Decision struct {
 	MarkUnavailable []api.Offering
 	// Remove are the launches to delete: instance, Node and launch record.
 	Remove []Removal
+	// Held are the launches the plan wanted that the batch holds back: their pool's launches
+	// keep failing to register (ProbeAfterFailedBoots), and one is in flight already. Their
+	// pods stay pending and are planned again.
+	Held []HeldLaunch
 	// FailedImages are the images of the launches removed for RemovalRegistrationTimeout that no
 	// Ready node booted from: remembered, and rolls onto them paused (imagefailures.go).
 	FailedImages []FailedImage
@@ -332,13 +346,51 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 		}
 		d.Tolerations = tolerationsToAdd(plan, recs, idx, d.planned, expected)
 	}
+	probing := probingPools(mem, recs, idx)
 	for _, n := range plan.NewNodes {
 		r := recordFor(n, s.Now, s.Policy)
 		r.Batch = d.Batch
+		if probe, ok := probing[r.Pool]; ok {
+			if probe != "" {
+				d.Held = append(d.Held, HeldLaunch{Record: r, Why: fmt.Sprintf("pool %s: %d launches in a row did not register; one node at a time until one does (launch %s is the probe)",
+					r.Pool, len(mem.FailedBoots[r.Pool]), probe)})
+				continue
+			}
+			probing[r.Pool] = r.LaunchID
+		}
 		d.Launch = append(d.Launch, r)
 	}
 	d.Relayouts = plan.Relayouts
 	return d
+}
+
+// HeldLaunch is a launch the plan wanted and the batch holds back, and why.
+type HeldLaunch struct {
+	Record LaunchRecord
+	Why    string
+}
+
+// probingPools returns the pools whose last ProbeAfterFailedBoots launches or more did not
+// register (Memory.FailedBoots), each with the launch in flight that probes it ("" for none yet:
+// the batch may launch one).
+func probingPools(mem *Memory, recs []LaunchRecord, idx nodeIndex) map[string]string {
+	var out map[string]string
+	for pool, failed := range mem.FailedBoots {
+		if len(failed) >= ProbeAfterFailedBoots {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[pool] = ""
+		}
+	}
+	for _, r := range recs {
+		if probe, ok := out[r.Pool]; ok && probe == "" {
+			if n := idx.forRecord(r); n == nil || !snapshot.IsNodeReady(n) {
+				out[r.Pool] = r.LaunchID
+			}
+		}
+	}
+	return out
 }
 
 // housekeep decides on the launches: it announces the nodes that turned Ready, removes the
@@ -385,6 +437,7 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 		n := idx.forRecord(r)
 		if n != nil && snapshot.IsNodeReady(n) && !mem.Announced[r.NodeName] {
 			mem.Announced[r.NodeName] = true
+			delete(mem.FailedBoots, r.Pool)
 			d.Announce = append(d.Announce, Announcement{Record: r, Node: n, BootTime: bootTime(r, n, now)})
 		}
 		switch {
@@ -393,6 +446,13 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			// now could miss the instance the call is creating.)
 			d.MarkUnavailable = append(d.MarkUnavailable, r.Offering)
 			d.Remove = append(d.Remove, Removal{Record: r, Node: idx.nodeToDelete(r), Reason: RemovalRegistrationTimeout})
+			if mem.FailedBoots == nil {
+				mem.FailedBoots = map[string]map[string]bool{}
+			}
+			if mem.FailedBoots[r.Pool] == nil {
+				mem.FailedBoots[r.Pool] = map[string]bool{}
+			}
+			mem.FailedBoots[r.Pool][r.LaunchID] = true
 			if r.Image != "" && !booted[r.Image] {
 				// No Ready node booted from the image: it may not boot at all.
 				d.FailedImages = append(d.FailedImages, FailedImage{Image: r.Image, Node: r.NodeName, At: now,

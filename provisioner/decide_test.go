@@ -1,6 +1,7 @@
 package provisioner_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -112,6 +113,60 @@ func TestDecideRegistrationTimeoutFailsImage(t *testing.T) {
 	d = provisioner.Decide(s, cfg, provisioner.NewMemory())
 	if len(d.Remove) != 1 || len(d.FailedImages) != 0 {
 		t.Errorf("with a Ready node on img-2: removals %+v, failed images %+v; want the launch removed, no image failed", d.Remove, d.FailedImages)
+	}
+}
+
+// TestDecideProbesAPoolWhoseLaunchesDoNotRegister: three pods, one per node, are launched for;
+// none of the three registers. Past the timeout, the pool has failed to boot three times in a
+// row, so the batch launches one node (the probe) and holds the two others back, and so does
+// the next batch while the probe is in flight. Once the probe's node registers, the pool
+// launches for the pods left as usual.
+func TestDecideProbesAPoolWhoseLaunchesDoNotRegister(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
+	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
+	mem := provisioner.NewMemory()
+	var pods []*corev1.Pod
+	for _, name := range []string{"web-0", "web-1", "web-2"} {
+		pods = append(pods, pendingPod(simtest.Pod(name).Namespace("web").Label("app", "web").CPU("1").Mem("2Gi").
+			AntiAffinity(corev1.LabelHostname, "web").Obj()))
+	}
+	s := provisioner.State{Now: clk.Now(), Pods: pods, Catalog: decideCatalog(t)}
+	d := provisioner.Decide(s, cfg, mem)
+	if len(d.Launch) != 3 || len(d.Held) != 0 {
+		t.Fatalf("first batch: %d launches, %d held; want three launches", len(d.Launch), len(d.Held))
+	}
+	for i := range d.Launch {
+		d.Launch[i].InstanceID = fmt.Sprintf("i-%d", i)
+	}
+	s.Records = d.Launch
+
+	clk.Step(cfg.RegistrationTimeout + time.Second)
+	s.Now = clk.Now()
+	d = provisioner.Decide(s, cfg, mem)
+	if len(d.Remove) != 3 || len(d.Launch) != 1 || len(d.Held) != 2 {
+		t.Fatalf("past the timeout: %d removed, %d launched, %d held; want 3, 1 (the probe), 2", len(d.Remove), len(d.Launch), len(d.Held))
+	}
+	if !strings.Contains(d.Held[0].Why, "3 launches in a row did not register") {
+		t.Errorf("held because %q", d.Held[0].Why)
+	}
+	probe := d.Launch[0]
+	probe.InstanceID = "i-probe"
+	s.Records = []provisioner.LaunchRecord{probe}
+	clk.Step(time.Minute)
+	s.Now = clk.Now()
+	if d = provisioner.Decide(s, cfg, mem); len(d.Launch) != 0 || len(d.Held) != 2 {
+		t.Errorf("probe in flight: %d launched, %d held; want 0, 2", len(d.Launch), len(d.Held))
+	}
+	// The probe registers: the pool launches again.
+	node := simtest.Node(probe.NodeName, string(probe.InstanceType), probe.Zone, simtest.Resources("cpu", "1930m", "memory", "7Gi", "pods", "29"))
+	node.Labels[api.LabelPool] = probe.Pool
+	s.Nodes = []*corev1.Node{node}
+	pods[0].Spec.NodeName = node.Name
+	pods[0].Status.Conditions = nil
+	clk.Step(time.Minute)
+	s.Now = clk.Now()
+	if d = provisioner.Decide(s, cfg, mem); len(d.Launch) != 2 || len(d.Held) != 0 {
+		t.Errorf("probe registered: %d launched, %d held; want the two pods left launched for", len(d.Launch), len(d.Held))
 	}
 }
 

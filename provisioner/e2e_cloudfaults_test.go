@@ -289,6 +289,50 @@ func testNoLeakWhenListFails(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanup([]*corev1.Pod{pod})
 }
 
+// testProbeWhenNodesDoNotJoin: the cloud boots an image whose instances never register (a broken
+// bootstrap), and four pods, one per node, wait. The first batch launches four nodes; once they
+// time out (3 s), the pool launches one node at a time (tiler_provisioner_launches_held 3), so
+// over four more timeouts it buys four nodes, not sixteen. Once the image boots again, the probe
+// registers and the pods are bought for and bound.
+func testProbeWhenNodesDoNotJoin(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := testConfig()
+	cfg.RegistrationTimeout = 3 * time.Second
+	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.Image = "img-broken" })
+	e.cloud.SetImageNeverRegisters("img-broken")
+	var pods []*corev1.Pod
+	for i := range 4 {
+		pods = append(pods, simtest.Pod(named("join", i)).Label("app", "join").CPU("1").Mem("2Gi").AntiAffinity(corev1.LabelHostname, "join").Obj())
+	}
+	e.create(pods...)
+	testwait.Until(t, testwait.Slow, "four launches, then one at a time (tiler_provisioner_launches_held = 3)", time.Minute, func() bool {
+		return gaugeValue(t, e.metrics.LaunchesHeld) == 3
+	})
+	testwait.Until(t, testwait.Slow, "the first four launches removed", 30*time.Second, func() bool { return len(e.records()) <= 1 })
+	start := e.launches()
+	removed := func() float64 {
+		return counterValue(t, e.metrics.Deletions.WithLabelValues(provisioner.RemovalRegistrationTimeout))
+	}
+	// In flight: launched within the timeout (a launch past it is being removed).
+	gone, most := removed(), 0
+	testwait.Until(t, testwait.Slow, "four probes timed out", time.Minute, func() bool {
+		flying := 0
+		for _, r := range e.records() {
+			if time.Since(r.CreatedAt) < cfg.RegistrationTimeout {
+				flying++
+			}
+		}
+		most = max(most, flying)
+		return removed() >= gone+4
+	})
+	if got := e.launches() - start; most > 1 || got > 5 {
+		t.Errorf("%d launches over four registration timeouts, at most %d in flight at once; want one at a time", got, most)
+	}
+	e.cloud.SetImage("img-fixed")
+	e.waitBound(2*time.Minute, pods...)
+	testwait.Until(t, testwait.Slow, "no launch held", 30*time.Second, func() bool { return gaugeValue(t, e.metrics.LaunchesHeld) == 0 })
+	e.cleanup(pods)
+}
+
 func e2eCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
 	cat, err := catalogDefault()

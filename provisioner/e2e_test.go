@@ -34,6 +34,7 @@ func TestE2E(t *testing.T) {
 	t.Run("RestartDuringInstanceDeletion", func(t *testing.T) { testRestartDuringInstanceDeletion(t, cp) })
 	t.Run("InstanceEndedWhileBooting", func(t *testing.T) { testInstanceEndedWhileBooting(t, cp) })
 	t.Run("NoLeakWhenListFails", func(t *testing.T) { testNoLeakWhenListFails(t, cp) })
+	t.Run("ProbeWhenNodesDoNotJoin", func(t *testing.T) { testProbeWhenNodesDoNotJoin(t, cp) })
 	t.Run("InvalidPolicyKeepsLastValid", func(t *testing.T) { testInvalidPolicy(t, cp) })
 	t.Run("EmptyNodeRemoved", func(t *testing.T) { testEmptyNodeRemoved(t, cp) })
 	t.Run("SpotInterruptionReplaced", func(t *testing.T) { testSpotInterruption(t, cp) })

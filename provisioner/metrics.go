@@ -13,6 +13,9 @@ type Metrics struct {
 	// NodeBoot is the time from launch to Ready of Tiler's nodes, per pool.
 	NodeBoot    *prometheus.HistogramVec
 	PendingPods prometheus.Gauge
+	// LaunchesHeld is the number of launches the last batch that planned held back: their pool's
+	// launches keep failing to register, and one probes it (Decision.Held).
+	LaunchesHeld prometheus.Gauge
 	// OldestPendingPod is the age of the oldest provisionable pod the last batch saw.
 	OldestPendingPod prometheus.Gauge
 	// FleetCost is ManagedCost by pool and capacity_type.
@@ -79,6 +82,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{15, 30, 60, 90, 120, 180, 240, 300, 420, 600, 900, 1200}}, []string{"pool"}),
 		PendingPods: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "pending_pods", Help: "Provisionable pods seen by the last batch."}),
+		LaunchesHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
+			Name: "launches_held", Help: "Launches the last planning batch held back because their pool's launches keep failing to register (one node probes it)."}),
 		OldestPendingPod: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "oldest_pending_pod_age_seconds", Help: "Age of the oldest provisionable pod seen by the last batch (0: none)."}),
 		FleetCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "provisioner",
@@ -137,7 +142,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.DisruptionActions, m.DisruptionAbandoned, m.DisruptionEvictions, m.DisruptionEvictionsRefused,
 		m.DisruptionFleetCost, m.DisruptionBlocked, m.DisruptionHeld, m.FailedImages)
-	reg.MustRegister(m.NodeBoot, m.PendingPods, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
+	reg.MustRegister(m.NodeBoot, m.PendingPods, m.LaunchesHeld, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,
 		m.Placeholders, m.Relayouts, m.OldestPendingPod, m.FleetCost, m.Cost)
 	return m
