@@ -383,6 +383,9 @@ func probingPools(mem *Memory, recs []LaunchRecord, idx nodeIndex) map[string]st
 			out[pool] = ""
 		}
 	}
+	if out == nil {
+		return nil
+	}
 	for _, r := range recs {
 		if probe, ok := out[r.Pool]; ok && probe == "" {
 			if n := idx.forRecord(r); n == nil || !snapshot.IsNodeReady(n) {

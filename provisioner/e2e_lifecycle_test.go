@@ -174,8 +174,7 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	testwait.Until(t, testwait.Slow, "both nodes held (tiler_disruption_held_nodes{Unhealthy,TooManyUnhealthy} = 2)", time.Minute,
 		func() bool { return held() == 2 })
-	planned := countPlanned(passes)
-	testwait.Until(t, testwait.Slow, "three more planning passes", time.Minute, func() bool { return countPlanned(passes) >= planned+3 })
+	passes.waitMorePlans(t, "while the fault is wide", 3)
 	if got := e.launches() - launches; got != 0 || held() != 2 {
 		t.Errorf("while the fault is wide: %d launches, %v held; want 0, 2", got, held())
 	}
@@ -672,8 +671,7 @@ func (e *env) rollHeld() float64 {
 // launches since the cloud's launch count was launches, two of the old nodes left, both held.
 func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, launches, want int) {
 	e.t.Helper()
-	seen := countPlanned(passes)
-	testwait.Until(e.t, testwait.Slow, what+": three more planning passes", time.Minute, func() bool { return countPlanned(passes) >= seen+3 })
+	passes.waitMorePlans(e.t, what, 3)
 	left := 0
 	for _, n := range e.managedNodes() {
 		if old[n.Name] {
@@ -685,15 +683,20 @@ func (e *env) staysPaused(what string, passes *passLog, old map[string]bool, lau
 	}
 }
 
-// countPlanned counts the passes that made a plan.
-func countPlanned(passes *passLog) int {
-	n := 0
-	for _, p := range passes.all() {
-		if p.Plan != nil {
-			n++
+// waitMorePlans waits for n more passes that made a plan than the log holds now.
+func (l *passLog) waitMorePlans(t testing.TB, what string, n int) {
+	t.Helper()
+	planned := func() int {
+		k := 0
+		for _, p := range l.all() {
+			if p.Plan != nil {
+				k++
+			}
 		}
+		return k
 	}
-	return n
+	seen := planned()
+	testwait.Until(t, testwait.Slow, fmt.Sprintf("%s: %d more planning passes", what, n), time.Minute, func() bool { return planned() >= seen+n })
 }
 
 // waitRecordsOn waits until there are n launch records, all booted from image.

@@ -194,20 +194,20 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			break
 		}
 	}
-	image := p.image()
+	image, fault, noBoot := p.launchImage()
 	id := fmt.Sprintf("sim-%06d", st.NextID)
 	st.NextID++
 	return &record{
 		ID: id, Cluster: p.cfg.ClusterName, LaunchID: req.LaunchID, NodeName: req.NodeName,
 		Pool: req.Pool, Offering: o, State: StatePending, PricePerHour: off.PricePerHour,
 		LaunchedAt: now, ReadyAt: now.Add(boot), DevicesAt: now.Add(boot + p.cfg.DeviceDelay),
-		NeverRegisters: matchesAny(faults.NeverRegisters, o) || p.imageNoBoot(image),
+		NeverRegisters: matchesAny(faults.NeverRegisters, o) || noBoot,
 		Tags: map[string]string{
 			api.TagLaunchID: req.LaunchID, api.TagCluster: p.cfg.ClusterName,
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
-		Image: image, GPUFault: p.imageFault(image),
+		Image: image, GPUFault: fault,
 	}
 }
 
@@ -262,10 +262,12 @@ func (p *Provider) SetImageFault(image string, f GPUFault) {
 	p.imageFaults[image] = f
 }
 
-func (p *Provider) imageFault(image string) GPUFault {
+// launchImage returns the image launches boot from now and its faults (SetImageFault,
+// SetImageNeverRegisters).
+func (p *Provider) launchImage() (image string, fault GPUFault, noBoot bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.imageFaults[image]
+	return p.imageNow, p.imageFaults[p.imageNow], p.imagesNoBoot[p.imageNow]
 }
 
 // SetImageNeverRegisters makes the instances launched from now on from image never create a Node,
@@ -278,10 +280,4 @@ func (p *Provider) SetImageNeverRegisters(image string) {
 		p.imagesNoBoot = map[string]bool{}
 	}
 	p.imagesNoBoot[image] = true
-}
-
-func (p *Provider) imageNoBoot(image string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.imagesNoBoot[image]
 }
