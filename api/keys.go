@@ -94,7 +94,7 @@ const (
 	AnnotationPoolHash = "tiler.dev/pool-hash"
 	// AnnotationMIGRelayout is on a node whose MIG layout Tiler is changing: the plan's
 	// NodeRelayout as JSON, from the moment Tiler sets nvidia.com/mig.config until the MIG manager
-	// reports success or failure. While it is there, decisions count the node with its new layout
+	// reports failure, or success and the node advertises the new slices. While it is there, decisions count the node with its new layout
 	// (so a restarted controller neither buys for the pods the new slices are for nor re-plans the
 	// node).
 	AnnotationMIGRelayout = "tiler.dev/mig-relayout"

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -130,6 +132,10 @@ type NodeRelayout struct {
 	// Pods are the pending pods the new layout is for: planned onto the node, asking for its MIG
 	// slices. They bind once the new slices are advertised.
 	Pods []string `json:"pods"`
+	// Started is when the controller set the new configuration (zero in a plan). A node whose
+	// MIG manager reports success before it advertises the new slices is waited for from then,
+	// up to the registration timeout.
+	Started time.Time `json:"started,omitzero"`
 }
 
 // Preemption is a pending pod the scheduler would serve by preempting lower-priority pods on an

@@ -303,7 +303,7 @@ func Decide(s State, cfg DecideConfig, mem *Memory) *Decision {
 	}
 	pending = append(pending, simOnly...)
 	d.Pending = len(pending)
-	relayouting, ended := relayouts(s.Nodes)
+	relayouting, ended := relayouts(s.Nodes, s.Now, cfg.RegistrationTimeout)
 	d.RelayoutsEnded = ended
 	if len(pending) == 0 {
 		return d

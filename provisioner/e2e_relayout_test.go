@@ -32,12 +32,14 @@ pools:
 // all-1g.5gb; a pod asking for a 3g.20gb slice then arrives.
 // With --mig-relayout Tiler re-partitions the idle eighth GPU instead of buying a second p4d
 // (relayout.go): the simulated MIG manager applies the new nvidia.com/mig.config after its delay,
-// the real scheduler binds the pod there, no second instance is launched, and the
+// the device plugin advertises the new slices a little later, the real scheduler binds the pod there, no second instance is launched, and the
 // tiler.dev/mig-relayout annotation is gone once the state is success.
 func testMIGRelayout(t *testing.T, cp *controlplane.ControlPlane) {
 	cfg := testConfig()
 	cfg.MIGRelayout = true
-	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.MIGReconfigureDelay = 3 * time.Second })
+	// The new slices are advertised 2 s after the MIG manager's success, as when the device plugin
+	// restarts: a batch in between must still count the node with its new layout, not buy.
+	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.MIGReconfigureDelay, c.MIGAdvertiseDelay = 3*time.Second, 2*time.Second })
 	e.applyPolicy("policy", migPolicy)
 	// migPod asks for n slices of the profile (extended resources need limits equal to requests).
 	migPod := func(name, app, profile string, n int) *corev1.Pod {

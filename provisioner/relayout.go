@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/simulator/mig"
 )
 
 // MIG re-layout (Config.MIGRelayout): a plan may re-partition the idle GPUs of an existing
@@ -19,9 +22,12 @@ import (
 // nvidia.com/mig.config to the new configuration, its nvidia.com/mig.config.state to pending and
 // the tiler.dev/mig-relayout annotation to the re-layout; from then on every decision counts the
 // node with its new layout (simulator.Options.Relayouting), restarts included, until the MIG
-// manager sets the state to success (the new slices are advertised) or failed (the slices stay as
-// they were, a Warning Event says so, and the next batch plans the pods again — buying if it
-// must). Either way act removes the annotation.
+// manager sets the state to success and the node advertises the new slices, or failed (the slices
+// stay as they were, a Warning Event says so, and the next batch plans the pods again — buying if
+// it must). Either way act removes the annotation. Success is not enough on its own: the device
+// plugin re-registers and the kubelet publishes the new slices after the MIG manager is done, and
+// a batch in between would find the pods' slices missing and buy. A node that reports success and
+// still does not advertise the slices a registration timeout after the start is let go.
 
 // RelayoutEnd is a re-layout the MIG manager finished: act removes its annotation.
 type RelayoutEnd struct {
@@ -32,9 +38,10 @@ type RelayoutEnd struct {
 }
 
 // relayouts reads the re-layouts the nodes carry: those under way and those the MIG manager
-// finished (success or failure of the configuration the annotation names). A node whose
-// annotation does not parse is left out of both: its label and status are what they are.
-func relayouts(nodes []*corev1.Node) (going []api.NodeRelayout, ended []RelayoutEnd) {
+// finished (failure of the configuration the annotation names, or success once its slices are
+// advertised or wait after the start has passed). A node whose annotation does not parse is left
+// out of both: its label and status are what they are.
+func relayouts(nodes []*corev1.Node, now time.Time, wait time.Duration) (going []api.NodeRelayout, ended []RelayoutEnd) {
 	for _, n := range nodes {
 		v, ok := n.Annotations[api.AnnotationMIGRelayout]
 		if !ok {
@@ -49,7 +56,7 @@ func relayouts(nodes []*corev1.Node) (going []api.NodeRelayout, ended []Relayout
 		case n.Labels[api.LabelMIGConfig] != r.MIGConfig:
 			// Someone set another configuration: the re-layout is not Tiler's to wait for.
 			ended = append(ended, RelayoutEnd{Relayout: r, Node: n, Failed: true})
-		case state == api.MIGConfigSuccess:
+		case state == api.MIGConfigSuccess && (advertises(n, r.Allocatable) || now.Sub(r.Started) > wait):
 			ended = append(ended, RelayoutEnd{Relayout: r, Node: n})
 		case state == api.MIGConfigFailed:
 			ended = append(ended, RelayoutEnd{Relayout: r, Node: n, Failed: true})
@@ -61,8 +68,27 @@ func relayouts(nodes []*corev1.Node) (going []api.NodeRelayout, ended []Relayout
 	return going, ended
 }
 
+// advertises reports whether the node's allocatable holds the MIG slices of want, each profile
+// as many as want has (a profile want lacks may be absent or zero).
+func advertises(n *corev1.Node, want corev1.ResourceList) bool {
+	for name, q := range n.Status.Allocatable {
+		if strings.HasPrefix(string(name), mig.ResourcePrefix) && !q.IsZero() {
+			if w, ok := want[name]; !ok || w.Cmp(q) != 0 {
+				return false
+			}
+		}
+	}
+	for name, w := range want {
+		if strings.HasPrefix(string(name), mig.ResourcePrefix) && w.Cmp(n.Status.Allocatable[name]) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // startRelayout sets the node's MIG configuration and marks the re-layout under way.
 func (c *Controller) startRelayout(ctx context.Context, log *zap.Logger, r api.NodeRelayout) {
+	r.Started = c.clock.Now()
 	l := log.With(zap.String(keyNode, r.Node), zap.String(keyMIGConfig, r.MIGConfig), zap.Ints(keyGPUs, r.GPUs))
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -55,6 +55,10 @@ type Config struct {
 	// MIGReconfigureDelay is the time the simulated MIG manager takes to apply a node's new
 	// nvidia.com/mig.config (migmanager.go).
 	MIGReconfigureDelay time.Duration
+	// MIGAdvertiseDelay is the further time from the MIG manager's success until the new MIG
+	// devices are advertised (the device plugin restarting and the kubelet publishing them); none
+	// are advertised meanwhile. Default zero: at once.
+	MIGAdvertiseDelay time.Duration
 	// RenameSharedGPUs advertises time-sliced and MPS GPUs as nvidia.com/gpu.shared instead of
 	// nvidia.com/gpu on every node, like a device plugin deployed with renameByDefault everywhere.
 	// Without it, each launch's GPUConfig.RenameShared decides (the pool's gpu.renameShared).
@@ -149,6 +153,8 @@ func (c *Config) validate() error {
 		return errors.New("sim config: InterruptionGrace must not be negative")
 	case c.MIGReconfigureDelay < 0:
 		return errors.New("sim config: MIGReconfigureDelay must not be negative")
+	case c.MIGAdvertiseDelay < 0:
+		return errors.New("sim config: MIGAdvertiseDelay must not be negative")
 	case c.MaxInstances < 0:
 		return errors.New("sim config: MaxInstances must not be negative")
 	case c.MaxGPUs < 0:

@@ -136,7 +136,7 @@ func (p *Provider) reconcileReady(ctx context.Context, r *record, it *catalog.In
 		if node, changing, err = p.ensureMIGConfig(ctx, r, it, node, now); err != nil {
 			return err
 		}
-		if !changing {
+		if !changing && !now.Before(r.MIGDevicesAt) {
 			if node, err = p.ensureDevices(ctx, r, it, node); err != nil {
 				return err
 			}

@@ -23,7 +23,8 @@ import (
 // change (a configuration name mig.ParseConfigName reads, for the node's GPU model and count; no
 // GPU that changes may hold a slice a running pod uses, counted as the planner counts it),
 // withdraws the node's MIG devices and sets nvidia.com/mig.config.state=pending; after
-// Config.MIGReconfigureDelay it publishes the new devices and sets success. A change it refuses
+// Config.MIGReconfigureDelay it sets success, and publishes the new devices Config.MIGAdvertiseDelay
+// later (the device plugin restarting; at once by default). A change it refuses
 // sets failed, keeps the old devices and logs EventMIGReconfigureFailed; a new label value is
 // tried afresh. The real MIG manager also stops the GPU clients it manages and may reboot; none
 // of that is modelled.
@@ -193,6 +194,7 @@ func (p *Provider) saveMIGChange(r *record, ch *migChange, layouts []mig.Layout,
 		rec.MIGChange = ch
 		if layouts != nil {
 			rec.GPU.MIGConfig, rec.GPU.MIGLayout = config, layoutStrings(layouts)
+			rec.MIGDevicesAt = now.Add(p.cfg.MIGAdvertiseDelay)
 		}
 	}
 	err := p.store.update(func(st *state) error {

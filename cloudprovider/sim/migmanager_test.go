@@ -89,6 +89,29 @@ func TestMIGManagerApplies(t *testing.T) {
 	}
 }
 
+// TestMIGManagerAdvertisesLater: with MIGAdvertiseDelay, the state is success with no MIG device
+// advertised until the delay is over (a restart in between keeps it), then the new devices.
+func TestMIGManagerAdvertisesLater(t *testing.T) {
+	const advertise = 5 * time.Second
+	e := newEnv(t, nil, func(c *Config) { c.MIGReconfigureDelay, c.MIGAdvertiseDelay = testMIGDelay, advertise })
+	migNode(t, e, 49)
+	e.relabel("a100", "tiler-7xall-1g.5gb_all-3g.20gb")
+	e.step(time.Second)
+	e.step(testMIGDelay)
+	if n := e.node("a100"); n.Labels[api.LabelMIGConfigState] != api.MIGConfigSuccess || len(nodeMIG(n)) != 0 {
+		t.Fatalf("at success: %v, %v; want success and no MIG device yet", nodeMIG(n), n.Labels)
+	}
+	e.p = e.restart()
+	e.step(advertise - time.Second)
+	if n := e.node("a100"); len(nodeMIG(n)) != 0 {
+		t.Fatalf("1s before the advertise delay: %v", nodeMIG(n))
+	}
+	e.step(time.Second)
+	if n := e.node("a100"); fmt.Sprint(nodeMIG(n)) != "map[nvidia.com/mig-1g.5gb:49 nvidia.com/mig-3g.20gb:2]" {
+		t.Errorf("after the advertise delay: %v", nodeMIG(n))
+	}
+}
+
 // TestMIGManagerRefusesBusyGPU: a configuration that changes GPUs in use is refused (state
 // failed, devices kept, one event), and an unknown name too; a later good one is applied.
 func TestMIGManagerRefusesBusyGPU(t *testing.T) {

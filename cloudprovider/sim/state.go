@@ -60,6 +60,9 @@ type record struct {
 	// MIGChange is the MIG re-configuration under way or refused (migmanager.go); GPU holds the
 	// applied layout and configuration.
 	MIGChange *migChange `json:"migChange,omitempty"`
+	// MIGDevicesAt is when the devices of the last applied MIG change are advertised
+	// (Config.MIGAdvertiseDelay after it).
+	MIGDevicesAt time.Time `json:"migDevicesAt,omitzero"`
 	// GPUFault is the fault injected into the node's GPUs (InjectGPUFault); "" when healthy.
 	GPUFault GPUFault `json:"gpuFault,omitempty"`
 	// EndCode is why the cloud ended the instance, on the ended instances Get still answers for.
