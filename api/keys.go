@@ -170,6 +170,10 @@ const (
 	// TagBootstrapHash is the tag of a managed launch template (AWS) that carries the hash of its
 	// bootstrap configuration (the last part of its name).
 	TagBootstrapHash = "tiler.dev/bootstrap-hash"
+	// TagLaunchSettings carries a digest of the launch settings besides the image the instance
+	// was launched with (cloudprovider.Instance.Settings): a node launched with others than a
+	// launch now gets is drifted.
+	TagLaunchSettings = "tiler.dev/launch-settings"
 )
 
 // GPU tags carry a launch's GPU configuration (GPUConfig) to a bootstrap that reads the

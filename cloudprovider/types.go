@@ -75,7 +75,13 @@ type Instance struct {
 	// Image is the image the instance boots from, as the provider names it (an AMI ID, a GCE
 	// image); empty when the provider does not say. Compared with ImageChooser.ImageFor, it tells
 	// a node booted before the provider's image changed.
-	Image        string
+	Image string
+	// Settings digests the launch settings the instance was launched with besides its image and
+	// its node's labels and taints (network, security groups, identity, disk, bootstrap), as the
+	// provider records it on the instance; empty when the provider does not say (and on instances
+	// launched before it did). Compared with SettingsChooser.LaunchSettings, it tells a node
+	// launched before an operator changed those settings.
+	Settings     string
 	PricePerHour float64
 	LaunchedAt   time.Time
 	Tags         map[string]string
@@ -114,6 +120,17 @@ type ImageChooser interface {
 	// drifted by its image. It may ask the cloud (an AMI named by an SSM parameter); an error
 	// means the image is not known now.
 	ImageFor(ctx context.Context, gpu api.GPUConfig) (string, error)
+}
+
+// SettingsChooser is implemented by providers whose launches carry settings of the provider's own
+// besides the image (the AWS subnets, security groups, instance profile and cluster bootstrap; the
+// GCE network, service account, disk and metadata). The controller replaces the nodes launched
+// with other settings than a launch now gets as drifted, under the pools' disruption budgets.
+type SettingsChooser interface {
+	// LaunchSettings returns the Instance.Settings of an instance launched now in zone; "" when
+	// the provider does not record them, and then no node is drifted by its settings. It reads
+	// the provider's configuration only.
+	LaunchSettings(zone string) string
 }
 
 // GarbageCollector is implemented by providers that leave cloud objects of their own behind

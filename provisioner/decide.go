@@ -421,11 +421,11 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 	sort.Strings(d.KeptForForecast)
 	now := s.Now
 	poolNodes := map[string]int{}
-	booted := map[string]bool{} // images a Ready node booted from
+	booted := map[string]bool{} // boots (simulator.BootName) of the Ready nodes
 	for _, r := range recs {
 		poolNodes[r.Pool]++
 		if n := idx.forRecord(r); n != nil && snapshot.IsNodeReady(n) {
-			booted[r.Image] = true
+			booted[simulator.BootName(r.Image, r.Settings)] = true
 		}
 	}
 	removed := map[string]bool{}
@@ -456,9 +456,9 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 				mem.FailedBoots[r.Pool] = map[string]bool{}
 			}
 			mem.FailedBoots[r.Pool][r.LaunchID] = true
-			if r.Image != "" && !booted[r.Image] {
-				// No Ready node booted from the image: it may not boot at all.
-				d.FailedImages = append(d.FailedImages, FailedImage{Image: r.Image, Node: r.NodeName, At: now,
+			if boot := simulator.BootName(r.Image, r.Settings); boot != "" && !booted[boot] {
+				// No Ready node booted from the image (with the settings): it may not boot at all.
+				d.FailedImages = append(d.FailedImages, FailedImage{Image: boot, Node: r.NodeName, At: now,
 					Why: fmt.Sprintf("launch %s (%s) booted from it did not register within %s, and no Ready node booted from it", r.LaunchID, r.Offering, cfg.RegistrationTimeout)})
 			}
 			poolNodes[r.Pool]--

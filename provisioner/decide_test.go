@@ -15,6 +15,7 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -113,6 +114,14 @@ func TestDecideRegistrationTimeoutFailsImage(t *testing.T) {
 	d = provisioner.Decide(s, cfg, provisioner.NewMemory())
 	if len(d.Remove) != 1 || len(d.FailedImages) != 0 {
 		t.Errorf("with a Ready node on img-2: removals %+v, failed images %+v; want the launch removed, no image failed", d.Remove, d.FailedImages)
+	}
+	// With launch settings recorded, the boot is the image with them: a Ready node of img-2 with
+	// the old settings says nothing of the new ones.
+	rec.Settings, ready.Settings = "s-2", "s-1"
+	s.Records = []provisioner.LaunchRecord{rec, ready}
+	d = provisioner.Decide(s, cfg, provisioner.NewMemory())
+	if want := simulator.BootName("img-2", "s-2"); len(d.FailedImages) != 1 || d.FailedImages[0].Image != want {
+		t.Errorf("with new settings: failed images %+v, want %q", d.FailedImages, want)
 	}
 }
 

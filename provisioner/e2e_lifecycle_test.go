@@ -386,9 +386,11 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 // Recover learns that image from the cloud, and both nodes are replaced as Drifted, one action at
 // a time (the pool's budget: 1), each replacement booted from img-2 and Ready before its old node
 // is cordoned; the Disrupting Events say which image. The lifecycle watch checks the budget, no
-// pod lost and no instance leaked; two launches in all.
+// pod lost and no instance leaked; two launches in all. Then the operator changes the other launch
+// settings (as a new security group or instance profile would): both nodes roll again the same
+// way, a record without settings learning them from the cloud, and the Events say which settings.
 func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
-	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.Image = "img-1" })
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.Image, c.LaunchSettings = "img-1", "s-1" })
 	ns, app := "image-drift", "web"
 	e.namespace(ns)
 	e.applyPolicy("policy", driftPolicy("a"))
@@ -449,8 +451,47 @@ func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
 	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Drifted} = 2", 10*time.Second, func() bool {
 		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))) == 2
 	})
-	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
-		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
+
+	// The launch settings change.
+	e.stopAndWait()
+	recs = e.records()
+	for _, r := range recs {
+		if r.Settings != "s-1" {
+			t.Fatalf("record %s: settings %q, want s-1 (from the cloud's answer to the launch)", r.LaunchID, r.Settings)
+		}
+	}
+	if obj, err = records.Get(context.Background(), recs[1].LaunchID, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(obj.Object, "status", "settings")
+	if _, err := records.Update(context.Background(), obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	old = map[string]bool{}
+	for _, n := range repl {
+		old[n] = true
+	}
+	launches = e.launches()
+	nw = e.watchNodes()
+	e.simCfg.LaunchSettings = "s-2"
+	e.start()
+	e.waitReplaced("both nodes launched with settings s-1 replaced", old, 2)
+	events = nw.finish()
+	repl = repl[:0]
+	for _, n := range e.managedNodes() {
+		repl = append(repl, n.Name)
+	}
+	e.waitRecordsWith("launched with settings s-2", 2, func(r provisioner.LaunchRecord) bool { return r.Settings == "s-2" && r.Image == "img-2" })
+	for o := range old {
+		readyBeforeCordon(t, events, o, repl...)
+		e.waitNodeEvent(o, "Disrupting", "launched with settings s-1; its nodes now launch with s-2", 10*time.Second)
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the settings change, want the two replacements", got)
+	}
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 4 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted twice, none lost", evicted, lost)
 	}
 	e.cleanupNamespace(ns)
 }
@@ -702,10 +743,16 @@ func (l *passLog) waitMorePlans(t testing.TB, what string, n int) {
 // waitRecordsOn waits until there are n launch records, all booted from image.
 func (e *env) waitRecordsOn(image string, n int) {
 	e.t.Helper()
-	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("%d launch records, all booted from %s", n, image), 30*time.Second, func() bool {
+	e.waitRecordsWith("booted from "+image, n, func(r provisioner.LaunchRecord) bool { return r.Image == image })
+}
+
+// waitRecordsWith waits until there are n launch records, all as ok wants (what says how).
+func (e *env) waitRecordsWith(what string, n int, ok func(provisioner.LaunchRecord) bool) {
+	e.t.Helper()
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("%d launch records, all %s", n, what), 30*time.Second, func() bool {
 		recs := e.records()
 		for _, r := range recs {
-			if r.Image != image {
+			if !ok(r) {
 				return false
 			}
 		}

@@ -17,17 +17,26 @@ import (
 // records kept before it was). The plan gets each node's image and the image its provider
 // launches now as data (simulator.DisruptionOptions.Images): the simulation cannot see the cloud,
 // and decides the drift, and the pause of a roll onto an image whose nodes are unhealthy, itself.
+//
+// The provider's other launch settings (subnets, security groups, instance profile, cluster
+// bootstrap; GCE network, service account, disk, metadata) drift the same way: the provider
+// records a digest of them on each instance (Instance.Settings, kept in LaunchRecord.Settings),
+// and a node launched with another digest than a launch in its zone gets now
+// (cloudprovider.SettingsChooser) is drifted. A roll is paused, and a failure remembered, by image
+// and settings together (simulator.BootName).
 
 // nodeImages returns, by Node, the image its instance booted from and the image the provider
-// launches now for a node of its GPU configuration; nothing when the provider does not choose
-// images (cloudprovider.ImageChooser). Records without an image (the provider did not say) are
-// left out. The provider is asked once per GPU configuration (a fleet has few), not once per
-// node: the answer may be a cloud call (an SSM parameter not read yet). When the provider cannot
-// say which image it launches now, that error is returned once, with the nodes known without it:
-// no node drifts by an image not known.
+// launches now for a node of its GPU configuration (cloudprovider.ImageChooser), and likewise its
+// launch settings and those a launch in its zone gets now (cloudprovider.SettingsChooser);
+// nothing when the provider chooses neither. Records with neither (the provider did not say) are
+// left out. The provider is asked for images once per GPU configuration (a fleet has few), not
+// once per node: the answer may be a cloud call (an SSM parameter not read yet). When the provider
+// cannot say which image it launches now, that error is returned once, with the nodes known
+// without it: no node drifts by an image not known.
 func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchRecord, idx nodeIndex) (map[string]simulator.NodeImage, error) {
-	ic, ok := p.(cloudprovider.ImageChooser)
-	if !ok {
+	ic, images := p.(cloudprovider.ImageChooser)
+	sc, settings := p.(cloudprovider.SettingsChooser)
+	if !images && !settings {
 		return nil, nil
 	}
 	type answer struct {
@@ -50,21 +59,29 @@ func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchReco
 	var out map[string]simulator.NodeImage
 	for _, r := range recs {
 		n := idx.forRecord(r)
-		if r.Image == "" || n == nil {
+		if n == nil {
 			continue
 		}
-		var gpu api.GPUConfig
-		if r.GPU != nil {
-			gpu = *r.GPU
+		var m simulator.NodeImage
+		if images && r.Image != "" {
+			var gpu api.GPUConfig
+			if r.GPU != nil {
+				gpu = *r.GPU
+			}
+			if a := imageFor(gpu); a.err == nil {
+				m.Booted, m.Now = r.Image, a.now
+			}
 		}
-		a := imageFor(gpu)
-		if a.err != nil {
+		if settings && r.Settings != "" {
+			m.Settings, m.SettingsNow = r.Settings, sc.LaunchSettings(r.Zone)
+		}
+		if m == (simulator.NodeImage{}) {
 			continue
 		}
 		if out == nil {
 			out = map[string]simulator.NodeImage{}
 		}
-		out[n.Name] = simulator.NodeImage{Booted: r.Image, Now: a.now}
+		out[n.Name] = m
 	}
 	var errs []error
 	for _, a := range asked {

@@ -29,6 +29,55 @@ func (c imageCloud) ImageFor(_ context.Context, g api.GPUConfig) (string, error)
 	return c.cpu, nil
 }
 
+// settingsCloud records launch settings by zone (subnets differ by zone), on top of an imageCloud
+// or alone.
+type settingsCloud struct {
+	cloudprovider.Provider
+	byZone map[string]string
+}
+
+func (c settingsCloud) LaunchSettings(zone string) string { return c.byZone[zone] }
+
+// imageAndSettingsCloud chooses both.
+type imageAndSettingsCloud struct {
+	imageCloud
+	byZone map[string]string
+}
+
+func (c imageAndSettingsCloud) LaunchSettings(zone string) string { return c.byZone[zone] }
+
+// TestNodeImagesSettings: a record that knows its launch settings gets them and those a launch in
+// its zone gets now, with its image when the provider chooses images too; a record without
+// settings gets only its image; a provider that records settings but does not choose images gives
+// the settings alone.
+func TestNodeImagesSettings(t *testing.T) {
+	recs := []LaunchRecord{
+		{LaunchID: "a", NodeName: "a", Image: "ami-1", Settings: "s1:subnet-a"},
+		{LaunchID: "b", NodeName: "b", Image: "ami-1", Settings: "s1:subnet-b"},
+		{LaunchID: "c", NodeName: "c", Image: "ami-1"},
+	}
+	recs[0].Zone, recs[1].Zone, recs[2].Zone = "zone-a", "zone-b", "zone-a"
+	idx := newNodeIndex([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}, {ObjectMeta: metav1.ObjectMeta{Name: "c"}}})
+	sc := settingsCloud{byZone: map[string]string{"zone-a": "s2:subnet-a", "zone-b": "s2:subnet-b2"}}
+	got, err := nodeImages(context.Background(), imageAndSettingsCloud{imageCloud{cpu: "ami-1"}, sc.byZone}, recs, idx)
+	want := map[string]simulator.NodeImage{
+		"a": {Booted: "ami-1", Now: "ami-1", Settings: "s1:subnet-a", SettingsNow: "s2:subnet-a"},
+		"b": {Booted: "ami-1", Now: "ami-1", Settings: "s1:subnet-b", SettingsNow: "s2:subnet-b2"},
+		"c": {Booted: "ami-1", Now: "ami-1"},
+	}
+	if d := cmp.Diff(want, got); err != nil || d != "" {
+		t.Errorf("nodeImages with settings: %v (-want +got):\n%s", err, d)
+	}
+	got, err = nodeImages(context.Background(), sc, recs, idx)
+	want = map[string]simulator.NodeImage{
+		"a": {Settings: "s1:subnet-a", SettingsNow: "s2:subnet-a"},
+		"b": {Settings: "s1:subnet-b", SettingsNow: "s2:subnet-b2"},
+	}
+	if d := cmp.Diff(want, got); err != nil || d != "" {
+		t.Errorf("nodeImages, settings only: %v (-want +got):\n%s", err, d)
+	}
+}
+
 // TestNodeImages: each Node with a record that knows its image gets that image and the one its
 // provider launches now for its GPU configuration; a record without an image, or whose Node is
 // gone, gets nothing; an image the provider cannot say now is an error, with the other nodes

@@ -221,7 +221,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		r = bought
 		off = r.Offering
 	}
-	r.Image = inst.Image
+	r.Image, r.Settings = inst.Image, inst.Settings
 	if err := c.records.Put(ctx, r); err != nil {
 		l.Error("recording the instance ID", zap.Error(err))
 	}

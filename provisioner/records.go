@@ -65,6 +65,10 @@ type LaunchRecord struct {
 	// the cloud accepted the launch; empty when the provider does not say. A node whose image is
 	// not the one its provider launches now (cloudprovider.ImageChooser) is drifted.
 	Image string `json:"image,omitempty"`
+	// Settings digests the instance's other launch settings (Instance.Settings), as Image; a node
+	// launched with other settings than a launch now gets (cloudprovider.SettingsChooser) is
+	// drifted.
+	Settings string `json:"settings,omitempty"`
 	// LaunchAttempts counts the launch calls the cloud API failed without refusing the launch
 	// (throttled, 5xx, unreachable). The cloud may have launched the node, so the record stays,
 	// its pods count it in flight, and the launch is retried with the same launch ID at RetryAt.
@@ -115,7 +119,7 @@ var LaunchRecordsResource = schema.GroupVersionResource{Group: "tiler.dev", Vers
 
 // statusFields are the record's fields kept under status: what happened to the launch. The rest,
 // the planned (then bought) node, is its spec.
-var statusFields = []string{"nodeName", "instanceID", "image", "launchAttempts", "lastError", "retryAt"}
+var statusFields = []string{"nodeName", "instanceID", "image", "settings", "launchAttempts", "lastError", "retryAt"}
 
 // RecordObject returns the LaunchRecord object of r in namespace.
 func RecordObject(r LaunchRecord, namespace string) (*unstructured.Unstructured, error) {

@@ -74,10 +74,10 @@ func (c *Controller) recover(ctx context.Context, wait bool) error {
 			// timeout: the Node is gone or goes NotReady with its instance.
 			c.remove(ctx, c.log, r, r.NodeName, RemovalInstanceGone)
 			continue
-		case inst != nil && (r.InstanceID == "" || r.Image == "" && inst.Image != ""):
-			// Linked to its instance; or a record kept before the image was (the controller was
-			// upgraded), which learns it here so that the node's image can drift.
-			r.InstanceID, r.Image = inst.ID, inst.Image
+		case inst != nil && (r.InstanceID == "" || r.Image == "" && inst.Image != "" || r.Settings == "" && inst.Settings != ""):
+			// Linked to its instance; or a record kept before the image or the settings were (the
+			// controller was upgraded), which learns them here so that the node can drift by them.
+			r.InstanceID, r.Image, r.Settings = inst.ID, inst.Image, inst.Settings
 			if err := c.records.Put(ctx, r); err != nil {
 				return err
 			}

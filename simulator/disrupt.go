@@ -13,13 +13,40 @@ import (
 )
 
 // NodeImage is the image a node booted from and the image its provider launches now for a node
-// like it; empty when the provider does not say.
+// like it, and likewise the digest of its other launch settings (cloudprovider.Instance.Settings:
+// network, security groups, identity, bootstrap); each empty when the provider does not say.
 type NodeImage struct {
-	Booted, Now string
+	Booted, Now           string
+	Settings, SettingsNow string
 }
 
 // drifted reports whether the node booted from another image than its provider launches now.
 func (m NodeImage) drifted() bool { return m.Booted != "" && m.Now != "" && m.Booted != m.Now }
+
+// settingsDrifted reports whether the node was launched with other settings than a launch gets now.
+func (m NodeImage) settingsDrifted() bool {
+	return m.Settings != "" && m.SettingsNow != "" && m.Settings != m.SettingsNow
+}
+
+// BootedAs names how the node booted (BootName of its image and settings), NowAs how a node like
+// it boots now: a roll is paused, and a failure remembered, by these names.
+func (m NodeImage) BootedAs() string { return BootName(m.Booted, m.Settings) }
+
+// NowAs names how a node like it boots now.
+func (m NodeImage) NowAs() string { return BootName(m.Now, m.SettingsNow) }
+
+// BootName names a boot by its image, with its launch settings when the provider records them,
+// so that a roll onto new settings that do not boot, or make sick nodes, is paused and remembered
+// as a roll onto a bad image is. "" when neither is known.
+func BootName(image, settings string) string {
+	switch {
+	case settings == "":
+		return image
+	case image == "":
+		return "launch settings " + settings
+	}
+	return image + " with launch settings " + settings
+}
 
 // DisruptionOptions tune a disruption decision. Now is required (or the snapshot's Now).
 type DisruptionOptions struct {
@@ -51,11 +78,12 @@ type DisruptionOptions struct {
 	Interrupted map[string]time.Time
 	// Images are, by node, the image a managed node booted from and the image its provider
 	// launches now for a node like it, as the caller asks the cloud (the snapshot does not show
-	// them). A node whose two differ is Drifted, as a node whose pool changed, when no more urgent
-	// reason holds; and a drifted or expired node is kept (KeepRollPaused) while a node booted
-	// from the image its replacement would boot from shows a health signal.
+	// them). A node whose two images or two settings differ is Drifted, as a node whose pool
+	// changed, when no more urgent reason holds; and a drifted or expired node is kept
+	// (KeepRollPaused) while a node booted as its replacement would boot (NodeImage.NowAs) shows a
+	// health signal.
 	Images map[string]NodeImage
-	// FailedImages are images the caller remembers as failed, with why (a launch from the image
+	// FailedImages are boots (NodeImage.BootedAs) the caller remembers as failed, with why (a launch from the image
 	// that never registered; a node booted from it that fell sick young, reported by an earlier
 	// plan's FailedImages): a roll onto one is paused (KeepRollPaused) as onto an image whose node
 	// shows a health signal now, though no such node is left to show it.

@@ -115,8 +115,8 @@ func (d *disruptor) classify() {
 func (d *disruptor) pauseRolls() {
 	sick := map[string]string{} // image → why the roll onto it is paused
 	for _, f := range d.facts {
-		if img := d.in.Options.Images[f.node.Name]; img.Booted != "" && len(f.health) > 0 && sick[img.Booted] == "" {
-			sick[img.Booted] = fmt.Sprintf("node %s, booted from it, is unhealthy (%s: %s)", f.node.Name, f.health[0].Signal, f.health[0].Message)
+		if booted := d.in.Options.Images[f.node.Name].BootedAs(); booted != "" && len(f.health) > 0 && sick[booted] == "" {
+			sick[booted] = fmt.Sprintf("node %s, booted from it, is unhealthy (%s: %s)", f.node.Name, f.health[0].Signal, f.health[0].Message)
 		}
 	}
 	for img, why := range d.in.Options.FailedImages {
@@ -126,12 +126,13 @@ func (d *disruptor) pauseRolls() {
 	}
 	for _, f := range d.facts {
 		img := d.in.Options.Images[f.node.Name]
+		now := img.NowAs()
 		if f.keep != nil || f.forced == nil || (f.forced.reason != api.ReasonDrifted && f.forced.reason != api.ReasonExpired) ||
-			img.Now == img.Booted || sick[img.Now] == "" {
+			now == img.BootedAs() || sick[now] == "" {
 			continue
 		}
 		f.keep = &api.KeptNode{Name: f.node.Name, Pool: f.pol.Name, Reason: api.KeepRollPaused,
-			Message: fmt.Sprintf("%s; the roll onto image %s is paused: %s", f.forced.message, img.Now, sick[img.Now])}
+			Message: fmt.Sprintf("%s; the roll onto image %s is paused: %s", f.forced.message, now, sick[now])}
 	}
 }
 
@@ -171,7 +172,7 @@ func (d *disruptor) failedImages() []api.ImageFailure {
 	}
 	byImage := map[string]api.ImageFailure{}
 	for _, f := range d.facts {
-		img := d.in.Options.Images[f.node.Name].Booted
+		img := d.in.Options.Images[f.node.Name].BootedAs()
 		age := d.now.Sub(f.node.CreationTimestamp.Time)
 		if img == "" || len(f.health) == 0 || f.node.CreationTimestamp.IsZero() || age >= d.in.Options.ImageProbation {
 			continue

@@ -138,8 +138,12 @@ func (d *disruptor) driftOf(f *nodeFacts) []string {
 	}
 	out = append(out, missingLabelsAndTaints(n, pl)...)
 	out = append(out, d.gpuDrift(f, it)...)
-	if img := d.in.Options.Images[n.Name]; img.drifted() {
+	img := d.in.Options.Images[n.Name]
+	if img.drifted() {
 		out = append(out, fmt.Sprintf("booted from image %s; its nodes now boot from %s", img.Booted, img.Now))
+	}
+	if img.settingsDrifted() {
+		out = append(out, fmt.Sprintf("launched with settings %s; its nodes now launch with %s (network, security groups, identity or bootstrap changed)", img.Settings, img.SettingsNow))
 	}
 	if h, ok := n.Annotations[api.AnnotationPoolHash]; ok && h != d.poolHash(pl) {
 		out = append(out, fmt.Sprintf("%s %s differs from the pool's %s (its labels, taints or GPU settings changed)", api.AnnotationPoolHash, h, d.poolHash(pl)))

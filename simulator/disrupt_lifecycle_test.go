@@ -131,6 +131,58 @@ func TestLifecycleImageDrift(t *testing.T) {
 	}
 }
 
+// TestLifecycleSettingsDrift: a node launched with other launch settings than a launch in its
+// zone gets now is Drifted, naming both, as by its image; a node with the same settings, or whose
+// provider does not record them, is not. A canary launched with the new settings that shows a
+// health signal pauses the roll onto them (BootName: image and settings), though the image is the
+// same; one of the old settings does not, and the memory of a failure is by image and settings.
+func TestLifecycleSettingsDrift(t *testing.T) {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "0"}}`+"\n", 2)
+	f.gpuNode("old-1")
+	f.gpuNode("old-2")
+	canary := f.gpuNode("canary")
+	unrecorded := f.gpuNode("unrecorded")
+	f.pod("a", "old-1").CPU("1").Mem("4Gi").GPU(1)
+	f.pod("b", "old-2").CPU("1").Mem("4Gi").GPU(1)
+	f.opts.Images = map[string]simulator.NodeImage{
+		"old-1":      {Booted: "ami-1", Now: "ami-1", Settings: "sg-a:subnet-1", SettingsNow: "sg-b:subnet-1"},
+		"old-2":      {Booted: "ami-1", Now: "ami-1", Settings: "sg-a:subnet-1", SettingsNow: "sg-b:subnet-1"},
+		"canary":     {Booted: "ami-1", Now: "ami-1", Settings: "sg-b:subnet-1", SettingsNow: "sg-b:subnet-1"},
+		"unrecorded": {Booted: "ami-1", Now: "ami-1", SettingsNow: "sg-b:subnet-1"},
+	}
+	p := f.plan()
+	a := forcedAction(t, p, "old-1", api.ReasonDrifted)
+	if !strings.Contains(a.Message, "launched with settings sg-a:subnet-1; its nodes now launch with sg-b:subnet-1") || strings.Contains(a.Message, "image") {
+		t.Errorf("old-1's drift message %q", a.Message)
+	}
+	if dueOf(p, "canary") != "" || dueOf(p, "unrecorded") != "" {
+		t.Errorf("canary due %q, unrecorded due %q; want neither due", dueOf(p, "canary"), dueOf(p, "unrecorded"))
+	}
+	canary.Status.Conditions = append(canary.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+		Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	p = f.plan()
+	wantKept(t, p, api.KeepRollPaused, api.ReasonDrifted, "the roll onto image ami-1 with launch settings sg-b:subnet-1 is paused: node canary", "old-1", "old-2")
+	// A sick node of the old settings says nothing of the new ones.
+	canary.Status.Conditions = canary.Status.Conditions[:len(canary.Status.Conditions)-1]
+	f.opts.Images["canary"] = simulator.NodeImage{Booted: "ami-1", Now: "ami-1", Settings: "sg-a:subnet-1", SettingsNow: "sg-a:subnet-1"}
+	f.opts.Images["unrecorded"] = simulator.NodeImage{Booted: "ami-1", Now: "ami-1", Settings: "sg-a:subnet-1", SettingsNow: "sg-a:subnet-1"}
+	sick := unrecorded
+	sick.Status.Conditions = append(sick.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+		Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	if p := f.plan(); keptAs(p, "old-1") == api.KeepRollPaused || countReason(p, api.ReasonDrifted) == 0 {
+		t.Errorf("a sick node of the old settings: old-1 kept as %q, %d drift actions; want the roll going", keptAs(p, "old-1"), countReason(p, api.ReasonDrifted))
+	}
+	sick.Status.Conditions = sick.Status.Conditions[:len(sick.Status.Conditions)-1]
+	// Remembered failures are by image and settings.
+	f.opts.FailedImages = map[string]string{"ami-1": "an image failure"}
+	if p := f.plan(); keptAs(p, "old-1") == api.KeepRollPaused || countReason(p, api.ReasonDrifted) == 0 {
+		t.Errorf("a failure of ami-1 alone paused the roll onto new settings: %+v", p.Kept)
+	}
+	f.opts.FailedImages = map[string]string{simulator.BootName("ami-1", "sg-b:subnet-1"): "launch l-1 did not register within 10m0s"}
+	wantKept(t, f.plan(), api.KeepRollPaused, api.ReasonDrifted, "it failed before: launch l-1", "old-1", "old-2")
+}
+
 // countReason counts the nodes of the plan's actions of reason r.
 func countReason(p *api.DisruptionPlan, r api.DisruptionReason) int {
 	n := 0

@@ -103,8 +103,9 @@ func (p *Provider) templateSpec(managed string) *ec2types.FleetLaunchTemplateSpe
 // tags of the request's GPU configuration.
 func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 	tags := map[string]string{
-		api.TagCluster:  p.cfg.ClusterName,
-		api.TagLaunchID: req.LaunchID,
+		api.TagCluster:        p.cfg.ClusterName,
+		api.TagLaunchID:       req.LaunchID,
+		api.TagLaunchSettings: p.settingsDigest(),
 	}
 	if req.Pool != "" {
 		tags[api.TagPool] = req.Pool

@@ -126,7 +126,8 @@ func (p *Provider) metadata(req cloudprovider.LaunchRequest, off api.Offering, i
 	if err != nil {
 		return nil, fmt.Errorf("gcp: encoding the GPU configuration: %w", err)
 	}
-	kv := map[string]string{MetadataLaunchID: req.LaunchID, MetadataGPUConfig: string(gpu), MetadataImage: image}
+	kv := map[string]string{MetadataLaunchID: req.LaunchID, MetadataGPUConfig: string(gpu), MetadataImage: image,
+		MetadataLaunchSettings: p.settings}
 	for k, v := range p.cfg.Metadata {
 		kv[k] = v
 	}

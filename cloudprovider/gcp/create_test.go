@@ -3,7 +3,9 @@ package gcp
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +84,8 @@ func TestCreateSendsTheRecordedInsert(t *testing.T) {
 		// The image the configured family named at launch, kept in the instance's metadata
 		// (tiler-image) and read back.
 		Image: "projects/cos-cloud/global/images/" + gcptest.DefaultCOSImage,
+		// The digest of the launch settings, kept in its metadata (tiler-launch-settings).
+		Settings: settingsDigest(p.cfg),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("instance (-want +got):\n%s", d)
@@ -244,4 +248,51 @@ func metadataItem(t *testing.T, body map[string]any, key string) string {
 	}
 	t.Fatalf("metadata %s has no %s", mustJSON(t, md), key)
 	return ""
+}
+
+// TestLaunchSettingsDigest: the digest of the launch settings moves with the network, the
+// subnetwork, the boot disk, the service account and its scopes, the bootstrap metadata and the
+// spot termination action, not with the image, the order of the scopes, or the order the metadata
+// was given in; LaunchSettings answers it for any zone.
+func TestLaunchSettingsDigest(t *testing.T) {
+	base := DefaultConfig()
+	base.ServiceAccount, base.Scopes = "nodes@my-project.iam.gserviceaccount.com", []string{"a", "b"}
+	base.Metadata = map[string]string{"startup-script": "#!/bin/sh\nbootstrap", "k": "v"}
+	withChange := func(change func(*Config)) string {
+		c := base
+		c.Scopes = slices.Clone(base.Scopes)
+		c.Metadata = maps.Clone(base.Metadata)
+		change(&c)
+		return settingsDigest(c)
+	}
+	d := settingsDigest(base)
+	same := map[string]func(*Config){
+		"another image":   func(c *Config) { c.Image = "projects/my-project/global/images/node-v2" },
+		"scopes reversed": func(c *Config) { c.Scopes = []string{"b", "a"} },
+	}
+	for name, change := range same {
+		if got := withChange(change); got != d {
+			t.Errorf("%s: digest %s, want unchanged %s", name, got, d)
+		}
+	}
+	differ := map[string]func(*Config){
+		"network":          func(c *Config) { c.Network = "global/networks/gpu" },
+		"subnetwork":       func(c *Config) { c.Subnetwork = "regions/us-central1/subnetworks/gpu" },
+		"disk size":        func(c *Config) { c.DiskSizeGB = 200 },
+		"disk type":        func(c *Config) { c.DiskType = "pd-ssd" },
+		"service account":  func(c *Config) { c.ServiceAccount = "nodes-v2@my-project.iam.gserviceaccount.com" },
+		"a scope":          func(c *Config) { c.Scopes = append(c.Scopes, "c") },
+		"the bootstrap":    func(c *Config) { c.Metadata["startup-script"] = "#!/bin/sh\nbootstrap v2" },
+		"a metadata key":   func(c *Config) { c.Metadata["k2"] = "v" },
+		"spot termination": func(c *Config) { c.SpotTerminationAction = "STOP" },
+	}
+	for name, change := range differ {
+		if got := withChange(change); got == d {
+			t.Errorf("%s changed: digest %s unchanged", name, got)
+		}
+	}
+	p := &Provider{settings: d}
+	if got := p.LaunchSettings("us-central1-b"); got != d {
+		t.Errorf("LaunchSettings = %q, want %q", got, d)
+	}
 }

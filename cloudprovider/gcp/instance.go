@@ -126,6 +126,7 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 		PricePerHour: p.price(ref),
 		Tags:         map[string]string{api.TagNodeName: inst.GetName()},
 		Image:        meta[MetadataImage],
+		Settings:     meta[MetadataLaunchSettings],
 	}
 	if out.LaunchID == "" {
 		out.LaunchID = labels[LabelLaunchID]

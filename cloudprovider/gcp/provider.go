@@ -29,12 +29,15 @@ type Provider struct {
 	catalog atomic.Pointer[catalog.Catalog]
 	// images reads image families (images.go).
 	images cloudprovider.RefreshedImages
+	// settings is the digest of the launch settings (settings.go).
+	settings string
 }
 
 var (
 	_ cloudprovider.Provider            = (*Provider)(nil)
 	_ cloudprovider.UnavailableReporter = (*Provider)(nil)
 	_ cloudprovider.ImageChooser        = (*Provider)(nil)
+	_ cloudprovider.SettingsChooser     = (*Provider)(nil)
 )
 
 // NewProvider returns a Provider. cat (which may be nil) prices the instances it returns; clk
@@ -51,7 +54,8 @@ func NewProvider(ctx context.Context, cfg Config, cat *catalog.Catalog, clk cloc
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{cfg: cfg, c: c, clock: clk, images: cloudprovider.RefreshedImages{Clock: clk, Refresh: cfg.ImageRefresh}}
+	p := &Provider{cfg: cfg, c: c, clock: clk, images: cloudprovider.RefreshedImages{Clock: clk, Refresh: cfg.ImageRefresh},
+		settings: settingsDigest(cfg)}
 	if p.images.Refresh <= 0 {
 		p.images.Refresh = DefaultImageRefresh
 	}

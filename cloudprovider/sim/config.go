@@ -80,6 +80,11 @@ type Config struct {
 	// (an AMI); SetImage changes it for the launches after it. Empty: the simulated cloud does not
 	// choose images, and no node is drifted by its image.
 	Image string
+	// LaunchSettings stands for the launch settings besides the image an operator sets on a real
+	// cloud (subnets, security groups, instance profile); SetLaunchSettings changes them for the
+	// launches after it. Empty: the simulated cloud does not record them, and no node is drifted
+	// by its settings.
+	LaunchSettings string
 	// Faults are injected from the start; the Inject and Set methods change them later.
 	Faults Faults
 	// Logger receives Run's step failures. Default: a no-op logger.

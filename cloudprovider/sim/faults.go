@@ -194,7 +194,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			break
 		}
 	}
-	image, fault, noBoot := p.launchImage()
+	image, settings, fault, noBoot := p.launchImage()
 	id := fmt.Sprintf("sim-%06d", st.NextID)
 	st.NextID++
 	return &record{
@@ -207,7 +207,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
-		Image: image, GPUFault: fault,
+		Image: image, Settings: settings, GPUFault: fault,
 	}
 }
 
@@ -262,12 +262,28 @@ func (p *Provider) SetImageFault(image string, f GPUFault) {
 	p.imageFaults[image] = f
 }
 
-// launchImage returns the image launches boot from now and its faults (SetImageFault,
-// SetImageNeverRegisters).
-func (p *Provider) launchImage() (image string, fault GPUFault, noBoot bool) {
+// launchImage returns the image and settings launches get now, and the image's faults
+// (SetImageFault, SetImageNeverRegisters).
+func (p *Provider) launchImage() (image, settings string, fault GPUFault, noBoot bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.imageNow, p.imageFaults[p.imageNow], p.imagesNoBoot[p.imageNow]
+	return p.imageNow, p.settingsNow, p.imageFaults[p.imageNow], p.imagesNoBoot[p.imageNow]
+}
+
+// SetLaunchSettings changes the launch settings of the instances launched from now on, as an
+// operator changing a real cloud's security groups or instance profile does; the instances
+// running keep theirs, and the controller sees them drifted (cloudprovider.SettingsChooser).
+func (p *Provider) SetLaunchSettings(settings string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.settingsNow = settings
+}
+
+// LaunchSettings returns the settings a launch gets now, in any zone.
+func (p *Provider) LaunchSettings(string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.settingsNow
 }
 
 // SetImageNeverRegisters makes the instances launched from now on from image never create a Node,

@@ -30,10 +30,12 @@ type Provider struct {
 	store *store
 	log   *zap.Logger
 
-	mu     sync.Mutex // guards faults, image, trouble and renewed
+	mu     sync.Mutex // guards faults, the image and settings, trouble and renewed
 	faults Faults
 	// imageNow is what launches boot from now (Config.Image, then SetImage).
 	imageNow string
+	// settingsNow are the settings launches get now (Config.LaunchSettings, then SetLaunchSettings).
+	settingsNow string
 	// imageFaults are the GPU faults of the instances booted from an image (SetImageFault).
 	imageFaults map[string]GPUFault
 	// imagesNoBoot are the images whose instances never register (SetImageNeverRegisters).
@@ -54,8 +56,9 @@ type Provider struct {
 }
 
 var (
-	_ cloudprovider.Provider     = (*Provider)(nil)
-	_ cloudprovider.ImageChooser = (*Provider)(nil)
+	_ cloudprovider.Provider        = (*Provider)(nil)
+	_ cloudprovider.ImageChooser    = (*Provider)(nil)
+	_ cloudprovider.SettingsChooser = (*Provider)(nil)
 )
 
 // New returns the simulated cloud for cfg.ClusterName, keeping its inventory in cfg.StatePath and
@@ -75,7 +78,7 @@ func New(cfg Config, kube kubernetes.Interface, clk clock.Clock) (*Provider, err
 	p := &Provider{
 		cfg: cfg, kube: kube, clk: clk, log: cfg.Logger.Named("sim-cloud"),
 		store:  &store{path: cfg.StatePath, eventLogPath: cfg.EventLogPath},
-		faults: cfg.Faults, imageNow: cfg.Image,
+		faults: cfg.Faults, imageNow: cfg.Image, settingsNow: cfg.LaunchSettings,
 		renewed: map[string]renewal{},
 	}
 	if err := p.store.view(func(*state) {}); err != nil {

@@ -69,6 +69,8 @@ type record struct {
 	EndCode string `json:"endCode,omitempty"`
 	// Image is the image the instance booted from (Config.Image or SetImage at its launch).
 	Image string `json:"image,omitempty"`
+	// Settings are the launch settings of its launch (Config.LaunchSettings or SetLaunchSettings).
+	Settings string `json:"settings,omitempty"`
 }
 
 // instance returns the record as the cloudprovider API shows it, sharing nothing with r.
@@ -80,7 +82,7 @@ func (r *record) instance() *cloudprovider.Instance {
 	return &cloudprovider.Instance{
 		ID: r.ID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool, Offering: r.Offering,
 		State: r.State, PricePerHour: r.PricePerHour, LaunchedAt: r.LaunchedAt, Tags: tags,
-		EndCode: r.EndCode, CapacityLost: r.EndCode == ReasonCapacityLost, Image: r.Image,
+		EndCode: r.EndCode, CapacityLost: r.EndCode == ReasonCapacityLost, Image: r.Image, Settings: r.Settings,
 	}
 }
 
