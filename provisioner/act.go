@@ -158,6 +158,14 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) 
 	c.metrics.LaunchesHeld.Set(float64(len(d.Held)))
 	if len(d.Held) > 0 {
 		log.Warn("launches held back: their pool's launches keep failing to register", zap.Int("held", len(d.Held)), zap.String("why", d.Held[0].Why))
+		pods := podIndex(s.Pods)
+		for _, h := range d.Held {
+			for _, key := range h.Record.Pods {
+				if p := pods[key]; p != nil {
+					c.recorder.Eventf(p, corev1.EventTypeWarning, "LaunchHeld", "no node launched for the pod yet: %s", h.Why)
+				}
+			}
+		}
 	}
 	if len(d.Launch) > 0 {
 		started(c.startLaunches(ctx, log, c.stamped(d.Launch), d.planned, true))

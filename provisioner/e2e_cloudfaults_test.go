@@ -292,7 +292,8 @@ func testNoLeakWhenListFails(t *testing.T, cp *controlplane.ControlPlane) {
 // testProbeWhenNodesDoNotJoin: the cloud boots an image whose instances never register (a broken
 // bootstrap), and four pods, one per node, wait. The first batch launches four nodes; once they
 // time out (3 s), the pool launches one node at a time (tiler_provisioner_launches_held 3), so
-// over four more timeouts it buys four nodes, not sixteen. Once the image boots again, the probe
+// over four more timeouts it buys four nodes, not sixteen; the pods held back get a LaunchHeld
+// Event saying why. Once the image boots again, the probe
 // registers and the pods are bought for and bound.
 func testProbeWhenNodesDoNotJoin(t *testing.T, cp *controlplane.ControlPlane) {
 	cfg := testConfig()
@@ -306,6 +307,19 @@ func testProbeWhenNodesDoNotJoin(t *testing.T, cp *controlplane.ControlPlane) {
 	e.create(pods...)
 	testwait.Until(t, testwait.Slow, "four launches, then one at a time (tiler_provisioner_launches_held = 3)", time.Minute, func() bool {
 		return gaugeValue(t, e.metrics.LaunchesHeld) == 3
+	})
+	// The pods held back say why (kubectl describe pod).
+	testwait.Until(t, testwait.Slow, "a LaunchHeld Event on three of the pods", 30*time.Second, func() bool {
+		told := 0
+		for _, p := range pods {
+			for _, ev := range e.podEvents(p.Name, "LaunchHeld") {
+				if strings.Contains(ev.Message, "launches in a row did not register; one node at a time") {
+					told++
+					break
+				}
+			}
+		}
+		return told >= 3
 	})
 	testwait.Until(t, testwait.Slow, "the first four launches removed", 30*time.Second, func() bool { return len(e.records()) <= 1 })
 	start := e.launches()
