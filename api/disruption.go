@@ -58,7 +58,8 @@ const (
 )
 
 // DisruptionReason is why an action removes its nodes. Empty and Underutilized are consolidation:
-// they must save money. The node-lifecycle reasons (Drifted, Expired, Unhealthy, Interrupted)
+// they must save money. The node-lifecycle reasons (Drifted, Expired, Unhealthy, Interrupted,
+// ReservationEnding)
 // force the node out whatever it costs: their actions come first, need no savings and may replace
 // a node by a dearer one, since they replace what exists.
 type DisruptionReason string
@@ -86,12 +87,17 @@ const (
 	// ReasonInterrupted: the cloud reclaims the node at the action's Deadline (a spot
 	// interruption, passed in by the caller). No budget; do-not-disrupt does not block it.
 	ReasonInterrupted DisruptionReason = "Interrupted"
+	// ReasonReservationEnding: the node runs on a capacity reservation that ends (a capacity
+	// block: policy.Reservation's endsAt), and its drainBefore has begun; the Deadline is the end.
+	// No budget (the cloud ends every node of it at once); do-not-disrupt and
+	// PodDisruptionBudgets still hold.
+	ReasonReservationEnding DisruptionReason = "ReservationEnding"
 )
 
 // Forced reports whether the reason is a node-lifecycle one: the node must go, and the action
 // needs no savings.
 func (r DisruptionReason) Forced() bool {
-	return r == ReasonDrifted || r == ReasonExpired || r == ReasonUnhealthy || r == ReasonInterrupted
+	return r == ReasonDrifted || r == ReasonExpired || r == ReasonUnhealthy || r == ReasonInterrupted || r == ReasonReservationEnding
 }
 
 // DisruptionAction removes one or more nodes of one pool.

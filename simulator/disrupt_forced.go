@@ -147,11 +147,11 @@ func (p *pass) forcedNodes() {
 // says so: the pool's budgets for Drifted or Expired (as for consolidation, less the nodes already
 // disrupting and this pass's actions); the repair budget for Unhealthy, less the pool's nodes
 // already under repair (disrupting and unhealthy) and this pass's repairs; no limit for
-// Interrupted.
+// Interrupted and ReservationEnding (the cloud ends those nodes whatever a budget says).
 func (p *pass) forcedAllowance(f *nodeFacts) (int, string) {
 	pl := f.pol
 	switch f.forced.reason {
-	case api.ReasonInterrupted:
+	case api.ReasonInterrupted, api.ReasonReservationEnding:
 		return 1, ""
 	case api.ReasonUnhealthy:
 		allowed := pl.RepairOf().AllowedRepairs(p.d.poolNodes[pl.Name])

@@ -38,17 +38,20 @@ func (x *forced) urgent() bool {
 }
 
 // forcedRank orders the reasons, most urgent first: an interrupted node has minutes, a broken one
-// serves nothing, an expired or drifted one can wait for the budget.
+// serves nothing, one whose reservation ends has until the end, an expired or drifted one can
+// wait for the budget.
 func forcedRank(r api.DisruptionReason) int {
 	switch r {
 	case api.ReasonInterrupted:
 		return 0
 	case api.ReasonUnhealthy:
 		return 1
-	case api.ReasonExpired:
+	case api.ReasonReservationEnding:
 		return 2
+	case api.ReasonExpired:
+		return 3
 	}
-	return 3
+	return 4
 }
 
 // detectForced decides whether a managed node must go, and why (the most urgent reason wins); it
@@ -76,6 +79,9 @@ func (d *disruptor) detectForced(f *nodeFacts) {
 		}
 	}
 	if f.forced == nil && !f.orphan {
+		f.forced = d.reservationEnding(f)
+	}
+	if f.forced == nil && !f.orphan {
 		if after, ok := f.pol.ExpireAfterOf(); ok && !n.CreationTimestamp.IsZero() {
 			if age := d.now.Sub(n.CreationTimestamp.Time); age >= after {
 				f.forced = &forced{reason: api.ReasonExpired,
@@ -88,6 +94,27 @@ func (d *disruptor) detectForced(f *nodeFacts) {
 			f.forced = &forced{reason: api.ReasonDrifted, message: "drifted: " + strings.Join(drift, "; ")}
 		}
 	}
+}
+
+// reservationEnding returns why the node must go when it runs on one of its pool's reservations
+// (api.LabelCapacityReservation) whose drainBefore has begun; nil otherwise.
+func (d *disruptor) reservationEnding(f *nodeFacts) *forced {
+	id := f.node.Labels[api.LabelCapacityReservation]
+	if id == "" {
+		return nil
+	}
+	for i := range f.pol.Reservations {
+		r := &f.pol.Reservations[i]
+		from, ends := r.DrainFrom()
+		if r.ID != id || !ends || d.now.Before(from) {
+			continue
+		}
+		end := r.EndsAt.Time
+		return &forced{reason: api.ReasonReservationEnding, deadline: &end,
+			message: fmt.Sprintf("capacity reservation %s ends at %s (in %s); its nodes are replaced from %s", id,
+				end.UTC().Format(time.RFC3339), end.Sub(d.now).Round(time.Second), from.UTC().Format(time.RFC3339))}
+	}
+	return nil
 }
 
 // driftOf lists how the node no longer matches its pool: what a node bought from the pool now

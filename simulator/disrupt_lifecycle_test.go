@@ -442,6 +442,68 @@ func TestLifecycleDoNotDisrupt(t *testing.T) {
 	}
 }
 
+// TestLifecycleReservationEnding: the nodes on a capacity block are left alone until its
+// drainBefore, then replaced (ReservationEnding, deadline the block's end) under no budget — even
+// a budget of 0 for everything — onto capacity off the block; a PodDisruptionBudget that allows
+// nothing and do-not-disrupt still hold; a node on a reservation without an end is not touched.
+func TestLifecycleReservationEnding(t *testing.T) {
+	end := dNow.Add(90 * time.Minute)
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `  disruption: {consolidation: never, budgets: [{nodes: "100%"}]}
+- name: gpu`, `  disruption: {consolidation: never, budgets: [{nodes: "0"}]}
+  reservations:
+  - {id: cr-0block, instanceType: m7i.xlarge, zone: us-east-1a, count: 4, pricePerHour: 0,
+     endsAt: "`+end.Format(time.RFC3339)+`", drainBefore: 1h}
+  - {id: cr-0odcr, instanceType: m7i.xlarge, zone: us-east-1a, count: 1, pricePerHour: 0}
+- name: gpu`, 1)
+	if f.pol == lifecyclePolicy {
+		t.Fatal("the policy has no general pool to give reservations")
+	}
+	for _, n := range []string{"b1", "b2", "b-pdb", "b-dnd"} {
+		f.node(n, "general", "m7i.xlarge", api.OnDemand).Labels[api.LabelCapacityReservation] = "cr-0block"
+	}
+	f.node("odcr", "general", "m7i.xlarge", api.OnDemand).Labels[api.LabelCapacityReservation] = "cr-0odcr"
+	annotate(f.snap.Nodes[3], api.AnnotationDoNotDisrupt, "true")
+	for _, n := range []string{"b1", "b2", "odcr"} {
+		f.pod("p-"+n, n).CPU("2").Mem("4Gi")
+	}
+	f.pod("p-pdb", "b-pdb").CPU("2").Mem("4Gi").Label("app", "guarded")
+	b := &policyv1.PodDisruptionBudget{}
+	b.Name, b.Namespace = "guarded", "default"
+	b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}
+	f.snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{b}
+
+	// 31 minutes before the drain: nothing is due.
+	f.opts.Now = end.Add(-time.Hour - time.Minute)
+	if p := f.plan(); len(p.Actions) != 0 || dueOf(p, "b1") != "" {
+		t.Fatalf("before the drain: actions %+v, b1 due %q", p.Actions, dueOf(p, "b1"))
+	}
+	f.opts.Now = end.Add(-time.Hour)
+	p := f.plan()
+	for _, n := range []string{"b1", "b2"} {
+		a := forcedAction(t, p, n, api.ReasonReservationEnding)
+		if a.Deadline == nil || !a.Deadline.Equal(end) || !strings.Contains(a.Message, "capacity reservation cr-0block ends at") {
+			t.Errorf("%s's action: deadline %v, message %q", n, a.Deadline, a.Message)
+		}
+		if a.Replacement != nil && a.Replacement.CapacityReservation == "cr-0block" {
+			t.Errorf("%s replaced onto the ending reservation: %+v", n, a.Replacement)
+		}
+	}
+	wantKept(t, p, api.KeepPDB, api.ReasonReservationEnding, "capacity reservation cr-0block ends", "b-pdb")
+	wantKept(t, p, api.KeepDoNotDisrupt, api.ReasonReservationEnding, "capacity reservation cr-0block ends", "b-dnd")
+	if actionOf(p, "odcr") != nil || dueOf(p, "odcr") != "" {
+		t.Errorf("the node on the reservation without an end: action %+v, due %q", actionOf(p, "odcr"), dueOf(p, "odcr"))
+	}
+	// Where the pods go, the nodes still on the block take none.
+	for _, a := range p.Actions {
+		for _, m := range a.Moves {
+			if strings.HasPrefix(m.To, "b") {
+				t.Errorf("pod %s moved onto %s, a node of the ending block", m.Pod, m.To)
+			}
+		}
+	}
+}
+
 // gpuNode adds a GPU node of the gpu pool whose capacity is its own copy of allocatable, so that
 // a test can take GPUs out of allocatable alone.
 func (f *fleet) gpuNode(name string) *corev1.Node {

@@ -1,6 +1,8 @@
 package simulator
 
 import (
+	"time"
+
 	"cmp"
 	"fmt"
 	"slices"
@@ -97,13 +99,17 @@ func (s *state) setupMix() {
 	}
 }
 
-// addReservedOfferings adds an offering per device variant for each of the pool's reservations:
-// on-demand, at the reservation's effective price, labelled with its ID.
+// addReservedOfferings adds an offering per device variant for each of the pool's reservations
+// that may be planned onto now (policy.Reservation.Plannable): on-demand, at the reservation's
+// effective price, labelled with its ID.
 func (s *state) addReservedOfferings(pl *poolInfo, reqs interface {
 	Match(*corev1.Node) (bool, error)
 }) error {
 	for i := range pl.Reservations {
 		r := &reservation{Reservation: &pl.Reservations[i], pool: pl}
+		if !r.Plannable(s.now()) {
+			continue
+		}
 		it, ok := s.cat.Type(r.InstanceType)
 		if !ok {
 			continue // checkReservations reported it
@@ -128,6 +134,14 @@ func (s *state) addReservedOfferings(pl *poolInfo, reqs interface {
 		}
 	}
 	return nil
+}
+
+// now is the plan's time: Options.Now, else the snapshot's.
+func (s *state) now() time.Time {
+	if !s.in.Options.Now.IsZero() {
+		return s.in.Options.Now
+	}
+	return s.in.Snapshot.Now
 }
 
 // checkReservations reports reservations naming an instance type or zone the catalog lacks.

@@ -233,6 +233,41 @@ func TestReservations(t *testing.T) {
 	}
 }
 
+// TestReservationWindow: a reservation with a start and an end (a capacity block) is planned
+// onto only from its start until its drainBefore: before and after, the pods go to spot.
+func TestReservationWindow(t *testing.T) {
+	cat := spotCatalog(t)
+	pol := mixPolicy(t, `- name: web
+  instanceTypes: [m7i.large, m7i.xlarge]
+  reservations:
+  - {id: cr-0block, instanceType: m7i.xlarge, zone: us-east-1b, count: 2, pricePerHour: 0,
+     startsAt: "2026-12-07T12:00:00Z", endsAt: "2026-12-08T12:00:00Z", drainBefore: 2h}
+`)
+	start := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		now  time.Time
+		want int
+	}{
+		{"before its start", start.Add(-time.Minute), 0},
+		{"at its start", start, 2},
+		{"just before its drain", start.Add(22*time.Hour - time.Second), 2},
+		{"draining", start.Add(22 * time.Hour), 0},
+		{"ended", start.Add(25 * time.Hour), 0},
+	} {
+		plan := simulateMix(t, cat, pol, &snapshot.Snapshot{Now: c.now, Pods: webPods("web", 6)})
+		reserved := 0
+		for _, nn := range plan.NewNodes {
+			if nn.CapacityReservation == "cr-0block" {
+				reserved++
+			}
+		}
+		if reserved != c.want {
+			t.Errorf("%s: %d nodes on the reservation, want %d", c.name, reserved, c.want)
+		}
+	}
+}
+
 // TestCheckPurchasingFails: the checker reports a plan that breaks the mix, the share, the
 // diversity or a reservation's count.
 func TestCheckPurchasingFails(t *testing.T) {

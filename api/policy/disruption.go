@@ -189,6 +189,8 @@ func (b *DisruptionBudget) validate() error {
 			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired: repairs have their own budget (disruption.repair.budget)", i, r)
 		case api.ReasonInterrupted:
 			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired: an interrupted node goes whatever a budget says", i, r)
+		case api.ReasonReservationEnding:
+			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired: the nodes of an ending reservation go whatever a budget says", i, r)
 		default:
 			return fmt.Errorf("reasons[%d]: %q must be Empty, Underutilized, Drifted or Expired", i, r)
 		}

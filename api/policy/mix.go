@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tiler-dev/tiler/api"
@@ -33,6 +35,13 @@ type Mix struct {
 // capacity covered by a reserved instance or savings plan) of count nodes of one instance type in
 // one zone, priced at its effective $/h. The simulation buys those nodes first whenever they are
 // the cheapest fit, as many as the reservation has left.
+//
+// A reservation that holds capacity for a time only (an EC2 Capacity Block for ML, a GCE
+// calendar-mode reservation) sets StartsAt and EndsAt: nothing is planned onto it before StartsAt
+// nor from EndsAt less DrainBefore on, and from then its nodes are replaced (reason
+// ReservationEnding, under no budget: the cloud ends them all at once) so that their pods move
+// before the cloud ends the nodes (EC2 warns 40 minutes before a Capacity Block's end and
+// terminates its instances from 30 minutes before).
 type Reservation struct {
 	// ID names the reservation; on AWS the ODCR ID (cr-…), which the launch targets. It becomes
 	// the node label tiler.dev/capacity-reservation.
@@ -44,6 +53,41 @@ type Reservation struct {
 	// PricePerHour is the effective price of a node on the reservation: 0 when it is paid for
 	// anyway (the marginal cost of an idle ODCR), or the committed rate.
 	PricePerHour float64 `json:"pricePerHour"`
+	// StartsAt and EndsAt bound the time the reservation holds its capacity (RFC 3339); unset,
+	// it holds it for good.
+	StartsAt *metav1.Time `json:"startsAt,omitempty"`
+	EndsAt   *metav1.Time `json:"endsAt,omitempty"`
+	// DrainBefore is how long before EndsAt the reservation stops being planned onto and its
+	// nodes start to be replaced; default DefaultReservationDrainBefore. Only with EndsAt.
+	DrainBefore *Duration `json:"drainBefore,omitempty"`
+}
+
+// DefaultReservationDrainBefore is a reservation's drainBefore when unset: an hour, so that the
+// nodes of an EC2 Capacity Block are replaced before EC2 starts ending them, 30 minutes before its
+// end, with time for the replacements to boot and the pods to move.
+const DefaultReservationDrainBefore = time.Hour
+
+// DrainFrom returns when the reservation stops being planned onto and its nodes start to be
+// replaced: EndsAt less DrainBefore; false when it does not end.
+func (r *Reservation) DrainFrom() (time.Time, bool) {
+	if r.EndsAt == nil {
+		return time.Time{}, false
+	}
+	drain := DefaultReservationDrainBefore
+	if r.DrainBefore != nil {
+		drain = r.DrainBefore.Duration.Duration
+	}
+	return r.EndsAt.Add(-drain), true
+}
+
+// Plannable reports whether new nodes may be planned onto the reservation at now: it has started
+// and is not draining.
+func (r *Reservation) Plannable(now time.Time) bool {
+	if r.StartsAt != nil && now.Before(r.StartsAt.Time) {
+		return false
+	}
+	from, ends := r.DrainFrom()
+	return !ends || now.Before(from)
 }
 
 var reservationIDRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$`)
@@ -121,6 +165,17 @@ func (r *Reservation) validate(pl *Pool) error {
 	}
 	if len(pl.Zones) > 0 && !contains(pl.Zones, r.Zone) {
 		return fmt.Errorf("zone %q is not among the pool's zones", r.Zone)
+	}
+	if r.StartsAt != nil && r.EndsAt != nil && !r.EndsAt.After(r.StartsAt.Time) {
+		return fmt.Errorf("endsAt %s must be after startsAt %s", r.EndsAt.UTC().Format(time.RFC3339), r.StartsAt.UTC().Format(time.RFC3339))
+	}
+	if r.DrainBefore != nil {
+		switch {
+		case r.EndsAt == nil:
+			return fmt.Errorf("drainBefore needs endsAt: a reservation without an end is never drained")
+		case r.DrainBefore.Duration.Duration <= 0:
+			return fmt.Errorf("drainBefore %s must be positive", r.DrainBefore.Duration.Duration)
+		}
 	}
 	return nil
 }

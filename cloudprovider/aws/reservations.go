@@ -30,6 +30,9 @@ type CapacityReservation struct {
 	Targeted bool
 	// State is EC2's: active, expired, cancelled, pending, failed, …
 	State string
+	// Block is set on an EC2 Capacity Block for ML: launched into with the capacity-block market
+	// type, in a fleet of that target capacity type.
+	Block bool
 }
 
 // CapacityReservations lists the account's active capacity reservations in the region, or only
@@ -58,6 +61,7 @@ func (p *Provider) CapacityReservations(ctx context.Context, ids ...string) ([]C
 				Available:    int(awssdk.ToInt32(r.AvailableInstanceCount)),
 				Targeted:     r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaTargeted,
 				State:        string(r.State),
+				Block:        r.ReservationType == ec2types.CapacityReservationTypeCapacityBlock,
 			})
 		}
 	}
@@ -74,7 +78,9 @@ const codeReservationNotFound = "InvalidCapacityReservationId.NotFound"
 
 // launchReserved launches req.Offering into req.CapacityReservation, in one instant on-demand
 // fleet of that one offering with the capacity-reservation usage strategy
-// use-capacity-reservations-first. With managed launch templates (Config.Bootstrap) the fleet's
+// use-capacity-reservations-first; into a capacity block, in a fleet of target capacity type
+// capacity-block whose managed template sets that market type (a template of the user's own
+// cannot: a launch error). With managed launch templates (Config.Bootstrap) the fleet's
 // template also targets the reservation (CapacityReservationSpecification), which a targeted
 // reservation needs; an open one takes the launch with the configured template too.
 //
@@ -102,6 +108,10 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 	if len(rs) != 1 || rs[0].InstanceType != o.InstanceType || rs[0].Zone != o.Zone || rs[0].Available < 1 {
 		return nil, nil
 	}
+	if rs[0].Block && p.cfg.Bootstrap == nil {
+		return nil, &LaunchError{Code: "CapacityBlockNeedsManagedTemplates", Offerings: []api.Offering{o}, Message: fmt.Sprintf(
+			"capacity reservation %s is a capacity block: launching into it needs managed launch templates (bootstrap), since the configured launch template cannot set the capacity-block market type", rs[0].ID)}
+	}
 	if rs[0].Targeted && p.cfg.Bootstrap == nil {
 		return nil, &LaunchError{Code: "TargetedReservationNeedsManagedTemplates", Offerings: []api.Offering{o}, Message: fmt.Sprintf(
 			"capacity reservation %s is targeted: launching into it needs managed launch templates (bootstrap), since the configured launch template cannot name it", rs[0].ID)}
@@ -112,7 +122,7 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 		if err != nil {
 			return nil, err
 		}
-		mt = reservedTemplate(mt, req.CapacityReservation)
+		mt = reservedTemplate(mt, req.CapacityReservation, rs[0].Block)
 		if err := p.ensureTemplate(ctx, mt); err != nil {
 			return nil, err
 		}
@@ -120,8 +130,13 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 	}
 	in := p.fleetInput(req, fleetGroup{capacityType: api.OnDemand, targets: []fleetTarget{t}})
 	in.ClientToken = awssdk.String(ReservedClientToken(req.LaunchID))
-	in.OnDemandOptions.CapacityReservationOptions = &ec2types.CapacityReservationOptionsRequest{
-		UsageStrategy: ec2types.FleetCapacityReservationUsageStrategyUseCapacityReservationsFirst}
+	if rs[0].Block {
+		// A capacity block is its own target capacity type, and takes no reservation options.
+		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeCapacityBlock
+	} else {
+		in.OnDemandOptions.CapacityReservationOptions = &ec2types.CapacityReservationOptionsRequest{
+			UsageStrategy: ec2types.FleetCapacityReservationUsageStrategyUseCapacityReservationsFirst}
+	}
 	out, err := p.ec2.CreateFleet(ctx, in)
 	if err != nil {
 		if errors.As(err, &ae) && reservationFull(ae.ErrorCode()) {
@@ -140,13 +155,18 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 	return nil, nil
 }
 
-// reservedTemplate is the managed template mt targeting capacity reservation id: its own name
-// and hash, since it holds more than mt.
-func reservedTemplate(mt managedTemplate, id string) managedTemplate {
+// reservedTemplate is the managed template mt targeting capacity reservation id (with the
+// capacity-block market type when block): its own name and hash, since it holds more than mt.
+func reservedTemplate(mt managedTemplate, id string, block bool) managedTemplate {
 	data := *mt.data
 	data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 		CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: awssdk.String(id)}}
-	sum := sha256.Sum256([]byte(mt.hash + "\x00capacity-reservation\x00" + id))
+	key := mt.hash + "\x00capacity-reservation\x00" + id
+	if block {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		key += "\x00capacity-block"
+	}
+	sum := sha256.Sum256([]byte(key))
 	hash := hex.EncodeToString(sum[:8])
 	mt.name = mt.name[:len(mt.name)-len(mt.hash)] + hash
 	mt.hash, mt.data = hash, &data

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"errors"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"strings"
 	"testing"
 
@@ -71,19 +72,7 @@ var reservedLaunch = awstest.CreateFleet([]awstest.FleetLaunch{{Pool: awstest.Fl
 // (CapacityReservationSpecification) and whose on-demand options use reservations first; its
 // client token is the reserved one.
 func TestLaunchIntoTargetedReservation(t *testing.T) {
-	srv := awstest.NewServer(t)
-	srv.ServeLaunchTemplates()
-	srv.ServeCapacityReservations(reservation(1, "targeted"))
-	srv.Always("DescribeInstances", noInstances())
-	srv.Enqueue("CreateFleet", reservedLaunch)
-	p, err := NewProvider(context.Background(), bootstrapConfig(srv.URL), fakeClock(), srv.LoadOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := p.Create(context.Background(), reservedRequest())
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
+	srv, inst := launchReservedWithTemplates(t, reservation(1, "targeted"))
 	if inst.ID != "i-0reserved" || inst.Offering != ref("m7i.xlarge", "us-east-1a", api.OnDemand) {
 		t.Errorf("launched %+v", inst)
 	}
@@ -119,6 +108,26 @@ func TestLaunchIntoTargetedReservation(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
+}
+
+// launchReservedWithTemplates launches reservedRequest with managed templates into a server that
+// has the reservation and answers the fleet with reservedLaunch.
+func launchReservedWithTemplates(t *testing.T, r awstest.CapacityReservation) (*awstest.Server, *cloudprovider.Instance) {
+	t.Helper()
+	srv := awstest.NewServer(t)
+	srv.ServeLaunchTemplates()
+	srv.ServeCapacityReservations(r)
+	srv.Always("DescribeInstances", noInstances())
+	srv.Enqueue("CreateFleet", reservedLaunch)
+	p, err := NewProvider(context.Background(), bootstrapConfig(srv.URL), fakeClock(), srv.LoadOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := p.Create(context.Background(), reservedRequest())
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return srv, inst
 }
 
 // TestReservationFullLaunchesOpen: a reservation without a free instance is not tried; the node
@@ -196,5 +205,55 @@ func TestTargetedReservationNeedsManagedTemplates(t *testing.T) {
 	}
 	if n := len(srv.Requests("CreateFleet")); n != 0 {
 		t.Errorf("%d CreateFleet calls", n)
+	}
+}
+
+// TestLaunchIntoCapacityBlock: a reservation EC2 reports as a capacity block is launched into
+// with a managed template that sets the capacity-block market type and targets it, in a fleet whose
+// target capacity type is capacity-block and which carries no capacity-reservation options (EC2
+// refuses them with it); with a launch template of the user's own, it is a launch error.
+func TestLaunchIntoCapacityBlock(t *testing.T) {
+	block := reservation(1, "targeted")
+	block.ReservationType = "capacity-block"
+	srv, inst := launchReservedWithTemplates(t, block)
+	if inst.ID != "i-0reserved" {
+		t.Errorf("launched %+v", inst)
+	}
+	lt := srv.Requests("CreateLaunchTemplate")
+	if len(lt) != 1 {
+		t.Fatalf("%d CreateLaunchTemplate calls, want 1", len(lt))
+	}
+	for k, want := range map[string]string{
+		"LaunchTemplateData.InstanceMarketOptions.MarketType":                                                 "capacity-block",
+		"LaunchTemplateData.CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId": "cr-0res",
+	} {
+		if got := lt[0].Form.Get(k); got != want {
+			t.Errorf("template %s = %q, want %q", k, got, want)
+		}
+	}
+	form := srv.Requests("CreateFleet")[0].Form
+	for k, want := range map[string]string{
+		"TargetCapacitySpecification.DefaultTargetCapacityType":                  "capacity-block",
+		"OnDemandOptions.CapacityReservationOptions.UsageStrategy":               "",
+		"LaunchTemplateConfigs.1.LaunchTemplateSpecification.LaunchTemplateName": lt[0].Form.Get("LaunchTemplateName"),
+	} {
+		if got := form.Get(k); got != want {
+			t.Errorf("fleet %s = %q, want %q", k, got, want)
+		}
+	}
+	// The block's template is not the ODCR's: another name for another content.
+	odcr := reservedTemplate(managedTemplate{name: "tiler-web-0123456789abcdef", hash: "0123456789abcdef", data: &ec2types.RequestLaunchTemplateData{}}, "cr-0res", false)
+	if odcr.name == lt[0].Form.Get("LaunchTemplateName") {
+		t.Errorf("the block's template has the ODCR template's name %s", odcr.name)
+	}
+
+	own := awstest.NewServer(t)
+	own.ServeCapacityReservations(block)
+	own.Always("DescribeInstances", noInstances())
+	po, _ := newTestProvider(t, own)
+	_, err := po.Create(context.Background(), reservedRequest())
+	var le *LaunchError
+	if !errors.As(err, &le) || le.Code != "CapacityBlockNeedsManagedTemplates" || !strings.Contains(err.Error(), "cr-0res") {
+		t.Fatalf("with a launch template of your own: error %v", err)
 	}
 }

@@ -12,6 +12,8 @@ type CapacityReservation struct {
 	Total, Available int
 	// MatchCriteria is "open" or "targeted"; State "active", "expired", ….
 	MatchCriteria, State string
+	// ReservationType is "default" (an ODCR, when empty) or "capacity-block".
+	ReservationType string
 }
 
 var describeCapacityReservationsTmpl = template.Must(template.New("dcr").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
@@ -28,7 +30,8 @@ var describeCapacityReservationsTmpl = template.Must(template.New("dcr").Funcs(f
             <availableInstanceCount>{{.Available}}</availableInstanceCount>
             <instanceMatchCriteria>{{.MatchCriteria}}</instanceMatchCriteria>
             <state>{{.State}}</state>
-            <endDateType>unlimited</endDateType>
+            <endDateType>{{if eq .ReservationType "capacity-block"}}limited{{else}}unlimited{{end}}</endDateType>
+            <reservationType>{{if .ReservationType}}{{.ReservationType}}{{else}}default{{end}}</reservationType>
         </item>{{end}}
     </capacityReservationSet>{{if .NextToken}}
     <nextToken>{{.NextToken}}</nextToken>{{end}}
