@@ -87,6 +87,88 @@ func testNodeExpiry(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanupNamespace(ns)
 }
 
+// blockPolicy buys m7i.large on-demand in one zone, first on the capacity block cr-0block of two
+// nodes, which ends at end and drains for an hour before; the pool's budget allows no disruption
+// at all, and consolidation is off.
+func blockPolicy(end time.Time) string {
+	return `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: block
+  instanceTypes: [m7i.large]
+  zones: [us-east-1a]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+    budgets: [{nodes: "0"}]
+  reservations:
+  - {id: cr-0block, instanceType: m7i.large, zone: us-east-1a, count: 2, pricePerHour: 0,
+     endsAt: "` + end.UTC().Format(time.RFC3339) + `", drainBefore: 1h}
+`
+}
+
+// testReservationEnding: two pods, one per node, run on the two nodes of a capacity block under a
+// PodDisruptionBudget (maxUnavailable 1). When the block's drain begins (an hour before its end,
+// here 30 s after the start of the test), both nodes are replaced as ReservationEnding, though the
+// pool's budget allows no disruption: each replacement is off the block and Ready before its old
+// node is cordoned, the Disrupting Events name the block, and the lifecycle watch sees the two
+// pods evicted, none lost, the budget held and no instance leaked.
+func testReservationEnding(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app := "block", "trainer"
+	e.namespace(ns)
+	drain := time.Now().Add(30 * time.Second)
+	e.applyPolicy("policy", blockPolicy(drain.Add(time.Hour)))
+	e.deployment(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").
+		AntiAffinity(corev1.LabelHostname, app).Obj())
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	old := map[string]bool{}
+	for _, p := range e.waitAppReady(ns, app, 2, time.Minute) {
+		old[p.Spec.NodeName] = true
+	}
+	nodes := e.managedNodes()
+	if len(old) != 2 || len(nodes) != 2 {
+		t.Fatalf("pods on %v, nodes %v: want one pod on each of two nodes", old, names(nodes))
+	}
+	for _, n := range nodes {
+		if n.Labels[api.LabelCapacityReservation] != "cr-0block" {
+			t.Fatalf("node %s labelled %q, want it on the block cr-0block", n.Name, n.Labels[api.LabelCapacityReservation])
+		}
+	}
+	if time.Now().After(drain) {
+		t.Fatalf("the pods were Ready %s after the block's drain began; the test needs them before", time.Since(drain))
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	nw := e.watchNodes()
+	e.waitReplaced("both nodes of the ending block replaced", old, 2)
+	events := nw.finish()
+	t.Logf("the block's drain began; both nodes replaced %.1fs later", time.Since(drain).Seconds())
+	var repl []string
+	for _, n := range e.managedNodes() {
+		repl = append(repl, n.Name)
+		if id := n.Labels[api.LabelCapacityReservation]; id != "" {
+			t.Errorf("replacement %s is on reservation %s, want open capacity", n.Name, id)
+		}
+	}
+	for o := range old {
+		readyBeforeCordon(t, events, o, repl...)
+		e.waitNodeEvent(o, "Disrupting", "capacity reservation cr-0block ends at", 10*time.Second)
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the drain began, want the two replacements", got)
+	}
+	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=ReservationEnding} = 2", 10*time.Second, func() bool {
+		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonReservationEnding))) == 2
+	})
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
 // repairPolicy buys g4dn.12xlarge (4 × T4) on-demand in one zone: the pool has one offering, so a
 // repair that penalised it (marked it unavailable) could buy no replacement at all. Missing GPUs
 // are repaired after 5 s; the repair budget is the default 10 % (of two nodes: one at a time), and
