@@ -81,10 +81,15 @@ type Instance struct {
 	// provider records it on the instance; empty when the provider does not say (and on instances
 	// launched before it did). Compared with SettingsChooser.LaunchSettings, it tells a node
 	// launched before an operator changed those settings.
-	Settings     string
-	PricePerHour float64
-	LaunchedAt   time.Time
-	Tags         map[string]string
+	Settings string
+	// CapacityReservation is the capacity reservation the instance runs in, as the provider
+	// reports it: LaunchRequest.CapacityReservation when the reservation took the launch, empty
+	// when the node went to open capacity (the reservation was full, gone, or the provider
+	// launches into none), and then it is paid at the open price.
+	CapacityReservation string
+	PricePerHour        float64
+	LaunchedAt          time.Time
+	Tags                map[string]string
 }
 
 // Ending reports whether the instance is terminating or terminated: it serves no pods any more,

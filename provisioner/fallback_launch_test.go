@@ -20,6 +20,7 @@ import (
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/provisioner"
+	"github.com/tiler-dev/tiler/provisioner/prescale/prescaletest"
 	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
@@ -33,6 +34,9 @@ type fleetCloud struct {
 	refuseType api.InstanceTypeName
 	report     []api.Offering
 	requests   []cloudprovider.LaunchRequest
+	// takeReservations launches a request that names a capacity reservation into it; without it,
+	// every launch is on open capacity (the reservation full, as EC2 can answer).
+	takeReservations bool
 }
 
 var _ cloudprovider.UnavailableReporter = (*fleetCloud)(nil)
@@ -55,8 +59,12 @@ func (c *fleetCloud) CreateReportingUnavailable(_ context.Context, r cloudprovid
 			refused = append(refused, o)
 			continue
 		}
-		return &cloudprovider.Instance{ID: "i-" + r.LaunchID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool,
-			Offering: o, State: "pending"}, cloudprovider.SortOfferings(refused), nil
+		inst := &cloudprovider.Instance{ID: "i-" + r.LaunchID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool,
+			Offering: o, State: "pending"}
+		if c.takeReservations && o == r.Offering {
+			inst.CapacityReservation = r.CapacityReservation
+		}
+		return inst, cloudprovider.SortOfferings(refused), nil
 	}
 	return nil, refused, &cloudprovider.InsufficientCapacityError{Offerings: refused, Code: "InsufficientInstanceCapacity"}
 }
@@ -186,4 +194,60 @@ func launchRecord(t *testing.T, dyn dynamic.Interface, namespace, node string) p
 	}
 	t.Fatalf("no launch record of %s in %+v", node, recs)
 	return provisioner.LaunchRecord{}
+}
+
+// TestLaunchReservationFullRecordsOpenCapacity: the plan puts the pod on a $0 capacity
+// reservation. When the cloud launches it into the reservation, the record keeps the reservation
+// and its price; when the reservation is full and the cloud launches on open capacity, the record
+// drops the reservation and its label and takes the open (list) price, so that the fleet's cost
+// is what is paid.
+func TestLaunchReservationFullRecordsOpenCapacity(t *testing.T) {
+	cat, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pol = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: default
+  instanceTypes: [m7i.xlarge]
+  capacityTypes: [on-demand]
+  reservations:
+  - {id: cr-0full, instanceType: m7i.xlarge, zone: us-east-1a, count: 1, pricePerHour: 0}
+`
+	list, ok := cat.Price(api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand})
+	if !ok || list <= 0 {
+		t.Fatalf("no list price of m7i.xlarge in us-east-1a: %v", list)
+	}
+	for _, takes := range []bool{true, false} {
+		pod := pendingPod(simtest.Pod("reserved-a").Label("app", "r").CPU("3").Mem("6Gi").Obj())
+		kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tiler-system"}}, pod,
+			prescaletest.PolicyConfigMap("cost-policy", pol))
+		cloud := &fleetCloud{takeReservations: takes}
+		cfg := provisioner.DefaultConfig()
+		cfg.Nominate = false
+		dyn := provisioner.FakeRecordsClient()
+		ctrl, err := provisioner.New(provisioner.Options{Config: cfg, Kube: kube, Dynamic: dyn, Provider: cloud, Catalog: cat,
+			Clock:  clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)),
+			Logger: zaptest.NewLogger(t), Metrics: provisioner.NewMetrics(prometheus.NewRegistry())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ctrl.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		res := reconcileUntil(t, ctrl, 1)
+		if len(res.Launched) != 1 || len(cloud.requests) != 1 || cloud.requests[0].CapacityReservation != "cr-0full" {
+			t.Fatalf("launched %v, requests %+v; want one launch into cr-0full", res.Launched, cloud.requests)
+		}
+		rec := launchRecord(t, dyn, cfg.Namespace, res.Plan.NewNodes[0].Name)
+		switch {
+		case takes && (rec.CapacityReservation != "cr-0full" || rec.PricePerHour != 0 || rec.Labels[api.LabelCapacityReservation] != "cr-0full"):
+			t.Errorf("launched into the reservation: record reservation %q, $%v/h, label %q; want cr-0full at $0",
+				rec.CapacityReservation, rec.PricePerHour, rec.Labels[api.LabelCapacityReservation])
+		case !takes && (rec.CapacityReservation != "" || rec.PricePerHour != list || rec.Labels[api.LabelCapacityReservation] != ""):
+			t.Errorf("launched on open capacity: record reservation %q, $%v/h, label %q; want none at the list price $%v/h",
+				rec.CapacityReservation, rec.PricePerHour, rec.Labels[api.LabelCapacityReservation], list)
+		}
+	}
 }

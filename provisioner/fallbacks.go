@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"go.uber.org/zap"
+	"maps"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -74,6 +75,27 @@ func (c *Controller) boughtAs(r LaunchRecord, got api.Offering, reportedPrice fl
 		r.GPUs = it.GPU.Count
 	}
 	r.Offering, r.PricePerHour = got, price
+	return r, true
+}
+
+// openedAs returns the record of a node planned onto a capacity reservation that the cloud
+// launched on open capacity instead (the reservation was full or gone, or the provider launches
+// into none: Instance.CapacityReservation is not the record's), and true: no reservation, no
+// reservation label, and the open price (the catalog's, else the one the cloud reported), so that
+// the fleet's cost and the reservation's count are what was really bought.
+func (c *Controller) openedAs(r LaunchRecord, inst *cloudprovider.Instance) (LaunchRecord, bool) {
+	if r.CapacityReservation == "" || inst.CapacityReservation == r.CapacityReservation {
+		return r, false
+	}
+	price, ok := c.currentCatalog().Price(r.Offering)
+	if !ok {
+		price = inst.PricePerHour
+	}
+	if _, labelled := r.Labels[api.LabelCapacityReservation]; labelled {
+		r.Labels = maps.Clone(r.Labels)
+		delete(r.Labels, api.LabelCapacityReservation)
+	}
+	r.CapacityReservation, r.PricePerHour = "", price
 	return r, true
 }
 

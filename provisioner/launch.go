@@ -221,6 +221,11 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		r = bought
 		off = r.Offering
 	}
+	if open, ok := c.openedAs(r, inst); ok {
+		l.Info("the capacity reservation did not take the node: launched on open capacity",
+			zap.String("reservation", r.CapacityReservation), zap.Float64(keyLaunchedPrice, open.PricePerHour))
+		r = open
+	}
 	r.Image, r.Settings = inst.Image, inst.Settings
 	if err := c.records.Put(ctx, r); err != nil {
 		l.Error("recording the instance ID", zap.Error(err))

@@ -152,7 +152,8 @@ func (p *Provider) toInstance(i ec2types.Instance) *cloudprovider.Instance {
 		NodeName: tags[api.TagNodeName], Pool: tags[api.TagPool],
 		Offering: ref, State: NormaliseState(state), PricePerHour: p.priceOf(ref),
 		LaunchedAt: awssdk.ToTime(i.LaunchTime), Tags: tags, Image: awssdk.ToString(i.ImageId),
-		Settings: p.instanceSettings(tags[api.TagLaunchSettings], ref.Zone, awssdk.ToString(i.SubnetId)),
+		Settings:            p.instanceSettings(tags[api.TagLaunchSettings], ref.Zone, awssdk.ToString(i.SubnetId)),
+		CapacityReservation: awssdk.ToString(i.CapacityReservationId),
 	}
 	// EC2 keeps the reason of the last state change, a running instance's too (a start after a
 	// stop); it is only the end's reason on an instance that is ending.

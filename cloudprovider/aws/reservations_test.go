@@ -73,6 +73,9 @@ var reservedLaunch = awstest.CreateFleet([]awstest.FleetLaunch{{Pool: awstest.Fl
 // client token is the reserved one.
 func TestLaunchIntoTargetedReservation(t *testing.T) {
 	srv, inst := launchReservedWithTemplates(t, reservation(1, "targeted"))
+	if inst.CapacityReservation != "cr-0res" {
+		t.Errorf("the reserved instance reports reservation %q, want cr-0res", inst.CapacityReservation)
+	}
 	if inst.ID != "i-0reserved" || inst.Offering != ref("m7i.xlarge", "us-east-1a", api.OnDemand) {
 		t.Errorf("launched %+v", inst)
 	}
@@ -143,8 +146,12 @@ func TestReservationFullLaunchesOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Create(context.Background(), reservedRequest()); err != nil {
+	inst, err := p.Create(context.Background(), reservedRequest())
+	if err != nil {
 		t.Fatalf("Create: %v", err)
+	}
+	if inst.CapacityReservation != "" {
+		t.Errorf("an instance on open capacity reports reservation %q", inst.CapacityReservation)
 	}
 	fleets := srv.Requests("CreateFleet")
 	if len(fleets) != 1 {

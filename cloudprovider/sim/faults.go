@@ -195,6 +195,10 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 		}
 	}
 	image, settings, fault, noBoot := p.launchImage()
+	var reservation string
+	if o == req.Offering {
+		reservation = req.CapacityReservation // a fallback is open capacity
+	}
 	id := fmt.Sprintf("sim-%06d", st.NextID)
 	st.NextID++
 	return &record{
@@ -207,7 +211,7 @@ func (p *Provider) newRecord(st *state, req cloudprovider.LaunchRequest, o api.O
 			api.TagPool: req.Pool, api.TagNodeName: req.NodeName,
 		},
 		Labels: copyMap(req.LabelsFor(o)), Taints: p.registerTaints(req.Taints), GPU: req.GPU,
-		Image: image, Settings: settings, GPUFault: fault,
+		Image: image, Settings: settings, GPUFault: fault, CapacityReservation: reservation,
 	}
 }
 

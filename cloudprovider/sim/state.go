@@ -71,6 +71,9 @@ type record struct {
 	Image string `json:"image,omitempty"`
 	// Settings are the launch settings of its launch (Config.LaunchSettings or SetLaunchSettings).
 	Settings string `json:"settings,omitempty"`
+	// CapacityReservation is the reservation the launch asked for: the simulated cloud's
+	// reservations take every launch.
+	CapacityReservation string `json:"capacityReservation,omitempty"`
 }
 
 // instance returns the record as the cloudprovider API shows it, sharing nothing with r.
@@ -83,6 +86,7 @@ func (r *record) instance() *cloudprovider.Instance {
 		ID: r.ID, LaunchID: r.LaunchID, NodeName: r.NodeName, Pool: r.Pool, Offering: r.Offering,
 		State: r.State, PricePerHour: r.PricePerHour, LaunchedAt: r.LaunchedAt, Tags: tags,
 		EndCode: r.EndCode, CapacityLost: r.EndCode == ReasonCapacityLost, Image: r.Image, Settings: r.Settings,
+		CapacityReservation: r.CapacityReservation,
 	}
 }
 
