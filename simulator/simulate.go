@@ -18,7 +18,9 @@ import (
 
 // Options tune a simulation. The zero value is usable.
 type Options struct {
-	// Now is the simulation's time (used in node names and reasons); the simulator reads no clock.
+	// Now is the simulation's time (used in node names and reasons, and to tell which capacity
+	// reservations may be planned onto: policy.Reservation.Plannable); zero means the snapshot's.
+	// The simulator reads no clock.
 	Now time.Time
 	// NodeNamePrefix starts every new node's name; default "tiler-".
 	NodeNamePrefix string

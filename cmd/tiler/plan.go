@@ -78,8 +78,14 @@ func runPlan(w io.Writer, o planOptions) error {
 	if o.disruption {
 		return runDisruption(w, o, snap, cat, pol)
 	}
+	// A snapshot file without its time is planned as of now (capacity reservations that start or
+	// end are judged at that time).
+	now := snap.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
 	plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol,
-		Options: simulator.Options{Seed: o.seed, MIGRelayout: o.migRelayout}})
+		Options: simulator.Options{Now: now, Seed: o.seed, MIGRelayout: o.migRelayout}})
 	if err != nil {
 		return err
 	}
