@@ -3,6 +3,7 @@ package cloudprovider
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -35,6 +36,17 @@ type LaunchRequest struct {
 	// Offering into (an on-demand offering); Labels then carry api.LabelCapacityReservation. A
 	// provider without reservations ignores it.
 	CapacityReservation string
+}
+
+// WithoutReservation is req for open capacity: no reservation, and none in its labels (the
+// fallbacks' labels carry none).
+func WithoutReservation(req LaunchRequest) LaunchRequest {
+	req.CapacityReservation = ""
+	if _, ok := req.Labels[api.LabelCapacityReservation]; ok {
+		req.Labels = maps.Clone(req.Labels)
+		delete(req.Labels, api.LabelCapacityReservation)
+	}
+	return req
 }
 
 // LabelsFor returns the labels of the node when it is launched as o: FallbackLabels[o] when the

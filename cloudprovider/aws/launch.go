@@ -105,7 +105,7 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 		if inst, err := p.launchReservedLocked(ctx, req, image); err != nil || inst != nil {
 			return inst, nil, err
 		}
-		req = withoutReservation(req)
+		req = cloudprovider.WithoutReservation(req)
 	}
 	groups, skipped, err := p.fleetGroups(req)
 	if err != nil {

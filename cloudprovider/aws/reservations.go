@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -171,16 +170,6 @@ func reservedTemplate(mt managedTemplate, id string, block bool) managedTemplate
 	mt.name = mt.name[:len(mt.name)-len(mt.hash)] + hash
 	mt.hash, mt.data = hash, &data
 	return mt
-}
-
-// withoutReservation is req for open capacity: no reservation, and none in its labels.
-func withoutReservation(req cloudprovider.LaunchRequest) cloudprovider.LaunchRequest {
-	req.CapacityReservation = ""
-	if _, ok := req.Labels[api.LabelCapacityReservation]; ok {
-		req.Labels = maps.Clone(req.Labels)
-		delete(req.Labels, api.LabelCapacityReservation)
-	}
-	return req
 }
 
 // launchReservedLocked is launchReserved with the launch-template garbage collector held off.

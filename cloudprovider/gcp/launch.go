@@ -38,6 +38,9 @@ func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprov
 	if inst, err := p.findLaunch(ctx, req.LaunchID); err != nil || inst != nil {
 		return inst, nil, err
 	}
+	// Compute Engine reservations are not launched into: the node is open capacity, and its labels
+	// and the instance say so (Instance.CapacityReservation empty).
+	req = cloudprovider.WithoutReservation(req)
 	// One image for every offering tried: the one the instance records (MetadataImage).
 	image, err := p.image(ctx)
 	if err != nil {
