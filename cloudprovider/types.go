@@ -150,6 +150,20 @@ type SettingsChooser interface {
 	LaunchSettings(zone string) string
 }
 
+// ReservationWindow is when a capacity reservation holds its capacity; a zero time is not known.
+type ReservationWindow struct {
+	Start, End time.Time
+}
+
+// ReservationReader is implemented by providers that can say when capacity reservations hold
+// their capacity (an EC2 Capacity Block's start and end dates), so that a policy need not copy
+// them (policy.Reservation's startsAt and endsAt).
+type ReservationReader interface {
+	// ReservationWindows returns the windows the cloud reports for those of ids that end; a
+	// reservation it does not know, or that holds its capacity for good, is left out.
+	ReservationWindows(ctx context.Context, ids []string) (map[string]ReservationWindow, error)
+}
+
 // GarbageCollector is implemented by providers that leave cloud objects of their own behind
 // launches (the AWS provider's managed launch templates). The controller calls CollectGarbage
 // periodically, on the leader only: a standby does not know what the leader still uses.

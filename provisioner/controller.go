@@ -67,6 +67,8 @@ type Controller struct {
 	launches launchTracker
 	// imageMemory holds the image failures not written yet (imagefailures.go).
 	imageMemory imageMemory
+	// windows caches the cloud's capacity reservation windows (reservationwindows.go).
+	windows windowCache
 
 	// batchMu serialises batches; it guards memory and placeholderErr.
 	batchMu sync.Mutex

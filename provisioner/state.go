@@ -128,7 +128,7 @@ func (c *Controller) observeCluster(ctx context.Context, now time.Time) (State, 
 	// and not yet updated.
 	s := State{Now: now, Launching: c.launches.active(callLaunch), Removing: c.launches.active(callRemove)}
 	c.refreshPolicy(ctx)
-	s.Policy = c.currentPolicy()
+	s.Policy = c.withCloudReservations(ctx, now, c.currentPolicy())
 	if err := listCluster(c.factory, c.podGroups != nil, &s); err != nil {
 		return s, err
 	}

@@ -58,7 +58,8 @@ type Reservation struct {
 	StartsAt *metav1.Time `json:"startsAt,omitempty"`
 	EndsAt   *metav1.Time `json:"endsAt,omitempty"`
 	// DrainBefore is how long before EndsAt the reservation stops being planned onto and its
-	// nodes start to be replaced; default DefaultReservationDrainBefore. Only with EndsAt.
+	// nodes start to be replaced; default DefaultReservationDrainBefore. Without EndsAt it
+	// applies to the end the cloud reports (an EC2 Capacity Block's, read by the controller).
 	DrainBefore *Duration `json:"drainBefore,omitempty"`
 }
 
@@ -169,13 +170,8 @@ func (r *Reservation) validate(pl *Pool) error {
 	if r.StartsAt != nil && r.EndsAt != nil && !r.EndsAt.After(r.StartsAt.Time) {
 		return fmt.Errorf("endsAt %s must be after startsAt %s", r.EndsAt.UTC().Format(time.RFC3339), r.StartsAt.UTC().Format(time.RFC3339))
 	}
-	if r.DrainBefore != nil {
-		switch {
-		case r.EndsAt == nil:
-			return fmt.Errorf("drainBefore needs endsAt: a reservation without an end is never drained")
-		case r.DrainBefore.Duration.Duration <= 0:
-			return fmt.Errorf("drainBefore %s must be positive", r.DrainBefore.Duration.Duration)
-		}
+	if r.DrainBefore != nil && r.DrainBefore.Duration.Duration <= 0 {
+		return fmt.Errorf("drainBefore %s must be positive", r.DrainBefore.Duration.Duration)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ var mixBadPolicies = map[string]string{
 	"reservation-zone.bad.yaml":              `policy: pools[0].reservations[0].zone "us-east-1a" is not among the pool's zones`,
 	"reservation-spot-pool.bad.yaml":         "policy: pools[0].reservations[0]: a reservation is on-demand capacity, but pools[0].capacityTypes allow only [spot]",
 	"reservation-ends-before-start.bad.yaml": "policy: pools[0].reservations[0].endsAt 2026-12-07T11:30:00Z must be after startsAt 2026-12-14T11:30:00Z",
-	"reservation-drain-no-end.bad.yaml":      "policy: pools[0].reservations[0].drainBefore needs endsAt: a reservation without an end is never drained",
+	"reservation-drain.bad.yaml":             "policy: pools[0].reservations[0].drainBefore -1h0m0s must be positive",
 	"budget-reservation-ending.bad.yaml":     `policy: pools[0].disruption.budgets[0].reasons[0]: "ReservationEnding" must be Empty, Underutilized, Drifted or Expired: the nodes of an ending reservation go whatever a budget says`,
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -32,15 +34,42 @@ type CapacityReservation struct {
 	// Block is set on an EC2 Capacity Block for ML: launched into with the capacity-block market
 	// type, in a fleet of that target capacity type.
 	Block bool
+	// Start and End are its start date and, when it ends (a block, an ODCR with a limited end
+	// date), its end date; zero when EC2 gives none.
+	Start, End time.Time
 }
 
 // CapacityReservations lists the account's active capacity reservations in the region, or only
 // those of ids when any are given (DescribeCapacityReservations, paginated).
 func (p *Provider) CapacityReservations(ctx context.Context, ids ...string) ([]CapacityReservation, error) {
-	in := &ec2.DescribeCapacityReservationsInput{
+	return p.describeReservations(ctx, &ec2.DescribeCapacityReservationsInput{
 		CapacityReservationIds: ids,
 		Filters:                []ec2types.Filter{{Name: awssdk.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}},
+	})
+}
+
+var _ cloudprovider.ReservationReader = (*Provider)(nil)
+
+// ReservationWindows returns the start and end dates EC2 reports for those of ids that end (a
+// capacity block; an ODCR with a limited end date), whatever their state: a block not started
+// yet is scheduled. It lists the account's reservations (few), so that an ID EC2 does not know is
+// left out rather than failing the call.
+func (p *Provider) ReservationWindows(ctx context.Context, ids []string) (map[string]cloudprovider.ReservationWindow, error) {
+	all, err := p.describeReservations(ctx, &ec2.DescribeCapacityReservationsInput{})
+	if err != nil {
+		return nil, err
 	}
+	out := map[string]cloudprovider.ReservationWindow{}
+	for _, r := range all {
+		if !r.End.IsZero() && slices.Contains(ids, r.ID) {
+			out[r.ID] = cloudprovider.ReservationWindow{Start: r.Start, End: r.End}
+		}
+	}
+	return out, nil
+}
+
+// describeReservations runs DescribeCapacityReservations, paginated.
+func (p *Provider) describeReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput) ([]CapacityReservation, error) {
 	pages := ec2.NewDescribeCapacityReservationsPaginator(p.ec2, in)
 	var out []CapacityReservation
 	for n := 0; pages.HasMorePages(); n++ {
@@ -52,7 +81,7 @@ func (p *Provider) CapacityReservations(ctx context.Context, ids ...string) ([]C
 			return nil, fmt.Errorf("DescribeCapacityReservations: %w", err)
 		}
 		for _, r := range page.CapacityReservations {
-			out = append(out, CapacityReservation{
+			cr := CapacityReservation{
 				ID:           awssdk.ToString(r.CapacityReservationId),
 				InstanceType: api.InstanceTypeName(awssdk.ToString(r.InstanceType)),
 				Zone:         awssdk.ToString(r.AvailabilityZone),
@@ -61,7 +90,12 @@ func (p *Provider) CapacityReservations(ctx context.Context, ids ...string) ([]C
 				Targeted:     r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaTargeted,
 				State:        string(r.State),
 				Block:        r.ReservationType == ec2types.CapacityReservationTypeCapacityBlock,
-			})
+				Start:        awssdk.ToTime(r.StartDate),
+			}
+			if r.EndDateType == ec2types.EndDateTypeLimited || cr.Block {
+				cr.End = awssdk.ToTime(r.EndDate)
+			}
+			out = append(out, cr)
 		}
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -262,5 +263,44 @@ func TestLaunchIntoCapacityBlock(t *testing.T) {
 	var le *LaunchError
 	if !errors.As(err, &le) || le.Code != "CapacityBlockNeedsManagedTemplates" || !strings.Contains(err.Error(), "cr-0res") {
 		t.Fatalf("with a launch template of your own: error %v", err)
+	}
+}
+
+// TestReservationWindows: EC2's start and end dates of the reservations asked for that end — a
+// capacity block not started yet (scheduled), an ODCR with an end date — whatever their state;
+// an ODCR without an end, one not asked for, and an ID EC2 does not know are left out.
+func TestReservationWindows(t *testing.T) {
+	srv := awstest.NewServer(t)
+	block := awstest.CapacityReservation{ID: "cr-0block", Type: "p5.48xlarge", Zone: "us-east-1a", Total: 2, Available: 2,
+		MatchCriteria: "targeted", State: "scheduled", ReservationType: "capacity-block",
+		Start: "2026-12-07T11:30:00Z", End: "2026-12-14T11:30:00Z"}
+	dated := reservation(1, "open")
+	dated.ID, dated.Start, dated.End = "cr-0dated", "2026-11-01T00:00:00Z", "2027-01-01T00:00:00Z"
+	forGood := reservation(1, "open")
+	forGood.ID = "cr-0forever"
+	other := block
+	other.ID = "cr-0other"
+	srv.ServeCapacityReservations(block, dated, forGood, other)
+	p, _ := newTestProvider(t, srv)
+	got, err := p.ReservationWindows(context.Background(), []string{"cr-0block", "cr-0dated", "cr-0forever", "cr-0unknown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := map[string]cloudprovider.ReservationWindow{
+		"cr-0block": {Start: at(block.Start), End: at(block.End)},
+		"cr-0dated": {Start: at(dated.Start), End: at(dated.End)},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("windows (-want +got):\n%s", d)
+	}
+	if f := srv.Requests("DescribeCapacityReservations")[0].EC2Filters(); len(f) != 0 {
+		t.Errorf("filters %v: want every state (a block not started is scheduled)", f)
 	}
 }

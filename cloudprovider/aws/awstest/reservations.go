@@ -14,6 +14,9 @@ type CapacityReservation struct {
 	MatchCriteria, State string
 	// ReservationType is "default" (an ODCR, when empty) or "capacity-block".
 	ReservationType string
+	// Start and End are its start and end dates, RFC 3339; End set makes its end date type
+	// limited.
+	Start, End string
 }
 
 var describeCapacityReservationsTmpl = template.Must(template.New("dcr").Funcs(funcs).Parse(`<?xml version="1.0" encoding="UTF-8"?>
@@ -30,7 +33,9 @@ var describeCapacityReservationsTmpl = template.Must(template.New("dcr").Funcs(f
             <availableInstanceCount>{{.Available}}</availableInstanceCount>
             <instanceMatchCriteria>{{.MatchCriteria}}</instanceMatchCriteria>
             <state>{{.State}}</state>
-            <endDateType>{{if eq .ReservationType "capacity-block"}}limited{{else}}unlimited{{end}}</endDateType>
+            <endDateType>{{if .End}}limited{{else}}unlimited{{end}}</endDateType>{{if .Start}}
+            <startDate>{{.Start}}</startDate>{{end}}{{if .End}}
+            <endDate>{{.End}}</endDate>{{end}}
             <reservationType>{{if .ReservationType}}{{.ReservationType}}{{else}}default{{end}}</reservationType>
         </item>{{end}}
     </capacityReservationSet>{{if .NextToken}}
