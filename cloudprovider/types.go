@@ -155,12 +155,12 @@ type ReservationWindow struct {
 	Start, End time.Time
 }
 
-// ReservationReader is implemented by providers that can say when capacity reservations hold
-// their capacity (an EC2 Capacity Block's start and end dates), so that a policy need not copy
-// them (policy.Reservation's startsAt and endsAt).
+// ReservationReader is implemented by providers that can say when capacity reservations whose
+// instances end with them hold their capacity (an EC2 Capacity Block's start and end dates), so
+// that a policy need not copy them (policy.Reservation's startsAt and endsAt).
 type ReservationReader interface {
-	// ReservationWindows returns the windows the cloud reports for those of ids that end; a
-	// reservation it does not know, or that holds its capacity for good, is left out.
+	// ReservationWindows returns the windows the cloud reports for those of ids whose instances
+	// end with them; a reservation it does not know, or whose instances outlive it, is left out.
 	ReservationWindows(ctx context.Context, ids []string) (map[string]ReservationWindow, error)
 }
 

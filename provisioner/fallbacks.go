@@ -1,11 +1,11 @@
 package provisioner
 
 import (
-	"go.uber.org/zap"
 	"maps"
 
-	"github.com/tiler-dev/tiler/api"
+	"go.uber.org/zap"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/simulator"

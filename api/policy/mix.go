@@ -36,8 +36,8 @@ type Mix struct {
 // one zone, priced at its effective $/h. The simulation buys those nodes first whenever they are
 // the cheapest fit, as many as the reservation has left.
 //
-// A reservation that holds capacity for a time only (an EC2 Capacity Block for ML, a GCE
-// calendar-mode reservation) sets StartsAt and EndsAt: nothing is planned onto it before StartsAt
+// A reservation that holds capacity for a time only and whose nodes end with it (an EC2 Capacity
+// Block for ML) sets StartsAt and EndsAt: nothing is planned onto it before StartsAt
 // nor from EndsAt less DrainBefore on, and from then its nodes are replaced (reason
 // ReservationEnding, under no budget: the cloud ends them all at once) so that their pods move
 // before the cloud ends the nodes (EC2 warns 40 minutes before a Capacity Block's end and

@@ -50,10 +50,12 @@ func (p *Provider) CapacityReservations(ctx context.Context, ids ...string) ([]C
 
 var _ cloudprovider.ReservationReader = (*Provider)(nil)
 
-// ReservationWindows returns the start and end dates EC2 reports for those of ids that end (a
-// capacity block; an ODCR with a limited end date), whatever their state: a block not started
-// yet is scheduled. It lists the account's reservations (few), so that an ID EC2 does not know is
-// left out rather than failing the call.
+// ReservationWindows returns the start and end dates EC2 reports for those of ids that are
+// capacity blocks, whatever their state: a block not started yet is scheduled. An ODCR with an end
+// date is left out: when it ends, EC2 keeps its instances running as plain on-demand, so its nodes
+// must not be drained (and a launch past its end goes to open capacity by itself). It lists the
+// account's reservations (few), so that an ID EC2 does not know is left out rather than failing
+// the call.
 func (p *Provider) ReservationWindows(ctx context.Context, ids []string) (map[string]cloudprovider.ReservationWindow, error) {
 	all, err := p.describeReservations(ctx, &ec2.DescribeCapacityReservationsInput{})
 	if err != nil {
@@ -61,7 +63,7 @@ func (p *Provider) ReservationWindows(ctx context.Context, ids []string) (map[st
 	}
 	out := map[string]cloudprovider.ReservationWindow{}
 	for _, r := range all {
-		if !r.End.IsZero() && slices.Contains(ids, r.ID) {
+		if r.Block && !r.End.IsZero() && slices.Contains(ids, r.ID) {
 			out[r.ID] = cloudprovider.ReservationWindow{Start: r.Start, End: r.End}
 		}
 	}
