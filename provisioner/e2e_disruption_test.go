@@ -872,7 +872,7 @@ func (e *env) largeNodeScene(ns, app string) (*corev1.Pod, string) {
 
 // readyBeforeCordon fails the test unless the node watch saw a replacement of repl Ready before
 // the old node was cordoned.
-func readyBeforeCordon(t *testing.T, events []nodeEvent, old string, repl ...string) {
+func readyBeforeCordon(t testing.TB, events []nodeEvent, old string, repl ...string) {
 	t.Helper()
 	readyAt, cordonAt := -1, -1
 	for i, ev := range events {

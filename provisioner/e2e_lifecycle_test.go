@@ -145,21 +145,12 @@ func testReservationEnding(t *testing.T, cp *controlplane.ControlPlane) {
 	e.waitReplaced("both nodes of the ending block replaced", old, 2)
 	events := nw.finish()
 	t.Logf("the block's drain began; both nodes replaced %.1fs later", time.Since(drain).Seconds())
-	var repl []string
 	for _, n := range e.managedNodes() {
-		repl = append(repl, n.Name)
 		if id := n.Labels[api.LabelCapacityReservation]; id != "" {
 			t.Errorf("replacement %s is on reservation %s, want open capacity", n.Name, id)
 		}
 	}
-	for o := range old {
-		readyBeforeCordon(t, events, o, repl...)
-		e.waitNodeEvent(o, "Disrupting", "capacity reservation cr-0block ends at", 10*time.Second)
-	}
-	if got := e.launches() - launches; got != 2 {
-		e.explainPurchases()
-		t.Errorf("%d launches after the drain began, want the two replacements", got)
-	}
+	e.checkRolled(events, old, "capacity reservation cr-0block ends at", launches, "the drain began")
 	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=ReservationEnding} = 2", 10*time.Second, func() bool {
 		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonReservationEnding))) == 2
 	})
@@ -511,24 +502,13 @@ func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
 	e.waitReplaced("both nodes booted from img-1 replaced", old, 2)
 	events := nw.finish()
 	t.Logf("image change → both nodes replaced: %.1fs", time.Since(start).Seconds())
-	var repl []string
-	for _, n := range e.managedNodes() {
-		repl = append(repl, n.Name)
-	}
 	// The old nodes' records go last (instance, Node, then record).
 	e.waitRecordsOn("img-2", 2)
-	for o := range old {
-		readyBeforeCordon(t, events, o, repl...)
-		e.waitNodeEvent(o, "Disrupting", "booted from image img-1; its nodes now boot from img-2", 10*time.Second)
-	}
+	repl := e.checkRolled(events, old, "booted from image img-1; its nodes now boot from img-2", launches, "the image change")
 	for _, p := range passes.all() {
 		if len(p.Started) > 1 {
 			t.Errorf("a pass started %v: the pool's budget allows one node at a time", p.Started)
 		}
-	}
-	if got := e.launches() - launches; got != 2 {
-		e.explainPurchases()
-		t.Errorf("%d launches after the image change, want the two replacements", got)
 	}
 	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Drifted} = 2", 10*time.Second, func() bool {
 		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))) == 2
@@ -559,19 +539,8 @@ func testImageDrift(t *testing.T, cp *controlplane.ControlPlane) {
 	e.start()
 	e.waitReplaced("both nodes launched with settings s-1 replaced", old, 2)
 	events = nw.finish()
-	repl = repl[:0]
-	for _, n := range e.managedNodes() {
-		repl = append(repl, n.Name)
-	}
 	e.waitRecordsWith("launched with settings s-2", 2, func(r provisioner.LaunchRecord) bool { return r.Settings == "s-2" && r.Image == "img-2" })
-	for o := range old {
-		readyBeforeCordon(t, events, o, repl...)
-		e.waitNodeEvent(o, "Disrupting", "launched with settings s-1; its nodes now launch with s-2", 10*time.Second)
-	}
-	if got := e.launches() - launches; got != 2 {
-		e.explainPurchases()
-		t.Errorf("%d launches after the settings change, want the two replacements", got)
-	}
+	e.checkRolled(events, old, "launched with settings s-1; its nodes now launch with s-2", launches, "the settings change")
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 4 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted twice, none lost", evicted, lost)
 	}
@@ -820,6 +789,27 @@ func (l *passLog) waitMorePlans(t testing.TB, what string, n int) {
 	}
 	seen := planned()
 	testwait.Until(t, testwait.Slow, fmt.Sprintf("%s: %d more planning passes", what, n), time.Minute, func() bool { return planned() >= seen+n })
+}
+
+// checkRolled checks a roll that replaced the old nodes one for one: each replacement (the
+// managed nodes now) was Ready before each old node was cordoned, each old node has a Disrupting
+// Event holding msg, and there were as many launches since launches as old nodes (since says
+// since what). It returns the replacements' names.
+func (e *env) checkRolled(events []nodeEvent, old map[string]bool, msg string, launches int, since string) []string {
+	e.t.Helper()
+	var repl []string
+	for _, n := range e.managedNodes() {
+		repl = append(repl, n.Name)
+	}
+	for o := range old {
+		readyBeforeCordon(e.t, events, o, repl...)
+		e.waitNodeEvent(o, "Disrupting", msg, 10*time.Second)
+	}
+	if got := e.launches() - launches; got != len(old) {
+		e.explainPurchases()
+		e.t.Errorf("%d launches after %s, want the %d replacements", got, since, len(old))
+	}
+	return repl
 }
 
 // waitRecordsOn waits until there are n launch records, all booted from image.

@@ -105,7 +105,7 @@ func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
 	tags := map[string]string{
 		api.TagCluster:        p.cfg.ClusterName,
 		api.TagLaunchID:       req.LaunchID,
-		api.TagLaunchSettings: p.settingsDigest(),
+		api.TagLaunchSettings: p.settings,
 	}
 	if req.Pool != "" {
 		tags[api.TagPool] = req.Pool

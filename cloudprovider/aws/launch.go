@@ -301,7 +301,7 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,
 			Offering: ref, State: cloudprovider.StatePending, PricePerHour: p.priceOf(ref),
 			LaunchedAt: p.clock.Now(), Tags: p.tags(req), Image: image,
-			Settings:            p.instanceSettings(p.settingsDigest(), ref.Zone, p.cfg.Subnets[ref.Zone]),
+			Settings:            p.instanceSettings(p.settings, ref.Zone, p.cfg.Subnets[ref.Zone]),
 			CapacityReservation: req.CapacityReservation, // "" on the open fleet (withoutReservation)
 		}
 	}

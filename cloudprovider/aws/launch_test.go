@@ -78,7 +78,7 @@ func TestCreateFleetRequestBody(t *testing.T) {
 	}
 	tags := map[string]string{
 		"Name": "gpu-pool-abcde", "tiler.dev/cluster": testCluster, "tiler.dev/launch-id": "gpu-pool-abcde-1",
-		"tiler.dev/node-name": "gpu-pool-abcde", "tiler.dev/pool": "gpu-pool", "tiler.dev/launch-settings": p.settingsDigest(),
+		"tiler.dev/node-name": "gpu-pool-abcde", "tiler.dev/pool": "gpu-pool", "tiler.dev/launch-settings": p.settings,
 	}
 	wantSpecs := map[string]map[string]string{"instance": tags, "volume": tags}
 	if diff := cmp.Diff(wantSpecs, srv.Requests("CreateFleet")[0].TagSpecifications()); diff != "" {
@@ -101,7 +101,7 @@ func TestCreatePartialSuccessReportsFailedOfferings(t *testing.T) {
 	wantInst := &cloudprovider.Instance{
 		ID: "i-0fedcba9876543210", LaunchID: "gpu-pool-abcde-1", NodeName: "gpu-pool-abcde", Pool: "gpu-pool",
 		Offering: ref("g6e.12xlarge", "us-east-1c", api.Spot), State: cloudprovider.StatePending, PricePerHour: 4.2,
-		LaunchedAt: testNow, Tags: p.tags(gpuRequest()), Settings: p.settingsDigest() + ":" + subnetC,
+		LaunchedAt: testNow, Tags: p.tags(gpuRequest()), Settings: p.settings + ":" + subnetC,
 	}
 	if diff := cmp.Diff(wantInst, inst); diff != "" {
 		t.Errorf("instance (-want +got):\n%s", diff)

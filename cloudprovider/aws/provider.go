@@ -65,6 +65,8 @@ type Provider struct {
 	// gcMu keeps CollectGarbage from deleting a template between a launch's ensuring it and
 	// CreateFleet: launches hold it for reading, deletions for writing.
 	gcMu sync.RWMutex
+	// settings is the digest of the launch settings (settings.go).
+	settings string
 }
 
 var (
@@ -102,7 +104,7 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 	if client == nil || clk == nil {
 		return nil, errors.New("aws provider: EC2 client and clock must be set")
 	}
-	return &Provider{cfg: cfg, ec2: client, clock: clk,
+	return &Provider{cfg: cfg, ec2: client, clock: clk, settings: settingsDigest(cfg),
 		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
 		used: map[string]time.Time{}, images: &imageResolver{read: cloudprovider.RefreshedImages{Clock: clk, Refresh: cfg.imageRefresh()}}}, nil
 }

@@ -114,8 +114,8 @@ func TestLaunchIntoTargetedReservation(t *testing.T) {
 	}
 }
 
-// launchReservedWithTemplates launches reservedRequest with managed templates into a server that
-// has the reservation and answers the fleet with reservedLaunch.
+// launchReservedWithTemplates launches reservedRequest with managed templates against a server
+// that has the reservation and answers the (first) fleet with reservedLaunch.
 func launchReservedWithTemplates(t *testing.T, r awstest.CapacityReservation) (*awstest.Server, *cloudprovider.Instance) {
 	t.Helper()
 	srv := awstest.NewServer(t)
@@ -138,19 +138,7 @@ func launchReservedWithTemplates(t *testing.T, r awstest.CapacityReservation) (*
 // launches on open capacity with the usual fleet, without the reservation's label, and the
 // offering is not marked unavailable.
 func TestReservationFullLaunchesOpen(t *testing.T) {
-	srv := awstest.NewServer(t)
-	srv.ServeLaunchTemplates()
-	srv.ServeCapacityReservations(reservation(0, "targeted"))
-	srv.Always("DescribeInstances", noInstances())
-	srv.Enqueue("CreateFleet", reservedLaunch)
-	p, err := NewProvider(context.Background(), bootstrapConfig(srv.URL), fakeClock(), srv.LoadOptions()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst, err := p.Create(context.Background(), reservedRequest())
-	if err != nil {
-		t.Fatalf("Create: %v", err)
-	}
+	srv, inst := launchReservedWithTemplates(t, reservation(0, "targeted"))
 	if inst.CapacityReservation != "" {
 		t.Errorf("an instance on open capacity reports reservation %q", inst.CapacityReservation)
 	}

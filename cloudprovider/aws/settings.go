@@ -25,19 +25,20 @@ var _ cloudprovider.SettingsChooser = (*Provider)(nil)
 
 // LaunchSettings returns the settings an instance launched now in zone records.
 func (p *Provider) LaunchSettings(zone string) string {
-	return withSubnet(p.settingsDigest(), p.cfg.Subnets[zone])
+	return withSubnet(p.settings, p.cfg.Subnets[zone])
 }
 
-// settingsDigest is the first 16 hex digits of SHA-256 over the launch settings, in a fixed form
-// of its own: bump the version when adding fields.
-func (p *Provider) settingsDigest() string {
+// settingsDigest is the first 16 hex digits of SHA-256 over the launch settings of cfg, in a fixed
+// form of its own: bump the version when adding fields. The provider computes it once
+// (Provider.settings): its configuration does not change.
+func settingsDigest(cfg Config) string {
 	fields := []string{"tiler-settings-v1"}
-	if b := p.cfg.Bootstrap; b != nil {
+	if b := cfg.Bootstrap; b != nil {
 		sgs := slices.Sorted(slices.Values(b.SecurityGroupIDs))
 		fields = append(fields, "bootstrap", b.ClusterName, b.APIServerEndpoint, b.CertificateAuthority, b.ServiceCIDR,
 			b.InstanceProfile, strings.Join(sgs, ","))
 	} else {
-		fields = append(fields, "template", p.cfg.LaunchTemplateID, p.cfg.LaunchTemplateName, p.cfg.LaunchTemplateVersion)
+		fields = append(fields, "template", cfg.LaunchTemplateID, cfg.LaunchTemplateName, cfg.LaunchTemplateVersion)
 	}
 	sum := sha256.Sum256([]byte(strings.Join(fields, "\x00")))
 	return hex.EncodeToString(sum[:8])

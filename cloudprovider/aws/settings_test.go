@@ -78,7 +78,7 @@ func TestLaunchSettings(t *testing.T) {
 		}
 	}
 	unmapped := provider(func(c *Config) { delete(c.Subnets, "us-east-1a") })
-	if s := unmapped.LaunchSettings("us-east-1a"); s != unmapped.settingsDigest() {
+	if s := unmapped.LaunchSettings("us-east-1a"); s != unmapped.settings {
 		t.Errorf("a zone without a subnet: settings %q, want the digest alone", s)
 	}
 	if s := p.instanceSettings("", zone, "subnet-x"); s != "" {
