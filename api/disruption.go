@@ -75,10 +75,11 @@ const (
 	// ReasonDrifted: the node no longer matches its pool (the pool was removed; its instance
 	// types, families, zones, capacity types or requirements exclude the node; its labels, taints
 	// or GPU configuration changed; AnnotationPoolHash differs). Under the pool's budgets;
-	// do-not-disrupt blocks it.
+	// do-not-disrupt and PodDisruptionBudgets block it (until the pool's terminationGracePeriod,
+	// when it sets one: TerminationGracePeriodSeconds).
 	ReasonDrifted DisruptionReason = "Drifted"
 	// ReasonExpired: the node is older than its pool's expireAfter. Under the pool's budgets;
-	// do-not-disrupt blocks it.
+	// do-not-disrupt and PodDisruptionBudgets block it, as for ReasonDrifted.
 	ReasonExpired DisruptionReason = "Expired"
 	// ReasonUnhealthy: the node's GPUs or kubelet are broken past the pool's repair grace periods.
 	// Under the pool's repair budget; do-not-disrupt does not block it (a broken node loses its
@@ -90,7 +91,7 @@ const (
 	// ReasonReservationEnding: the node runs on a capacity reservation that ends (a capacity
 	// block: policy.Reservation's endsAt), and its drainBefore has begun; the Deadline is the end.
 	// No budget (the cloud ends every node of it at once); do-not-disrupt and
-	// PodDisruptionBudgets still hold.
+	// PodDisruptionBudgets still hold, as for ReasonDrifted.
 	ReasonReservationEnding DisruptionReason = "ReservationEnding"
 )
 
@@ -126,6 +127,12 @@ type DisruptionAction struct {
 	// Deadline is when the cloud reclaims an interrupted node (Interrupted only): the replacement
 	// must be up and the pods moved before it.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// TerminationGracePeriodSeconds is the pool's terminationGracePeriod, rounded up to seconds,
+	// on an action for Drifted, Expired or ReservationEnding of a pool that sets one (0 for
+	// none): the action starts even when PodDisruptionBudgets or do-not-disrupt pods would keep its
+	// nodes (Message names them), and its drain waits for them at most this long after it began;
+	// then the pods still there are deleted.
+	TerminationGracePeriodSeconds int64 `json:"terminationGracePeriodSeconds,omitempty"`
 	// CostPerHourBefore is the $/h of the removed nodes; CostPerHourAfter that of the replacement
 	// (0 for a Delete); SavingsPerHour their difference, negative when a forced action replaces a
 	// node by a dearer one.

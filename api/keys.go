@@ -117,6 +117,14 @@ const (
 	// AnnotationDisruptionReplacement is the launch ID of the action's replacement node (Replace
 	// actions only).
 	AnnotationDisruptionReplacement = "tiler.dev/disruption-replacement"
+	// AnnotationDisruptionGracePeriod is the action's terminationGracePeriod (a Go duration,
+	// DisruptionAction.TerminationGracePeriodSeconds), on the actions that have one.
+	AnnotationDisruptionGracePeriod = "tiler.dev/disruption-termination-grace-period"
+	// AnnotationDisruptionForceAfter is when the grace period of an action that has one ends (RFC
+	// 3339): set when its drain begins, it stays through a restart and a return to draining; the
+	// pods still on the nodes by then are deleted, each early enough that its own
+	// terminationGracePeriodSeconds ends by then, and the nodes go.
+	AnnotationDisruptionForceAfter = "tiler.dev/disruption-force-after"
 	// AnnotationInterruption is set by the controller on a node whose instance the cloud announced
 	// it reclaims (or may reclaim): the notice's kind (spot-interruption, preemption,
 	// rebalance-recommendation, state-change). The notice itself is acknowledged when it is

@@ -473,6 +473,10 @@ type actionState struct {
 	// deadline is the earliest of their deadlines (zero: none).
 	interrupted bool
 	deadline    time.Time
+	// grace is the action's terminationGracePeriod (AnnotationDisruptionGracePeriod; 0: none) and
+	// forceAfter when it ends, once the drain began (AnnotationDisruptionForceAfter).
+	grace      time.Duration
+	forceAfter time.Time
 }
 
 // urgent reports whether the action's nodes go whatever Tiler does (interrupted, or repaired
@@ -529,6 +533,13 @@ func actionsOf(nodes []*corev1.Node) []*actionState {
 		if r := n.Annotations[api.AnnotationDisruptionReplacement]; r != "" {
 			a.replacement = r
 		}
+		if g, err := time.ParseDuration(n.Annotations[api.AnnotationDisruptionGracePeriod]); err == nil && g > 0 {
+			a.grace = g
+		}
+		if t, err := time.Parse(time.RFC3339, n.Annotations[api.AnnotationDisruptionForceAfter]); err == nil &&
+			(a.forceAfter.IsZero() || t.Before(a.forceAfter)) {
+			a.forceAfter = t
+		}
 		if _, ok := n.Annotations[api.AnnotationInterruption]; ok {
 			a.interrupted = true
 			if d, ok := parseDeadline(n); ok && (a.deadline.IsZero() || d.Before(a.deadline)) {
@@ -560,10 +571,19 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	ann := map[string]*string{api.AnnotationDisruptionAction: &a.ID, api.AnnotationDisruptionStepSince: &since}
 	reason := string(a.Reason)
 	ann[api.AnnotationDisruptionReason] = &reason
+	grace := time.Duration(a.TerminationGracePeriodSeconds) * time.Second
+	if grace > 0 {
+		g := grace.String()
+		ann[api.AnnotationDisruptionGracePeriod] = &g
+	}
 	moves := movesText(a)
 	if a.Replacement == nil {
 		step := api.DisruptionStepDraining
 		ann[api.AnnotationDisruptionStep] = &step
+		if grace > 0 {
+			force := now.Add(grace).UTC().Format(time.RFC3339)
+			ann[api.AnnotationDisruptionForceAfter] = &force
+		}
 		if err := c.annotateAll(ctx, a.Nodes, ann, ptr.To(true)); err != nil {
 			return err
 		}
@@ -658,7 +678,9 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			return c.abandon(ctx, log, a, p, abandon)
 		}
 		if left > 0 || stay > 0 {
-			if !a.urgent() && now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
+			// An action with a terminationGracePeriod is not abandoned: its held pods are deleted
+			// when the period ends.
+			if !a.urgent() && a.forceAfter.IsZero() && now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
 				return c.abandon(ctx, log, a, p, fmt.Sprintf("drain not done within %s: %s", c.cfg.DisruptionDrainTimeout, msg))
 			}
 			if left == 0 {
@@ -715,7 +737,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	for _, n := range a.nodes {
 		on[n.Name] = true
 	}
-	var refused []string
+	var refused, held []string
 	pdbs, err := c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(everything())
 	if err != nil {
 		return 1, 0, err.Error(), ""
@@ -730,15 +752,29 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		left++
 		key := p.Namespace + "/" + p.Name
 		if p.DeletionTimestamp != nil {
+			if a.forced(now) {
+				left-- // the grace period is over: the node goes with the pod still terminating
+			}
 			continue
 		}
+		due := a.forceDue(p, now)
 		if doNotDisrupt(p) {
-			if a.urgent() {
+			switch {
+			case a.urgent():
 				left--
 				stay++
-				continue
+			case a.grace == 0:
+				return left, stay, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
+			case due:
+				c.forceDelete(ctx, log, a, p, "it is annotated not to be disrupted")
+			default:
+				held = append(held, key)
 			}
-			return left, stay, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
+			continue
+		}
+		if due {
+			c.forceDelete(ctx, log, a, p, "a PodDisruptionBudget allowed no disruption")
+			continue
 		}
 		if !c.disruption.mayEvict(key, now) {
 			refused = append(refused, key)
@@ -778,13 +814,64 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			log.Warn("evicting", zap.String(keyPod, key), zap.Error(err))
 		}
 	}
+	var msgs []string
 	if len(refused) > 0 {
 		sort.Strings(refused)
-		msg = fmt.Sprintf("%s: eviction refused (a PodDisruptionBudget allows no disruption now) for %s", api.KeepPDB, strings.Join(refused, ", "))
-	} else if left > 0 {
-		msg = fmt.Sprintf("%d pods still terminating", left)
+		msgs = append(msgs, fmt.Sprintf("%s: eviction refused (a PodDisruptionBudget allows no disruption now) for %s", api.KeepPDB, strings.Join(refused, ", ")))
 	}
-	return left, stay, msg, ""
+	if len(held) > 0 {
+		sort.Strings(held)
+		msgs = append(msgs, fmt.Sprintf("%s: %s", api.KeepPodDoNotDisrupt, strings.Join(held, ", ")))
+	}
+	if len(msgs) == 0 && left > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d pods still terminating", left))
+	}
+	if len(msgs) > 0 && !a.forceAfter.IsZero() {
+		msgs = append(msgs, fmt.Sprintf("the terminationGracePeriod (%s) ends at %s: the pods still held are deleted by then", a.grace, a.forceAfter.UTC().Format(time.RFC3339)))
+	}
+	return left, stay, strings.Join(msgs, "; "), ""
+}
+
+// forced reports whether the action's terminationGracePeriod is over at now.
+func (a *actionState) forced(now time.Time) bool {
+	return !a.forceAfter.IsZero() && !now.Before(a.forceAfter)
+}
+
+// forceDue reports whether pod p of the action is to be deleted whatever holds its eviction: the
+// action's terminationGracePeriod ends within the pod's own terminationGracePeriodSeconds (30 s
+// when unset), so that the pod, deleted now, ends by the period's end (at once when the pod's
+// own is the longer).
+func (a *actionState) forceDue(p *corev1.Pod, now time.Time) bool {
+	if a.forceAfter.IsZero() {
+		return false
+	}
+	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
+		own = *s
+	}
+	return !now.Before(a.forceAfter.Add(-time.Duration(own) * time.Second))
+}
+
+// forceDelete deletes a pod of the action whose eviction was held (why) when the action's
+// terminationGracePeriod runs out: on its UID, keeping its own grace period.
+func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
+	key := p.Namespace + "/" + p.Name
+	uid := p.UID
+	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		return
+	default:
+		log.Warn("deleting a pod past its action's terminationGracePeriod", zap.String(keyPod, key), zap.Error(err))
+		return
+	}
+	c.disruption.noteEviction(p, c.clock.Now())
+	c.metrics.DisruptionForcedDeletions.WithLabelValues(string(a.reason)).Inc()
+	c.recorder.Eventf(p, corev1.EventTypeWarning, "DisruptionForced", "deleted from node %s by disruption action %s (%s): %s, and the action's terminationGracePeriod (%s) ends at %s",
+		p.Spec.NodeName, a.id, a.reason, why, a.grace, a.forceAfter.UTC().Format(time.RFC3339))
+	log.Warn("deleted past its eviction's hold: the terminationGracePeriod ends", zap.String(keyPod, key), zap.String("why", why),
+		zap.Time("forceAfter", a.forceAfter))
 }
 
 // completeCharged deletes a pod whose eviction its PodDisruptionBudget refused while charging
@@ -861,7 +948,8 @@ func (c *Controller) abandon(ctx context.Context, log *zap.Logger, a *actionStat
 
 func actionAnnotationsCleared() map[string]*string {
 	return map[string]*string{api.AnnotationDisruptionAction: nil, api.AnnotationDisruptionStep: nil,
-		api.AnnotationDisruptionStepSince: nil, api.AnnotationDisruptionReason: nil, api.AnnotationDisruptionReplacement: nil}
+		api.AnnotationDisruptionStepSince: nil, api.AnnotationDisruptionReason: nil, api.AnnotationDisruptionReplacement: nil,
+		api.AnnotationDisruptionGracePeriod: nil, api.AnnotationDisruptionForceAfter: nil}
 }
 
 // setStep moves every node of the action to step at now, cordoning them when cordon is set.
@@ -871,11 +959,18 @@ func (c *Controller) setStep(ctx context.Context, a *actionState, step string, n
 	if cordon {
 		unsched = ptr.To(true)
 	}
-	if err := c.annotateAll(ctx, a.names(), map[string]*string{api.AnnotationDisruptionStep: &step,
-		api.AnnotationDisruptionStepSince: &since}, unsched); err != nil {
+	ann := map[string]*string{api.AnnotationDisruptionStep: &step, api.AnnotationDisruptionStepSince: &since}
+	// The grace period runs from the drain's first start: a return to draining keeps it.
+	force := a.forceAfter
+	if step == api.DisruptionStepDraining && a.grace > 0 && force.IsZero() {
+		force = now.Add(a.grace).Truncate(time.Second) // as the annotation keeps it
+		f := force.UTC().Format(time.RFC3339)
+		ann[api.AnnotationDisruptionForceAfter] = &f
+	}
+	if err := c.annotateAll(ctx, a.names(), ann, unsched); err != nil {
 		return fmt.Errorf("moving to %s: %w", step, err)
 	}
-	a.step, a.since = step, now
+	a.step, a.since, a.forceAfter = step, now, force
 	return nil
 }
 

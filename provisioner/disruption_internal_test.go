@@ -45,6 +45,52 @@ func TestActionsOf(t *testing.T) {
 	}
 }
 
+// TestActionGracePeriod: an action's terminationGracePeriod and its end are read from its nodes
+// (the earliest end), and a pod is due for deletion once the period ends within the pod's own
+// grace period (30 s when unset): at once when the pod's is the longer; never without a period.
+func TestActionGracePeriod(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ann := func(force time.Duration) map[string]string {
+		return map[string]string{api.AnnotationDisruptionAction: "d-1", api.AnnotationDisruptionStep: api.DisruptionStepDraining,
+			api.AnnotationDisruptionGracePeriod: "10m0s", api.AnnotationDisruptionForceAfter: t0.Add(force).Format(time.RFC3339)}
+	}
+	got := actionsOf([]*corev1.Node{annotatedNode("a", ann(time.Minute)), annotatedNode("b", ann(0))})
+	if len(got) != 1 || got[0].grace != 10*time.Minute || !got[0].forceAfter.Equal(t0) {
+		t.Fatalf("actions %+v, want one with grace 10m ending at %s", got, t0)
+	}
+	a := got[0]
+	pod := func(grace *int64) *corev1.Pod {
+		p := simtest.Pod("p").Obj()
+		p.Spec.TerminationGracePeriodSeconds = grace
+		return p
+	}
+	five, hour := int64(5), int64(3600)
+	for _, c := range []struct {
+		name string
+		p    *corev1.Pod
+		at   time.Duration
+		want bool
+	}{
+		{"default 30s, 31s before", pod(nil), -31 * time.Second, false},
+		{"default 30s, 30s before", pod(nil), -30 * time.Second, true},
+		{"5s, 6s before", pod(&five), -6 * time.Second, false},
+		{"5s, 5s before", pod(&five), -5 * time.Second, true},
+		{"5s, after", pod(&five), time.Hour, true},
+		{"1h, 10m before", pod(&hour), -10 * time.Minute, true},
+	} {
+		if got := a.forceDue(c.p, t0.Add(c.at)); got != c.want {
+			t.Errorf("%s: due %t, want %t", c.name, got, c.want)
+		}
+	}
+	if a.forced(t0.Add(-time.Second)) || !a.forced(t0) {
+		t.Error("the period ends at its forceAfter")
+	}
+	none := actionsOf([]*corev1.Node{annotatedNode("c", map[string]string{api.AnnotationDisruptionAction: "d-2"})})[0]
+	if none.grace != 0 || none.forceDue(pod(nil), t0.Add(100*time.Hour)) || none.forced(t0.Add(100*time.Hour)) {
+		t.Errorf("an action without a period is never forced: %+v", none)
+	}
+}
+
 // TestHoldEvicted: pending pods of a controller whose pod a disruption evicted are held back for
 // the grace, and the batch is told when to look again; other pods and later pods are planned.
 func TestHoldEvicted(t *testing.T) {

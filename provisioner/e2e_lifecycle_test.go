@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tiler-dev/tiler/api"
@@ -830,4 +832,117 @@ func (e *env) waitRecordsWith(what string, n int, ok func(provisioner.LaunchReco
 		}
 		return len(recs) == n
 	})
+}
+
+// testTerminationGracePeriod: the drift of testDriftAfterPolicyChange, on a pool with a
+// terminationGracePeriod of 20 s. One node runs a pod whose PodDisruptionBudget (minAvailable 1)
+// never allows an eviction, the other a pod annotated tiler.dev/do-not-disrupt; without the period
+// both would hold their nodes for good (as the pinned node there). Both nodes are replaced: each
+// replacement Ready before its old node is cordoned; the budget and the annotation hold the drain
+// until the period nearly ends — each pod is deleted no earlier than its own
+// terminationGracePeriodSeconds (2 s) before the node's tiler.dev/disruption-force-after, and
+// not evicted — then the pods come back on the replacements, with a DisruptionForced Event each and
+// tiler_disruption_forced_deletions_total{Drifted} at 2. The lifecycle watch checks that nothing
+// else broke a budget, no pod was lost and no instance leaked.
+func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns := "grace"
+	graced := func(tier string) string {
+		return strings.Replace(driftPolicy(tier), "    consolidation: never\n", "    consolidation: never\n    terminationGracePeriod: 20s\n", 1)
+	}
+	e.namespace(ns)
+	e.applyPolicy("policy", graced("a"))
+	two := int64(2)
+	tmpl := func(app string) *corev1.Pod {
+		p := simtest.Pod("t").Namespace(ns).Label("app", app).Label("held", "yes").CPU("1500m").Mem("1Gi").Obj()
+		p.Spec.TerminationGracePeriodSeconds = &two
+		return p
+	}
+	pinned := tmpl("pinned")
+	pinned.Annotations = map[string]string{api.AnnotationDoNotDisrupt: "true"}
+	e.deployment(ns, "guarded", 1, tmpl("guarded"))
+	e.deployment(ns, "pinned", 1, pinned)
+	one := intstr.FromInt32(1)
+	e.pdb(ns, "guarded", nil, &one)
+	old := map[string]bool{}
+	for _, app := range []string{"guarded", "pinned"} {
+		old[e.waitAppReady(ns, app, 1, 2*time.Minute)[0].Spec.NodeName] = true
+	}
+	if len(old) != 2 || len(e.managedNodes()) != 2 {
+		t.Fatalf("pods on %v: want two nodes, one pod each", old)
+	}
+	testwait.Until(t, testwait.Slow, "the budget to allow no disruption of its healthy pod", 30*time.Second, func() bool {
+		pdb, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "guarded", metav1.GetOptions{})
+		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 &&
+			pdb.Status.DesiredHealthy == 1 && pdb.Status.DisruptionsAllowed == 0
+	})
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	lw.expectForced(labels.SelectorFromSet(labels.Set{"held": "yes"}))
+	nw := e.watchNodes()
+	// The drain's end as the old nodes say it, read while they drain.
+	forceAfter := map[string]time.Time{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			for _, n := range e.managedNodes() {
+				if v := n.Annotations[api.AnnotationDisruptionForceAfter]; v != "" && old[n.Name] {
+					at, err := time.Parse(time.RFC3339, v)
+					mu.Lock()
+					if err == nil {
+						forceAfter[n.Name] = at
+					}
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	start := time.Now()
+	e.applyPolicy("policy", graced("b"))
+	e.waitReplaced("both drifted nodes replaced past their budget and annotation", old, 2)
+	close(stop)
+	<-watched
+	events := nw.finish()
+	t.Logf("policy change → both held nodes replaced: %.1fs", time.Since(start).Seconds())
+	e.checkRolled(events, old, string(api.ReasonDrifted), launches, "the policy change")
+	if len(forceAfter) != 2 {
+		t.Fatalf("force-after seen on %v, want both old nodes", forceAfter)
+	}
+	evicted, lost := lw.finish(30 * time.Second)
+	if len(evicted) > 0 || len(lost) > 0 {
+		t.Errorf("evicted %v, lost with their node %v: want both pods deleted past their hold, neither evicted", evicted, lost)
+	}
+	forced := lw.forcedPods()
+	if len(forced) != 2 {
+		t.Fatalf("%d pods deleted past their hold, want 2", len(forced))
+	}
+	for _, p := range forced {
+		end, ok := forceAfter[p.Spec.NodeName]
+		switch {
+		case !ok:
+			t.Errorf("pod %s deleted on %s, not one of the drained nodes %v", p.Name, p.Spec.NodeName, forceAfter)
+		case p.DeletionTimestamp == nil || p.DeletionTimestamp.Time.Before(end.Add(-time.Second)):
+			// Deleted with a grace of 2 s no earlier than 2 s before the end: its deletion
+			// timestamp (deletion + grace) is at the end or later (to the second).
+			t.Errorf("pod %s deleted for %v, before its node's force-after %s less its 2 s", p.Name, p.DeletionTimestamp, end)
+		}
+		e.waitNodeEvent(p.Name, "DisruptionForced", "terminationGracePeriod (20s)", 10*time.Second) // Events on any object by name
+	}
+	for _, app := range []string{"guarded", "pinned"} {
+		if p := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; old[p.Spec.NodeName] {
+			t.Errorf("%s pod on the old node %s", app, p.Spec.NodeName)
+		}
+	}
+	testwait.Until(t, testwait.Slow, "tiler_disruption_forced_deletions_total{reason=Drifted} = 2", 10*time.Second, func() bool {
+		return counterValue(t, e.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonDrifted))) == 2
+	})
+	e.cleanupNamespace(ns)
 }

@@ -27,6 +27,8 @@ import (
 //     or lost it) are not held to the budget, they are reported (lostWithNode) for the test to
 //     judge;
 //   - no pod annotated not to be disrupted was evicted;
+//   - a pod deleted past a terminationGracePeriod (expectForced) is not held to its budget: it is
+//     reported (forced), with its deletion, for the test to judge;
 //   - no pod was lost: every ReplicaSet of the namespace is back to its replicas, all Ready;
 //   - no instance leaked: the cloud's instances are the managed Nodes.
 //
@@ -48,6 +50,25 @@ type lifecycleWatch struct {
 	evicted      []string
 	lostWithNode []string
 	violations   []string
+	// forcedOK selects the pods a test expects to be deleted past their budget or annotation
+	// (expectForced); forced are those deleted, with the deletion as the pod showed it.
+	forcedOK labels.Selector
+	forced   []*corev1.Pod
+}
+
+// expectForced lets the pods that sel selects be deleted without the Eviction API whatever their
+// budgets say (a terminationGracePeriod ran out); finish reports them. Call it before the run.
+func (lw *lifecycleWatch) expectForced(sel labels.Selector) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.forcedOK = sel
+}
+
+// forcedPods returns the pods deleted as expectForced allowed, as first seen terminating.
+func (lw *lifecycleWatch) forcedPods() []*corev1.Pod {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return append([]*corev1.Pod(nil), lw.forced...)
 }
 
 type watchedBudget struct {
@@ -145,6 +166,10 @@ func (lw *lifecycleWatch) observe(t watch.EventType, p *corev1.Pod) {
 	reason, _ := disruptionTarget(p)
 	if reason == "DeletionByPodGC" || reason == "DeletionByTaintManager" {
 		lw.lostWithNode = append(lw.lostWithNode, p.Name)
+		return
+	}
+	if reason == "" && lw.forcedOK != nil && lw.forcedOK.Matches(labels.Set(p.Labels)) {
+		lw.forced = append(lw.forced, p.DeepCopy())
 		return
 	}
 	if reason == "EvictionByEvictionAPI" {

@@ -51,6 +51,9 @@ type Metrics struct {
 	// evictions refused (a PodDisruptionBudget's 429, retried with backoff).
 	DisruptionEvictions        prometheus.Counter
 	DisruptionEvictionsRefused prometheus.Counter
+	// DisruptionForcedDeletions counts the pods deleted past PodDisruptionBudgets or do-not-disrupt
+	// when their action's terminationGracePeriod ran out, by reason.
+	DisruptionForcedDeletions *prometheus.CounterVec
 	// DisruptionFleetCost is the managed fleet's $/h as the last disruption plan found it
 	// (when="before") and as it would be once its actions are carried out (when="after").
 	DisruptionFleetCost *prometheus.GaugeVec
@@ -130,6 +133,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "evictions_total", Help: "Pods evicted by disruption actions."}),
 		DisruptionEvictionsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
 			Name: "evictions_refused_total", Help: "Evictions refused (a PodDisruptionBudget), retried with backoff."}),
+		DisruptionForcedDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
+			Name: "forced_deletions_total", Help: "Pods deleted past PodDisruptionBudgets or do-not-disrupt when their action's terminationGracePeriod ran out, by reason."}, []string{"reason"}),
 		DisruptionFleetCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
 			Name: "fleet_cost_dollars_per_hour", Help: "The managed fleet's price per hour as the last disruption plan found it (when=before) and once its actions are done (when=after)."}, []string{"when"}),
 		DisruptionBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
@@ -141,6 +146,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "failed_images", Help: "Node images remembered as failed (a launch that did not register, a node sick within its probation): rolls onto them are paused."}),
 	}
 	reg.MustRegister(m.DisruptionActions, m.DisruptionAbandoned, m.DisruptionEvictions, m.DisruptionEvictionsRefused,
+		m.DisruptionForcedDeletions,
 		m.DisruptionFleetCost, m.DisruptionBlocked, m.DisruptionHeld, m.FailedImages)
 	reg.MustRegister(m.NodeBoot, m.PendingPods, m.LaunchesHeld, m.BatchDuration, m.SimulationDuration, m.Launches, m.LaunchFailures, m.ManagedNodes,
 		m.ManagedCost, m.GPUAllocationRatio, m.UnavailableOfferings, m.PlanCost, m.PlanLowerBound, m.Deletions, m.Interruptions, m.ReservationsEnded,

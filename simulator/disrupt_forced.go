@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -53,6 +54,7 @@ func (d *disruptor) gangNodes() map[string]map[string]bool {
 func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]bool) *api.KeptNode {
 	n, x := f.node, f.forced
 	f.ready = true // the candidate wait is consolidation's
+	x.grace, x.held = graceFor(f.pol, x.reason, f.orphan), nil
 	keep := func(r api.KeepReason, format string, a ...any) *api.KeptNode {
 		return &api.KeptNode{Reason: r, Message: x.message + "; " + fmt.Sprintf(format, a...)}
 	}
@@ -71,7 +73,10 @@ func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]boo
 	moving := f.pods[:0:0]
 	for _, p := range f.pods {
 		if !x.urgent() && podDoNotDisrupt(p) {
-			return keep(api.KeepPodDoNotDisrupt, "pod %s is annotated not to be disrupted", podKey(p))
+			if !x.forcible() {
+				return keep(api.KeepPodDoNotDisrupt, "pod %s is annotated not to be disrupted", podKey(p))
+			}
+			x.held = append(x.held, fmt.Sprintf("pod %s is annotated not to be disrupted", podKey(p)))
 		}
 		switch {
 		case metav1.GetControllerOf(p) == nil:
@@ -80,8 +85,11 @@ func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]boo
 			f.behind = append(f.behind, podKey(p))
 		default:
 			if i := d.notePDBs(p); i >= 0 && !x.urgent() {
-				delete(d.podPDBs, podKey(p))
-				return keep(api.KeepPDB, "PodDisruptionBudget %s allows no disruption of pod %s", d.pdbs[i].key, podKey(p))
+				if !x.forcible() {
+					delete(d.podPDBs, podKey(p))
+					return keep(api.KeepPDB, "PodDisruptionBudget %s allows no disruption of pod %s", d.pdbs[i].key, podKey(p))
+				}
+				x.held = append(x.held, fmt.Sprintf("PodDisruptionBudget %s allows no disruption of pod %s", d.pdbs[i].key, podKey(p)))
 			}
 			moving = append(moving, p)
 		}
@@ -165,7 +173,7 @@ func (p *pass) forcedAllowance(f *nodeFacts) (int, string) {
 // finds no place (or its gang cannot move whole).
 func (p *pass) tryForced(f *nodeFacts) *api.KeptNode {
 	x := f.forced
-	m, k := p.move([]*nodeFacts{f}, true, x.urgent())
+	m, k := p.move([]*nodeFacts{f}, true, x.urgent() || x.forcible())
 	if k != nil {
 		k.Name, k.Pool = f.node.Name, f.pol.Name
 		if k.Reason == api.KeepNoCheaperFit {
@@ -181,7 +189,14 @@ func (p *pass) tryForced(f *nodeFacts) *api.KeptNode {
 	if len(f.behind) > 0 {
 		msg += "; left behind (no controller recreates them, or their gang runs elsewhere): " + strings.Join(f.behind, ", ")
 	}
+	if len(x.held) > 0 {
+		msg += fmt.Sprintf("; %s: its drain waits for them at most pool %s's terminationGracePeriod (%s), then deletes the pods",
+			strings.Join(x.held, ", "), f.pol.Name, x.grace)
+	}
 	p.record([]*nodeFacts{f}, x.reason, m, msg, x.deadline, f.behind)
+	if x.forcible() {
+		p.actions[len(p.actions)-1].TerminationGracePeriodSeconds = int64((x.grace + time.Second - 1) / time.Second)
+	}
 	if x.reason == api.ReasonUnhealthy {
 		p.repairs[f.pol.Name]++
 	}

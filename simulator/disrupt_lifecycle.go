@@ -28,6 +28,30 @@ type forced struct {
 	message string
 	// deadline is when the cloud reclaims an interrupted node.
 	deadline *time.Time
+	// grace is the pool's terminationGracePeriod when it lets the node go past PodDisruptionBudgets
+	// and do-not-disrupt pods (forcedKeep), and held says which of them hold its pods.
+	grace time.Duration
+	held  []string
+}
+
+// forcible reports whether the node goes although PodDisruptionBudgets or do-not-disrupt pods
+// would keep it, its drain waiting for them at most the grace period.
+func (x *forced) forcible() bool { return x.grace > 0 }
+
+// graceFor is the terminationGracePeriod that lets a node of pool pl due for reason go past
+// PodDisruptionBudgets and do-not-disrupt pods: the pool's, for Drifted, Expired and
+// ReservationEnding (the urgent reasons pass them anyway, consolidation never does); 0 for none.
+func graceFor(pl *policy.Pool, reason api.DisruptionReason, orphan bool) time.Duration {
+	switch reason {
+	case api.ReasonDrifted, api.ReasonExpired, api.ReasonReservationEnding:
+	default:
+		return 0
+	}
+	if orphan {
+		return 0 // its pool is gone from the policy, and its settings with it
+	}
+	g, _ := pl.TerminationGracePeriodOf()
+	return g
 }
 
 // urgent reports whether the node goes whether Tiler acts or not (broken or reclaimed): then

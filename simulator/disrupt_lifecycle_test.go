@@ -411,24 +411,31 @@ func TestLifecycleBudgets(t *testing.T) {
 }
 
 // TestLifecycleDoNotDisrupt: drift and expiry honour do-not-disrupt on the node and on its pods,
-// and a PodDisruptionBudget that allows no disruption now; a cordoned node waits.
+// and a PodDisruptionBudget that allows no disruption now; a cordoned node waits. With the pool's
+// terminationGracePeriod, the pod's annotation and the budget no longer keep their nodes: their
+// actions carry the period and name what holds them; the node's annotation and the cordon still
+// keep theirs, and an action no pod holds carries the period too.
 func TestLifecycleDoNotDisrupt(t *testing.T) {
-	f := newLifecycleFleet(t)
-	for _, n := range []string{"node-dnd", "pod-dnd", "pdb", "cordoned", "free"} {
-		annotate(f.node(n, "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, "v1-stale")
+	build := func(grace string) *fleet {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `disruption: {consolidation: never,`, `disruption: {consolidation: never,`+grace, 1)
+		for _, n := range []string{"node-dnd", "pod-dnd", "pdb", "cordoned", "free"} {
+			annotate(f.node(n, "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, "v1-stale")
+		}
+		f.node("room", "general", "m7i.4xlarge", api.OnDemand)
+		annotate(f.snap.Nodes[0], api.AnnotationDoNotDisrupt, "true")
+		f.snap.Nodes[3].Spec.Unschedulable = true
+		f.pod("a", "node-dnd").CPU("500m").Mem("1Gi")
+		f.pod("b", "pod-dnd").CPU("500m").Mem("1Gi").Annotate(api.AnnotationKarpenterDoNotDisrupt, "true")
+		f.pod("c", "pdb").CPU("500m").Mem("1Gi").Label("app", "guarded")
+		f.pod("d", "free").CPU("500m").Mem("1Gi")
+		b := &policyv1.PodDisruptionBudget{}
+		b.Name, b.Namespace = "guarded", "default"
+		b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}
+		f.snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{b}
+		return f
 	}
-	f.node("room", "general", "m7i.4xlarge", api.OnDemand)
-	annotate(f.snap.Nodes[0], api.AnnotationDoNotDisrupt, "true")
-	f.snap.Nodes[3].Spec.Unschedulable = true
-	f.pod("a", "node-dnd").CPU("500m").Mem("1Gi")
-	f.pod("b", "pod-dnd").CPU("500m").Mem("1Gi").Annotate(api.AnnotationKarpenterDoNotDisrupt, "true")
-	f.pod("c", "pdb").CPU("500m").Mem("1Gi").Label("app", "guarded")
-	f.pod("d", "free").CPU("500m").Mem("1Gi")
-	b := &policyv1.PodDisruptionBudget{}
-	b.Name, b.Namespace = "guarded", "default"
-	b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}
-	f.snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{b}
-	p := f.plan()
+	p := build("").plan()
 	want := map[string]api.KeepReason{"node-dnd": api.KeepDoNotDisrupt, "pod-dnd": api.KeepPodDoNotDisrupt, "pdb": api.KeepPDB,
 		"cordoned": api.KeepDisrupting}
 	for n, r := range want {
@@ -436,9 +443,34 @@ func TestLifecycleDoNotDisrupt(t *testing.T) {
 			t.Errorf("%s kept as %q, want %s", n, keptAs(p, n), r)
 		}
 	}
-	forcedAction(t, p, "free", api.ReasonDrifted)
+	if a := forcedAction(t, p, "free", api.ReasonDrifted); a.TerminationGracePeriodSeconds != 0 {
+		t.Errorf("free: grace %ds without the pool's terminationGracePeriod", a.TerminationGracePeriodSeconds)
+	}
 	if len(p.Actions) != 1 {
 		t.Errorf("actions %+v", p.Actions)
+	}
+
+	p = build(" terminationGracePeriod: 90m,").plan()
+	for n, r := range map[string]api.KeepReason{"node-dnd": api.KeepDoNotDisrupt, "cordoned": api.KeepDisrupting} {
+		if keptAs(p, n) != r {
+			t.Errorf("with terminationGracePeriod: %s kept as %q, want %s", n, keptAs(p, n), r)
+		}
+	}
+	for n, held := range map[string]string{"pod-dnd": "pod default/b is annotated not to be disrupted",
+		"pdb": "PodDisruptionBudget default/guarded allows no disruption of pod default/c", "free": ""} {
+		a := forcedAction(t, p, n, api.ReasonDrifted)
+		if a.TerminationGracePeriodSeconds != 5400 {
+			t.Errorf("%s: grace %ds, want 5400", n, a.TerminationGracePeriodSeconds)
+		}
+		if held != "" && !strings.Contains(a.Message, held+": its drain waits for them at most pool general's terminationGracePeriod (1h30m0s)") {
+			t.Errorf("%s: message %q does not name what holds it (%s)", n, a.Message, held)
+		}
+		if len(a.Moves) != 1 || a.Moves[0].To != "room" {
+			t.Errorf("%s: moves %+v, want its pod to room", n, a.Moves)
+		}
+	}
+	if len(p.Actions) != 3 {
+		t.Errorf("with terminationGracePeriod: actions %+v", p.Actions)
 	}
 }
 

@@ -72,6 +72,15 @@ type Disruption struct {
 	// budgets; unset means never. Long-lived nodes accumulate drift no check sees (kernel, driver,
 	// AMI patches), and expiry bounds it.
 	ExpireAfter *Duration `json:"expireAfter,omitempty"`
+	// TerminationGracePeriod bounds how long PodDisruptionBudgets and do-not-disrupt pods may
+	// hold a node of the pool that must go for Drifted, Expired or ReservationEnding, as
+	// Karpenter's NodePool terminationGracePeriod. Unset (the default), they hold such a node for
+	// as long as they last. Set, such a node is replaced even while they would keep it: the
+	// replacement first, then the cordon and the drain, whose evictions honour the budgets and the
+	// annotation until this long after the drain began; then each pod still there is deleted,
+	// each early enough that its own terminationGracePeriodSeconds ends by then, and the node goes.
+	// A node annotated not to be disrupted is still kept, and consolidation never forces.
+	TerminationGracePeriod *Duration `json:"terminationGracePeriod,omitempty"`
 	// Repair configures the replacement of nodes whose GPUs or kubelet are unhealthy (reason
 	// Unhealthy); nil means the defaults (repair is on).
 	Repair *Repair `json:"repair,omitempty"`
@@ -149,6 +158,9 @@ func (d *Disruption) validate() error {
 	}
 	if d.ExpireAfter != nil && d.ExpireAfter.Duration.Duration <= 0 {
 		return fmt.Errorf("expireAfter: %s must be positive (leave it out to never expire nodes)", d.ExpireAfter.Duration.Duration)
+	}
+	if g := d.TerminationGracePeriod; g != nil && g.Duration.Duration <= 0 {
+		return fmt.Errorf("terminationGracePeriod: %s must be positive (leave it out to let budgets and do-not-disrupt pods hold nodes for as long as they last)", g.Duration.Duration)
 	}
 	if d.Repair != nil {
 		if err := d.Repair.validate(); err != nil {

@@ -164,6 +164,14 @@ func (pl *Pool) ExpireAfterOf() (time.Duration, bool) {
 	return pl.Disruption.ExpireAfter.Duration.Duration, true
 }
 
+// TerminationGracePeriodOf returns the pool's terminationGracePeriod and whether it is set.
+func (pl *Pool) TerminationGracePeriodOf() (time.Duration, bool) {
+	if pl.Disruption == nil || pl.Disruption.TerminationGracePeriod == nil {
+		return 0, false
+	}
+	return pl.Disruption.TerminationGracePeriod.Duration.Duration, true
+}
+
 // poolHashVersion starts every pool hash; a change to what the hash covers bumps it (and drifts
 // every annotated node once, which is the honest outcome of such a change).
 const poolHashVersion = "v1"

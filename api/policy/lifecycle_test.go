@@ -26,6 +26,12 @@ func TestLifecycleSettingsAndDefaults(t *testing.T) {
 	if _, ok := general.ExpireAfterOf(); ok {
 		t.Error("general has no expireAfter")
 	}
+	if d, ok := train.TerminationGracePeriodOf(); !ok || d != 4*time.Hour {
+		t.Errorf("train terminationGracePeriod %s %t, want 4h", d, ok)
+	}
+	if _, ok := general.TerminationGracePeriodOf(); ok {
+		t.Error("general has no terminationGracePeriod")
+	}
 	r := train.RepairOf()
 	if r.GracePeriod != 5*time.Minute || r.NotReadyGracePeriod != 20*time.Minute || r.AllowedRepairs(50) != 2 || r.AllowedUnhealthy(10) != 3 ||
 		len(r.Conditions) != 2 || r.Conditions[1] != (RepairCondition{Type: "GPUXidCritical", Status: corev1.ConditionTrue}) {
