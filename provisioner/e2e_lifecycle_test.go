@@ -843,7 +843,8 @@ func (e *env) waitRecordsWith(what string, n int, ok func(provisioner.LaunchReco
 // terminationGracePeriodSeconds (2 s) before the node's tiler.dev/disruption-force-after, and
 // not evicted — then the pods come back on the replacements, with a DisruptionForced Event each and
 // tiler_disruption_forced_deletions_total{Drifted} at 2. The lifecycle watch checks that nothing
-// else broke a budget, no pod was lost and no instance leaked.
+// else broke a budget, no pod was lost and no instance leaked. The controller is restarted while
+// the first node drains: its force-after does not move.
 func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
 	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	ns := "grace"
@@ -880,8 +881,9 @@ func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
 	lw := e.watchLifecycle(ns)
 	lw.expectForced(labels.SelectorFromSet(labels.Set{"held": "yes"}))
 	nw := e.watchNodes()
-	// The drain's end as the old nodes say it, read while they drain.
+	// The drain's end as the old nodes say it, read while they drain; it must never move.
 	forceAfter := map[string]time.Time{}
+	var moved []string
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	watched := make(chan struct{})
@@ -892,6 +894,9 @@ func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
 				if v := n.Annotations[api.AnnotationDisruptionForceAfter]; v != "" && old[n.Name] {
 					at, err := time.Parse(time.RFC3339, v)
 					mu.Lock()
+					if first, ok := forceAfter[n.Name]; ok && !first.Equal(at) {
+						moved = append(moved, fmt.Sprintf("%s: %s then %s", n.Name, first, at))
+					}
 					if err == nil {
 						forceAfter[n.Name] = at
 					}
@@ -907,9 +912,20 @@ func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
 	}()
 	start := time.Now()
 	e.applyPolicy("policy", graced("b"))
+	// A restart while the first node drains keeps its period: the end is on the node.
+	testwait.Until(t, testwait.Slow, "an old node draining with its force-after", 2*time.Minute, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(forceAfter) > 0
+	})
+	e.stopAndWait()
+	e.start()
 	e.waitReplaced("both drifted nodes replaced past their budget and annotation", old, 2)
 	close(stop)
 	<-watched
+	if len(moved) > 0 {
+		t.Errorf("force-after moved (the restart restarted the period?): %v", moved)
+	}
 	events := nw.finish()
 	t.Logf("policy change → both held nodes replaced: %.1fs", time.Since(start).Seconds())
 	e.checkRolled(events, old, string(api.ReasonDrifted), launches, "the policy change")
