@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/policy"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -575,14 +576,21 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	if grace > 0 {
 		g := grace.String()
 		ann[api.AnnotationDisruptionGracePeriod] = &g
+		// A reservation that ends bounds the period from the start: it ends before the cloud
+		// starts ending the reservation's instances (the drain below takes the earlier end).
+		if by := forceBy(a); !by.IsZero() {
+			f := by.UTC().Format(time.RFC3339)
+			ann[api.AnnotationDisruptionForceAfter] = &f
+		}
 	}
 	moves := movesText(a)
 	if a.Replacement == nil {
 		step := api.DisruptionStepDraining
 		ann[api.AnnotationDisruptionStep] = &step
 		if grace > 0 {
-			force := now.Add(grace).UTC().Format(time.RFC3339)
-			ann[api.AnnotationDisruptionForceAfter] = &force
+			force := drainForceAfter(now, grace, forceBy(a))
+			f := force.UTC().Format(time.RFC3339)
+			ann[api.AnnotationDisruptionForceAfter] = &f
 		}
 		if err := c.annotateAll(ctx, a.Nodes, ann, ptr.To(true)); err != nil {
 			return err
@@ -832,6 +840,26 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	return left, stay, strings.Join(msgs, "; "), ""
 }
 
+// forceBy is the latest end of a terminationGracePeriod on action a (zero: none): for a
+// reservation that ends (ReservationEnding, its Deadline the end), policy.ReservationTerminationLead
+// before the end.
+func forceBy(a api.DisruptionAction) time.Time {
+	if a.Reason != api.ReasonReservationEnding || a.Deadline == nil || a.Deadline.IsZero() {
+		return time.Time{}
+	}
+	return a.Deadline.Add(-policy.ReservationTerminationLead)
+}
+
+// drainForceAfter is when the terminationGracePeriod grace of a drain that begins at now ends:
+// grace later, or by when it is not zero and earlier; to the second, as the annotation keeps it.
+func drainForceAfter(now time.Time, grace time.Duration, by time.Time) time.Time {
+	end := now.Add(grace)
+	if !by.IsZero() && by.Before(end) {
+		end = by
+	}
+	return end.Truncate(time.Second)
+}
+
 // forced reports whether the action's terminationGracePeriod is over at now.
 func (a *actionState) forced(now time.Time) bool {
 	return !a.forceAfter.IsZero() && !now.Before(a.forceAfter)
@@ -960,10 +988,11 @@ func (c *Controller) setStep(ctx context.Context, a *actionState, step string, n
 		unsched = ptr.To(true)
 	}
 	ann := map[string]*string{api.AnnotationDisruptionStep: &step, api.AnnotationDisruptionStepSince: &since}
-	// The grace period runs from the drain's first start: a return to draining keeps it.
+	// The grace period runs from the drain's first start (the end of Replacing), bounded by the
+	// end a reservation set at the start (forceBy); a return to draining keeps it.
 	force := a.forceAfter
-	if step == api.DisruptionStepDraining && a.grace > 0 && force.IsZero() {
-		force = now.Add(a.grace).Truncate(time.Second) // as the annotation keeps it
+	if step == api.DisruptionStepDraining && a.grace > 0 && (force.IsZero() || a.step == api.DisruptionStepReplacing) {
+		force = drainForceAfter(now, a.grace, a.forceAfter)
 		f := force.UTC().Format(time.RFC3339)
 		ann[api.AnnotationDisruptionForceAfter] = &f
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/policy"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,6 +85,21 @@ func TestActionGracePeriod(t *testing.T) {
 	}
 	if a.forced(t0.Add(-time.Second)) || !a.forced(t0) {
 		t.Error("the period ends at its forceAfter")
+	}
+	// A drain's period ends grace after its start, or at the reservation's bound when earlier.
+	end := t0.Add(2 * time.Hour)
+	block := api.DisruptionAction{Reason: api.ReasonReservationEnding, Deadline: &end}
+	if by := forceBy(block); !by.Equal(end.Add(-policy.ReservationTerminationLead)) {
+		t.Errorf("forceBy %s, want the end less the lead", by)
+	}
+	if by := forceBy(api.DisruptionAction{Reason: api.ReasonDrifted, Deadline: &end}); !by.IsZero() {
+		t.Errorf("a drift has no bound, got %s", by)
+	}
+	if got := drainForceAfter(t0.Add(500*time.Millisecond), time.Hour, forceBy(block)); !got.Equal(t0.Add(time.Hour)) {
+		t.Errorf("an hour's period bounded 90 min on: ends %s, want an hour on, to the second", got)
+	}
+	if got := drainForceAfter(t0, 4*time.Hour, forceBy(block)); !got.Equal(t0.Add(90 * time.Minute)) {
+		t.Errorf("four hours' period bounded 90 min on: ends %s, want the bound", got)
 	}
 	none := actionsOf([]*corev1.Node{annotatedNode("c", map[string]string{api.AnnotationDisruptionAction: "d-2"})})[0]
 	if none.grace != 0 || none.forceDue(pod(nil), t0.Add(100*time.Hour)) || none.forced(t0.Add(100*time.Hour)) {

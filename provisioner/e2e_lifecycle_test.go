@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -107,6 +108,63 @@ pools:
   - {id: cr-0block, instanceType: m7i.large, zone: us-east-1a, count: 2, pricePerHour: 0,
      endsAt: "` + end.UTC().Format(time.RFC3339) + `", drainBefore: 1h}
 `
+}
+
+// testReservationForcedBeforeTheEnd: a pod annotated tiler.dev/do-not-disrupt runs on a node of a
+// capacity block whose pool has a terminationGracePeriod of an hour; the block ends 30 min 40 s
+// after the test starts and drains from 30 min 30 s before its end. The node is replaced as
+// ReservationEnding, and its drain's force-after is not an hour after the drain began but
+// policy.ReservationTerminationLead before the block's end (to the second), when EC2 starts ending
+// the block's instances: the pod is deleted by then (not evicted) and comes back off the block;
+// no pod lost, no instance leaked.
+func testReservationForcedBeforeTheEnd(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app := "blockforce", "pinned"
+	e.namespace(ns)
+	end := time.Now().Add(policy.ReservationTerminationLead + 40*time.Second).Truncate(time.Second)
+	pol := strings.Replace(blockPolicy(end), "drainBefore: 1h", "drainBefore: 30m30s", 1)
+	pol = strings.Replace(pol, "    consolidation: never\n", "    consolidation: never\n    terminationGracePeriod: 1h\n", 1)
+	e.applyPolicy("policy", pol)
+	two := int64(2)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Annotate(api.AnnotationDoNotDisrupt, "true").Obj()
+	tmpl.Spec.TerminationGracePeriodSeconds = &two
+	e.deployment(ns, app, 1, tmpl)
+	first := e.waitAppReady(ns, app, 1, time.Minute)[0]
+	old := map[string]bool{first.Spec.NodeName: true}
+	if n := e.managedNodes(); len(n) != 1 || n[0].Labels[api.LabelCapacityReservation] != "cr-0block" {
+		t.Fatalf("nodes %v: want one, on the block cr-0block", names(n))
+	}
+	lw := e.watchLifecycle(ns)
+	lw.expectForced(labels.SelectorFromSet(labels.Set{"app": app}))
+	var forceAfter string
+	testwait.Until(t, testwait.Slow, "the block's node draining with its force-after", 90*time.Second, func() bool {
+		for _, n := range e.managedNodes() {
+			if old[n.Name] && n.Annotations[api.AnnotationDisruptionStep] == api.DisruptionStepDraining {
+				forceAfter = n.Annotations[api.AnnotationDisruptionForceAfter]
+				return forceAfter != ""
+			}
+		}
+		return false
+	})
+	if want := end.Add(-policy.ReservationTerminationLead).UTC().Format(time.RFC3339); forceAfter != want {
+		t.Errorf("force-after %s, want the block's end less %s: %s", forceAfter, policy.ReservationTerminationLead, want)
+	}
+	e.waitReplaced("the block's node replaced past its do-not-disrupt pod", old, 1)
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) > 0 || len(lost) > 0 {
+		t.Errorf("evicted %v, lost with the node %v: want the pod deleted past its annotation", evicted, lost)
+	}
+	if forced := lw.forcedPods(); len(forced) != 1 || forced[0].Name != first.Name {
+		t.Errorf("deleted past their hold: %d pods, want %s", len(forced), first.Name)
+	}
+	if p := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; old[p.Spec.NodeName] {
+		t.Errorf("pod back on the old node %s", p.Spec.NodeName)
+	}
+	for _, n := range e.managedNodes() {
+		if id := n.Labels[api.LabelCapacityReservation]; id != "" {
+			t.Errorf("replacement %s is on reservation %s, want open capacity", n.Name, id)
+		}
+	}
+	e.cleanupNamespace(ns)
 }
 
 // testReservationEnding: two pods, one per node, run on the two nodes of a capacity block under a

@@ -68,6 +68,12 @@ type Reservation struct {
 // end, with time for the replacements to boot and the pods to move.
 const DefaultReservationDrainBefore = time.Hour
 
+// ReservationTerminationLead is how long before a reservation's end the cloud starts ending its
+// instances (an EC2 Capacity Block's: 30 minutes). A pool's terminationGracePeriod on such a
+// node's action ends by then at the latest, so that the pods it deletes end gracefully before
+// the cloud takes the node.
+const ReservationTerminationLead = 30 * time.Minute
+
 // DrainFrom returns when the reservation stops being planned onto and its nodes start to be
 // replaced: EndsAt less DrainBefore; false when it does not end.
 func (r *Reservation) DrainFrom() (time.Time, bool) {
