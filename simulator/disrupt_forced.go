@@ -46,7 +46,9 @@ func (d *disruptor) gangNodes() map[string]map[string]bool {
 // forcedKeep returns why a node that must go is kept nonetheless, or nil. The caller's Keep and
 // an action already under way (listed, deleting) keep any such node. Drift and expiry are also
 // kept by do-not-disrupt on the node or a pod and by a PodDisruptionBudget that allows no
-// disruption now, and wait while the node is cordoned or not Ready (Karpenter's rules for its
+// disruption now — the pod's annotation and the budget only while the pool sets no
+// terminationGracePeriod (graceFor: with one, the node goes, its action carries the period and
+// names what held it) — and wait while the node is cordoned or not Ready (Karpenter's rules for its
 // graceful methods, as consolidation here). An urgent node (unhealthy, interrupted) is kept by
 // nothing else: its pods are lost with it anyway, and its evictions wait for the budgets only as
 // long as the node lasts. Pods nothing recreates (no controller)
