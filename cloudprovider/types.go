@@ -145,9 +145,10 @@ type ImageChooser interface {
 // with other settings than a launch now gets as drifted, under the pools' disruption budgets.
 type SettingsChooser interface {
 	// LaunchSettings returns the Instance.Settings of an instance launched now in zone; "" when
-	// the provider does not record them, and then no node is drifted by its settings. It reads
-	// the provider's configuration only.
-	LaunchSettings(zone string) string
+	// the provider does not record them, and then no node is drifted by its settings. It may ask
+	// the cloud (the version an AWS launch template's $Default names now); an error means the
+	// settings are not known now, and no node drifts by them.
+	LaunchSettings(ctx context.Context, zone string) (string, error)
 }
 
 // ReservationWindow is when a capacity reservation holds its capacity; a zero time is not known.

@@ -3,6 +3,8 @@ package provisioner
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/cloudprovider"
@@ -32,7 +34,8 @@ import (
 // left out. The provider is asked for images once per GPU configuration (a fleet has few), not
 // once per node: the answer may be a cloud call (an SSM parameter not read yet). When the provider
 // cannot say which image it launches now, that error is returned once, with the nodes known
-// without it: no node drifts by an image not known.
+// without it: no node drifts by an image not known. Launch settings are asked for once per zone,
+// and likewise (an AWS launch template's $Default version, read from EC2).
 func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchRecord, idx nodeIndex) (map[string]simulator.NodeImage, error) {
 	ic, images := p.(cloudprovider.ImageChooser)
 	sc, settings := p.(cloudprovider.SettingsChooser)
@@ -56,6 +59,19 @@ func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchReco
 		asked = append(asked, a)
 		return a
 	}
+	type zoneSettings struct {
+		now string
+		err error
+	}
+	zones := map[string]zoneSettings{}
+	settingsIn := func(zone string) zoneSettings {
+		z, ok := zones[zone]
+		if !ok {
+			z.now, z.err = sc.LaunchSettings(ctx, zone)
+			zones[zone] = z
+		}
+		return z
+	}
 	var out map[string]simulator.NodeImage
 	for _, r := range recs {
 		n := idx.forRecord(r)
@@ -73,7 +89,9 @@ func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchReco
 			}
 		}
 		if settings && r.Settings != "" {
-			m.Settings, m.SettingsNow = r.Settings, sc.LaunchSettings(r.Zone)
+			if z := settingsIn(r.Zone); z.err == nil {
+				m.Settings, m.SettingsNow = r.Settings, z.now
+			}
 		}
 		if m == (simulator.NodeImage{}) {
 			continue
@@ -86,6 +104,9 @@ func nodeImages(ctx context.Context, p cloudprovider.Provider, recs []LaunchReco
 	var errs []error
 	for _, a := range asked {
 		errs = append(errs, a.err)
+	}
+	for _, z := range slices.Sorted(maps.Keys(zones)) {
+		errs = append(errs, zones[z].err)
 	}
 	return out, errors.Join(errs...)
 }

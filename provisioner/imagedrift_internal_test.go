@@ -36,7 +36,9 @@ type settingsCloud struct {
 	byZone map[string]string
 }
 
-func (c settingsCloud) LaunchSettings(zone string) string { return c.byZone[zone] }
+func (c settingsCloud) LaunchSettings(_ context.Context, zone string) (string, error) {
+	return c.byZone[zone], nil
+}
 
 // imageAndSettingsCloud chooses both.
 type imageAndSettingsCloud struct {
@@ -44,7 +46,9 @@ type imageAndSettingsCloud struct {
 	byZone map[string]string
 }
 
-func (c imageAndSettingsCloud) LaunchSettings(zone string) string { return c.byZone[zone] }
+func (c imageAndSettingsCloud) LaunchSettings(_ context.Context, zone string) (string, error) {
+	return c.byZone[zone], nil
+}
 
 // TestNodeImagesSettings: a record that knows its launch settings gets them and those a launch in
 // its zone gets now, with its image when the provider chooses images too; a record without

@@ -14,6 +14,8 @@ import (
 const (
 	// DefaultLaunchTemplateVersion launches the template's default version.
 	DefaultLaunchTemplateVersion = "$Default"
+	// LatestLaunchTemplateVersion launches the template's latest version.
+	LatestLaunchTemplateVersion = "$Latest"
 	// DefaultUnavailableTTL is how long an offering EC2 had no capacity for stays unavailable. Karpenter uses three
 	// minutes: long enough to stop hammering a pool that just said no, short enough to retry
 	// capacity that EC2 frees continuously.
@@ -48,7 +50,8 @@ type Config struct {
 	// Bootstrap has Tiler manage the launch templates; exactly one of the three is set.
 	LaunchTemplateID   string
 	LaunchTemplateName string
-	// LaunchTemplateVersion is the version of the template of your own; default $Default.
+	// LaunchTemplateVersion is the version of the template of your own: a number, $Default (the
+	// default) or $Latest, which launches name as the number they name now (settings.go).
 	LaunchTemplateVersion string
 	// Bootstrap, when set, has Tiler create a launch template per pool and bootstrap
 	// configuration whose nodeadm user data registers the node with its planned labels and
@@ -63,8 +66,9 @@ type Config struct {
 	// TemplateRetention is how long a managed launch template (Bootstrap) that no launch used
 	// is kept before CollectGarbage deletes it; zero means DefaultTemplateRetention.
 	TemplateRetention time.Duration
-	// ImageRefresh is how long an AMI read from an SSM parameter (Bootstrap's images) is used
-	// before the parameter is read again; zero means DefaultImageRefresh.
+	// ImageRefresh is how long an AMI read from an SSM parameter (Bootstrap's images), or the
+	// number a launch template of your own's $Default or $Latest version names, is used before it
+	// is read again; zero means DefaultImageRefresh.
 	ImageRefresh time.Duration
 	// WaitTimeSeconds and VisibilityTimeoutSeconds tune the SQS long poll (defaults above).
 	WaitTimeSeconds          int32

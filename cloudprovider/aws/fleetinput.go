@@ -47,7 +47,7 @@ func ClientToken(launchID string, ct api.CapacityType) string {
 // fleetInput builds the instant-fleet request for one group: a launch template config per
 // launch template (one, unless managed templates differ by offering, in order of first use) with
 // an override per (type, subnet, zone), in the request's order.
-func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec2.CreateFleetInput {
+func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup, b boot) *ec2.CreateFleetInput {
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	index := map[string]int{}
 	for _, t := range g.targets {
@@ -55,7 +55,7 @@ func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec
 		if !ok {
 			i = len(configs)
 			index[t.template] = i
-			configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{LaunchTemplateSpecification: p.templateSpec(t.template)})
+			configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{LaunchTemplateSpecification: p.templateSpec(t.template, b.version)})
 		}
 		configs[i].Overrides = append(configs[i].Overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 			InstanceType:     ec2types.InstanceType(t.ref.InstanceType),
@@ -71,7 +71,7 @@ func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec
 			TotalTargetCapacity:       awssdk.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand,
 		},
-		TagSpecifications: p.tagSpecs(req),
+		TagSpecifications: p.tagSpecs(req, b.settings),
 	}
 	if g.capacityType == api.Spot {
 		in.TargetCapacitySpecification.DefaultTargetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
@@ -83,13 +83,14 @@ func (p *Provider) fleetInput(req cloudprovider.LaunchRequest, g fleetGroup) *ec
 }
 
 // templateSpec names a managed launch template (its default version: Tiler never adds versions)
-// or, for "", the configured one.
-func (p *Provider) templateSpec(managed string) *ec2types.FleetLaunchTemplateSpecificationRequest {
+// or, for "", the configured one at version (boot.version: the number $Default or $Latest named
+// when the launch resolved it).
+func (p *Provider) templateSpec(managed, version string) *ec2types.FleetLaunchTemplateSpecificationRequest {
 	if managed != "" {
 		return &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: awssdk.String(managed),
 			Version: awssdk.String(DefaultLaunchTemplateVersion)}
 	}
-	spec := &ec2types.FleetLaunchTemplateSpecificationRequest{Version: awssdk.String(p.cfg.launchTemplateVersion())}
+	spec := &ec2types.FleetLaunchTemplateSpecificationRequest{Version: awssdk.String(version)}
 	if p.cfg.LaunchTemplateID != "" {
 		spec.LaunchTemplateId = awssdk.String(p.cfg.LaunchTemplateID)
 	} else {
@@ -99,13 +100,13 @@ func (p *Provider) templateSpec(managed string) *ec2types.FleetLaunchTemplateSpe
 }
 
 // tags are the tags every launched instance and its volumes carry: cluster, pool, launch ID and
-// node name (the tiler.dev/* keys of package cloudprovider), Name for the console, and the GPU
-// tags of the request's GPU configuration.
-func (p *Provider) tags(req cloudprovider.LaunchRequest) map[string]string {
+// node name (the tiler.dev/* keys of package cloudprovider), the digest of its launch settings
+// (settings.go), Name for the console, and the GPU tags of the request's GPU configuration.
+func (p *Provider) tags(req cloudprovider.LaunchRequest, settings string) map[string]string {
 	tags := map[string]string{
 		api.TagCluster:        p.cfg.ClusterName,
 		api.TagLaunchID:       req.LaunchID,
-		api.TagLaunchSettings: p.settings,
+		api.TagLaunchSettings: settings,
 	}
 	if req.Pool != "" {
 		tags[api.TagPool] = req.Pool
@@ -139,8 +140,8 @@ func addGPUTags(tags map[string]string, g api.GPUConfig) {
 	set(api.TagMIGConfig, g.MIGConfig)
 }
 
-func (p *Provider) tagSpecs(req cloudprovider.LaunchRequest) []ec2types.TagSpecification {
-	m := p.tags(req)
+func (p *Provider) tagSpecs(req cloudprovider.LaunchRequest, settings string) []ec2types.TagSpecification {
+	m := p.tags(req, settings)
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

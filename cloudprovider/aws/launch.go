@@ -94,15 +94,15 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	if inst, err := p.findLaunched(ctx, req.LaunchID); err != nil || inst != nil {
 		return inst, nil, err
 	}
-	// The image is resolved once (it may be read from SSM), so that the launch templates and the
-	// instance returned name the same one.
-	image, err := p.ImageFor(ctx, req.GPU)
+	// The image and the launch template's version are resolved once (they may be read from SSM
+	// and EC2), so that the launch templates, the tags and the instance returned name the same.
+	b, err := p.bootFor(ctx, req.GPU)
 	if err != nil {
 		return nil, nil, err
 	}
 	if req.CapacityReservation != "" {
 		// The reservation first; when it cannot take the node, open capacity (reservations.go).
-		if inst, err := p.launchReservedLocked(ctx, req, image); err != nil || inst != nil {
+		if inst, err := p.launchReservedLocked(ctx, req, b); err != nil || inst != nil {
 			return inst, nil, err
 		}
 		req = cloudprovider.WithoutReservation(req)
@@ -113,12 +113,12 @@ func (p *Provider) create(ctx context.Context, req cloudprovider.LaunchRequest) 
 	}
 	p.gcMu.RLock() // no template is deleted between ensuring it and CreateFleet
 	defer p.gcMu.RUnlock()
-	if err := p.assignTemplates(ctx, req, groups, image); err != nil {
+	if err := p.assignTemplates(ctx, req, groups, b.image); err != nil {
 		return nil, nil, err
 	}
 	var failed []FailedOffering
 	for _, g := range groups {
-		inst, fails, err := p.launchFleet(ctx, req, g, image)
+		inst, fails, err := p.launchFleet(ctx, req, g, b)
 		failed = append(failed, fails...)
 		if err != nil || inst != nil {
 			return inst, failed, err
@@ -209,8 +209,8 @@ func (p *Provider) fleetGroups(req cloudprovider.LaunchRequest) ([]fleetGroup, [
 // launchFleet makes one CreateFleet call. It returns the launched instance, if any, and the
 // failed offerings (the unavailable ones also go into the Unavailable cache). An error means
 // stop: I/O, or a failure that is neither capacity nor quota.
-func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup, image string) (*cloudprovider.Instance, []FailedOffering, error) {
-	out, err := p.ec2.CreateFleet(ctx, p.fleetInput(req, g))
+func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequest, g fleetGroup, b boot) (*cloudprovider.Instance, []FailedOffering, error) {
+	out, err := p.ec2.CreateFleet(ctx, p.fleetInput(req, g, b))
 	if err != nil {
 		var ae smithy.APIError
 		if !errors.As(err, &ae) || Classify(ae.ErrorCode()) == FailureOther {
@@ -227,7 +227,7 @@ func (p *Provider) launchFleet(ctx context.Context, req cloudprovider.LaunchRequ
 	}
 	fails := p.fleetFailures(out.Errors, g)
 	p.markUnavailable(fails)
-	if inst := p.launched(req, out, image); inst != nil {
+	if inst := p.launched(req, out, b); inst != nil {
 		return inst, fails, nil
 	}
 	if other := firstOther(fails); other != nil {
@@ -286,9 +286,9 @@ func (p *Provider) markUnavailable(fails []FailedOffering) {
 }
 
 // launched builds the Instance from the first fleetInstanceSet item that has an instance ID,
-// booted from image (ImageFor, as the launch resolved it). TotalTargetCapacity is 1, so there is
-// at most one.
-func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFleetOutput, image string) *cloudprovider.Instance {
+// booted and launched as b says (ImageFor and the launch settings, as the launch resolved them).
+// TotalTargetCapacity is 1, so there is at most one.
+func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFleetOutput, b boot) *cloudprovider.Instance {
 	for _, item := range out.Instances {
 		if len(item.InstanceIds) == 0 {
 			continue
@@ -300,8 +300,8 @@ func (p *Provider) launched(req cloudprovider.LaunchRequest, out *ec2.CreateFlee
 		return &cloudprovider.Instance{
 			ID: item.InstanceIds[0], LaunchID: req.LaunchID, NodeName: req.NodeName, Pool: req.Pool,
 			Offering: ref, State: cloudprovider.StatePending, PricePerHour: p.priceOf(ref),
-			LaunchedAt: p.clock.Now(), Tags: p.tags(req), Image: image,
-			Settings:            p.instanceSettings(p.settings, ref.Zone, p.cfg.Subnets[ref.Zone]),
+			LaunchedAt: p.clock.Now(), Tags: p.tags(req, b.settings), Image: b.image,
+			Settings:            p.instanceSettings(b.settings, ref.Zone, p.cfg.Subnets[ref.Zone]),
 			CapacityReservation: req.CapacityReservation, // "" on the open fleet (withoutReservation)
 		}
 	}

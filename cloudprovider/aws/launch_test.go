@@ -101,7 +101,7 @@ func TestCreatePartialSuccessReportsFailedOfferings(t *testing.T) {
 	wantInst := &cloudprovider.Instance{
 		ID: "i-0fedcba9876543210", LaunchID: "gpu-pool-abcde-1", NodeName: "gpu-pool-abcde", Pool: "gpu-pool",
 		Offering: ref("g6e.12xlarge", "us-east-1c", api.Spot), State: cloudprovider.StatePending, PricePerHour: 4.2,
-		LaunchedAt: testNow, Tags: p.tags(gpuRequest()), Settings: p.settings + ":" + subnetC,
+		LaunchedAt: testNow, Tags: p.tags(gpuRequest(), p.settings), Settings: p.settings + ":" + subnetC,
 	}
 	if diff := cmp.Diff(wantInst, inst); diff != "" {
 		t.Errorf("instance (-want +got):\n%s", diff)

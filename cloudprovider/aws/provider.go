@@ -104,7 +104,7 @@ func NewProviderFromClient(cfg Config, client EC2API, clk clock.Clock) (*Provide
 	if client == nil || clk == nil {
 		return nil, errors.New("aws provider: EC2 client and clock must be set")
 	}
-	return &Provider{cfg: cfg, ec2: client, clock: clk, settings: settingsDigest(cfg),
+	return &Provider{cfg: cfg, ec2: client, clock: clk, settings: settingsDigest(cfg, cfg.LaunchTemplateVersion),
 		unavailable: cloudprovider.NewUnavailableOfferings(clk, cfg.unavailableTTL()), templates: map[string]bool{},
 		used: map[string]time.Time{}, images: &imageResolver{read: cloudprovider.RefreshedImages{Clock: clk, Refresh: cfg.imageRefresh()}}}, nil
 }

@@ -123,7 +123,7 @@ const codeReservationNotFound = "InvalidCapacityReservationId.NotFound"
 // list it as active, it is of another type or zone, it has no instance available, or the fleet
 // reports no capacity in it. The caller then launches on open capacity. These are not offering
 // failures: the open on-demand offering of the same type and zone is not made unavailable.
-func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchRequest, image string) (*cloudprovider.Instance, error) {
+func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchRequest, b boot) (*cloudprovider.Instance, error) {
 	o := req.Offering
 	if o.CapacityType != api.OnDemand {
 		return nil, fmt.Errorf("launch request: capacity reservation %s needs an on-demand offering, not %s", req.CapacityReservation, o)
@@ -153,7 +153,7 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 	}
 	t := fleetTarget{ref: o, subnet: subnet}
 	if p.cfg.Bootstrap != nil {
-		mt, err := p.templateFor(req, o, image)
+		mt, err := p.templateFor(req, o, b.image)
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +163,7 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 		}
 		t.template = mt.name
 	}
-	in := p.fleetInput(req, fleetGroup{capacityType: api.OnDemand, targets: []fleetTarget{t}})
+	in := p.fleetInput(req, fleetGroup{capacityType: api.OnDemand, targets: []fleetTarget{t}}, b)
 	in.ClientToken = awssdk.String(ReservedClientToken(req.LaunchID))
 	if rs[0].Block {
 		// A capacity block is its own target capacity type, and takes no reservation options.
@@ -179,7 +179,7 @@ func (p *Provider) launchReserved(ctx context.Context, req cloudprovider.LaunchR
 		}
 		return nil, fmt.Errorf("CreateFleet into capacity reservation %s: %w", req.CapacityReservation, err)
 	}
-	if inst := p.launched(req, out, image); inst != nil {
+	if inst := p.launched(req, out, b); inst != nil {
 		return inst, nil
 	}
 	for _, e := range out.Errors {
@@ -209,10 +209,10 @@ func reservedTemplate(mt managedTemplate, id string, block bool) managedTemplate
 }
 
 // launchReservedLocked is launchReserved with the launch-template garbage collector held off.
-func (p *Provider) launchReservedLocked(ctx context.Context, req cloudprovider.LaunchRequest, image string) (*cloudprovider.Instance, error) {
+func (p *Provider) launchReservedLocked(ctx context.Context, req cloudprovider.LaunchRequest, b boot) (*cloudprovider.Instance, error) {
 	p.gcMu.RLock()
 	defer p.gcMu.RUnlock()
-	return p.launchReserved(ctx, req, image)
+	return p.launchReserved(ctx, req, b)
 }
 
 // reservationFull reports whether an EC2 error code of a launch into a reservation means that it

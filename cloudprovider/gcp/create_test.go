@@ -292,7 +292,7 @@ func TestLaunchSettingsDigest(t *testing.T) {
 		}
 	}
 	p := &Provider{settings: d}
-	if got := p.LaunchSettings("us-central1-b"); got != d {
+	if got, err := p.LaunchSettings(context.Background(), "us-central1-b"); err != nil || got != d {
 		t.Errorf("LaunchSettings = %q, want %q", got, d)
 	}
 }

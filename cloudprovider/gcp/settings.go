@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
@@ -20,7 +21,7 @@ import (
 const MetadataLaunchSettings = "tiler-launch-settings"
 
 // LaunchSettings returns the settings an instance launched now records, in any zone.
-func (p *Provider) LaunchSettings(string) string { return p.settings }
+func (p *Provider) LaunchSettings(context.Context, string) (string, error) { return p.settings, nil }
 
 // settingsDigest is the first 16 hex digits of SHA-256 over the launch settings of cfg, in a fixed
 // form of its own: bump the version when adding fields.

@@ -284,10 +284,10 @@ func (p *Provider) SetLaunchSettings(settings string) {
 }
 
 // LaunchSettings returns the settings a launch gets now, in any zone.
-func (p *Provider) LaunchSettings(string) string {
+func (p *Provider) LaunchSettings(context.Context, string) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.settingsNow
+	return p.settingsNow, nil
 }
 
 // SetImageNeverRegisters makes the instances launched from now on from image never create a Node,

@@ -18,7 +18,20 @@ type LaunchTemplate struct {
 	ID, Name   string
 	CreateTime time.Time
 	Tags       map[string]string
+	// DefaultVersion and LatestVersion are its default and latest version numbers (0: 1).
+	DefaultVersion, LatestVersion int
 }
+
+// versions returns the default and latest version numbers, 1 when unset.
+func (lt LaunchTemplate) versions() (def, latest int) {
+	return max(lt.DefaultVersion, 1), max(lt.LatestVersion, lt.DefaultVersion, 1)
+}
+
+// DefaultVersionNumber is the default version number (1 when unset).
+func (lt LaunchTemplate) DefaultVersionNumber() int { d, _ := lt.versions(); return d }
+
+// LatestVersionNumber is the latest version number (1 when unset, never below the default).
+func (lt LaunchTemplate) LatestVersionNumber() int { _, l := lt.versions(); return l }
 
 // SortedTags returns the template's tags in key order.
 func (lt LaunchTemplate) SortedTags() []Tag {
@@ -29,8 +42,8 @@ func (lt LaunchTemplate) SortedTags() []Tag {
 const ltFields = `{{define "fields"}}
             <createTime>{{.CreateTime.UTC.Format "2006-01-02T15:04:05.000Z"}}</createTime>
             <createdBy>arn:aws:iam::123456789012:root</createdBy>
-            <defaultVersionNumber>1</defaultVersionNumber>
-            <latestVersionNumber>1</latestVersionNumber>
+            <defaultVersionNumber>{{.DefaultVersionNumber}}</defaultVersionNumber>
+            <latestVersionNumber>{{.LatestVersionNumber}}</latestVersionNumber>
             <launchTemplateId>{{.ID}}</launchTemplateId>
             <launchTemplateName>{{esc .Name}}</launchTemplateName>
             <tagSet>{{range .SortedTags}}
@@ -145,6 +158,13 @@ func (st *LaunchTemplateStore) describe(r Request) Response {
 	defer st.srv.mu.Unlock()
 	filters := r.EC2Filters()
 	names := append(filters["launch-template-name"], r.FormList("LaunchTemplateName")...)
+	for _, id := range r.FormList("LaunchTemplateId") {
+		for n, lt := range st.byKey {
+			if lt.ID == id {
+				names = append(names, n)
+			}
+		}
+	}
 	if len(names) == 0 {
 		for n := range st.byKey {
 			names = append(names, n)
@@ -190,6 +210,16 @@ func (st *LaunchTemplateStore) delete(r Request) Response {
 	}
 	return EC2Error(http.StatusBadRequest, CodeLaunchTemplateIDNotFound,
 		fmt.Sprintf("The specified launch template, with template ID %s, does not exist.", id))
+}
+
+// SetVersions sets the default and latest version numbers of the named template, as
+// CreateLaunchTemplateVersion and ModifyLaunchTemplate would.
+func (st *LaunchTemplateStore) SetVersions(name string, def, latest int) {
+	st.srv.mu.Lock()
+	defer st.srv.mu.Unlock()
+	lt := st.byKey[name]
+	lt.DefaultVersion, lt.LatestVersion = def, latest
+	st.byKey[name] = lt
 }
 
 // Names returns the names of the templates in the store, sorted.
