@@ -461,12 +461,13 @@ func (e *env) setUnschedulable(node string, v bool) {
 	}
 }
 
-// waitNodeEvent waits for an Event of the reason on the node whose message holds substr.
-func (e *env) waitNodeEvent(node, reason, substr string, timeout time.Duration) corev1.Event {
+// waitEventOn waits for an Event of the reason on the object named name (a node, a pod: names
+// are unique enough in these tests) whose message holds substr.
+func (e *env) waitEventOn(name, reason, substr string, timeout time.Duration) corev1.Event {
 	e.t.Helper()
 	var found corev1.Event
-	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("a %s Event on %s saying %q", reason, node, substr), timeout, func() bool {
-		evs, err := e.kube.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	testwait.Until(e.t, testwait.Slow, fmt.Sprintf("a %s Event on %s saying %q", reason, name, substr), timeout, func() bool {
+		evs, err := e.kube.CoreV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
 			return false
 		}
@@ -505,9 +506,9 @@ func testDisruptionBlocked(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatalf("both pods on %s", a)
 	}
 	start := time.Now()
-	ev := e.waitNodeEvent(a, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	ev := e.waitEventOn(a, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
 	t.Logf("%s: %s", a, ev.Message)
-	ev = e.waitNodeEvent(b, "DisruptionBlocked", string(api.KeepPDB), 30*time.Second)
+	ev = e.waitEventOn(b, "DisruptionBlocked", string(api.KeepPDB), 30*time.Second)
 	t.Logf("%s: %s", b, ev.Message)
 	for _, p := range passes.all() {
 		for _, id := range p.Started {

@@ -302,9 +302,9 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 		return false
 	})
 	if rebalance {
-		e.waitNodeEvent(old, "Interrupted", "rebalance-recommendation notice for instance "+id+" (no deadline)", 10*time.Second)
+		e.waitEventOn(old, "Interrupted", "rebalance-recommendation notice for instance "+id+" (no deadline)", 10*time.Second)
 	} else {
-		e.waitNodeEvent(old, "Interrupted", "spot-interruption notice for instance "+id+" (reclaimed at", 10*time.Second)
+		e.waitEventOn(old, "Interrupted", "spot-interruption notice for instance "+id+" (reclaimed at", 10*time.Second)
 	}
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 3 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the 3 pods evicted, none lost", evicted, lost)

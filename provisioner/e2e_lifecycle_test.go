@@ -312,7 +312,7 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Errorf("while the fault is wide: %d launches, %v held; want 0, 2", got, held())
 	}
 	for n := range sick {
-		e.waitNodeEvent(n, "DisruptionBlocked", "2 of pool repair's 2 nodes show a health signal, more than its repair.maxUnhealthy (20%: 1)", 30*time.Second)
+		e.waitEventOn(n, "DisruptionBlocked", "2 of pool repair's 2 nodes show a health signal, more than its repair.maxUnhealthy (20%: 1)", 30*time.Second)
 	}
 	e.applyPolicy("policy", repairPolicy(true))
 	testwait.Until(t, testwait.Slow, "both unhealthy nodes replaced", 3*time.Minute, func() bool {
@@ -381,7 +381,7 @@ func testRepairOnGPULoss(t *testing.T, cp *controlplane.ControlPlane) {
 		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonUnhealthy))) == 2
 	})
 	for n := range sick {
-		e.waitNodeEvent(n, "Disrupting", string(api.ReasonUnhealthy), 10*time.Second)
+		e.waitEventOn(n, "Disrupting", string(api.ReasonUnhealthy), 10*time.Second)
 	}
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two pods evicted, none lost", evicted, lost)
@@ -499,9 +499,9 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonDrifted))) == 2
 	})
 	for o := range old {
-		e.waitNodeEvent(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
+		e.waitEventOn(o, "Disrupting", string(api.ReasonDrifted), 10*time.Second)
 	}
-	e.waitNodeEvent(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
+	e.waitEventOn(pinnedNode, "DisruptionBlocked", string(api.KeepPodDoNotDisrupt), 30*time.Second)
 	// The pinned node is due (drifted) and held by its pod, and the metric says so.
 	testwait.Until(t, testwait.Slow, "tiler_disruption_held_nodes{reason=Drifted,held_by=PodDoNotDisrupt} = 1", 30*time.Second, func() bool {
 		return gaugeValue(t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepPodDoNotDisrupt))) == 1
@@ -661,7 +661,7 @@ func testImageRollPausedOnBadImage(t *testing.T, cp *controlplane.ControlPlane) 
 	e.staysPaused("while paused", passes, old, launches, 1)
 	for o := range old {
 		if o != canary && slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == o }) {
-			e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: node "+canary, 30*time.Second)
+			e.waitEventOn(o, "DisruptionBlocked", "the roll onto image img-2 is paused: node "+canary, 30*time.Second)
 			break
 		}
 	}
@@ -718,7 +718,7 @@ func testImageThatDoesNotBoot(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	e.staysPaused("paused", passes, old, launches, 1)
 	for o := range old {
-		e.waitNodeEvent(o, "DisruptionBlocked", "the roll onto image img-2 is paused: it failed before: launch", 30*time.Second)
+		e.waitEventOn(o, "DisruptionBlocked", "the roll onto image img-2 is paused: it failed before: launch", 30*time.Second)
 	}
 	// A restart whose cloud would boot img-2: the ConfigMap alone keeps the roll paused.
 	e.stopAndWait()
@@ -863,7 +863,7 @@ func (e *env) checkRolled(events []nodeEvent, old map[string]bool, msg string, l
 	}
 	for o := range old {
 		readyBeforeCordon(e.t, events, o, repl...)
-		e.waitNodeEvent(o, "Disrupting", msg, 10*time.Second)
+		e.waitEventOn(o, "Disrupting", msg, 10*time.Second)
 	}
 	if got := e.launches() - launches; got != len(old) {
 		e.explainPurchases()
@@ -1008,7 +1008,7 @@ func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
 			// timestamp (deletion + grace) is at the end or later (to the second).
 			t.Errorf("pod %s deleted for %v, before its node's force-after %s less its 2 s", p.Name, p.DeletionTimestamp, end)
 		}
-		e.waitNodeEvent(p.Name, "DisruptionForced", "terminationGracePeriod (20s)", 10*time.Second) // Events on any object by name
+		e.waitEventOn(p.Name, "DisruptionForced", "terminationGracePeriod (20s)", 10*time.Second)
 	}
 	for _, app := range []string{"guarded", "pinned"} {
 		if p := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; old[p.Spec.NodeName] {
