@@ -572,14 +572,18 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	ann := map[string]*string{api.AnnotationDisruptionAction: &a.ID, api.AnnotationDisruptionStepSince: &since}
 	reason := string(a.Reason)
 	ann[api.AnnotationDisruptionReason] = &reason
-	grace := time.Duration(a.TerminationGracePeriodSeconds) * time.Second
-	if grace > 0 {
+	if grace := time.Duration(a.TerminationGracePeriodSeconds) * time.Second; grace > 0 {
 		g := grace.String()
 		ann[api.AnnotationDisruptionGracePeriod] = &g
 		// A reservation that ends bounds the period from the start: it ends before the cloud
-		// starts ending the reservation's instances (the drain below takes the earlier end).
-		if by := forceBy(a); !by.IsZero() {
-			f := by.UTC().Format(time.RFC3339)
+		// starts ending the reservation's instances. A Delete drains now; a Replace's drain sets
+		// its end when it begins (setStep), taking the bound if earlier.
+		force := forceBy(a)
+		if a.Replacement == nil {
+			force = drainForceAfter(now, grace, force)
+		}
+		if !force.IsZero() {
+			f := force.UTC().Format(time.RFC3339)
 			ann[api.AnnotationDisruptionForceAfter] = &f
 		}
 	}
@@ -587,11 +591,6 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	if a.Replacement == nil {
 		step := api.DisruptionStepDraining
 		ann[api.AnnotationDisruptionStep] = &step
-		if grace > 0 {
-			force := drainForceAfter(now, grace, forceBy(a))
-			f := force.UTC().Format(time.RFC3339)
-			ann[api.AnnotationDisruptionForceAfter] = &f
-		}
 		if err := c.annotateAll(ctx, a.Nodes, ann, ptr.To(true)); err != nil {
 			return err
 		}
@@ -884,13 +883,10 @@ func (a *actionState) forceDue(p *corev1.Pod, now time.Time) bool {
 // terminationGracePeriod runs out: on its UID, keeping its own grace period.
 func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
 	key := p.Namespace + "/" + p.Name
-	uid := p.UID
-	err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+	switch gone, err := c.deleteOnUID(ctx, p); {
+	case gone:
 		return
-	default:
+	case err != nil:
 		log.Warn("deleting a pod past its action's terminationGracePeriod", zap.String(keyPod, key), zap.Error(err))
 		return
 	}
@@ -900,6 +896,17 @@ func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *action
 		p.Spec.NodeName, a.id, a.reason, why, a.grace, a.forceAfter.UTC().Format(time.RFC3339))
 	log.Warn("deleted past its eviction's hold: the terminationGracePeriod ends", zap.String(keyPod, key), zap.String("why", why),
 		zap.Time("forceAfter", a.forceAfter))
+}
+
+// deleteOnUID deletes pod p keeping its grace period, on its UID so that a pod recreated under
+// the name is not touched; gone reports that p was gone already (or replaced).
+func (c *Controller) deleteOnUID(ctx context.Context, p *corev1.Pod) (gone bool, err error) {
+	uid := p.UID
+	err = c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return true, nil
+	}
+	return false, err
 }
 
 // completeCharged deletes a pod whose eviction its PodDisruptionBudget refused while charging
@@ -917,13 +924,10 @@ func (c *Controller) completeCharged(ctx context.Context, log *zap.Logger, a *ac
 	if pdb == "" {
 		return false
 	}
-	uid := p.UID
-	err = c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+	switch gone, err := c.deleteOnUID(ctx, p); {
+	case gone:
 		return true
-	default:
+	case err != nil:
 		log.Warn("completing an approved eviction", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
 		return false
 	}
