@@ -107,6 +107,12 @@ type disruptionMemory struct {
 	booked []string
 	// grace is how long an eviction counts (Config.DisruptionRescheduleGrace).
 	grace time.Duration
+	// concluded is, per node, the action this process carried to its end there (done or
+	// abandoned), until the node informer shows the node without it or not at all. For a moment
+	// after the last write the informer may still show the action's annotations, and a pass that
+	// read them would carry the action out again: a second abandon with its Events, a second
+	// count.
+	concluded map[string]string
 }
 
 type evictionBackoff struct {
@@ -116,7 +122,43 @@ type evictionBackoff struct {
 
 func newDisruptionMemory(grace time.Duration) *disruptionMemory {
 	return &disruptionMemory{evicted: map[string]time.Time{}, backoff: map[string]evictionBackoff{},
-		told: map[string]api.KeepReason{}, grace: grace}
+		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}}
+}
+
+// conclude remembers that the action id ended on nodes.
+func (m *disruptionMemory) conclude(id string, nodes []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, n := range nodes {
+		m.concluded[n] = id
+	}
+}
+
+// withoutConcluded returns the nodes but those the informer still shows under an action this
+// process ended there, and how many it left out. A node shown without that action, or not shown,
+// is forgotten.
+func (m *disruptionMemory) withoutConcluded(nodes []*corev1.Node) ([]*corev1.Node, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.concluded) == 0 {
+		return nodes, 0
+	}
+	out := make([]*corev1.Node, 0, len(nodes))
+	shown := map[string]bool{}
+	for _, n := range nodes {
+		id, ok := m.concluded[n.Name]
+		if ok && n.Annotations[api.AnnotationDisruptionAction] == id {
+			shown[n.Name] = true
+			continue
+		}
+		out = append(out, n)
+	}
+	for n := range m.concluded {
+		if !shown[n] {
+			delete(m.concluded, n)
+		}
+	}
+	return out, len(nodes) - len(out)
 }
 
 // evictedOwners returns a copy of the controllers whose pods a disruption evicted.
@@ -288,10 +330,13 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 	}
 	idx := newNodeIndex(s.Nodes)
 	open := 0
-	for _, a := range actionsOf(s.Nodes) {
+	current, lagging := c.disruption.withoutConcluded(s.Nodes)
+	for _, a := range actionsOf(current) {
 		p := c.advance(ctx, &s, idx, a)
 		pass.Actions = append(pass.Actions, p)
-		if p.Step != ActionDone && p.Step != ActionAbandoned {
+		if p.Step == ActionDone || p.Step == ActionAbandoned {
+			c.disruption.conclude(p.ID, p.Nodes)
+		} else {
 			open++
 		}
 	}
@@ -326,6 +371,9 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 		return pass
 	case open > 0 || len(pass.Actions) > 0:
 		pass.Skipped = "an action is under way"
+		return pass
+	case lagging > 0:
+		pass.Skipped = "the node informer still shows an ended action"
 		return pass
 	}
 	if why := unsettled(&s, idx); why != "" {

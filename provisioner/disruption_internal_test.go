@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -179,5 +180,43 @@ func TestSnapshotMarksDisruptedNodes(t *testing.T) {
 	}
 	if a.Spec.Unschedulable || s.Nodes[0] != a {
 		t.Error("the State's node was changed")
+	}
+}
+
+// TestConcludedActions: a node the informer still shows under an action this process ended there
+// is left out of the next pass, and counted; once it is shown without the action, or not shown,
+// it is forgotten, so a later action of the same ID on it is carried out.
+func TestConcludedActions(t *testing.T) {
+	m := newDisruptionMemory(time.Minute)
+	under := func(name, id string) *corev1.Node {
+		return annotatedNode(name, map[string]string{api.AnnotationDisruptionAction: id})
+	}
+	names := func(nodes []*corev1.Node) []string {
+		var out []string
+		for _, n := range nodes {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	all := []*corev1.Node{under("a", "d-1"), under("b", "d-1"), under("c", "d-2"), annotatedNode("d", nil)}
+	if got, left := m.withoutConcluded(all); len(got) != 4 || left != 0 {
+		t.Fatalf("nothing concluded: %v, %d left out; want all 4, none", names(got), left)
+	}
+	m.conclude("d-1", []string{"a", "b"})
+	got, left := m.withoutConcluded(all)
+	if left != 2 || !slices.Equal(names(got), []string{"c", "d"}) {
+		t.Errorf("d-1 concluded on a and b, still shown: %v, %d left out; want [c d], 2", names(got), left)
+	}
+	// a is shown without the action, b is gone: both are forgotten.
+	if got, left := m.withoutConcluded([]*corev1.Node{annotatedNode("a", nil), under("c", "d-2")}); left != 0 || len(got) != 2 {
+		t.Errorf("caught up: %v, %d left out; want both, none", names(got), left)
+	}
+	if got, left := m.withoutConcluded([]*corev1.Node{under("a", "d-1"), under("b", "d-1")}); left != 0 || len(got) != 2 {
+		t.Errorf("d-1 started again on a and b: %v, %d left out; want both carried out", names(got), left)
+	}
+	// Another action on a concluded node is not left out.
+	m.conclude("d-1", []string{"a"})
+	if got, left := m.withoutConcluded([]*corev1.Node{under("a", "d-3")}); left != 0 || len(got) != 1 {
+		t.Errorf("d-3 on a after d-1 ended there: %v, %d left out; want it carried out", names(got), left)
 	}
 }
