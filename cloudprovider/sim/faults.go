@@ -301,3 +301,27 @@ func (p *Provider) SetImageNeverRegisters(image string) {
 	}
 	p.imagesNoBoot[image] = true
 }
+
+// SetKubeletDown stops (down) or restarts the kubelet of instance id, as a kubelet restart, a
+// crashed container runtime or a network partition does: while it is down, Step leaves the
+// instance's Node alone (no Ready heartbeat, no Lease renewal, no device plugin), so that the
+// node lifecycle controller marks it Unknown after its grace period; once it is up again, Step
+// posts Ready again. The instance keeps running, and is still listed.
+func (p *Provider) SetKubeletDown(id string, down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.kubeletsDown == nil {
+		p.kubeletsDown = map[string]bool{}
+	}
+	if down {
+		p.kubeletsDown[id] = true
+	} else {
+		delete(p.kubeletsDown, id)
+	}
+}
+
+func (p *Provider) kubeletDown(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.kubeletsDown[id]
+}

@@ -110,7 +110,7 @@ func (p *Provider) reconcile(ctx context.Context, r *record, now time.Time) (rea
 		return false, p.terminate(ctx, r.ID, ReasonRequested)
 	case r.InterruptedAt != nil && !now.Before(r.InterruptedAt.Add(p.cfg.InterruptionGrace)):
 		return false, p.terminate(ctx, r.ID, ReasonSpotReclaimed)
-	case r.NeverRegisters || now.Before(r.ReadyAt):
+	case r.NeverRegisters || now.Before(r.ReadyAt) || p.kubeletDown(r.ID):
 		return false, nil
 	}
 	it, _, err := p.lookup(r.Offering)

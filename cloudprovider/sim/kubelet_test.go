@@ -231,3 +231,44 @@ func TestRunSteps(t *testing.T) {
 		t.Fatalf("Run returned %v", err)
 	}
 }
+
+// TestStepKubeletDown: while an instance's kubelet is down, Step renews neither its Lease nor its
+// Ready heartbeat, and leaves alone a Ready condition the node lifecycle controller set Unknown;
+// the instance stays running and listed. Back up, the next Step posts Ready and renews the Lease.
+func TestStepKubeletDown(t *testing.T) {
+	e := newEnv(t, nil)
+	inst := e.create(gpuRequest("launch-1", "gpu-node-1"))
+	e.step(testBootDelay)
+	ctx := context.Background()
+	lease := func() time.Time {
+		l, err := e.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "gpu-node-1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Spec.RenewTime.Time
+	}
+	renewed := lease()
+	e.p.SetKubeletDown(inst.ID, true)
+	// What the node lifecycle controller does once the heartbeats stop.
+	n := e.node("gpu-node-1")
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i].Status = corev1.ConditionUnknown
+		}
+	}
+	if _, err := e.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.step(10 * LeaseRenewInterval)
+	if snapshot.IsNodeReady(e.node("gpu-node-1")) || !lease().Equal(renewed) {
+		t.Errorf("kubelet down: Ready %v, lease renewed at %s; want not Ready, the lease of %s", snapshot.IsNodeReady(e.node("gpu-node-1")), lease(), renewed)
+	}
+	if got, err := e.p.Get(ctx, inst.ID); err != nil || got.State != StateRunning {
+		t.Errorf("kubelet down: instance %+v, %v; want it running", got, err)
+	}
+	e.p.SetKubeletDown(inst.ID, false)
+	e.step(time.Second)
+	if !snapshot.IsNodeReady(e.node("gpu-node-1")) || !lease().Equal(e.clk.Now()) {
+		t.Errorf("kubelet up: Ready %v, lease renewed at %s; want Ready, renewed at %s", snapshot.IsNodeReady(e.node("gpu-node-1")), lease(), e.clk.Now())
+	}
+}

@@ -13,11 +13,12 @@ import (
 
 // runPods plays the kubelet for the pods bound to the running instances' Nodes (Config.RunPods):
 // a terminating pod is deleted at once (its containers "stopped"), and any other pod that is not
-// Running and Ready yet is marked so, started at now.
+// Running and Ready yet is marked so, started at now. A node whose kubelet is down
+// (SetKubeletDown) runs nothing.
 func (p *Provider) runPods(ctx context.Context, recs []record, now time.Time) error {
 	nodes := map[string]bool{}
 	for _, r := range recs {
-		if r.State == StateRunning {
+		if r.State == StateRunning && !p.kubeletDown(r.ID) {
 			nodes[r.NodeName] = true
 		}
 	}

@@ -40,6 +40,8 @@ type Provider struct {
 	imageFaults map[string]GPUFault
 	// imagesNoBoot are the images whose instances never register (SetImageNeverRegisters).
 	imagesNoBoot map[string]bool
+	// kubeletsDown are the instances whose kubelet stopped (SetKubeletDown), by ID.
+	kubeletsDown map[string]bool
 	// trouble is the last trouble window (InjectTrouble), nil before the first.
 	trouble *troubleState
 	// renewed is when Step last renewed each node's Lease, in clock time, and the Lease it
