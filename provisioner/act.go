@@ -74,13 +74,7 @@ func (c *Controller) act(ctx context.Context, s *State, d *Decision, wait bool) 
 			c.startRemoval(ctx, log, rm, s.Now)
 			continue
 		}
-		removed := false
-		if rm.Reason == RemovalEmpty {
-			removed = c.removeEmpty(ctx, log, rm, s.Now)
-		} else {
-			removed = c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
-		}
-		if removed {
+		if c.removeAs(ctx, log, rm, s.Now) {
 			res.Deleted = append(res.Deleted, rm.Record.NodeName)
 			continue
 		}
@@ -186,16 +180,34 @@ func (c *Controller) startRemoval(ctx context.Context, log *zap.Logger, rm Remov
 	}
 	c.launches.wg.Go(func() {
 		defer c.launches.end(rm.Record.LaunchID)
-		var removed bool
-		if rm.Reason == RemovalEmpty {
-			removed = c.removeEmpty(ctx, log, rm, now)
-		} else {
-			removed = c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
-		}
-		if removed {
+		if c.removeAs(ctx, log, rm, now) {
 			c.poke()
 		}
 	})
+}
+
+// removeAs carries out a removal the batch decided: an empty node through removeEmpty (a pod may
+// have come since); a launch whose Node is gone (RemovalNodeGone) once the cloud is asked why, so
+// that an instance it ended for want of capacity marks its offering unavailable
+// (markIfCapacityLost), with a Warning Event NodeGone; any other through remove.
+func (c *Controller) removeAs(ctx context.Context, log *zap.Logger, rm Removal, now time.Time) bool {
+	switch rm.Reason {
+	case RemovalEmpty:
+		return c.removeEmpty(ctx, log, rm, now)
+	case RemovalNodeGone:
+		r := rm.Record
+		l := log.With(zap.String(keyLaunchID, r.LaunchID), zap.String(keyInstanceID, r.InstanceID))
+		why := "the cloud does not know its instance"
+		if r.InstanceID != "" {
+			if inst := c.askInstance(ctx, l, r.InstanceID); inst != nil {
+				why = "the cloud reports its instance " + r.InstanceID + " as " + c.endedBecause(l, r, inst, inst.State)
+			}
+		}
+		l.Info("removing a launch whose Node is gone after it was Ready", zap.String("why", why))
+		c.recorder.Eventf(nodeRef(r.NodeName), corev1.EventTypeWarning, "NodeGone",
+			"node %s was Ready and its Node is gone (%s); the launch is removed and its pods bought for again", r.NodeName, why)
+	}
+	return c.remove(ctx, log, rm.Record, rm.Node, rm.Reason)
 }
 
 // removeTracked is remove with the launch marked as being removed (State.Removing), so that no
@@ -245,7 +257,8 @@ func (c *Controller) pokeAfter(ctx context.Context, d time.Duration) <-chan stru
 }
 
 // announce records a Normal "Provisioned" Event on a launched node the first time it is Ready,
-// and its boot time, and sets its tiler.dev/pool-hash from the launch record when the node has
+// its boot time and, in its launch record, ReadyAt (a failed write is logged: this process still
+// knows, Memory.Announced), and sets its tiler.dev/pool-hash from the launch record when the node has
 // none (a failed write is logged; the node is then judged for drift by its labels and taints).
 func (c *Controller) announce(ctx context.Context, log *zap.Logger, a Announcement, now time.Time) {
 	r := a.Record
@@ -253,6 +266,12 @@ func (c *Controller) announce(ctx context.Context, log *zap.Logger, a Announceme
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.AnnotationPoolHash: r.PoolHash}}})
 		if _, err := c.kube.CoreV1().Nodes().Patch(ctx, a.Node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			log.Warn("setting the node's pool hash", zap.String(keyNode, a.Node.Name), zap.Error(err))
+		}
+	}
+	if r.ReadyAt.IsZero() {
+		// From now on the launch is no longer in flight, across restarts too.
+		if err := c.records.SetReadyAt(ctx, r.LaunchID, now); err != nil {
+			log.Warn("recording that the node is Ready", zap.String(keyNode, a.Node.Name), zap.Error(err))
 		}
 	}
 	c.recordBoot(r.Pool, a.BootTime)

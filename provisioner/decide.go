@@ -85,8 +85,15 @@ type DecideConfig struct {
 // Removal reasons (the reason label of tiler_provisioner_deletions_total).
 const (
 	// RemovalRegistrationTimeout: the launch did not become a Ready Node within
-	// Config.RegistrationTimeout; its offering is marked unavailable.
+	// Config.RegistrationTimeout; its offering is marked unavailable. A node that was Ready once
+	// (LaunchRecord.ReadyAt) is never removed so: when it stops being Ready (a kubelet restart, a
+	// network partition) it is repair's to replace, replacement first.
 	RemovalRegistrationTimeout = "registration-timeout"
+	// RemovalNodeGone: the Node of a launch that was Ready once is gone (the cloud ended the
+	// instance and its cloud controller deleted the Node, or a person deleted it): the instance is
+	// deleted. Its offering is marked unavailable only when the cloud says it ended the instance
+	// for want of capacity, and nothing counts against the pool's boots or the image.
+	RemovalNodeGone = "node-gone"
 	// RemovalEmpty: the managed node stayed empty for Config.EmptyNodeTTL.
 	RemovalEmpty = "empty"
 	// RemovalInterrupted: the cloud announced it reclaims the instance before its Node
@@ -397,7 +404,8 @@ func probingPools(mem *Memory, recs []LaunchRecord, idx nodeIndex) map[string]st
 }
 
 // housekeep decides on the launches: it announces the nodes that turned Ready, removes the
-// launches that did not register in time (marking their offering unavailable) and the managed
+// launches that did not register in time (marking their offering unavailable), those whose Node
+// is gone after it was Ready (RemovalNodeGone; one that is there and not Ready is repair's) and the managed
 // nodes that stayed empty for EmptyNodeTTL (never below a pool's minNodes), and sums up the
 // fleet. A node that a plan of the last expected pods needs is not empty: it is kept for the
 // forecast (keptForForecast), from housekeeping and from disruption. It returns the records that
@@ -443,8 +451,14 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 			delete(mem.FailedBoots, r.Pool)
 			d.Announce = append(d.Announce, Announcement{Record: r, Node: n, BootTime: bootTime(r, n, now)})
 		}
+		wasReady := !r.ReadyAt.IsZero() || mem.Announced[r.NodeName]
 		switch {
-		case (n == nil || !snapshot.IsNodeReady(n)) && now.Sub(r.CreatedAt) > cfg.RegistrationTimeout && !s.Launching[r.LaunchID]:
+		case n == nil && wasReady && !s.Launching[r.LaunchID]:
+			d.Remove = append(d.Remove, Removal{Record: r, Node: idx.nodeToDelete(r), Reason: RemovalNodeGone})
+			poolNodes[r.Pool]--
+			removed[r.LaunchID] = true
+			continue
+		case (n == nil || !snapshot.IsNodeReady(n)) && !wasReady && now.Sub(r.CreatedAt) > cfg.RegistrationTimeout && !s.Launching[r.LaunchID]:
 			// (A launch whose call is under way is removed once the call has returned: a removal
 			// now could miss the instance the call is creating.)
 			d.MarkUnavailable = append(d.MarkUnavailable, r.Offering)

@@ -125,6 +125,71 @@ func TestDecideRegistrationTimeoutFailsImage(t *testing.T) {
 	}
 }
 
+// TestDecideReadyOnceIsNoRegistrationTimeout: a node that was Ready once and then is not (its
+// kubelet restarted, its network parted) is no launch in flight: it stays, with its pods and in
+// the fleet, and marks nothing, whether this process saw it Ready (Memory.Announced) or only its
+// record says so (ReadyAt, after a restart). Once its Node is gone, the launch is removed as
+// RemovalNodeGone, marking nothing, failing no image and counting no failed boot. A node never
+// seen Ready is still removed at the registration timeout.
+func TestDecideReadyOnceIsNoRegistrationTimeout(t *testing.T) {
+	clk, cfg, node, rec := launchedHourAgo()
+	rec.Image = "img-1"
+	notReady := node.DeepCopy()
+	for i := range notReady.Status.Conditions {
+		if notReady.Status.Conditions[i].Type == corev1.NodeReady {
+			notReady.Status.Conditions[i].Status = corev1.ConditionUnknown
+		}
+	}
+	pod := simtest.Pod("web-0").Namespace("web").CPU("1").On(node.Name).Obj()
+	s := provisioner.State{Now: clk.Now(), Nodes: []*corev1.Node{node}, Records: []provisioner.LaunchRecord{rec}, Catalog: decideCatalog(t),
+		Pods: []*corev1.Pod{pod}}
+	decide := func(mem *provisioner.Memory, nodes ...*corev1.Node) *provisioner.Decision {
+		clk.Step(time.Second)
+		s.Now, s.Nodes = clk.Now(), nodes
+		return provisioner.Decide(s, cfg, mem)
+	}
+	kept := func(what string, d *provisioner.Decision) {
+		t.Helper()
+		if len(d.Remove) != 0 || len(d.MarkUnavailable) != 0 || len(d.FailedImages) != 0 || d.Fleet.Nodes != 1 {
+			t.Errorf("%s: removals %+v, marked %+v, failed images %+v, fleet %d; want the node kept, nothing marked",
+				what, d.Remove, d.MarkUnavailable, d.FailedImages, d.Fleet.Nodes)
+		}
+	}
+	gone := func(what string, d *provisioner.Decision, mem *provisioner.Memory) {
+		t.Helper()
+		if len(d.Remove) != 1 || d.Remove[0].Reason != provisioner.RemovalNodeGone || len(d.MarkUnavailable) != 0 ||
+			len(d.FailedImages) != 0 || len(mem.FailedBoots) != 0 {
+			t.Errorf("%s: removals %+v, marked %+v, failed images %+v, failed boots %v; want it removed as %s, nothing marked or counted",
+				what, d.Remove, d.MarkUnavailable, d.FailedImages, mem.FailedBoots, provisioner.RemovalNodeGone)
+		}
+	}
+
+	// Seen Ready by this process.
+	mem := provisioner.NewMemory()
+	if d := decide(mem, node); len(d.Announce) != 1 {
+		t.Fatalf("Ready: announced %d, want 1", len(d.Announce))
+	}
+	kept("not Ready after it was (Announced)", decide(mem, notReady))
+	kept("still not Ready", decide(mem, notReady))
+	gone("its Node gone (Announced)", decide(mem), mem)
+
+	// After a restart: only the record knows.
+	rec.ReadyAt = s.Now.Add(-30 * time.Minute)
+	s.Records = []provisioner.LaunchRecord{rec}
+	mem = provisioner.NewMemory()
+	kept("not Ready, ReadyAt recorded", decide(mem, notReady))
+	gone("its Node gone (ReadyAt)", decide(mem), mem)
+
+	// Never Ready: the registration timeout.
+	rec.ReadyAt = time.Time{}
+	s.Records = []provisioner.LaunchRecord{rec}
+	mem = provisioner.NewMemory()
+	d := decide(mem, notReady)
+	if len(d.Remove) != 1 || d.Remove[0].Reason != provisioner.RemovalRegistrationTimeout || len(d.MarkUnavailable) != 1 {
+		t.Errorf("never Ready: removals %+v, marked %+v; want it removed at the registration timeout, its offering marked", d.Remove, d.MarkUnavailable)
+	}
+}
+
 // TestDecideProbesAPoolWhoseLaunchesDoNotRegister: three pods, one per node, are launched for;
 // none of the three registers. Past the timeout, the pool has failed to boot three times in a
 // row, so the batch launches one node (the probe) and holds the two others back, and so does
@@ -179,17 +244,23 @@ func TestDecideProbesAPoolWhoseLaunchesDoNotRegister(t *testing.T) {
 	}
 }
 
-// TestDecideEmptyNodeTTL: a managed node that holds no pod is removed EmptyNodeTTL after it was
-// first seen empty, as the Memory remembers; a pod arriving on it resets the count; a pool's
-// minNodes keeps it.
-func TestDecideEmptyNodeTTL(t *testing.T) {
+// launchedHourAgo is a fake clock, the default configuration, and a Ready m7i.xlarge node with
+// the launch record that bought it an hour before the clock's time.
+func launchedHourAgo() (*clocktesting.FakeClock, provisioner.DecideConfig, *corev1.Node, provisioner.LaunchRecord) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
-	cfg := provisioner.DecideConfig{Config: provisioner.DefaultConfig()}
 	node := simtest.Node("tiler-default-1", "m7i.xlarge", "us-east-1a", simtest.Resources("cpu", "3920m", "memory", "14Gi", "pods", "58"))
 	rec := provisioner.LaunchRecord{
 		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "m7i.xlarge", Zone: "us-east-1a", CapacityType: api.OnDemand}, PricePerHour: 0.2},
 		LaunchID:       node.Name, NodeName: node.Name, Pool: "default", InstanceID: "i-1", CreatedAt: clk.Now().Add(-time.Hour),
 	}
+	return clk, provisioner.DecideConfig{Config: provisioner.DefaultConfig()}, node, rec
+}
+
+// TestDecideEmptyNodeTTL: a managed node that holds no pod is removed EmptyNodeTTL after it was
+// first seen empty, as the Memory remembers; a pod arriving on it resets the count; a pool's
+// minNodes keeps it.
+func TestDecideEmptyNodeTTL(t *testing.T) {
+	clk, cfg, node, rec := launchedHourAgo()
 	s := provisioner.State{Nodes: []*corev1.Node{node}, Records: []provisioner.LaunchRecord{rec}, Catalog: decideCatalog(t)}
 	decide := func(mem *provisioner.Memory) *provisioner.Decision {
 		s.Now = clk.Now()

@@ -10,14 +10,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/cloudprovider"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
@@ -1019,4 +1022,140 @@ func testTerminationGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
 		return counterValue(t, e.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonDrifted))) == 2
 	})
 	e.cleanupNamespace(ns)
+}
+
+// testNodeNotReadyIsKept: a node that stops being Ready after it was (a kubelet restart, a crashed
+// runtime, a network partition) is no launch that failed to register. Two pods run under a
+// PodDisruptionBudget on two nodes, whose records say when they turned Ready. One node's kubelet
+// stops and its Ready condition goes Unknown (the test posts what the node lifecycle controller
+// would after its 50 s grace). Past the registration timeout (5 s here), over five batches that saw
+// it not Ready, the node and its instance stay, nothing is bought, no offering is marked
+// unavailable and nothing is removed. With the kubelet back, the node is Ready with its pod.
+// Then the machine dies for good and its Node is deleted, as a person or a cloud controller
+// deletes the Node of a dead machine: the launch is removed as node-gone (its instance deleted, a NodeGone Event), no offering marked, and
+// the pod, deleted by the pod garbage collector, is bought for again; no other pod lost, no
+// instance leaked.
+func testNodeNotReadyIsKept(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := disruptionConfig()
+	cfg.DisruptionInterval = 0
+	cfg.RegistrationTimeout = 5 * time.Second
+	e, _ := newDisruptionEnv(t, cp, cfg, nil)
+	ctx := context.Background()
+	ns, app := "kubelet-down", "web"
+	e.applyPolicy("policy", driftPolicy("a"))
+	nodes := e.appUnderPDB(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	e.waitRecordsWith("with readyAt", 2, func(r provisioner.LaunchRecord) bool { return !r.ReadyAt.IsZero() })
+	var victim, id string
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range insts {
+		if nodes[i.NodeName] {
+			victim, id = i.NodeName, i.ID
+			break
+		}
+	}
+	if id == "" {
+		t.Fatalf("no instance for the nodes %v in %+v", nodes, insts)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	removed := func(reason string) float64 { return counterValue(t, e.metrics.Deletions.WithLabelValues(reason)) }
+
+	e.cloud.SetKubeletDown(id, true)
+	e.setNodeReady(victim, corev1.ConditionUnknown)
+	notReady := func(b batch) bool {
+		for _, n := range b.state.Nodes {
+			if n.Name == victim {
+				return !snapshot.IsNodeReady(n)
+			}
+		}
+		return false
+	}
+	e.waitBatch("a batch that sees "+victim+" not Ready", 30*time.Second, notReady)
+	from := e.batches.count()
+	var gone bool
+	testwait.Until(t, testwait.Slow, "five more batches that see it not Ready", time.Minute, func() bool {
+		seen := 0
+		for _, b := range e.batches.since(from) {
+			if notReady(b) {
+				seen++
+			}
+		}
+		_, err := e.kube.CoreV1().Nodes().Get(ctx, victim, metav1.GetOptions{})
+		gone = apierrors.IsNotFound(err)
+		return seen >= 5 || gone
+	})
+	if gone {
+		t.Fatalf("node %s removed while not Ready (deletions: %v at the registration timeout); want it kept", victim, removed(provisioner.RemovalRegistrationTimeout))
+	}
+	if got, err := e.cloud.Get(ctx, id); err != nil || got.Ending() {
+		t.Errorf("instance %s of the node not Ready: %+v, %v; want it running", id, got, err)
+	}
+	if got := e.launches() - launches; got != 0 {
+		t.Errorf("%d launches while the node was not Ready, want none", got)
+	}
+	if rt, gone, marked := removed(provisioner.RemovalRegistrationTimeout), removed(provisioner.RemovalNodeGone), gaugeValue(t, e.metrics.UnavailableOfferings); rt+gone+marked != 0 {
+		t.Errorf("while not Ready: removed %v at the registration timeout, %v as node-gone, %v offerings unavailable; want none", rt, gone, marked)
+	}
+
+	e.cloud.SetKubeletDown(id, false)
+	e.waitNode(func(n *corev1.Node) bool { return n.Name == victim && snapshot.IsNodeReady(n) }, 30*time.Second)
+
+	// The machine dies for good (its kubelet never registers again) and its Node is deleted, as a
+	// person or a cloud controller deletes the Node of a dead machine.
+	e.cloud.SetKubeletDown(id, true)
+	if err := e.kube.CoreV1().Nodes().Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the launch removed as "+provisioner.RemovalNodeGone, 30*time.Second, func() bool {
+		return removed(provisioner.RemovalNodeGone) == 1
+	})
+	e.waitEventOn(victim, "NodeGone", "node "+victim+" was Ready and its Node is gone", 30*time.Second)
+	if _, err := e.cloud.Get(ctx, id); !cloudprovider.IsNotFound(err) {
+		t.Errorf("instance %s after its Node was deleted: %v; want it deleted", id, err)
+	}
+	if rt, marked := removed(provisioner.RemovalRegistrationTimeout), gaugeValue(t, e.metrics.UnavailableOfferings); rt+marked != 0 {
+		t.Errorf("node gone: removed %v at the registration timeout, %v offerings unavailable; want none", rt, marked)
+	}
+	start := time.Now()
+	testwait.Until(t, testwait.Slow, "the pod of the gone node deleted and bought for again", 3*time.Minute, func() bool {
+		pods := e.appPods(ns, app)
+		for i := range pods {
+			if pods[i].Spec.NodeName == victim || pods[i].Spec.NodeName == "" || !podReady(&pods[i]) {
+				return false
+			}
+		}
+		return len(pods) == 2
+	})
+	t.Logf("the pod of the gone node back, Ready, %.1fs after the launch was removed", time.Since(start).Seconds())
+	if _, lost := lw.finish(30 * time.Second); len(lost) != 1 {
+		t.Errorf("lost %v with the node; want its one pod", lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// setNodeReady sets the Ready condition of node to status, as the node lifecycle controller does
+// when the kubelet stops posting (Unknown).
+func (e *env) setNodeReady(node string, status corev1.ConditionStatus) {
+	e.t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := e.kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range n.Status.Conditions {
+			if c := &n.Status.Conditions[i]; c.Type == corev1.NodeReady {
+				c.Status, c.Reason, c.Message = status, "NodeStatusUnknown", "Kubelet stopped posting node status."
+				c.LastTransitionTime = metav1.Now()
+			}
+		}
+		_, err = e.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("setting node %s Ready %s: %v", node, status, err)
+	}
 }

@@ -69,6 +69,11 @@ type LaunchRecord struct {
 	// launched with other settings than a launch now gets (cloudprovider.SettingsChooser) is
 	// drifted.
 	Settings string `json:"settings,omitempty"`
+	// ReadyAt is when the controller first saw the node Ready (zero until then, and in records
+	// written before it was kept). From then on the launch is no longer in flight: a node that
+	// stops being Ready is repair's (repair.notReadyGracePeriod, replacement first), never the
+	// registration timeout's, and one whose Node is gone is removed as RemovalNodeGone.
+	ReadyAt time.Time `json:"readyAt,omitzero"`
 	// LaunchAttempts counts the launch calls the cloud API failed without refusing the launch
 	// (throttled, 5xx, unreachable). The cloud may have launched the node, so the record stays,
 	// its pods count it in flight, and the launch is retried with the same launch ID at RetryAt.
@@ -119,7 +124,7 @@ var LaunchRecordsResource = schema.GroupVersionResource{Group: "tiler.dev", Vers
 
 // statusFields are the record's fields kept under status: what happened to the launch. The rest,
 // the planned (then bought) node, is its spec.
-var statusFields = []string{"nodeName", "instanceID", "image", "settings", "launchAttempts", "lastError", "retryAt"}
+var statusFields = []string{"nodeName", "instanceID", "image", "settings", "readyAt", "launchAttempts", "lastError", "retryAt"}
 
 // RecordObject returns the LaunchRecord object of r in namespace.
 func RecordObject(r LaunchRecord, namespace string) (*unstructured.Unstructured, error) {
@@ -528,23 +533,37 @@ func (s *recordStore) patch(ctx context.Context, name string, cur *unstructured.
 func (s *recordStore) SetNodeNames(ctx context.Context, names map[string]string) error {
 	var errs []error
 	for id, name := range names {
-		cur := s.current(id)
-		if cur == nil {
-			continue
-		}
-		err := s.patch(ctx, id, cur, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-			want := cur.DeepCopy()
-			if err := unstructured.SetNestedField(want.Object, name, "status", "nodeName"); err != nil {
-				return nil, err
-			}
-			return want, nil
-		})
-		errs = append(errs, err)
+		errs = append(errs, s.setStatus(ctx, id, "nodeName", name))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("writing launch records: %w", err)
 	}
 	return nil
+}
+
+// SetReadyAt sets the ReadyAt of the record named by launchID, with a patch of its status; a
+// record that is gone stays gone.
+func (s *recordStore) SetReadyAt(ctx context.Context, launchID string, at time.Time) error {
+	if err := s.setStatus(ctx, launchID, "readyAt", at.UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("writing launch records: %w", err)
+	}
+	return nil
+}
+
+// setStatus sets one status field of the record named by launchID (nothing when the store has no
+// such record).
+func (s *recordStore) setStatus(ctx context.Context, launchID, field string, value any) error {
+	cur := s.current(launchID)
+	if cur == nil {
+		return nil
+	}
+	return s.patch(ctx, launchID, cur, func(cur *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+		want := cur.DeepCopy()
+		if err := unstructured.SetNestedField(want.Object, value, "status", field); err != nil {
+			return nil, err
+		}
+		return want, nil
+	})
 }
 
 // Delete removes records; one that is already gone is no error.

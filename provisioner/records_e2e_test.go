@@ -99,6 +99,11 @@ func TestLaunchRecordsOnControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		want.NodeName = "ip-10-0-0-2.ec2.internal"
+		readyAt := want.ReadyAt.Add(time.Minute)
+		if err := s.SetReadyAt(ctx, want.LaunchID, readyAt); err != nil {
+			t.Fatal(err)
+		}
+		want.ReadyAt = readyAt
 		got, _ = ListRecords(ctx, dyn, "tiler-system")
 		if len(got) != 1 || !cmp.Equal(want, got[0]) {
 			t.Errorf("after the patches: %s", cmp.Diff([]LaunchRecord{want}, got))

@@ -28,6 +28,7 @@ func fullRecord() LaunchRecord {
 		InstanceID:       "i-0abc",
 		Image:            "ami-0fixture",
 		Settings:         "0123456789abcdef:subnet-0fixture",
+		ReadyAt:          time.Date(2026, 3, 4, 5, 8, 0, 0, time.UTC),
 		LaunchAttempts:   2,
 		LastError:        "throttled",
 		RetryAt:          time.Date(2026, 3, 4, 5, 7, 0, 0, time.UTC),
