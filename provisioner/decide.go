@@ -669,23 +669,32 @@ func placeholderChanges(existing, wanted []*corev1.Pod, class *schedulingv1.Prio
 // the pods bound there; until then it keeps the planned name.
 //
 // The records of the other nodes (registered, Ready, devices published) are returned as bought
-// nodes: the pods they were bought for, while still pending, go back there first.
+// nodes: the pods they were bought for, while still pending, go back there first. A node that
+// was Ready once and is not, or whose Node is gone, is neither (phaseDown): it is not coming up.
 func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceSlice) ([]simulator.InFlightNode, []simulator.BoughtNode) {
 	sliced := slicedNodes(slices)
 	var out []simulator.InFlightNode
 	var bought []simulator.BoughtNode
 	for _, r := range recs {
 		name := r.NodeName
-		if n := idx.forRecord(r); n != nil {
+		n := idx.forRecord(r)
+		if n == nil && phaseOf(nil, r, false) == phaseDown {
+			continue // Ready once, its Node gone: its launch is being removed
+		}
+		if n != nil {
 			// A node is in flight until it can take its planned pods: Ready, without the taints
 			// of a node coming up (the not-ready taint outlives the Ready condition for a moment,
 			// and a node counted as existing then is one its pods cannot use: they were bought
 			// for again), and, for GPUs, with its devices showing: device-plugin resources in
-			// its allocatable, or ResourceSlices for GPUs that only the DRA driver publishes.
-			if phaseOf(n, r, sliced[n.Name]) == phaseUsable {
+			// its allocatable, or ResourceSlices for GPUs that only the DRA driver publishes. A
+			// node that was Ready once and is not is down, not coming up: neither.
+			switch phaseOf(n, r, sliced[n.Name]) {
+			case phaseUsable:
 				if len(r.Pods) > 0 {
 					bought = append(bought, simulator.BoughtNode{Name: n.Name, Pods: r.Pods})
 				}
+				continue
+			case phaseDown:
 				continue
 			}
 			name = n.Name

@@ -779,7 +779,8 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 }
 
 // drainAction evicts the pods of the action's nodes that must go (all but DaemonSet and mirror
-// pods, and finished ones), and returns how many are left (terminating ones included), what
+// pods, and finished ones), and returns how many are left (terminating ones included, but those
+// stuck terminating, past StuckTerminatingAfter, or past the action's terminationGracePeriod), what
 // holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
 // an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
 // without them: stay counts them.
@@ -807,8 +808,10 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		left++
 		key := p.Namespace + "/" + p.Name
 		if p.DeletionTimestamp != nil {
-			if a.forced(now) {
-				left-- // the grace period is over: the node goes with the pod still terminating
+			if a.forced(now) || stuckTerminating(p, now) {
+				// The grace period is over, or the pod's kubelet is not ending it: the node goes
+				// with the pod still terminating.
+				left--
 			}
 			continue
 		}
@@ -905,6 +908,18 @@ func drainForceAfter(now time.Time, grace time.Duration, by time.Time) time.Time
 		end = by
 	}
 	return end.Truncate(time.Second)
+}
+
+// StuckTerminatingAfter is how long past its deletion timestamp (its deletion's start plus its
+// grace period) a pod may still be terminating before a drain stops waiting for it: its kubelet
+// would have killed it by then, so the kubelet is not running (a node NotReady, its machine dead
+// or parted), and only the node's removal ends the pod (the pod garbage collector deletes the
+// pods of a Node that is gone). Karpenter waits the same minute.
+const StuckTerminatingAfter = time.Minute
+
+// stuckTerminating reports whether the terminating pod p is past StuckTerminatingAfter at now.
+func stuckTerminating(p *corev1.Pod, now time.Time) bool {
+	return p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > StuckTerminatingAfter
 }
 
 // forced reports whether the action's terminationGracePeriod is over at now.

@@ -220,3 +220,20 @@ func TestConcludedActions(t *testing.T) {
 		t.Errorf("d-3 on a after d-1 ended there: %v, %d left out; want it carried out", names(got), left)
 	}
 }
+
+// TestStuckTerminating: a pod is stuck terminating StuckTerminatingAfter past its deletion
+// timestamp, not before; a pod not terminating never is.
+func TestStuckTerminating(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := simtest.Pod("a").Obj()
+	if stuckTerminating(p, t0.Add(time.Hour)) {
+		t.Error("a pod not terminating is stuck")
+	}
+	p.DeletionTimestamp = &metav1.Time{Time: t0}
+	if stuckTerminating(p, t0.Add(StuckTerminatingAfter)) {
+		t.Errorf("stuck at %s past its deletion timestamp, want only after", StuckTerminatingAfter)
+	}
+	if !stuckTerminating(p, t0.Add(StuckTerminatingAfter+time.Second)) {
+		t.Errorf("not stuck a second after %s past its deletion timestamp", StuckTerminatingAfter)
+	}
+}

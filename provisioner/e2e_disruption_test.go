@@ -50,6 +50,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("CapacityBlockEnding", func(t *testing.T) { testReservationEnding(t, cp) })
 	t.Run("CapacityBlockForcedBeforeTheEnd", func(t *testing.T) { testReservationForcedBeforeTheEnd(t, cp) })
 	t.Run("NodeNotReadyIsKept", func(t *testing.T) { testNodeNotReadyIsKept(t, cp) })
+	t.Run("NotReadyNodeRepaired", func(t *testing.T) { testNotReadyNodeRepaired(t, cp) })
 	t.Run("SpotInterruptionReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, false, false) })
 	t.Run("RestartDuringInterruption", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, true, false) })
 	t.Run("RebalanceRecommendationReplacedFirst", func(t *testing.T) { testSpotInterruptionReplacedFirst(t, cp, false, true) })

@@ -1045,20 +1045,7 @@ func testNodeNotReadyIsKept(t *testing.T, cp *controlplane.ControlPlane) {
 	e.applyPolicy("policy", driftPolicy("a"))
 	nodes := e.appUnderPDB(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
 	e.waitRecordsWith("with readyAt", 2, func(r provisioner.LaunchRecord) bool { return !r.ReadyAt.IsZero() })
-	var victim, id string
-	insts, err := e.cloud.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range insts {
-		if nodes[i.NodeName] {
-			victim, id = i.NodeName, i.ID
-			break
-		}
-	}
-	if id == "" {
-		t.Fatalf("no instance for the nodes %v in %+v", nodes, insts)
-	}
+	victim, id := e.instanceOfOne(nodes)
 	launches := e.launches()
 	lw := e.watchLifecycle(ns)
 	removed := func(reason string) float64 { return counterValue(t, e.metrics.Deletions.WithLabelValues(reason)) }
@@ -1136,6 +1123,22 @@ func testNodeNotReadyIsKept(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanupNamespace(ns)
 }
 
+// instanceOfOne returns one of the nodes and the ID of its instance.
+func (e *env) instanceOfOne(nodes map[string]bool) (node, id string) {
+	e.t.Helper()
+	insts, err := e.cloud.List(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, i := range insts {
+		if nodes[i.NodeName] {
+			return i.NodeName, i.ID
+		}
+	}
+	e.t.Fatalf("no instance for the nodes %v in %+v", nodes, insts)
+	return "", ""
+}
+
 // setNodeReady sets the Ready condition of node to status, as the node lifecycle controller does
 // when the kubelet stops posting (Unknown).
 func (e *env) setNodeReady(node string, status corev1.ConditionStatus) {
@@ -1158,4 +1161,60 @@ func (e *env) setNodeReady(node string, status corev1.ConditionStatus) {
 	if err != nil {
 		e.t.Fatalf("setting node %s Ready %s: %v", node, status, err)
 	}
+}
+
+const notReadyRepairPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: nr
+  instanceTypes: [m7i.large]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+    repair:
+      notReadyGracePeriod: 5s
+`
+
+// testNotReadyNodeRepaired: a node whose kubelet stops is repaired once it has been not Ready
+// for its pool's repair.notReadyGracePeriod (5 s here), which it never was while a node not Ready
+// counted as a launch in flight (no disruption was planned: "1 launches are in flight"): the
+// replacement Ready before the node is cordoned, its pod evicted through the Eviction API (the
+// PodDisruptionBudget allows one; this API server deletes it at once), the node removed. One
+// Replace action for Unhealthy, one launch; no pod lost, no instance leaked.
+func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app := "not-ready-repair", "web"
+	e.applyPolicy("policy", notReadyRepairPolicy)
+	nodes := e.appUnderPDB(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	victim, id := e.instanceOfOne(nodes)
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	nw := e.watchNodes()
+	e.cloud.SetKubeletDown(id, true)
+	e.setNodeReady(victim, corev1.ConditionUnknown)
+	down := time.Now()
+	e.waitReplaced("the node not Ready repaired", map[string]bool{victim: true}, 2)
+	t.Logf("the node not Ready replaced and removed %.1fs after its kubelet stopped", time.Since(down).Seconds())
+	events := nw.finish()
+	var repl []string
+	for _, n := range e.managedNodes() {
+		if !nodes[n.Name] {
+			repl = append(repl, n.Name)
+		}
+	}
+	if len(repl) != 1 {
+		t.Fatalf("new nodes %v, want one replacement", repl)
+	}
+	readyBeforeCordon(t, events, victim, repl[0])
+	e.waitEventOn(victim, "Disrupting", "Ready is Unknown for", 10*time.Second)
+	if got := e.launches() - launches; got != 1 {
+		t.Errorf("%d launches after the kubelet stopped, want the replacement", got)
+	}
+	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Unhealthy} = 1", 10*time.Second, func() bool {
+		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonUnhealthy))) == 1
+	})
+	if evicted, lost := lw.finish(time.Minute); len(evicted) != 1 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the pod of the node not Ready evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
 }

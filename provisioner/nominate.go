@@ -70,15 +70,24 @@ const (
 	phaseReady
 	// phaseUsable: the node can take its planned pods.
 	phaseUsable
+	// phaseDown: the node was Ready once (LaunchRecord.ReadyAt) and is not now, or its Node is
+	// gone: it is not coming up, and no pod waits for it (repair replaces it; a gone Node's
+	// launch is removed).
+	phaseDown
 )
 
 // phaseOf returns the phase of the node n (nil: not registered) launched for the record r;
 // sliced reports whether DRA ResourceSlices exist for the node (GPUs that only the DRA driver
 // publishes: dynamic MIG, consumable memory).
 func phaseOf(n *corev1.Node, r LaunchRecord, sliced bool) nodePhase {
+	wasReady := !r.ReadyAt.IsZero()
 	switch {
+	case n == nil && wasReady:
+		return phaseDown
 	case n == nil:
 		return phaseLaunched
+	case (!snapshot.IsNodeReady(n) || hasStartupTaint(n)) && wasReady:
+		return phaseDown
 	case !snapshot.IsNodeReady(n) || hasStartupTaint(n):
 		return phaseRegistered
 	case !devicesShown(n, r, sliced):
@@ -191,7 +200,7 @@ func (v nominationView) target(key string) string {
 	if n == nil && r.InstanceID == "" {
 		return "" // the cloud has not accepted the launch yet
 	}
-	if phase, usableFor := v.observe(n, r); phase == phaseUsable && usableFor > nominationGrace {
+	if phase, usableFor := v.observe(n, r); phase == phaseDown || phase == phaseUsable && usableFor > nominationGrace {
 		return ""
 	}
 	if v.blocksSpread(key, pn) {
@@ -335,7 +344,7 @@ func decideNominations(s *State, recs []LaunchRecord) []Nomination {
 		node: func(name string) *corev1.Node { return byName[name] },
 		observe: func(n *corev1.Node, r LaunchRecord) (nodePhase, time.Duration) {
 			if n == nil {
-				return phaseLaunched, 0
+				return phaseOf(nil, r, false), 0
 			}
 			phase := phaseOf(n, r, sliced[n.Name])
 			since, seen := s.UsableSince[n.Name]

@@ -201,7 +201,7 @@ func (w *nominationWatch) usableSince() map[string]time.Time {
 // usable, how long since it was first seen usable.
 func (w *nominationWatch) observe(n *corev1.Node, r LaunchRecord) (nodePhase, time.Duration) {
 	if n == nil {
-		return phaseLaunched, 0
+		return phaseOf(nil, r, false), 0
 	}
 	phase := phaseOf(n, r, w.sliced(n.Name))
 	w.mu.Lock()
