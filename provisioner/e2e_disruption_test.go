@@ -118,7 +118,7 @@ func (e *env) namespace(name string) {
 }
 
 // deployment creates a Deployment of replicas pods shaped like the template pod (its labels
-// must hold app=name).
+// must hold app=name), with the template's terminationGracePeriodSeconds, 0 when it sets none.
 func (e *env) deployment(ns, name string, replicas int32, tmpl *corev1.Pod) *appsv1.Deployment {
 	e.t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -126,8 +126,10 @@ func (e *env) deployment(ns, name string, replicas int32, tmpl *corev1.Pod) *app
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl.Labels, Annotations: tmpl.Annotations},
 				Spec: *tmpl.Spec.DeepCopy()}}}
 	d.Spec.Template.Spec.SchedulerName = corev1.DefaultSchedulerName
-	zero := int64(0)
-	d.Spec.Template.Spec.TerminationGracePeriodSeconds = &zero
+	if d.Spec.Template.Spec.TerminationGracePeriodSeconds == nil {
+		zero := int64(0) // pods end at once, unless the template says otherwise
+		d.Spec.Template.Spec.TerminationGracePeriodSeconds = &zero
+	}
 	if len(d.Spec.Template.Spec.Containers) > 0 && d.Spec.Template.Spec.Containers[0].Image == "" {
 		d.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.10"
 	}

@@ -1179,13 +1179,18 @@ pools:
 // for its pool's repair.notReadyGracePeriod (5 s here), which it never was while a node not Ready
 // counted as a launch in flight (no disruption was planned: "1 launches are in flight"): the
 // replacement Ready before the node is cordoned, its pod evicted through the Eviction API (the
-// PodDisruptionBudget allows one; this API server deletes it at once), the node removed. One
+// PodDisruptionBudget allows one), and, since no kubelet ends the evicted pod (its own grace
+// period is 1 s), the drain stops waiting for it StuckTerminatingAfter past its deletion
+// timestamp and the node is removed. The pod's successor runs on the replacement meanwhile. One
 // Replace action for Unhealthy, one launch; no pod lost, no instance leaked.
 func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	ns, app := "not-ready-repair", "web"
 	e.applyPolicy("policy", notReadyRepairPolicy)
-	nodes := e.appUnderPDB(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	one := int64(1)
+	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj()
+	tmpl.Spec.TerminationGracePeriodSeconds = &one
+	nodes := e.appUnderPDB(ns, app, 2, tmpl)
 	victim, id := e.instanceOfOne(nodes)
 	launches := e.launches()
 	lw := e.watchLifecycle(ns)
@@ -1195,6 +1200,9 @@ func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	down := time.Now()
 	e.waitReplaced("the node not Ready repaired", map[string]bool{victim: true}, 2)
 	t.Logf("the node not Ready replaced and removed %.1fs after its kubelet stopped", time.Since(down).Seconds())
+	if d := time.Since(down); d < provisioner.StuckTerminatingAfter {
+		t.Errorf("the node removed %s after its kubelet stopped, before its evicted pod was stuck terminating (%s): want the drain to wait for it", d, provisioner.StuckTerminatingAfter)
+	}
 	events := nw.finish()
 	var repl []string
 	for _, n := range e.managedNodes() {
