@@ -1043,9 +1043,7 @@ func testNodeNotReadyIsKept(t *testing.T, cp *controlplane.ControlPlane) {
 	ctx := context.Background()
 	ns, app := "kubelet-down", "web"
 	e.applyPolicy("policy", driftPolicy("a"))
-	nodes := e.appUnderPDB(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
-	e.waitRecordsWith("with readyAt", 2, func(r provisioner.LaunchRecord) bool { return !r.ReadyAt.IsZero() })
-	victim, id := e.instanceOfOne(nodes)
+	_, victim, id := e.readyOnTwo(ns, app, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
 	launches := e.launches()
 	lw := e.watchLifecycle(ns)
 	removed := func(reason string) float64 { return counterValue(t, e.metrics.Deletions.WithLabelValues(reason)) }
@@ -1123,20 +1121,25 @@ func testNodeNotReadyIsKept(t *testing.T, cp *controlplane.ControlPlane) {
 	e.cleanupNamespace(ns)
 }
 
-// instanceOfOne returns one of the nodes and the ID of its instance.
-func (e *env) instanceOfOne(nodes map[string]bool) (node, id string) {
+// readyOnTwo runs app's two pods shaped like tmpl under a PodDisruptionBudget on two nodes
+// (appUnderPDB), waits until both launch records say their nodes were seen Ready (readyAt: a node
+// whose kubelet stops before the controller saw it Ready is a launch that never came up), and
+// returns the nodes, one of them and the ID of its instance.
+func (e *env) readyOnTwo(ns, app string, tmpl *corev1.Pod) (nodes map[string]bool, node, id string) {
 	e.t.Helper()
+	nodes = e.appUnderPDB(ns, app, 2, tmpl)
+	e.waitRecordsWith("with readyAt", 2, func(r provisioner.LaunchRecord) bool { return !r.ReadyAt.IsZero() })
 	insts, err := e.cloud.List(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	for _, i := range insts {
 		if nodes[i.NodeName] {
-			return i.NodeName, i.ID
+			return nodes, i.NodeName, i.ID
 		}
 	}
 	e.t.Fatalf("no instance for the nodes %v in %+v", nodes, insts)
-	return "", ""
+	return nil, "", ""
 }
 
 // setNodeReady sets the Ready condition of node to status, as the node lifecycle controller does
@@ -1190,8 +1193,7 @@ func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	one := int64(1)
 	tmpl := simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj()
 	tmpl.Spec.TerminationGracePeriodSeconds = &one
-	nodes := e.appUnderPDB(ns, app, 2, tmpl)
-	victim, id := e.instanceOfOne(nodes)
+	nodes, victim, id := e.readyOnTwo(ns, app, tmpl)
 	launches := e.launches()
 	lw := e.watchLifecycle(ns)
 	nw := e.watchNodes()
