@@ -678,25 +678,22 @@ func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceS
 	for _, r := range recs {
 		name := r.NodeName
 		n := idx.forRecord(r)
-		if n == nil && phaseOf(nil, r, false) == phaseDown {
-			continue // Ready once, its Node gone: its launch is being removed
+		// A node is in flight until it can take its planned pods: Ready, without the taints of a
+		// node coming up (the not-ready taint outlives the Ready condition for a moment, and a
+		// node counted as existing then is one its pods cannot use: they were bought for again),
+		// and, for GPUs, with its devices showing: device-plugin resources in its allocatable, or
+		// ResourceSlices for GPUs that only the DRA driver publishes. A node that was Ready once
+		// and is not, or whose Node is gone, is down, not coming up: neither.
+		switch phaseOf(n, r, n != nil && sliced[n.Name]) {
+		case phaseUsable:
+			if len(r.Pods) > 0 {
+				bought = append(bought, simulator.BoughtNode{Name: n.Name, Pods: r.Pods})
+			}
+			continue
+		case phaseDown:
+			continue
 		}
 		if n != nil {
-			// A node is in flight until it can take its planned pods: Ready, without the taints
-			// of a node coming up (the not-ready taint outlives the Ready condition for a moment,
-			// and a node counted as existing then is one its pods cannot use: they were bought
-			// for again), and, for GPUs, with its devices showing: device-plugin resources in
-			// its allocatable, or ResourceSlices for GPUs that only the DRA driver publishes. A
-			// node that was Ready once and is not is down, not coming up: neither.
-			switch phaseOf(n, r, sliced[n.Name]) {
-			case phaseUsable:
-				if len(r.Pods) > 0 {
-					bought = append(bought, simulator.BoughtNode{Name: n.Name, Pods: r.Pods})
-				}
-				continue
-			case phaseDown:
-				continue
-			}
 			name = n.Name
 		}
 		out = append(out, simulator.InFlightNode{

@@ -86,9 +86,10 @@ func phaseOf(n *corev1.Node, r LaunchRecord, sliced bool) nodePhase {
 		return phaseDown
 	case n == nil:
 		return phaseLaunched
-	case (!snapshot.IsNodeReady(n) || hasStartupTaint(n)) && wasReady:
-		return phaseDown
 	case !snapshot.IsNodeReady(n) || hasStartupTaint(n):
+		if wasReady {
+			return phaseDown
+		}
 		return phaseRegistered
 	case !devicesShown(n, r, sliced):
 		return phaseReady
