@@ -47,7 +47,7 @@ type PricedOffering struct {
 	Offering
 	PricePerHour float64 `json:"pricePerHour"`
 	// CapacityReservation, on an on-demand offering, is the capacity reservation (a policy pool's
-	// reservations[].id, an EC2 ODCR ID) the node is launched into, priced at the reservation's
+	// reservations[].id: an EC2 ODCR ID, a Compute Engine reservation name) the node is launched into, priced at the reservation's
 	// effective price; empty for open capacity.
 	CapacityReservation string `json:"capacityReservation,omitempty"`
 }

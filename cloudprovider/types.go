@@ -32,9 +32,9 @@ type LaunchRequest struct {
 	FallbackLabels map[api.Offering]map[string]string
 	Taints         []corev1.Taint
 	GPU            api.GPUConfig
-	// CapacityReservation, when set, is the capacity reservation (an EC2 ODCR ID) to launch
-	// Offering into (an on-demand offering); Labels then carry api.LabelCapacityReservation. A
-	// provider without reservations ignores it.
+	// CapacityReservation, when set, is the capacity reservation (an EC2 ODCR ID, a Compute Engine
+	// reservation name) to launch Offering into (an on-demand offering); Labels then carry
+	// api.LabelCapacityReservation. A provider without reservations ignores it.
 	CapacityReservation string
 }
 

@@ -43,8 +43,9 @@ type Mix struct {
 // before the cloud ends the nodes (EC2 warns 40 minutes before a Capacity Block's end and
 // terminates its instances from 30 minutes before).
 type Reservation struct {
-	// ID names the reservation; on AWS the ODCR ID (cr-…), which the launch targets. It becomes
-	// the node label tiler.dev/capacity-reservation.
+	// ID names the reservation, which the launch targets: on AWS the ODCR ID (cr-…), on GCP the
+	// reservation's name in the provider's project. It becomes the node label
+	// tiler.dev/capacity-reservation.
 	ID           string               `json:"id"`
 	InstanceType api.InstanceTypeName `json:"instanceType"`
 	Zone         string               `json:"zone"`

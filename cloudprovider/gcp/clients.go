@@ -19,6 +19,7 @@ type clients struct {
 	machineTypes     *compute.MachineTypesClient
 	acceleratorTypes *compute.AcceleratorTypesClient
 	images           *compute.ImagesClient
+	reservations     *compute.ReservationsClient
 }
 
 func newClients(ctx context.Context, cfg Config, opts []option.ClientOption) (*clients, error) {
@@ -44,6 +45,10 @@ func newClients(ctx context.Context, cfg Config, opts []option.ClientOption) (*c
 		c.close()
 		return nil, fmt.Errorf("gcp: creating the images client: %w", err)
 	}
+	if c.reservations, err = compute.NewReservationsRESTClient(ctx, all...); err != nil {
+		c.close()
+		return nil, fmt.Errorf("gcp: creating the reservations client: %w", err)
+	}
 	return &c, nil
 }
 
@@ -63,6 +68,9 @@ func (c *clients) close() error {
 	}
 	if c.images != nil {
 		errs = append(errs, c.images.Close())
+	}
+	if c.reservations != nil {
+		errs = append(errs, c.reservations.Close())
 	}
 	return errors.Join(errs...)
 }

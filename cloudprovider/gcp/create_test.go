@@ -296,30 +296,3 @@ func TestLaunchSettingsDigest(t *testing.T) {
 		t.Errorf("LaunchSettings = %q, want %q", got, d)
 	}
 }
-
-// TestCreateOnOpenCapacityWhenAReservationIsPlanned: the provider launches into no Compute Engine
-// reservation, so a node planned onto one is open capacity: its kubelet labels lack the
-// reservation label, and the instance says it runs in none (the controller then records the open
-// price).
-func TestCreateOnOpenCapacityWhenAReservationIsPlanned(t *testing.T) {
-	srv := gcptest.NewServer(t, project)
-	p := newTestProvider(t, srv, nil)
-	req := t4Request()
-	req.Offering.CapacityType = api.OnDemand
-	req.CapacityReservation = "res-a100"
-	req.Labels = map[string]string{api.LabelCapacityReservation: "res-a100", api.LabelPool: "gpu-pool"}
-	got, err := p.Create(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.CapacityReservation != "" {
-		t.Errorf("instance reports reservation %q, want none", got.CapacityReservation)
-	}
-	bodies := insertBodies(t, srv)
-	if len(bodies) != 1 {
-		t.Fatalf("got %d inserts, want 1", len(bodies))
-	}
-	if md := mustJSON(t, bodies[0]["metadata"]); strings.Contains(md, api.LabelCapacityReservation) || !strings.Contains(md, api.LabelPool+"=gpu-pool") {
-		t.Errorf("metadata %s: want the pool label and no reservation label", md)
-	}
-}

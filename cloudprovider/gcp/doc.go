@@ -9,7 +9,9 @@
 // Provider: Create inserts one instance per planned node (instances.insert), named after the
 // node, labelled tiler-dev-cluster, tiler-dev-pool and tiler-dev-launch-id, SPOT or STANDARD,
 // with onHostMaintenance=TERMINATE for GPUs, and waits for the zone operation on an injected
-// clock. The metadata carries the node's kubelet labels and taints the way GKE passes them,
+// clock. A node planned onto a reservation is inserted into it (reservations.go): a
+// SPECIFIC_RESERVATION affinity for a reservation that requires to be named, ANY_RESERVATION
+// otherwise; a reservation that cannot take it sends it to open capacity. The metadata carries the node's kubelet labels and taints the way GKE passes them,
 // kube-labels and kube-env's NODE_LABELS and NODE_TAINTS (see MetadataKubeEnv), for the image's
 // bootstrap (Config.Metadata's startup-script or kube-env), plus Tiler's own tiler-* items.
 // Failures are typed:

@@ -127,6 +127,9 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 		Tags:         map[string]string{api.TagNodeName: inst.GetName()},
 		Image:        meta[MetadataImage],
 		Settings:     meta[MetadataLaunchSettings],
+		// The reservation the VM consumes, by name: a reservation of the launch's (launchReserved),
+		// or another that took a VM inserted with the default ANY_RESERVATION affinity.
+		CapacityReservation: consumedReservation(inst),
 	}
 	if out.LaunchID == "" {
 		out.LaunchID = labels[LabelLaunchID]
@@ -146,8 +149,13 @@ func (p *Provider) toInstance(inst *computepb.Instance) *cloudprovider.Instance 
 
 // instanceType is the catalog name of an instance: its machine type, plus attached GPUs.
 func instanceType(inst *computepb.Instance) api.InstanceTypeName {
-	mt := path.Base(inst.GetMachineType())
-	for _, acc := range inst.GetGuestAccelerators() {
+	return typeName(inst.GetMachineType(), inst.GetGuestAccelerators())
+}
+
+// typeName is the catalog name of a machine type (a name or URL) with attached accelerators.
+func typeName(machineType string, accs []*computepb.AcceleratorConfig) api.InstanceTypeName {
+	mt := path.Base(machineType)
+	for _, acc := range accs {
 		return pricinggcp.TypeName(mt, path.Base(acc.GetAcceleratorType()), int(acc.GetAcceleratorCount()))
 	}
 	return api.InstanceTypeName(mt)

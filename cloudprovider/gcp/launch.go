@@ -38,17 +38,21 @@ func (p *Provider) CreateReportingUnavailable(ctx context.Context, req cloudprov
 	if inst, err := p.findLaunch(ctx, req.LaunchID); err != nil || inst != nil {
 		return inst, nil, err
 	}
-	// Compute Engine reservations are not launched into: the node is open capacity, and its labels
-	// and the instance say so (Instance.CapacityReservation empty).
-	req = cloudprovider.WithoutReservation(req)
 	// One image for every offering tried: the one the instance records (MetadataImage).
 	image, err := p.image(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gcp: launching %s: %w", req.NodeName, err)
 	}
+	if req.CapacityReservation != "" {
+		// The reservation first; when it cannot take the node, open capacity (reservations.go).
+		if inst, err := p.launchReserved(ctx, req, image); err != nil || inst != nil {
+			return inst, nil, err
+		}
+		req = cloudprovider.WithoutReservation(req)
+	}
 	var failures launchFailures
 	for _, off := range append([]api.Offering{req.Offering}, req.Fallbacks...) {
-		inst, err := p.launch(ctx, req, off, image)
+		inst, err := p.launch(ctx, req, off, image, nil)
 		if err == nil {
 			return inst, failures.offerings(), nil
 		}
@@ -94,12 +98,14 @@ func (p *Provider) findLaunch(ctx context.Context, launchID string) (*cloudprovi
 	return nil, nil
 }
 
-// launch inserts the instance for one offering and waits for the insert operation.
-func (p *Provider) launch(ctx context.Context, req cloudprovider.LaunchRequest, off api.Offering, image string) (*cloudprovider.Instance, error) {
+// launch inserts the instance for one offering, with the reservation affinity aff (nil: the
+// default, ANY_RESERVATION), and waits for the insert operation.
+func (p *Provider) launch(ctx context.Context, req cloudprovider.LaunchRequest, off api.Offering, image string, aff *computepb.ReservationAffinity) (*cloudprovider.Instance, error) {
 	body, err := p.instanceFor(req, off, image)
 	if err != nil {
 		return nil, err
 	}
+	body.ReservationAffinity = aff
 	requestID, err := newRequestID()
 	if err != nil {
 		return nil, err

@@ -40,8 +40,9 @@ type computeState struct {
 	machineTypePages map[string][][]byte // per zone; nil entry → default pages
 	defaultMTPages   [][]byte
 	acceleratorTypes []byte
-	instances        map[string]*computepb.Instance // zone/name
-	ops              map[string]*fakeOp             // zone/name
+	instances        map[string]*computepb.Instance    // zone/name
+	reservations     map[string]*computepb.Reservation // zone/name
+	ops              map[string]*fakeOp                // zone/name
 	systemOps        map[string][]*computepb.Operation
 	requestOps       map[string]string // requestId → zone/op name
 	insertFailures   []*InsertFailure
@@ -58,6 +59,7 @@ func newComputeState(t testing.TB) computeState {
 		defaultMTPages:   [][]byte{Fixture(t, "machineTypes.list.page1.json"), Fixture(t, "machineTypes.list.page2.json")},
 		acceleratorTypes: Fixture(t, "acceleratorTypes.list.json"),
 		instances:        map[string]*computepb.Instance{},
+		reservations:     map[string]*computepb.Reservation{},
 		families:         map[string]string{"cos-cloud/cos-stable": DefaultCOSImage},
 		ops:              map[string]*fakeOp{},
 		systemOps:        map[string][]*computepb.Operation{},
@@ -120,6 +122,7 @@ func (s *Server) Preempt(zone, name, at string, remove bool) {
 		inst.Status = proto.String("TERMINATED")
 		inst.LastStopTimestamp = proto.String(at)
 		if remove {
+			s.releaseLocked(zone, inst)
 			delete(s.compute.instances, key)
 		}
 	}
@@ -192,6 +195,8 @@ func (s *Server) serveComputeLocked(w http.ResponseWriter, r *http.Request, part
 		s.insertLocked(w, r, zone, body)
 	case "GET instances/{name}":
 		s.getInstanceLocked(w, zone, rest[0])
+	case "GET reservations/{name}":
+		s.getReservationLocked(w, zone, rest[0])
 	case "DELETE instances/{name}":
 		s.deleteInstanceLocked(w, zone, rest[0])
 	case "GET operations":
@@ -218,10 +223,12 @@ func (s *Server) notFoundMessage(zone, name string) string {
 
 func (s *Server) deleteInstanceLocked(w http.ResponseWriter, zone, name string) {
 	key := zone + "/" + name
-	if _, ok := s.compute.instances[key]; !ok {
+	inst, ok := s.compute.instances[key]
+	if !ok {
 		writeError(w, http.StatusNotFound, "notFound", s.notFoundMessage(zone, name))
 		return
 	}
+	s.releaseLocked(zone, inst)
 	delete(s.compute.instances, key)
 	op := s.newOperationLocked(zone, name, "delete")
 	op.Status = computepb.Operation_DONE.Enum()

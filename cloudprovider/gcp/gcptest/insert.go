@@ -48,7 +48,15 @@ func (s *Server) insertLocked(w http.ResponseWriter, r *http.Request, zone strin
 		writeProto(w, op)
 		return
 	}
+	msg, reservation := s.reserveLocked(zone, &inst)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, "invalid", msg)
+		return
+	}
 	s.createLocked(zone, &inst)
+	if reservation != nil {
+		s.consumeLocked(&inst, reservation)
+	}
 	op := s.newOperationLocked(zone, inst.GetName(), "insert")
 	s.compute.ops[zone+"/"+op.GetName()].onDone = func() { s.compute.instances[key].Status = proto.String("RUNNING") }
 	s.compute.requestOps[reqID] = zone + "/" + op.GetName()
