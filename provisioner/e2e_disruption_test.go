@@ -115,6 +115,13 @@ func (e *env) namespace(name string) {
 	if _, err := e.kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !isAlreadyExists(err) {
 		e.t.Fatal(err)
 	}
+	// A scenario that fails stops before its cleanupNamespace: its Deployments would go on making
+	// pods for the next scenario's controller to buy nodes for.
+	e.t.Cleanup(func() {
+		if e.t.Failed() {
+			e.cleanupNamespace(name)
+		}
+	})
 }
 
 // deployment creates a Deployment of replicas pods shaped like the template pod (its labels

@@ -170,6 +170,13 @@ func newEnvSetup(t testing.TB, cp *controlplane.ControlPlane, cfg provisioner.Co
 		tweak(&simCfg)
 	}
 	e := &env{t: t, cp: cp, kube: kube, dyn: dyn, cat: cat, simCfg: simCfg, cfg: cfg, setup: setup, batches: &batchLog{}}
+	// A scenario that fails stops before its own cleanup: clean up after it here, so that its
+	// instances, records and policies do not fail the next scenario on the shared control plane.
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.cleanup(nil)
+		}
+	})
 	e.start()
 	return e
 }
