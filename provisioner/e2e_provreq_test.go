@@ -39,15 +39,20 @@ func provreqEnv(t *testing.T, cp *controlplane.ControlPlane, tweak func(*provisi
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	e := newEnvSetup(t, cp, cfg, nil, func(o *provisioner.Options) {
+	e := newEnvSetup(t, cp, cfg, nil, answersRequests(t, dyn, cfg))
+	e.applyPolicy("policy", provreqPolicy)
+	return e, dyn
+}
+
+// answersRequests is the setup of an env whose controller answers ProvisioningRequests.
+func answersRequests(t *testing.T, dyn dynamic.Interface, cfg provisioner.Config) func(*provisioner.Options) {
+	return func(o *provisioner.Options) {
 		src, err := prescale.NewProvisioningRequests(prescale.Config{Namespace: cfg.Namespace}, o.Kube, dyn, zaptest.NewLogger(t))
 		if err != nil {
 			t.Fatal(err)
 		}
 		o.ProvisioningRequests = src
-	})
-	e.applyPolicy("policy", provreqPolicy)
-	return e, dyn
+	}
 }
 
 // createTemplate creates the PodTemplate default/<name> of pods requesting cpu and 1 GiB.
@@ -83,10 +88,16 @@ func createRequest(t *testing.T, dyn dynamic.Interface, name, class, template st
 	})
 }
 
-// requestConditions returns the request's status.conditions.
+// requestConditions returns the status.conditions of the request default/<name>.
 func requestConditions(t *testing.T, dyn dynamic.Interface, name string) []metav1.Condition {
 	t.Helper()
-	u, err := dyn.Resource(prescale.ProvisioningRequestResource).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	return requestConditionsIn(t, dyn, "default", name)
+}
+
+// requestConditionsIn returns the status.conditions of the request ns/<name>.
+func requestConditionsIn(t *testing.T, dyn dynamic.Interface, ns, name string) []metav1.Condition {
+	t.Helper()
+	u, err := dyn.Resource(prescale.ProvisioningRequestResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +111,20 @@ func requestConditions(t *testing.T, dyn dynamic.Interface, name string) []metav
 	return out
 }
 
-// waitCondition waits until the request has the condition type with status and reason, and
-// returns how long that took.
+// waitCondition waits until the request default/<name> has the condition type with status and
+// reason, and returns how long that took.
 func waitCondition(t *testing.T, dyn dynamic.Interface, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) time.Duration {
+	t.Helper()
+	return waitConditionIn(t, dyn, "default", name, typ, status, reason, timeout)
+}
+
+// waitConditionIn is waitCondition for the request ns/<name>.
+func waitConditionIn(t *testing.T, dyn dynamic.Interface, ns, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	var last []metav1.Condition
 	err := testwait.Poll(testwait.Slow, timeout, func() bool {
-		last = requestConditions(t, dyn, name)
+		last = requestConditionsIn(t, dyn, ns, name)
 		c := apimeta.FindStatusCondition(last, typ)
 		return c != nil && c.Status == status && c.Reason == reason
 	})
