@@ -230,65 +230,7 @@ func TestDRAExtendedResource(t *testing.T) {
 // taken by a running pod's allocated claim. The first pending claim gets the other, the second
 // needs a new node; a plain nvidia.com/gpu pod is served there by DRA too.
 func TestDRAExistingNode(t *testing.T) {
-	existing := `
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: gpu-node
-  labels: {kubernetes.io/hostname: gpu-node, topology.kubernetes.io/zone: us-central1-a}
-spec:
-  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
-status:
-  allocatable: {cpu: '16', memory: 64Gi, pods: '110'}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: gpu-node-gpu.nvidia.com}
-spec:
-  driver: gpu.nvidia.com
-  nodeName: gpu-node
-  pool: {name: gpu-node, generation: 1, resourceSliceCount: 1}
-  devices:
-  - name: gpu-0
-    attributes:
-      type: {string: gpu}
-      productName: {string: NVIDIA A100-SXM4-40GB}
-    capacity:
-      memory: {value: 40Gi}
-  - name: gpu-1
-    attributes:
-      type: {string: gpu}
-      productName: {string: NVIDIA A100-SXM4-40GB}
-    capacity:
-      memory: {value: 40Gi}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {namespace: ml, name: running-gpu}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly: {deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 1}
-status:
-  allocation:
-    devices:
-      results:
-      - {request: gpu, driver: gpu.nvidia.com, pool: gpu-node, device: gpu-0}
-    nodeSelector:
-      nodeSelectorTerms:
-      - matchFields: [{key: metadata.name, operator: In, values: [gpu-node]}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: running, namespace: ml}
-spec:
-  nodeName: gpu-node
-  resourceClaims: [{name: gpu, resourceClaimName: running-gpu}]
-  containers: [{name: c, image: x, resources: {requests: {cpu: '1', memory: 4Gi}}}]
-status: {phase: Running}
-`
+	existing := draRunning("us-central1-a")
 	snap := draClasses + draTemplates + existing +
 		claimPod("first", "{name: gpu, resourceClaimTemplateName: one-gpu}", "4") +
 		claimPod("second", "{name: gpu, resourceClaimTemplateName: one-gpu}", "4")

@@ -541,7 +541,8 @@ func (s *state) enforceSpotDiversity() {
 	}
 }
 
-func sortedKeys(m map[string]int) []string {
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -27,8 +27,8 @@ import (
 //     checked. The API server normally refuses a pod beyond quota at creation; this catches quotas
 //     lowered afterwards and keeps Tiler from buying for them.
 //   - the pod's team (policy teams) would exceed limits.gpus (nvidia.com/gpu requested by the
-//     team's active pods plus its admitted pending pods) or limits.migProfiles
-//     (nvidia.com/mig-<profile> alike): TeamLimitExceeded.
+//     team's active pods plus its admitted pending pods, and the GPUs its allocated DRA claims
+//     hold) or limits.migProfiles (nvidia.com/mig-<profile> alike): TeamLimitExceeded.
 //
 // A team's limits.maxPricePerHour and limits.maxNodes depend on the plan, so they are checked on
 // it: the plan is applied to the snapshot (new nodes registered with their labels and allocatable,
@@ -44,8 +44,9 @@ import (
 // nodes they alone hold cover the excess nodes; they are reported TeamLimitExceeded and the
 // simulation runs again, until no team is over or none has a pod on a new node left to drop (a team
 // over its limit by what already runs is not cut further: nothing is bought for it). Dropping is
-// greedy, so a team may end below its limit by about one pod's share. DRA claims of planned pods
-// are not counted in the team's GPUs or $/h (they are allocated only when the pod binds).
+// greedy, so a team may end below its limit by about one pod's share. GPUs and MIG partitions
+// held through DRA claims count in limits.gpus and limits.migProfiles: allocated ones before the
+// admission, those the plan allocates on the plan (teams_dra.go).
 //
 // Gated pods (spec.schedulingGates, e.g. Kueue's admission gate) are not pending
 // (snapshot.IsPending) and never planned for.
@@ -104,6 +105,8 @@ type teamUse struct {
 	team *policy.Team
 	gpus int64
 	mig  map[string]int64
+	// dra holds the DRA devices ("pool/device") counted in gpus and mig (teams_dra.go).
+	dra map[string]bool
 }
 
 // admission is the pre-simulation check of pods against quotas and team limits.
@@ -152,6 +155,11 @@ func newAdmission(in Input, pol *policy.CostPolicy) (*admission, error) {
 			if err := a.count(p, podRequests(p)); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if len(pol.Teams) > 0 {
+		if err := a.countAllocatedClaims(in.Snapshot); err != nil {
+			return nil, err
 		}
 	}
 	return a, nil
@@ -291,7 +299,11 @@ func simulateAdmitted(in Input) (*api.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !dropped {
+		droppedDRA, err := dropOverDRALimits(run, a, plan, admitted, blocked)
+		if err != nil {
+			return nil, err
+		}
+		if !dropped && !droppedDRA {
 			break
 		}
 	}

@@ -1,0 +1,263 @@
+package simulator
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/tiler-dev/tiler/api"
+	"github.com/tiler-dev/tiler/api/catalog"
+	"github.com/tiler-dev/tiler/api/snapshot"
+	"github.com/tiler-dev/tiler/simulator/dra"
+)
+
+// GPUs held through DRA claims count in a team's limits.gpus and limits.migProfiles, as
+// nvidia.com/gpu and nvidia.com/mig-<profile> requests do: each device of the NVIDIA DRA driver
+// (dra.DriverName) once per team, however many of its claims share it (time-slicing, a share of
+// its memory), a whole GPU in gpus and a MIG partition in migProfiles under its profile. A device
+// is told by its ResourceSlice's attributes (type gpu or mig, profile); a device of the driver
+// whose slice the snapshot lacks counts as a whole GPU, and devices of other types or drivers
+// count nothing. The claims the scheduler makes for DRA-served extended resources are left out:
+// their pods' nvidia.com/gpu requests count already.
+//
+// The claims the snapshot has allocated count before any pending pod is admitted
+// (countAllocatedClaims). What the plan allocates to the admitted pods' claims is known only
+// once it is made, so it is checked on the plan (dropOverDRALimits): a team over a limit has its
+// pods that take such devices dropped, lowest priority first, until it is within it, and the
+// simulation runs again.
+
+// Kinds of DRA devices, as deviceKinds reports them.
+const (
+	kindGPU   = "gpu"
+	kindOther = "other"
+	kindMIG   = "mig:" // followed by the profile
+)
+
+// deviceKinds adds to kinds, by "pool/device", the kind of each device of the driver in slices.
+func deviceKinds(slices []*resourcev1.ResourceSlice, kinds map[string]string) {
+	for _, s := range slices {
+		if s.Spec.Driver != dra.DriverName {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			kind := kindOther
+			switch attrString(d, "type") {
+			case "gpu":
+				kind = kindGPU
+			case "mig":
+				kind = kindMIG + attrString(d, "profile")
+			}
+			kinds[s.Spec.Pool.Name+"/"+d.Name] = kind
+		}
+	}
+}
+
+// attrString is the string attribute name of the device, under the driver's domain or bare.
+func attrString(d resourcev1.Device, name string) string {
+	for _, key := range []resourcev1.QualifiedName{resourcev1.QualifiedName(name), resourcev1.QualifiedName(dra.DriverName + "/" + name)} {
+		if v, ok := d.Attributes[key]; ok && v.StringValue != nil {
+			return *v.StringValue
+		}
+	}
+	return ""
+}
+
+// kindOf is the kind of the device "pool/device": a whole GPU when no slice says.
+func kindOf(kinds map[string]string, key string) string {
+	if k, ok := kinds[key]; ok {
+		return k
+	}
+	return kindGPU
+}
+
+// countAllocatedClaims adds the driver's devices of the snapshot's allocated claims to their
+// namespaces' teams.
+func (a *admission) countAllocatedClaims(snap *snapshot.Snapshot) error {
+	kinds := map[string]string{}
+	deviceKinds(snap.ResourceSlices, kinds)
+	for _, c := range snap.ResourceClaims {
+		if c.Status.Allocation == nil || c.Annotations[resourcev1.ExtendedResourceClaimAnnotation] == "true" {
+			continue
+		}
+		t, err := a.index.of(c.Namespace)
+		if err != nil || t == nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		tu := a.teams[t.Name]
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Driver == dra.DriverName {
+				tu.addDevice(r.Pool+"/"+r.Device, kindOf(kinds, r.Pool+"/"+r.Device))
+			}
+		}
+	}
+	return nil
+}
+
+// addDevice counts a DRA device the team holds, once.
+func (tu *teamUse) addDevice(key, kind string) {
+	if tu.dra == nil {
+		tu.dra = map[string]bool{}
+	}
+	if tu.dra[key] {
+		return
+	}
+	tu.dra[key] = true
+	switch {
+	case kind == kindGPU:
+		tu.gpus++
+	case strings.HasPrefix(kind, kindMIG):
+		tu.mig[strings.TrimPrefix(kind, kindMIG)]++
+	}
+}
+
+// plannedDevices returns, for each admitted pod the plan places, the driver's devices the plan
+// allocates to its claims that its team does not hold already, with their kinds.
+func plannedDevices(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod) (map[string]map[string]string, error) {
+	byClaim := map[string][]string{} // claim → "pool/device"
+	kinds := map[string]string{}     // of the snapshot's slices and the new nodes'
+	newNodes := map[string]*catalog.InstanceType{}
+	add := func(node string, claims []api.ClaimAllocation) {
+		for _, ca := range claims {
+			for _, d := range ca.Devices {
+				dev, _, _ := strings.Cut(d, " ") // " (alternative)" and " [capacity]" follow the name
+				pool := node
+				if p, name, ok := strings.Cut(dev, "/"); ok {
+					pool, dev = p, name
+				}
+				byClaim[ca.Claim] = append(byClaim[ca.Claim], pool+"/"+dev)
+			}
+		}
+	}
+	for _, nn := range plan.NewNodes {
+		add(nn.Name, nn.Claims)
+		if len(nn.Claims) > 0 {
+			if it, ok := in.Catalog.Type(nn.InstanceType); ok {
+				newNodes[nn.Name] = it
+			}
+		}
+	}
+	for _, en := range plan.ExistingNodes {
+		add(en.Name, en.Claims)
+	}
+	if len(byClaim) == 0 {
+		return nil, nil
+	}
+	deviceKinds(in.Snapshot.ResourceSlices, kinds)
+	for name, it := range newNodes {
+		// A new node's devices as the driver would publish them, whole GPUs and MIG partitions.
+		deviceKinds(dra.Slices(name, it, dra.Full, false), kinds)
+		deviceKinds(dra.Slices(name, it, dra.DynamicMIG, false), kinds)
+	}
+	index := dra.NewClaimIndex(in.Snapshot.ResourceClaims, in.Snapshot.ResourceClaimTemplates)
+	out := map[string]map[string]string{}
+	for _, p := range admitted {
+		tu, err := a.teamOf(p)
+		if err != nil {
+			return nil, err
+		}
+		if tu == nil || len(p.Spec.ResourceClaims) == 0 {
+			continue
+		}
+		claims, err := index.PodClaims(p)
+		if err != nil {
+			continue // the simulation reports the pod's claims
+		}
+		for _, c := range claims {
+			if c.Status.Allocation != nil || c.Annotations[resourcev1.ExtendedResourceClaimAnnotation] == "true" {
+				continue
+			}
+			for _, key := range byClaim[c.Namespace+"/"+c.Name] {
+				if tu.dra[key] || kindOf(kinds, key) == kindOther {
+					continue
+				}
+				if out[podKey(p)] == nil {
+					out[podKey(p)] = map[string]string{}
+				}
+				out[podKey(p)][key] = kindOf(kinds, key)
+			}
+		}
+	}
+	return out, nil
+}
+
+// dropOverDRALimits checks the GPUs and MIG partitions the plan allocates to the teams' claims
+// against their limits, and blocks, for every team over one, its pods that take such devices from
+// the lowest priority up until it is within. It reports whether it blocked any.
+func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod, blocked map[string]api.UnschedulablePod) (bool, error) {
+	limited := false
+	for _, tu := range a.teams {
+		if tu.team.Limits.GPUs != nil || len(tu.team.Limits.MIGProfiles) > 0 {
+			limited = true
+		}
+	}
+	if !limited {
+		return false, nil
+	}
+	devs, err := plannedDevices(in, a, plan, admitted)
+	if err != nil || len(devs) == 0 {
+		return false, err
+	}
+	dropped := false
+	for _, name := range sortedKeys(a.teams) {
+		tu := a.teams[name]
+		l := tu.team.Limits
+		// The team's pods with planned devices, highest priority first, and how many of them
+		// take each device.
+		var pods []string
+		refs, kinds := map[string]int{}, map[string]string{}
+		for _, p := range admitted {
+			k := podKey(p)
+			if _, gone := blocked[k]; gone || len(devs[k]) == 0 {
+				continue
+			}
+			if t, _ := a.teamOf(p); t != tu {
+				continue
+			}
+			pods = append(pods, k)
+			for key, kind := range devs[k] {
+				refs[key]++
+				kinds[key] = kind
+			}
+		}
+		over := func() string {
+			gpus, mig := tu.gpus, map[string]int64{}
+			for key, n := range refs {
+				if n == 0 {
+					continue
+				}
+				if kind := kinds[key]; kind == kindGPU {
+					gpus++
+				} else if prof, ok := strings.CutPrefix(kind, kindMIG); ok {
+					mig[prof]++
+				}
+			}
+			if l.GPUs != nil && gpus > int64(*l.GPUs) {
+				return fmt.Sprintf("team %s is at its limit limits.gpus %d: %d GPUs in use or planned with the plan's DRA claims", name, *l.GPUs, gpus)
+			}
+			for _, prof := range sortedKeys(l.MIGProfiles) {
+				if n := tu.mig[prof] + mig[prof]; n > int64(l.MIGProfiles[prof]) {
+					return fmt.Sprintf("team %s is at its limit limits.migProfiles[%s] %d: %d in use or planned with the plan's DRA claims", name, prof, l.MIGProfiles[prof], n)
+				}
+			}
+			return ""
+		}
+		for i := len(pods) - 1; i >= 0; i-- {
+			reason := over()
+			if reason == "" {
+				break
+			}
+			k := pods[i]
+			blocked[k] = api.UnschedulablePod{Pod: k, Code: api.TeamLimitExceeded, Reason: reason}
+			dropped = true
+			for key := range devs[k] {
+				refs[key]--
+			}
+		}
+	}
+	return dropped, nil
+}
