@@ -326,7 +326,9 @@ func withoutBlocked(snap *snapshot.Snapshot, blocked map[string]api.Unschedulabl
 }
 
 // applyPlan returns the snapshot as it would be once the plan's nodes registered and its pods
-// bound: new nodes with their labels and allocatable, planned pods with spec.nodeName.
+// bound: new nodes with their labels and allocatable, planned pods with spec.nodeName, and their
+// claims allocated the devices the plan gives them (allocatePlanned), so that a pod's GPUs
+// through DRA count in its chargeback share.
 func applyPlan(snap *snapshot.Snapshot, plan *api.Plan) *snapshot.Snapshot {
 	out := *snap
 	out.Nodes = slices.Clone(snap.Nodes)
@@ -351,15 +353,18 @@ func applyPlan(snap *snapshot.Snapshot, plan *api.Plan) *snapshot.Snapshot {
 		}
 	}
 	out.Pods = make([]*corev1.Pod, len(snap.Pods))
+	var placed []*corev1.Pod
 	for i, p := range snap.Pods {
 		if node, ok := where[podKey(p)]; ok && snapshot.IsPending(p) {
 			c := p.DeepCopy()
 			c.Spec.NodeName = node
 			c.Status.Phase = corev1.PodRunning
 			p = c
+			placed = append(placed, c)
 		}
 		out.Pods[i] = p
 	}
+	out.ResourceClaims = allocatePlanned(snap, plan, placed)
 	return &out
 }
 

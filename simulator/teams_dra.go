@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -124,11 +125,7 @@ func plannedDevices(in Input, a *admission, plan *api.Plan, admitted []*corev1.P
 	add := func(node string, claims []api.ClaimAllocation) {
 		for _, ca := range claims {
 			for _, d := range ca.Devices {
-				dev, _, _ := strings.Cut(d, " ") // " (alternative)" and " [capacity]" follow the name
-				pool := node
-				if p, name, ok := strings.Cut(dev, "/"); ok {
-					pool, dev = p, name
-				}
+				pool, dev, _ := planDevice(node, d)
 				byClaim[ca.Claim] = append(byClaim[ca.Claim], pool+"/"+dev)
 			}
 		}
@@ -260,4 +257,113 @@ func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev
 		}
 	}
 	return dropped, nil
+}
+
+// planDevice parses a device of a plan's ClaimAllocation on node (claimAllocations' format): its
+// pool (the node's unless it is prefixed), its name, and the capacity it consumes of a shared
+// device (" [memory=10Gi]"); " (alternative)" is skipped.
+func planDevice(node, s string) (pool, device string, consumed map[resourcev1.QualifiedName]resource.Quantity) {
+	device, rest, _ := strings.Cut(s, " ")
+	pool = node
+	if p, name, ok := strings.Cut(device, "/"); ok {
+		pool, device = p, name
+	}
+	if _, caps, ok := strings.Cut(rest, "["); ok {
+		caps, _, _ = strings.Cut(caps, "]")
+		for _, kv := range strings.Split(caps, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if q, err := resource.ParseQuantity(v); ok && err == nil {
+				if consumed == nil {
+					consumed = map[resourcev1.QualifiedName]resource.Quantity{}
+				}
+				consumed[resourcev1.QualifiedName(k)] = q
+			}
+		}
+	}
+	return pool, device, consumed
+}
+
+// allocatePlanned returns the snapshot's claims with those of the placed pods (bound to their
+// planned nodes) allocated the devices the plan gives them and reserved for the pods: a claim
+// already allocated is only reserved for them too; a template's claim that does not exist yet is
+// added. The devices' driver is their slice's, the NVIDIA driver's on a new node.
+func allocatePlanned(snap *snapshot.Snapshot, plan *api.Plan, placed []*corev1.Pod) []*resourcev1.ResourceClaim {
+	type device struct {
+		node string
+		text string
+	}
+	byClaim := map[string][]device{}
+	for _, nn := range plan.NewNodes {
+		for _, ca := range nn.Claims {
+			for _, d := range ca.Devices {
+				byClaim[ca.Claim] = append(byClaim[ca.Claim], device{nn.Name, d})
+			}
+		}
+	}
+	for _, en := range plan.ExistingNodes {
+		for _, ca := range en.Claims {
+			for _, d := range ca.Devices {
+				byClaim[ca.Claim] = append(byClaim[ca.Claim], device{en.Name, d})
+			}
+		}
+	}
+	if len(byClaim) == 0 {
+		return snap.ResourceClaims
+	}
+	drivers := map[string]string{}
+	for _, s := range snap.ResourceSlices {
+		for _, d := range s.Spec.Devices {
+			drivers[s.Spec.Pool.Name+"/"+d.Name] = s.Spec.Driver
+		}
+	}
+	index := dra.NewClaimIndex(snap.ResourceClaims, snap.ResourceClaimTemplates)
+	changed := map[string]*resourcev1.ResourceClaim{}
+	var order []string
+	for _, p := range placed {
+		claims, err := index.PodClaims(p)
+		if err != nil {
+			continue // the simulation reported the pod's claims
+		}
+		for _, c := range claims {
+			key := claimKey(c)
+			devs, planned := byClaim[key]
+			if !planned && c.Status.Allocation == nil {
+				continue
+			}
+			cc, ok := changed[key]
+			if !ok {
+				cc = c.DeepCopy()
+				changed[key] = cc
+				order = append(order, key)
+				if cc.Status.Allocation == nil {
+					cc.Status.Allocation = &resourcev1.AllocationResult{}
+					for _, d := range devs {
+						pool, name, consumed := planDevice(d.node, d.text)
+						driver, known := drivers[pool+"/"+name]
+						if !known {
+							driver = dra.DriverName
+						}
+						cc.Status.Allocation.Devices.Results = append(cc.Status.Allocation.Devices.Results,
+							resourcev1.DeviceRequestAllocationResult{Driver: driver, Pool: pool, Device: name, ConsumedCapacity: consumed})
+					}
+				}
+			}
+			cc.Status.ReservedFor = append(cc.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+		}
+	}
+	out := make([]*resourcev1.ResourceClaim, 0, len(snap.ResourceClaims)+len(changed))
+	for _, c := range snap.ResourceClaims {
+		if cc, ok := changed[claimKey(c)]; ok {
+			out = append(out, cc)
+			delete(changed, claimKey(c))
+			continue
+		}
+		out = append(out, c)
+	}
+	for _, key := range order {
+		if cc, ok := changed[key]; ok {
+			out = append(out, cc) // a template's claim the snapshot does not have yet
+		}
+	}
+	return out
 }

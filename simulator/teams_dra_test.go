@@ -177,3 +177,26 @@ spec:
 		t.Errorf("ml/low: %+v; want TeamLimitExceeded naming limits.migProfiles[1g.10gb] 2\n%s", r, table(plan))
 	}
 }
+
+// TestTeamDRAPriceLimit: a pod's GPUs through DRA count in its chargeback share of the node, so
+// in its team's limits.maxPricePerHour: two pods each claiming the one L4 of a g6.xlarge take a
+// whole node each, and with a limit below two nodes' price the one of lower priority is dropped.
+// Before, their shares were their CPU's (a quarter of a node each), and both were bought.
+func TestTeamDRAPriceLimit(t *testing.T) {
+	snap := draClasses + draTemplates +
+		teamClaimPod("high", 10, "{name: gpu, resourceClaimTemplateName: one-gpu}") +
+		teamClaimPod("low", 1, "{name: gpu, resourceClaimTemplateName: one-gpu}")
+	free := simulateDRA(t, "aws-us-east-1", draTeamPolicy("g6.xlarge", "", "{maxNodes: 100}"), snap, simulator.Options{})
+	if len(free.NewNodes) != 2 {
+		t.Fatalf("without a price limit: %d new nodes, want 2\n%s", len(free.NewNodes), table(free))
+	}
+	limit := 1.5 * free.NewNodes[0].PricePerHour
+	plan := simulateDRA(t, "aws-us-east-1", draTeamPolicy("g6.xlarge", "", fmt.Sprintf("{maxPricePerHour: %g}", limit)), snap, simulator.Options{})
+	nodes, reasons := teamPlacement(plan)
+	if nodes["ml/high"] == "" {
+		t.Errorf("ml/high not planned: %+v\n%s", reasons["ml/high"], table(plan))
+	}
+	if r := reasons["ml/low"]; r.Code != api.TeamLimitExceeded || !strings.Contains(r.Reason, "limits.maxPricePerHour") {
+		t.Errorf("ml/low: node %q, reason %+v; want TeamLimitExceeded naming limits.maxPricePerHour (limit $%.4f/h)\n%s", nodes["ml/low"], r, limit, table(plan))
+	}
+}
