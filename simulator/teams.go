@@ -105,8 +105,9 @@ type teamUse struct {
 	team *policy.Team
 	gpus int64
 	mig  map[string]int64
-	// dra holds the DRA devices ("pool/device") counted in gpus and mig (teams_dra.go).
-	dra map[string]bool
+	// dra holds the DRA devices ("pool/device") counted in gpus and mig, with their kinds
+	// (teams_dra.go).
+	dra map[string]string
 }
 
 // admission is the pre-simulation check of pods against quotas and team limits.
@@ -295,15 +296,17 @@ func simulateAdmitted(in Input) (*api.Plan, error) {
 		if plan, err = simulateOnce(run); err != nil {
 			return nil, err
 		}
-		dropped, err := dropOverTeamLimits(run, a, plan, admitted, blocked)
-		if err != nil {
-			return nil, err
+		dropped := false
+		for _, drop := range []func(Input, *admission, *api.Plan, []*corev1.Pod, map[string]api.UnschedulablePod) (bool, error){
+			dropOverTeamLimits, dropOverDRALimits, dropOverModelLimits,
+		} {
+			d, err := drop(run, a, plan, admitted, blocked)
+			if err != nil {
+				return nil, err
+			}
+			dropped = dropped || d
 		}
-		droppedDRA, err := dropOverDRALimits(run, a, plan, admitted, blocked)
-		if err != nil {
-			return nil, err
-		}
-		if !dropped && !droppedDRA {
+		if !dropped {
 			break
 		}
 	}

@@ -102,12 +102,12 @@ func (a *admission) countAllocatedClaims(snap *snapshot.Snapshot) error {
 // addDevice counts a DRA device the team holds, once.
 func (tu *teamUse) addDevice(key, kind string) {
 	if tu.dra == nil {
-		tu.dra = map[string]bool{}
+		tu.dra = map[string]string{}
 	}
-	if tu.dra[key] {
+	if _, held := tu.dra[key]; held {
 		return
 	}
-	tu.dra[key] = true
+	tu.dra[key] = kind
 	switch {
 	case kind == kindGPU:
 		tu.gpus++
@@ -169,7 +169,7 @@ func plannedDevices(in Input, a *admission, plan *api.Plan, admitted []*corev1.P
 				continue
 			}
 			for _, key := range byClaim[c.Namespace+"/"+c.Name] {
-				if tu.dra[key] || kindOf(kinds, key) == kindOther {
+				if _, held := tu.dra[key]; held || kindOf(kinds, key) == kindOther {
 					continue
 				}
 				if out[podKey(p)] == nil {

@@ -200,3 +200,20 @@ func TestTeamDRAPriceLimit(t *testing.T) {
 		t.Errorf("ml/low: node %q, reason %+v; want TeamLimitExceeded naming limits.maxPricePerHour (limit $%.4f/h)\n%s", nodes["ml/low"], r, limit, table(plan))
 	}
 }
+
+// TestTeamDRAGPUModelLimit: GPUs held through DRA claims count in limits.gpusByModel on their
+// node's model: of two pods each claiming a GPU, on L4 nodes, a limit of one L4 plans the one of
+// higher priority.
+func TestTeamDRAGPUModelLimit(t *testing.T) {
+	snap := draClasses + draTemplates +
+		teamClaimPod("high", 10, "{name: gpu, resourceClaimTemplateName: one-gpu}") +
+		teamClaimPod("low", 1, "{name: gpu, resourceClaimTemplateName: one-gpu}")
+	plan := simulateDRA(t, "aws-us-east-1", draTeamPolicy("g6.xlarge", "", "{gpusByModel: {L4: 1}}"), snap, simulator.Options{})
+	nodes, reasons := teamPlacement(plan)
+	if nodes["ml/high"] == "" {
+		t.Errorf("ml/high not planned: %+v\n%s", reasons["ml/high"], table(plan))
+	}
+	if r := reasons["ml/low"]; r.Code != api.TeamLimitExceeded || !strings.Contains(r.Reason, "limits.gpusByModel[L4] 1: 2 L4 GPUs in use or planned") {
+		t.Errorf("ml/low: node %q, reason %+v; want TeamLimitExceeded naming limits.gpusByModel[L4] 1\n%s", nodes["ml/low"], r, table(plan))
+	}
+}

@@ -402,3 +402,43 @@ func TestTeamLimitsHoldRandom(t *testing.T) {
 		})
 	}
 }
+
+// TestTeamGPUModelLimit: team research may take two L4s (limits.gpusByModel) and runs one on an
+// existing L4 node; of its three pending one-GPU pods that need an L4, the highest priority is
+// planned and the two others are reported TeamLimitExceeded naming the model's limit. A limit on
+// another model leaves them all planned; so do pods of another team.
+func TestTeamGPUModelLimit(t *testing.T) {
+	cat := teamCatalog(t)
+	node := simtest.ManagedNode(cat, "g6-1", "gpu-od", "g6.xlarge", "us-east-1a", api.OnDemand, dOld)
+	if node.Labels[api.LabelGPUModel] != "L4" {
+		t.Fatalf("the g6.xlarge node's labels %v lack %s=L4", node.Labels, api.LabelGPUModel)
+	}
+	snap := &snapshot.Snapshot{Nodes: []*corev1.Node{node}, Pods: []*corev1.Pod{
+		simtest.Pod("running").Namespace("lab").CPU("1").GPU(1).On("g6-1").Obj(),
+		simtest.Pod("low").Namespace("lab").CPU("1").GPU(1).Priority(1).NodeSelector(api.LabelGPUModel, "L4").Obj(),
+		simtest.Pod("high").Namespace("lab").CPU("1").GPU(1).Priority(10).NodeSelector(api.LabelGPUModel, "L4").Obj(),
+		simtest.Pod("mid").Namespace("lab").CPU("1").GPU(1).Priority(5).NodeSelector(api.LabelGPUModel, "L4").Obj(),
+		simtest.Pod("chat").Namespace("chat").CPU("1").GPU(1).NodeSelector(api.LabelGPUModel, "L4").Obj(),
+	}}
+	pol := teamPolicy(t, policy.Team{Name: "research", Namespaces: []string{"lab"}, Limits: policy.TeamLimits{GPUsByModel: map[string]int{"L4": 2}}})
+	plan := teamSimulate(t, snap, cat, pol)
+	nodes, reasons := teamPlacement(plan)
+	for _, p := range []string{"lab/high", "chat/chat"} {
+		if nodes[p] == "" {
+			t.Errorf("%s not planned: %+v", p, reasons[p])
+		}
+	}
+	for _, p := range []string{"lab/mid", "lab/low"} {
+		r := reasons[p]
+		if nodes[p] != "" || r.Code != api.TeamLimitExceeded || !strings.Contains(r.Reason, "team research is at its limit limits.gpusByModel[L4] 2:") {
+			t.Errorf("%s: node %q, reason %+v; want TeamLimitExceeded naming limits.gpusByModel[L4] 2", p, nodes[p], r)
+		}
+	}
+	pol.Teams[0].Limits.GPUsByModel = map[string]int{"H100": 0}
+	nodes, reasons = teamPlacement(teamSimulate(t, snap, cat, pol))
+	for _, p := range []string{"lab/high", "lab/mid", "lab/low"} {
+		if nodes[p] == "" {
+			t.Errorf("with a limit on H100 only, %s is not planned: %+v", p, reasons[p])
+		}
+	}
+}

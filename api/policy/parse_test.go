@@ -61,6 +61,7 @@ func TestBadPolicies(t *testing.T) {
 		"team-unknown-pool.bad.yaml":                   `teams[0].pools[0] "gpu" is not a pool of the policy`,
 		"team-negative-gpus.bad.yaml":                  "teams[0].limits.gpus must not be negative",
 		"team-mig-profile.bad.yaml":                    `teams[0].limits.migProfiles: "big-slice" is not a MIG profile`,
+		"team-gpu-model.bad.yaml":                      `teams[0].limits.gpusByModel: "H100 SXM" is not a GPU model as the label tiler.dev/gpu-model carries it`,
 		"team-unknown-field.bad.yaml":                  `unknown field "teams[0].limits.maxGPUs"`,
 		"team-no-namespaces.bad.yaml":                  `teams[0].namespaces: team "a" needs namespaces or a namespaceSelector`,
 		"team-selector.bad.yaml":                       `teams[0].namespaceSelector: "Within" is not a valid label selector operator`,

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tiler-dev/tiler/api"
 )
 
 // Team is a set of namespaces sharing limits on what Tiler buys for their pending pods, and
@@ -34,6 +36,11 @@ type TeamLimits struct {
 	// MIGProfiles caps, per MIG profile (e.g. "1g.10gb"), the nvidia.com/mig-<profile> requested by
 	// the team's running and planned pods.
 	MIGProfiles map[string]int `json:"migProfiles,omitempty"`
+	// GPUsByModel caps, per GPU model (the tiler.dev/gpu-model label's value, e.g. "H100"), the
+	// whole GPUs the team's running and planned pods take on nodes of that model: nvidia.com/gpu
+	// requested, and GPUs held through DRA claims. It is checked on the plan, since a pod's model
+	// is its node's.
+	GPUsByModel map[string]int `json:"gpusByModel,omitempty"`
 	// MaxPricePerHour caps the team's chargeback share of the fleet's $/h after the plan.
 	MaxPricePerHour float64 `json:"maxPricePerHour,omitempty"`
 	// MaxNodes caps the number of nodes holding at least one of the team's pods after the plan.
@@ -106,6 +113,19 @@ func (t *Team) validate(pools map[string]bool) error {
 		return fmt.Errorf("limits.maxPricePerHour %g must be at most %g", l.MaxPricePerHour, float64(maxPrice))
 	case l.MaxNodes < 0:
 		return fmt.Errorf("limits.maxNodes must not be negative")
+	}
+	models := make([]string, 0, len(l.GPUsByModel))
+	for m := range l.GPUsByModel {
+		models = append(models, m)
+	}
+	sort.Strings(models)
+	for _, m := range models {
+		if errs := validation.IsValidLabelValue(m); m == "" || len(errs) > 0 {
+			return fmt.Errorf("limits.gpusByModel: %q is not a GPU model as the label %s carries it (e.g. H100, L4)", m, api.LabelGPUModel)
+		}
+		if l.GPUsByModel[m] < 0 {
+			return fmt.Errorf("limits.gpusByModel[%s] must not be negative", m)
+		}
 	}
 	profiles := make([]string, 0, len(l.MIGProfiles))
 	for prof := range l.MIGProfiles {
