@@ -119,30 +119,18 @@ func (tu *teamUse) addDevice(key, kind string) {
 // plannedDevices returns, for each admitted pod the plan places, the driver's devices the plan
 // allocates to its claims that its team does not hold already, with their kinds.
 func plannedDevices(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod) (map[string]map[string]string, error) {
-	byClaim := map[string][]string{} // claim → "pool/device"
-	kinds := map[string]string{}     // of the snapshot's slices and the new nodes'
-	newNodes := map[string]*catalog.InstanceType{}
-	add := func(node string, claims []api.ClaimAllocation) {
-		for _, ca := range claims {
-			for _, d := range ca.Devices {
-				pool, dev, _ := planDevice(node, d)
-				byClaim[ca.Claim] = append(byClaim[ca.Claim], pool+"/"+dev)
-			}
-		}
+	byClaim := planClaims(plan)
+	if len(byClaim) == 0 {
+		return nil, nil
 	}
+	kinds := map[string]string{} // of the snapshot's slices and the new nodes'
+	newNodes := map[string]*catalog.InstanceType{}
 	for _, nn := range plan.NewNodes {
-		add(nn.Name, nn.Claims)
 		if len(nn.Claims) > 0 {
 			if it, ok := in.Catalog.Type(nn.InstanceType); ok {
 				newNodes[nn.Name] = it
 			}
 		}
-	}
-	for _, en := range plan.ExistingNodes {
-		add(en.Name, en.Claims)
-	}
-	if len(byClaim) == 0 {
-		return nil, nil
 	}
 	deviceKinds(in.Snapshot.ResourceSlices, kinds)
 	for name, it := range newNodes {
@@ -168,7 +156,8 @@ func plannedDevices(in Input, a *admission, plan *api.Plan, admitted []*corev1.P
 			if c.Status.Allocation != nil || c.Annotations[resourcev1.ExtendedResourceClaimAnnotation] == "true" {
 				continue
 			}
-			for _, key := range byClaim[c.Namespace+"/"+c.Name] {
+			for _, d := range byClaim[claimKey(c)] {
+				key := d.key()
 				if _, held := tu.dra[key]; held || kindOf(kinds, key) == kindOther {
 					continue
 				}
@@ -223,6 +212,22 @@ func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev
 		}
 		over := func() string {
 			gpus, mig := tu.gpus, map[string]int64{}
+			// The nvidia.com/gpu and MIG requests of the team's pods blocked since they were
+			// admitted (an earlier check, an earlier pass) no longer count.
+			for _, p := range admitted {
+				if _, gone := blocked[podKey(p)]; !gone {
+					continue
+				}
+				if t, _ := a.teamOf(p); t == tu {
+					for r, q := range podRequests(p) {
+						if r == api.ResourceGPU {
+							gpus -= q.Value()
+						} else if prof, ok := strings.CutPrefix(string(r), "nvidia.com/mig-"); ok {
+							mig[prof] -= q.Value()
+						}
+					}
+				}
+			}
 			for key, n := range refs {
 				if n == 0 {
 					continue
@@ -259,6 +264,35 @@ func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev
 	return dropped, nil
 }
 
+// plannedDevice is a device a plan allocates to a claim (planDevice).
+type plannedDevice struct {
+	pool, name string
+	consumed   map[resourcev1.QualifiedName]resource.Quantity
+}
+
+// key is the device as "pool/device".
+func (d plannedDevice) key() string { return d.pool + "/" + d.name }
+
+// planClaims returns the devices the plan allocates, by claim ("namespace/name").
+func planClaims(plan *api.Plan) map[string][]plannedDevice {
+	out := map[string][]plannedDevice{}
+	add := func(node string, claims []api.ClaimAllocation) {
+		for _, ca := range claims {
+			for _, text := range ca.Devices {
+				pool, name, consumed := planDevice(node, text)
+				out[ca.Claim] = append(out[ca.Claim], plannedDevice{pool: pool, name: name, consumed: consumed})
+			}
+		}
+	}
+	for _, nn := range plan.NewNodes {
+		add(nn.Name, nn.Claims)
+	}
+	for _, en := range plan.ExistingNodes {
+		add(en.Name, en.Claims)
+	}
+	return out
+}
+
 // planDevice parses a device of a plan's ClaimAllocation on node (claimAllocations' format): its
 // pool (the node's unless it is prefixed), its name, and the capacity it consumes of a shared
 // device (" [memory=10Gi]"); " (alternative)" is skipped.
@@ -288,25 +322,7 @@ func planDevice(node, s string) (pool, device string, consumed map[resourcev1.Qu
 // already allocated is only reserved for them too; a template's claim that does not exist yet is
 // added. The devices' driver is their slice's, the NVIDIA driver's on a new node.
 func allocatePlanned(snap *snapshot.Snapshot, plan *api.Plan, placed []*corev1.Pod) []*resourcev1.ResourceClaim {
-	type device struct {
-		node string
-		text string
-	}
-	byClaim := map[string][]device{}
-	for _, nn := range plan.NewNodes {
-		for _, ca := range nn.Claims {
-			for _, d := range ca.Devices {
-				byClaim[ca.Claim] = append(byClaim[ca.Claim], device{nn.Name, d})
-			}
-		}
-	}
-	for _, en := range plan.ExistingNodes {
-		for _, ca := range en.Claims {
-			for _, d := range ca.Devices {
-				byClaim[ca.Claim] = append(byClaim[ca.Claim], device{en.Name, d})
-			}
-		}
-	}
+	byClaim := planClaims(plan)
 	if len(byClaim) == 0 {
 		return snap.ResourceClaims
 	}
@@ -338,13 +354,12 @@ func allocatePlanned(snap *snapshot.Snapshot, plan *api.Plan, placed []*corev1.P
 				if cc.Status.Allocation == nil {
 					cc.Status.Allocation = &resourcev1.AllocationResult{}
 					for _, d := range devs {
-						pool, name, consumed := planDevice(d.node, d.text)
-						driver, known := drivers[pool+"/"+name]
+						driver, known := drivers[d.key()]
 						if !known {
 							driver = dra.DriverName
 						}
 						cc.Status.Allocation.Devices.Results = append(cc.Status.Allocation.Devices.Results,
-							resourcev1.DeviceRequestAllocationResult{Driver: driver, Pool: pool, Device: name, ConsumedCapacity: consumed})
+							resourcev1.DeviceRequestAllocationResult{Driver: driver, Pool: d.pool, Device: d.name, ConsumedCapacity: d.consumed})
 					}
 				}
 			}
