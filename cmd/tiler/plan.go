@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
@@ -24,6 +25,9 @@ type planOptions struct {
 	disruption    bool
 	now           string
 	candidateWait bool
+	// images is a file of, by node, the image it booted from and the image a launch gets now
+	// (and the launch settings' digests): the drift the cloud would report.
+	images string
 	// migRelayout lets the purchase plan re-partition idle MIG GPUs instead of buying.
 	migRelayout bool
 }
@@ -44,7 +48,13 @@ POD; their victims are planned as pending pods); gated pods (spec.schedulingGate
 With --disruption it plans consolidation instead: which managed nodes (labelled tiler.dev/pool) to
 remove or replace with a cheaper node, where their pods would go, the savings, and why every other
 node stays. Node ages and budget windows are measured at --now; the nodes' candidate-since
-annotations are honoured only with --candidate-wait (the controller's view).`,
+annotations are honoured only with --candidate-wait (the controller's view). The snapshot does
+not show which image a node booted from: --images names it per node, with the image a launch gets
+now (and, optionally, the digests of the other launch settings), as the controller asks the cloud,
+so that nodes whose image or settings moved are planned as Drifted:
+
+    dev-4: {booted: ami-0a, now: ami-0b}
+    gpu-3: {booted: ami-0a, now: ami-0a, settings: 3f2c, settingsNow: 9e1d}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.OutOrStdout(), o) },
 	}
@@ -57,6 +67,7 @@ annotations are honoured only with --candidate-wait (the controller's view).`,
 	f.BoolVar(&o.disruption, "disruption", false, "plan what to remove or replace (consolidation) instead of what to buy")
 	f.StringVar(&o.now, "now", "", "with --disruption: the decision's time, RFC 3339 (default: now)")
 	f.BoolVar(&o.candidateWait, "candidate-wait", false, "with --disruption: act only on nodes that have been candidates (tiler.dev/disruption-candidate-since) for their pool's consolidateAfter")
+	f.StringVar(&o.images, "images", "", "with --disruption: YAML or JSON file of, by node, {booted, now, settings, settingsNow}: the image (and launch settings) it booted from and a launch gets now")
 	f.BoolVar(&o.migRelayout, "mig-relayout", false, "let the plan re-partition idle GPUs of existing MIG nodes (nvidia.com/mig.config) instead of buying; the controller does not apply re-layouts yet")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
@@ -77,6 +88,9 @@ func runPlan(w io.Writer, o planOptions) error {
 	}
 	if o.disruption {
 		return runDisruption(w, o, snap, cat, pol)
+	}
+	if o.images != "" {
+		return fmt.Errorf("--images %s: drift is planned with --disruption only", o.images)
 	}
 	// A snapshot file without its time is planned as of now (capacity reservations that start or
 	// end are judged at that time).
@@ -172,8 +186,12 @@ func runDisruption(w io.Writer, o planOptions, snap *snapshot.Snapshot, cat *cat
 		}
 		now = t
 	}
+	images, err := readImages(o.images, snap)
+	if err != nil {
+		return err
+	}
 	plan, err := simulator.PlanDisruption(simulator.DisruptionInput{Snapshot: snap, Catalog: cat, Policy: pol,
-		Options: simulator.DisruptionOptions{Now: now, Seed: o.seed, IgnoreCandidateWait: !o.candidateWait}})
+		Options: simulator.DisruptionOptions{Now: now, Seed: o.seed, IgnoreCandidateWait: !o.candidateWait, Images: images}})
 	if err != nil {
 		return err
 	}
@@ -181,4 +199,40 @@ func runDisruption(w io.Writer, o planOptions, snap *snapshot.Snapshot, cat *cat
 		return plan.WriteJSON(w)
 	}
 	return plan.WriteTable(w)
+}
+
+// readImages reads --images: by node of the snapshot, the image it booted from and the image a
+// launch gets now, and the digests of the other launch settings; nil without the flag.
+func readImages(path string, snap *snapshot.Snapshot) (map[string]simulator.NodeImage, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--images: %w", err)
+	}
+	var in map[string]struct {
+		Booted      string `json:"booted"`
+		Now         string `json:"now"`
+		Settings    string `json:"settings"`
+		SettingsNow string `json:"settingsNow"`
+	}
+	if err := yaml.UnmarshalStrict(b, &in); err != nil {
+		return nil, fmt.Errorf("--images %s: %w", path, err)
+	}
+	nodes := map[string]bool{}
+	for _, n := range snap.Nodes {
+		nodes[n.Name] = true
+	}
+	out := map[string]simulator.NodeImage{}
+	for name, m := range in {
+		if !nodes[name] {
+			return nil, fmt.Errorf("--images %s: node %q is not in the snapshot", path, name)
+		}
+		if m.Booted == "" && m.Now == "" && m.Settings == "" && m.SettingsNow == "" {
+			return nil, fmt.Errorf("--images %s: node %q: set booted and now, or settings and settingsNow", path, name)
+		}
+		out[name] = simulator.NodeImage{Booted: m.Booted, Now: m.Now, Settings: m.Settings, SettingsNow: m.SettingsNow}
+	}
+	return out, nil
 }

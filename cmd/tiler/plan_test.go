@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -137,5 +139,49 @@ func TestPlanTeams(t *testing.T) {
 				t.Errorf("bought %s for %s", n.Name, p)
 			}
 		}
+	}
+}
+
+// TestPlanDisruptionImages: --images gives the drift the cloud would report, which the snapshot
+// does not show: dev-4, booted from an image its pool no longer launches, is removed as Drifted
+// (it takes the dev pool's budget, so dev-1 is no longer consolidated). Bad files name the node
+// or the field.
+func TestPlanDisruptionImages(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	o := disruptionFlags("table")
+	o.images = write("images.yaml", "dev-4: {booted: ami-0a, now: ami-0b}\n")
+	var out bytes.Buffer
+	if err := runPlan(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Delete  Drifted        dev    dev-4",
+		"drifted: booted from image ami-0a; its nodes now boot from ami-0b",
+		"dev-1            dev     Budget",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, c := range []struct{ file, body, want string }{
+		{"unknown-node.yaml", "dev-9: {booted: a, now: b}\n", `node "dev-9" is not in the snapshot`},
+		{"unknown-field.yaml", "dev-4: {image: a}\n", `unknown field "image"`},
+		{"empty-entry.yaml", "dev-4: {}\n", `node "dev-4": set booted and now, or settings and settingsNow`},
+	} {
+		o.images = write(c.file, c.body)
+		if err := runPlan(&out, o); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--images") {
+			t.Errorf("%s: got %v, want an --images error with %q", c.file, err, c.want)
+		}
+	}
+	o = planOptions{file: "../../testdata/snapshots/disruption.yaml", catalog: "aws-us-east-1", output: "table", images: o.images}
+	if err := runPlan(&out, o); err == nil || !strings.Contains(err.Error(), "with --disruption only") {
+		t.Errorf("--images without --disruption: got %v", err)
 	}
 }
