@@ -116,6 +116,9 @@ type admission struct {
 	teams    map[string]*teamUse    // by team name
 	index    *teamIndex
 	warnings []string
+	// steer lists, by pod, the GPU models its team's limits.gpusByModel keeps it off, with why
+	// (teams_models.go).
+	steer map[string]*steering
 }
 
 func quotaResource(name corev1.ResourceName) (corev1.ResourceName, bool) {
@@ -292,7 +295,7 @@ func simulateAdmitted(in Input) (*api.Plan, error) {
 	var plan *api.Plan
 	for {
 		run := in
-		run.Snapshot = withoutBlocked(in.Snapshot, blocked)
+		run.Snapshot = steered(withoutBlocked(in.Snapshot, blocked), a.steer)
 		if plan, err = simulateOnce(run); err != nil {
 			return nil, err
 		}
@@ -310,6 +313,7 @@ func simulateAdmitted(in Input) (*api.Plan, error) {
 			break
 		}
 	}
+	a.reportSteered(plan)
 	for _, r := range blocked {
 		plan.Unschedulable = append(plan.Unschedulable, r)
 	}

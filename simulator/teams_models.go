@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,14 +16,66 @@ import (
 // model of the node it runs on (api.LabelGPUModel; a node without the label has no model and
 // counts in no model's limit). A pending pod's model is known only once the plan places it, so the
 // limit is checked on the plan, like maxPricePerHour: a team over a model's limit has its pods
-// planned onto nodes of that model dropped, lowest priority first (TeamLimitExceeded), until it
-// is within, and the simulation runs again. A dropped pod is planned nowhere, as for every team
-// limit: a pod that could run on another model gets a place there once it names the models it
-// accepts (a nodeSelector or affinity on the label).
+// planned onto nodes of that model steered off it, lowest priority first, until it is within, and
+// the simulation runs again. A steered pod gets a required node affinity keeping it off the model
+// (tiler.dev/gpu-model NotIn), so it is planned on another model when one takes it; when none
+// does (its own constraints name the model, or no other model fits it), it is reported
+// TeamLimitExceeded, with the reason the simulation gave. The affinity is the plan's: the
+// scheduler may still bind the pod to free room of that model on a node that exists.
 
-// dropOverModelLimits checks the teams' limits.gpusByModel on the plan and blocks, for every team
-// over one, its pods that take GPUs of that model from the lowest priority up until it is within.
-// It reports whether it blocked any.
+// steering is what keeps a pod off GPU models: the models, and the limit that made the last.
+type steering struct {
+	models []string
+	reason string
+}
+
+// steered returns the snapshot with each steered pod required off its models.
+func steered(snap *snapshot.Snapshot, steer map[string]*steering) *snapshot.Snapshot {
+	if len(steer) == 0 {
+		return snap
+	}
+	out := *snap
+	out.Pods = slices.Clone(snap.Pods)
+	for i, p := range out.Pods {
+		st, ok := steer[podKey(p)]
+		if !ok {
+			continue
+		}
+		c := p.DeepCopy()
+		off := corev1.NodeSelectorRequirement{Key: api.LabelGPUModel, Operator: corev1.NodeSelectorOpNotIn, Values: st.models}
+		if c.Spec.Affinity == nil {
+			c.Spec.Affinity = &corev1.Affinity{}
+		}
+		if c.Spec.Affinity.NodeAffinity == nil {
+			c.Spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		na := c.Spec.Affinity.NodeAffinity
+		if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+			na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+		}
+		terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		for j := range terms { // terms are ORed: each must keep off the models
+			terms[j].MatchExpressions = append(terms[j].MatchExpressions, off)
+		}
+		out.Pods[i] = c
+	}
+	return &out
+}
+
+// reportSteered reports the steered pods the plan places nowhere as TeamLimitExceeded, with the
+// limit that steered them and the simulation's reason.
+func (a *admission) reportSteered(plan *api.Plan) {
+	for i, u := range plan.Unschedulable {
+		if st, ok := a.steer[u.Pod]; ok {
+			plan.Unschedulable[i] = api.UnschedulablePod{Pod: u.Pod, Code: api.TeamLimitExceeded,
+				Reason: fmt.Sprintf("%s, and no other GPU model takes the pod (%s: %s)", st.reason, u.Code, u.Reason)}
+		}
+	}
+}
+
+// dropOverModelLimits checks the teams' limits.gpusByModel on the plan and steers, for every team
+// over one, its pods that take GPUs of that model off it, from the lowest priority up until it is
+// within. It reports whether it steered any.
 func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod, blocked map[string]api.UnschedulablePod) (bool, error) {
 	limited := false
 	for _, tu := range a.teams {
@@ -105,11 +158,12 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 				takes = append(takes, tk)
 			}
 		}
+		moved := map[string]bool{} // steered off in this pass
 		use := func(m string) int64 {
 			n := held[tu][m]
 			seen := map[string]bool{}
 			for _, tk := range takes {
-				if _, gone := blocked[tk.pod]; gone || tk.model != m {
+				if _, gone := blocked[tk.pod]; gone || moved[tk.pod] || tk.model != m {
 					continue
 				}
 				n += tk.gpus
@@ -129,11 +183,26 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 					break
 				}
 				tk := takes[i]
-				if _, gone := blocked[tk.pod]; gone || tk.model != m {
+				if _, gone := blocked[tk.pod]; gone || moved[tk.pod] || tk.model != m {
 					continue
 				}
-				blocked[tk.pod] = api.UnschedulablePod{Pod: tk.pod, Code: api.TeamLimitExceeded, Reason: fmt.Sprintf(
-					"team %s is at its limit limits.gpusByModel[%s] %d: %d %s GPUs in use or planned with the plan", name, m, limits[m], n, m)}
+				if a.steer == nil {
+					a.steer = map[string]*steering{}
+				}
+				reason := fmt.Sprintf("team %s is at its limit limits.gpusByModel[%s] %d: %d %s GPUs in use or planned with the plan", name, m, limits[m], n, m)
+				st := a.steer[tk.pod]
+				if st == nil {
+					st = &steering{}
+					a.steer[tk.pod] = st
+				}
+				if slices.Contains(st.models, m) {
+					// Steered off m already and still on it (a node that lost its label?): blocked,
+					// so that the loop ends.
+					blocked[tk.pod] = api.UnschedulablePod{Pod: tk.pod, Code: api.TeamLimitExceeded, Reason: reason}
+				} else {
+					st.models, st.reason = append(st.models, m), reason
+				}
+				moved[tk.pod] = true
 				dropped = true
 			}
 		}

@@ -442,3 +442,34 @@ func TestTeamGPUModelLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestTeamGPUModelLimitSteers: a pod that names no GPU model is steered off a model its team is at
+// the limit of, onto the next cheapest, rather than reported: two flexible one-GPU pods of a team
+// that may take one T4 (the cheapest GPU) are both planned, one on a T4 and one on another model.
+func TestTeamGPUModelLimitSteers(t *testing.T) {
+	cat := teamCatalog(t)
+	snap := &snapshot.Snapshot{Pods: []*corev1.Pod{
+		simtest.Pod("a").Namespace("lab").CPU("1").GPU(1).Priority(10).Obj(),
+		simtest.Pod("b").Namespace("lab").CPU("1").GPU(1).Priority(5).Obj(),
+	}}
+	pol := teamPolicy(t, policy.Team{Name: "research", Namespaces: []string{"lab"}})
+	free := teamSimulate(t, snap, cat, pol)
+	models := func(plan *api.Plan) map[string]string {
+		out := map[string]string{}
+		for _, n := range plan.NewNodes {
+			for _, p := range n.Pods {
+				out[p] = n.Labels[api.LabelGPUModel]
+			}
+		}
+		return out
+	}
+	if m := models(free); m["lab/a"] != "T4" || m["lab/b"] != "T4" {
+		t.Fatalf("without a limit: models %v, want both on T4 (the cheapest GPU)", m)
+	}
+	pol.Teams[0].Limits.GPUsByModel = map[string]int{"T4": 1}
+	plan := teamSimulate(t, snap, cat, pol)
+	m := models(plan)
+	if len(plan.Unschedulable) != 0 || m["lab/a"] != "T4" || m["lab/b"] == "" || m["lab/b"] == "T4" {
+		t.Errorf("with limits.gpusByModel {T4: 1}: models %v, unschedulable %+v; want lab/a on a T4 and lab/b on another model", m, plan.Unschedulable)
+	}
+}

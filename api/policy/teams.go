@@ -39,7 +39,7 @@ type TeamLimits struct {
 	// GPUsByModel caps, per GPU model (the tiler.dev/gpu-model label's value, e.g. "H100"), the
 	// whole GPUs the team's running and planned pods take on nodes of that model: nvidia.com/gpu
 	// requested, and GPUs held through DRA claims. It is checked on the plan, since a pod's model
-	// is its node's.
+	// is its node's: pods over it are planned on other models, or reported.
 	GPUsByModel map[string]int `json:"gpusByModel,omitempty"`
 	// MaxPricePerHour caps the team's chargeback share of the fleet's $/h after the plan.
 	MaxPricePerHour float64 `json:"maxPricePerHour,omitempty"`
