@@ -300,10 +300,11 @@ func simulateAdmitted(in Input) (*api.Plan, error) {
 			return nil, err
 		}
 		dropped := false
-		for _, drop := range []func(Input, *admission, *api.Plan, []*corev1.Pod, map[string]api.UnschedulablePod) (bool, error){
+		check := &planCheck{in: run, a: a, plan: plan, admitted: admitted}
+		for _, drop := range []func(*planCheck, map[string]api.UnschedulablePod) (bool, error){
 			dropOverTeamLimits, dropOverDRALimits, dropOverModelLimits,
 		} {
-			d, err := drop(run, a, plan, admitted, blocked)
+			d, err := drop(check, blocked)
 			if err != nil {
 				return nil, err
 			}
@@ -375,10 +376,43 @@ func applyPlan(snap *snapshot.Snapshot, plan *api.Plan) *snapshot.Snapshot {
 	return &out
 }
 
+// planCheck is what the checks of one plan against the teams' limits read: the simulation's
+// input, the admission, the plan and the admitted pods (in placement order), with the plan applied
+// to the snapshot and the DRA devices it gives each pod, each worked out once, when first asked.
+type planCheck struct {
+	in       Input
+	a        *admission
+	plan     *api.Plan
+	admitted []*corev1.Pod
+
+	after    *snapshot.Snapshot
+	devs     map[string]map[string]string
+	devsErr  error
+	devsDone bool
+}
+
+// applied is the snapshot with the plan applied (applyPlan).
+func (c *planCheck) applied() *snapshot.Snapshot {
+	if c.after == nil {
+		c.after = applyPlan(c.in.Snapshot, c.plan)
+	}
+	return c.after
+}
+
+// planned is, by admitted pod, the DRA devices the plan gives it (plannedDevices).
+func (c *planCheck) planned() (map[string]map[string]string, error) {
+	if !c.devsDone {
+		c.devs, c.devsErr = plannedDevices(c.in, c.a, c.plan, c.admitted)
+		c.devsDone = true
+	}
+	return c.devs, c.devsErr
+}
+
 // dropOverTeamLimits checks the plan against the teams' $/h and node limits and blocks, for every
 // team over one, its pods on new nodes from the lowest priority up until the excess is covered.
 // It reports whether it blocked any.
-func dropOverTeamLimits(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod, blocked map[string]api.UnschedulablePod) (bool, error) {
+func dropOverTeamLimits(c *planCheck, blocked map[string]api.UnschedulablePod) (bool, error) {
+	in, a, plan, admitted := c.in, c.a, c.plan, c.admitted
 	limited := false
 	for _, tu := range a.teams {
 		if tu.team.Limits.MaxPricePerHour > 0 || tu.team.Limits.MaxNodes > 0 {
@@ -388,7 +422,7 @@ func dropOverTeamLimits(in Input, a *admission, plan *api.Plan, admitted []*core
 	if !limited {
 		return false, nil
 	}
-	after := applyPlan(in.Snapshot, plan)
+	after := c.applied()
 	podCost := map[string]float64{}
 	podNode := map[string]string{}
 	teamCost := map[string]float64{}

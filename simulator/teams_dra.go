@@ -83,10 +83,10 @@ func (a *admission) countAllocatedClaims(snap *snapshot.Snapshot) error {
 			continue
 		}
 		t, err := a.index.of(c.Namespace)
-		if err != nil || t == nil {
-			if err != nil {
-				return err
-			}
+		if err != nil {
+			return err
+		}
+		if t == nil {
 			continue
 		}
 		tu := a.teams[t.Name]
@@ -174,7 +174,8 @@ func plannedDevices(in Input, a *admission, plan *api.Plan, admitted []*corev1.P
 // dropOverDRALimits checks the GPUs and MIG partitions the plan allocates to the teams' claims
 // against their limits, and blocks, for every team over one, its pods that take such devices from
 // the lowest priority up until it is within. It reports whether it blocked any.
-func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod, blocked map[string]api.UnschedulablePod) (bool, error) {
+func dropOverDRALimits(c *planCheck, blocked map[string]api.UnschedulablePod) (bool, error) {
+	a := c.a
 	limited := false
 	for _, tu := range a.teams {
 		if tu.team.Limits.GPUs != nil || len(tu.team.Limits.MIGProfiles) > 0 {
@@ -184,7 +185,7 @@ func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev
 	if !limited {
 		return false, nil
 	}
-	devs, err := plannedDevices(in, a, plan, admitted)
+	devs, err := c.planned()
 	if err != nil || len(devs) == 0 {
 		return false, err
 	}
@@ -192,57 +193,56 @@ func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev
 	for _, name := range sortedKeys(a.teams) {
 		tu := a.teams[name]
 		l := tu.team.Limits
-		// The team's pods with planned devices, highest priority first, and how many of them
-		// take each device.
-		var pods []string
-		refs, kinds := map[string]int{}, map[string]string{}
-		for _, p := range admitted {
-			k := podKey(p)
-			if _, gone := blocked[k]; gone || len(devs[k]) == 0 {
-				continue
+		// What the team takes: its count at admission, less the nvidia.com/gpu and MIG requests
+		// of its pods blocked since (an earlier check, an earlier pass), plus each planned device
+		// once however many of its pods take it.
+		gpus, mig := tu.gpus, map[string]int64{}
+		for prof, n := range tu.mig {
+			mig[prof] = n
+		}
+		release := func(p *corev1.Pod) {
+			for r, q := range podRequests(p) {
+				if r == api.ResourceGPU {
+					gpus -= q.Value()
+				} else if prof, ok := strings.CutPrefix(string(r), "nvidia.com/mig-"); ok {
+					mig[prof] -= q.Value()
+				}
 			}
+		}
+		count := func(kind string, n int64) {
+			if kind == kindGPU {
+				gpus += n
+			} else if prof, ok := strings.CutPrefix(kind, kindMIG); ok {
+				mig[prof] += n
+			}
+		}
+		var pods []*corev1.Pod // with planned devices, highest priority first
+		refs := map[string]int{}
+		for _, p := range c.admitted {
 			if t, _ := a.teamOf(p); t != tu {
 				continue
 			}
-			pods = append(pods, k)
+			k := podKey(p)
+			if _, gone := blocked[k]; gone {
+				release(p)
+				continue
+			}
+			if len(devs[k]) == 0 {
+				continue
+			}
+			pods = append(pods, p)
 			for key, kind := range devs[k] {
-				refs[key]++
-				kinds[key] = kind
+				if refs[key]++; refs[key] == 1 {
+					count(kind, 1)
+				}
 			}
 		}
 		over := func() string {
-			gpus, mig := tu.gpus, map[string]int64{}
-			// The nvidia.com/gpu and MIG requests of the team's pods blocked since they were
-			// admitted (an earlier check, an earlier pass) no longer count.
-			for _, p := range admitted {
-				if _, gone := blocked[podKey(p)]; !gone {
-					continue
-				}
-				if t, _ := a.teamOf(p); t == tu {
-					for r, q := range podRequests(p) {
-						if r == api.ResourceGPU {
-							gpus -= q.Value()
-						} else if prof, ok := strings.CutPrefix(string(r), "nvidia.com/mig-"); ok {
-							mig[prof] -= q.Value()
-						}
-					}
-				}
-			}
-			for key, n := range refs {
-				if n == 0 {
-					continue
-				}
-				if kind := kinds[key]; kind == kindGPU {
-					gpus++
-				} else if prof, ok := strings.CutPrefix(kind, kindMIG); ok {
-					mig[prof]++
-				}
-			}
 			if l.GPUs != nil && gpus > int64(*l.GPUs) {
 				return fmt.Sprintf("team %s is at its limit limits.gpus %d: %d GPUs in use or planned with the plan's DRA claims", name, *l.GPUs, gpus)
 			}
 			for _, prof := range sortedKeys(l.MIGProfiles) {
-				if n := tu.mig[prof] + mig[prof]; n > int64(l.MIGProfiles[prof]) {
+				if n := mig[prof]; n > int64(l.MIGProfiles[prof]) {
 					return fmt.Sprintf("team %s is at its limit limits.migProfiles[%s] %d: %d in use or planned with the plan's DRA claims", name, prof, l.MIGProfiles[prof], n)
 				}
 			}
@@ -253,11 +253,14 @@ func dropOverDRALimits(in Input, a *admission, plan *api.Plan, admitted []*corev
 			if reason == "" {
 				break
 			}
-			k := pods[i]
+			k := podKey(pods[i])
 			blocked[k] = api.UnschedulablePod{Pod: k, Code: api.TeamLimitExceeded, Reason: reason}
 			dropped = true
-			for key := range devs[k] {
-				refs[key]--
+			release(pods[i])
+			for key, kind := range devs[k] {
+				if refs[key]--; refs[key] == 0 {
+					count(kind, -1)
+				}
 			}
 		}
 	}

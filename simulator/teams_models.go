@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -76,7 +77,8 @@ func (a *admission) reportSteered(plan *api.Plan) {
 // dropOverModelLimits checks the teams' limits.gpusByModel on the plan and steers, for every team
 // over one, its pods that take GPUs of that model off it, from the lowest priority up until it is
 // within. It reports whether it steered any.
-func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*corev1.Pod, blocked map[string]api.UnschedulablePod) (bool, error) {
+func dropOverModelLimits(c *planCheck, blocked map[string]api.UnschedulablePod) (bool, error) {
+	in, a := c.in, c.a
 	limited := false
 	for _, tu := range a.teams {
 		if len(tu.team.Limits.GPUsByModel) > 0 {
@@ -86,7 +88,7 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 	if !limited {
 		return false, nil
 	}
-	after := applyPlan(in.Snapshot, plan)
+	after := c.applied()
 	model := map[string]string{} // node → GPU model
 	for _, n := range after.Nodes {
 		model[n.Name] = n.Labels[api.LabelGPUModel]
@@ -115,7 +117,7 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 			held[tu][model[p.Spec.NodeName]] += g.Value()
 		}
 	}
-	devs, err := plannedDevices(in, a, plan, admitted)
+	devs, err := c.planned()
 	if err != nil {
 		return false, err
 	}
@@ -131,7 +133,7 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 			continue
 		}
 		// The team's placed pods, highest priority first, with the GPUs each takes and its
-		// planned DRA GPUs (a device shared by several counts once).
+		// planned DRA GPUs; use counts them by model, a device shared by several once.
 		type take struct {
 			pod   string
 			model string
@@ -139,7 +141,9 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 			devs  []string
 		}
 		var takes []take
-		for _, p := range admitted {
+		use := maps.Clone(held[tu])
+		refs := map[string]int{}
+		for _, p := range c.admitted {
 			k := podKey(p)
 			if _, gone := blocked[k]; gone || where[k] == "" || model[where[k]] == "" {
 				continue
@@ -154,42 +158,27 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 					tk.devs = append(tk.devs, key)
 				}
 			}
-			if tk.gpus > 0 || len(tk.devs) > 0 {
-				takes = append(takes, tk)
+			if tk.gpus == 0 && len(tk.devs) == 0 {
+				continue
 			}
-		}
-		moved := map[string]bool{} // steered off in this pass
-		use := func(m string) int64 {
-			n := held[tu][m]
-			seen := map[string]bool{}
-			for _, tk := range takes {
-				if _, gone := blocked[tk.pod]; gone || moved[tk.pod] || tk.model != m {
-					continue
-				}
-				n += tk.gpus
-				for _, key := range tk.devs {
-					if !seen[key] {
-						seen[key] = true
-						n++
-					}
+			takes = append(takes, tk)
+			use[tk.model] += tk.gpus
+			for _, key := range tk.devs {
+				if refs[key]++; refs[key] == 1 {
+					use[tk.model]++
 				}
 			}
-			return n
 		}
 		for _, m := range sortedKeys(limits) {
-			for i := len(takes) - 1; i >= 0; i-- {
-				n := use(m)
-				if n <= int64(limits[m]) {
-					break
-				}
+			for i := len(takes) - 1; i >= 0 && use[m] > int64(limits[m]); i-- {
 				tk := takes[i]
-				if _, gone := blocked[tk.pod]; gone || moved[tk.pod] || tk.model != m {
+				if tk.model != m {
 					continue
 				}
+				reason := fmt.Sprintf("team %s is at its limit limits.gpusByModel[%s] %d: %d %s GPUs in use or planned with the plan", name, m, limits[m], use[m], m)
 				if a.steer == nil {
 					a.steer = map[string]*steering{}
 				}
-				reason := fmt.Sprintf("team %s is at its limit limits.gpusByModel[%s] %d: %d %s GPUs in use or planned with the plan", name, m, limits[m], n, m)
 				st := a.steer[tk.pod]
 				if st == nil {
 					st = &steering{}
@@ -202,8 +191,13 @@ func dropOverModelLimits(in Input, a *admission, plan *api.Plan, admitted []*cor
 				} else {
 					st.models, st.reason = append(st.models, m), reason
 				}
-				moved[tk.pod] = true
 				dropped = true
+				use[m] -= tk.gpus
+				for _, key := range tk.devs {
+					if refs[key]--; refs[key] == 0 {
+						use[m]--
+					}
+				}
 			}
 		}
 	}
