@@ -37,11 +37,23 @@ type GPUConfig struct {
 	// several claims may share a GPU (the pool's gpu.consumableMemory; the driver's
 	// --consumable-shares=memory). Only with exclusive or dynamic-mig sharing.
 	ConsumableMemory bool `json:"consumableMemory,omitempty"`
+	// DRA: the NVIDIA DRA driver alone publishes the whole GPUs of an exclusive node and the
+	// device plugin does not run there (the pool's gpu.driver dra, or a node a driver-less pool
+	// bought for ResourceClaims). A node never runs both for its GPUs: each would hand out every
+	// GPU, so one GPU would go to two pods.
+	DRA bool `json:"dra,omitempty"`
+}
+
+// DRAPublishes reports whether the NVIDIA DRA driver, and not the device plugin, hands out the
+// node's GPUs: under dynamic MIG, with consumable memory, or when DRA is set. The other
+// configurations are the device plugin's alone (whole GPUs, time-slicing, MPS, static MIG).
+func (g GPUConfig) DRAPublishes() bool {
+	return g.DRA || g.ConsumableMemory || g.Sharing == DynamicMIG
 }
 
 // Equal reports whether two configurations configure a node's GPUs the same way.
 func (g GPUConfig) Equal(h GPUConfig) bool {
 	return g.Sharing == h.Sharing && g.Replicas == h.Replicas && g.MIGStrategy == h.MIGStrategy &&
 		g.RenameShared == h.RenameShared && g.MIGConfig == h.MIGConfig && g.MigPartedConfig == h.MigPartedConfig &&
-		g.ConsumableMemory == h.ConsumableMemory && slices.EqualFunc(g.MIGLayout, h.MIGLayout, slices.Equal[[]string])
+		g.ConsumableMemory == h.ConsumableMemory && g.DRA == h.DRA && slices.EqualFunc(g.MIGLayout, h.MIGLayout, slices.Equal[[]string])
 }

@@ -199,6 +199,9 @@ const (
 	// TagGPUConsumableMemory is "true" when the DRA driver publishes the GPUs' memory as
 	// consumable capacity (several claims share a GPU; no device plugin).
 	TagGPUConsumableMemory = "tiler.dev/gpu-consumable-memory"
+	// TagGPUDRA is "true" when the DRA driver alone publishes the node's whole GPUs
+	// (GPUConfig.DRA).
+	TagGPUDRA = "tiler.dev/gpu-dra"
 	// TagMIGStrategy is single or mixed.
 	TagMIGStrategy = "tiler.dev/mig-strategy"
 	// TagMIGConfig is the nvidia.com/mig.config value, a mig-parted config name.
@@ -231,8 +234,12 @@ const (
 	// or MPS replicas) among those of the operator's device-plugin ConfigMap.
 	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
 	// LabelDeployDevicePlugin set to "false" keeps the GPU operator from running the device
-	// plugin on the node: its GPUs are the DRA driver's alone (dynamic MIG, consumable memory).
+	// plugin on the node: its GPUs are the DRA driver's alone (GPUConfig.DRAPublishes).
 	LabelDeployDevicePlugin = "nvidia.com/gpu.deploy.device-plugin"
+	// LabelDeployDRADriver gates the NVIDIA DRA driver's GPU kubelet plugin on the node: "true"
+	// where the driver publishes the GPUs, "false" where the device plugin does, so that no GPU
+	// is published by both.
+	LabelDeployDRADriver = "nvidia.com/gpu.deploy.dra-driver"
 	// ResourceGPU is the device plugin's whole-GPU resource.
 	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 	// ResourceGPUShared is the renamed time-sliced GPU resource.

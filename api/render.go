@@ -150,8 +150,8 @@ func claimsString(claims []ClaimAllocation) string {
 	return strings.Join(parts, "; ")
 }
 
-// gpuSummary renders a node's GPUs, e.g. "4×L4 time-slicing×6", "1×A100-40GB mig" or
-// "1×A100-40GB dynamic-mig consumable-memory".
+// gpuSummary renders a node's GPUs, e.g. "4×L4 time-slicing×6", "1×A100-40GB mig",
+// "1×L4 dra" (the DRA driver's whole GPUs) or "1×A100-40GB dynamic-mig consumable-memory".
 func gpuSummary(n NewNode) string {
 	if n.GPUs == nil {
 		return "-"
@@ -165,6 +165,8 @@ func gpuSummary(n NewNode) string {
 			s += " mig"
 		case g.Sharing == DynamicMIG:
 			s += " dynamic-mig"
+		case g.DRA:
+			s += " dra"
 		}
 		if g.ConsumableMemory {
 			s += " consumable-memory"

@@ -44,7 +44,9 @@ var cloudSetLabels = map[string]bool{
 // less any other label of the kubernetes.io and k8s.io namespaces outside node.kubernetes.io and
 // kubelet.kubernetes.io, which the kubelet refuses to start with; plus the labels that make the
 // GPU operator configure the GPUs as planned: api.LabelMIGConfig for a MIG layout, and
-// api.LabelDevicePluginConfig (DevicePluginConfig) for time-slicing and MPS.
+// api.LabelDevicePluginConfig (DevicePluginConfig) for time-slicing and MPS; and which of the
+// device plugin and the DRA driver publishes the GPUs (api.LabelDeployDevicePlugin,
+// api.LabelDeployDRADriver), never both.
 func KubeletLabels(labels map[string]string, gpu api.GPUConfig) map[string]string {
 	out := make(map[string]string, len(labels)+2)
 	for k, v := range labels {
@@ -58,8 +60,13 @@ func KubeletLabels(labels map[string]string, gpu api.GPUConfig) map[string]strin
 	if name := DevicePluginConfig(gpu); name != "" {
 		out[api.LabelDevicePluginConfig] = name
 	}
-	if gpu.ConsumableMemory || gpu.Sharing == "dynamic-mig" {
+	switch {
+	case gpu.DRAPublishes():
 		out[api.LabelDeployDevicePlugin] = "false"
+		out[api.LabelDeployDRADriver] = "true"
+	case gpu.Sharing != "":
+		// A GPU node of the device plugin: the DRA driver must not publish its GPUs too.
+		out[api.LabelDeployDRADriver] = "false"
 	}
 	return out
 }

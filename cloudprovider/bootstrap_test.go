@@ -22,19 +22,28 @@ func TestKubeletLabels(t *testing.T) {
 	// node.kubernetes.io and kubelet.kubernetes.io; the device plugin's config is added.
 	want := map[string]string{"tiler.dev/pool": "gpu", "team": "ml", "node.kubernetes.io/lifecycle": "spot",
 		"kubelet.kubernetes.io/x": "y", "cloud.google.com/gke-accelerator": "nvidia-l4", "nvidia.com/gpu.replicas": "4",
-		api.LabelDevicePluginConfig: "tiler-time-slicing-4"}
+		api.LabelDevicePluginConfig: "tiler-time-slicing-4", api.LabelDeployDRADriver: "false"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	mig := KubeletLabels(nil, api.GPUConfig{Sharing: "mig", MIGConfig: "all-1g.10gb"})
-	if diff := cmp.Diff(map[string]string{api.LabelMIGConfig: "all-1g.10gb"}, mig); diff != "" {
+	if diff := cmp.Diff(map[string]string{api.LabelMIGConfig: "all-1g.10gb", api.LabelDeployDRADriver: "false"}, mig); diff != "" {
 		t.Errorf("MIG (-want +got):\n%s", diff)
 	}
+	// Whole GPUs of the device plugin: the DRA driver must not publish them too.
+	if diff := cmp.Diff(map[string]string{api.LabelDeployDRADriver: "false"}, KubeletLabels(nil, api.GPUConfig{Sharing: "exclusive"})); diff != "" {
+		t.Errorf("exclusive (-want +got):\n%s", diff)
+	}
 	// GPUs that only the DRA driver publishes: the operator must not run the device plugin.
-	for _, g := range []api.GPUConfig{{Sharing: "exclusive", ConsumableMemory: true}, {Sharing: "dynamic-mig"}} {
-		if diff := cmp.Diff(map[string]string{api.LabelDeployDevicePlugin: "false"}, KubeletLabels(nil, g)); diff != "" {
+	for _, g := range []api.GPUConfig{{Sharing: "exclusive", ConsumableMemory: true}, {Sharing: "dynamic-mig"}, {Sharing: "exclusive", DRA: true}} {
+		want := map[string]string{api.LabelDeployDevicePlugin: "false", api.LabelDeployDRADriver: "true"}
+		if diff := cmp.Diff(want, KubeletLabels(nil, g)); diff != "" {
 			t.Errorf("%+v (-want +got):\n%s", g, diff)
 		}
+	}
+	// A type without GPUs in a GPU pool (no GPU configuration): neither.
+	if got := KubeletLabels(nil, api.GPUConfig{}); len(got) != 0 {
+		t.Errorf("no GPUs: %v", got)
 	}
 }
 

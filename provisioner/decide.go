@@ -720,17 +720,15 @@ func slicedNodes(slices []*resourcev1.ResourceSlice) map[string]bool {
 
 // devicesShown reports whether the node shows the GPUs its launch was bought for the way the plan
 // counted them (simulator.deviceVariants): as device-plugin resources in its allocatable, unless
-// the record's GPU configuration has the DRA driver alone publish them (consumable memory, dynamic
-// MIG), and then as ResourceSlices (sliced). A node whose DRA driver published its slices before
-// its device plugin advertised the GPUs is not usable yet for pods planned on those resources:
-// taken for usable, it looked GPU-less, and its pods were bought for again (20-26 nodes in
-// 1,000-pod bursts; the simulated cloud publishes both for whole and time-sliced GPUs, as a node
-// running the device plugin and the DRA driver side by side does).
+// the record's GPU configuration has the DRA driver alone publish them (api.GPUConfig.DRAPublishes:
+// consumable memory, dynamic MIG, whole GPUs for ResourceClaims), and then as ResourceSlices
+// (sliced). A node is not usable for the pods planned on its GPUs before it shows them: taken for
+// usable, it looked GPU-less, and its pods were bought for again (20-26 nodes in 1,000-pod bursts).
 func devicesShown(n *corev1.Node, r LaunchRecord, sliced bool) bool {
 	if r.GPUs == 0 {
 		return true
 	}
-	if r.GPU != nil && (r.GPU.ConsumableMemory || r.GPU.Sharing == api.DynamicMIG) {
+	if r.GPU != nil && r.GPU.DRAPublishes() {
 		return sliced
 	}
 	// In capacity too: a node whose GPUs failed keeps them in capacity and drops them from

@@ -137,6 +137,10 @@ func TestPhaseOf(t *testing.T) {
 		{"Ready, GPUs in DRA ResourceSlices, its pool's consumable memory publishes them there alone", noGPUs,
 			LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.Exclusive, ConsumableMemory: true}}, true, phaseUsable},
 		{"Ready, GPUs in DRA ResourceSlices, under dynamic MIG", noGPUs, LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.DynamicMIG}}, true, phaseUsable},
+		{"Ready, whole GPUs of the DRA driver in ResourceSlices", noGPUs,
+			LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.Exclusive, DRA: true}}, true, phaseUsable},
+		{"Ready, whole GPUs of the DRA driver not published yet", noGPUs,
+			LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.Exclusive, DRA: true}}, false, phaseReady},
 		{"Ready, dynamic MIG slices not published yet", readyNode(), LaunchRecord{GPUs: 2, GPU: &api.GPUConfig{Sharing: api.DynamicMIG}}, false, phaseReady},
 		// The DRA driver published before the device plugin did: the plan counted device-plugin
 		// GPUs, which the node does not show yet.

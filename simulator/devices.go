@@ -39,8 +39,9 @@ func loadMIG() (*mig.Table, error) {
 }
 
 // deviceVariants lists the GPU configurations a node of the type may be bought with in the pool:
-// whole GPUs; no device-plugin resource under dynamic-mig or consumable memory (the DRA driver
-// alone publishes the GPUs, see dra.go); K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
+// whole GPUs, from the device plugin or (for pending pods' ResourceClaims, or as the pool's
+// gpu.driver says) the DRA driver alone; no device-plugin resource under dynamic-mig or consumable
+// memory (the DRA driver alone publishes the GPUs, see dra.go); K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
 // the layout that best covers the pending MIG demand and each homogeneous layout of a demanded
 // profile, so that packing can choose among them like among instance types.
 func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVariant, error) {
@@ -56,8 +57,23 @@ func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]device
 			// requests are served by DRA when a DeviceClass names that extended resource).
 			return []deviceVariant{{gpu: api.GPUConfig{Sharing: api.Exclusive, ConsumableMemory: true}}}, nil
 		}
-		return []deviceVariant{{resources: corev1.ResourceList{api.ResourceGPU: qty(it.GPU.Count)},
-			gpu: api.GPUConfig{Sharing: sharingOr(g, api.Exclusive)}}}, nil
+		// One of the device plugin and the DRA driver hands out a node's GPUs, never both (each
+		// would give every GPU away). Unless the pool pins one, a node runs the device plugin;
+		// when pending pods have ResourceClaims, the DRA driver alone is a variant too, chosen
+		// like a type — the only one when no pending pod asks for nvidia.com/gpu (the two take
+		// pods without GPUs alike).
+		plugin := deviceVariant{resources: corev1.ResourceList{api.ResourceGPU: qty(it.GPU.Count)},
+			gpu: api.GPUConfig{Sharing: sharingOr(g, api.Exclusive)}}
+		driver := deviceVariant{gpu: api.GPUConfig{Sharing: api.Exclusive, DRA: true}}
+		switch {
+		case g != nil && g.Driver == policy.DriverDRA:
+			return []deviceVariant{driver}, nil
+		case g != nil && g.Driver == policy.DriverDevicePlugin, !s.claimPods:
+			return []deviceVariant{plugin}, nil
+		case !s.plainGPUPods:
+			return []deviceVariant{driver}, nil
+		}
+		return []deviceVariant{plugin, driver}, nil
 	}
 	switch g.Sharing {
 	case api.DynamicMIG:

@@ -181,7 +181,7 @@ func TestDisruptDRA(t *testing.T) {
 	}{{"dra-a", 1}, {"dra-b", 3}, {"dra-c", 4}} {
 		n := f.node(c.node, "gpu", "g6.12xlarge", api.Spot)
 		delete(n.Status.Allocatable, api.ResourceGPU) // the DRA driver's GPUs alone
-		f.snap.ResourceSlices = append(f.snap.ResourceSlices, dra.NodeSlices(c.node, it, api.Exclusive, false)...)
+		f.snap.ResourceSlices = append(f.snap.ResourceSlices, dra.NodeSlices(c.node, it, api.GPUConfig{Sharing: api.Exclusive, DRA: true})...)
 		en := api.ExistingNode{Name: c.node}
 		for i := 0; i < c.pods; i++ {
 			name := c.node + "-" + string(rune('0'+i))

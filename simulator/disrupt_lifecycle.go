@@ -241,10 +241,13 @@ func missingLabelsAndTaints(n *corev1.Node, pl *policy.Pool) []string {
 // resources) show: the device plugin's whole GPUs, replicas (time-slicing, MPS), static MIG, or
 // the DRA driver alone.
 type gpuExposure struct {
-	class    string // "whole", "replicas", "mig", "dra"; "" when nothing shows it
-	sharing  api.Sharing
-	replicas int
-	strategy string
+	class string // "whole", "replicas", "mig", "dra"; "" when nothing shows it
+	// eitherDriver (wanted only): whole GPUs from the device plugin or the DRA driver alone both
+	// match, as a pool without gpu.driver buys either.
+	eitherDriver bool
+	sharing      api.Sharing
+	replicas     int
+	strategy     string
 }
 
 // exposureOf reads a node's GPU exposure from the GPU operator's labels Tiler sets at launch
@@ -284,14 +287,17 @@ func exposureOf(n *corev1.Node, gpus int) gpuExposure {
 func wantedExposure(pl *policy.Pool) gpuExposure {
 	g := pl.GPU
 	if g == nil {
-		return gpuExposure{class: "whole", sharing: api.Exclusive}
+		return gpuExposure{class: "whole", sharing: api.Exclusive, eitherDriver: true}
 	}
 	switch g.Sharing {
 	case "", api.Exclusive:
-		if g.ConsumableMemory {
+		switch {
+		case g.ConsumableMemory || g.Driver == policy.DriverDRA:
 			return gpuExposure{class: "dra", sharing: api.Exclusive}
+		case g.Driver == policy.DriverDevicePlugin:
+			return gpuExposure{class: "whole", sharing: api.Exclusive}
 		}
-		return gpuExposure{class: "whole", sharing: api.Exclusive}
+		return gpuExposure{class: "whole", sharing: api.Exclusive, eitherDriver: true}
 	case api.DynamicMIG:
 		return gpuExposure{class: "dra", sharing: api.DynamicMIG}
 	case api.TimeSlicing, api.MPS:
@@ -316,7 +322,7 @@ func (d *disruptor) gpuDrift(f *nodeFacts, it *catalog.InstanceType) []string {
 	}
 	have, want := exposureOf(f.node, it.GPU.Count), wantedExposure(f.pol)
 	switch {
-	case have.class == "":
+	case have.class == "", want.eitherDriver && (have.class == "whole" || have.class == "dra"):
 		return nil
 	case have.class != want.class:
 		return []string{fmt.Sprintf("its GPUs are exposed as %s, the pool's gpu settings (%s) as %s", have.class, want.sharing, want.class)}

@@ -349,6 +349,35 @@ func TestLifecycleDriftGPUSharing(t *testing.T) {
 	}
 }
 
+// TestLifecycleDriftGPUDriver: a pool without gpu.driver keeps whole-GPU nodes of the device
+// plugin and of the DRA driver alone (it buys both); one that pins a driver drifts the other's.
+func TestLifecycleDriftGPUDriver(t *testing.T) {
+	for _, tc := range []struct{ driver, drifted string }{{"", ""}, {"device-plugin", "dra"}, {"dra", "whole"}} {
+		t.Run("driver "+tc.driver, func(t *testing.T) {
+			f := newLifecycleFleet(t)
+			if tc.driver != "" {
+				f.pol = strings.Replace(f.pol, "  instanceFamilies: [g6]\n", "  instanceFamilies: [g6]\n  gpu: {driver: "+tc.driver+"}\n", 1)
+			}
+			n := f.node("dra", "gpu", "g6.xlarge", api.OnDemand)
+			n.Labels[api.LabelDeployDevicePlugin], n.Labels[api.LabelDeployDRADriver] = "false", "true"
+			n.Status.Allocatable = n.Status.Allocatable.DeepCopy()
+			delete(n.Status.Allocatable, api.ResourceGPU)
+			n.Status.Capacity = n.Status.Allocatable
+			f.node("whole", "gpu", "g6.xlarge", api.OnDemand)
+			p := f.plan()
+			for _, name := range []string{"dra", "whole"} {
+				a := actionOf(p, name)
+				switch {
+				case name == tc.drifted && (a == nil || a.Reason != api.ReasonDrifted || !strings.Contains(a.Message, "exposed as "+name)):
+					t.Errorf("%s: %+v, want drifted for its GPU exposure", name, a)
+				case name != tc.drifted && a != nil:
+					t.Errorf("%s: %+v, want kept", name, a)
+				}
+			}
+		})
+	}
+}
+
 // TestLifecycleExpired: a node older than its pool's expireAfter is replaced; a younger one stays,
 // and so does an old one annotated do-not-disrupt.
 func TestLifecycleExpired(t *testing.T) {

@@ -169,7 +169,7 @@ func (s *state) setupDRA() error {
 	}
 	s.dra = d
 	for _, o := range s.offerings {
-		mode, consumable, publishes := dra.PublishMode(o.gpu.Sharing, o.gpu.ConsumableMemory)
+		mode, consumable, publishes := dra.PublishMode(o.gpu)
 		o.draClass = s.classOf(o.it, publishes, mode, consumable, o.alloc)
 	}
 	valid := s.pending[:0]

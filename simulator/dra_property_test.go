@@ -232,7 +232,7 @@ func checkNodeClaims(t *testing.T, snap *snapshot.Snapshot, index *dra.ClaimInde
 	// it: they must be the slices checked here.
 	if n.GPU == nil {
 		t.Errorf("node %s has claims but no GPU plan", n.Name)
-	} else if launched := dra.NodeSlices(n.Name, it, n.GPU.Sharing, n.GPU.ConsumableMemory); !equality.Semantic.DeepEqual(launched, slices) {
+	} else if launched := dra.NodeSlices(n.Name, it, *n.GPU); !equality.Semantic.DeepEqual(launched, slices) {
 		t.Errorf("node %s: the slices of its GPU plan %+v are not those of its pool's policy", n.Name, *n.GPU)
 	}
 	a, err := dra.NewAllocator(snap.DeviceClasses, nil, nil)

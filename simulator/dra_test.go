@@ -226,6 +226,51 @@ func TestDRAExtendedResource(t *testing.T) {
 	})
 }
 
+// TestDRAOneGPUOnePublisher: a node's GPUs are handed out by the device plugin or by the DRA
+// driver, never both, or each GPU would go to two pods. A plain nvidia.com/gpu pod and a claim
+// pod, which by CPU fit one one-GPU g6.xlarge together, get a node each: the plain pod one of
+// the device plugin, the claim one of the DRA driver (before, both were planned on one node, its
+// L4 given twice). A pool's gpu.driver pins one: dra serves the plain pod through the
+// DeviceClass's extendedResourceName (and cannot without it); device-plugin cannot serve the
+// claim.
+func TestDRAOneGPUOnePublisher(t *testing.T) {
+	snap := draClasses + draTemplates + gpuPod("plain", 1) + claimPod("claimed", "{name: gpu, resourceClaimTemplateName: one-gpu}", "1")
+	plugin := func(n api.NewNode) bool {
+		_, ok := n.Allocatable[api.ResourceGPU]
+		return ok && (n.GPU == nil || !n.GPU.DRAPublishes())
+	}
+	driver := func(n api.NewNode) bool {
+		_, ok := n.Allocatable[api.ResourceGPU]
+		return !ok && n.GPU != nil && n.GPU.DRA
+	}
+
+	plan := simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge", ""), snap, simulator.Options{})
+	p, c := nodeOf(t, plan, "ml/plain"), nodeOf(t, plan, "ml/claimed")
+	if len(plan.NewNodes) != 2 || !plugin(p) || len(p.Claims) != 0 || !driver(c) {
+		t.Errorf("want the plain pod on a device-plugin node and the claim on a DRA-driver node\n%s", table(plan))
+	}
+
+	plan = simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge", "{driver: dra}"), snap, simulator.Options{})
+	p, c = nodeOf(t, plan, "ml/plain"), nodeOf(t, plan, "ml/claimed")
+	want := []api.ClaimAllocation{{Claim: "ml/plain-extended-resources", Devices: []string{"gpu-0"}}}
+	if len(plan.NewNodes) != 2 || !driver(p) || !driver(c) || !cmp.Equal(want, p.Claims) {
+		t.Errorf("driver dra: want both on DRA-driver nodes, the plain pod through its extended-resource claim\n%s", table(plan))
+	}
+	noExtended := strings.Replace(snap, "  extendedResourceName: nvidia.com/gpu\n", "", 1)
+	plan = simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge", "{driver: dra}"), noExtended, simulator.Options{})
+	if _, ok := reasonOf(plan, "ml/plain"); !ok {
+		t.Errorf("driver dra without a DeviceClass serving nvidia.com/gpu: the plain pod was planned\n%s", table(plan))
+	}
+
+	plan = simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge", "{driver: device-plugin}"), snap, simulator.Options{})
+	if p := nodeOf(t, plan, "ml/plain"); !plugin(p) || len(plan.NewNodes) != 1 {
+		t.Errorf("driver device-plugin: want one device-plugin node for the plain pod\n%s", table(plan))
+	}
+	if u, ok := reasonOf(plan, "ml/claimed"); !ok || !strings.Contains(u.Reason, "ml/claimed-gpu") {
+		t.Errorf("driver device-plugin: the claim pod got %+v, want unschedulable naming its claim\n%s", u, table(plan))
+	}
+}
+
 // TestDRAExistingNode: an existing node without the device plugin publishes two GPUs; one is
 // taken by a running pod's allocated claim. The first pending claim gets the other, the second
 // needs a new node; a plain nvidia.com/gpu pod is served there by DRA too.
@@ -331,17 +376,24 @@ func TestDRASharedClaimPinned(t *testing.T) {
 	}
 }
 
-// TestDRAInFlight: an in-flight GPU node counts with the slices its driver will publish, so a
-// claim pod goes there instead of buying again.
+// TestDRAInFlight: an in-flight GPU node launched for the DRA driver counts with the slices the
+// driver will publish, so a claim pod goes there instead of buying again; one launched for the
+// device plugin publishes none, so the claim pod gets a node of its own.
 func TestDRAInFlight(t *testing.T) {
 	snap := draClasses + draTemplates + claimPod("p", "{name: gpu, resourceClaimTemplateName: one-gpu}", "1")
-	opts := simulator.Options{InFlight: []simulator.InFlightNode{{Name: "tiler-dra-launching", Pool: "dra",
-		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "a2-highgpu-1g", Zone: "us-central1-a", CapacityType: api.Spot}, PricePerHour: 1.928}}}}
-	plan := simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", ""), snap, opts)
+	inFlight := func(g api.GPUConfig) simulator.Options {
+		return simulator.Options{InFlight: []simulator.InFlightNode{{Name: "tiler-dra-launching", Pool: "dra", GPU: &g,
+			PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "a2-highgpu-1g", Zone: "us-central1-a", CapacityType: api.Spot}, PricePerHour: 1.928}}}}
+	}
+	plan := simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", ""), snap, inFlight(api.GPUConfig{Sharing: api.Exclusive, DRA: true}))
 	want := []api.ExistingNode{{Name: "tiler-dra-launching", Pods: []string{"ml/p"},
 		Claims: []api.ClaimAllocation{{Claim: "ml/p-gpu", Devices: []string{"gpu-0"}}}}}
 	if diff := cmp.Diff(want, plan.ExistingNodes); diff != "" || len(plan.NewNodes) != 0 {
 		t.Errorf("existing (-want +got):\n%s\n%s", diff, table(plan))
+	}
+	plan = simulateDRA(t, "gcp-us-central1", draPolicy("a2-highgpu-1g", ""), snap, inFlight(api.GPUConfig{Sharing: api.Exclusive}))
+	if n := nodeOf(t, plan, "ml/p"); n.GPU == nil || !n.GPU.DRA {
+		t.Errorf("claim pod on %s (%+v), want a node of the DRA driver, not the device plugin's in-flight one\n%s", n.Name, n.GPU, table(plan))
 	}
 }
 

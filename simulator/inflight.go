@@ -5,6 +5,8 @@ import (
 
 	"github.com/tiler-dev/tiler/api"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tiler-dev/tiler/simulator/mig"
 
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -54,7 +56,7 @@ func (s *state) addInFlightNodes() {
 			if f.GPU != nil {
 				g = *f.GPU
 			}
-			mode, consumable, publishes := dra.PublishMode(g.Sharing, g.ConsumableMemory)
+			mode, consumable, publishes := dra.PublishMode(g)
 			sn.slices = s.dra.slicesFor(f.Name, s.classOf(it, publishes, mode, consumable, off.alloc))
 		}
 		if prev := s.nodeIndex(f.Name); prev >= 0 {
@@ -102,12 +104,21 @@ func (s *state) nodeIndex(name string) int {
 }
 
 // variantFor returns the device variant an in-flight node was bought with: the one whose MIG
-// layout matches, else one rebuilt from the recorded plan.
+// layout, replicas and GPU publisher match, else one rebuilt from the recorded plan.
 func (s *state) variantFor(pl *poolInfo, it *catalog.InstanceType, g api.GPUConfig, variants []deviceVariant) deviceVariant {
 	for _, v := range variants {
-		if fmt.Sprint(v.gpu.MIGLayout) == fmt.Sprint(g.MIGLayout) && v.gpu.Replicas == g.Replicas {
+		if fmt.Sprint(v.gpu.MIGLayout) == fmt.Sprint(g.MIGLayout) && v.gpu.Replicas == g.Replicas &&
+			v.gpu.DRAPublishes() == g.DRAPublishes() {
 			return v
 		}
+	}
+	if g.Sharing == "" || g.Sharing == api.Exclusive {
+		// Whole GPUs from the publisher the launch chose, which the variants lack when no pending
+		// pod has claims now or the pool's settings changed since.
+		if g.DRAPublishes() {
+			return deviceVariant{gpu: g}
+		}
+		return deviceVariant{resources: corev1.ResourceList{api.ResourceGPU: qty(it.GPU.Count)}, gpu: g}
 	}
 	if len(g.MIGLayout) > 0 {
 		if tab, err := loadMIG(); err == nil {

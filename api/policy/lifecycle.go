@@ -180,8 +180,9 @@ const poolHashVersion = "v1"
 // against directly: its labels, taints and GPU settings (sharing, replicas, MIG strategy,
 // renameShared, consumableMemory). The controller puts it on the nodes it launches
 // (api.AnnotationPoolHash); a node whose annotation differs from its pool's current hash is drifted.
-// The allowed types, families, zones, capacity types, requirements and MIG layouts are left out:
-// the disruption plan checks a node against them directly, so that widening them drifts nothing.
+// The allowed types, families, zones, capacity types, requirements, MIG layouts and gpu.driver are
+// left out: the disruption plan checks a node against them directly (gpu.driver by the GPU
+// operator's deploy labels), so that widening them drifts nothing.
 // Map order, taint order and nil versus empty do not change the hash.
 func PoolHash(pl *Pool) string {
 	type gpu struct {

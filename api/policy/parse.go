@@ -393,6 +393,19 @@ func (g *GPUPolicy) validate() error {
 	if g.ConsumableMemory && g.Sharing != "" && g.Sharing != api.Exclusive && g.Sharing != api.DynamicMIG {
 		return fmt.Errorf("consumableMemory needs sharing exclusive or dynamic-mig (GPUs the DRA driver publishes), not %q", g.Sharing)
 	}
+	switch g.Driver {
+	case "":
+	case DriverDRA:
+		if g.Sharing != "" && g.Sharing != api.Exclusive && g.Sharing != api.DynamicMIG {
+			return fmt.Errorf("driver dra needs sharing exclusive or dynamic-mig, not %q (the device plugin serves it)", g.Sharing)
+		}
+	case DriverDevicePlugin:
+		if g.ConsumableMemory || g.Sharing == api.DynamicMIG {
+			return fmt.Errorf("driver device-plugin cannot serve consumableMemory or dynamic-mig sharing: the DRA driver publishes those GPUs")
+		}
+	default:
+		return fmt.Errorf("driver %q must be device-plugin or dra", g.Driver)
+	}
 	return nil
 }
 

@@ -158,7 +158,21 @@ type GPUPolicy struct {
 	// (--consumable-shares=memory), so that several ResourceClaims can each take part of one
 	// GPU's memory. It needs GPUs published to DRA: sharing exclusive (or unset) or dynamic-mig.
 	ConsumableMemory bool `json:"consumableMemory,omitempty"`
+	// Driver pins which NVIDIA component hands out the whole GPUs of the pool's nodes under
+	// exclusive sharing: DriverDevicePlugin (nvidia.com/gpu) or DriverDRA (the DRA driver's
+	// ResourceSlices; pods asking for nvidia.com/gpu then get GPUs only through a DeviceClass
+	// that serves it as its extendedResourceName). Unset, each node the pool buys gets the one
+	// its pods need: the DRA driver for pods with ResourceClaims, else the device plugin. A node
+	// never runs both, or each GPU would go to two pods. Consumable memory and dynamic MIG are
+	// the DRA driver's; time-slicing, MPS and static MIG the device plugin's.
+	Driver string `json:"driver,omitempty"`
 }
+
+// The values of GPUPolicy.Driver.
+const (
+	DriverDevicePlugin = "device-plugin"
+	DriverDRA          = "dra"
+)
 
 // DefaultReplicas is the time-slicing or MPS replica count per GPU of a pool that sets none.
 const DefaultReplicas = 4

@@ -136,6 +136,9 @@ func addGPUTags(tags map[string]string, g api.GPUConfig) {
 	if g.ConsumableMemory {
 		set(api.TagGPUConsumableMemory, "true")
 	}
+	if g.DRA {
+		set(api.TagGPUDRA, "true")
+	}
 	set(api.TagMIGStrategy, g.MIGStrategy)
 	set(api.TagMIGConfig, g.MIGConfig)
 }

@@ -249,6 +249,8 @@ func TestCreateFleetGPUTags(t *testing.T) {
 			map[string]string{api.TagGPUSharing: "mig", api.TagMIGStrategy: "mixed", api.TagMIGConfig: "tiler-1g.5gb-8gpu-mixed"}},
 		{"consumable memory", api.GPUConfig{Sharing: "exclusive", ConsumableMemory: true},
 			map[string]string{api.TagGPUSharing: "exclusive", api.TagGPUConsumableMemory: "true"}},
+		{"dra driver", api.GPUConfig{Sharing: "exclusive", DRA: true},
+			map[string]string{api.TagGPUSharing: "exclusive", api.TagGPUDRA: "true"}},
 		{"none", api.GPUConfig{}, map[string]string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

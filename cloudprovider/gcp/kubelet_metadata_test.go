@@ -59,8 +59,8 @@ func TestCreateKubeletMetadata(t *testing.T) {
 		t.Fatalf("%d inserts, want 2 (zone A out of stock, then the fallback)", len(bodies))
 	}
 	wantLabels := []string{
-		"cloud.google.com/gke-accelerator=nvidia-tesla-t4,nvidia.com/device-plugin.config=tiler-time-slicing-4,team=ml,tiler.dev/gpu-model=T4,tiler.dev/instance-type=n1-standard-8_1xnvidia-tesla-t4,tiler.dev/pool=gpu-pool",
-		"nvidia.com/device-plugin.config=tiler-time-slicing-4,team=ml,tiler.dev/gpu-model=L4,tiler.dev/pool=gpu-pool",
+		"cloud.google.com/gke-accelerator=nvidia-tesla-t4,nvidia.com/device-plugin.config=tiler-time-slicing-4,nvidia.com/gpu.deploy.dra-driver=false,team=ml,tiler.dev/gpu-model=T4,tiler.dev/instance-type=n1-standard-8_1xnvidia-tesla-t4,tiler.dev/pool=gpu-pool",
+		"nvidia.com/device-plugin.config=tiler-time-slicing-4,nvidia.com/gpu.deploy.dra-driver=false,team=ml,tiler.dev/gpu-model=L4,tiler.dev/pool=gpu-pool",
 	}
 	for i, body := range bodies {
 		if got := metadataItem(t, body, MetadataKubeLabels); got != wantLabels[i] {

@@ -78,15 +78,15 @@ func testGPUPodBindsAfterDeviceDelay(t *testing.T, client kubernetes.Interface) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices := apiSlices(ctx, t, client, nodeName)
-	if len(slices) != 1 || len(slices[0].Spec.Devices) != 1 || slices[0].Spec.Devices[0].Name != "gpu-0" ||
-		slices[0].OwnerReferences[0].UID != node.UID {
-		t.Fatalf("ResourceSlices of %s: %+v", nodeName, slices)
+	if slices := apiSlices(ctx, t, client, nodeName); len(slices) != 0 || node.Labels[api.LabelDeployDevicePlugin] == "false" {
+		t.Fatalf("the device plugin's node %s has ResourceSlices %+v too (one GPU twice), labels %v", nodeName, slices, node.Labels)
 	}
 }
 
 // testDRAClaim: a ResourceClaim selecting the L4 by product name is allocated by the real
 // structured allocator from the slice the simulated driver publishes, and only after the delay.
+// The node's one L4 is the DRA driver's alone: a plain nvidia.com/gpu pod then finds no GPU left
+// (not the device plugin's second handing-out of the same L4).
 func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 	ctx := t.Context()
 	for _, dc := range decodeList[resourcev1.DeviceClass](t, "testdata/deviceclasses.yaml") {
@@ -96,7 +96,9 @@ func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 	}
 	e := newEnv(t, client)
 	const nodeName = "sim-dra-1"
-	e.create(gpuRequest("launch-dra-1", nodeName))
+	req := gpuRequest("launch-dra-1", nodeName)
+	req.GPU.DRA = true
+	e.create(req)
 	e.step(testBootDelay)
 	waitForNode(ctx, t, client, nodeName, "Ready", snapshot.IsNodeReady)
 
@@ -139,6 +141,19 @@ func testDRAClaim(t *testing.T, client kubernetes.Interface) {
 	if len(r) != 1 || r[0].Driver != DRADriver || r[0].Pool != nodeName || r[0].Device != "gpu-0" {
 		t.Fatalf("allocation %+v, want %s/%s/gpu-0", r, DRADriver, nodeName)
 	}
+	node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := node.Status.Allocatable[api.ResourceGPU]; ok || node.Labels[api.LabelDeployDRADriver] != "true" {
+		t.Fatalf("DRA node: allocatable %v, labels %v; want no nvidia.com/gpu and the DRA driver deployed", node.Status.Allocatable, node.Labels)
+	}
+	plain := gpuPod("default", "plain-after-claim", nodeName)
+	if _, err := client.CoreV1().Pods("default").Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod: %v", err)
+	}
+	got = waitForPod(ctx, t, client, "default", plain.Name, "unschedulable: the L4 is taken", isUnschedulable)
+	t.Logf("plain GPU pod beside the claim: %s", scheduledMessage(got))
 }
 
 // testRestartFallbackDelete: an injected insufficient-capacity fault makes the launch fall back;
@@ -149,6 +164,7 @@ func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 	e := newEnv(t, client, func(c *Config) { c.Faults.InsufficientCapacity = []api.Offering{l4Spot1a} })
 	const nodeName = "sim-fallback-1"
 	req := gpuRequest("launch-fallback-1", nodeName)
+	req.GPU.DRA = true
 	req.Fallbacks = []api.Offering{l4OD1b}
 	inst := e.create(req)
 	if inst.Offering != l4OD1b {
@@ -170,8 +186,8 @@ func testRestartFallbackDelete(t *testing.T, client kubernetes.Interface) {
 		t.Fatalf("relaunch after restart gave %s, want %s", again.ID, inst.ID)
 	}
 	e.step(testDeviceDelay)
-	node := waitForNode(ctx, t, client, nodeName, "with its GPU", func(n *corev1.Node) bool {
-		return quantity(n.Status.Allocatable, api.ResourceGPU) == 1
+	node := waitForNode(ctx, t, client, nodeName, "with its GPU labels", func(n *corev1.Node) bool {
+		return n.Labels[api.LabelDeployDRADriver] == "true"
 	})
 	if node.Labels[corev1.LabelTopologyZone] != "us-east-1b" || node.Labels[api.LabelCapacityType] != "on-demand" {
 		t.Fatalf("fallback node labels %v", node.Labels)

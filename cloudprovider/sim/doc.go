@@ -45,16 +45,19 @@
 //
 // # GPUs
 //
-// GPUConfig decides the extended resources: nvidia.com/gpu per GPU (exclusive), GPUs × replicas
+// A node runs the device plugin or the DRA driver for its GPUs, never both
+// (api.GPUConfig.DRAPublishes). GPUConfig decides the device plugin's extended resources:
+// nvidia.com/gpu per GPU (exclusive), GPUs × replicas
 // as nvidia.com/gpu or nvidia.com/gpu.shared (time-slicing, mps; GPUConfig.RenameShared per
 // launch, or Config.RenameSharedGPUs for every node),
 // per-profile nvidia.com/mig-<profile> (mig, mixed) or nvidia.com/gpu per MIG device (mig,
-// single), and none under dynamic-mig, where only the DRA driver advertises.
+// single), and none where the DRA driver publishes the GPUs (GPUConfig.DRA, consumable memory,
+// dynamic-mig); such a node gets the GPU operator's deploy labels the bootstrap would set.
 //
 // The ResourceSlices the DRA driver publishes (NodeSlices, in slices.go) are simulator/dra's
-// NodeSlices of the node name, type, GPUConfig.Sharing and GPUConfig.ConsumableMemory: the very
-// function the simulator plans the node with, so the scheduler allocates claims from the devices
-// the plan allocated them. Full GPUs (shareable, with consumable memory, when the launch asks);
+// NodeSlices of the node name, type and GPUConfig: the very function the simulator plans the
+// node with, so the scheduler allocates claims from the devices the plan allocated them. Full
+// GPUs (shareable, with consumable memory, when the launch asks);
 // under dynamic-mig every MIG (profile, placement) as a partition device over the GPU's shared
 // counters. Statically partitioned MIG nodes get no slices: the driver would publish their MIG
 // devices, which are not modelled (by the simulator either).

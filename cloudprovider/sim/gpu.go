@@ -45,6 +45,9 @@ func validateGPU(g api.GPUConfig, it *catalog.InstanceType) error {
 	if g.ConsumableMemory && sharing != "" && sharing != api.Exclusive && sharing != api.DynamicMIG {
 		return fmt.Errorf("ConsumableMemory needs Sharing exclusive or dynamic-mig, not %q", g.Sharing)
 	}
+	if g.DRA && sharing != "" && sharing != api.Exclusive {
+		return fmt.Errorf("DRA needs Sharing exclusive, not %q", g.Sharing)
+	}
 	switch sharing {
 	case api.TimeSlicing, api.MPS:
 		if g.Replicas < 1 {
@@ -83,8 +86,8 @@ func validateMIG(g api.GPUConfig, it *catalog.InstanceType) error {
 }
 
 // gpuResources returns the extended resources the device plugin advertises for a node of the
-// type configured as g, or nil for a type without GPUs or under dynamic MIG (where only the DRA
-// driver advertises devices). Replicas are renamed when the launch asks (g.RenameShared) or when
+// type configured as g, or nil for a type without GPUs or where the DRA driver alone publishes
+// the GPUs (g.DRAPublishes: dynamic MIG, consumable memory, g.DRA). Replicas are renamed when the launch asks (g.RenameShared) or when
 // renameByDefault (Config.RenameSharedGPUs) says every node does.
 //
 //	exclusive:             nvidia.com/gpu = GPUs
@@ -97,12 +100,10 @@ func gpuResources(g api.GPUConfig, it *catalog.InstanceType, renameByDefault boo
 	if n == 0 {
 		return nil
 	}
-	if g.ConsumableMemory {
+	if g.DRAPublishes() {
 		return nil // the DRA driver alone publishes the GPUs (as in simulator.deviceVariants)
 	}
 	switch g.Sharing {
-	case api.DynamicMIG:
-		return nil
 	case api.TimeSlicing, api.MPS:
 		name := api.ResourceGPU
 		if g.RenameShared || renameByDefault {
@@ -138,10 +139,16 @@ func migResources(g api.GPUConfig, gpus int64) corev1.ResourceList {
 	return out
 }
 
-// gpuLabels returns the labels GPU feature discovery and mig-manager add once the GPUs are up.
+// gpuLabels returns the labels GPU feature discovery and mig-manager add once the GPUs are up,
+// and where the DRA driver publishes them, the deploy labels the bootstrap sets.
 func gpuLabels(g api.GPUConfig, it *catalog.InstanceType) map[string]string {
 	if it.GPU.Count == 0 {
 		return nil
+	}
+	if g.DRAPublishes() {
+		// What the bootstrap's --node-labels set (cloudprovider.KubeletLabels): the DRA driver
+		// runs, the device plugin does not.
+		return map[string]string{api.LabelDeployDevicePlugin: "false", api.LabelDeployDRADriver: "true"}
 	}
 	switch g.Sharing {
 	case api.TimeSlicing, api.MPS:

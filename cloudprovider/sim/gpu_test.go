@@ -74,14 +74,14 @@ func TestGPUResources(t *testing.T) {
 	}
 }
 
-// TestNodeSlicesShape compares the full-GPU devices NodeSlices publishes for an exclusive pool
-// with the NVIDIA driver's documented slice (testdata/resourceslice-static.yaml, copied from
+// TestNodeSlicesShape compares the full-GPU devices NodeSlices publishes for whole GPUs of the
+// DRA driver with the NVIDIA driver's documented slice (testdata/resourceslice-static.yaml, copied from
 // /work/shared/testdata/dra): every attribute the simulation sets must exist there with the same
 // value type, and the capacity must be memory.
 func TestNodeSlicesShape(t *testing.T) {
 	cat, _ := catalog.Embedded("aws-us-east-1")
 	a100, _ := cat.Type("p4d.24xlarge")
-	slices := NodeSlices("a100-node", a100, api.GPUConfig{Sharing: "exclusive"})
+	slices := NodeSlices("a100-node", a100, api.GPUConfig{Sharing: "exclusive", DRA: true})
 	if len(slices) != 1 {
 		t.Fatalf("%d slices, want 1", len(slices))
 	}
@@ -137,7 +137,7 @@ func TestNodeSlicesShape(t *testing.T) {
 
 // TestNodeSlicesAreThePlanners: for every GPU configuration a launch carries, the simulated
 // driver publishes the slices simulator/dra builds for the simulator's plan of that node, in the
-// mode the pool's sharing and consumable memory give (dra.PublishMode).
+// mode the configuration gives (dra.PublishMode), and none where the device plugin serves the GPUs.
 func TestNodeSlicesAreThePlanners(t *testing.T) {
 	cat, _ := catalog.Embedded("aws-us-east-1")
 	a100, _ := cat.Type("p4d.24xlarge") // 8 × A100-40GB
@@ -150,10 +150,8 @@ func TestNodeSlicesAreThePlanners(t *testing.T) {
 		// one device slice per GPU (25 partitions each).
 		slices int
 	}{
-		{"exclusive", api.GPUConfig{Sharing: "exclusive"}, dra.Full, false, 1},
-		{"unset", api.GPUConfig{}, dra.Full, false, 1},
+		{"exclusive, DRA", api.GPUConfig{Sharing: "exclusive", DRA: true}, dra.Full, false, 1},
 		{"consumable memory", api.GPUConfig{Sharing: "exclusive", ConsumableMemory: true}, dra.Full, true, 1},
-		{"time-slicing", api.GPUConfig{Sharing: "time-slicing", Replicas: 4}, dra.Full, false, 1},
 		{"dynamic mig", api.GPUConfig{Sharing: "dynamic-mig"}, dra.DynamicMIG, false, 9},
 		{"dynamic mig, consumable", api.GPUConfig{Sharing: "dynamic-mig", ConsumableMemory: true}, dra.DynamicMIG, true, 9},
 	} {
@@ -168,8 +166,24 @@ func TestNodeSlicesAreThePlanners(t *testing.T) {
 			}
 		})
 	}
+	// Where the device plugin hands out the GPUs, the DRA driver does not run: one GPU is never
+	// published twice.
+	for _, g := range []api.GPUConfig{{Sharing: "exclusive"}, {}, {Sharing: "time-slicing", Replicas: 4}} {
+		if got := NodeSlices("n", a100, g); got != nil {
+			t.Errorf("%+v: %d slices beside the device plugin's GPUs, want none", g, len(got))
+		}
+		if gpuResources(g, a100, false) == nil {
+			t.Errorf("%+v: no device-plugin resources", g)
+		}
+	}
+	if got := gpuResources(api.GPUConfig{Sharing: "exclusive", DRA: true}, a100, false); got != nil {
+		t.Errorf("DRA: the device plugin advertises %v beside the driver's slices", got)
+	}
 	if got := NodeSlices("n", a100, api.GPUConfig{Sharing: "mig", MIGLayout: [][]string{{"7g.40gb"}}}); got != nil {
 		t.Errorf("static MIG publishes %d slices, want none (MIG devices are not modelled)", len(got))
+	}
+	if err := validateGPU(api.GPUConfig{Sharing: "mig", DRA: true}, a100); err == nil || !strings.Contains(err.Error(), "DRA") {
+		t.Errorf("validateGPU accepted DRA with static MIG: %v", err)
 	}
 	err := validateGPU(api.GPUConfig{Sharing: "time-slicing", Replicas: 2, ConsumableMemory: true}, a100)
 	if err == nil || !strings.Contains(err.Error(), "ConsumableMemory") {

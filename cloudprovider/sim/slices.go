@@ -21,13 +21,14 @@ const DRADriver = dra.DriverName
 
 // NodeSlices returns the ResourceSlices the NVIDIA DRA driver publishes on the node of a launch
 // of the type configured as g: simulator/dra's NodeSlices, the function the simulator plans the
-// node with, so the scheduler allocates from exactly the devices the plan did. Full GPUs (with
-// g.ConsumableMemory, shareable GPUs whose memory is consumable capacity), every MIG partition
-// over shared counters under dynamic-mig, nothing under static MIG (the driver would publish the
-// MIG devices mig-manager created, which are not modelled) or for a type without GPUs. The slices
+// node with, so the scheduler allocates from exactly the devices the plan did. Full GPUs when
+// the driver alone publishes them (g.DRA, or g.ConsumableMemory: shareable GPUs whose memory is
+// consumable capacity), every MIG partition over shared counters under dynamic-mig, nothing where
+// the device plugin publishes the GPUs (whole, time-slicing, MPS, static MIG) or for a type
+// without GPUs. The slices
 // have no owner reference; ensureSlices adds the Node's.
 func NodeSlices(nodeName string, it *catalog.InstanceType, g api.GPUConfig) []*resourcev1.ResourceSlice {
-	return dra.NodeSlices(nodeName, it, api.Sharing(g.Sharing), g.ConsumableMemory)
+	return dra.NodeSlices(nodeName, it, g)
 }
 
 // ensureSlices publishes the node's ResourceSlices (NodeSlices), owned by the Node so that the

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/cloudprovider"
 )
 
@@ -124,13 +125,24 @@ func TestInterruptAndReclaim(t *testing.T) {
 	}
 }
 
-// TestDelete removes the Node, its slices and Lease, and logs the deletion once.
+// TestDelete removes the Node, its slices and Lease, and logs the deletion once. The node's GPUs
+// are the DRA driver's alone: a slice of its one GPU, the deploy labels, no nvidia.com/gpu.
 func TestDelete(t *testing.T) {
 	e := newEnv(t, nil)
-	inst := e.create(gpuRequest("launch-1", "gpu-node-1"))
+	req := gpuRequest("launch-1", "gpu-node-1")
+	req.GPU.DRA = true
+	inst := e.create(req)
 	e.step(testBootDelay + testDeviceDelay)
-	if len(e.slicesOf("gpu-node-1")) != 1 {
-		t.Fatal("no slice to delete")
+	slices := e.slicesOf("gpu-node-1")
+	if len(slices) != 1 || len(slices[0].Spec.Devices) != 1 || slices[0].OwnerReferences[0].Name != "gpu-node-1" {
+		t.Fatalf("slices %+v", slices)
+	}
+	n := e.node("gpu-node-1")
+	if q := quantity(n.Status.Allocatable, api.ResourceGPU); q != -1 {
+		t.Errorf("nvidia.com/gpu = %d beside the DRA driver's slice (one GPU twice)", q)
+	}
+	if n.Labels[api.LabelDeployDevicePlugin] != "false" || n.Labels[api.LabelDeployDRADriver] != "true" {
+		t.Errorf("labels %v, want the device plugin off and the DRA driver on", n.Labels)
 	}
 	ctx := context.Background()
 	if err := e.p.Delete(ctx, inst.ID); err != nil {

@@ -13,29 +13,28 @@ import (
 // driver on the node launched for that plan, publishes NodeSlices of the same node name, type
 // and configuration, so the real kube-scheduler allocates from exactly the devices the plan did.
 
-// PublishMode says how the NVIDIA DRA driver publishes the GPUs of a node whose pool shares them
-// as sharing, with gpu.consumableMemory set or not: DynamicMIG under dynamic-mig and Full
-// otherwise, consumable as asked (the policy allows consumable memory only with exclusive and
-// dynamic-mig). publishes is false under static MIG: the driver would publish the MIG devices
-// mig-manager created, which are not modelled, so such nodes get no slices.
-func PublishMode(sharing api.Sharing, consumableMemory bool) (mode Mode, consumable, publishes bool) {
-	switch sharing {
-	case api.MIG:
+// PublishMode says how the NVIDIA DRA driver publishes the GPUs of a node configured as g:
+// DynamicMIG under dynamic-mig and Full otherwise, consumable as g.ConsumableMemory asks.
+// publishes is false where the device plugin hands out the GPUs (g.DRAPublishes is false: whole
+// GPUs, time-slicing, MPS, static MIG): a node runs one of the two for its GPUs, never both, or
+// each GPU would be given to two pods.
+func PublishMode(g api.GPUConfig) (mode Mode, consumable, publishes bool) {
+	if !g.DRAPublishes() {
 		return Full, false, false
-	case api.DynamicMIG:
-		return DynamicMIG, consumableMemory, true
 	}
-	return Full, consumableMemory, true
+	if g.Sharing == api.DynamicMIG {
+		return DynamicMIG, g.ConsumableMemory, true
+	}
+	return Full, g.ConsumableMemory, true
 }
 
 // NodeSlices returns the ResourceSlices the NVIDIA DRA driver publishes on a node of the type
-// whose pool shares its GPUs as sharing (an api.Sharing value; "" is exclusive), with
-// gpu.consumableMemory set or not: Slices in the PublishMode of the configuration, or nil for a
-// type without GPUs and under static MIG. The result is a pure function of its arguments
-// (device names, attributes, UUIDs and slice names derive from the node name), and the slices
-// are fresh objects the caller may change.
-func NodeSlices(nodeName string, it *catalog.InstanceType, sharing api.Sharing, consumableMemory bool) []*resourcev1.ResourceSlice {
-	mode, consumable, publishes := PublishMode(sharing, consumableMemory)
+// configured as g: Slices in the PublishMode of the configuration, or nil for a type without
+// GPUs and where the device plugin publishes the GPUs. The result is a pure function of its
+// arguments (device names, attributes, UUIDs and slice names derive from the node name), and the
+// slices are fresh objects the caller may change.
+func NodeSlices(nodeName string, it *catalog.InstanceType, g api.GPUConfig) []*resourcev1.ResourceSlice {
+	mode, consumable, publishes := PublishMode(g)
 	if !publishes {
 		return nil
 	}

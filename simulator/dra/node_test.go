@@ -9,45 +9,45 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
-// TestNodeSlices: each pool configuration publishes Slices in its mode, static MIG and types
-// without GPUs publish nothing, and the same arguments give equal slices.
+// TestNodeSlices: each pool configuration whose GPUs the DRA driver hands out publishes Slices in
+// its mode; where the device plugin hands them out (whole GPUs without DRA, time-slicing, static
+// MIG) and for types without GPUs nothing is published; the same arguments give equal slices.
 func TestNodeSlices(t *testing.T) {
 	a100 := instanceType(t, a2.catalog, a2.name)
 	for _, tc := range []struct {
-		sharing    api.Sharing
-		consumable bool
-		mode       Mode
-		wantCons   bool
-		publishes  bool
+		gpu       api.GPUConfig
+		mode      Mode
+		wantCons  bool
+		publishes bool
 	}{
-		{sharing: "", mode: Full, publishes: true},
-		{sharing: api.Exclusive, mode: Full, publishes: true},
-		{sharing: api.Exclusive, consumable: true, mode: Full, wantCons: true, publishes: true},
-		{sharing: api.TimeSlicing, mode: Full, publishes: true},
-		{sharing: api.DynamicMIG, mode: DynamicMIG, publishes: true},
-		{sharing: api.DynamicMIG, consumable: true, mode: DynamicMIG, wantCons: true, publishes: true},
-		{sharing: api.MIG, consumable: true, mode: Full, publishes: false},
+		{gpu: api.GPUConfig{}},
+		{gpu: api.GPUConfig{Sharing: api.Exclusive}},
+		{gpu: api.GPUConfig{Sharing: api.Exclusive, DRA: true}, mode: Full, publishes: true},
+		{gpu: api.GPUConfig{Sharing: api.Exclusive, ConsumableMemory: true}, mode: Full, wantCons: true, publishes: true},
+		{gpu: api.GPUConfig{Sharing: api.TimeSlicing, Replicas: 4}},
+		{gpu: api.GPUConfig{Sharing: api.DynamicMIG}, mode: DynamicMIG, publishes: true},
+		{gpu: api.GPUConfig{Sharing: api.DynamicMIG, ConsumableMemory: true}, mode: DynamicMIG, wantCons: true, publishes: true},
+		{gpu: api.GPUConfig{Sharing: api.MIG, MIGLayout: [][]string{{"7g.40gb"}}}},
 	} {
-		mode, cons, pub := PublishMode(tc.sharing, tc.consumable)
-		if mode != tc.mode || cons != tc.wantCons || pub != tc.publishes {
-			t.Errorf("PublishMode(%q, %t) = %s, %t, %t; want %s, %t, %t", tc.sharing, tc.consumable,
-				mode, cons, pub, tc.mode, tc.wantCons, tc.publishes)
+		mode, cons, pub := PublishMode(tc.gpu)
+		if pub != tc.publishes || pub && (mode != tc.mode || cons != tc.wantCons) {
+			t.Errorf("PublishMode(%+v) = %s, %t, %t; want %s, %t, %t", tc.gpu, mode, cons, pub, tc.mode, tc.wantCons, tc.publishes)
 		}
-		got := NodeSlices("n1", a100, tc.sharing, tc.consumable)
+		got := NodeSlices("n1", a100, tc.gpu)
 		if !tc.publishes {
 			if got != nil {
-				t.Errorf("NodeSlices(%q): %d slices, want none", tc.sharing, len(got))
+				t.Errorf("NodeSlices(%+v): %d slices, want none", tc.gpu, len(got))
 			}
 			continue
 		}
 		if want := Slices("n1", a100, tc.mode, tc.wantCons); !equality.Semantic.DeepEqual(got, want) {
-			t.Errorf("NodeSlices(%q, %t) differs from Slices(%s, %t)", tc.sharing, tc.consumable, tc.mode, tc.wantCons)
+			t.Errorf("NodeSlices(%+v) differs from Slices(%s, %t)", tc.gpu, tc.mode, tc.wantCons)
 		}
-		if again := NodeSlices("n1", a100, tc.sharing, tc.consumable); !equality.Semantic.DeepEqual(got, again) {
-			t.Errorf("NodeSlices(%q, %t) is not deterministic", tc.sharing, tc.consumable)
+		if again := NodeSlices("n1", a100, tc.gpu); !equality.Semantic.DeepEqual(got, again) {
+			t.Errorf("NodeSlices(%+v) is not deterministic", tc.gpu)
 		}
 	}
-	if got := NodeSlices("n1", instanceType(t, m6i.catalog, m6i.name), api.Exclusive, false); got != nil {
+	if got := NodeSlices("n1", instanceType(t, m6i.catalog, m6i.name), api.GPUConfig{Sharing: api.Exclusive, DRA: true}); got != nil {
 		t.Errorf("a type without GPUs publishes %d slices", len(got))
 	}
 }

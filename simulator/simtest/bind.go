@@ -56,7 +56,7 @@ func Bind(snap *snapshot.Snapshot, plan *api.Plan, cat *catalog.Catalog, created
 			nodeOf[p] = nn.Name
 		}
 		if it, ok := cat.Type(nn.InstanceType); ok && nn.GPU != nil {
-			out.ResourceSlices = append(out.ResourceSlices, dra.NodeSlices(nn.Name, it, nn.GPU.Sharing, nn.GPU.ConsumableMemory)...)
+			out.ResourceSlices = append(out.ResourceSlices, dra.NodeSlices(nn.Name, it, *nn.GPU)...)
 		}
 	}
 	out.Pods = make([]*corev1.Pod, len(snap.Pods))
