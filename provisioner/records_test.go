@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,11 @@ func fullRecord() LaunchRecord {
 		PricedOffering: api.PricedOffering{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1a", CapacityType: api.Spot}, PricePerHour: 12.5,
 			CapacityReservation: "cr-0fixture"}, // every field, for the schema round trip (not a real combination)
 		GPUs: 8, Pods: []string{"ml/train-0", "ml/train-1"},
-		Labels:           map[string]string{"tiler.dev/pool": "gpu"},
-		Taints:           []corev1.Taint{{Key: "tiler.dev/reserved", Value: "tiler-gpu-abc12", Effect: corev1.TaintEffectNoSchedule}},
-		GPU:              &api.GPUConfig{Sharing: "mig", MIGStrategy: "mixed", MIGLayout: [][]string{{"1g.5gb", "1g.5gb"}, {"7g.40gb"}}, MIGConfig: "custom"},
+		Labels: map[string]string{"tiler.dev/pool": "gpu"},
+		Taints: []corev1.Taint{{Key: "tiler.dev/reserved", Value: "tiler-gpu-abc12", Effect: corev1.TaintEffectNoSchedule}},
+		GPU: &api.GPUConfig{Sharing: "mig", Replicas: 4, MIGStrategy: "mixed", RenameShared: true,
+			MIGLayout: [][]string{{"1g.5gb", "1g.5gb"}, {"7g.40gb"}}, MIGConfig: "custom", MigPartedConfig: "version: v1",
+			ConsumableMemory: true, DRA: true},
 		Fallbacks:        []api.PricedOffering{{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}, PricePerHour: 32.8, CapacityReservation: "cr-0fb"}},
 		CreatedAt:        time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		PoolHash:         "h123",
@@ -33,7 +36,31 @@ func fullRecord() LaunchRecord {
 		LastError:        "throttled",
 		RetryAt:          time.Date(2026, 3, 4, 5, 7, 0, 0, time.UTC),
 		DisruptionAction: "consolidate-1",
+		Batch:            "batch-7",
 	}
+}
+
+// TestFullRecordSetsEveryField: fullRecord leaves no field zero, down into the GPU configuration
+// and the offerings, so that the schema round trip (records_e2e_test.go) sees every field: a field
+// the CRD's schema lacks is pruned by the API server, and the record reads back without it (the
+// GPU configuration's dra once was, and its nodes were bought again and again).
+func TestFullRecordSetsEveryField(t *testing.T) {
+	var walk func(path string, v reflect.Value)
+	walk = func(path string, v reflect.Value) {
+		switch {
+		case v.IsZero():
+			t.Errorf("fullRecord leaves %s zero", path)
+		case v.Kind() == reflect.Pointer:
+			walk(path, v.Elem())
+		case v.Kind() == reflect.Struct && v.Type() != reflect.TypeFor[time.Time]():
+			for i := range v.NumField() {
+				if f := v.Type().Field(i); f.IsExported() {
+					walk(path+"."+f.Name, v.Field(i))
+				}
+			}
+		}
+	}
+	walk("LaunchRecord", reflect.ValueOf(fullRecord()))
 }
 
 // TestRecordObjectRoundTrip: a record becomes a LaunchRecord object, spec the planned node and
