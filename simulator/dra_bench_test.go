@@ -30,7 +30,9 @@ spec:
 
 // BenchmarkSimulateDRA plans n pods that each claim a GPU through DRA (a third any GPU, a third
 // one with at least 40Gi, a third an H100 else an A100, with 1–8 CPU) on a pool of L4, L40S,
-// A100 and H100 types, and reports pods/s and the plan's gap.
+// A100 and H100 types, and reports pods/s and the plan's gap. With plain=25%, every fourth pod
+// asks for plain nvidia.com/gpu instead, so the pool offers nodes of the device plugin and of the
+// DRA driver (simulator's device variants).
 func BenchmarkSimulateDRA(b *testing.B) {
 	cat, err := catalog.Embedded("aws-us-east-1")
 	if err != nil {
@@ -40,12 +42,24 @@ func BenchmarkSimulateDRA(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{100, 500} {
-		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n     int
+		plain bool
+	}{{100, false}, {500, false}, {500, true}} {
+		name := fmt.Sprintf("pods=%d", c.n)
+		if c.plain {
+			name += ",plain=25%"
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
 			var sb strings.Builder
 			sb.WriteString(draClasses + draBenchTemplates)
 			templates := []string{"one-gpu", "big-gpu", "h100-else-a100"}
 			for i := range n {
+				if c.plain && i%4 == 3 {
+					sb.WriteString(gpuPod(fmt.Sprintf("p%04d", i), 1))
+					continue
+				}
 				sb.WriteString(claimPod(fmt.Sprintf("p%04d", i), "{name: gpu, resourceClaimTemplateName: "+templates[i%3]+"}", fmt.Sprint(1+i%8)))
 			}
 			snap, err := snapshot.Decode(strings.NewReader(sb.String()))
