@@ -32,6 +32,9 @@ type boundPod struct {
 	gang     int
 	zone     string
 	family   string
+	// plain (draBoundSnapshot): the pod asks for gpu as plain nvidia.com/gpu, which the DRA
+	// DeviceClass serves as its extendedResourceName, instead of a claim.
+	plain bool
 }
 
 // bruteForceOptimum is the cheapest set of nodes holding the pods, by enumerating every

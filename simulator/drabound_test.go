@@ -18,7 +18,9 @@ import (
 )
 
 // draBoundSnapshot is a snapshot of the pods, each asking its CPU and memory and, when gpu > 0,
-// one ResourceClaim (from a template) for gpu whole GPUs of the NVIDIA driver's GPU DeviceClass.
+// one ResourceClaim (from a template) for gpu whole GPUs of the NVIDIA driver's GPU DeviceClass,
+// or, for a plain pod, gpu plain nvidia.com/gpu, which the DeviceClass then serves as its
+// extendedResourceName.
 func draBoundSnapshot(pods []boundPod) *snapshot.Snapshot {
 	snap := &snapshot.Snapshot{}
 	dc := &resourcev1.DeviceClass{}
@@ -28,7 +30,13 @@ func draBoundSnapshot(pods []boundPod) *snapshot.Snapshot {
 	snap.DeviceClasses = append(snap.DeviceClasses, dc)
 	templates := map[int]bool{}
 	for i, p := range pods {
-		pod := simtest.Pod(fmt.Sprintf("p%d", i)).CPU(fmt.Sprintf("%dm", p.cpu)).Mem(fmt.Sprint(p.mem)).Label("app", p.app).Obj()
+		b := simtest.Pod(fmt.Sprintf("p%d", i)).CPU(fmt.Sprintf("%dm", p.cpu)).Mem(fmt.Sprint(p.mem)).Label("app", p.app)
+		if p.plain {
+			dc.Spec.ExtendedResourceName = new(string(api.ResourceGPU))
+			snap.Pods = append(snap.Pods, b.GPU(p.gpu).Obj())
+			continue
+		}
+		pod := b.Obj()
 		if p.gpu > 0 {
 			name := fmt.Sprintf("gpu-%d", p.gpu)
 			if !templates[p.gpu] {
@@ -115,6 +123,38 @@ func TestDRABoundNeverAboveOptimum(t *testing.T) {
 	// One node holds four of the five claims' GPUs: two nodes are the optimum, and the plan's.
 	if math.Abs(res-2*node) > 1e-6 || math.Abs(plan.CostPerHour-2*node) > 1e-6 {
 		t.Errorf("five one-GPU claims on g6.12xlarge: resource bound $%.4f, plan $%.4f; want two nodes, $%.4f",
+			res, plan.CostPerHour, 2*node)
+	}
+
+	// Plain GPU pods beside the claims, served by the device plugin's nodes or by the DRA
+	// driver's through the DeviceClass's extendedResourceName: a node holds its GPUs' worth of
+	// both together (a node has one publisher), which the brute force's GPU units say too. The
+	// bound counts the plain pods' GPUs in a row with the claims' devices (extDeviceRow).
+	for c := 0; c < cases; c++ {
+		pods := make([]boundPod, 3+r.IntN(5))
+		for i := range pods {
+			pods[i] = boundPod{cpu: int64(500 * (1 + r.IntN(24))), mem: int64(1+r.IntN(48)) << 30, app: "a",
+				gpu: 1 + r.IntN(3), plain: r.IntN(2) == 0}
+		}
+		opt := bruteForceOptimum(pods, cat, 1, families...)
+		plan, res, conf := bounds(pods, pool)
+		if len(plan.Unschedulable) > 0 || plan.CostPerHour < opt-1e-6 {
+			t.Fatalf("plain case %d: plan $%.4f (unschedulable %+v), exact optimum $%.4f", c, plan.CostPerHour, plan.Unschedulable, opt)
+		}
+		if res > opt+1e-6 || conf > opt+1e-6 || plan.LowerBoundPerHour > plan.CostPerHour+1e-6 {
+			t.Fatalf("plain case %d: a bound above the exact optimum $%.4f: resource bound $%.4f, configuration LP $%.4f, plan's $%.4f (pods %+v)",
+				c, opt, res, conf, plan.LowerBoundPerHour, pods)
+		}
+	}
+	// Four plain one-GPU pods and four one-GPU claims on g6.12xlarge: eight GPUs, two nodes. Left
+	// out of the LP, the plain pods' GPUs gave one node.
+	mixed := make([]boundPod, 8)
+	for i := range mixed {
+		mixed[i] = boundPod{cpu: 1000, mem: 4 << 30, gpu: 1, app: "a", plain: i%2 == 0}
+	}
+	plan, res, _ = bounds(mixed, one)
+	if math.Abs(res-2*node) > 1e-6 || math.Abs(plan.CostPerHour-2*node) > 1e-6 {
+		t.Errorf("four plain GPU pods and four claims on g6.12xlarge: resource bound $%.4f, plan $%.4f; want two nodes, $%.4f",
 			res, plan.CostPerHour, 2*node)
 	}
 }

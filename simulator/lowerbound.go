@@ -95,6 +95,8 @@ const coverUnits = 300
 // nodes: in any set of nodes holding the group's pods, the row's claims take at least need
 // devices (minDevices, shared claims once), all on nodes of the row's offerings (the pods'
 // nodes), and a node of o can hold at most devices(o) of any claims' devices (deviceCapacity).
+// An extended resource DRA may serve, left out of the LP above, has a row of its own with the
+// claims' devices (extDeviceRow): on a node of the DRA driver each of its units takes a device.
 //
 // It is solved exactly by dynamic programming over the demand in units (a coverUnits-th of
 // each resource's demand, or one unit each when the demand is smaller, as whole GPUs usually
@@ -662,6 +664,10 @@ type deviceRow struct {
 	need float64
 	offs map[int]bool
 	pods []*podInfo // the claim group's pods
+	// ext: need includes the units of extended resources DRA may serve that the group's pods
+	// request, and a node of o holds devices(o) plus its allocatable of those resources
+	// (extDeviceRow).
+	ext bool
 }
 
 // boundGroups groups the pods on new nodes by signature and claim specs. A group's offerings are
@@ -823,7 +829,33 @@ func (s *state) deviceRows(g *boundGroup) []deviceRow {
 			rows = append(rows, deviceRow{need: float64(need), offs: g.offs})
 		}
 	}
+	if row, ok := s.extDeviceRow(g); ok {
+		rows = append(rows[:len(rows):len(rows)], row)
+	}
 	return rows
+}
+
+// extDeviceRow is the row of the group's extended resources that DRA may serve (nvidia.com/gpu
+// under a DeviceClass naming it): the LP leaves them out, since a node of the DRA driver does
+// not advertise them, but each unit takes a device there, as the claims do. A node of o holds at
+// most its allocatable of them (the device plugin's) plus devices(o) of them and of any claims'
+// devices together (a node has one publisher, and devices(o) bounds the devices allocated on it
+// at once), so Σ (devices(o) + alloc(o, ext))·x(o) ≥ the claims' devices + the units requested.
+// false when the group's pods request none.
+func (s *state) extDeviceRow(g *boundGroup) (deviceRow, bool) {
+	if s.dra == nil || s.dra.clusterSlices || len(s.dra.extDims) == 0 {
+		return deviceRow{}, false
+	}
+	var units int64
+	for _, pi := range g.pods {
+		for _, r := range s.dra.extDims {
+			units += pi.req[r]
+		}
+	}
+	if units == 0 {
+		return deviceRow{}, false
+	}
+	return deviceRow{need: float64(int64(s.claimDeviceNeed(g.pods)) + units), offs: g.offs, ext: true}, true
 }
 
 // rowDevices is devices(o) of the row's offerings — how many devices claims can be allocated
@@ -841,6 +873,11 @@ func (s *state) rowDevices(row deviceRow) (map[int]int64, bool) {
 			return nil, false
 		}
 		caps[o.idx] = int64(d)
+		if row.ext {
+			for _, r := range s.dra.extDims {
+				caps[o.idx] += o.alloc[r]
+			}
+		}
 	}
 	return caps, true
 }
