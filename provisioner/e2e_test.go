@@ -26,6 +26,7 @@ func TestE2E(t *testing.T) {
 	t.Run("BindsMixedWorkload", func(t *testing.T) { testBindsMixedWorkload(t, cp) })
 	t.Run("NoSecondPurchaseDuringBootAndDeviceGap", func(t *testing.T) { testNoSecondPurchase(t, cp) })
 	t.Run("OnePublisherPerNode", func(t *testing.T) { testOnePublisherPerNode(t, cp) })
+	t.Run("DRADriverServesPlainGPU", func(t *testing.T) { testDRADriverServesPlainGPU(t, cp) })
 	t.Run("RestartMidLaunch", func(t *testing.T) { testRestartMidLaunch(t, cp) })
 	t.Run("InsufficientCapacityFallsBack", func(t *testing.T) { testInsufficientCapacity(t, cp) })
 	t.Run("CloudAPIFailuresRetried", func(t *testing.T) { testCloudAPIFailuresRetried(t, cp) })
