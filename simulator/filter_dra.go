@@ -29,16 +29,23 @@ type nodeDRA struct {
 	// commits are the allocations made on the node, in commit order.
 	commits []claimCommit
 	// ver identifies the node's allocations: it changes with every commit and release and
-	// returns to its old value when they are undone. memo remembers, per (class, claims
-	// signature), whether the claims fit at version ver — first fit and consolidation ask full
-	// nodes the same question over and over.
+	// returns to its old value when they are undone. memo remembers, per (version, class,
+	// claims signature), whether the claims fit — first fit and consolidation ask full nodes the
+	// same question over and over, also of versions undone to.
 	ver  int
-	memo map[[2]int]fitMemo
+	memo map[[3]int]bool
+	// replays remembers, per (version, class, DRA pods), what replaying the node's claims for
+	// the class gave: placing a pod on a full node makes a bigger type the cheapest, and first
+	// fit and consolidation try, and undo, the same replay over and over (98 % repeats with plain
+	// GPU pods that DRA may serve beside claims).
+	replays map[[3]int]replayMemo
 }
 
-type fitMemo struct {
-	ver int
-	ok  bool
+// replayMemo is the outcome of a replay: per DRA pod of the node, its claims' allocations (nil
+// for a pod without claims for the class), or ok false.
+type replayMemo struct {
+	ok      bool
+	results [][]resourcev1.AllocationResult
 }
 
 // claimCommit is one claim this simulation allocated on a node.
@@ -74,11 +81,8 @@ func (s *state) memoOf(n *simNode, class int, cs *claimSet) (fit, known bool) {
 	if n.dra == nil || s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
 		return false, false
 	}
-	m, ok := n.dra.memo[[2]int{class, cs.sig}]
-	if !ok || m.ver != n.dra.ver {
-		return false, false
-	}
-	return m.ok, true
+	fit, known = n.dra.memo[[3]int{n.dra.ver, class, cs.sig}]
+	return fit, known
 }
 
 // remember records whether the claim set fits node n now, when the answer depends only on n.
@@ -88,9 +92,9 @@ func (s *state) remember(n *simNode, class int, cs *claimSet, fit bool) {
 	}
 	nd := n.draState()
 	if nd.memo == nil {
-		nd.memo = map[[2]int]fitMemo{}
+		nd.memo = map[[3]int]bool{}
 	}
-	nd.memo[[2]int{class, cs.sig}] = fitMemo{ver: nd.ver, ok: fit}
+	nd.memo[[3]int{nd.ver, class, cs.sig}] = fit
 }
 
 // bump gives the node's allocations a new version, undoably.
@@ -320,10 +324,39 @@ func (s *state) allocateOn(pi *podInfo, n *simNode, o *offering) bool {
 }
 
 // replay releases the node's allocations and makes them again, in placement order, for o's class.
+// The outcome is remembered for the node's version (replays): the allocator is deterministic, and
+// what it sees of a new node is the node's allocations, which the version identifies, its pods
+// and the class — unless slices are shared by all nodes or a claim was allocated elsewhere.
 func (s *state) replay(n *simNode, o *offering) bool {
+	nd := n.dra
+	key := [3]int{nd.ver, o.draClass, len(nd.pods)}
+	if m, ok := nd.replays[key]; ok {
+		if !m.ok {
+			return false
+		}
+		s.releaseClaims(n)
+		for i, p := range nd.pods {
+			if m.results[i] != nil {
+				s.commitClaims(n, p, s.claimsOn(p, o.alloc).claims, m.results[i])
+			}
+		}
+		return true
+	}
+	cacheable := !s.dra.clusterSlices
+	memo := replayMemo{results: make([][]resourcev1.AllocationResult, len(nd.pods))}
+	remember := func(ok bool) bool {
+		if cacheable {
+			if nd.replays == nil {
+				nd.replays = map[[3]int]replayMemo{}
+			}
+			memo.ok = ok
+			nd.replays[key] = memo
+		}
+		return ok
+	}
 	s.releaseClaims(n)
 	node, slices := newNodeObject(n, o), s.dra.slicesFor(n.name, o.draClass)
-	for _, p := range n.dra.pods {
+	for i, p := range nd.pods {
 		if p.dra == nil {
 			continue
 		}
@@ -331,13 +364,17 @@ func (s *state) replay(n *simNode, o *offering) bool {
 		if len(cs.claims) == 0 {
 			continue
 		}
+		if s.dra.anyAllocated(cs.claims) {
+			cacheable = false
+		}
 		results, r := s.dra.fit(node, slices, cs.claims)
 		if r != nil {
-			return false
+			return remember(false)
 		}
+		memo.results[i] = results
 		s.commitClaims(n, p, cs.claims, results)
 	}
-	return true
+	return remember(true)
 }
 
 // commitClaims commits the allocations of the pod's claims on n, undoably. Claims that already
