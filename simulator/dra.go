@@ -59,7 +59,7 @@ type draState struct {
 	valid map[string]bool
 	// owner is the node each claim the simulation allocated is allocated on.
 	owner map[string]*simNode
-	// epoch numbers the versions of nodes' allocations (nodeDRA.ver).
+	// epoch numbers the versions of nodes' allocations and DRA pods (nodeDRA.ver, podsVer).
 	epoch int
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -473,5 +475,62 @@ func TestAnyGPUPodsLeaveA100sToA100Pods(t *testing.T) {
 	}
 	if p4d != 1 {
 		t.Errorf("%d p4d.24xlarge nodes, want 1 (plan $%.2f/h)", p4d, plan.CostPerHour)
+	}
+}
+
+// TestDRAMixedAllocationsConsistent: plain GPU pods of one to three GPUs, which the DeviceClass
+// serves through its extendedResourceName on DRA nodes, beside one-GPU claims, with 1–6 CPU, on
+// one-, four- and eight-GPU types: every new node hands out each GPU once — a DRA node's devices
+// to one claim each, each plain pod there getting its own extended-resource claim of as many
+// devices as it asks GPUs, a device-plugin node's plain pods within its nvidia.com/gpu. Nodes grow
+// and change between the two publishers while packing, so their claims are allocated again
+// (replay, remembered per node version) many times.
+func TestDRAMixedAllocationsConsistent(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 7))
+	for c := 0; c < 6; c++ {
+		var sb strings.Builder
+		sb.WriteString(draClasses + draTemplates)
+		gpus := map[string]int{}
+		for i := range 40 {
+			name := fmt.Sprintf("p%02d", i)
+			if r.IntN(2) == 0 {
+				g := 1 + r.IntN(3)
+				gpus["ml/"+name] = g
+				sb.WriteString(strings.Replace(gpuPod(name, g), "cpu: '1'", fmt.Sprintf("cpu: '%d'", 1+r.IntN(6)), 1))
+				continue
+			}
+			sb.WriteString(claimPod(name, "{name: gpu, resourceClaimTemplateName: one-gpu}", fmt.Sprint(1+r.IntN(6))))
+		}
+		plan := simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge, g6.12xlarge, g6.48xlarge", ""), sb.String(), simulator.Options{})
+		if len(plan.Unschedulable) > 0 {
+			t.Fatalf("case %d: unschedulable %+v", c, plan.Unschedulable)
+		}
+		for _, n := range plan.NewNodes {
+			used := map[string]string{}
+			for _, a := range n.Claims {
+				want := 1
+				if pod, ok := strings.CutSuffix(a.Claim, "-extended-resources"); ok {
+					want = gpus[pod]
+				}
+				if len(a.Devices) != want {
+					t.Errorf("case %d: node %s: claim %s has devices %v, want %d", c, n.Name, a.Claim, a.Devices, want)
+				}
+				for _, d := range a.Devices {
+					if prev, ok := used[d]; ok {
+						t.Errorf("case %d: node %s: device %s given to %s and %s", c, n.Name, d, prev, a.Claim)
+					}
+					used[d] = a.Claim
+				}
+			}
+			plain := 0
+			for _, p := range n.Pods {
+				if g, ok := gpus[p]; ok && !slices.ContainsFunc(n.Claims, func(a api.ClaimAllocation) bool { return a.Claim == p+"-extended-resources" }) {
+					plain += g
+				}
+			}
+			if have := n.Allocatable.Name(api.ResourceGPU, "").Value(); int64(plain) > have || plain > 0 && len(used) > 0 {
+				t.Errorf("case %d: node %s: %d device-plugin GPUs asked of %d, beside %d DRA devices\n%s", c, n.Name, plain, have, len(used), table(plan))
+			}
+		}
 	}
 }

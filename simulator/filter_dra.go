@@ -34,9 +34,12 @@ type nodeDRA struct {
 	// same question over and over, also of versions undone to.
 	ver  int
 	memo map[[3]int]bool
-	// replays remembers, per (version, class, DRA pods), what replaying the node's claims for
-	// the class gave: placing a pod on a full node makes a bigger type the cheapest, and first
-	// fit and consolidation try, and undo, the same replay over and over (98 % repeats with plain
+	// podsVer identifies the list of DRA pods as ver does the allocations (a pod whose claims
+	// are allocated elsewhere, or that has none for the node's class, changes no allocation).
+	podsVer int
+	// replays remembers, per (ver, podsVer, class), what replaying the node's claims for the
+	// class gave: placing a pod on a full node makes a bigger type the cheapest, and first fit
+	// and consolidation try, and undo, the same replay over and over (98 % repeats with plain
 	// GPU pods that DRA may serve beside claims).
 	replays map[[3]int]replayMemo
 }
@@ -324,12 +327,12 @@ func (s *state) allocateOn(pi *podInfo, n *simNode, o *offering) bool {
 }
 
 // replay releases the node's allocations and makes them again, in placement order, for o's class.
-// The outcome is remembered for the node's version (replays): the allocator is deterministic, and
-// what it sees of a new node is the node's allocations, which the version identifies, its pods
-// and the class — unless slices are shared by all nodes or a claim was allocated elsewhere.
+// The outcome is remembered (replays): the allocator is deterministic, and what a replay sees of
+// a new node is its allocations and its DRA pods, which ver and podsVer identify, and the class —
+// unless slices are shared by all nodes or a claim was allocated elsewhere.
 func (s *state) replay(n *simNode, o *offering) bool {
 	nd := n.dra
-	key := [3]int{nd.ver, o.draClass, len(nd.pods)}
+	key := [3]int{nd.ver, nd.podsVer, o.draClass}
 	if m, ok := nd.replays[key]; ok {
 		if !m.ok {
 			return false
@@ -410,7 +413,10 @@ func (s *state) commitClaims(n *simNode, pi *podInfo, claims []*resourcev1.Resou
 func (s *state) addDRAPod(n *simNode, pi *podInfo) {
 	nd := n.draState()
 	nd.pods = append(nd.pods, pi)
-	s.undo = append(s.undo, func() { nd.pods = nd.pods[:len(nd.pods)-1] })
+	prev := nd.podsVer
+	s.dra.epoch++
+	nd.podsVer = s.dra.epoch
+	s.undo = append(s.undo, func() { nd.pods, nd.podsVer = nd.pods[:len(nd.pods)-1], prev })
 }
 
 // releaseClaims undoes every allocation on n, undoably: reverting commits them again.
@@ -442,9 +448,10 @@ func (s *state) clearDRA(n *simNode) {
 	}
 	s.releaseClaims(n)
 	nd := n.dra
-	prevPods, prevClass := nd.pods, nd.class
-	nd.pods, nd.class = nil, -1
-	s.undo = append(s.undo, func() { nd.pods, nd.class = prevPods, prevClass })
+	prevPods, prevClass, prevVer := nd.pods, nd.class, nd.podsVer
+	s.dra.epoch++
+	nd.pods, nd.class, nd.podsVer = nil, -1, s.dra.epoch
+	s.undo = append(s.undo, func() { nd.pods, nd.class, nd.podsVer = prevPods, prevClass, prevVer })
 }
 
 // claimFailure explains a pod whose claims pin it to a node that could not take it.
