@@ -40,10 +40,11 @@ func loadMIG() (*mig.Table, error) {
 
 // deviceVariants lists the GPU configurations a node of the type may be bought with in the pool:
 // whole GPUs, from the device plugin or (for pending pods' ResourceClaims, or as the pool's
-// gpu.driver says) the DRA driver alone; no device-plugin resource under dynamic-mig or consumable
-// memory (the DRA driver alone publishes the GPUs, see dra.go); K replicas per GPU under time-slicing or MPS; or, under MIG, a layout per GPU —
-// the layout that best covers the pending MIG demand and each homogeneous layout of a demanded
-// profile, so that packing can choose among them like among instance types.
+// gpu.driver says) the DRA driver alone; no device-plugin resource under dynamic-mig or
+// consumable memory (the DRA driver alone publishes the GPUs, see dra.go); K replicas per GPU
+// under time-slicing or MPS; or, under MIG, a layout per GPU — the layout that best covers the
+// pending MIG demand and each homogeneous layout of a demanded profile, so that packing can
+// choose among them like among instance types.
 func (s *state) deviceVariants(pl *poolInfo, it *catalog.InstanceType) ([]deviceVariant, error) {
 	if it.GPU.Count == 0 {
 		return []deviceVariant{{}}, nil

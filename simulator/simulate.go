@@ -149,33 +149,33 @@ func withoutPlaceholders(snap *snapshot.Snapshot) *snapshot.Snapshot {
 
 // state is one simulation's working set.
 type state struct {
-	in        Input
-	cat       *catalog.Catalog
-	pools     []*poolInfo
-	dims      *dims
-	gpuDims   []int
-	offerings []*offering
-	nodes     []*simNode     // existing and in-flight first, then new ones in creation order
-	nodeIdx   map[string]int // a cache of the nodes' indexes by name (nodeIndex)
-	pending   []*podInfo
+	in         Input
+	cat        *catalog.Catalog
+	pools      []*poolInfo
+	dims       *dims
+	gpuDims    []int
+	offerings  []*offering
+	nodes      []*simNode     // existing and in-flight first, then new ones in creation order
+	nodeIdx    map[string]int // a cache of the nodes' indexes by name (nodeIndex)
+	pending    []*podInfo
+	trackers   *trackers
+	antiTerms  []antiTerm
+	sigs       map[string]int
+	sigPods    []*corev1.Pod // a representative pod per signature
+	compat     [][]bool      // per signature, per offering
+	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
+	eligible   map[[3]int][]string
+	reasons    map[*podInfo]api.UnschedulablePod
+	groups     podGroups // the snapshot's native PodGroups (buildGangs)
+	matchCache map[string][2][]int
+	keys       map[string]int
+	undo       []func()
+	// dra is the DRA working set, nil when no pending pod uses DRA.
+	dra *draState
 	// claimPods: a pending pod has ResourceClaims, so GPU pools without a gpu.driver offer nodes
 	// whose GPUs the DRA driver alone publishes; plainGPUPods: one asks for nvidia.com/gpu, so they
 	// offer nodes of the device plugin too (deviceVariants).
 	claimPods, plainGPUPods bool
-	trackers                *trackers
-	antiTerms               []antiTerm
-	sigs                    map[string]int
-	sigPods                 []*corev1.Pod // a representative pod per signature
-	compat                  [][]bool      // per signature, per offering
-	nodeOK                  [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
-	eligible                map[[3]int][]string
-	reasons                 map[*podInfo]api.UnschedulablePod
-	groups                  podGroups // the snapshot's native PodGroups (buildGangs)
-	matchCache              map[string][2][]int
-	keys                    map[string]int
-	undo                    []func()
-	// dra is the DRA working set, nil when no pending pod uses DRA.
-	dra *draState
 	// gpuRank ranks existing nodes for device-plugin GPU pods (gpupack.go), nil when unused.
 	gpuRank  *gpuRank
 	newCount int

@@ -390,13 +390,15 @@ func (g *GPUPolicy) validate() error {
 	if (g.MIGStrategy != "" || len(g.MIGLayouts) > 0) && g.Sharing != api.MIG && g.Sharing != api.DynamicMIG {
 		return fmt.Errorf("migStrategy and migLayouts need sharing mig or dynamic-mig, not %q", g.Sharing)
 	}
-	if g.ConsumableMemory && g.Sharing != "" && g.Sharing != api.Exclusive && g.Sharing != api.DynamicMIG {
+	// The sharing modes whose GPUs the DRA driver may publish.
+	draSharing := g.Sharing == "" || g.Sharing == api.Exclusive || g.Sharing == api.DynamicMIG
+	if g.ConsumableMemory && !draSharing {
 		return fmt.Errorf("consumableMemory needs sharing exclusive or dynamic-mig (GPUs the DRA driver publishes), not %q", g.Sharing)
 	}
 	switch g.Driver {
 	case "":
 	case DriverDRA:
-		if g.Sharing != "" && g.Sharing != api.Exclusive && g.Sharing != api.DynamicMIG {
+		if !draSharing {
 			return fmt.Errorf("driver dra needs sharing exclusive or dynamic-mig, not %q (the device plugin serves it)", g.Sharing)
 		}
 	case DriverDevicePlugin:

@@ -87,8 +87,9 @@ func validateMIG(g api.GPUConfig, it *catalog.InstanceType) error {
 
 // gpuResources returns the extended resources the device plugin advertises for a node of the
 // type configured as g, or nil for a type without GPUs or where the DRA driver alone publishes
-// the GPUs (g.DRAPublishes: dynamic MIG, consumable memory, g.DRA). Replicas are renamed when the launch asks (g.RenameShared) or when
-// renameByDefault (Config.RenameSharedGPUs) says every node does.
+// the GPUs (g.DRAPublishes: dynamic MIG, consumable memory, g.DRA). Replicas are renamed when the
+// launch asks (g.RenameShared) or when renameByDefault (Config.RenameSharedGPUs) says every node
+// does.
 //
 //	exclusive:             nvidia.com/gpu = GPUs
 //	time-slicing, mps:     nvidia.com/gpu (or .shared when renamed) = GPUs × replicas
