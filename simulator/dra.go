@@ -472,11 +472,18 @@ func (s *state) emptyReason(cs *claimSet, class int) *dra.Reason {
 			return f.reason
 		}
 	}
-	node := d.probeNode(class)
-	_, r := d.fit(node, d.slicesFor(node.Name, class), cs.claims)
+	r := d.fitEmpty(cs.claims, class)
 	if cacheable {
 		d.empty[key] = emptyFit{reason: r}
 	}
+	return r
+}
+
+// fitEmpty fits the claims on an empty node of DRA class class, uncached, and returns why they
+// do not fit (nil when they do).
+func (d *draState) fitEmpty(claims []*resourcev1.ResourceClaim, class int) *dra.Reason {
+	node := d.probeNode(class)
+	_, r := d.fit(node, d.slicesFor(node.Name, class), claims)
 	return r
 }
 

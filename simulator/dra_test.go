@@ -271,6 +271,16 @@ func TestDRAOneGPUOnePublisher(t *testing.T) {
 	if u, ok := reasonOf(plan, "ml/claimed"); !ok || !strings.Contains(u.Reason, "ml/claimed-gpu") {
 		t.Errorf("driver device-plugin: the claim pod got %+v, want unschedulable naming its claim\n%s", u, table(plan))
 	}
+	// A second pod of the same claim template: the reason is cached per claim spec, but each pod's
+	// names its own claim (it named the first pod's).
+	second := snap + claimPod("again", "{name: gpu, resourceClaimTemplateName: one-gpu}", "1")
+	plan = simulateDRA(t, "aws-us-east-1", draPolicy("g6.xlarge", "{driver: device-plugin}"), second, simulator.Options{})
+	for _, pod := range []string{"ml/claimed", "ml/again"} {
+		u, ok := reasonOf(plan, pod)
+		if !ok || !strings.Contains(u.Reason, pod+"-gpu") {
+			t.Errorf("driver device-plugin: %s got %+v, want unschedulable naming its own claim %s-gpu\n%s", pod, u, pod, table(plan))
+		}
+	}
 }
 
 // TestDRAExistingNode: an existing node without the device plugin publishes two GPUs; one is

@@ -26,7 +26,8 @@ func (s *state) neverFits(pi *podInfo) string {
 	}
 	byAffinity, byClaims, byTier := 0, 0, 0
 	var claimWhy *dra.Reason
-	claimWhyDevices := false
+	claimWhyDevices, claimWhyClass := false, 0
+	var claimWhyClaims *claimSet
 	short := map[string]int{}
 	for _, o := range s.offerings {
 		if !s.offeringCompatible(pi.sig, o) {
@@ -44,14 +45,23 @@ func (s *state) neverFits(pi *podInfo) string {
 		if pi.dra == nil {
 			return ""
 		}
-		r := s.emptyReason(s.claimsOn(pi, o.alloc), o.draClass)
+		cs := s.claimsOn(pi, o.alloc)
+		r := s.emptyReason(cs, o.draClass)
 		if r == nil {
 			return ""
 		}
 		byClaims++
 		// Prefer the reason of an offering with DRA devices: "no devices" says little.
 		if hasDevices := s.dra.hasSlices(o.draClass); claimWhy == nil || hasDevices && !claimWhyDevices {
-			claimWhy, claimWhyDevices = r, hasDevices
+			claimWhy, claimWhyDevices, claimWhyClass, claimWhyClaims = r, hasDevices, o.draClass, cs
+		}
+	}
+	if claimWhy != nil {
+		// emptyReason answers for every pod whose claims have the same specs, in the words of the
+		// first pod asked: the reason shown is fitted again on this pod's own claims, so it names
+		// them.
+		if r := s.dra.fitEmpty(claimWhyClaims.claims, claimWhyClass); r != nil {
+			claimWhy = r
 		}
 	}
 	if len(s.offerings) == 0 {
