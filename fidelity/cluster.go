@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -32,12 +33,8 @@ func (r *run) createObjects(ctx context.Context) error {
 			return fmt.Errorf("creating PriorityClass %s: %w", pc.Name, err)
 		}
 	}
-	for _, dc := range snap.DeviceClasses {
-		dc = dc.DeepCopy()
-		dc.ResourceVersion = ""
-		if _, err := kube.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating DeviceClass %s: %w", dc.Name, err)
-		}
+	if err := r.syncDeviceClasses(ctx); err != nil {
+		return err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
@@ -185,6 +182,51 @@ func (r *run) renewLease(ctx context.Context, n *corev1.Node) error {
 	}
 	if err != nil {
 		return fmt.Errorf("renewing the lease of node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// syncDeviceClasses makes the cluster's DeviceClasses the scenario's: DeviceClasses are
+// cluster-wide and outlive a run's namespace, and one left by an earlier scenario under the same
+// name (gpu.nvidia.com with or without extendedResourceName) would make the scheduler and the
+// plan serve this scenario's pods by the earlier one's rules. Those the scenario does not have
+// are deleted, the others created or updated to its spec.
+func (r *run) syncDeviceClasses(ctx context.Context) error {
+	classes := r.h.kube.ResourceV1().DeviceClasses()
+	want := map[string]*resourcev1.DeviceClass{}
+	for _, dc := range r.sc.Snapshot.DeviceClasses {
+		want[dc.Name] = dc
+	}
+	have, err := classes.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	for _, dc := range have.Items {
+		if want[dc.Name] == nil {
+			if err := classes.Delete(ctx, dc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting DeviceClass %s of an earlier scenario: %w", dc.Name, err)
+			}
+		}
+	}
+	for _, dc := range r.sc.Snapshot.DeviceClasses {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := classes.Get(ctx, dc.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				c := dc.DeepCopy()
+				c.ResourceVersion = ""
+				_, err = classes.Create(ctx, c, metav1.CreateOptions{})
+				return err
+			}
+			if err != nil {
+				return err
+			}
+			cur.Spec = *dc.Spec.DeepCopy()
+			_, err = classes.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("creating DeviceClass %s: %w", dc.Name, err)
+		}
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -455,11 +456,21 @@ func (r *run) nodesUp(ctx context.Context, launched []string) bool {
 		if err != nil || !snapshot.IsNodeReady(n) {
 			return false
 		}
-		if n.Labels[api.LabelGPUCount] != "" && !hasGPUResources(n) {
+		if n.Labels[api.LabelGPUCount] != "" && !hasGPUResources(n) && !r.hasSlices(ctx, name) {
 			return false
 		}
 	}
 	return true
+}
+
+// hasSlices reports whether a ResourceSlice of the node is published: the GPUs of a node the DRA
+// driver serves are its slices, with no nvidia.com resource in the node's allocatable. (Before,
+// such a node was never up: the harness waited Timing.Bind for it in every DRA scenario, and
+// stallAfter and the watch of pods left without a place never started.)
+func (r *run) hasSlices(ctx context.Context, node string) bool {
+	slices, err := r.h.kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+		FieldSelector: resourcev1.ResourceSliceSelectorNodeName + "=" + node, Limit: 1})
+	return err == nil && len(slices.Items) > 0
 }
 
 func (r *run) bindings(ctx context.Context) (bound, messages map[string]string, err error) {
