@@ -25,8 +25,14 @@
 // time-sliced GPUs (gpu: {sharing: time-slicing, replicas: K}) and tiler.dev gangs; DRA only
 // when GenOptions.DRA is set: claims for whole GPUs, consumable-memory pools (gpu:
 // {consumableMemory: true}) with claims for part of a GPU's memory, and dynamic-MIG pools (gpu:
-// {sharing: dynamic-mig}) with claims for a partition of a MIG profile. The simulated cloud
-// publishes on each bought node the ResourceSlices the plan was made with (dra.NodeSlices). Scenarios are written to and read from a sectioned text format
+// {sharing: dynamic-mig}) with claims for a partition of a MIG profile; whole-GPU pools that pin
+// who publishes their GPUs (gpu: {driver: device-plugin} or {driver: dra}, kind gpu-driver) or
+// leave it to the plan, and GPU DeviceClasses that serve plain nvidia.com/gpu pods through
+// their extendedResourceName. The simulated cloud publishes on each bought node the
+// ResourceSlices the plan was made with (dra.NodeSlices); such a node is up once they are. The
+// cluster's DeviceClasses are made the scenario's at the start of each run (they are
+// cluster-wide and would otherwise carry one scenario's rules into the next). TestFidelity/dra
+// runs five DRA seeds. Scenarios are written to and read from a sectioned text format
 // (Scenario.Encode, DecodeScenario) so that every disagreement found is kept as a regression case
 // in testdata/.
 //

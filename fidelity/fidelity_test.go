@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -61,6 +62,7 @@ func TestFidelity(t *testing.T) {
 		t.Logf("\n%s", b.String())
 	})
 	t.Run("soft", func(t *testing.T) { runSoftSeeds(t, h) })
+	t.Run("dra", func(t *testing.T) { runDRASeeds(t, h) })
 	t.Run("preemption", func(t *testing.T) {
 		for _, seed := range preemptionSeeds {
 			sc := GeneratePreemption(seed)
@@ -98,7 +100,7 @@ var softSeeds = []uint64{44, 5}
 // cost a hard one), and how often kube-scheduler bound a pod of kind soft to its planned node is
 // logged (informational: the scheduler scores other plugins too, and nodes turn Ready one by one).
 func runSoftSeeds(t *testing.T, h *Harness) {
-	rep := runSeedsOn(t, h, softSeeds, GenOptions{Soft: true})
+	rep := runSeedsOn(t, h, softSeeds, GenOptions{Soft: true}, nil)
 	s := rep.Tally(ModeOn, KindSoft)
 	if s.Placed == 0 {
 		t.Fatal("no pod of kind soft was placed")
@@ -107,10 +109,47 @@ func runSoftSeeds(t *testing.T, h *Harness) {
 		s.Placed, s.Placed-s.Moved-s.NotBound, 100*float64(s.Placed-s.Moved-s.NotBound)/float64(s.Placed), s.Moved, s.NotBound)
 }
 
+// draSeeds are generated with GenOptions.DRA: who publishes a node's GPUs decided per node (50:
+// plain GPU pods and claims in one pool, a node of each publisher), pinned to the DRA driver with
+// a DeviceClass serving nvidia.com/gpu (32: plain pods through extended-resource claims) and to
+// the device plugin (15: the claims have no place), consumable GPU memory with that DeviceClass
+// (44) and dynamic MIG with consumable memory (9).
+var draSeeds = []uint64{50, 32, 15, 44, 9}
+
+// runDRASeeds runs the DRA seeds in ModeOn: every planned pod must bind, no unplanned one on a
+// bought node, and each DRA kind must have had a pod placed, so the seeds keep covering them —
+// also plain GPU pods where the DRA driver serves nvidia.com/gpu (a DeviceClass's
+// extendedResourceName), which the scheduler binds through the claims it makes for them.
+func runDRASeeds(t *testing.T, h *Harness) {
+	extended := 0 // plain GPU pods placed in scenarios whose DeviceClass serves nvidia.com/gpu
+	rep := runSeedsOn(t, h, draSeeds, GenOptions{DRA: true}, func(sc *Scenario, out *Outcome) {
+		if !slices.ContainsFunc(sc.Snapshot.DeviceClasses, func(dc *resourcev1.DeviceClass) bool { return dc.Spec.ExtendedResourceName != nil }) {
+			return
+		}
+		for _, p := range out.Pods {
+			if p.Planned != "" && slices.Contains(p.Kinds, KindGPU) {
+				extended++
+			}
+		}
+	})
+	for _, k := range []Kind{KindDRA, KindDRAConsumable, KindDRADynamicMIG, KindGPUDriver, KindGPU} {
+		if s := rep.Tally(ModeOn, k); s.Placed == 0 {
+			t.Errorf("no pod of kind %s was placed in the DRA seeds %v", k, draSeeds)
+		}
+	}
+	if extended == 0 {
+		t.Errorf("no plain GPU pod was placed where a DeviceClass serves nvidia.com/gpu in the DRA seeds %v", draSeeds)
+	}
+	var b strings.Builder
+	_ = rep.Write(&b)
+	t.Logf("plain GPU pods placed through extended-resource claims: %d\n%s", extended, b.String())
+}
+
 // runSeedsOn runs the scenarios generated from seeds with opts in ModeOn and fails on any
 // disagreement but a pod the scheduler moved to another node (a planned pod left unbound, an
-// unplanned pod bound on a bought node); it returns their report.
-func runSeedsOn(t *testing.T, h *Harness, seeds []uint64, opts GenOptions) Report {
+// unplanned pod bound on a bought node); it returns their report, and passes each scenario and
+// its outcome to each when not nil.
+func runSeedsOn(t *testing.T, h *Harness, seeds []uint64, opts GenOptions, each func(*Scenario, *Outcome)) Report {
 	t.Helper()
 	var rep Report
 	for _, seed := range seeds {
@@ -120,6 +159,9 @@ func runSeedsOn(t *testing.T, h *Harness, seeds []uint64, opts GenOptions) Repor
 			t.Fatal(err)
 		}
 		rep.Add(out)
+		if each != nil {
+			each(sc, out)
+		}
 		for _, p := range out.Disagreements() {
 			if p.Verdict != VerdictMoved {
 				t.Errorf("%s: %s %s %v: planned %s, bound %q (%s)", sc.Name, p.Verdict, p.Pod, p.Kinds, orNone(p.Planned, p.Reason), p.Bound, p.Message)
@@ -152,7 +194,7 @@ func TestFidelityGPUProfile(t *testing.T) {
 			t.Fatalf("kube-scheduler /configz lacks %s:\n%s", want, configz)
 		}
 	}
-	rep := runSeedsOn(t, newTestHarness(t, cp), gpuProfileSeeds, GenOptions{})
+	rep := runSeedsOn(t, newTestHarness(t, cp), gpuProfileSeeds, GenOptions{}, nil)
 	all := rep.Tally(ModeOn, KindAll)
 	if all.Placed == 0 {
 		t.Fatal("no pod was placed")

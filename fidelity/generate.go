@@ -13,6 +13,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/snapshot"
@@ -25,8 +26,11 @@ type GenOptions struct {
 	// gpu.nvidia.com), and turns some GPU pools into pools only DRA serves well: whole-GPU pools
 	// into consumable-memory pools (gpu: {consumableMemory: true}; claims for part of a GPU's
 	// memory) and MIG pools into dynamic-MIG pools (gpu: {sharing: dynamic-mig}; claims for a
-	// partition of a profile, DeviceClass mig.nvidia.com). Off by default: the simulator's DRA
-	// support is still being integrated.
+	// partition of a profile, DeviceClass mig.nvidia.com). Some whole-GPU pools pin who publishes
+	// their GPUs (gpu: {driver: device-plugin} or {driver: dra}; unset, the plan chooses per
+	// node), and the DeviceClass of some whole-GPU and consumable-memory pools names
+	// nvidia.com/gpu as its extendedResourceName, so the DRA driver also serves plain GPU pods.
+	// Off by default: the simulator's DRA support is still being integrated.
 	DRA bool
 	// MaxPods bounds the number of pending pods; default DefaultMaxPods.
 	MaxPods int
@@ -100,10 +104,15 @@ type gen struct {
 	profile []string // MIG profiles of the MIG pool's GPU model
 	// migConsumable: the dynamic-MIG pool also publishes its partitions' memory as consumable.
 	migConsumable bool
-	templates     map[string]bool // claim templates added
-	snap          *snapshot.Snapshot
-	apps          []string
-	pods          int
+	// driver pins who publishes the whole-GPU pool's GPUs (gpu.driver: "device-plugin" or
+	// "dra"); empty leaves the choice to the plan.
+	driver string
+	// extended: the GPU DeviceClass serves nvidia.com/gpu as its extendedResourceName.
+	extended  bool
+	templates map[string]bool // claim templates added
+	snap      *snapshot.Snapshot
+	apps      []string
+	pods      int
 }
 
 // Generate builds a random but valid scenario from a seed: a catalog, a cost policy with a general
@@ -131,6 +140,7 @@ func Generate(seed uint64, opts GenOptions) *Scenario {
 	}
 	if opts.DRA {
 		g.draPools(rand.New(rand.NewPCG(seed, 0xd7a)))
+		g.draPublishers(rand.New(rand.NewPCG(seed, 0xd71e)))
 	}
 	cat, err := catalog.Embedded(catName)
 	if err != nil {
@@ -238,6 +248,10 @@ func (g *gen) policy() string {
 			rename = ", renameShared: true"
 		}
 		fmt.Fprintf(&b, "  gpu: {sharing: time-slicing, replicas: %d%s}\n", 2+g.r.IntN(3), rename)
+	case gpuExclusive:
+		if g.driver != "" {
+			fmt.Fprintf(&b, "  gpu: {driver: %s}\n", g.driver)
+		}
 	case gpuMIG:
 		b.WriteString("  gpu: {sharing: mig}\n")
 	case gpuConsumable:
@@ -337,6 +351,21 @@ func (g *gen) draPools(r *rand.Rand) {
 	}
 }
 
+// draPublishers decides, with DRA on, who publishes a whole-GPU pool's GPUs: unset in 40 % of
+// the pools (the plan chooses per node), the device plugin or the DRA driver pinned in 30 % each;
+// and whether the GPU DeviceClass of a whole-GPU or consumable-memory pool serves plain
+// nvidia.com/gpu pods as its extendedResourceName (half of them). The draws come from a stream of
+// their own, so the other draws of a seed stay as they were.
+func (g *gen) draPublishers(r *rand.Rand) {
+	if g.mode != gpuExclusive && g.mode != gpuConsumable {
+		return
+	}
+	if g.mode == gpuExclusive {
+		g.driver = []string{"", "", "device-plugin", "dra"}[min(r.IntN(10)/3, 3)]
+	}
+	g.extended = r.IntN(2) == 0
+}
+
 // draObjects adds the NVIDIA DRA driver's GPU DeviceClass (and, for a dynamic-MIG pool, its MIG
 // DeviceClass, as in the driver's Helm chart) and, for whole GPUs, a one-GPU claim template.
 // Templates for part of a GPU's memory or for a MIG profile are added as workloads use them
@@ -346,6 +375,9 @@ func (g *gen) draObjects() {
 	dc.Name = DRADeviceClass
 	dc.Spec.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 		Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}
+	if g.extended {
+		dc.Spec.ExtendedResourceName = ptr.To(string(api.ResourceGPU))
+	}
 	g.snap.DeviceClasses = append(g.snap.DeviceClasses, dc)
 	if g.mode == gpuDynamicMIG {
 		mc := &resourcev1.DeviceClass{}

@@ -82,7 +82,7 @@ func TestGeneratedScenariosPlan(t *testing.T) {
 	}
 	for _, k := range []Kind{KindPlain, KindNodeSelector, KindNodeAffinity, KindToleration, KindZoneSpread,
 		KindHostnameSpread, KindAntiAffinity, KindZoneAntiAffinity, KindPodAffinity, KindPriority, KindGPU,
-		KindTimeSlicedGPU, KindMIG, KindGang, KindGangNode, KindGangZone, KindDRA, KindDRAConsumable, KindDRADynamicMIG} {
+		KindTimeSlicedGPU, KindMIG, KindGang, KindGangNode, KindGangZone, KindDRA, KindDRAConsumable, KindDRADynamicMIG, KindGPUDriver} {
 		if kinds[k] == 0 {
 			t.Errorf("no pod of kind %s in 200 scenarios", k)
 		}

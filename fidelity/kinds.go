@@ -40,6 +40,9 @@ const (
 	// KindDRADynamicMIG one where a pool publishes dynamic MIG partitions.
 	KindDRAConsumable Kind = "dra-consumable"
 	KindDRADynamicMIG Kind = "dra-dynamic-mig"
+	// KindGPUDriver is a GPU pod, plain nvidia.com/gpu or with ResourceClaims, where a pool pins
+	// who publishes its GPUs (gpu.driver: the device plugin or the DRA driver).
+	KindGPUDriver Kind = "gpu-driver"
 	// KindSoft is a pod with a soft constraint: preferred node or pod (anti-)affinity, or
 	// ScheduleAnyway topology spread. The plan honours it only among equally cheap placements
 	// (within the policy's softConstraints.maxPremiumPercent), and kube-scheduler only by score,
@@ -108,6 +111,9 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 				set[KindTimeSlicedGPU] = true
 			case name == api.ResourceGPU:
 				set[KindGPU] = true
+				if pinsDriver(pol) {
+					set[KindGPUDriver] = true
+				}
 			case strings.HasPrefix(string(name), "nvidia.com/mig-"):
 				set[KindMIG] = true
 			}
@@ -121,6 +127,9 @@ func Kinds(p *corev1.Pod, pol *policy.CostPolicy) []Kind {
 		}
 		if dynamicMIG {
 			set[KindDRADynamicMIG] = true
+		}
+		if pinsDriver(pol) {
+			set[KindGPUDriver] = true
 		}
 	}
 	if p.Labels[api.LabelGang] != "" {
@@ -170,6 +179,19 @@ func draPools(pol *policy.CostPolicy) (consumable, dynamicMIG bool) {
 		dynamicMIG = dynamicMIG || pl.GPU.Sharing == api.DynamicMIG
 	}
 	return consumable, dynamicMIG
+}
+
+// pinsDriver reports whether a pool of the policy pins who publishes its GPUs (gpu.driver).
+func pinsDriver(pol *policy.CostPolicy) bool {
+	if pol == nil {
+		return false
+	}
+	for _, pl := range pol.Pools {
+		if pl.GPU != nil && pl.GPU.Driver != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func gvk(apiVersion, kind string) schema.GroupVersionKind {
