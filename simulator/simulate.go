@@ -165,6 +165,7 @@ type state struct {
 	compat     [][]bool      // per signature, per offering
 	nodeOK     [][]int8      // per signature, per node: 0 unknown, 1 compatible, 2 not
 	eligible   map[[3]int][]string
+	pinned     *[]pinnedZone // pinnedZones, nil until first asked
 	reasons    map[*podInfo]api.UnschedulablePod
 	groups     podGroups // the snapshot's native PodGroups (buildGangs)
 	matchCache map[string][2][]int

@@ -1,6 +1,7 @@
 package simulator_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,37 @@ pools:
 		}
 		if len(plan.Unschedulable) != 0 {
 			t.Errorf("unschedulable: %v", plan.Unschedulable)
+		}
+	})
+	t.Run("GPU node pinned to another zone", func(t *testing.T) {
+		// Fidelity regression spread-domain-of-zone-pinned-node: the GPU pods select us-east-1a,
+		// so their node cannot move to 1b or 1c, and its zone is a domain with no web pod: one
+		// web pod per zone fits, as on an existing tainted node below. Before, all four were
+		// planned and two never bound.
+		snap := &snapshot.Snapshot{}
+		spreadPods(snap)
+		for i := 0; i < 2; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("infer-"+itoa(i)).CPU("4").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").
+				NodeSelector(corev1.LabelTopologyZone, "us-east-1a").Obj())
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		web := 0
+		for _, n := range plan.NewNodes {
+			for _, p := range n.Pods {
+				if strings.Contains(p, "/web-") {
+					web++
+				}
+			}
+		}
+		unplaced := []string{}
+		for _, u := range plan.Unschedulable {
+			unplaced = append(unplaced, u.Pod)
+		}
+		if web != 2 || len(unplaced) != 2 {
+			t.Errorf("%d web pods placed, unschedulable %v; want 2 placed and 2 web pods unschedulable (1a is a domain)", web, unplaced)
 		}
 	})
 	t.Run("existing tainted node", func(t *testing.T) {
