@@ -148,7 +148,6 @@ func (s *state) pinnedZones() []pinnedZone {
 		return *s.pinned
 	}
 	out := []pinnedZone{}
-	s.pinned = &out
 	zero := make(vec, len(s.dims.names))
 	done := map[int]bool{}
 	byZone := map[string]int{}
@@ -183,7 +182,7 @@ func (s *state) pinnedZones() []pinnedZone {
 		}
 		out[i].offerings = append(out[i].offerings, fit...)
 	}
-	*s.pinned = out
+	s.pinned = &out
 	return out
 }
 
