@@ -109,12 +109,12 @@ func runSoftSeeds(t *testing.T, h *Harness) {
 		s.Placed, s.Placed-s.Moved-s.NotBound, 100*float64(s.Placed-s.Moved-s.NotBound)/float64(s.Placed), s.Moved, s.NotBound)
 }
 
-// draSeeds are generated with GenOptions.DRA: who publishes a node's GPUs decided per node (50:
-// plain GPU pods and claims in one pool, a node of each publisher), pinned to the DRA driver with
+// draSeeds are generated with GenOptions.DRA: who publishes a node's GPUs decided per node (39:
+// plain GPU pods and a claim in one pool, a node of each publisher), pinned to the DRA driver with
 // a DeviceClass serving nvidia.com/gpu (32: plain pods through extended-resource claims) and to
-// the device plugin (15: the claims have no place), consumable GPU memory with that DeviceClass
+// the device plugin (50: the claims have no place), consumable GPU memory with that DeviceClass
 // (44) and dynamic MIG with consumable memory (9).
-var draSeeds = []uint64{50, 32, 15, 44, 9}
+var draSeeds = []uint64{39, 32, 50, 44, 9}
 
 // runDRASeeds runs the DRA seeds in ModeOn: every planned pod must bind, no unplanned one on a
 // bought node, and each DRA kind must have had a pod placed, so the seeds keep covering them —

@@ -104,15 +104,16 @@ type gen struct {
 	profile []string // MIG profiles of the MIG pool's GPU model
 	// migConsumable: the dynamic-MIG pool also publishes its partitions' memory as consumable.
 	migConsumable bool
+	templates     map[string]bool // claim templates added
+	snap          *snapshot.Snapshot
+	apps          []string
+	pods          int
+
 	// driver pins who publishes the whole-GPU pool's GPUs (gpu.driver: "device-plugin" or
 	// "dra"); empty leaves the choice to the plan.
 	driver string
 	// extended: the GPU DeviceClass serves nvidia.com/gpu as its extendedResourceName.
-	extended  bool
-	templates map[string]bool // claim templates added
-	snap      *snapshot.Snapshot
-	apps      []string
-	pods      int
+	extended bool
 }
 
 // Generate builds a random but valid scenario from a seed: a catalog, a cost policy with a general
@@ -361,7 +362,12 @@ func (g *gen) draPublishers(r *rand.Rand) {
 		return
 	}
 	if g.mode == gpuExclusive {
-		g.driver = []string{"", "", "device-plugin", "dra"}[min(r.IntN(10)/3, 3)]
+		switch x := r.IntN(10); {
+		case x >= 7:
+			g.driver = "dra"
+		case x >= 4:
+			g.driver = "device-plugin"
+		}
 	}
 	g.extended = r.IntN(2) == 0
 }
