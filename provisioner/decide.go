@@ -702,6 +702,7 @@ func inFlight(recs []LaunchRecord, idx nodeIndex, slices []*resourcev1.ResourceS
 			Pool:           r.Pool,
 			GPU:            r.GPU,
 			Pods:           r.Pods,
+			Claims:         r.Claims,
 		})
 	}
 	return out, bought

@@ -153,6 +153,7 @@ func recordFor(n api.NewNode, now time.Time, pol *policy.CostPolicy) LaunchRecor
 		Labels:         n.Labels,
 		Taints:         n.Taints,
 		Fallbacks:      n.Fallbacks,
+		Claims:         n.Claims,
 		CreatedAt:      now,
 		PoolHash:       poolHash(pol, n.Pool),
 	}

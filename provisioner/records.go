@@ -54,7 +54,11 @@ type LaunchRecord struct {
 	// Fallbacks are the plan's fallback offerings, tried in order when the cloud refuses the
 	// node's own.
 	Fallbacks []api.PricedOffering `json:"fallbacks,omitempty"`
-	CreatedAt time.Time            `json:"createdAt"`
+	// Claims are the DRA devices the plan allocated to the pods' claims on the node
+	// (api.NewNode.Claims): while the node is in flight, a re-plan gives the pods put back there
+	// the same devices (simulator.InFlightNode.Claims).
+	Claims    []api.ClaimAllocation `json:"claims,omitempty"`
+	CreatedAt time.Time             `json:"createdAt"`
 	// PoolHash is policy.PoolHash of the node's pool when the launch was planned; the controller
 	// sets it on the Node as tiler.dev/pool-hash once it is Ready, so that a later change of the
 	// pool's labels, taints or GPU settings is seen as drift.
@@ -410,6 +414,13 @@ func (r LaunchRecord) clone() LaunchRecord {
 		r.GPU = &g
 	}
 	r.Fallbacks = slices.Clone(r.Fallbacks)
+	if r.Claims != nil {
+		claims := make([]api.ClaimAllocation, len(r.Claims))
+		for i, c := range r.Claims {
+			claims[i] = api.ClaimAllocation{Claim: c.Claim, Devices: slices.Clone(c.Devices)}
+		}
+		r.Claims = claims
+	}
 	return r
 }
 

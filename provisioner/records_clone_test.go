@@ -28,6 +28,7 @@ func TestLaunchRecordCloneSharesNothing(t *testing.T) {
 	c.GPU.MIGLayout[0][0] = "changed"
 	c.GPU.Replicas = 9
 	c.Fallbacks[0].Zone = "changed"
+	c.Claims[0].Devices[0] = "changed"
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("changing the clone changed the record:\n%+v", r)
 	}
@@ -48,6 +49,7 @@ func sharingRecord() LaunchRecord {
 		Taints:    []corev1.Taint{{Key: "t", Value: "v", Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}},
 		GPU:       &api.GPUConfig{Sharing: api.MIG, MIGLayout: [][]string{{"1g.5gb"}}},
 		Fallbacks: []api.PricedOffering{{Offering: api.Offering{InstanceType: "g5.2xlarge"}}},
+		Claims:    []api.ClaimAllocation{{Claim: "default/a-gpu", Devices: []string{"gpu-0"}}},
 		CreatedAt: added.Time, InstanceID: "i-1",
 	}
 }
@@ -57,7 +59,7 @@ func sharingRecord() LaunchRecord {
 func checkCloneFields(t *testing.T) {
 	t.Helper()
 	// The fields that can share memory, by path: clone copies exactly these.
-	handled := []string{"Pods", "Labels", "Taints", "GPU", "Fallbacks"}
+	handled := []string{"Pods", "Labels", "Taints", "GPU", "Fallbacks", "Claims"}
 	var shared []string
 	typ := reflect.TypeFor[LaunchRecord]()
 	for i := range typ.NumField() {

@@ -26,6 +26,7 @@ func fullRecord() LaunchRecord {
 			MIGLayout: [][]string{{"1g.5gb", "1g.5gb"}, {"7g.40gb"}}, MIGConfig: "custom", MigPartedConfig: "version: v1",
 			ConsumableMemory: true, DRA: true},
 		Fallbacks:        []api.PricedOffering{{Offering: api.Offering{InstanceType: "p4d.24xlarge", Zone: "us-east-1b", CapacityType: api.OnDemand}, PricePerHour: 32.8, CapacityReservation: "cr-0fb"}},
+		Claims:           []api.ClaimAllocation{{Claim: "ml/train-0-gpu", Devices: []string{"gpu-0-mig-1g5gb-19-0"}}},
 		CreatedAt:        time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		PoolHash:         "h123",
 		InstanceID:       "i-0abc",

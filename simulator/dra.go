@@ -181,6 +181,14 @@ func (s *state) setupDRA() error {
 		valid = append(valid, pi)
 	}
 	s.pending = valid
+	for c := range d.classes {
+		if d.orderSensitive(c) {
+			for _, pi := range s.pending {
+				pi.schedOrder = pi.dra != nil
+			}
+			break
+		}
+	}
 	return nil
 }
 

@@ -544,3 +544,75 @@ func TestDRAMixedAllocationsConsistent(t *testing.T) {
 		}
 	}
 }
+
+// migProfileTemplates are claim templates in namespace ml for one dynamic-MIG partition of a
+// profile: mig-1g5gb and mig-2g10gb.
+var migProfileTemplates = migProfileTemplate("1g.5gb") + migProfileTemplate("2g.10gb")
+
+// migProfileTemplate is the claim template mig-<profile without dots> for one partition of it.
+func migProfileTemplate(profile string) string {
+	return fmt.Sprintf(`
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {namespace: ml, name: mig-%s}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: mig
+        exactly:
+          deviceClassName: mig.nvidia.com
+          selectors:
+          - cel: {expression: "device.attributes['gpu.nvidia.com'].profile == '%s'"}
+`, strings.ReplaceAll(profile, ".", ""), profile)
+}
+
+// TestDRAAllocatesInSchedulerOrder: on a dynamic-MIG node the allocator fits first, so what a
+// claim gets depends on the order the claims come in, and the plan allocates in the scheduler's
+// (priority, then creation, then name). Five 1g.5gb pods and one 2g.10gb pod fit one A100 only
+// when the 2g.10gb comes first (slots 0-1, the 1g.5gb in 2-6): created last, it finds slots 0-4
+// taken, and a 2g.10gb starts at slot 0, 2 or 4. The plan used to allocate in placement order
+// (the 2g.10gb pod, asking more CPU, first), planned all six on one GPU, and the scheduler left
+// the 2g.10gb pod without a place (fidelity seed 99 with DRA, soft constraints and narrow
+// zones). Created first, the 2g.10gb pod has its slots, and the six share one one-GPU node.
+func TestDRAAllocatesInSchedulerOrder(t *testing.T) {
+	snapWith := func(bigCreated string) string {
+		snap := draClasses + migProfileTemplates
+		for i := range 5 {
+			snap += strings.Replace(claimPod(fmt.Sprintf("a%d", i), "{name: mig, resourceClaimTemplateName: mig-1g5gb}", "1"),
+				"metadata: {", "metadata: {creationTimestamp: '2026-12-01T10:00:05Z', ", 1)
+		}
+		// b asks for more CPU: placed by size, it would come first.
+		return snap + strings.Replace(claimPod("b", "{name: mig, resourceClaimTemplateName: mig-2g10gb}", "2"),
+			"metadata: {", "metadata: {creationTimestamp: '"+bigCreated+"', ", 1)
+	}
+	pol := draPolicy("a2-highgpu-1g, a2-highgpu-2g", "{sharing: dynamic-mig}")
+	// smallOnGPUOfBig counts the 1g.5gb partitions on the GPU of b's 2g.10gb.
+	smallOnGPUOfBig := func(plan *api.Plan) int {
+		n := nodeOf(t, plan, "ml/b")
+		gpu, small := "", 0
+		for _, c := range n.Claims {
+			if c.Claim == "ml/b-mig" {
+				gpu, _, _ = strings.Cut(c.Devices[0], "-mig-")
+			}
+		}
+		for _, c := range n.Claims {
+			if strings.HasPrefix(c.Devices[0], gpu+"-mig-1g5gb") {
+				small++
+			}
+		}
+		return small
+	}
+	first := simulateDRA(t, "gcp-us-central1", pol, snapWith("2026-12-01T10:00:00Z"), simulator.Options{})
+	if len(first.NewNodes) != 1 || first.NewNodes[0].InstanceType != "a2-highgpu-1g" || smallOnGPUOfBig(first) != 5 {
+		t.Errorf("2g.10gb pod created first: want all six on one a2-highgpu-1g\n%s", table(first))
+	}
+	last := simulateDRA(t, "gcp-us-central1", pol, snapWith("2026-12-01T10:00:09Z"), simulator.Options{})
+	if k := smallOnGPUOfBig(last); k > 4 {
+		t.Errorf("2g.10gb pod created last: its GPU holds %d 1g.5gb partitions allocated before it, so no slot 0, 2 or 4 is left for it\n%s", k, table(last))
+	}
+	if len(last.Unschedulable) > 0 {
+		t.Errorf("unschedulable: %v", last.Unschedulable)
+	}
+}

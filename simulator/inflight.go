@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/tiler-dev/tiler/api"
 
@@ -58,6 +59,7 @@ func (s *state) addInFlightNodes() {
 			}
 			mode, consumable, publishes := dra.PublishMode(g)
 			sn.slices = s.dra.slicesFor(f.Name, s.classOf(it, publishes, mode, consumable, off.alloc))
+			sn.recorded = recordedDevices(f.Claims)
 		}
 		if prev := s.nodeIndex(f.Name); prev >= 0 {
 			// The Node registered already: keep the pods bound there, take the planned allocatable.
@@ -140,4 +142,29 @@ func (s *state) variantFor(pl *poolInfo, it *catalog.InstanceType, g api.GPUConf
 		}
 	}
 	return variants[0]
+}
+
+// recordedDevices indexes a plan's claim allocations on a node by claim key: the names of the
+// devices of the node's own slices each claim got. A claim that got a device of another pool
+// (cluster-wide slices) is left out: it is fitted again as any other.
+func recordedDevices(claims []api.ClaimAllocation) map[string][]string {
+	out := map[string][]string{}
+next:
+	for _, c := range claims {
+		var names []string
+		for _, d := range c.Devices {
+			// "gpu-0-mig-1g5gb-19-0 (gpu/h100) [memory=10Gi]": the name comes first, prefixed
+			// with its pool when that is not the node's.
+			name, _, _ := strings.Cut(d, " ")
+			if name == "" || strings.Contains(name, "/") {
+				continue next
+			}
+			names = append(names, name)
+		}
+		out[c.Claim] = names
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -52,6 +52,9 @@ type simNode struct {
 	// slices are the ResourceSlices an in-flight node will publish, while the snapshot has none
 	// of it.
 	slices []*resourcev1.ResourceSlice
+	// recorded are the devices (by name, in slices) the plan that bought an in-flight node
+	// allocated to each claim there (InFlightNode.Claims), by claim key.
+	recorded map[string][]string
 	// compatBySig caches anyCompatible for the candidates identified by compatCands/compatLen.
 	compatBySig map[int]bool
 	compatCands **offering

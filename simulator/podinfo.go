@@ -50,6 +50,10 @@ type podInfo struct {
 	topoKeys []topologyKey
 	// soft are its soft constraints (soft.go), nil when it has none.
 	soft *softTerms
+	// schedOrder marks a DRA pod that some offering allocates from devices where the order of
+	// allocation matters (draState.orderSensitive): such pods are placed in the scheduler's
+	// order (sortPods), which their allocations follow.
+	schedOrder bool
 }
 
 // size is the sort key of first-fit decreasing: GPUs (device-plugin resources and the devices
@@ -108,7 +112,9 @@ func signatureKey(p *corev1.Pod) string {
 }
 
 // sortPods orders pods for placement: gangs kept together, higher priority first, then larger
-// first (first-fit decreasing), then by input order so the result is deterministic.
+// first (first-fit decreasing), then by input order so the result is deterministic. Among pods
+// of one size, those whose allocations depend on their order (schedOrder) come last, in the
+// scheduler's order.
 func sortPods(pods []*podInfo, gpuDims []int) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		a, b := pods[i], pods[j]
@@ -126,6 +132,14 @@ func sortPods(pods []*podInfo, gpuDims []int) {
 		bg, bc := b.size(gpuDims)
 		if ag != bg {
 			return ag > bg
+		}
+		if a.schedOrder != b.schedOrder {
+			return b.schedOrder
+		}
+		if a.schedOrder {
+			// Placed as the scheduler takes them, their claims are allocated in its order
+			// without allocating a node's claims again (filter_dra.go, allocatedAfter).
+			return schedulesBefore(a, b)
 		}
 		if ag > 0 && a.flex != b.flex {
 			// Pods that only some GPU types can hold open their nodes first; pods that any GPU

@@ -69,6 +69,12 @@ type InFlightNode struct {
 	// pending there first, so that a later batch never re-packs in-flight nodes differently and buys
 	// again.
 	Pods []string
+	// Claims are the devices the plan that bought the node allocated to those pods' claims there
+	// (api.NewNode.Claims). A pod put back on the node gets the same devices while they are
+	// free: the allocator fits first, so what a pod gets depends on the order the pods come in,
+	// and pods put back in another order can leave no room for the last of them (dynamic MIG:
+	// 1g.5gb partitions taking the slots a 2g.10gb needs), which the re-plan would buy again.
+	Claims []api.ClaimAllocation
 }
 
 // Input is everything a simulation reads.
