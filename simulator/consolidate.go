@@ -14,6 +14,8 @@ func (s *state) consolidate() {
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return utilisation(order[i]) < utilisation(order[j]) })
+	s.improving = true
+	defer func() { s.improving = false }()
 	for _, n := range order {
 		mark := s.checkpoint()
 		before := s.budget

@@ -616,3 +616,23 @@ func TestDRAAllocatesInSchedulerOrder(t *testing.T) {
 		t.Errorf("unschedulable: %v", last.Unschedulable)
 	}
 }
+
+// TestDRAAllocatesOutOfOrderByReplay: a gang is placed before the other pods of its priority,
+// so a pod the scheduler takes before the gang's members, with other claims, comes to a node
+// already holding them; its claims and theirs are then allocated again in the scheduler's order
+// (replay), and it shares the node. Refused instead, it bought a second p4d.24xlarge for one
+// 2g.10gb partition (campaign seed 85 with DRA, soft constraints and narrow zones).
+func TestDRAAllocatesOutOfOrderByReplay(t *testing.T) {
+	snap := draClasses + migProfileTemplate("2g.10gb") + migProfileTemplate("3g.20gb") +
+		strings.Replace(claimPod("a", "{name: mig, resourceClaimTemplateName: mig-2g10gb}", "1"),
+			"metadata: {", "metadata: {creationTimestamp: '2026-12-01T10:00:00Z', ", 1)
+	for i := range 4 {
+		snap += strings.Replace(claimPod(fmt.Sprintf("g%d", i), "{name: mig, resourceClaimTemplateName: mig-3g20gb}", "1"),
+			"metadata: {", "metadata: {creationTimestamp: '2026-12-01T10:00:05Z', ", 1)
+		snap = strings.Replace(snap, fmt.Sprintf("labels: {app: g%d}", i), "labels: {app: g, tiler.dev/gang: g, tiler.dev/gang-size: '4'}", 1)
+	}
+	plan := simulateDRA(t, "aws-us-east-1", draPolicy("p4d.24xlarge", "{sharing: dynamic-mig}"), snap, simulator.Options{})
+	if len(plan.NewNodes) != 1 || len(plan.NewNodes[0].Pods) != 5 {
+		t.Errorf("want one p4d.24xlarge for the gang and the 2g.10gb pod\n%s", table(plan))
+	}
+}

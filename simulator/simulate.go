@@ -202,6 +202,9 @@ type state struct {
 	// softOn makes placement honour soft constraints (soft.go); hasSoft reports that a pending pod
 	// has some.
 	softOn, hasSoft bool
+	// improving is set while consolidation or split moves pods between planned nodes
+	// (allocateOn refuses rather than replays there).
+	improving bool
 	// sigTiers holds, per signature, the priority the pools' priority tiers are checked with.
 	sigTiers []sigTier
 }

@@ -14,6 +14,8 @@ const maxSplitCaps = 8
 // the zone, which every other constraint tolerates (a gang of topology zone stays in its zone, and
 // a gang without topology only asks that all its members be placed, which a kept split does).
 func (s *state) split() {
+	s.improving = true
+	defer func() { s.improving = false }()
 	var order []*simNode
 	for _, n := range s.nodes {
 		if !n.existing && !n.removed && len(n.pods) > 1 && s.splittable(n, true) {
