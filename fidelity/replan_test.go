@@ -18,11 +18,18 @@ import (
 // With DRA, the in-flight nodes carry the first plan's claim allocations: before they did, the
 // re-plan of seeds 99 and 250 put the pods of a dynamic-MIG node back in another order, their
 // 1g.5gb partitions took the slots the last 2g.10gb needed, and it bought a node for that pod.
+//
+// With narrow zones (the general pool in two zones, the GPU pool in three), the re-plans of seeds
+// 137, 144 and 239 (and 249 with DRA) had no place for zone-spread pods the first plan placed: a
+// GPU node whose zone its own pods' spread or anti-affinity chose opened a third domain with none
+// of the spread pods, which the re-plan counted from the start (an in-flight node) and the first
+// plan had not (simulator.brokenDomains; regression gpu-spread-opens-a-domain).
 func TestReplanWithPlanInFlightBuysNothing(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts GenOptions
-	}{{"plain", GenOptions{}}, {"dra", GenOptions{DRA: true}}} {
+	}{{"plain", GenOptions{}}, {"dra", GenOptions{DRA: true}},
+		{"narrow", GenOptions{NarrowZones: true, Soft: true}}, {"dra-narrow", GenOptions{DRA: true, NarrowZones: true, Soft: true}}} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := 0
 			const seeds = 300

@@ -120,6 +120,9 @@ func (s *state) eligibleDomains(sig int, key string, honorTaints bool) []string 
 				add(z.zone, true)
 			}
 		}
+		for _, o := range s.opened {
+			add(o.zone, s.affinityMatches(sig, o.node))
+		}
 	}
 	s.eligible[k] = out
 	return out

@@ -263,7 +263,7 @@ func (s *state) buildOfferings() error {
 				}
 				for _, v := range variants {
 					off := s.newOffering(pl, it, o, v)
-					if ok, _ := reqs.Match(off.node); !ok {
+					if ok, _ := reqs.Match(off.node); !ok || s.closesDomain(off) {
 						continue
 					}
 					off.idx = len(s.offerings)

@@ -119,12 +119,72 @@ func simulatePlain(in Input) (*api.Plan, error) {
 }
 
 // simulatePass is one simulation, honouring soft constraints when soft is set.
+//
+// A pass whose nodes open zone-spread domains that break a spread as placed (brokenDomains) is
+// run again with those domains counted from the start, at most once per zone and spread: kube-scheduler
+// counts them, and would bind fewer of the spread pods than planned. That plan is compared with
+// one that buys no node in those zones that would open them (closesDomain), which may keep the
+// spread whole by buying the other nodes elsewhere. That one is kept when it leaves fewer pods
+// without a place, or the same pods for less; a pod pinned to the closed zone is not traded for a
+// spread pod on price.
 func simulatePass(in Input, soft bool) (*api.Plan, *state, error) {
-	s, err := newState(in)
+	plan, s, opened, err := simulateConsistent(in, soft, nil)
+	if err != nil || len(opened) == 0 {
+		return plan, s, err
+	}
+	alt, as, _, err := simulateConsistent(in, soft, opened)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(alt.Unschedulable) < len(plan.Unschedulable) ||
+		sameUnplaced(alt, plan) && alt.CostPerHour < plan.CostPerHour-1e-9 {
+		return alt, as, nil
+	}
+	return plan, s, nil
+}
+
+// sameUnplaced reports whether two plans leave the same pods without a place.
+func sameUnplaced(a, b *api.Plan) bool {
+	pods := func(p *api.Plan) []string {
+		out := make([]string, 0, len(p.Unschedulable))
+		for _, u := range p.Unschedulable {
+			out = append(out, u.Pod)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(pods(a), pods(b))
+}
+
+// simulateConsistent runs passes until no node of the plan opens a zone-spread domain that breaks
+// a spread as placed, each counting the domains the ones before found from the start, and returns
+// the last with those domains. closed are domains no new node may open (closesDomain).
+func simulateConsistent(in Input, soft bool, closed []openedDomain) (*api.Plan, *state, []openedDomain, error) {
+	var opened []openedDomain
+	for {
+		plan, s, err := simulateOnePass(in, soft, opened, closed)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		more := slices.DeleteFunc(s.brokenDomains(), func(d openedDomain) bool {
+			return slices.ContainsFunc(opened, func(o openedDomain) bool { return o.zone == d.zone && o.sig == d.sig })
+		})
+		if len(more) == 0 {
+			return plan, s, opened, nil
+		}
+		opened = append(opened, more...)
+	}
+}
+
+// simulateOnePass is one simulation, honouring soft constraints when soft is set, counting the
+// opened zone-spread domains from the start and opening none of the closed ones.
+func simulateOnePass(in Input, soft bool, opened, closed []openedDomain) (*api.Plan, *state, error) {
+	s, err := newStateClosing(in, closed)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.softOn = soft
+	s.opened = opened
 	if err := s.planRelayouts(); err != nil {
 		return nil, nil, err
 	}
@@ -207,9 +267,18 @@ type state struct {
 	improving bool
 	// sigTiers holds, per signature, the priority the pools' priority tiers are checked with.
 	sigTiers []sigTier
+	// opened are the zone-spread domains an earlier pass's nodes opened (brokenDomains), counted
+	// from the start by eligibleDomains; closed are those no new node may open (closesDomain).
+	opened, closed []openedDomain
 }
 
 func newState(in Input) (*state, error) {
+	return newStateClosing(in, nil)
+}
+
+// newStateClosing is newState with no offering that would open one of the closed zone-spread
+// domains (closesDomain).
+func newStateClosing(in Input, closed []openedDomain) (*state, error) {
 	if in.Snapshot == nil || in.Catalog == nil {
 		return nil, fmt.Errorf("simulate: snapshot and catalog are required")
 	}
@@ -228,7 +297,8 @@ func newState(in Input) (*state, error) {
 	}
 	in.Snapshot = withoutPlaceholders(in.Snapshot)
 	s := &state{in: in, cat: in.Catalog, dims: newDims(), trackers: newTrackers(), sigs: map[string]int{},
-		eligible: map[[3]int][]string{}, reasons: map[*podInfo]api.UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{}}
+		eligible: map[[3]int][]string{}, reasons: map[*podInfo]api.UnschedulablePod{}, matchCache: map[string][2][]int{}, keys: map[string]int{},
+		closed: closed}
 	s.in.Policy = pol
 	for i := range pol.Pools {
 		s.pools = append(s.pools, &poolInfo{Pool: &pol.Pools[i], index: i})

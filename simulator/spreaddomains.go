@@ -1,6 +1,8 @@
 package simulator
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
@@ -25,14 +27,9 @@ type zoneSpreadGroup struct {
 	domains map[string]bool
 }
 
-// keepSpreadDomains chooses the zone of each new node whose candidates span several zones (its
-// pods do not care about the zone) so that the node does not add a zone-spread domain that breaks
-// the spread of pods placed elsewhere. kube-scheduler counts every node matching a spread pod's
-// node affinity as a domain, tainted or not: a GPU node bought for other pods in a zone the spread
-// pods cannot use adds a domain with none of them, and with maxSkew 1 only one of them then fits
-// per zone. The node is moved to the cheapest candidate zone that keeps every group's skew, when
-// it has one.
-func (s *state) keepSpreadDomains() {
+// zoneSpreadGroups lists the hard zone spreads of the pending pods (nodeTaintsPolicy Ignore), one
+// per tracker and signature, with the domains their pods count from the start (eligibleDomains).
+func (s *state) zoneSpreadGroups() []*zoneSpreadGroup {
 	var groups []*zoneSpreadGroup
 	seen := map[[2]int]*zoneSpreadGroup{}
 	for _, pi := range s.pending {
@@ -53,6 +50,18 @@ func (s *state) keepSpreadDomains() {
 			groups = append(groups, g)
 		}
 	}
+	return groups
+}
+
+// keepSpreadDomains chooses the zone of each new node whose candidates span several zones (its
+// pods do not care about the zone) so that the node does not add a zone-spread domain that breaks
+// the spread of pods placed elsewhere. kube-scheduler counts every node matching a spread pod's
+// node affinity as a domain, tainted or not: a GPU node bought for other pods in a zone the spread
+// pods cannot use adds a domain with none of them, and with maxSkew 1 only one of them then fits
+// per zone. The node is moved to the cheapest candidate zone that keeps every group's skew, when
+// it has one.
+func (s *state) keepSpreadDomains() {
+	groups := s.zoneSpreadGroups()
 	if len(groups) == 0 {
 		return
 	}
@@ -102,4 +111,61 @@ func (s *state) keepSpreadDomains() {
 		}
 		record(n.chosen)
 	}
+}
+
+// openedDomain is a zone a node of an earlier pass of the plan opens as a zone-spread domain
+// (brokenDomains): the zone and the node as it would be bought, whose labels say which pods'
+// node affinity it matches.
+type openedDomain struct {
+	zone string
+	node *corev1.Node
+	// sig is the signature of the spread pods whose domain it is.
+	sig int
+}
+
+// closesDomain reports whether a node bought as offering o would open one of the closed
+// zone-spread domains: it is in the zone and matches the spread pods' node affinity. The
+// signatures are interned in the order of the pending pods, the same in every pass of one input.
+func (s *state) closesDomain(o *offering) bool {
+	for _, c := range s.closed {
+		if o.zone == c.zone && s.affinityMatches(c.sig, o.node) {
+			return true
+		}
+	}
+	return false
+}
+
+// brokenDomains lists the zones the plan's new nodes open as zone-spread domains, not counted
+// from the start, that break a group's spread as placed: a node whose zone was chosen at
+// placement (its pods are spread or anti-affine by zone) and that keepSpreadDomains could not
+// move, in a zone the group's pods cannot use. kube-scheduler counts it, with none of the group's
+// pods, and binds fewer of them than were planned. simulatePass plans again with these zones
+// counted from the start (eligibleDomains).
+func (s *state) brokenDomains() []openedDomain {
+	groups := s.zoneSpreadGroups()
+	if len(groups) == 0 {
+		return nil
+	}
+	var out []openedDomain
+	for _, g := range groups {
+		final := maps.Clone(g.domains)
+		var added []*offering
+		for _, n := range s.nodes {
+			if n.existing || n.removed || n.chosen == nil || final[n.chosen.zone] || !s.affinityMatches(g.sig, n.chosen.node) {
+				continue
+			}
+			final[n.chosen.zone] = true
+			added = append(added, n.chosen)
+		}
+		counts := s.trackers.list[g.tracker].counts
+		for _, o := range added {
+			for d := range final {
+				if counts[d]-counts[o.zone] > g.maxSkew {
+					out = append(out, openedDomain{zone: o.zone, node: o.node, sig: g.sig})
+					break
+				}
+			}
+		}
+	}
+	return out
 }

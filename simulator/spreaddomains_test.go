@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
 	"github.com/tiler-dev/tiler/api/policy"
 	"github.com/tiler-dev/tiler/api/snapshot"
@@ -91,6 +92,71 @@ pools:
 		}
 		if web != 2 || len(unplaced) != 2 {
 			t.Errorf("%d web pods placed, unschedulable %v; want 2 placed and 2 web pods unschedulable (1a is a domain)", web, unplaced)
+		}
+	})
+	// count tallies the plan's placed pods whose names start with prefix and its unschedulable ones.
+	count := func(plan *api.Plan, prefix string) (placed, unplaced int) {
+		for _, n := range plan.NewNodes {
+			for _, p := range n.Pods {
+				if strings.HasPrefix(p, "default/"+prefix) {
+					placed++
+				}
+			}
+		}
+		for _, u := range plan.Unschedulable {
+			if strings.HasPrefix(u.Pod, "default/"+prefix) {
+				unplaced++
+			}
+		}
+		return placed, unplaced
+	}
+	t.Run("GPU nodes spread by zone", func(t *testing.T) {
+		// Fidelity regression gpu-spread-opens-a-domain (generated seed 144, narrow zones): the
+		// GPU pods are spread by zone themselves, so their nodes' zones are chosen as they are
+		// placed and keepSpreadDomains cannot move them. A GPU node in 1a opens a domain with no
+		// web pod, and kube-scheduler bound two web pods of four. Now the plan buys the GPU nodes
+		// in 1b and 1c only, where both spreads hold whole.
+		snap := &snapshot.Snapshot{}
+		spreadPods(snap)
+		for i := 0; i < 4; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("infer-"+itoa(i)).Label("app", "infer").CPU("2").Mem("8Gi").GPU(1).
+				Tolerate("nvidia.com/gpu").Spread(corev1.LabelTopologyZone, 1, true).Obj())
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range plan.NewNodes {
+			if n.Zone == "us-east-1a" {
+				t.Errorf("node %s (%s) bought in us-east-1a: a zone-spread domain the web pods cannot use", n.Name, n.Pool)
+			}
+		}
+		if len(plan.Unschedulable) != 0 {
+			t.Errorf("unschedulable: %v", plan.Unschedulable)
+		}
+	})
+	t.Run("GPU nodes anti-affine by zone", func(t *testing.T) {
+		// Three GPU pods anti-affine by zone need all three zones. Kept out of 1a, one of them
+		// has no place; in 1a, its node is a domain with no web pod, and two of the three web
+		// pods fit. Both leave one pod out; the plan keeps the GPU pods and plans the web pods the
+		// scheduler will bind (before, all three were planned and one never bound).
+		snap := &snapshot.Snapshot{}
+		for i := 0; i < 3; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("web-"+itoa(i)).Label("app", "web").CPU("100m").Mem("2Gi").
+				Spread(corev1.LabelTopologyZone, 1, true).Obj())
+		}
+		for i := 0; i < 3; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("infer-"+itoa(i)).Label("app", "infer").CPU("2").Mem("8Gi").GPU(1).
+				Tolerate("nvidia.com/gpu").AntiAffinity(corev1.LabelTopologyZone, "infer").Obj())
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		web, webOut := count(plan, "web-")
+		infer, _ := count(plan, "infer-")
+		if infer != 3 || web != 2 || webOut != 1 {
+			t.Errorf("%d GPU pods and %d web pods placed, %d web pods unschedulable; want 3, 2 and 1", infer, web, webOut)
 		}
 	})
 	t.Run("existing tainted node", func(t *testing.T) {
