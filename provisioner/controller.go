@@ -74,6 +74,8 @@ type Controller struct {
 	batchMu sync.Mutex
 	// memory is what decisions carry from batch to batch (Decide).
 	memory *Memory
+	// boots is what the failed-boots ConfigMap holds (failedboots.go).
+	boots bootMemory
 	// placeholderErr is the last placeholder failure logged at Warn level (later repeats log at
 	// Debug).
 	placeholderErr string

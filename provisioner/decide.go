@@ -448,7 +448,11 @@ func (d *Decision) housekeep(s *State, cfg Config, mem *Memory, recs []LaunchRec
 		n := idx.forRecord(r)
 		if n != nil && snapshot.IsNodeReady(n) && !mem.Announced[r.NodeName] {
 			mem.Announced[r.NodeName] = true
-			delete(mem.FailedBoots, r.Pool)
+			if r.ReadyAt.IsZero() {
+				// A node that registers now ends the pool's failed boots; one a process before
+				// this one saw Ready (a restart) says nothing of the launches since.
+				delete(mem.FailedBoots, r.Pool)
+			}
 			d.Announce = append(d.Announce, Announcement{Record: r, Node: n, BootTime: bootTime(r, n, now)})
 		}
 		wasReady := !r.ReadyAt.IsZero() || mem.Announced[r.NodeName]

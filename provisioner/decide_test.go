@@ -542,3 +542,30 @@ func TestDecideCallsUnderWay(t *testing.T) {
 			d.Remove, d.Fleet, d.Launch)
 	}
 }
+
+// TestDecideFailedBootsEndWithANewNode: a pool's failed boots (Memory.FailedBoots) end when a
+// node of the pool registers, not when a process restarted with them read back (FailedBootsConfigMap)
+// first sees a node that was Ready before (its record's ReadyAt): that one says nothing of the
+// launches since.
+func TestDecideFailedBootsEndWithANewNode(t *testing.T) {
+	clk, cfg, node, rec := launchedHourAgo()
+	s := provisioner.State{Now: clk.Now(), Nodes: []*corev1.Node{node}, Catalog: decideCatalog(t)}
+	failed := func() *provisioner.Memory {
+		mem := provisioner.NewMemory()
+		mem.FailedBoots["default"] = map[string]bool{"launch-a": true, "launch-b": true}
+		return mem
+	}
+	rec.ReadyAt = clk.Now().Add(-50 * time.Minute)
+	s.Records = []provisioner.LaunchRecord{rec}
+	mem := failed()
+	if d := provisioner.Decide(s, cfg, mem); len(d.Announce) != 1 || len(mem.FailedBoots["default"]) != 2 {
+		t.Errorf("a node Ready before the restart: announced %d, failed boots %v; want it announced and the failed boots kept",
+			len(d.Announce), mem.FailedBoots)
+	}
+	rec.ReadyAt = time.Time{}
+	s.Records = []provisioner.LaunchRecord{rec}
+	mem = failed()
+	if provisioner.Decide(s, cfg, mem); len(mem.FailedBoots) != 0 {
+		t.Errorf("a node that registers now: failed boots %v; want none", mem.FailedBoots)
+	}
+}

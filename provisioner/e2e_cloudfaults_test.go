@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -293,13 +294,14 @@ func testNoLeakWhenListFails(t *testing.T, cp *controlplane.ControlPlane) {
 // bootstrap), and four pods, one per node, wait. The first batch launches four nodes; once they
 // time out (3 s), the pool launches one node at a time (tiler_provisioner_launches_held 3), so
 // over four more timeouts it buys four nodes, not sixteen; the pods held back get a LaunchHeld
-// Event saying why. Once the image boots again, the probe
+// Event saying why. The controller restarts while it probes: the new process reads the pool's
+// failed boots back (FailedBootsConfigMap) and goes on one node at a time, where it used to launch
+// one node per pod again. Once the image boots again, the probe
 // registers and the pods are bought for and bound.
 func testProbeWhenNodesDoNotJoin(t *testing.T, cp *controlplane.ControlPlane) {
 	cfg := testConfig()
 	cfg.RegistrationTimeout = 3 * time.Second
-	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.Image = "img-broken" })
-	e.cloud.SetImageNeverRegisters("img-broken")
+	e := newEnv(t, cp, cfg, func(c *sim.Config) { c.Image = "img-broken"; c.ImagesNeverRegister = []string{"img-broken"} })
 	var pods []*corev1.Pod
 	for i := range 4 {
 		pods = append(pods, simtest.Pod(named("join", i)).Label("app", "join").CPU("1").Mem("2Gi").AntiAffinity(corev1.LabelHostname, "join").Obj())
@@ -322,6 +324,13 @@ func testProbeWhenNodesDoNotJoin(t *testing.T, cp *controlplane.ControlPlane) {
 		return told >= 3
 	})
 	testwait.Until(t, testwait.Slow, "the first four launches removed", 30*time.Second, func() bool { return len(e.records()) <= 1 })
+	testwait.Until(t, testwait.Slow, "the failed boots written to their ConfigMap", 30*time.Second, func() bool {
+		cm, err := e.kube.CoreV1().ConfigMaps(cfg.Namespace).Get(context.Background(), provisioner.FailedBootsConfigMap, metav1.GetOptions{})
+		var byPool map[string][]string
+		return err == nil && json.Unmarshal([]byte(cm.Data["failures.json"]), &byPool) == nil && len(byPool["default"]) >= provisioner.ProbeAfterFailedBoots
+	})
+	e.stopAndWait()
+	e.start()
 	start := e.launches()
 	removed := func() float64 {
 		return counterValue(t, e.metrics.Deletions.WithLabelValues(provisioner.RemovalRegistrationTimeout))

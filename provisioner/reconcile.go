@@ -39,7 +39,9 @@ func (c *Controller) reconcile(ctx context.Context, wait bool) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	c.loadFailedBoots(ctx)
 	d := Decide(s, DecideConfig{Config: c.cfg, Clock: c.clock}, c.memory)
+	c.saveFailedBoots(ctx)
 	c.disruption.setKept(d.KeptForForecast, d.KeptForBooking)
 	res := c.act(ctx, &s, d, wait)
 	if c.onBatch != nil {

@@ -87,6 +87,9 @@ type Config struct {
 	LaunchSettings string
 	// Faults are injected from the start; the Inject and Set methods change them later.
 	Faults Faults
+	// ImagesNeverRegister are images whose instances never create a Node, from the start
+	// (SetImageNeverRegisters adds one later): a process restarted with a broken image.
+	ImagesNeverRegister []string
 	// Logger receives Run's step failures. Default: a no-op logger.
 	Logger *zap.Logger
 }

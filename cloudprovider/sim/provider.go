@@ -83,6 +83,9 @@ func New(cfg Config, kube kubernetes.Interface, clk clock.Clock) (*Provider, err
 		faults: cfg.Faults, imageNow: cfg.Image, settingsNow: cfg.LaunchSettings,
 		renewed: map[string]renewal{},
 	}
+	for _, img := range cfg.ImagesNeverRegister {
+		p.SetImageNeverRegisters(img)
+	}
 	if err := p.store.view(func(*state) {}); err != nil {
 		return nil, fmt.Errorf("opening the sim cloud: %w", err)
 	}
