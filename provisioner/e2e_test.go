@@ -103,6 +103,7 @@ func (e *env) cleanup(pods []*corev1.Pod) {
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: "tiler.dev/cost-policy"})
 	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(ctx, provisioner.FailedImagesConfigMap, metav1.DeleteOptions{})
+	_ = e.kube.CoreV1().ConfigMaps(e.cfg.Namespace).Delete(ctx, provisioner.FailedBootsConfigMap, metav1.DeleteOptions{})
 	// Not fatal: a scenario ends once its nodes are gone or after 30 s.
 	_ = testwait.Poll(testwait.Slow, 30*time.Second, func() bool { return len(e.managedNodes()) == 0 })
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -94,19 +93,12 @@ func (c *Controller) writeFailedBoots(ctx context.Context, byPool map[string][]s
 	if err != nil {
 		return err
 	}
-	cms := c.kube.CoreV1().ConfigMaps(c.cfg.Namespace)
-	cm, err := cms.Get(ctx, FailedBootsConfigMap, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: FailedBootsConfigMap, Namespace: c.cfg.Namespace},
-			Data: map[string]string{failedBootsKey: string(b)}}
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
+	cm, err := c.kube.CoreV1().ConfigMaps(c.cfg.Namespace).Get(ctx, FailedBootsConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = nil
+	case err != nil:
 		return fmt.Errorf("reading ConfigMap %s/%s: %w", c.cfg.Namespace, FailedBootsConfigMap, err)
 	}
-	cm = cm.DeepCopy()
-	cm.Data = map[string]string{failedBootsKey: string(b)}
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	return err
+	return c.putConfigMap(ctx, cm, FailedBootsConfigMap, failedBootsKey, string(b))
 }

@@ -179,15 +179,21 @@ func (c *Controller) writeFailedImages(ctx context.Context, cm *corev1.ConfigMap
 	if err != nil {
 		return err
 	}
+	return c.putConfigMap(ctx, cm, FailedImagesConfigMap, failedImagesKey, string(b))
+}
+
+// putConfigMap sets the data of the controller's ConfigMap name to the one key: it creates the
+// ConfigMap when cm (as read) is nil, and updates a copy of cm otherwise.
+func (c *Controller) putConfigMap(ctx context.Context, cm *corev1.ConfigMap, name, key, value string) error {
 	cms := c.kube.CoreV1().ConfigMaps(c.cfg.Namespace)
 	if cm == nil {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: FailedImagesConfigMap, Namespace: c.cfg.Namespace}}
-		cm.Data = map[string]string{failedImagesKey: string(b)}
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.cfg.Namespace}}
+		cm.Data = map[string]string{key: value}
+		_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
 		return err
 	}
 	cm = cm.DeepCopy()
-	cm.Data = map[string]string{failedImagesKey: string(b)}
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	cm.Data = map[string]string{key: value}
+	_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
 	return err
 }
