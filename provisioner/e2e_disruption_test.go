@@ -46,6 +46,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("RestartWhileReplacing", func(t *testing.T) { testReplaceLaunchedFirst(t, cp, true) })
 	t.Run("ReplacementLosesCapacity", func(t *testing.T) { testReplacementLosesCapacity(t, cp) })
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
+	t.Run("ReplacementKeepsSpreadDomains", func(t *testing.T) { testReplacementKeepsSpreadDomains(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
 	t.Run("CapacityBlockEnding", func(t *testing.T) { testReservationEnding(t, cp) })
 	t.Run("CapacityBlockForcedBeforeTheEnd", func(t *testing.T) { testReservationForcedBeforeTheEnd(t, cp) })
@@ -995,6 +996,102 @@ pools:
   capacityTypes: [on-demand]
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 `
+
+// spreadDomainsPolicy buys web nodes in us-east-1b and 1c only and GPU nodes in every zone, at
+// on-demand prices equal in every zone.
+const spreadDomainsPolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: web
+  instanceTypes: [m7i.large]
+  capacityTypes: [on-demand]
+  zones: [us-east-1b, us-east-1c]
+- name: gpu
+  instanceTypes: [g6.xlarge, g6.12xlarge]
+  capacityTypes: [on-demand]
+  taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+  disruption:
+    consolidateAfter: 2s
+`
+
+// testReplacementKeepsSpreadDomains: four web pods spread by zone (maxSkew 1, no node affinity)
+// run two in 1b and two in 1c, where their pool buys. A g6.12xlarge in 1b, bought for a big pod
+// pinned there, is left with one small zone-agnostic GPU pod and is replaced by a g6.xlarge. The
+// replacement must not go to 1a: kube-scheduler counts a tainted GPU node there as a domain of
+// the web spread with none of its pods, and the web Deployment's next replicas would stay
+// pending (it went to 1a, the first zone at the same price, before session 45). The replacement
+// is Ready before the old node is cordoned; then the web Deployment grows to six and every pod is
+// bound, and no instance leaked.
+func testReplacementKeepsSpreadDomains(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns = "spread-domains"
+	e.namespace(ns)
+	e.applyPolicy("policy", spreadDomainsPolicy)
+	web := simtest.Pod("t").Namespace(ns).Label("app", "web").CPU("500m").Mem("1Gi").Spread(corev1.LabelTopologyZone, 1, true).Obj()
+	e.deployment(ns, "web", 4, web)
+	zoneOf := func(name string) string {
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Labels[corev1.LabelTopologyZone]
+	}
+	for _, p := range e.waitAppReady(ns, "web", 4, 60*time.Second) {
+		if z := zoneOf(p.Spec.NodeName); z != "us-east-1b" && z != "us-east-1c" {
+			t.Fatalf("web pod %s in %s", p.Name, z)
+		}
+	}
+	big := simtest.Pod("t").Namespace(ns).Label("app", "big").CPU("40").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").NodeSelector(corev1.LabelTopologyZone, "us-east-1b").Obj()
+	e.deployment(ns, "big", 1, big)
+	old := e.waitAppReady(ns, "big", 1, 60*time.Second)[0].Spec.NodeName
+	small := simtest.Pod("t").Namespace(ns).Label("app", "infer").CPU("1").Mem("4Gi").GPU(1).Tolerate("nvidia.com/gpu").Obj()
+	e.deployment(ns, "infer", 1, small)
+	if on := e.waitAppReady(ns, "infer", 1, 30*time.Second)[0].Spec.NodeName; on != old {
+		t.Fatalf("the infer pod is on %s, want the g6.12xlarge %s beside the big pod", on, old)
+	}
+	nw := e.watchNodes()
+	if err := e.kube.AppsV1().Deployments(ns).Delete(context.Background(), "big", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var repl corev1.Node
+	testwait.Until(t, testwait.Slow, "the g6.12xlarge to be replaced", 60*time.Second, func() bool {
+		var gpu []corev1.Node
+		for _, n := range e.managedNodes() {
+			if n.Labels[api.LabelPool] == "gpu" {
+				gpu = append(gpu, n)
+			}
+		}
+		if len(gpu) != 1 || gpu[0].Name == old || len(e.records()) != len(e.managedNodes()) {
+			return false
+		}
+		repl = gpu[0]
+		return true
+	})
+	pod := e.waitAppReady(ns, "infer", 1, 30*time.Second)[0]
+	readyBeforeCordon(t, nw.finish(), old, repl.Name)
+	zone := repl.Labels[corev1.LabelTopologyZone]
+	t.Logf("g6.12xlarge %s (us-east-1b) replaced by %s %s in %s", old, repl.Labels[corev1.LabelInstanceTypeStable], repl.Name, zone)
+	if zone == "us-east-1a" {
+		t.Errorf("the replacement %s is in us-east-1a, a zone-spread domain the web pods cannot use", repl.Name)
+	}
+	if pod.Spec.NodeName != repl.Name {
+		t.Errorf("the infer pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
+	}
+	replaced := false
+	for _, p := range passes.all() {
+		for _, a := range p.Actions {
+			replaced = replaced || a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone && slices.Contains(a.Nodes, old)
+		}
+	}
+	if !replaced {
+		t.Error("no Replace action on the g6.12xlarge reported done")
+	}
+	// The web spread's next replicas: 1b and 1c hold two each and no domain sits at zero.
+	e.scale(ns, "web", 6)
+	e.waitAppReady(ns, "web", 6, 60*time.Second)
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
 
 // testGPUNodeEmptied: a GPU node bought for a GPU pod also runs two CPU pods (they tolerate the
 // GPU taint). Once the GPU workload is gone, the node carries CPU pods only: it is emptied onto a

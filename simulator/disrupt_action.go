@@ -31,16 +31,16 @@ func (p *pass) tryActionSaving(nodes []*nodeFacts, reason api.DisruptionReason, 
 		return 0, kept(api.KeepBudget, "pool %s's budget allows %d more disruptions now", pol.Name, max(a, 0))
 	}
 	mark := s.checkpoint()
-	m, k := p.move(nodes, !p.d.in.Options.caStyle && !p.noNew, false)
+	m, k := p.move(nodes, !p.d.in.Options.caStyle && !p.noNew, false, false)
 	if k != nil {
 		return 0, k
 	}
 	if x := sameTypeNode(nodes, m.repl); x != nil {
 		s.revert(mark)
 		rest := without(nodes, x)
-		if m, k = p.move(rest, false, false); k == nil {
+		if m, k = p.move(rest, false, false, false); k == nil {
 			nodes = rest
-		} else if m, k = p.move(nodes, true, false); k != nil {
+		} else if m, k = p.move(nodes, true, false, false); k != nil {
 			return 0, k
 		}
 	}
@@ -68,10 +68,12 @@ type moved struct {
 	price float64
 }
 
-// move removes the nodes and re-places their pods, opening one new node at most when allowNew.
-// When a pod finds no place it undoes everything and says why. An urgent move (an unhealthy or
-// interrupted node, which goes whatever Tiler does) is not stopped by PodDisruptionBudgets.
-func (p *pass) move(nodes []*nodeFacts, allowNew, urgent bool) (moved, *api.KeptNode) {
+// move removes the nodes and re-places their pods, opening one new node at most when allowNew;
+// that node opens no zone-spread domain the moving pods' spreads cannot use (keepDomains), unless
+// mustGo (a node that goes whatever it costs) and it can be had no other way. When a pod finds
+// no place it undoes everything and says why. An urgent move (an unhealthy or interrupted node,
+// which goes whatever Tiler does) is not stopped by PodDisruptionBudgets.
+func (p *pass) move(nodes []*nodeFacts, allowNew, urgent, mustGo bool) (moved, *api.KeptNode) {
 	s := p.d.s
 	if k := p.podChecks(nodes, urgent); k != nil {
 		return moved{}, k
@@ -95,24 +97,18 @@ func (p *pass) move(nodes []*nodeFacts, allowNew, urgent bool) (moved, *api.Kept
 		s.newNodeCap = before + 1
 	}
 	placed := s.checkpoint()
-	failed := s.placeMoved(m.pods, false, nil)
-	if failed != nil && allowNew && s.anyZoneSensitive(m.pods) {
-		// The new node's zone is pinned by the first pod that cares; a pod needing another
-		// zone then finds no place. Placing the zone-bound pods first lets them pick it; then
-		// placing the pods that still found none before them (zone-spread pods that need the
-		// room another zone has left, which a bigger zone-bound pod took).
-		s.revert(placed)
-		failed = s.placeMoved(m.pods, true, nil)
-		first := map[*podInfo]bool{}
-		for try := 0; failed != nil && try < moveRetries && !first[failed]; try++ {
-			first[failed] = true
-			s.revert(placed)
-			failed = s.placeMoved(m.pods, true, first)
-		}
+	place := func() *podInfo { return s.placeMovedRetrying(m.pods, allowNew, placed) }
+	failed := place()
+	var blocked *spreadBlocked
+	if failed == nil {
+		failed, blocked = p.d.keepDomains(before, placed, place, mustGo)
 	}
 	s.newNodeCap = 0
 	if failed != nil {
 		s.revert(mark)
+		if blocked != nil {
+			return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node that opens no zone-spread domain: %s", failed.key, blocked)
+		}
 		return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node", failed.key)
 	}
 	if len(s.nodes) > before {

@@ -175,7 +175,7 @@ func (p *pass) forcedAllowance(f *nodeFacts) (int, string) {
 // finds no place (or its gang cannot move whole).
 func (p *pass) tryForced(f *nodeFacts) *api.KeptNode {
 	x := f.forced
-	m, k := p.move([]*nodeFacts{f}, true, x.urgent() || x.forcible())
+	m, k := p.move([]*nodeFacts{f}, true, x.urgent() || x.forcible(), true)
 	if k != nil {
 		k.Name, k.Pool = f.node.Name, f.pol.Name
 		if k.Reason == api.KeepNoCheaperFit {

@@ -82,6 +82,28 @@ func (s *state) placeMoved(pods []*podInfo, zoneFirst bool, first map[*podInfo]b
 	return s.retryDeferred(deferred)
 }
 
+// placeMovedRetrying places the moved pods (placeMoved). When a pod finds no place, a new node
+// may be opened and some pod's constraints depend on the zone, it tries again from the
+// checkpoint placed: the new node's zone is pinned by the first pod that cares, and a pod needing
+// another zone then finds no place. Placing the zone-bound pods first lets them pick it; then
+// placing the pods that still found none before them (zone-spread pods that need the room another
+// zone has left, which a bigger zone-bound pod took). It returns the first pod without a place.
+func (s *state) placeMovedRetrying(pods []*podInfo, allowNew bool, placed int) *podInfo {
+	failed := s.placeMoved(pods, false, nil)
+	if failed == nil || !allowNew || !s.anyZoneSensitive(pods) {
+		return failed
+	}
+	s.revert(placed)
+	failed = s.placeMoved(pods, true, nil)
+	first := map[*podInfo]bool{}
+	for try := 0; failed != nil && try < moveRetries && !first[failed]; try++ {
+		first[failed] = true
+		s.revert(placed)
+		failed = s.placeMoved(pods, true, first)
+	}
+	return failed
+}
+
 // retryDeferred places again the pods (and gangs, by a member) whose pod affinity may target
 // pods placed after them, while that places more of them, as placeAll does. It returns the first
 // that still has no place, or nil.

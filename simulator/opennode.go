@@ -28,7 +28,7 @@ func (s *state) openNode(pi *podInfo, r restriction) (failure, bool) {
 	for _, pl := range s.pools {
 		var cands []*offering
 		for _, o := range pl.offs {
-			if r.allows(o) && s.offeringCompatible(pi.sig, o) && s.fitsEmpty(pi, empty, o) && offeringCarriesKeys(pi, o) && s.reservationOpen(o) {
+			if r.allows(o) && s.offeringCompatible(pi.sig, o) && s.fitsEmpty(pi, empty, o) && offeringCarriesKeys(pi, o) && s.reservationOpen(o) && !s.closesDomain(o) {
 				cands = append(cands, o)
 			}
 		}
