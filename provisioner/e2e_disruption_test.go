@@ -1021,7 +1021,9 @@ pools:
 // the web spread with none of its pods, and the web Deployment's next replicas would stay
 // pending (it went to 1a, the first zone at the same price, before session 45). The replacement
 // is Ready before the old node is cordoned; then the web Deployment grows to six and every pod is
-// bound, and no instance leaked.
+// bound. A purchase for a zone-agnostic GPU pod then keeps out of 1a too (the running web pods'
+// spread; before session 45 it went there), the web Deployment grows to eight, and no instance
+// leaked.
 func testReplacementKeepsSpreadDomains(t *testing.T, cp *controlplane.ControlPlane) {
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	const ns = "spread-domains"
@@ -1089,6 +1091,16 @@ func testReplacementKeepsSpreadDomains(t *testing.T, cp *controlplane.ControlPla
 	// The web spread's next replicas: 1b and 1c hold two each and no domain sits at zero.
 	e.scale(ns, "web", 6)
 	e.waitAppReady(ns, "web", 6, 60*time.Second)
+	// A purchase keeps the running spread's domains too: a zone-agnostic GPU pod with no room on
+	// the g6.xlarge gets a node in 1b or 1c at the same price (before, 1a), and the web
+	// Deployment grows again.
+	e.deployment(ns, "more", 1, simtest.Pod("t").Namespace(ns).Label("app", "more").CPU("40").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").Obj())
+	more := e.waitAppReady(ns, "more", 1, 60*time.Second)[0].Spec.NodeName
+	if z := zoneOf(more); z == "us-east-1a" {
+		t.Errorf("the node %s bought for a GPU pod is in us-east-1a, a zone-spread domain the running web pods cannot use", more)
+	}
+	e.scale(ns, "web", 8)
+	e.waitAppReady(ns, "web", 8, 60*time.Second)
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)
 }

@@ -50,9 +50,6 @@ type disruptor struct {
 	hashes       map[string]string
 	deviceTaints map[string][]string
 	warnings     []string
-	// spread are the hard zone spreads of the cluster's pods, with the domains each counts
-	// (keepDomains).
-	spread []*spreadDomains
 }
 
 // newDisruptor classifies the nodes, builds the simulation state over a snapshot in which the
@@ -73,9 +70,6 @@ func newDisruptor(in DisruptionInput) (*disruptor, error) {
 		return nil, err
 	}
 	d.s = s
-	if d.spread, err = d.zoneSpreads(); err != nil {
-		return nil, err
-	}
 	d.attach()
 	d.preplace()
 	s.placePendingOnExisting()

@@ -251,6 +251,10 @@ type state struct {
 	newNodeCap int
 	budget     float64 // $/h of managed nodes, existing and new
 	warnings   []string
+	// spreads are the hard zone spreads of the snapshot's pods, running or pending, with the
+	// domains each counts (zoneSpreads, nil until first asked): no new node should open a domain
+	// they cannot use.
+	spreads *[]*spreadDomains
 	// relayouts are the MIG re-layouts of existing nodes planned before placement (relayout.go).
 	relayouts []*relayout
 	// teams resolves pods' teams (nil without teams in the policy); sigPools holds, per signature,

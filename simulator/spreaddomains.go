@@ -1,10 +1,15 @@
 package simulator
 
 import (
+	"fmt"
 	"maps"
+	"math"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/tiler-dev/tiler/api/snapshot"
 )
 
 // affinityMatches reports whether node n satisfies the node selector and required node affinity
@@ -53,16 +58,85 @@ func (s *state) zoneSpreadGroups() []*zoneSpreadGroup {
 	return groups
 }
 
+// spreadDomains is the hard zone spread of the pods of one signature, running or pending: the
+// zones it counts as domains (eligibleDomains: existing nodes matching the pods' node affinity,
+// and the zones their pools buy in), and one such pod, for messages.
+type spreadDomains struct {
+	sig     int
+	pod     string
+	domains map[string]bool
+}
+
+// zoneSpreads lists, once per simulation and once per node-selection signature, the active pods
+// of the snapshot with a hard zone spread that counts tainted nodes (nodeTaintsPolicy Ignore, the
+// default), running or pending. A pod whose team cannot be resolved is counted with every pool,
+// and warned of. It is first asked once placement has begun, when the domains an earlier pass
+// opened (s.opened) are set: eligibleDomains caches what it returns.
+func (s *state) zoneSpreads() []*spreadDomains {
+	if s.spreads != nil {
+		return *s.spreads
+	}
+	s.spreads = &[]*spreadDomains{}
+	prio := priorityClasses(s.in.Snapshot)
+	seen := map[int]bool{}
+	for _, p := range s.in.Snapshot.Pods {
+		if !snapshot.IsActive(p) && !snapshot.IsPending(p) || !slices.ContainsFunc(p.Spec.TopologySpreadConstraints, func(c corev1.TopologySpreadConstraint) bool {
+			return c.TopologyKey == LabelZone && c.WhenUnsatisfiable == corev1.DoNotSchedule &&
+				(c.NodeTaintsPolicy == nil || *c.NodeTaintsPolicy != corev1.NodeInclusionPolicyHonor)
+		}) {
+			continue
+		}
+		team, err := s.teams.of(p.Namespace)
+		if err != nil {
+			s.warnings = append(s.warnings, fmt.Sprintf("pod %s: %v; its zone spread counts the domains of every pool", podKey(p), err))
+		}
+		var pools []string
+		if team != nil {
+			pools = team.Pools
+		}
+		sig := s.signature(p, pools, podPriority(p, prio))
+		if seen[sig] {
+			continue
+		}
+		seen[sig] = true
+		g := &spreadDomains{sig: sig, pod: podKey(p), domains: map[string]bool{}}
+		for _, z := range s.eligibleDomains(sig, LabelZone, false) {
+			g.domains[z] = true
+		}
+		*s.spreads = append(*s.spreads, g)
+	}
+	return *s.spreads
+}
+
+// opensDomain returns the zone spread (zoneSpreads) for which a node bought as o would be a new
+// domain its pods cannot use, or nil: o matches the pods' node affinity, its zone is not one of
+// their domains, and no other new node of the plan (self excluded) is there already.
+func (s *state) opensDomain(o *offering, self *simNode) *spreadDomains {
+	for _, g := range s.zoneSpreads() {
+		if g.domains[o.zone] || !s.affinityMatches(g.sig, o.node) {
+			continue
+		}
+		there := slices.ContainsFunc(s.nodes, func(n *simNode) bool {
+			return n != self && !n.existing && !n.removed && n.chosen != nil && n.chosen.zone == o.zone && s.affinityMatches(g.sig, n.chosen.node)
+		})
+		if !there {
+			return g
+		}
+	}
+	return nil
+}
+
 // keepSpreadDomains chooses the zone of each new node whose candidates span several zones (its
 // pods do not care about the zone) so that the node does not add a zone-spread domain that breaks
 // the spread of pods placed elsewhere. kube-scheduler counts every node matching a spread pod's
 // node affinity as a domain, tainted or not: a GPU node bought for other pods in a zone the spread
 // pods cannot use adds a domain with none of them, and with maxSkew 1 only one of them then fits
 // per zone. The node is moved to the cheapest candidate zone that keeps every group's skew, when
-// it has one.
+// it has one; and, at no higher price, to one where it opens no domain that the hard zone spread
+// of any pod, running or pending, cannot use (opensDomain).
 func (s *state) keepSpreadDomains() {
 	groups := s.zoneSpreadGroups()
-	if len(groups) == 0 {
+	if len(groups) == 0 && len(s.zoneSpreads()) == 0 {
 		return
 	}
 	record := func(o *offering) {
@@ -97,15 +171,27 @@ func (s *state) keepSpreadDomains() {
 		}
 		return true
 	}
+	// cheapestOf returns n's cheapest candidate that ok accepts, not above maxPrice, or nil.
+	cheapestOf := func(n *simNode, maxPrice float64, ok func(*offering) bool) *offering {
+		var best *offering
+		for _, o := range n.cands {
+			if o.price <= maxPrice+1e-9 && ok(o) && (best == nil || o.price < best.price) {
+				best = o
+			}
+		}
+		return best
+	}
 	for _, n := range open {
 		if !keeps(n.chosen) {
-			var best *offering
-			for _, o := range n.cands {
-				if keeps(o) && (best == nil || o.price < best.price) {
-					best = o
-				}
+			if best := cheapestOf(n, math.Inf(1), keeps); best != nil {
+				s.setChosen(n, best)
 			}
-			if best != nil {
+		}
+		if s.opensDomain(n.chosen, n) != nil {
+			// A domain no spread's pod can use, running or pending, even if it breaks no spread
+			// as placed: the spread's later replicas could not be scheduled. Avoided when it
+			// costs nothing.
+			if best := cheapestOf(n, n.chosen.price, func(o *offering) bool { return keeps(o) && s.opensDomain(o, n) == nil }); best != nil {
 				s.setChosen(n, best)
 			}
 		}

@@ -159,6 +159,31 @@ pools:
 			t.Errorf("%d GPU pods and %d web pods placed, %d web pods unschedulable; want 3, 2 and 1", infer, web, webOut)
 		}
 	})
+	t.Run("running spread pods", func(t *testing.T) {
+		// The web pods run, two in 1b and two in 1c: none is pending, and a GPU node in 1a would
+		// still be a domain with none of them, where the web Deployment's next replicas could
+		// not go. At the same price elsewhere, the GPU node is bought in 1b or 1c.
+		snap := &snapshot.Snapshot{}
+		for _, z := range []string{"b", "c"} {
+			n := simtest.Node("web-"+z, "m6i.xlarge", "us-east-1"+z, simtest.Resources("cpu", "4", "memory", "16Gi", "pods", "110"))
+			snap.Nodes = append(snap.Nodes, n)
+			for i := 0; i < 2; i++ {
+				snap.Pods = append(snap.Pods, simtest.Pod("web-"+z+itoa(i)).Label("app", "web").CPU("100m").Mem("2Gi").
+					Spread(corev1.LabelTopologyZone, 1, true).On(n.Name).Obj())
+			}
+		}
+		snap.Pods = append(snap.Pods, simtest.Pod("infer").CPU("4").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").Obj())
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.NewNodes) != 1 || len(plan.Unschedulable) != 0 {
+			t.Fatalf("new nodes %+v, unschedulable %v; want one GPU node", plan.NewNodes, plan.Unschedulable)
+		}
+		if n := plan.NewNodes[0]; n.Zone == "us-east-1a" {
+			t.Errorf("node %s (%s, $%.4f/h) bought in us-east-1a: a zone-spread domain the running web pods cannot use", n.Name, n.InstanceType, n.PricePerHour)
+		}
+	})
 	t.Run("existing tainted node", func(t *testing.T) {
 		snap := &snapshot.Snapshot{}
 		n := simtest.Node("infra-0", "m7i.2xlarge", "us-east-1a", simtest.Resources("cpu", "8", "memory", "32Gi", "pods", "110"))
