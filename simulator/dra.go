@@ -46,6 +46,9 @@ type draState struct {
 	// empty node are not cached.
 	nodesWithSlices map[string]bool
 	clusterSlices   bool
+	// noMemo turns off what a node's version remembers (memoOf, replays): Options.noDRAMemo,
+	// for the test that plans do not depend on it.
+	noMemo bool
 	// classes are the distinct (slices, advertised extended resources) of offerings; every DRA
 	// answer about a new node depends on its offering only through the class.
 	classes  []offeringClass
@@ -151,7 +154,7 @@ func (s *state) setupDRA() error {
 	d := &draState{alloc: alloc, index: dra.NewClaimIndex(snap.ResourceClaims, snap.ResourceClaimTemplates),
 		extNames: ext, nodesWithSlices: map[string]bool{}, classIDs: map[offeringClass]int{},
 		slices: map[sliceRef][]*resourcev1.ResourceSlice{}, sigs: map[string]int{}, empty: map[[2]int]emptyFit{},
-		valid: map[string]bool{}, owner: map[string]*simNode{}}
+		valid: map[string]bool{}, owner: map[string]*simNode{}, noMemo: s.in.Options.noDRAMemo}
 	for _, sl := range snap.ResourceSlices {
 		if sl.Spec.NodeName != nil && *sl.Spec.NodeName != "" {
 			d.nodesWithSlices[*sl.Spec.NodeName] = true

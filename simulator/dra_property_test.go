@@ -1,8 +1,10 @@
 package simulator_test
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -274,4 +276,70 @@ func onlyDevices(slices []*resourcev1.ResourceSlice, keep map[string]bool) []*re
 		out[i] = c
 	}
 	return out
+}
+
+// TestDRAMemoChangesNoPlan: what each node remembers of its DRA allocations (the fit of a claim
+// set per node version, and the outcome of allocating its claims again per version of its
+// allocations and of its DRA pods) must change no plan. Random snapshots over the three DRA
+// pools (exclusive, consumable memory, dynamic MIG) and mixes of plain GPU pods and claims on
+// 1/4/8-GPU types, where nodes change publisher while packing, are planned with and without it
+// and the plans compared byte for byte. Keyed by the count of a node's DRA pods instead of their
+// version (before session 41), the replay memo handed a node's allocations to another set of pods
+// of the same count, and three of the mixed plans differ.
+func TestDRAMemoChangesNoPlan(t *testing.T) {
+	same := func(t *testing.T, cat *catalog.Catalog, pol *policy.CostPolicy, yaml string) {
+		t.Helper()
+		snap, err := snapshot.Decode(strings.NewReader(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [2]bytes.Buffer
+		for i, opts := range []simulator.Options{{Seed: "m"}, simulator.WithoutDRAMemo(simulator.Options{Seed: "m"})} {
+			plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol, Options: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := plan.WriteJSON(&out[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+			t.Errorf("the plan with the memo differs from the plan without:\n%s\n%s", out[0].String(), out[1].String())
+		}
+	}
+	aws, err := catalog.Embedded("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Parse([]byte(draPropertyPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 12; seed++ {
+		t.Run(fmt.Sprintf("pools-%d", seed), func(t *testing.T) { same(t, aws, pol, randomDRASnapshot(seed, 10+2*int(seed))) })
+	}
+	mixed, err := policy.Parse([]byte(draPolicy("g6.xlarge, g6.12xlarge, g6.48xlarge", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(45, 7))
+	for c := range 150 {
+		var sb strings.Builder
+		sb.WriteString(draClasses + draTemplates)
+		for i := range 20 + c%30 {
+			name := fmt.Sprintf("p%02d", i)
+			if r.IntN(2) == 0 {
+				sb.WriteString(strings.Replace(gpuPod(name, 1+r.IntN(3)), "cpu: '1'", fmt.Sprintf("cpu: '%d'", 1+r.IntN(6)), 1))
+				continue
+			}
+			sb.WriteString(claimPod(name, "{name: gpu, resourceClaimTemplateName: one-gpu}", fmt.Sprint(1+r.IntN(6))))
+		}
+		// Cases 112, 125 and 149 are those of the 150 where the replay memo keyed by the count of
+		// a node's DRA pods changed the plan (found by planning them all, 20 s; the others are
+		// drawn for them and skipped but the first ten).
+		if c >= 10 && !slices.Contains([]int{112, 125, 149}, c) {
+			continue
+		}
+		t.Run(fmt.Sprintf("mixed-%d", c), func(t *testing.T) { same(t, aws, mixed, sb.String()) })
+	}
 }

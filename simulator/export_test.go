@@ -10,3 +10,10 @@ func RawLowerBounds(in Input) (cost, resource, config float64, err error) {
 	}
 	return plan.CostPerHour, s.resourceBound(), s.configBound(), nil
 }
+
+// WithoutDRAMemo returns the options with what each node remembers of its DRA allocations turned
+// off (memoOf, replays): a plan must not depend on it.
+func WithoutDRAMemo(o Options) Options {
+	o.noDRAMemo = true
+	return o
+}

@@ -82,7 +82,7 @@ func (s *state) fitsOnNode(n *simNode, class int, node *corev1.Node, slices []*r
 
 // memoOf returns the remembered answer for the claim set on node n now, if any.
 func (s *state) memoOf(n *simNode, class int, cs *claimSet) (fit, known bool) {
-	if n.dra == nil || s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
+	if n.dra == nil || s.dra.noMemo || s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
 		return false, false
 	}
 	fit, known = n.dra.memo[[3]int{n.dra.ver, class, cs.sig}]
@@ -91,7 +91,7 @@ func (s *state) memoOf(n *simNode, class int, cs *claimSet) (fit, known bool) {
 
 // remember records whether the claim set fits node n now, when the answer depends only on n.
 func (s *state) remember(n *simNode, class int, cs *claimSet, fit bool) {
-	if s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
+	if s.dra.noMemo || s.dra.clusterSlices || s.dra.anyAllocated(cs.claims) {
 		return
 	}
 	nd := n.draState()
@@ -453,7 +453,7 @@ func (s *state) allocationOrder(nd *nodeDRA, class int) []int {
 func (s *state) replay(n *simNode, o *offering) bool {
 	nd := n.dra
 	key := [3]int{nd.ver, nd.podsVer, o.draClass}
-	if m, ok := nd.replays[key]; ok {
+	if m, ok := nd.replays[key]; ok && !s.dra.noMemo {
 		if !m.ok {
 			return false
 		}
@@ -466,7 +466,7 @@ func (s *state) replay(n *simNode, o *offering) bool {
 		}
 		return true
 	}
-	cacheable := !s.dra.clusterSlices
+	cacheable := !s.dra.clusterSlices && !s.dra.noMemo
 	memo := replayMemo{results: make([][]resourcev1.AllocationResult, len(nd.pods))}
 	remember := func(ok bool) bool {
 		if cacheable {

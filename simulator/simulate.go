@@ -48,6 +48,9 @@ type Options struct {
 	// nvidia.com/mig.config.state is not success yet): each node counts with the allocatable its
 	// new layout gives, whatever its status shows meanwhile, and is not re-laid-out again.
 	Relayouting []api.NodeRelayout
+	// noDRAMemo turns off what each node remembers of its DRA allocations (draState.noMemo); a
+	// test (export_test.go) checks that plans are the same without it.
+	noDRAMemo bool
 }
 
 // BoughtNode names a registered node and the pods (namespace/name) it was bought for.
