@@ -34,7 +34,10 @@ const (
 //     zone), and it has n.chosen's value of every other topology key the pods' constraints use;
 //   - on a node holding DRA pods, it is of the DRA class their claims were allocated for;
 //   - it costs at most FallbackPriceTolerance × n.chosen's price, and buying it instead of
-//     n.chosen keeps the pool's limits and the budget.
+//     n.chosen keeps the pool's limits and the budget;
+//   - in another zone than n.chosen's, it opens no zone-spread domain that the hard zone spread
+//     of a pod of the cluster cannot use (opensDomain): kube-scheduler would count the node as a
+//     domain with none of those pods, which the plan kept out of.
 //
 // The offerings come from the pool, not from n.cands: packing narrows cands with price caps
 // (split, the LP re-pack, the exact search) that say what the node should cost, not what it
@@ -45,7 +48,7 @@ func (s *state) fallbacks(n *simNode) []api.PricedOffering {
 	maxPrice := c.price*FallbackPriceTolerance + 1e-9
 	var picked []*offering
 	for _, o := range n.pool.offs {
-		if o.res != nil || o.price > maxPrice || !interchangeable(o) {
+		if o.res != nil || o.price > maxPrice || !interchangeable(o) || o.zone != c.zone && s.opensDomain(o, n) != nil {
 			continue
 		}
 		if s.holdsAll(n, o) && s.withinLimits(n.pool, n, []*offering{o}) {

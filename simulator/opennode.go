@@ -119,6 +119,7 @@ func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, 
 		return n.zone, s.topologyAllows(pi, n, n.zone)
 	}
 	price := map[string]float64{}
+	low := map[string]*offering{}
 	var zones []string
 	for _, o := range cands {
 		p, seen := price[o.zone]
@@ -126,7 +127,7 @@ func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, 
 			zones = append(zones, o.zone)
 		}
 		if !seen || o.price < p {
-			price[o.zone] = o.price
+			price[o.zone], low[o.zone] = o.price, o
 		}
 	}
 	sort.Strings(zones)
@@ -141,7 +142,12 @@ func (s *state) chooseZone(pi *podInfo, n *simNode, cands []*offering) (string, 
 				c += s.trackers.list[sc.tracker].counts[z]
 			}
 		}
-		if best == "" || c < bestCount || c == bestCount && price[z] < price[best] {
+		// At the same count and price, a zone where the node opens no domain that a zone spread
+		// of the cluster's pods cannot use (opensDomain) is better: keepSpreadDomains cannot move
+		// a node whose zone was chosen here.
+		tie := best != "" && c == bestCount && price[z] == price[best]
+		if best == "" || c < bestCount || c == bestCount && price[z] < price[best] ||
+			tie && s.opensDomain(low[best], n) != nil && s.opensDomain(low[z], n) == nil {
 			best, bestCount = z, c
 		}
 	}

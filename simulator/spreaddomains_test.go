@@ -180,8 +180,50 @@ pools:
 		if len(plan.NewNodes) != 1 || len(plan.Unschedulable) != 0 {
 			t.Fatalf("new nodes %+v, unschedulable %v; want one GPU node", plan.NewNodes, plan.Unschedulable)
 		}
-		if n := plan.NewNodes[0]; n.Zone == "us-east-1a" {
+		n := plan.NewNodes[0]
+		if n.Zone == "us-east-1a" {
 			t.Errorf("node %s (%s, $%.4f/h) bought in us-east-1a: a zone-spread domain the running web pods cannot use", n.Name, n.InstanceType, n.PricePerHour)
+		}
+		// Nor may a launch fall back there; it may to the other zone the web pods use.
+		other := false
+		for _, f := range n.Fallbacks {
+			if f.Zone == "us-east-1a" {
+				t.Errorf("node %s falls back to %s/%s", n.Name, f.InstanceType, f.Zone)
+			}
+			other = other || f.Zone != n.Zone
+		}
+		if !other {
+			t.Errorf("node %s in %s has no fallback in another zone: %+v", n.Name, n.Zone, n.Fallbacks)
+		}
+	})
+	t.Run("running spread pods, GPU pods spread by zone", func(t *testing.T) {
+		// The GPU pods' own spread chooses their nodes' zones as they are placed (no pod in any
+		// zone yet, the same price everywhere): 1b and 1c, not 1a, where a node would be a domain
+		// the running web pods cannot use.
+		snap := &snapshot.Snapshot{}
+		for _, z := range []string{"b", "c"} {
+			n := simtest.Node("web-"+z, "m6i.xlarge", "us-east-1"+z, simtest.Resources("cpu", "4", "memory", "16Gi", "pods", "110"))
+			snap.Nodes = append(snap.Nodes, n)
+			for i := 0; i < 2; i++ {
+				snap.Pods = append(snap.Pods, simtest.Pod("web-"+z+itoa(i)).Label("app", "web").CPU("100m").Mem("2Gi").
+					Spread(corev1.LabelTopologyZone, 1, true).On(n.Name).Obj())
+			}
+		}
+		for i := 0; i < 2; i++ {
+			snap.Pods = append(snap.Pods, simtest.Pod("infer-"+itoa(i)).Label("app", "infer").CPU("4").Mem("8Gi").GPU(1).
+				Tolerate("nvidia.com/gpu").Spread(corev1.LabelTopologyZone, 1, true).Obj())
+		}
+		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.NewNodes) != 2 || len(plan.Unschedulable) != 0 {
+			t.Fatalf("new nodes %+v, unschedulable %v; want two GPU nodes", plan.NewNodes, plan.Unschedulable)
+		}
+		for _, n := range plan.NewNodes {
+			if n.Zone == "us-east-1a" {
+				t.Errorf("node %s (%s, $%.4f/h) bought in us-east-1a: a zone-spread domain the running web pods cannot use", n.Name, n.InstanceType, n.PricePerHour)
+			}
 		}
 	})
 	t.Run("existing tainted node", func(t *testing.T) {
