@@ -159,10 +159,9 @@ pools:
 			t.Errorf("%d GPU pods and %d web pods placed, %d web pods unschedulable; want 3, 2 and 1", infer, web, webOut)
 		}
 	})
-	t.Run("running spread pods", func(t *testing.T) {
-		// The web pods run, two in 1b and two in 1c: none is pending, and a GPU node in 1a would
-		// still be a domain with none of them, where the web Deployment's next replicas could
-		// not go. At the same price elsewhere, the GPU node is bought in 1b or 1c.
+	// runningWeb is a snapshot with four web pods spread by zone running, two on an unmanaged
+	// node in 1b and two on one in 1c.
+	runningWeb := func() *snapshot.Snapshot {
 		snap := &snapshot.Snapshot{}
 		for _, z := range []string{"b", "c"} {
 			n := simtest.Node("web-"+z, "m6i.xlarge", "us-east-1"+z, simtest.Resources("cpu", "4", "memory", "16Gi", "pods", "110"))
@@ -172,6 +171,13 @@ pools:
 					Spread(corev1.LabelTopologyZone, 1, true).On(n.Name).Obj())
 			}
 		}
+		return snap
+	}
+	t.Run("running spread pods", func(t *testing.T) {
+		// The web pods run, two in 1b and two in 1c: none is pending, and a GPU node in 1a would
+		// still be a domain with none of them, where the web Deployment's next replicas could
+		// not go. At the same price elsewhere, the GPU node is bought in 1b or 1c.
+		snap := runningWeb()
 		snap.Pods = append(snap.Pods, simtest.Pod("infer").CPU("4").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").Obj())
 		plan, err := simulator.Simulate(simulator.Input{Snapshot: snap, Catalog: cat, Policy: pol})
 		if err != nil {
@@ -200,15 +206,7 @@ pools:
 		// The GPU pods' own spread chooses their nodes' zones as they are placed (no pod in any
 		// zone yet, the same price everywhere): 1b and 1c, not 1a, where a node would be a domain
 		// the running web pods cannot use.
-		snap := &snapshot.Snapshot{}
-		for _, z := range []string{"b", "c"} {
-			n := simtest.Node("web-"+z, "m6i.xlarge", "us-east-1"+z, simtest.Resources("cpu", "4", "memory", "16Gi", "pods", "110"))
-			snap.Nodes = append(snap.Nodes, n)
-			for i := 0; i < 2; i++ {
-				snap.Pods = append(snap.Pods, simtest.Pod("web-"+z+itoa(i)).Label("app", "web").CPU("100m").Mem("2Gi").
-					Spread(corev1.LabelTopologyZone, 1, true).On(n.Name).Obj())
-			}
-		}
+		snap := runningWeb()
 		for i := 0; i < 2; i++ {
 			snap.Pods = append(snap.Pods, simtest.Pod("infer-"+itoa(i)).Label("app", "infer").CPU("4").Mem("8Gi").GPU(1).
 				Tolerate("nvidia.com/gpu").Spread(corev1.LabelTopologyZone, 1, true).Obj())
