@@ -1023,7 +1023,8 @@ pools:
 // is Ready before the old node is cordoned; then the web Deployment grows to six and every pod is
 // bound. A purchase for a zone-agnostic GPU pod then keeps out of 1a too (the running web pods'
 // spread; before session 45 it went there), the web Deployment grows to eight, and no instance
-// leaked.
+// leaked. Last, a GPU pod pinned to 1a gets a node there, and the web replica that then has no
+// place is told why on its NotTriggerScaleUp Event.
 func testReplacementKeepsSpreadDomains(t *testing.T, cp *controlplane.ControlPlane) {
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	const ns = "spread-domains"
@@ -1101,6 +1102,26 @@ func testReplacementKeepsSpreadDomains(t *testing.T, cp *controlplane.ControlPla
 	}
 	e.scale(ns, "web", 8)
 	e.waitAppReady(ns, "web", 8, 60*time.Second)
+	// A GPU pod pinned to 1a needs a node there, which makes 1a a domain with none of the web
+	// pods: a ninth web replica has no place, and the Event on it says why and what lifts it.
+	e.deployment(ns, "pinned", 1, simtest.Pod("t").Namespace(ns).Label("app", "pinned").CPU("1").Mem("4Gi").GPU(1).
+		Tolerate("nvidia.com/gpu").NodeSelector(corev1.LabelTopologyZone, "us-east-1a").Obj())
+	e.waitAppReady(ns, "pinned", 1, 60*time.Second)
+	e.scale(ns, "web", 9)
+	testwait.Until(t, testwait.Slow, "a NotTriggerScaleUp Event on the ninth web pod naming us-east-1a's domain", 30*time.Second, func() bool {
+		evs, err := e.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + provisioner.ReasonNotTriggerScaleUp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs.Items {
+			if strings.HasPrefix(ev.InvolvedObject.Name, "web-") && strings.Contains(ev.Message, "zone us-east-1a counts as a domain of its zone spread") &&
+				strings.Contains(ev.Message, "nodeTaintsPolicy: Honor") {
+				t.Logf("%s: %s", ev.InvolvedObject.Name, ev.Message)
+				return true
+			}
+		}
+		return false
+	})
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)
 }

@@ -125,7 +125,11 @@ func (s *state) fail(pi *podInfo, f failure) {
 		// what is left.
 		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: hostPortReason(pi)}
 	default:
-		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: "no node satisfies its topology spread or pod affinity constraints: " + f.newNode}
+		reason := "no node satisfies its topology spread or pod affinity constraints: " + f.newNode
+		if why := s.unusableDomain(pi); why != "" {
+			reason += "; " + why
+		}
+		s.reasons[pi] = api.UnschedulablePod{Pod: pi.key, Code: api.Unschedulable, Reason: reason}
 	}
 }
 

@@ -255,3 +255,57 @@ func (s *state) brokenDomains() []openedDomain {
 	}
 	return out
 }
+
+// unusableDomain explains a pod that no node takes because of its hard zone spread, when a zone
+// its spread counts as a domain is one it can never run in: every node there that matches its
+// node affinity refuses it (a taint), and no pool buys it a node there. kube-scheduler counts
+// such a zone all the same (nodeTaintsPolicy Ignore, the default), so with its pods there at the
+// fewest, each zone it can use holds at most maxSkew more. It returns "" when no such zone holds
+// the spread down.
+func (s *state) unusableDomain(pi *podInfo) string {
+	for _, c := range pi.spread {
+		if !c.hard || c.honorTaints || c.key != LabelZone {
+			continue
+		}
+		counts := s.trackers.list[c.tracker].counts
+		usable := map[string]bool{}
+		for _, o := range s.offerings {
+			if s.offeringCompatible(pi.sig, o) {
+				usable[o.zone] = true
+			}
+		}
+		for _, n := range s.nodes {
+			if n.existing && !n.removed && s.nodeCompatible(pi.sig, n) {
+				usable[n.labels[LabelZone]] = true
+			}
+		}
+		for _, d := range s.eligibleDomains(pi.sig, LabelZone, false) {
+			if usable[d] {
+				continue
+			}
+			held := len(usable) > 0
+			for z := range usable {
+				held = held && counts[z]+1-counts[d] > c.maxSkew
+			}
+			if !held {
+				continue
+			}
+			node := ""
+			for _, n := range s.nodes {
+				if n.existing && n.labels[LabelZone] == d && s.affinityMatches(pi.sig, n.node) {
+					node = n.name
+					break
+				}
+			}
+			counted := "a node the plan opens there"
+			if node != "" {
+				counted = "node " + node
+			}
+			return fmt.Sprintf("zone %s counts as a domain of its zone spread (%s matches its node affinity; taints are ignored) "+
+				"though no node there takes it and no pool buys it one there: with %d of its pods in %s, a zone takes one more only "+
+				"while it holds fewer than %d (maxSkew %d); nodeTaintsPolicy: Honor on the constraint, or a pool that buys in %s, lets it spread",
+				d, counted, counts[d], d, counts[d]+c.maxSkew, c.maxSkew, d)
+		}
+	}
+	return ""
+}

@@ -242,5 +242,14 @@ pools:
 		if placed != 2 || len(plan.Unschedulable) != 2 {
 			t.Errorf("%d web pods placed, %d unschedulable; want 2 and 2 (the tainted node's zone is a domain)", placed, len(plan.Unschedulable))
 		}
+		// The reason names the zone that holds the spread down, the node that makes it a
+		// domain, and the ways out.
+		for _, u := range plan.Unschedulable {
+			for _, want := range []string{"zone us-east-1a counts as a domain of its zone spread (node infra-0 matches", "with 0 of its pods in us-east-1a, a zone takes one more only while it holds fewer than 1", "nodeTaintsPolicy: Honor"} {
+				if !strings.Contains(u.Reason, want) {
+					t.Errorf("%s: reason %q lacks %q", u.Pod, u.Reason, want)
+				}
+			}
+		}
 	})
 }
