@@ -104,6 +104,27 @@ func TestDisruptionKeepsSpreadDomains(t *testing.T) {
 			t.Errorf("gpu-b replaced in %s: a zone-spread domain the web pods cannot use", z)
 		}
 	})
+	t.Run("pod spread by zone, fewest of its pods in the new zone", func(t *testing.T) {
+		// The GPU pods are spread with maxSkew 2, one each in 1b and 1c besides infer-0: moved,
+		// infer-0 goes where its spread has the fewest pods, 1a, and the replacement's zone is
+		// chosen so, not by a tie. Placed again with 1a closed, it goes to 1b or 1c (two above
+		// 1a's zero is within maxSkew 2).
+		f := setup(t)
+		gpuNode(f, "gpu-b", "g6.12xlarge", "us-east-1b")
+		gpuNode(f, "gpu-b2", "g6.xlarge", "us-east-1b")
+		gpuNode(f, "gpu-c", "g6.xlarge", "us-east-1c")
+		for i, n := range []string{"gpu-b", "gpu-b2", "gpu-c"} {
+			b := simtest.Pod("infer-"+itoa(i)).Label("app", "infer").Controlled("ReplicaSet", "infer").
+				CPU("2").Mem("8Gi").GPU(1).Tolerate("nvidia.com/gpu").Spread(corev1.LabelTopologyZone, 2, true).On(n)
+			if i > 0 {
+				b.Annotate(api.AnnotationDoNotDisrupt, "true") // only infer-0 moves
+			}
+			f.snap.Pods = append(f.snap.Pods, b.Obj())
+		}
+		if z := replacementZone(t, f.plan(), "gpu-b"); z == "us-east-1a" {
+			t.Errorf("gpu-b replaced in %s: a zone-spread domain the web pods cannot use", z)
+		}
+	})
 	// skewed puts infer-0 on an oversized node in 1b beside infer-1 (1b) and infer-2 (1c), spread
 	// by zone over the GPU pool's three zones: moved, infer-0 may only go to 1a (1b and 1c are
 	// one above 1a's zero), where a new node opens a domain the web pods cannot use.
