@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -48,13 +49,7 @@ func (d *disruptor) keepDomains(before, placed int, place func() *podInfo, mustG
 			return nil, nil
 		}
 		if repl.zone == "" {
-			var best *offering
-			for _, o := range repl.cands {
-				if s.opensDomain(o, repl) == nil && (best == nil || o.price < best.price) {
-					best = o
-				}
-			}
-			if best != nil {
+			if best := cheapestOf(repl, math.Inf(1), func(o *offering) bool { return s.opensDomain(o, repl) == nil }); best != nil {
 				was := repl.chosen
 				s.setChosen(repl, best)
 				s.undo = append(s.undo, func() { s.setChosen(repl, was) })

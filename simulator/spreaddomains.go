@@ -171,16 +171,6 @@ func (s *state) keepSpreadDomains() {
 		}
 		return true
 	}
-	// cheapestOf returns n's cheapest candidate that ok accepts, not above maxPrice, or nil.
-	cheapestOf := func(n *simNode, maxPrice float64, ok func(*offering) bool) *offering {
-		var best *offering
-		for _, o := range n.cands {
-			if o.price <= maxPrice+1e-9 && ok(o) && (best == nil || o.price < best.price) {
-				best = o
-			}
-		}
-		return best
-	}
 	for _, n := range open {
 		if !keeps(n.chosen) {
 			if best := cheapestOf(n, math.Inf(1), keeps); best != nil {
@@ -197,6 +187,17 @@ func (s *state) keepSpreadDomains() {
 		}
 		record(n.chosen)
 	}
+}
+
+// cheapestOf returns n's cheapest candidate that ok accepts, not above maxPrice, or nil.
+func cheapestOf(n *simNode, maxPrice float64, ok func(*offering) bool) *offering {
+	var best *offering
+	for _, o := range n.cands {
+		if o.price <= maxPrice+1e-9 && ok(o) && (best == nil || o.price < best.price) {
+			best = o
+		}
+	}
+	return best
 }
 
 // openedDomain is a zone a node of an earlier pass of the plan opens as a zone-spread domain
