@@ -159,6 +159,15 @@ const LabelCostPolicy = "tiler.dev/cost-policy"
 // toleration to every pod a plan puts on a reserved node.
 const TaintReserved = "tiler.dev/reserved"
 
+// TaintDisruptionCandidate is the PreferNoSchedule taint the controller keeps on the nodes the
+// disruption plan lists as candidates (the nodes carrying AnnotationCandidateSince), and removes
+// when they stop being one, as the Cluster Autoscaler's DeletionCandidateOfClusterAutoscaler:
+// kube-scheduler's TaintToleration score then puts new pods, and the replicas of pods an action
+// evicts, on other nodes when they have room, instead of on the emptiest nodes (LeastAllocated),
+// which are the next to be removed. Only the score sees it: a pod still binds on a candidate
+// when nothing else has room, and the simulation ignores it (Config.DisruptionCandidateTaint).
+const TaintDisruptionCandidate = "tiler.dev/disruption-candidate"
+
 // ReservationPending is the value TaintReserved registers with on clouds where nodes of a pool
 // share one bootstrap (AWS: a launch template per pool and bootstrap configuration, not per
 // launch): no pod tolerates it, and the controller replaces it with the launch ID once it has

@@ -80,6 +80,10 @@ type Config struct {
 	// evicted may stay pending before the batch buys for them: they are expected to land where the
 	// disruption plan moved them.
 	DisruptionRescheduleGrace time.Duration `mapstructure:"disruption-reschedule-grace"`
+	// DisruptionCandidateTaint keeps api.TaintDisruptionCandidate (PreferNoSchedule) on the nodes
+	// the disruption plan lists as candidates, so that kube-scheduler puts pods elsewhere when it
+	// can; off, the taint is removed from every node at the next plan.
+	DisruptionCandidateTaint bool `mapstructure:"disruption-candidate-taint"`
 	// InterruptionDrainMargin is how long before an interrupted node's deadline (an EC2 spot
 	// interruption's two minutes) its pods are evicted if its replacement is not Ready yet: long
 	// enough for them to end gracefully (a pod's default terminationGracePeriodSeconds is 30 s).
@@ -123,6 +127,7 @@ func DefaultConfig() Config {
 		DisruptionStepInterval:    2 * time.Second,
 		DisruptionDrainTimeout:    10 * time.Minute,
 		DisruptionRescheduleGrace: time.Minute,
+		DisruptionCandidateTaint:  true,
 		InterruptionDrainMargin:   45 * time.Second,
 		UnplaceableEventInterval:  5 * time.Minute,
 		ImageProbation:            time.Hour,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -455,8 +456,9 @@ func unsettled(s *State, idx nodeIndex) string {
 }
 
 // reportPlan sets the fleet gauges and the kept-node gauges, tells the nodes newly blocked by a
-// user's setting why (DisruptionBlocked), marks the candidates (api.AnnotationCandidateSince): set
-// on the plan's candidates that lack it, removed from every other node, and the unhealthy nodes
+// user's setting why (DisruptionBlocked), marks the candidates (api.AnnotationCandidateSince, and
+// api.TaintDisruptionCandidate unless Config.DisruptionCandidateTaint is off): set on the plan's
+// candidates that lack them, removed from every other node, and the unhealthy nodes
 // the same way (api.AnnotationUnhealthySince, from the plan's Unhealthy list): the repair grace
 // period of GPUs missing from allocatable runs from it, so it survives restarts.
 func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.DisruptionPlan, now time.Time) {
@@ -488,6 +490,13 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	}
 	stamp := now.UTC().Format(time.RFC3339)
 	for _, n := range s.Nodes {
+		// (The taint first: its update starts from the informer's copy, which the annotations'
+		// patch would make stale.)
+		if want := c.cfg.DisruptionCandidateTaint && cands[n.Name]; hasCandidateTaint(n) != want {
+			if err := c.setCandidateTaint(ctx, n, want); err != nil {
+				c.log.Warn("setting the disruption-candidate taint", zap.String(keyNode, n.Name), zap.Bool("candidate", want), zap.Error(err))
+			}
+		}
 		ann := map[string]*string{}
 		u, sick := unhealthy[n.Name]
 		if _, has := n.Annotations[api.AnnotationUnhealthySince]; sick && !has {
@@ -1175,4 +1184,24 @@ func holdEvicted(pending []*corev1.Pod, evicted map[string]time.Time, now time.T
 		out = append(out, p)
 	}
 	return out, wait
+}
+
+// hasCandidateTaint reports whether the node carries api.TaintDisruptionCandidate.
+func hasCandidateTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintDisruptionCandidate })
+}
+
+// setCandidateTaint adds api.TaintDisruptionCandidate (PreferNoSchedule) to the node, or removes
+// it, starting from the snapshot's copy of the Node.
+func (c *Controller) setCandidateTaint(ctx context.Context, n *corev1.Node, want bool) error {
+	return mutateTaints(ctx, c.kube.CoreV1().Nodes(), n.Name, n, func(taints []corev1.Taint) ([]corev1.Taint, bool) {
+		i := slices.IndexFunc(taints, func(t corev1.Taint) bool { return t.Key == api.TaintDisruptionCandidate })
+		switch {
+		case want && i < 0:
+			return append(taints, corev1.Taint{Key: api.TaintDisruptionCandidate, Effect: corev1.TaintEffectPreferNoSchedule}), true
+		case !want && i >= 0:
+			return slices.Delete(taints, i, i+1), true
+		}
+		return taints, false
+	})
 }

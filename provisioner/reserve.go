@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -497,25 +498,16 @@ func (w *reservationWatch) setTaint(ctx context.Context, name, value string) err
 }
 
 // mutateReservation applies fn to the node's reservation taint (false: remove it) and updates the
-// node when that changed it. The first try starts from the informer's copy of the Node (no GET:
-// a copy that is stale fails with a conflict), the retries from the API server's.
+// node when that changed it, starting from the informer's copy of the Node (mutateTaints).
 func (w *reservationWatch) mutateReservation(ctx context.Context, name string, fn func(*corev1.Taint) bool) error {
-	nodes := w.kube.CoreV1().Nodes()
-	first := true
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var n *corev1.Node
-		if o, ok, _ := w.nodes.GetStore().GetByKey(name); ok && first {
-			n = o.(*corev1.Node).DeepCopy()
-		} else {
-			var err error
-			if n, err = nodes.Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return err
-			}
-		}
-		first = false
-		kept := make([]corev1.Taint, 0, len(n.Spec.Taints))
+	var cached *corev1.Node
+	if o, ok, _ := w.nodes.GetStore().GetByKey(name); ok {
+		cached = o.(*corev1.Node)
+	}
+	err := mutateTaints(ctx, w.kube.CoreV1().Nodes(), name, cached, func(taints []corev1.Taint) ([]corev1.Taint, bool) {
+		kept := make([]corev1.Taint, 0, len(taints))
 		changed := false
-		for _, t := range n.Spec.Taints {
+		for _, t := range taints {
 			if t.Key == api.TaintReserved {
 				before := t
 				if !fn(&t) {
@@ -526,20 +518,43 @@ func (w *reservationWatch) mutateReservation(ctx context.Context, name string, f
 			}
 			kept = append(kept, t)
 		}
+		return kept, changed
+	})
+	if err != nil {
+		return fmt.Errorf("updating taint %s: %w", api.TaintReserved, err)
+	}
+	return nil
+}
+
+// mutateTaints applies fn to the node's taints and updates the Node when fn says it changed them.
+// The first try starts from cached (an informer's copy; nil: none), with no GET: a copy that is
+// stale fails with a conflict, and the retries start from the API server's. A Node that is gone
+// is no error.
+func mutateTaints(ctx context.Context, nodes typedcorev1.NodeInterface, name string, cached *corev1.Node, fn func([]corev1.Taint) ([]corev1.Taint, bool)) error {
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var n *corev1.Node
+		if cached != nil && first {
+			n = cached.DeepCopy()
+		} else {
+			var err error
+			if n, err = nodes.Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		first = false
+		taints, changed := fn(n.Spec.Taints)
 		if !changed {
 			return nil
 		}
-		n.Spec.Taints = kept
+		n.Spec.Taints = taints
 		_, err := nodes.Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("updating taint %s: %w", api.TaintReserved, err)
-	}
-	return nil
+	return err
 }
 
 // waitingPod reports whether p may still be scheduled: not bound, not finished, not being deleted.
