@@ -125,6 +125,13 @@ const (
 	// pods still on the nodes by then are deleted, each early enough that its own
 	// terminationGracePeriodSeconds ends by then, and the nodes go.
 	AnnotationDisruptionForceAfter = "tiler.dev/disruption-force-after"
+	// AnnotationDisruptionReplacementPods lists the pods the plan moves to the action's replacement
+	// (Replace actions; "namespace/name=controller UID", comma-separated). The drain evicts them
+	// first, and the action's other pods once no pod of those controllers is pending (or
+	// Config.DisruptionRescheduleGrace after the drain began): kube-scheduler puts a replica on
+	// the emptiest node that fits it, and the empty replacement would otherwise take the replicas
+	// of pods planned for other nodes, leaving no room for the pods planned there.
+	AnnotationDisruptionReplacementPods = "tiler.dev/disruption-replacement-pods"
 	// AnnotationInterruption is set by the controller on a node whose instance the cloud announced
 	// it reclaims (or may reclaim): the notice's kind (spot-interruption, preemption,
 	// rebalance-recommendation, state-change). The notice itself is acknowledged when it is

@@ -535,6 +535,9 @@ type actionState struct {
 	// forceAfter when it ends, once the drain began (AnnotationDisruptionForceAfter).
 	grace      time.Duration
 	forceAfter time.Time
+	// first are the pods the plan moves to the replacement, by key, with their controller's UID
+	// (AnnotationDisruptionReplacementPods): drained before the others.
+	first map[string]string
 }
 
 // urgent reports whether the action's nodes go whatever Tiler does (interrupted, or repaired
@@ -597,6 +600,14 @@ func actionsOf(nodes []*corev1.Node) []*actionState {
 		if t, err := time.Parse(time.RFC3339, n.Annotations[api.AnnotationDisruptionForceAfter]); err == nil &&
 			(a.forceAfter.IsZero() || t.Before(a.forceAfter)) {
 			a.forceAfter = t
+		}
+		for _, kv := range strings.Split(n.Annotations[api.AnnotationDisruptionReplacementPods], ",") {
+			if key, uid, ok := strings.Cut(kv, "="); ok {
+				if a.first == nil {
+					a.first = map[string]string{}
+				}
+				a.first[key] = uid
+			}
 		}
 		if _, ok := n.Annotations[api.AnnotationInterruption]; ok {
 			a.interrupted = true
@@ -664,6 +675,9 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	step := api.DisruptionStepReplacing
 	ann[api.AnnotationDisruptionStep] = &step
 	ann[api.AnnotationDisruptionReplacement] = &rec.LaunchID
+	if first := replacementPods(a, s.Pods); first != "" {
+		ann[api.AnnotationDisruptionReplacementPods] = &first
+	}
 	// The nodes name the replacement before its record exists: a restart that finds no record
 	// rolls the action back; one that finds it resumes (Recover relaunches it idempotently).
 	if err := c.annotateAll(ctx, a.Nodes, ann, nil); err != nil {
@@ -677,6 +691,52 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	log.Info("disruption action started: replacement launched", zap.String(keyLaunchID, rec.LaunchID),
 		zap.Bool("accepted", len(launched) == 1), zap.Float64(keyPrice, a.SavingsPerHour))
 	return nil
+}
+
+// replacementPods is the value of AnnotationDisruptionReplacementPods for action a: the pods it
+// moves to its replacement, with their controllers' UIDs, sorted.
+func replacementPods(a api.DisruptionAction, pods []*corev1.Pod) string {
+	to := map[string]bool{}
+	for _, m := range a.Moves {
+		if a.Replacement != nil && m.To == a.Replacement.Name {
+			to[m.Pod] = true
+		}
+	}
+	var out []string
+	for _, p := range pods {
+		key := p.Namespace + "/" + p.Name
+		if !to[key] {
+			continue
+		}
+		uid := ""
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			uid = string(ref.UID)
+		}
+		out = append(out, key+"="+uid)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// firstPending reports whether the pods an action moves to its replacement (a.first) are not all
+// placed yet: one is still on the action's nodes and not terminating, or a pod of one of their
+// controllers is pending (their replicas, which the scheduler has not bound yet).
+func firstPending(a *actionState, on map[string]bool, all []*corev1.Pod) bool {
+	owners := map[string]bool{}
+	for _, uid := range a.first {
+		if uid != "" {
+			owners[uid] = true
+		}
+	}
+	for _, p := range all {
+		if _, first := a.first[p.Namespace+"/"+p.Name]; first && on[p.Spec.NodeName] && p.DeletionTimestamp == nil {
+			return true
+		}
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && owners[string(ref.UID)] && waitingPod(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // movesText summarises where an action's pods go.
@@ -802,6 +862,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	for _, n := range a.nodes {
 		on[n.Name] = true
 	}
+	// The pods moving to the replacement go first; the others wait until those are placed, for
+	// at most the reschedule grace from the drain's start (not on urgent or forced actions).
+	holdRest := len(a.first) > 0 && !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace &&
+		firstPending(a, on, all)
+	waiting := 0
 	var refused, held []string
 	pdbs, err := c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(everything())
 	if err != nil {
@@ -822,6 +887,10 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 				// with the pod still terminating.
 				left--
 			}
+			continue
+		}
+		if _, first := a.first[key]; holdRest && !first {
+			waiting++
 			continue
 		}
 		due := a.forceDue(p, now)
@@ -889,6 +958,9 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	if len(held) > 0 {
 		sort.Strings(held)
 		msgs = append(msgs, fmt.Sprintf("%s: %s", api.KeepPodDoNotDisrupt, strings.Join(held, ", ")))
+	}
+	if waiting > 0 {
+		msgs = append(msgs, fmt.Sprintf("%d pods wait until the %d moving to the replacement %s are placed", waiting, len(a.first), a.replacement))
 	}
 	if len(msgs) == 0 && left > 0 {
 		msgs = append(msgs, fmt.Sprintf("%d pods still terminating", left))
@@ -1053,7 +1125,7 @@ func (c *Controller) abandon(ctx context.Context, log *zap.Logger, a *actionStat
 func actionAnnotationsCleared() map[string]*string {
 	return map[string]*string{api.AnnotationDisruptionAction: nil, api.AnnotationDisruptionStep: nil,
 		api.AnnotationDisruptionStepSince: nil, api.AnnotationDisruptionReason: nil, api.AnnotationDisruptionReplacement: nil,
-		api.AnnotationDisruptionGracePeriod: nil, api.AnnotationDisruptionForceAfter: nil}
+		api.AnnotationDisruptionGracePeriod: nil, api.AnnotationDisruptionForceAfter: nil, api.AnnotationDisruptionReplacementPods: nil}
 }
 
 // setStep moves every node of the action to step at now, cordoning them when cordon is set.

@@ -237,3 +237,47 @@ func TestStuckTerminating(t *testing.T) {
 		t.Errorf("not stuck a second after %s past its deletion timestamp", StuckTerminatingAfter)
 	}
 }
+
+// TestReplacementPodsFirst: a Replace action's nodes list the pods it moves to its replacement
+// with their controllers (replacementPods), actionsOf reads them back, and firstPending holds
+// the action's other pods while one of them is still on the node and not terminating, or a pod
+// of their controllers is pending; a pending pod of another controller holds nothing.
+func TestReplacementPodsFirst(t *testing.T) {
+	owned := func(name, uid, node string) *corev1.Pod {
+		p := simtest.Pod(name).CPU("1").Obj()
+		p.Spec.NodeName = node
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs-" + uid, UID: types.UID(uid), Controller: ptrTrue()}}
+		return p
+	}
+	a, b, c := owned("a", "u1", "old"), owned("b", "u2", "old"), owned("c", "u3", "old")
+	act := api.DisruptionAction{Kind: api.ActionReplace, Nodes: []string{"old"}, Replacement: &api.NewNode{Name: "repl"},
+		Moves: []api.PodMove{{Pod: "default/a", From: "old", To: "repl"}, {Pod: "default/b", From: "old", To: "other"}, {Pod: "default/c", From: "old", To: "repl"}}}
+	val := replacementPods(act, []*corev1.Pod{a, b, c})
+	if val != "default/a=u1,default/c=u3" {
+		t.Fatalf("replacement pods %q", val)
+	}
+	got := actionsOf([]*corev1.Node{annotatedNode("old", map[string]string{api.AnnotationDisruptionAction: "d-1",
+		api.AnnotationDisruptionStep: api.DisruptionStepDraining, api.AnnotationDisruptionReplacement: "repl",
+		api.AnnotationDisruptionReplacementPods: val})})
+	if len(got) != 1 || len(got[0].first) != 2 || got[0].first["default/c"] != "u3" {
+		t.Fatalf("actions %+v", got)
+	}
+	st, on := got[0], map[string]bool{"old": true}
+	if !firstPending(st, on, []*corev1.Pod{a, b, c}) {
+		t.Error("a and c are still on the node: the others must wait")
+	}
+	now := metav1.Now()
+	gone := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.DeletionTimestamp = &now; return p }
+	replica := owned("a-2", "u1", "")
+	other := owned("x", "u9", "")
+	if !firstPending(st, on, []*corev1.Pod{gone(a), b, gone(c), replica}) {
+		t.Error("a's replica is pending: the others must wait")
+	}
+	replica.Spec.NodeName = "repl"
+	if firstPending(st, on, []*corev1.Pod{gone(a), b, gone(c), replica, other}) {
+		t.Error("a and c are evicted and their replicas bound (another controller's pod pending): the others may go")
+	}
+	if v := replacementPods(api.DisruptionAction{Kind: api.ActionDelete, Nodes: []string{"old"}, Moves: act.Moves}, []*corev1.Pod{a, b, c}); v != "" {
+		t.Errorf("a Delete action lists %q", v)
+	}
+}
