@@ -127,10 +127,11 @@ const (
 	AnnotationDisruptionForceAfter = "tiler.dev/disruption-force-after"
 	// AnnotationDisruptionReplacementPods lists the pods the plan moves to the action's replacement
 	// (Replace actions; "namespace/name=controller UID", comma-separated). The drain evicts them
-	// first, and the action's other pods once no pod of those controllers is pending (or
-	// Config.DisruptionRescheduleGrace after the drain began): kube-scheduler puts a replica on
-	// the emptiest node that fits it, and the empty replacement would otherwise take the replicas
-	// of pods planned for other nodes, leaving no room for the pods planned there.
+	// last, once the replicas of the action's other pods are placed (or
+	// Config.DisruptionRescheduleGrace after the drain began), while TaintReplacementFilling keeps
+	// those replicas off the replacement: whatever the scheduler's score, the pods the plan moves
+	// elsewhere take the room planned for them first, and the replacement's room is left for
+	// these.
 	AnnotationDisruptionReplacementPods = "tiler.dev/disruption-replacement-pods"
 	// AnnotationInterruption is set by the controller on a node whose instance the cloud announced
 	// it reclaims (or may reclaim): the notice's kind (spot-interruption, preemption,
@@ -174,6 +175,13 @@ const TaintReserved = "tiler.dev/reserved"
 // which are the next to be removed. Only the score sees it: a pod still binds on a candidate
 // when nothing else has room, and the simulation ignores it (Config.DisruptionCandidateTaint).
 const TaintDisruptionCandidate = "tiler.dev/disruption-candidate"
+
+// TaintReplacementFilling is the PreferNoSchedule taint a disruption's replacement carries while
+// its action drains: the drain evicts the pods the plan moves to other nodes first, and the
+// taint keeps their replicas off the replacement (kube-scheduler's LeastAllocated score would
+// put them on it, the emptiest node) so that its room stays for the pods the plan moves there,
+// evicted last. It is removed when the action ends, and from every node at the next plan.
+const TaintReplacementFilling = "tiler.dev/replacement-filling"
 
 // ReservationPending is the value TaintReserved registers with on clouds where nodes of a pool
 // share one bootstrap (AWS: a launch template per pool and bootstrap configuration, not per

@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api/snapshot"
@@ -39,12 +40,14 @@ import (
 //  2. Draining: the nodes are cordoned and every pod but DaemonSet and mirror pods is evicted
 //     through the Eviction API, so that PodDisruptionBudgets hold. A refused eviction (429) is
 //     retried with backoff; past Config.DisruptionDrainTimeout the action is abandoned: the nodes
-//     are uncordoned and a DisruptionBlocked Event says why.
+//     are uncordoned and a DisruptionBlocked Event says why. The pods go in waves
+//     (evictionWave): those the plan moves to the replacement, then the others by size, largest
+//     first, each wave once the replicas of the pods evicted before are placed.
 //  3. Deleting: only DaemonSet pods remain; the instance, the Node and the launch record are
 //     deleted (remove, as housekeeping does).
 //
 // The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step, ...StepSince,
-// ...Reason, ...Replacement), not in memory: every pass reads it back from the Nodes and advances
+// ...Reason, ...Replacement, ...ReplacementPods), not in memory: every pass reads it back from the Nodes and advances
 // each action one step as far as it can, so a restarted controller resumes where the last one
 // stopped, and a step that can no longer complete rolls the action back (uncordon).
 
@@ -492,9 +495,16 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	for _, n := range s.Nodes {
 		// (The taint first: its update starts from the informer's copy, which the annotations'
 		// patch would make stale.)
-		if want := c.cfg.DisruptionCandidateTaint && cands[n.Name]; hasCandidateTaint(n) != want {
-			if err := c.setCandidateTaint(ctx, n, want); err != nil {
-				c.log.Warn("setting the disruption-candidate taint", zap.String(keyNode, n.Name), zap.Bool("candidate", want), zap.Error(err))
+		if want := c.cfg.DisruptionCandidateTaint && cands[n.Name]; hasTaint(n, api.TaintDisruptionCandidate) != want {
+			if err := c.setPreferNoSchedule(ctx, n, api.TaintDisruptionCandidate, want); err != nil {
+				c.log.Warn("setting the disruption-candidate taint", zap.Bool("candidate", want), zap.Error(err))
+			}
+		}
+		// (No action is under way when a plan is made: a replacement's taint left by an action
+		// that ended goes.)
+		if hasTaint(n, api.TaintReplacementFilling) {
+			if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, false); err != nil {
+				c.log.Warn("removing a replacement's taint", zap.Error(err))
 			}
 		}
 		ann := map[string]*string{}
@@ -718,25 +728,76 @@ func replacementPods(a api.DisruptionAction, pods []*corev1.Pod) string {
 	return strings.Join(out, ",")
 }
 
-// firstPending reports whether the pods an action moves to its replacement (a.first) are not all
-// placed yet: one is still on the action's nodes and not terminating, or a pod of one of their
-// controllers is pending (their replicas, which the scheduler has not bound yet).
-func firstPending(a *actionState, on map[string]bool, all []*corev1.Pod) bool {
-	owners := map[string]bool{}
-	for _, uid := range a.first {
-		if uid != "" {
-			owners[uid] = true
+// evictionWave is where a pod comes in a drain's order: by its requests, largest first: GPUs
+// (extended nvidia.com resources, and DRA claims), then CPU, then memory; and the pods the plan
+// moves to the replacement (first: the action's first claim on the replacement's room) after all
+// the others. Pods of one wave are interchangeable for the room they need, so a drain evicts one
+// wave at a time.
+type evictionWave struct {
+	first         bool
+	gpu, cpu, mem int64
+}
+
+func waveOf(p *corev1.Pod, first map[string]string) evictionWave {
+	_, isFirst := first[p.Namespace+"/"+p.Name]
+	w := evictionWave{first: isFirst, gpu: int64(len(p.Spec.ResourceClaims))}
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		switch {
+		case name == corev1.ResourceCPU:
+			w.cpu = q.MilliValue()
+		case name == corev1.ResourceMemory:
+			w.mem = q.Value()
+		case strings.HasPrefix(string(name), "nvidia.com/"):
+			w.gpu += q.Value()
 		}
 	}
+	return w
+}
+
+// before reports whether wave w is evicted before wave o.
+func (w evictionWave) before(o evictionWave) bool {
+	switch {
+	case w.first != o.first:
+		return o.first
+	case w.gpu != o.gpu:
+		return w.gpu > o.gpu
+	case w.cpu != o.cpu:
+		return w.cpu > o.cpu
+	}
+	return w.mem > o.mem
+}
+
+// replicasPending reports whether a pod of one of the controllers (UIDs) is pending: a replica
+// of a pod a disruption evicted that the scheduler has not bound yet.
+func replicasPending(owners map[string]bool, all []*corev1.Pod) bool {
+	if len(owners) == 0 {
+		return false
+	}
 	for _, p := range all {
-		if _, first := a.first[p.Namespace+"/"+p.Name]; first && on[p.Spec.NodeName] && p.DeletionTimestamp == nil {
-			return true
-		}
 		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && owners[string(ref.UID)] && waitingPod(p) {
 			return true
 		}
 	}
 	return false
+}
+
+// placingOwners are the controllers whose replicas a drain waits for before its next wave: those
+// of the pods the action moves to its replacement (kept on its nodes, so a restart knows them),
+// and those a disruption evicted from within the reschedule grace (in memory).
+func (c *Controller) placingOwners(a *actionState) map[string]bool {
+	out := map[string]bool{}
+	for _, uid := range a.first {
+		if uid != "" {
+			out[uid] = true
+		}
+	}
+	now := c.clock.Now()
+	for uid, at := range c.disruption.evictedOwners() {
+		if now.Sub(at) <= c.cfg.DisruptionRescheduleGrace {
+			out[uid] = true
+		}
+	}
+	return out
 }
 
 // movesText summarises where an action's pods go.
@@ -777,6 +838,13 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		}
 		switch ready := n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, slicedNodes(s.ResourceSlices)[n.Name]); {
 		case ready:
+			// The pods the plan moves elsewhere go first; the replacement's room is for the others.
+			if len(a.first) > 0 && !a.urgent() {
+				if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, true); err != nil {
+					p.Message = err.Error()
+					return p
+				}
+			}
 			log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
 		case near:
 			log.Info("interruption deadline near: draining before the replacement is Ready", zap.Time("deadline", a.deadline),
@@ -841,6 +909,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			return p
 		}
 	}
+	c.untaintReplacement(ctx, log, s, idx, a)
 	c.metrics.DisruptionActions.WithLabelValues(string(a.kind()), string(a.reason)).Inc()
 	log.Info("disruption action done")
 	p.Step = ActionDone
@@ -862,10 +931,23 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	for _, n := range a.nodes {
 		on[n.Name] = true
 	}
-	// The pods moving to the replacement go first; the others wait until those are placed, for
-	// at most the reschedule grace from the drain's start (not on urgent or forced actions).
-	holdRest := len(a.first) > 0 && !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace &&
-		firstPending(a, on, all)
+	// The pods go in waves (evictionWave), each once the replicas of the pods evicted before are
+	// placed: kube-scheduler puts a replica on the node its score prefers among those with room
+	// (the emptiest by default, the fullest under MostAllocated), which may be room the plan kept
+	// for a larger pod. Not on urgent or forced actions, nor once the reschedule grace from the
+	// drain's start is over: then every pod goes at once.
+	var wave *evictionWave
+	hold := false
+	if !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace {
+		hold = replicasPending(c.placingOwners(a), all)
+		for _, p := range all {
+			if on[p.Spec.NodeName] && mustEvict(p) && p.DeletionTimestamp == nil && !doNotDisrupt(p) {
+				if w := waveOf(p, a.first); wave == nil || w.before(*wave) {
+					wave = &w
+				}
+			}
+		}
+	}
 	waiting := 0
 	var refused, held []string
 	pdbs, err := c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(everything())
@@ -889,7 +971,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			}
 			continue
 		}
-		if _, first := a.first[key]; holdRest && !first {
+		if wave != nil && !doNotDisrupt(p) && (hold || waveOf(p, a.first) != *wave) {
 			waiting++
 			continue
 		}
@@ -960,7 +1042,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		msgs = append(msgs, fmt.Sprintf("%s: %s", api.KeepPodDoNotDisrupt, strings.Join(held, ", ")))
 	}
 	if waiting > 0 {
-		msgs = append(msgs, fmt.Sprintf("%d pods wait until the %d moving to the replacement %s are placed", waiting, len(a.first), a.replacement))
+		msgs = append(msgs, fmt.Sprintf("%d pods wait for their turn: the replicas of the pods evicted before them are placed first", waiting))
 	}
 	if len(msgs) == 0 && left > 0 {
 		msgs = append(msgs, fmt.Sprintf("%d pods still terminating", left))
@@ -1258,22 +1340,40 @@ func holdEvicted(pending []*corev1.Pod, evicted map[string]time.Time, now time.T
 	return out, wait
 }
 
-// hasCandidateTaint reports whether the node carries api.TaintDisruptionCandidate.
-func hasCandidateTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintDisruptionCandidate })
+// hasTaint reports whether the node carries a taint with the key.
+func hasTaint(n *corev1.Node, key string) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
 }
 
-// setCandidateTaint adds api.TaintDisruptionCandidate (PreferNoSchedule) to the node, or removes
-// it, starting from the snapshot's copy of the Node.
-func (c *Controller) setCandidateTaint(ctx context.Context, n *corev1.Node, want bool) error {
-	return mutateTaints(ctx, c.kube.CoreV1().Nodes(), n.Name, n, func(taints []corev1.Taint) ([]corev1.Taint, bool) {
-		i := slices.IndexFunc(taints, func(t corev1.Taint) bool { return t.Key == api.TaintDisruptionCandidate })
+// setPreferNoSchedule adds the PreferNoSchedule taint key to the node, or removes it, starting
+// from the given copy of the Node (the snapshot's).
+func (c *Controller) setPreferNoSchedule(ctx context.Context, n *corev1.Node, key string, want bool) error {
+	err := mutateTaints(ctx, c.kube.CoreV1().Nodes(), n.Name, n, func(taints []corev1.Taint) ([]corev1.Taint, bool) {
+		i := slices.IndexFunc(taints, func(t corev1.Taint) bool { return t.Key == key })
 		switch {
 		case want && i < 0:
-			return append(taints, corev1.Taint{Key: api.TaintDisruptionCandidate, Effect: corev1.TaintEffectPreferNoSchedule}), true
+			return append(taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectPreferNoSchedule}), true
 		case !want && i >= 0:
 			return slices.Delete(taints, i, i+1), true
 		}
 		return taints, false
 	})
+	if err != nil {
+		return fmt.Errorf("setting taint %s on node %s: %w", key, n.Name, err)
+	}
+	return nil
+}
+
+// untaintReplacement removes api.TaintReplacementFilling from the action's replacement, if it
+// has one; a failure is logged, and the next plan removes it (reportPlan).
+func (c *Controller) untaintReplacement(ctx context.Context, log *zap.Logger, s *State, idx nodeIndex, a *actionState) {
+	rec, ok := recordByLaunchID(s.Records, a.replacement)
+	if !ok {
+		return
+	}
+	if n := idx.forRecord(rec); n != nil && hasTaint(n, api.TaintReplacementFilling) {
+		if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, false); err != nil {
+			log.Warn("removing the replacement's taint", zap.Error(err))
+		}
+	}
 }

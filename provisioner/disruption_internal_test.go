@@ -9,6 +9,7 @@ import (
 	"github.com/tiler-dev/tiler/api/policy"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -238,18 +239,22 @@ func TestStuckTerminating(t *testing.T) {
 	}
 }
 
-// TestReplacementPodsFirst: a Replace action's nodes list the pods it moves to its replacement
-// with their controllers (replacementPods), actionsOf reads them back, and firstPending holds
-// the action's other pods while one of them is still on the node and not terminating, or a pod
-// of their controllers is pending; a pending pod of another controller holds nothing.
-func TestReplacementPodsFirst(t *testing.T) {
-	owned := func(name, uid, node string) *corev1.Pod {
-		p := simtest.Pod(name).CPU("1").Obj()
+// TestEvictionWaves: a Replace action's nodes list the pods it moves to its replacement with
+// their controllers (replacementPods), and actionsOf reads them back; a drain's waves put the
+// other pods first, by GPUs, CPU and memory, largest first, pods of one size in one wave, and
+// the replacement's last; replicasPending holds the next wave while a pod of a controller evicted from is pending,
+// and not for another controller's pending pod.
+func TestEvictionWaves(t *testing.T) {
+	owned := func(name, uid, node, cpu string) *corev1.Pod {
+		p := simtest.Pod(name).CPU(cpu).Mem("1Gi").Obj()
 		p.Spec.NodeName = node
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs-" + uid, UID: types.UID(uid), Controller: ptrTrue()}}
 		return p
 	}
-	a, b, c := owned("a", "u1", "old"), owned("b", "u2", "old"), owned("c", "u3", "old")
+	a, b, c := owned("a", "u1", "old", "500m"), owned("b", "u2", "old", "2"), owned("c", "u3", "old", "500m")
+	gpu := owned("g", "u4", "old", "1")
+	gpu.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+	b2 := owned("b2", "u2", "old", "2")
 	act := api.DisruptionAction{Kind: api.ActionReplace, Nodes: []string{"old"}, Replacement: &api.NewNode{Name: "repl"},
 		Moves: []api.PodMove{{Pod: "default/a", From: "old", To: "repl"}, {Pod: "default/b", From: "old", To: "other"}, {Pod: "default/c", From: "old", To: "repl"}}}
 	val := replacementPods(act, []*corev1.Pod{a, b, c})
@@ -262,20 +267,32 @@ func TestReplacementPodsFirst(t *testing.T) {
 	if len(got) != 1 || len(got[0].first) != 2 || got[0].first["default/c"] != "u3" {
 		t.Fatalf("actions %+v", got)
 	}
-	st, on := got[0], map[string]bool{"old": true}
-	if !firstPending(st, on, []*corev1.Pod{a, b, c}) {
-		t.Error("a and c are still on the node: the others must wait")
+	first := got[0].first
+	pods := []*corev1.Pod{b, a, gpu, b2, c}
+	slices.SortStableFunc(pods, func(x, y *corev1.Pod) int {
+		switch wx, wy := waveOf(x, first), waveOf(y, first); {
+		case wx.before(wy):
+			return -1
+		case wy.before(wx):
+			return 1
+		}
+		return 0
+	})
+	if got := names(pods); !slices.Equal(got, []string{"g", "b", "b2", "a", "c"}) {
+		t.Errorf("eviction order %v, want the GPU pod, then the 2-CPU pods, then the replacement's pods", got)
 	}
-	now := metav1.Now()
-	gone := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.DeletionTimestamp = &now; return p }
-	replica := owned("a-2", "u1", "")
-	other := owned("x", "u9", "")
-	if !firstPending(st, on, []*corev1.Pod{gone(a), b, gone(c), replica}) {
-		t.Error("a's replica is pending: the others must wait")
+	if waveOf(b, first) != waveOf(b2, first) || waveOf(a, first) != waveOf(c, first) {
+		t.Error("pods of one size are not in one wave")
+	}
+	owners := map[string]bool{"u1": true, "u3": true}
+	replica := owned("a-2", "u1", "", "500m")
+	other := owned("x", "u9", "", "1")
+	if !replicasPending(owners, []*corev1.Pod{b, replica}) {
+		t.Error("a's replica is pending: the next wave must wait")
 	}
 	replica.Spec.NodeName = "repl"
-	if firstPending(st, on, []*corev1.Pod{gone(a), b, gone(c), replica, other}) {
-		t.Error("a and c are evicted and their replicas bound (another controller's pod pending): the others may go")
+	if replicasPending(owners, []*corev1.Pod{b, replica, other}) {
+		t.Error("a's replica is bound (another controller's pod pending): the next wave may go")
 	}
 	if v := replacementPods(api.DisruptionAction{Kind: api.ActionDelete, Nodes: []string{"old"}, Moves: act.Moves}, []*corev1.Pod{a, b, c}); v != "" {
 		t.Errorf("a Delete action lists %q", v)

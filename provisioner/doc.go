@@ -46,10 +46,12 @@
 // plan's actions waits for a batch to end, and re-checks that), and carries each action out in one
 // order — the replacement launched first through the launch path and waited for Ready with its
 // devices, then cordon and eviction through the Eviction API (refusals retried with backoff, the
-// action abandoned and uncordoned past Config.DisruptionDrainTimeout), then the instance, Node
-// and record deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction,
-// ...Step, ...StepSince, ...Reason, ...Replacement); every pass reads it back and advances it, so
-// a restart resumes or rolls back. Batches plan nothing onto a node under an action and hold the
+// action abandoned and uncordoned past Config.DisruptionDrainTimeout; the pods moving to the
+// replacement first, the others once those are placed), then the instance, Node and record
+// deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step,
+// ...StepSince, ...Reason, ...Replacement, ...ReplacementPods); every pass reads it back and
+// advances it, so a restart resumes or rolls back. The plan's candidates carry
+// api.TaintDisruptionCandidate (PreferNoSchedule) while they are candidates. Batches plan nothing onto a node under an action and hold the
 // pods of controllers a disruption evicted from for Config.DisruptionRescheduleGrace; housekeeping
 // removes empty nodes through the same cordon-and-check path (removeEmpty).
 //

@@ -44,9 +44,20 @@ import (
 // many moved pods were replicas of pods moved earlier in the run (moved a second time), the
 // longest a replica waited unbound, and the fleet's cost against a purchase from scratch.
 //
-// Seeds 1–4 run in `make test`; TILER_CAMPAIGN_SEEDS=N (and TILER_CAMPAIGN_FIRST=F) run more.
+// Seeds 1–4 run in `make test`; TILER_CAMPAIGN_SEEDS=N (and TILER_CAMPAIGN_FIRST=F) run more,
+// TILER_CAMPAIGN_SCHEDULER_CONFIG=file under another kube-scheduler configuration (e.g.
+// deploy/scheduler/gpu-mostallocated.yaml), TILER_CAMPAIGN_CANDIDATE_TAINT=0 without the
+// disruption-candidate taint.
 func TestE2EConsolidationCampaign(t *testing.T) {
-	cp := cptest.Start(t, controlplane.Options{})
+	var opts controlplane.Options
+	if path := os.Getenv("TILER_CAMPAIGN_SCHEDULER_CONFIG"); path != "" {
+		cfg, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.SchedulerConfig = cfg
+	}
+	cp := cptest.Start(t, opts)
 	first, n := uint64(1), 4
 	if v, err := strconv.Atoi(os.Getenv("TILER_CAMPAIGN_SEEDS")); err == nil && v > 0 {
 		n = v

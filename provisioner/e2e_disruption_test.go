@@ -48,7 +48,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("GPUNodeWithCPUPodsRemoved", func(t *testing.T) { testGPUNodeEmptied(t, cp) })
 	t.Run("ReplacementKeepsSpreadDomains", func(t *testing.T) { testReplacementKeepsSpreadDomains(t, cp) })
 	t.Run("CandidateTaintSteersNewPods", func(t *testing.T) { testCandidateTaint(t, cp) })
-	t.Run("ReplacementTakesItsPodsFirst", func(t *testing.T) { testReplacementTakesItsPodsFirst(t, cp) })
+	t.Run("ReplacementKeepsItsRoom", func(t *testing.T) { testReplacementKeepsItsRoom(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
 	t.Run("CapacityBlockEnding", func(t *testing.T) { testReservationEnding(t, cp) })
 	t.Run("CapacityBlockForcedBeforeTheEnd", func(t *testing.T) { testReservationForcedBeforeTheEnd(t, cp) })

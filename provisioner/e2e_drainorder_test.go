@@ -27,16 +27,17 @@ pools:
     consolidateAfter: 2s
 `
 
-// testReplacementTakesItsPodsFirst: node Y (m7i.xlarge) runs a 2520m pod and has 1400m free;
-// node X (m7i.xlarge) runs a 1500m pod (big) and three 450m pods (small). The only saving
-// replaces X by an m7i.large that takes big (430m left, no room for a small pod), the small pods
-// moving to Y (big does not fit there). kube-scheduler puts each replica on the emptiest node
-// that fits it: a small replica bound before big's takes the empty replacement, and big's
-// replica then fits nowhere, stays pending, and is bought a node for after the reschedule grace
-// (three of the four eviction orders did so when the drain evicted every pod at once). The drain
-// evicts big first and the small pods once its replica is bound: one launch (the replacement),
-// big on it, the small pods on Y, and the small replicas created after big's.
-func testReplacementTakesItsPodsFirst(t *testing.T, cp *controlplane.ControlPlane) {
+// testReplacementKeepsItsRoom: node Y (m7i.xlarge) runs a 2520m pod and has 1400m free; node X
+// (m7i.xlarge) runs a 1500m pod (big) and three 450m pods (small). The only saving replaces X by
+// an m7i.large that takes big (430m left, no room for a small pod), the small pods moving to Y
+// (big does not fit there). kube-scheduler puts each replica on the emptiest node that fits it:
+// a small replica bound before big's took the empty replacement, and big's replica then fit
+// nowhere, stayed pending, and was bought a node after the reschedule grace (two of three runs
+// when the drain evicted every pod at once). The drain evicts the small pods first, while the
+// replacement carries tiler.dev/replacement-filling:PreferNoSchedule, and big once their
+// replicas are bound: one launch (the replacement), the small pods on Y, big on the replacement,
+// big's replica created after the small ones', and the replacement's taint gone at the end.
+func testReplacementKeepsItsRoom(t *testing.T, cp *controlplane.ControlPlane) {
 	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	const ns = "replacement-first"
 	e.namespace(ns)
@@ -90,10 +91,18 @@ func testReplacementTakesItsPodsFirst(t *testing.T, cp *controlplane.ControlPlan
 	}
 	_, bigSeen := log.app(ns + "/" + big.Name)
 	for _, p := range small {
-		if _, seen := log.app(ns + "/" + p.Name); seen.Before(bigSeen) {
-			t.Errorf("small replica %s was created before big's %s: the drain evicted a small pod first", p.Name, big.Name)
+		if _, seen := log.app(ns + "/" + p.Name); seen.After(bigSeen) {
+			t.Errorf("small replica %s was created after big's %s: the drain evicted big, which moves to the replacement, first", p.Name, big.Name)
 		}
 	}
+	repl, err := e.kube.CoreV1().Nodes().Get(context.Background(), big.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the replacement's taint to be removed", 20*time.Second, func() bool {
+		repl, err = e.kube.CoreV1().Nodes().Get(context.Background(), repl.Name, metav1.GetOptions{})
+		return err == nil && !slices.ContainsFunc(repl.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintReplacementFilling })
+	})
 	replaced := false
 	for _, p := range passes.all() {
 		for _, a := range p.Actions {
