@@ -126,7 +126,7 @@ const (
 	// terminationGracePeriodSeconds ends by then, and the nodes go.
 	AnnotationDisruptionForceAfter = "tiler.dev/disruption-force-after"
 	// AnnotationDisruptionReplacementPods lists the pods the plan moves to the action's replacement
-	// (Replace actions; "namespace/name=controller UID", comma-separated). The drain evicts them
+	// (Replace actions; "namespace/name", comma-separated). The drain evicts them
 	// last, once the replicas of the action's other pods are placed (or
 	// Config.DisruptionRescheduleGrace after the drain began), while TaintReplacementFilling keeps
 	// those replicas off the replacement: whatever the scheduler's score, the pods the plan moves

@@ -41,15 +41,16 @@ import (
 //     through the Eviction API, so that PodDisruptionBudgets hold. A refused eviction (429) is
 //     retried with backoff; past Config.DisruptionDrainTimeout the action is abandoned: the nodes
 //     are uncordoned and a DisruptionBlocked Event says why. The pods go in waves
-//     (evictionWave): those the plan moves to the replacement, then the others by size, largest
-//     first, each wave once the replicas of the pods evicted before are placed.
+//     (evictionWave): by size, largest first, and those the plan moves to the replacement last,
+//     each wave once the replicas of the pods evicted before are placed.
 //  3. Deleting: only DaemonSet pods remain; the instance, the Node and the launch record are
 //     deleted (remove, as housekeeping does).
 //
 // The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step, ...StepSince,
-// ...Reason, ...Replacement, ...ReplacementPods), not in memory: every pass reads it back from the Nodes and advances
-// each action one step as far as it can, so a restarted controller resumes where the last one
-// stopped, and a step that can no longer complete rolls the action back (uncordon).
+// ...Reason, ...Replacement, ...ReplacementPods), not in memory: every pass reads it back from
+// the Nodes and advances each action one step as far as it can, so a restarted controller
+// resumes where the last one stopped, and a step that can no longer complete rolls the action
+// back (uncordon).
 
 // stepOrder ranks the steps; an action whose nodes disagree (a pass died between two node
 // patches) is at its least advanced step.
@@ -545,9 +546,9 @@ type actionState struct {
 	// forceAfter when it ends, once the drain began (AnnotationDisruptionForceAfter).
 	grace      time.Duration
 	forceAfter time.Time
-	// first are the pods the plan moves to the replacement, by key, with their controller's UID
-	// (AnnotationDisruptionReplacementPods): drained before the others.
-	first map[string]string
+	// toReplacement are the pods the plan moves to the replacement, by key
+	// (AnnotationDisruptionReplacementPods): drained after the others.
+	toReplacement map[string]bool
 }
 
 // urgent reports whether the action's nodes go whatever Tiler does (interrupted, or repaired
@@ -611,12 +612,12 @@ func actionsOf(nodes []*corev1.Node) []*actionState {
 			(a.forceAfter.IsZero() || t.Before(a.forceAfter)) {
 			a.forceAfter = t
 		}
-		for _, kv := range strings.Split(n.Annotations[api.AnnotationDisruptionReplacementPods], ",") {
-			if key, uid, ok := strings.Cut(kv, "="); ok {
-				if a.first == nil {
-					a.first = map[string]string{}
+		for _, key := range strings.Split(n.Annotations[api.AnnotationDisruptionReplacementPods], ",") {
+			if key != "" {
+				if a.toReplacement == nil {
+					a.toReplacement = map[string]bool{}
 				}
-				a.first[key] = uid
+				a.toReplacement[key] = true
 			}
 		}
 		if _, ok := n.Annotations[api.AnnotationInterruption]; ok {
@@ -685,8 +686,8 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 	step := api.DisruptionStepReplacing
 	ann[api.AnnotationDisruptionStep] = &step
 	ann[api.AnnotationDisruptionReplacement] = &rec.LaunchID
-	if first := replacementPods(a, s.Pods); first != "" {
-		ann[api.AnnotationDisruptionReplacementPods] = &first
+	if pods := replacementPods(a); pods != "" {
+		ann[api.AnnotationDisruptionReplacementPods] = &pods
 	}
 	// The nodes name the replacement before its record exists: a restart that finds no record
 	// rolls the action back; one that finds it resumes (Recover relaunches it idempotently).
@@ -704,43 +705,29 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 }
 
 // replacementPods is the value of AnnotationDisruptionReplacementPods for action a: the pods it
-// moves to its replacement, with their controllers' UIDs, sorted.
-func replacementPods(a api.DisruptionAction, pods []*corev1.Pod) string {
-	to := map[string]bool{}
+// moves to its replacement, sorted.
+func replacementPods(a api.DisruptionAction) string {
+	var out []string
 	for _, m := range a.Moves {
 		if a.Replacement != nil && m.To == a.Replacement.Name {
-			to[m.Pod] = true
+			out = append(out, m.Pod)
 		}
-	}
-	var out []string
-	for _, p := range pods {
-		key := p.Namespace + "/" + p.Name
-		if !to[key] {
-			continue
-		}
-		uid := ""
-		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-			uid = string(ref.UID)
-		}
-		out = append(out, key+"="+uid)
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
 }
 
-// evictionWave is where a pod comes in a drain's order: by its requests, largest first: GPUs
-// (extended nvidia.com resources, and DRA claims), then CPU, then memory; and the pods the plan
-// moves to the replacement (first: the action's first claim on the replacement's room) after all
-// the others. Pods of one wave are interchangeable for the room they need, so a drain evicts one
-// wave at a time.
+// evictionWave is where a pod comes in a drain's order: the pods the plan moves to existing nodes
+// by their requests, largest first (GPUs, counting extended nvidia.com resources and DRA claims,
+// then CPU, then memory), and the pods it moves to the replacement after all of them. Pods of one
+// wave need the same room, so a drain evicts one wave at a time.
 type evictionWave struct {
-	first         bool
+	toReplacement bool
 	gpu, cpu, mem int64
 }
 
-func waveOf(p *corev1.Pod, first map[string]string) evictionWave {
-	_, isFirst := first[p.Namespace+"/"+p.Name]
-	w := evictionWave{first: isFirst, gpu: int64(len(p.Spec.ResourceClaims))}
+func waveOf(p *corev1.Pod, toReplacement map[string]bool) evictionWave {
+	w := evictionWave{toReplacement: toReplacement[p.Namespace+"/"+p.Name], gpu: int64(len(p.Spec.ResourceClaims))}
 	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
 		switch {
 		case name == corev1.ResourceCPU:
@@ -757,8 +744,8 @@ func waveOf(p *corev1.Pod, first map[string]string) evictionWave {
 // before reports whether wave w is evicted before wave o.
 func (w evictionWave) before(o evictionWave) bool {
 	switch {
-	case w.first != o.first:
-		return o.first
+	case w.toReplacement != o.toReplacement:
+		return o.toReplacement
 	case w.gpu != o.gpu:
 		return w.gpu > o.gpu
 	case w.cpu != o.cpu:
@@ -782,15 +769,10 @@ func replicasPending(owners map[string]bool, all []*corev1.Pod) bool {
 }
 
 // placingOwners are the controllers whose replicas a drain waits for before its next wave: those
-// of the pods the action moves to its replacement (kept on its nodes, so a restart knows them),
-// and those a disruption evicted from within the reschedule grace (in memory).
-func (c *Controller) placingOwners(a *actionState) map[string]bool {
+// a disruption evicted from within the reschedule grace. They are kept in memory: after a restart
+// the next wave goes at once, and the replacement's taint still keeps its room.
+func (c *Controller) placingOwners() map[string]bool {
 	out := map[string]bool{}
-	for _, uid := range a.first {
-		if uid != "" {
-			out[uid] = true
-		}
-	}
 	now := c.clock.Now()
 	for uid, at := range c.disruption.evictedOwners() {
 		if now.Sub(at) <= c.cfg.DisruptionRescheduleGrace {
@@ -839,7 +821,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		switch ready := n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, slicedNodes(s.ResourceSlices)[n.Name]); {
 		case ready:
 			// The pods the plan moves elsewhere go first; the replacement's room is for the others.
-			if len(a.first) > 0 && !a.urgent() {
+			if len(a.toReplacement) > 0 && !a.urgent() {
 				if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, true); err != nil {
 					p.Message = err.Error()
 					return p
@@ -939,10 +921,10 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	var wave *evictionWave
 	hold := false
 	if !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace {
-		hold = replicasPending(c.placingOwners(a), all)
+		hold = replicasPending(c.placingOwners(), all)
 		for _, p := range all {
 			if on[p.Spec.NodeName] && mustEvict(p) && p.DeletionTimestamp == nil && !doNotDisrupt(p) {
-				if w := waveOf(p, a.first); wave == nil || w.before(*wave) {
+				if w := waveOf(p, a.toReplacement); wave == nil || w.before(*wave) {
 					wave = &w
 				}
 			}
@@ -971,7 +953,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			}
 			continue
 		}
-		if wave != nil && !doNotDisrupt(p) && (hold || waveOf(p, a.first) != *wave) {
+		if wave != nil && !doNotDisrupt(p) && (hold || waveOf(p, a.toReplacement) != *wave) {
 			waiting++
 			continue
 		}

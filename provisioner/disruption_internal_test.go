@@ -239,11 +239,11 @@ func TestStuckTerminating(t *testing.T) {
 	}
 }
 
-// TestEvictionWaves: a Replace action's nodes list the pods it moves to its replacement with
-// their controllers (replacementPods), and actionsOf reads them back; a drain's waves put the
-// other pods first, by GPUs, CPU and memory, largest first, pods of one size in one wave, and
-// the replacement's last; replicasPending holds the next wave while a pod of a controller evicted from is pending,
-// and not for another controller's pending pod.
+// TestEvictionWaves: a Replace action's nodes list the pods it moves to its replacement
+// (replacementPods), and actionsOf reads them back; a drain's waves put the other pods first, by
+// GPUs, CPU and memory, largest first, pods of one size in one wave, and the replacement's last;
+// replicasPending holds the next wave while a pod of a controller evicted from is pending, and
+// not for another controller's pending pod.
 func TestEvictionWaves(t *testing.T) {
 	owned := func(name, uid, node, cpu string) *corev1.Pod {
 		p := simtest.Pod(name).CPU(cpu).Mem("1Gi").Obj()
@@ -256,21 +256,21 @@ func TestEvictionWaves(t *testing.T) {
 	gpu.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
 	b2 := owned("b2", "u2", "old", "2")
 	act := api.DisruptionAction{Kind: api.ActionReplace, Nodes: []string{"old"}, Replacement: &api.NewNode{Name: "repl"},
-		Moves: []api.PodMove{{Pod: "default/a", From: "old", To: "repl"}, {Pod: "default/b", From: "old", To: "other"}, {Pod: "default/c", From: "old", To: "repl"}}}
-	val := replacementPods(act, []*corev1.Pod{a, b, c})
-	if val != "default/a=u1,default/c=u3" {
+		Moves: []api.PodMove{{Pod: "default/c", From: "old", To: "repl"}, {Pod: "default/b", From: "old", To: "other"}, {Pod: "default/a", From: "old", To: "repl"}}}
+	val := replacementPods(act)
+	if val != "default/a,default/c" {
 		t.Fatalf("replacement pods %q", val)
 	}
 	got := actionsOf([]*corev1.Node{annotatedNode("old", map[string]string{api.AnnotationDisruptionAction: "d-1",
 		api.AnnotationDisruptionStep: api.DisruptionStepDraining, api.AnnotationDisruptionReplacement: "repl",
 		api.AnnotationDisruptionReplacementPods: val})})
-	if len(got) != 1 || len(got[0].first) != 2 || got[0].first["default/c"] != "u3" {
+	if len(got) != 1 || len(got[0].toReplacement) != 2 || !got[0].toReplacement["default/c"] {
 		t.Fatalf("actions %+v", got)
 	}
-	first := got[0].first
+	to := got[0].toReplacement
 	pods := []*corev1.Pod{b, a, gpu, b2, c}
 	slices.SortStableFunc(pods, func(x, y *corev1.Pod) int {
-		switch wx, wy := waveOf(x, first), waveOf(y, first); {
+		switch wx, wy := waveOf(x, to), waveOf(y, to); {
 		case wx.before(wy):
 			return -1
 		case wy.before(wx):
@@ -281,7 +281,7 @@ func TestEvictionWaves(t *testing.T) {
 	if got := names(pods); !slices.Equal(got, []string{"g", "b", "b2", "a", "c"}) {
 		t.Errorf("eviction order %v, want the GPU pod, then the 2-CPU pods, then the replacement's pods", got)
 	}
-	if waveOf(b, first) != waveOf(b2, first) || waveOf(a, first) != waveOf(c, first) {
+	if waveOf(b, to) != waveOf(b2, to) || waveOf(a, to) != waveOf(c, to) {
 		t.Error("pods of one size are not in one wave")
 	}
 	owners := map[string]bool{"u1": true, "u3": true}
@@ -294,7 +294,7 @@ func TestEvictionWaves(t *testing.T) {
 	if replicasPending(owners, []*corev1.Pod{b, replica, other}) {
 		t.Error("a's replica is bound (another controller's pod pending): the next wave may go")
 	}
-	if v := replacementPods(api.DisruptionAction{Kind: api.ActionDelete, Nodes: []string{"old"}, Moves: act.Moves}, []*corev1.Pod{a, b, c}); v != "" {
+	if v := replacementPods(api.DisruptionAction{Kind: api.ActionDelete, Nodes: []string{"old"}, Moves: act.Moves}); v != "" {
 		t.Errorf("a Delete action lists %q", v)
 	}
 }
