@@ -919,12 +919,15 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	// for a larger pod. Not on urgent or forced actions, nor once the reschedule grace from the
 	// drain's start is over: then every pod goes at once.
 	var wave *evictionWave
+	waveOfPod := map[*corev1.Pod]evictionWave{} // the pods that wait for their wave
 	hold := false
 	if !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace {
 		hold = replicasPending(c.placingOwners(), all)
 		for _, p := range all {
 			if on[p.Spec.NodeName] && mustEvict(p) && p.DeletionTimestamp == nil && !doNotDisrupt(p) {
-				if w := waveOf(p, a.toReplacement); wave == nil || w.before(*wave) {
+				w := waveOf(p, a.toReplacement)
+				waveOfPod[p] = w
+				if wave == nil || w.before(*wave) {
 					wave = &w
 				}
 			}
@@ -953,7 +956,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			}
 			continue
 		}
-		if wave != nil && !doNotDisrupt(p) && (hold || waveOf(p, a.toReplacement) != *wave) {
+		if w, ok := waveOfPod[p]; ok && (hold || w != *wave) {
 			waiting++
 			continue
 		}

@@ -18,13 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/tiler-dev/tiler/api"
-	"github.com/tiler-dev/tiler/api/policy"
-	"github.com/tiler-dev/tiler/api/snapshot"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/controlplane/cptest"
 	"github.com/tiler-dev/tiler/internal/testwait"
 	"github.com/tiler-dev/tiler/provisioner"
-	"github.com/tiler-dev/tiler/simulator"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -297,8 +294,9 @@ func runConsolidationSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint
 	}
 	// What the actions did, and where their moved pods landed.
 	all := passes.all()
+	ws := waves(all)
 	replacements := 0
-	for _, w := range waves(all) {
+	for _, w := range ws {
 		for _, a := range w.actions {
 			if a.Replacement != nil {
 				replacements++
@@ -326,7 +324,7 @@ func runConsolidationSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint
 			}
 		}
 	}
-	res.moves, res.asPlanned, res.movedAgain = movesAsPlanned(t, waves(all), log, start)
+	res.moves, res.asPlanned, res.movedAgain = movesAsPlanned(t, ws, log, start)
 	res.longestUnbound = log.longestUnbound(start)
 	if got := e.launches() - launches; got != replacements {
 		t.Errorf("%d launches during consolidation, %d of them replacements its actions planned: the rest were bought for pods a disruption left pending", got, replacements)
@@ -555,10 +553,6 @@ func (l *podLog) longestUnbound(since time.Time) time.Duration {
 // runs after the scale-down.
 func (e *env) scratchFleet(f campaignFleet) float64 {
 	e.t.Helper()
-	pol, err := policy.Parse([]byte(f.policy))
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var pods []*corev1.Pod
 	for _, a := range f.apps {
 		for i := range a.after {
@@ -567,9 +561,5 @@ func (e *env) scratchFleet(f campaignFleet) float64 {
 			pods = append(pods, p)
 		}
 	}
-	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: pods}, Catalog: e.cat, Policy: pol})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return plan.CostPerHour
+	return e.scratchPlan(f.policy, pods).CostPerHour
 }

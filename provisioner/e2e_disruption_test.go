@@ -234,21 +234,31 @@ func (e *env) fleetCost() float64 {
 // scratchCost is what Tiler buys for n pods like tmpl from nothing, under the policy doc.
 func (e *env) scratchCost(doc string, tmpl *corev1.Pod, n int) float64 {
 	e.t.Helper()
-	pol, err := policy.Parse([]byte(doc))
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	var pods []*corev1.Pod
 	for i := 0; i < n; i++ {
 		p := tmpl.DeepCopy()
 		p.Name = fmt.Sprintf("scratch-%d", i)
 		pods = append(pods, p)
 	}
-	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: pods}, Catalog: e.cat, Policy: pol})
-	if err != nil || len(plan.Unschedulable) > 0 {
-		e.t.Fatalf("plan from scratch: %v %+v", err, plan)
+	plan := e.scratchPlan(doc, pods)
+	if len(plan.Unschedulable) > 0 {
+		e.t.Fatalf("plan from scratch: %+v", plan)
 	}
 	return plan.CostPerHour
+}
+
+// scratchPlan is Tiler's plan for the pods from nothing, under the policy doc.
+func (e *env) scratchPlan(doc string, pods []*corev1.Pod) *api.Plan {
+	e.t.Helper()
+	pol, err := policy.Parse([]byte(doc))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	plan, err := simulator.Simulate(simulator.Input{Snapshot: &snapshot.Snapshot{Pods: pods}, Catalog: e.cat, Policy: pol})
+	if err != nil {
+		e.t.Fatalf("plan from scratch: %v", err)
+	}
+	return plan
 }
 
 // availabilityWatch follows the pods of app and records the most that were unavailable at once
