@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -53,7 +54,8 @@ const (
 	ActionDelete DisruptionKind = "Delete"
 	// ActionReplace removes the nodes after launching one node (Replacement) that takes the pods
 	// the rest of the cluster cannot: a cheaper one for consolidation, any that fits for the
-	// node-lifecycle reasons.
+	// node-lifecycle reasons — and, for those only, more nodes (MoreReplacements) when one new
+	// node cannot take them.
 	ActionReplace DisruptionKind = "Replace"
 )
 
@@ -115,6 +117,12 @@ type DisruptionAction struct {
 	// Replacement is the node to launch first (Replace only): a NewNode as in purchases, with the
 	// pods it takes and its fallbacks.
 	Replacement *NewNode `json:"replacement,omitempty"`
+	// MoreReplacements are the other nodes to launch first, with Replacement, for a
+	// node-lifecycle action (Drifted, Expired, Unhealthy, Interrupted, ReservationEnding) whose
+	// pods one new node of its pool cannot take (the pool now buys smaller types than the node):
+	// the nodes are cordoned once every replacement is Ready. Consolidation never has any: it
+	// opens one new node at most.
+	MoreReplacements []NewNode `json:"moreReplacements,omitempty"`
 	// Moves says where each evicted pod is expected to land, by pod.
 	Moves []PodMove `json:"moves"`
 	// LeftBehind are the pods of the nodes that do not move and end with them (node-lifecycle
@@ -312,7 +320,7 @@ func (p *DisruptionPlan) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, "\nACTION\tKIND\tREASON\tPOOL\tNODES\tREPLACEMENT\t$/H BEFORE\t$/H AFTER\tSAVES\tMOVES")
 		for _, a := range p.Actions {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%.4f\t%.4f\t%s\n", a.ID, a.Kind, a.Reason, a.Pool,
-				strings.Join(a.Nodes, ", "), replacementString(a.Replacement), a.CostPerHourBefore, a.CostPerHourAfter,
+				strings.Join(a.Nodes, ", "), replacementString(a), a.CostPerHourBefore, a.CostPerHourAfter,
 				a.SavingsPerHour, movesSummary(a.Moves))
 		}
 		for _, a := range p.Actions {
@@ -347,11 +355,29 @@ func (p *DisruptionPlan) WriteTable(w io.Writer) error {
 }
 
 // replacementString renders a replacement as name (type/zone/capacity type), or "-".
-func replacementString(n *NewNode) string {
-	if n == nil {
+func replacementString(a DisruptionAction) string {
+	ns := a.Replacements()
+	if len(ns) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (%s)", n.Name, n.Offering)
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = fmt.Sprintf("%s (%s)", n.Name, n.Offering)
+	}
+	return strings.Join(out, ", ")
+}
+
+// Replacements are the action's new nodes: Replacement, then MoreReplacements; none for a Delete.
+func (a DisruptionAction) Replacements() []NewNode {
+	if a.Replacement == nil {
+		return nil
+	}
+	return append([]NewNode{*a.Replacement}, a.MoreReplacements...)
+}
+
+// IsReplacement reports whether node is one of the action's new nodes.
+func (a DisruptionAction) IsReplacement(node string) bool {
+	return a.Replacement != nil && a.Replacement.Name == node || slices.ContainsFunc(a.MoreReplacements, func(n NewNode) bool { return n.Name == node })
 }
 
 // movesSummary counts the moves per destination: "5 pods: 3 → node-a, 2 → node-b", "1 pod: 1 →

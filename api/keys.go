@@ -115,7 +115,8 @@ const (
 	// AnnotationDisruptionReason is the action's reason (DisruptionReason).
 	AnnotationDisruptionReason = "tiler.dev/disruption-reason"
 	// AnnotationDisruptionReplacement is the launch ID of the action's replacement node (Replace
-	// actions only).
+	// actions only); the IDs, comma-separated, when a node-lifecycle action needs more than one
+	// (DisruptionAction.MoreReplacements).
 	AnnotationDisruptionReplacement = "tiler.dev/disruption-replacement"
 	// AnnotationDisruptionGracePeriod is the action's terminationGracePeriod (a Go duration,
 	// DisruptionAction.TerminationGracePeriodSeconds), on the actions that have one.
@@ -168,8 +169,10 @@ const LabelCostPolicy = "tiler.dev/cost-policy"
 const TaintReserved = "tiler.dev/reserved"
 
 // TaintDisruptionCandidate is the PreferNoSchedule taint the controller keeps on the nodes the
-// disruption plan lists as candidates (the nodes carrying AnnotationCandidateSince), and removes
-// when they stop being one, as the Cluster Autoscaler's DeletionCandidateOfClusterAutoscaler:
+// disruption plan lists as candidates (the nodes carrying AnnotationCandidateSince) and on those
+// it keeps although they must go (KeptNode.Due: drifted or expired nodes waiting for a budget, a
+// PodDisruptionBudget or a do-not-disrupt pod), and removes when they stop being either, as the
+// Cluster Autoscaler's DeletionCandidateOfClusterAutoscaler:
 // kube-scheduler's TaintToleration score then puts new pods, and the replicas of pods an action
 // evicts, on other nodes when they have room, instead of on the emptiest nodes (LeastAllocated),
 // which are the next to be removed. Only the score sees it: a pod still binds on a candidate

@@ -81,8 +81,9 @@ type Config struct {
 	// disruption plan moved them.
 	DisruptionRescheduleGrace time.Duration `mapstructure:"disruption-reschedule-grace"`
 	// DisruptionCandidateTaint keeps api.TaintDisruptionCandidate (PreferNoSchedule) on the nodes
-	// the disruption plan lists as candidates, so that kube-scheduler puts pods elsewhere when it
-	// can; off, the taint is removed from every node at the next plan.
+	// the disruption plan lists as candidates or keeps although they must go (drifted, expired),
+	// so that kube-scheduler puts pods elsewhere when it can; off, the taint is removed from every
+	// node at the next plan.
 	DisruptionCandidateTaint bool `mapstructure:"disruption-candidate-taint"`
 	// InterruptionDrainMargin is how long before an interrupted node's deadline (an EC2 spot
 	// interruption's two minutes) its pods are evicted if its replacement is not Ready yet: long

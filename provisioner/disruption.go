@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -84,10 +85,12 @@ type DisruptionPass struct {
 
 // ActionProgress is one action under way and where a pass left it.
 type ActionProgress struct {
-	ID          string
-	Kind        api.DisruptionKind
-	Reason      api.DisruptionReason
-	Nodes       []string
+	ID     string
+	Kind   api.DisruptionKind
+	Reason api.DisruptionReason
+	Nodes  []string
+	// Replacement is the launch ID of the action's new node; the IDs, comma-separated, when it
+	// has more than one (api.DisruptionAction.MoreReplacements).
 	Replacement string
 	// Step is the action's step after the pass, ActionDone or ActionAbandoned.
 	Step string
@@ -461,8 +464,9 @@ func unsettled(s *State, idx nodeIndex) string {
 
 // reportPlan sets the fleet gauges and the kept-node gauges, tells the nodes newly blocked by a
 // user's setting why (DisruptionBlocked), marks the candidates (api.AnnotationCandidateSince, and
-// api.TaintDisruptionCandidate unless Config.DisruptionCandidateTaint is off): set on the plan's
-// candidates that lack them, removed from every other node, and the unhealthy nodes
+// api.TaintDisruptionCandidate unless Config.DisruptionCandidateTaint is off, which the nodes
+// kept although due get too): set on the plan's candidates that lack them, removed from every
+// other node, and the unhealthy nodes
 // the same way (api.AnnotationUnhealthySince, from the plan's Unhealthy list): the repair grace
 // period of GPUs missing from allocatable runs from it, so it survives restarts.
 func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.DisruptionPlan, now time.Time) {
@@ -488,6 +492,15 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	for _, n := range dp.Candidates {
 		cands[n] = true
 	}
+	// The taint steers pods off the nodes next to go: the candidates, and the nodes that must go
+	// (drifted, expired, unhealthy) but wait for a budget, a PodDisruptionBudget or a
+	// do-not-disrupt pod. A replica kube-scheduler put on one would move again at its turn.
+	steer := maps.Clone(cands)
+	for _, k := range dp.Kept {
+		if k.Due != "" {
+			steer[k.Name] = true
+		}
+	}
 	unhealthy := map[string]api.UnhealthyNode{}
 	for _, u := range dp.Unhealthy {
 		unhealthy[u.Name] = u
@@ -496,7 +509,7 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 	for _, n := range s.Nodes {
 		// (The taint first: its update starts from the informer's copy, which the annotations'
 		// patch would make stale.)
-		if want := c.cfg.DisruptionCandidateTaint && cands[n.Name]; hasTaint(n, api.TaintDisruptionCandidate) != want {
+		if want := c.cfg.DisruptionCandidateTaint && steer[n.Name]; hasTaint(n, api.TaintDisruptionCandidate) != want {
 			if err := c.setPreferNoSchedule(ctx, n, api.TaintDisruptionCandidate, want); err != nil {
 				c.log.Warn("setting the disruption-candidate taint", zap.Bool("candidate", want), zap.Error(err))
 			}
@@ -561,6 +574,14 @@ func (a *actionState) urgent() bool {
 // deadlineNear reports whether an interrupted action's deadline is within margin of now.
 func (a *actionState) deadlineNear(now time.Time, margin time.Duration) bool {
 	return a.interrupted && InterruptionDrainDue(a.deadline, now, margin)
+}
+
+// replacements are the launch IDs of the action's new nodes (AnnotationDisruptionReplacement).
+func (a *actionState) replacements() []string {
+	if a.replacement == "" {
+		return nil
+	}
+	return strings.Split(a.replacement, ",")
 }
 
 func (a *actionState) kind() api.DisruptionKind {
@@ -680,12 +701,20 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 		log.Info("disruption action started: draining", zap.Float64(keyPrice, a.SavingsPerHour))
 		return nil
 	}
-	rec := recordFor(*a.Replacement, now, s.Policy)
-	rec.Pods = nil // the pods it takes come back under new names
-	rec.DisruptionAction = a.ID
+	var recs []LaunchRecord
+	var ids, what []string
+	for _, nn := range a.Replacements() {
+		rec := recordFor(nn, now, s.Policy)
+		rec.Pods = nil // the pods it takes come back under new names
+		rec.DisruptionAction = a.ID
+		recs = append(recs, rec)
+		ids = append(ids, rec.LaunchID)
+		what = append(what, fmt.Sprintf("%s (%s, $%.4f/h)", rec.LaunchID, rec.Offering, rec.PricePerHour))
+	}
 	step := api.DisruptionStepReplacing
 	ann[api.AnnotationDisruptionStep] = &step
-	ann[api.AnnotationDisruptionReplacement] = &rec.LaunchID
+	replacements := strings.Join(ids, ",")
+	ann[api.AnnotationDisruptionReplacement] = &replacements
 	if pods := replacementPods(a); pods != "" {
 		ann[api.AnnotationDisruptionReplacementPods] = &pods
 	}
@@ -695,21 +724,21 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 		return err
 	}
 	for _, n := range a.Nodes {
-		c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): replacing with %s (%s, $%.4f/h); %s; saves $%.4f/h%s",
-			a.ID, a.Kind, a.Reason, rec.LaunchID, rec.Offering, rec.PricePerHour, moves, a.SavingsPerHour, becauseOf(a))
+		c.recorder.Eventf(nodeRef(n), corev1.EventTypeNormal, "Disrupting", "action %s (%s, %s): replacing with %s; %s; saves $%.4f/h%s",
+			a.ID, a.Kind, a.Reason, strings.Join(what, " and "), moves, a.SavingsPerHour, becauseOf(a))
 	}
-	launched, _ := c.launch(ctx, log, []LaunchRecord{rec}, nil)
-	log.Info("disruption action started: replacement launched", zap.String(keyLaunchID, rec.LaunchID),
-		zap.Bool("accepted", len(launched) == 1), zap.Float64(keyPrice, a.SavingsPerHour))
+	launched, _ := c.launch(ctx, log, recs, nil)
+	log.Info("disruption action started: replacement launched", zap.String(keyLaunchID, replacements),
+		zap.Int("accepted", len(launched)), zap.Float64(keyPrice, a.SavingsPerHour))
 	return nil
 }
 
 // replacementPods is the value of AnnotationDisruptionReplacementPods for action a: the pods it
-// moves to its replacement, sorted.
+// moves to its replacements, sorted.
 func replacementPods(a api.DisruptionAction) string {
 	var out []string
 	for _, m := range a.Moves {
-		if a.Replacement != nil && m.To == a.Replacement.Name {
+		if a.IsReplacement(m.To) {
 			out = append(out, m.Pod)
 		}
 	}
@@ -813,32 +842,47 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		// pending and are bought for as any), but while there is time a replacement that was
 		// never launched is planned again (abandon leaves the node cordoned and annotated).
 		near := a.deadlineNear(now, c.cfg.InterruptionDrainMargin)
-		rec, ok := recordByLaunchID(s.Records, a.replacement)
-		var n *corev1.Node
-		if ok {
-			n = idx.forRecord(rec)
+		// Every replacement must be Ready (with its devices) before the nodes are cordoned.
+		var ready []*corev1.Node
+		var missing, waiting []string
+		for _, id := range a.replacements() {
+			rec, ok := recordByLaunchID(s.Records, id)
+			if !ok {
+				missing = append(missing, id)
+				continue
+			}
+			if n := idx.forRecord(rec); n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, slicedNodes(s.ResourceSlices)[n.Name]) {
+				ready = append(ready, n)
+			} else {
+				waiting = append(waiting, id)
+			}
 		}
-		switch ready := n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, slicedNodes(s.ResourceSlices)[n.Name]); {
-		case ready:
-			// The pods the plan moves elsewhere go first; the replacement's room is for the others.
+		notReady := strings.Join(append(missing, waiting...), ", ")
+		switch {
+		case len(missing) == 0 && len(waiting) == 0:
+			// The pods the plan moves elsewhere go first; the replacements' room is for the others.
 			if len(a.toReplacement) > 0 && !a.urgent() {
-				if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, true); err != nil {
-					p.Message = err.Error()
-					return p
+				for _, n := range ready {
+					if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, true); err != nil {
+						p.Message = err.Error()
+						return p
+					}
 				}
 			}
-			log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
+			for _, n := range ready {
+				log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
+			}
 		case near:
 			log.Info("interruption deadline near: draining before the replacement is Ready", zap.Time("deadline", a.deadline),
 				zap.Duration("margin", c.cfg.InterruptionDrainMargin))
-		case !ok:
-			return c.abandon(ctx, log, a, p, "the replacement "+a.replacement+" was not launched")
+		case len(missing) > 0:
+			return c.abandon(ctx, log, a, p, "the replacement "+strings.Join(missing, ", ")+" was not launched")
 		case now.Sub(a.since) > c.cfg.RegistrationTimeout && a.interrupted:
-			log.Warn("the replacement did not come: draining the interrupted node anyway", zap.String(keyLaunchID, a.replacement))
+			log.Warn("the replacement did not come: draining the interrupted node anyway", zap.String(keyLaunchID, notReady))
 		case now.Sub(a.since) > c.cfg.RegistrationTimeout:
-			return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", a.replacement, c.cfg.RegistrationTimeout))
+			return c.abandon(ctx, log, a, p, fmt.Sprintf("the replacement %s was not Ready with its devices within %s", notReady, c.cfg.RegistrationTimeout))
 		default:
-			p.Message = "waiting for the replacement " + a.replacement
+			p.Message = "waiting for the replacement " + notReady
 			return p
 		}
 		if err := c.setStep(ctx, a, api.DisruptionStepDraining, now, true); err != nil {
@@ -1349,16 +1393,18 @@ func (c *Controller) setPreferNoSchedule(ctx context.Context, n *corev1.Node, ke
 	return nil
 }
 
-// untaintReplacement removes api.TaintReplacementFilling from the action's replacement, if it
-// has one; a failure is logged, and the next plan removes it (reportPlan).
+// untaintReplacement removes api.TaintReplacementFilling from the action's replacements, if it
+// has any; a failure is logged, and the next plan removes it (reportPlan).
 func (c *Controller) untaintReplacement(ctx context.Context, log *zap.Logger, s *State, idx nodeIndex, a *actionState) {
-	rec, ok := recordByLaunchID(s.Records, a.replacement)
-	if !ok {
-		return
-	}
-	if n := idx.forRecord(rec); n != nil && hasTaint(n, api.TaintReplacementFilling) {
-		if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, false); err != nil {
-			log.Warn("removing the replacement's taint", zap.Error(err))
+	for _, id := range a.replacements() {
+		rec, ok := recordByLaunchID(s.Records, id)
+		if !ok {
+			continue
+		}
+		if n := idx.forRecord(rec); n != nil && hasTaint(n, api.TaintReplacementFilling) {
+			if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, false); err != nil {
+				log.Warn("removing the replacement's taint", zap.Error(err))
+			}
 		}
 	}
 }

@@ -44,14 +44,17 @@
 // clock: it plans with simulator.PlanDisruption over the snapshot the batch builds, when no action
 // is under way, nothing is pending and nothing is in flight (beside the batches: only starting the
 // plan's actions waits for a batch to end, and re-checks that), and carries each action out in one
-// order — the replacement launched first through the launch path and waited for Ready with its
+// order — the replacement (or, for a node-lifecycle action whose pods one new node cannot take,
+// every replacement) launched first through the launch path and waited for Ready with its
 // devices, then cordon and eviction through the Eviction API (refusals retried with backoff, the
-// action abandoned and uncordoned past Config.DisruptionDrainTimeout; the pods moving to the
-// replacement first, the others once those are placed), then the instance, Node and record
-// deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step,
+// action abandoned and uncordoned past Config.DisruptionDrainTimeout; in waves: the pods moving
+// to existing nodes first, largest first, each wave once the replicas of the one before are
+// placed, the pods moving to the replacements last, which carry api.TaintReplacementFilling
+// meanwhile), then the instance, Node and record deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step,
 // ...StepSince, ...Reason, ...Replacement, ...ReplacementPods); every pass reads it back and
-// advances it, so a restart resumes or rolls back. The plan's candidates carry
-// api.TaintDisruptionCandidate (PreferNoSchedule) while they are candidates. Batches plan nothing onto a node under an action and hold the
+// advances it, so a restart resumes or rolls back. The plan's candidates, and the nodes it keeps
+// although they must go (drifted or expired, waiting for a budget), carry
+// api.TaintDisruptionCandidate (PreferNoSchedule) meanwhile. Batches plan nothing onto a node under an action and hold the
 // pods of controllers a disruption evicted from for Config.DisruptionRescheduleGrace; housekeeping
 // removes empty nodes through the same cordon-and-check path (removeEmpty).
 //

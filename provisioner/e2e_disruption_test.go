@@ -60,6 +60,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("SpotInterruptionDeadlineFirst", func(t *testing.T) { testSpotInterruptionDeadlineFirst(t, cp) })
 	t.Run("RepairOnGPULoss", func(t *testing.T) { testRepairOnGPULoss(t, cp) })
 	t.Run("DriftAfterPolicyChange", func(t *testing.T) { testDriftAfterPolicyChange(t, cp) })
+	t.Run("DriftSeveralReplacements", func(t *testing.T) { testDriftSeveralReplacements(t, cp) })
 	t.Run("TerminationGracePeriod", func(t *testing.T) { testTerminationGracePeriod(t, cp) })
 	t.Run("ImageDrift", func(t *testing.T) { testImageDrift(t, cp) })
 	t.Run("ImageRollPausedOnBadImage", func(t *testing.T) { testImageRollPausedOnBadImage(t, cp) })

@@ -431,7 +431,8 @@ func (e *env) waitReplaced(what string, old map[string]bool, n int) {
 // nodes of the Deployment drift and are replaced one at a time (the pool's budget: 1) through the
 // disruption executor — each replacement Ready, carrying tier=b, before its old node is cordoned —
 // with Disrupting Events and the tiler_disruption_actions_total metric saying Drifted; the node of
-// the do-not-disrupt pod is kept (a DisruptionBlocked Event says why). The lifecycle watch checks
+// the do-not-disrupt pod is kept (a DisruptionBlocked Event says why) and carries the
+// disruption-candidate taint, which steers pods elsewhere while it waits. The lifecycle watch checks
 // the budget, do-not-disrupt, no pod lost, no instance leaked; two launches in all.
 func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
@@ -509,6 +510,93 @@ func testDriftAfterPolicyChange(t *testing.T, cp *controlplane.ControlPlane) {
 	testwait.Until(t, testwait.Slow, "tiler_disruption_held_nodes{reason=Drifted,held_by=PodDoNotDisrupt} = 1", 30*time.Second, func() bool {
 		return gaugeValue(t, e.metrics.DisruptionHeld.WithLabelValues(string(api.ReasonDrifted), string(api.KeepPodDoNotDisrupt))) == 1
 	})
+	// Held, it carries the candidate taint: new pods and replicas go elsewhere when they can.
+	testwait.Until(t, testwait.Slow, "the held drifted node "+pinnedNode+" tainted "+api.TaintDisruptionCandidate, 10*time.Second, func() bool {
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), pinnedNode, metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool {
+			return x.Key == api.TaintDisruptionCandidate && x.Effect == corev1.TaintEffectPreferNoSchedule
+		})
+	})
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// testDriftSeveralReplacements: the pool buys m7i.xlarge only, and one such node runs the two
+// 1500m pods of a Deployment under a PodDisruptionBudget (maxUnavailable 1). The policy narrows
+// the pool to m7i.large, which holds one pod: the node drifts, and no single new node can take its
+// pods, so the action launches two replacements, and the old node is cordoned only once both are
+// Ready. Each pod lands on its own replacement; two launches in all; the lifecycle watch checks
+// the budget, no pod lost, no instance leaked. Before, the node was kept for ever
+// (NoReplacement).
+func testDriftSeveralReplacements(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns, app := "drift-split", "web"
+	policy := func(typ string) string {
+		return `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: narrow
+  instanceTypes: [` + typ + `]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+`
+	}
+	e.namespace(ns)
+	e.applyPolicy("policy", policy("m7i.xlarge"))
+	e.deployment(ns, app, 2, simtest.Pod("t").Namespace(ns).Label("app", app).CPU("1500m").Mem("1Gi").Obj())
+	one := intstr.FromInt32(1)
+	e.pdb(ns, app, &one, nil)
+	pods := e.waitAppReady(ns, app, 2, 2*time.Minute)
+	old := pods[0].Spec.NodeName
+	if pods[1].Spec.NodeName != old || len(e.managedNodes()) != 1 {
+		t.Fatalf("pods on %s and %s: want one m7i.xlarge", old, pods[1].Spec.NodeName)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	nw := e.watchNodes()
+	e.applyPolicy("policy", policy("m7i.large"))
+	e.waitReplaced("the drifted m7i.xlarge replaced", map[string]bool{old: true}, 2)
+	events := nw.finish()
+	// The pass that deleted the instance reports the action done once the deletion is.
+	var action *provisioner.ActionProgress
+	testwait.Until(t, testwait.Slow, "the Drifted action reported done", 10*time.Second, func() bool {
+		for _, p := range passes.all() {
+			for i, a := range p.Actions {
+				if a.Reason == api.ReasonDrifted && a.Step == provisioner.ActionDone {
+					action = &p.Actions[i]
+				}
+			}
+		}
+		return action != nil
+	})
+	repl := strings.Split(action.Replacement, ",")
+	if len(repl) != 2 {
+		t.Fatalf("action %+v: want two replacements", action)
+	}
+	for _, r := range repl {
+		readyBeforeCordon(t, events, old, r)
+	}
+	on := map[string]int{}
+	for _, p := range e.waitAppReady(ns, app, 2, 30*time.Second) {
+		on[p.Spec.NodeName]++
+	}
+	for _, r := range repl {
+		if on[r] != 1 {
+			t.Errorf("pods per node %v: want one on each replacement %v", on, repl)
+		}
+	}
+	for _, n := range e.managedNodes() {
+		if n.Labels[corev1.LabelInstanceTypeStable] != "m7i.large" {
+			t.Errorf("node %s is %s, want m7i.large", n.Name, n.Labels[corev1.LabelInstanceTypeStable])
+		}
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the policy change, want the two replacements", got)
+	}
 	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 2 || len(lost) > 0 {
 		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the two web pods evicted, none lost", evicted, lost)
 	}

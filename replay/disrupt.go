@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,7 +28,7 @@ func (w *world) disrupt() (bool, error) {
 		}
 	}
 	for _, n := range w.nodes {
-		if !n.usable() || n.drainFor != "" || n.noticed {
+		if !n.usable() || len(n.drainFor) > 0 || n.noticed {
 			return false, nil
 		}
 	}
@@ -82,10 +83,14 @@ func (w *world) disrupt() (bool, error) {
 			if a.Replacement == nil {
 				return false, fmt.Errorf("action %s: Replace without a replacement", a.ID)
 			}
-			w.launch(provisioner.RecordFor(*a.Replacement, w.now, w.pol.Cost), *a.Replacement)
+			var ids []string
+			for _, nn := range a.Replacements() {
+				w.launch(provisioner.RecordFor(nn, w.now, w.pol.Cost), nn)
+				ids = append(ids, nn.Name)
+			}
 			for _, name := range a.Nodes {
 				if n := w.nodes[name]; n != nil {
-					n.drainFor, n.drainReason = a.Replacement.Name, "consolidation:"+string(a.Reason)
+					n.drainFor, n.drainReason = slices.Clone(ids), "consolidation:"+string(a.Reason)
 					n.obj.Spec.Unschedulable = true
 				}
 			}

@@ -118,8 +118,9 @@ type nodeState struct {
 	obj                *corev1.Node
 	readyAt, devicesAt time.Time
 	devices            bool
-	// drainFor names the replacement (launch ID) whose arrival drains this node.
-	drainFor, drainReason string
+	// drainFor names the replacements (launch IDs) still to come before this node drains.
+	drainFor    []string
+	drainReason string
 	// candidateSince is when disruption first listed the node as a candidate.
 	candidateSince time.Time
 	// reclaimAt is when the cloud reclaims a spot instance (zero: never); noticed says its notice
@@ -423,7 +424,11 @@ func (w *world) cloudStep() (bool, error) {
 	}
 	for _, repl := range usableNow {
 		for _, name := range w.nodeNames() {
-			if n := w.nodes[name]; n.drainFor == repl {
+			n := w.nodes[name]
+			if n == nil || !slices.Contains(n.drainFor, repl) {
+				continue
+			}
+			if n.drainFor = slices.DeleteFunc(n.drainFor, func(id string) bool { return id == repl }); len(n.drainFor) == 0 {
 				w.removeNode(name, n.drainReason)
 			}
 		}
@@ -461,14 +466,14 @@ func (w *world) removeNode(name, reason string) {
 	// pending pod); a consolidation's nodes are uncordoned (the action is abandoned).
 	for _, other := range w.nodeNames() {
 		o := w.nodes[other]
-		if o.drainFor != name {
+		if !slices.Contains(o.drainFor, name) {
 			continue
 		}
 		if o.noticed {
 			w.removeNode(other, removalInterrupted)
 			continue
 		}
-		o.drainFor, o.drainReason = "", ""
+		o.drainFor, o.drainReason = nil, ""
 		o.obj.Spec.Unschedulable = false
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/tiler-dev/tiler/api"
@@ -91,7 +92,7 @@ func (w *world) interruptionEvent(n *nodeState) time.Time {
 		return time.Time{}
 	case !n.noticed:
 		return w.noticeAt(n)
-	case n.obj != nil && n.drainFor != "":
+	case n.obj != nil && len(n.drainFor) > 0:
 		return earliest(n.reclaimAt, n.reclaimAt.Add(-w.cfg.Controller.InterruptionDrainMargin))
 	}
 	return n.reclaimAt
@@ -130,7 +131,7 @@ func (w *world) interrupt() (bool, error) {
 		}
 		n.obj.Annotations[api.AnnotationInterruption] = provisioner.SpotInterruptionKind
 		n.obj.Annotations[api.AnnotationInterruptionDeadline] = n.reclaimAt.UTC().Format(time.RFC3339)
-		if n.drainFor == "" {
+		if len(n.drainFor) == 0 {
 			if planned == nil {
 				planned = map[string]time.Time{}
 			}
@@ -147,10 +148,18 @@ func (w *world) interrupt() (bool, error) {
 			switch {
 			case a.Kind == api.ActionReplace && a.Replacement != nil:
 				rec := provisioner.RecordFor(*a.Replacement, w.now, w.pol.Cost)
-				w.launch(rec, *a.Replacement)
+				var ids []string
+				for i, nn := range a.Replacements() {
+					if i == 0 {
+						w.launch(rec, nn)
+					} else {
+						w.launch(provisioner.RecordFor(nn, w.now, w.pol.Cost), nn)
+					}
+					ids = append(ids, nn.Name)
+				}
 				for _, name := range a.Nodes {
 					if n := w.nodes[name]; n != nil {
-						n.drainFor, n.drainReason = a.Replacement.Name, removalInterrupted
+						n.drainFor, n.drainReason = slices.Clone(ids), removalInterrupted
 					}
 					if i, ok := w.acct.interruptionIdx[name]; ok {
 						w.acct.res.InterruptionLog[i].Replacement = rec.LaunchID
@@ -176,7 +185,7 @@ func (w *world) interrupt() (bool, error) {
 		case !n.reclaimAt.After(w.now):
 			w.removeNode(name, removalReclaimed)
 			changed = true
-		case n.obj != nil && n.drainFor != "" && provisioner.InterruptionDrainDue(n.reclaimAt, w.now, margin):
+		case n.obj != nil && len(n.drainFor) > 0 && provisioner.InterruptionDrainDue(n.reclaimAt, w.now, margin):
 			w.removeNode(name, removalInterrupted)
 			changed = true
 		}

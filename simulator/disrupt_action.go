@@ -62,9 +62,11 @@ const moveRetries = 2
 // moved is what a move did: the pods it re-placed and where they came from, the replacement it
 // opened (nil: none) and the removed nodes' price.
 type moved struct {
-	pods  []*podInfo
-	from  map[*podInfo]string
-	repl  *simNode
+	pods []*podInfo
+	from map[*podInfo]string
+	repl *simNode
+	// more are the new nodes after repl (forced moves only: moveOpening).
+	more  []*simNode
 	price float64
 }
 
@@ -74,6 +76,16 @@ type moved struct {
 // no place it undoes everything and says why. An urgent move (an unhealthy or interrupted node,
 // which goes whatever Tiler does) is not stopped by PodDisruptionBudgets.
 func (p *pass) move(nodes []*nodeFacts, allowNew, urgent, mustGo bool) (moved, *api.KeptNode) {
+	newNodes := 0
+	if allowNew {
+		newNodes = 1
+	}
+	return p.moveOpening(nodes, newNodes, urgent, mustGo)
+}
+
+// moveOpening is move with up to newNodes new nodes. keepDomains looks at the first new node
+// only: more than one is for nodes that must go (mustGo), which open a domain when they must.
+func (p *pass) moveOpening(nodes []*nodeFacts, newNodes int, urgent, mustGo bool) (moved, *api.KeptNode) {
 	s := p.d.s
 	if k := p.podChecks(nodes, urgent); k != nil {
 		return moved{}, k
@@ -92,12 +104,9 @@ func (p *pass) move(nodes []*nodeFacts, allowNew, urgent, mustGo bool) (moved, *
 		}
 		m.price += f.price
 	}
-	s.newNodeCap = before
-	if allowNew {
-		s.newNodeCap = before + 1
-	}
+	s.newNodeCap = before + newNodes
 	placed := s.checkpoint()
-	place := func() *podInfo { return s.placeMovedRetrying(m.pods, allowNew, placed) }
+	place := func() *podInfo { return s.placeMovedRetrying(m.pods, newNodes > 0, placed) }
 	failed := place()
 	var blocked *spreadBlocked
 	if failed == nil {
@@ -109,10 +118,13 @@ func (p *pass) move(nodes []*nodeFacts, allowNew, urgent, mustGo bool) (moved, *
 		if blocked != nil {
 			return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node that opens no zone-spread domain: %s", failed.key, blocked)
 		}
+		if newNodes > 1 {
+			return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on up to %d new nodes", failed.key, newNodes)
+		}
 		return moved{}, kept(api.KeepNoCheaperFit, "pod %s fits neither on the other nodes nor, with the pods they cannot take, on one new node", failed.key)
 	}
 	if len(s.nodes) > before {
-		m.repl = s.nodes[before]
+		m.repl, m.more = s.nodes[before], s.nodes[before+1:]
 	}
 	return m, nil
 }
@@ -247,8 +259,15 @@ func (p *pass) record(nodes []*nodeFacts, reason api.DisruptionReason, m moved, 
 	sort.Slice(a.Moves, func(i, j int) bool { return a.Moves[i].Pod < a.Moves[j].Pod })
 	if m.repl != nil {
 		nn := p.d.s.newNode(m.repl)
-		a.Kind, a.Replacement, a.CostPerHourAfter = api.ActionReplace, &nn, round6(m.repl.chosen.price)
+		a.Kind, a.Replacement = api.ActionReplace, &nn
+		after := m.repl.chosen.price
 		p.d.s.freeze(m.repl)
+		for _, r := range m.more {
+			a.MoreReplacements = append(a.MoreReplacements, p.d.s.newNode(r))
+			after += r.chosen.price
+			p.d.s.freeze(r)
+		}
+		a.CostPerHourAfter = round6(after)
 	}
 	a.SavingsPerHour = round6(a.CostPerHourBefore - a.CostPerHourAfter)
 	a.ID = api.ActionID(a)

@@ -170,12 +170,19 @@ func (p *pass) forcedAllowance(f *nodeFacts) (int, string) {
 	return p.allowance(pl, f.forced.reason), fmt.Sprintf("pool %s's budget for %s", pl.Name, f.forced.reason)
 }
 
-// tryForced re-places the node's pods on the rest of the cluster with at most one new node and
-// keeps the result as an action, whatever it costs. It returns why the node stays when a pod
+// tryForced re-places the node's pods on the rest of the cluster with at most one new node — or,
+// when one cannot take them, as many as they need — and keeps the result as an action, whatever
+// it costs. It returns why the node stays when a pod
 // finds no place (or its gang cannot move whole).
 func (p *pass) tryForced(f *nodeFacts) *api.KeptNode {
 	x := f.forced
-	m, k := p.move([]*nodeFacts{f}, true, x.urgent() || x.forcible(), true)
+	urgent := x.urgent() || x.forcible()
+	m, k := p.move([]*nodeFacts{f}, true, urgent, true)
+	if k != nil && k.Reason == api.KeepNoCheaperFit && len(f.pods) > 1 {
+		// One new node cannot take the pods (the pool buys smaller types now): as many as they
+		// need, one per pod at most.
+		m, k = p.moveOpening([]*nodeFacts{f}, len(f.pods), urgent, true)
+	}
 	if k != nil {
 		k.Name, k.Pool = f.node.Name, f.pol.Name
 		if k.Reason == api.KeepNoCheaperFit {

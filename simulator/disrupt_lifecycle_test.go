@@ -1,6 +1,7 @@
 package simulator_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -315,6 +316,82 @@ func TestLifecycleDriftReplaceFirst(t *testing.T) {
 	}
 	if a.Replacement.Zone != "us-east-1b" || a.Replacement.Pool != "general" || !strings.Contains(a.Message, "zone us-east-1a") {
 		t.Errorf("replacement %+v, message %q", a.Replacement, a.Message)
+	}
+}
+
+// TestLifecycleDriftMovesOffDueNodes: a drifted node's pods move onto nodes that do not have to go
+// themselves, so that a pool rolled a node at a time moves each pod once. d1 and d2 have drifted
+// and the budget takes one at a time. d1's pod goes to "room", which has not drifted, although
+// d2 is fuller; with no such room d1 is replaced rather than emptied onto d2; and only when one
+// new node cannot take d1's pods (the pool now buys m7i.large only) does a pod go onto d2.
+func TestLifecycleDriftMovesOffDueNodes(t *testing.T) {
+	build := func(room bool) *fleet {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`, `budgets: [{nodes: "1", reasons: [Drifted]}]}`, 1)
+		for _, n := range []string{"d1", "d2"} {
+			annotate(f.node(n, "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, "v1-stale")
+		}
+		f.pod("a", "d1").CPU("1").Mem("1Gi")
+		f.pod("b", "d2").CPU("2").Mem("1Gi")
+		if room {
+			annotate(f.node("room", "general", "m7i.xlarge", api.OnDemand), api.AnnotationPoolHash, f.poolHash("general"))
+			f.pod("c", "room").CPU("1").Mem("1Gi")
+		}
+		return f
+	}
+	p := build(true).plan()
+	if a := forcedAction(t, p, "d1", api.ReasonDrifted); a.Kind != api.ActionDelete || destination(p, "a") != "room" {
+		t.Errorf("with room on a node that has not drifted: %+v, pod a to %s; want a Delete moving it to room", a, destination(p, "a"))
+	}
+	p = build(false).plan()
+	if a := forcedAction(t, p, "d1", api.ReasonDrifted); a.Kind != api.ActionReplace || destination(p, "a") != a.Replacement.Name {
+		t.Errorf("with room only on d2: %+v, pod a to %s; want a replacement taking it", a, destination(p, "a"))
+	}
+}
+
+// TestLifecycleDriftSeveralReplacements: the pool now buys m7i.large only, and drifted d1
+// (m7i.xlarge) runs two pods that one m7i.large cannot hold together: d1 is replaced by two new
+// nodes, one pod each, rather than kept for ever; d2, drifted too, takes nothing. A pod no new
+// node can hold keeps its node, and the message says how many new nodes were tried.
+func TestLifecycleDriftSeveralReplacements(t *testing.T) {
+	build := func(big string) *fleet {
+		f := newLifecycleFleet(t)
+		f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`, `budgets: [{nodes: "1", reasons: [Drifted]}]}`, 1)
+		f.pol = strings.Replace(f.pol, "instanceFamilies: [m7i]", "instanceTypes: [m7i.large]", 1)
+		for _, n := range []string{"d1", "d2"} {
+			f.node(n, "general", "m7i.xlarge", api.OnDemand)
+		}
+		f.pod("a", "d1").CPU("1").Mem("1Gi")
+		f.pod("a2", "d1").CPU(big).Mem("1Gi")
+		f.pod("b", "d2").CPU("1").Mem("1Gi")
+		return f
+	}
+	p := build("1500m").plan()
+	a := forcedAction(t, p, "d1", api.ReasonDrifted)
+	repl := a.Replacements()
+	if a.Kind != api.ActionReplace || len(repl) != 2 || destination(p, "a") == destination(p, "a2") ||
+		!a.IsReplacement(destination(p, "a")) || !a.IsReplacement(destination(p, "a2")) {
+		t.Fatalf("d1: %+v; want two replacements, one pod each", a)
+	}
+	for _, r := range repl {
+		if r.Offering.InstanceType != "m7i.large" || r.Pool != "general" {
+			t.Errorf("replacement %+v, want an m7i.large of pool general", r)
+		}
+	}
+	if want := repl[0].PricePerHour + repl[1].PricePerHour; math.Abs(a.CostPerHourAfter-want) > 1e-6 || math.Abs(a.SavingsPerHour-(a.CostPerHourBefore-want)) > 1e-6 {
+		t.Errorf("prices: before %v, after %v, saves %v; want after the two replacements' %v", a.CostPerHourBefore, a.CostPerHourAfter, a.SavingsPerHour, want)
+	}
+	if keptAs(p, "d2") != api.KeepBudget {
+		t.Errorf("d2 kept as %q, want Budget", keptAs(p, "d2"))
+	}
+	p = build("2500m").plan()
+	if k := keptAs(p, "d1"); k != api.KeepNoReplacement {
+		t.Fatalf("a pod of 2.5 CPUs no m7i.large holds: d1 kept as %q, want NoReplacement", k)
+	}
+	for _, k := range p.Kept {
+		if k.Name == "d1" && !strings.Contains(k.Message, "on up to 2 new nodes") {
+			t.Errorf("d1's message %q does not say how many new nodes were tried", k.Message)
+		}
 	}
 }
 

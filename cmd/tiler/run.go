@@ -142,7 +142,7 @@ func runCmd(run func(context.Context, provisioner.Config, runFlags) error) *cobr
 	f.Duration("disruption-step-interval", d.DisruptionStepInterval, "how often the disruption actions under way advance (evictions retried, nodes deleted)")
 	f.Duration("disruption-drain-timeout", d.DisruptionDrainTimeout, "abandon a disruption action, and uncordon its nodes, when its drain is refused this long")
 	f.Duration("disruption-reschedule-grace", d.DisruptionRescheduleGrace, "how long pods a disruption evicted may stay pending before a batch buys for them")
-	f.Bool("disruption-candidate-taint", d.DisruptionCandidateTaint, "keep the taint tiler.dev/disruption-candidate:PreferNoSchedule on the nodes consolidation would remove, so that kube-scheduler puts pods elsewhere when it can")
+	f.Bool("disruption-candidate-taint", d.DisruptionCandidateTaint, "keep the taint tiler.dev/disruption-candidate:PreferNoSchedule on the nodes consolidation would remove and on drifted or expired nodes waiting their turn, so that kube-scheduler puts pods elsewhere when it can")
 	f.Duration("interruption-drain-margin", d.InterruptionDrainMargin, "evict an interrupted node's pods this long before the cloud reclaims it when its replacement is not Ready yet")
 	f.String("prometheus-url", "", "Prometheus base URL; when set, the forecasts of the cost policy buy capacity ahead of load")
 	f.Duration("prescale-interval", prescale.DefaultInterval, "query Prometheus for the forecasts, and size the CapacityBuffers, at most this often")

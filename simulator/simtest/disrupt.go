@@ -105,7 +105,7 @@ func endsWithNode(p *corev1.Pod) bool {
 }
 
 // movesPlan turns an action's moves into a purchase plan: placements on existing nodes, and the
-// replacement as a new node holding the pods moved to it.
+// replacements as new nodes holding the pods moved to them.
 func movesPlan(a api.DisruptionAction) *api.Plan {
 	plan := &api.Plan{}
 	byNode := map[string][]string{}
@@ -117,14 +117,13 @@ func movesPlan(a api.DisruptionAction) *api.Plan {
 		byNode[m.To] = append(byNode[m.To], m.Pod)
 	}
 	for _, node := range order {
-		if a.Replacement != nil && node == a.Replacement.Name {
+		if a.IsReplacement(node) {
 			continue
 		}
 		plan.ExistingNodes = append(plan.ExistingNodes, api.ExistingNode{Name: node, Pods: byNode[node]})
 	}
-	if r := a.Replacement; r != nil {
-		nn := *r
-		nn.Pods = byNode[r.Name]
+	for _, nn := range a.Replacements() {
+		nn.Pods = byNode[nn.Name]
 		plan.NewNodes = append(plan.NewNodes, nn)
 	}
 	return plan
