@@ -54,6 +54,19 @@ type lifecycleWatch struct {
 	// (expectForced); forced are those deleted, with the deletion as the pod showed it.
 	forcedOK labels.Selector
 	forced   []*corev1.Pod
+	// doomed are nodes the cloud reclaims: their do-not-disrupt pods may be evicted.
+	doomed map[string]bool
+}
+
+// allowDoNotDisruptEvictionsOn lets the do-not-disrupt pods of a node the cloud reclaims (an
+// interruption) be evicted: they would go with it anyway.
+func (lw *lifecycleWatch) allowDoNotDisruptEvictionsOn(node string) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.doomed == nil {
+		lw.doomed = map[string]bool{}
+	}
+	lw.doomed[node] = true
 }
 
 // expectForced lets the pods that sel selects be deleted without the Eviction API whatever their
@@ -174,7 +187,7 @@ func (lw *lifecycleWatch) observe(t watch.EventType, p *corev1.Pod) {
 	}
 	if reason == "EvictionByEvictionAPI" {
 		lw.evicted = append(lw.evicted, p.Name)
-		if a := p.Annotations; a[api.AnnotationDoNotDisrupt] == "true" || a[api.AnnotationKarpenterDoNotDisrupt] == "true" {
+		if a := p.Annotations; (a[api.AnnotationDoNotDisrupt] == "true" || a[api.AnnotationKarpenterDoNotDisrupt] == "true") && !lw.doomed[p.Spec.NodeName] {
 			lw.violations = append(lw.violations, fmt.Sprintf("pod %s is annotated not to be disrupted and was evicted", p.Name))
 		}
 	}
