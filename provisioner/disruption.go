@@ -42,8 +42,9 @@ import (
 //     through the Eviction API, so that PodDisruptionBudgets hold. A refused eviction (429) is
 //     retried with backoff; past Config.DisruptionDrainTimeout the action is abandoned: the nodes
 //     are uncordoned and a DisruptionBlocked Event says why. The pods go in waves
-//     (evictionWave): by size, largest first, and those the plan moves to the replacement last,
-//     each wave once the replicas of the pods evicted before are placed.
+//     (evictionWave): by size, largest first (those a hard placement rule holds before the
+//     others of as many GPUs), and those the plan moves to the replacement last, each wave
+//     once the replicas of the pods evicted before are placed.
 //  3. Deleting: only DaemonSet pods remain; the instance, the Node and the launch record are
 //     deleted (remove, as housekeeping does).
 //
@@ -748,15 +749,35 @@ func replacementPods(a api.DisruptionAction) string {
 
 // evictionWave is where a pod comes in a drain's order: the pods the plan moves to existing nodes
 // by their requests, largest first (GPUs, counting extended nvidia.com resources and DRA claims,
-// then CPU, then memory), and the pods it moves to the replacement after all of them. Pods of one
-// wave need the same room, so a drain evicts one wave at a time.
+// then CPU, then memory), and the pods it moves to the replacement after all of them. Among pods
+// of as many GPUs, those a hard placement rule holds to some nodes (held: a topology spread that
+// does not schedule past its skew, required pod affinity or anti-affinity) go before the others,
+// whatever their size: a pod free to go anywhere may take the one room such a pod has (campaign
+// seeds 20 and 11: a zone-spread pod's replica found its zone full). Pods of one wave need the
+// same room, so a drain evicts one wave at a time.
 type evictionWave struct {
 	toReplacement bool
-	gpu, cpu, mem int64
+	gpu           int64
+	held          bool
+	cpu, mem      int64
+}
+
+// heldByRule reports whether a hard placement rule holds the pod to some nodes only: a topology
+// spread constraint with whenUnsatisfiable DoNotSchedule, or required pod affinity or
+// anti-affinity.
+func heldByRule(p *corev1.Pod) bool {
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
+			return true
+		}
+	}
+	a := p.Spec.Affinity
+	return a != nil && (a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 ||
+		a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0)
 }
 
 func waveOf(p *corev1.Pod, toReplacement map[string]bool) evictionWave {
-	w := evictionWave{toReplacement: toReplacement[p.Namespace+"/"+p.Name], gpu: int64(len(p.Spec.ResourceClaims))}
+	w := evictionWave{toReplacement: toReplacement[p.Namespace+"/"+p.Name], gpu: int64(len(p.Spec.ResourceClaims)), held: heldByRule(p)}
 	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
 		switch {
 		case name == corev1.ResourceCPU:
@@ -777,6 +798,8 @@ func (w evictionWave) before(o evictionWave) bool {
 		return o.toReplacement
 	case w.gpu != o.gpu:
 		return w.gpu > o.gpu
+	case w.held != o.held:
+		return w.held
 	case w.cpu != o.cpu:
 		return w.cpu > o.cpu
 	}

@@ -255,6 +255,10 @@ func TestEvictionWaves(t *testing.T) {
 	gpu := owned("g", "u4", "old", "1")
 	gpu.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
 	b2 := owned("b2", "u2", "old", "2")
+	// A small pod a zone spread holds goes before larger free ones.
+	z := owned("z", "u5", "old", "250m")
+	z.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "z"}}}}
 	act := api.DisruptionAction{Kind: api.ActionReplace, Nodes: []string{"old"}, Replacement: &api.NewNode{Name: "repl"},
 		Moves: []api.PodMove{{Pod: "default/c", From: "old", To: "repl"}, {Pod: "default/b", From: "old", To: "other"}, {Pod: "default/a", From: "old", To: "repl"}}}
 	val := replacementPods(act)
@@ -268,7 +272,7 @@ func TestEvictionWaves(t *testing.T) {
 		t.Fatalf("actions %+v", got)
 	}
 	to := got[0].toReplacement
-	pods := []*corev1.Pod{b, a, gpu, b2, c}
+	pods := []*corev1.Pod{b, a, gpu, z, b2, c}
 	slices.SortStableFunc(pods, func(x, y *corev1.Pod) int {
 		switch wx, wy := waveOf(x, to), waveOf(y, to); {
 		case wx.before(wy):
@@ -278,8 +282,11 @@ func TestEvictionWaves(t *testing.T) {
 		}
 		return 0
 	})
-	if got := names(pods); !slices.Equal(got, []string{"g", "b", "b2", "a", "c"}) {
-		t.Errorf("eviction order %v, want the GPU pod, then the 2-CPU pods, then the replacement's pods", got)
+	if got := names(pods); !slices.Equal(got, []string{"g", "z", "b", "b2", "a", "c"}) {
+		t.Errorf("eviction order %v, want the GPU pod, the zone-spread pod, then the 2-CPU pods, then the replacement's pods", got)
+	}
+	if z.Spec.TopologySpreadConstraints[0].WhenUnsatisfiable = corev1.ScheduleAnyway; waveOf(z, to).before(waveOf(b, to)) {
+		t.Error("a spread that schedules anyway holds nothing: the pod goes by its size")
 	}
 	if waveOf(b, to) != waveOf(b2, to) || waveOf(a, to) != waveOf(c, to) {
 		t.Error("pods of one size are not in one wave")

@@ -48,9 +48,10 @@
 // every replacement) launched first through the launch path and waited for Ready with its
 // devices, then cordon and eviction through the Eviction API (refusals retried with backoff, the
 // action abandoned and uncordoned past Config.DisruptionDrainTimeout; in waves: the pods moving
-// to existing nodes first, largest first, each wave once the replicas of the one before are
-// placed, the pods moving to the replacements last, which carry api.TaintReplacementFilling
-// meanwhile), then the instance, Node and record deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step,
+// to existing nodes first, largest first (those a hard placement rule holds before the others),
+// each wave once the replicas of the one before are placed, the pods moving to the replacements
+// last, which carry api.TaintReplacementFilling meanwhile), then the instance, Node and record
+// deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step,
 // ...StepSince, ...Reason, ...Replacement, ...ReplacementPods); every pass reads it back and
 // advances it, so a restart resumes or rolls back. The plan's candidates, and the nodes it keeps
 // although they must go (drifted or expired, waiting for a budget), carry

@@ -27,21 +27,25 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// TestE2EConsolidationCampaign consolidates generated fleets on the real control plane, one seed
-// per subtest: a random cost policy and a few Deployments of random shapes (CPU and memory sizes,
-// whole GPUs, a hard zone spread, required or preferred hostname anti-affinity, a
-// PodDisruptionBudget, do-not-disrupt) are bought for by the controller, then scaled down at
-// random, and the controller's consolidation runs until it plans nothing more. Over the whole
-// run it must lose no pod (every replica bound and Ready at the end), break no budget (a watch
-// per Deployment never sees more pods unavailable than its PodDisruptionBudget allows), buy
+// TestE2EConsolidationCampaign gives capacity back on generated fleets on the real control plane,
+// one seed per subtest: a random cost policy and a few Deployments of random shapes (CPU and
+// memory sizes, whole GPUs, a hard zone spread, required or preferred hostname anti-affinity, a
+// PodDisruptionBudget, do-not-disrupt) are bought for by the controller, then run through phases
+// (runCampaignSeed): scaled down at random, and consolidated until the controller plans nothing
+// more; on a fleet with spot nodes, one interrupted; a policy change, and the drift it causes.
+// Over each phase it must lose no pod (every replica bound and Ready at the end), break no
+// budget (a watch per Deployment never sees more pods unavailable than its PodDisruptionBudget
+// allows), buy
 // nothing but the replacements its actions planned (a pod an action evicted that kube-scheduler
 // would not bind where the plan moved it would stay pending, and the controller would buy for it
 // after disruption-reschedule-grace), abandon no action, leak no instance, cordon no node before
-// its replacement is Ready, and end on a fleet that costs no more than it began. It reports, per
-// seed and in total, how many moved pods kube-scheduler bound on the node the plan moved them
-// to (the replicas are new pods, so a move is matched per Deployment and wave of actions), how
-// many moved pods were replicas of pods moved earlier in the run (moved a second time), the
-// longest a replica waited unbound, and the fleet's cost against a purchase from scratch.
+// its replacement is Ready (an interrupted node is cordoned at the notice), and, consolidating,
+// end on a fleet that costs no more than it began; the drift phase ends with no drifted node but
+// those a do-not-disrupt pod holds. It reports, per seed and phase and in total, how many moved
+// pods kube-scheduler bound on the node the plan moved them to (the replicas are new pods, so a
+// move is matched per Deployment and wave of actions), how many moved pods were replicas of pods
+// moved earlier in the phase (moved a second time), the longest a replica waited unbound, and the
+// fleet's cost against a purchase from scratch.
 //
 // Seeds 1–4 run in `make test`; TILER_CAMPAIGN_SEEDS=N (and TILER_CAMPAIGN_FIRST=F) run more,
 // TILER_CAMPAIGN_SCHEDULER_CONFIG=file under another kube-scheduler configuration (e.g.
