@@ -753,7 +753,7 @@ func replacementPods(a api.DisruptionAction) string {
 // of as many GPUs, those a hard placement rule holds to some nodes (held: a topology spread that
 // does not schedule past its skew, required pod affinity or anti-affinity) go before the others,
 // whatever their size: a pod free to go anywhere may take the one room such a pod has (campaign
-// seeds 20 and 11: a zone-spread pod's replica found its zone full). Pods of one wave need the
+// seed 11: a zone-spread pod's replica found its zone full). Pods of one wave need the
 // same room, so a drain evicts one wave at a time.
 type evictionWave struct {
 	toReplacement bool
