@@ -868,13 +868,14 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		// Every replacement must be Ready (with its devices) before the nodes are cordoned.
 		var ready []*corev1.Node
 		var missing, waiting []string
+		sliced := slicedNodes(s.ResourceSlices)
 		for _, id := range a.replacements() {
 			rec, ok := recordByLaunchID(s.Records, id)
 			if !ok {
 				missing = append(missing, id)
 				continue
 			}
-			if n := idx.forRecord(rec); n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, slicedNodes(s.ResourceSlices)[n.Name]) {
+			if n := idx.forRecord(rec); n != nil && snapshot.IsNodeReady(n) && devicesShown(n, rec, sliced[n.Name]) {
 				ready = append(ready, n)
 			} else {
 				waiting = append(waiting, id)
@@ -884,15 +885,13 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		switch {
 		case len(missing) == 0 && len(waiting) == 0:
 			// The pods the plan moves elsewhere go first; the replacements' room is for the others.
-			if len(a.toReplacement) > 0 && !a.urgent() {
-				for _, n := range ready {
+			for _, n := range ready {
+				if len(a.toReplacement) > 0 && !a.urgent() {
 					if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, true); err != nil {
 						p.Message = err.Error()
 						return p
 					}
 				}
-			}
-			for _, n := range ready {
 				log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
 			}
 		case near:

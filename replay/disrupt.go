@@ -83,11 +83,7 @@ func (w *world) disrupt() (bool, error) {
 			if a.Replacement == nil {
 				return false, fmt.Errorf("action %s: Replace without a replacement", a.ID)
 			}
-			var ids []string
-			for _, nn := range a.Replacements() {
-				w.launch(provisioner.RecordFor(nn, w.now, w.pol.Cost), nn)
-				ids = append(ids, nn.Name)
-			}
+			_, ids := w.launchReplacements(a)
 			for _, name := range a.Nodes {
 				if n := w.nodes[name]; n != nil {
 					n.drainFor, n.drainReason = slices.Clone(ids), "consolidation:"+string(a.Reason)
@@ -97,4 +93,18 @@ func (w *world) disrupt() (bool, error) {
 		}
 	}
 	return len(plan.Actions) > 0, nil
+}
+
+// launchReplacements launches a Replace action's new nodes and returns their records and names
+// (their launch IDs), Replacement first.
+func (w *world) launchReplacements(a api.DisruptionAction) ([]provisioner.LaunchRecord, []string) {
+	var recs []provisioner.LaunchRecord
+	var ids []string
+	for _, nn := range a.Replacements() {
+		rec := provisioner.RecordFor(nn, w.now, w.pol.Cost)
+		w.launch(rec, nn)
+		recs = append(recs, rec)
+		ids = append(ids, nn.Name)
+	}
+	return recs, ids
 }

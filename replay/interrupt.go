@@ -147,16 +147,8 @@ func (w *world) interrupt() (bool, error) {
 		for _, a := range actions {
 			switch {
 			case a.Kind == api.ActionReplace && a.Replacement != nil:
-				rec := provisioner.RecordFor(*a.Replacement, w.now, w.pol.Cost)
-				var ids []string
-				for i, nn := range a.Replacements() {
-					if i == 0 {
-						w.launch(rec, nn)
-					} else {
-						w.launch(provisioner.RecordFor(nn, w.now, w.pol.Cost), nn)
-					}
-					ids = append(ids, nn.Name)
-				}
+				recs, ids := w.launchReplacements(a)
+				rec := recs[0]
 				for _, name := range a.Nodes {
 					if n := w.nodes[name]; n != nil {
 						n.drainFor, n.drainReason = slices.Clone(ids), removalInterrupted
