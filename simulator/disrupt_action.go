@@ -108,11 +108,19 @@ func (p *pass) moveOpening(nodes []*nodeFacts, newNodes int, urgent, mustGo bool
 	placed := s.checkpoint()
 	place := func() *podInfo { return s.placeMovedRetrying(m.pods, newNodes > 0, placed) }
 	failed := place()
+	if failed != nil {
+		// First fit in name order misses fits that exist: a larger pod takes the room only the
+		// later pods fit in, and they find none. Tightest first leaves the roomier nodes for them.
+		// Only a second try, so every move that worked before is unchanged.
+		s.revert(placed)
+		s.bestFit = true
+		failed = place()
+	}
 	var blocked *spreadBlocked
 	if failed == nil {
 		failed, blocked = p.d.keepDomains(before, placed, place, mustGo)
 	}
-	s.newNodeCap = 0
+	s.newNodeCap, s.bestFit = 0, false
 	if failed != nil {
 		s.revert(mark)
 		if blocked != nil {

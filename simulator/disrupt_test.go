@@ -339,3 +339,37 @@ func TestDisruptMaxActions(t *testing.T) {
 		t.Errorf("actions %+v, od kept as %q", p.Actions, keptAs(p, "od"))
 	}
 }
+
+// TestDisruptDeleteTightestFirst: x's pods fit on the other nodes one way only: big (1500m) on
+// d, the tighter node (1600m free), mid (1100m) and mid2 (1000m) on b (2100m free). First fit
+// in name order puts big on b, and mid2 then finds no place; the second try, tightest node
+// first, finds the fit, and x goes.
+func TestDisruptDeleteTightestFirst(t *testing.T) {
+	f := newFleet(t)
+	f.pol = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: general
+  instanceTypes: [m7i.xlarge]
+  disruption: {budgets: [{nodes: "100%"}]}
+`
+	var alloc int64
+	for _, n := range []string{"b", "d", "x"} {
+		alloc = f.node(n, "general", "m7i.xlarge", api.OnDemand).Status.Allocatable.Cpu().MilliValue()
+	}
+	milli := func(m int64) string { return resource.NewMilliQuantity(m, resource.DecimalSI).String() }
+	f.pod("fill-b", "b").CPU(milli(alloc - 2100)).Mem("512Mi")
+	f.pod("fill-d", "d").CPU(milli(alloc - 1600)).Mem("512Mi")
+	f.pod("big", "x").CPU("1500m").Mem("512Mi")
+	f.pod("mid", "x").CPU("1100m").Mem("512Mi")
+	f.pod("mid2", "x").CPU("1000m").Mem("512Mi")
+	p := f.plan()
+	if a := actionOf(p, "x"); a == nil || a.Kind != api.ActionDelete {
+		t.Fatalf("x: %+v, kept as %q", a, keptAs(p, "x"))
+	}
+	for pod, want := range map[string]string{"big": "d", "mid": "b", "mid2": "b"} {
+		if got := destination(p, pod); got != want {
+			t.Errorf("%s moves to %q, want %q", pod, got, want)
+		}
+	}
+}

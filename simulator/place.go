@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/tiler-dev/tiler/api"
 )
@@ -217,12 +218,45 @@ func (s *state) placeOne(pi *podInfo, r restriction) (failure, bool) {
 			return failure{}, true
 		}
 	}
-	for _, n := range s.nodes {
+	nodes := s.nodes
+	if s.bestFit {
+		nodes = s.tightestFirst()
+	}
+	for _, n := range nodes {
 		if n.available() && s.tryNode(pi, n, r) {
 			return failure{}, true
 		}
 	}
 	return s.openNode(pi, r)
+}
+
+// tightestFirst returns the nodes with the existing and in-flight ones (which come first) sorted
+// by the room they have left, least first: the sum over the resources they have of the share of
+// allocatable not used. Ties keep name order.
+func (s *state) tightestFirst() []*simNode {
+	end := 0
+	for end < len(s.nodes) && s.nodes[end].existing {
+		end++
+	}
+	type ranked struct {
+		n    *simNode
+		free float64
+	}
+	rs := make([]ranked, end)
+	for i, n := range s.nodes[:end] {
+		rs[i].n = n
+		for d, a := range n.alloc {
+			if a > 0 {
+				rs[i].free += float64(a-n.used[d]) / float64(a)
+			}
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].free < rs[j].free })
+	out := make([]*simNode, 0, len(s.nodes))
+	for _, r := range rs {
+		out = append(out, r.n)
+	}
+	return append(out, s.nodes[end:]...)
 }
 
 // tryNode places the pod on n if every filter passes, recording how to undo it.

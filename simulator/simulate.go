@@ -252,6 +252,10 @@ type state struct {
 	// newNodeCap, when positive, is the length s.nodes may not reach by opening nodes: the
 	// disruption plan lets an action open at most one. Simulate leaves it 0 (no cap).
 	newNodeCap int
+	// bestFit makes placeOne try the existing nodes tightest first (the least room left, as
+	// shares of allocatable summed over the resources) rather than in name order: moveOpening's
+	// second try when a disruption's pods find no place first fit.
+	bestFit bool
 	budget     float64 // $/h of managed nodes, existing and new
 	warnings   []string
 	// spreads are the hard zone spreads of the snapshot's pods, running or pending, with the
