@@ -134,6 +134,11 @@ const (
 	// elsewhere take the room planned for them first, and the replacement's room is left for
 	// these.
 	AnnotationDisruptionReplacementPods = "tiler.dev/disruption-replacement-pods"
+	// AnnotationDisruptionMoves lists where the plan moves the action's other pods, those going to
+	// nodes that stay ("namespace/name=node", comma-separated). While a wave of the drain is
+	// evicted, the nodes only later waves move pods to carry TaintReplacementFilling, so that the
+	// wave's replicas take the room planned for them and leave the later waves theirs.
+	AnnotationDisruptionMoves = "tiler.dev/disruption-moves"
 	// AnnotationInterruption is set by the controller on a node whose instance the cloud announced
 	// it reclaims (or may reclaim): the notice's kind (spot-interruption, preemption,
 	// rebalance-recommendation, state-change). The notice itself is acknowledged when it is
@@ -179,11 +184,13 @@ const TaintReserved = "tiler.dev/reserved"
 // when nothing else has room, and the simulation ignores it (Config.DisruptionCandidateTaint).
 const TaintDisruptionCandidate = "tiler.dev/disruption-candidate"
 
-// TaintReplacementFilling is the PreferNoSchedule taint a disruption's replacement carries while
-// its action drains: the drain evicts the pods the plan moves to other nodes first, and the
-// taint keeps their replicas off the replacement (kube-scheduler's LeastAllocated score would
-// put them on it, the emptiest node) so that its room stays for the pods the plan moves there,
-// evicted last. It is removed when the action ends, and from every node at the next plan.
+// TaintReplacementFilling is the PreferNoSchedule taint that keeps a drain's later room: while
+// an action drains a wave of its pods (largest first, the pods moving to its replacement last),
+// the nodes the plan moves only later waves' pods to (AnnotationDisruptionMoves, the replacement
+// for AnnotationDisruptionReplacementPods) carry it, so that kube-scheduler's score
+// (LeastAllocated would put a replica on the emptiest node) sends the wave's replicas to the room
+// planned for them rather than to the room a later wave needs. A node loses it when its
+// wave comes, and every node when no action under way wants it.
 const TaintReplacementFilling = "tiler.dev/replacement-filling"
 
 // ReservationPending is the value TaintReserved registers with on clouds where nodes of a pool

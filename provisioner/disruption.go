@@ -122,6 +122,24 @@ type disruptionMemory struct {
 	// read them would carry the action out again: a second abandon with its Events, a second
 	// count.
 	concluded map[string]string
+	// waves is, per action under way, the wave of its drain evicted last (keptRoom, wavePlaced).
+	// Lost on a restart, when the next wave goes at once anyway.
+	waves map[string]*waveState
+}
+
+// waveState is the wave an action's drain evicted last.
+type waveState struct {
+	// room: the nodes the plan moves the wave's pods to, which stay free of
+	// api.TaintReplacementFilling until its replicas are placed.
+	room []string
+	// owners: per controller (UID) of an evicted pod, the pods it had when the wave began and how
+	// many the wave evicted: the wave is placed once it has as many pods more, bound.
+	owners map[types.UID]*ownerWave
+}
+
+type ownerWave struct {
+	before  map[types.UID]bool
+	evicted int
 }
 
 type evictionBackoff struct {
@@ -131,7 +149,7 @@ type evictionBackoff struct {
 
 func newDisruptionMemory(grace time.Duration) *disruptionMemory {
 	return &disruptionMemory{evicted: map[string]time.Time{}, backoff: map[string]evictionBackoff{},
-		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}}
+		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}, waves: map[string]*waveState{}}
 }
 
 // conclude remembers that the action id ended on nodes.
@@ -141,6 +159,83 @@ func (m *disruptionMemory) conclude(id string, nodes []string) {
 	for _, n := range nodes {
 		m.concluded[n] = id
 	}
+	delete(m.waves, id)
+}
+
+// startWave remembers that action id evicts a new wave, whose pods the plan moves to room.
+func (m *disruptionMemory) startWave(id string, room []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.waves[id] = &waveState{room: room, owners: map[types.UID]*ownerWave{}}
+}
+
+// waveRoomOf returns the room of the wave action id evicted last.
+func (m *disruptionMemory) waveRoomOf(id string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w := m.waves[id]; w != nil {
+		return w.room
+	}
+	return nil
+}
+
+// replacedBy are the kinds of controllers that make a new pod for an evicted one, whose replicas
+// a drain's next wave waits for (wavePlaced). A Job may count the eviction as a failure instead,
+// and what another controller does is not known.
+var replacedBy = map[string]bool{"ReplicaSet": true, "StatefulSet": true, "ReplicationController": true}
+
+// waveEvicted counts pod p, evicted by action id's wave, against its controller, whose pods
+// (among all) are noted the first time.
+func (m *disruptionMemory) waveEvicted(id string, p *corev1.Pod, all []*corev1.Pod) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || !replacedBy[ref.Kind] {
+		return // nothing known to replace it
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.waves[id]
+	if w == nil {
+		w = &waveState{owners: map[types.UID]*ownerWave{}}
+		m.waves[id] = w
+	}
+	o := w.owners[ref.UID]
+	if o == nil {
+		o = &ownerWave{before: map[types.UID]bool{}}
+		for _, q := range all {
+			if r := metav1.GetControllerOfNoCopy(q); r != nil && r.UID == ref.UID {
+				o.before[q.UID] = true
+			}
+		}
+		w.owners[ref.UID] = o
+	}
+	o.evicted++
+}
+
+// wavePlaced reports whether the replicas of the pods action id's last wave evicted are all
+// there and bound: each controller has as many bound, not terminating pods it did not have when
+// the wave began as the wave evicted. (A pending replica alone would not do: a ReplicaSet creates
+// it a moment after the eviction, and a next wave evicted in between lets it take that wave's
+// room.) A controller that makes fewer (scaled down meanwhile) holds the next wave until the
+// reschedule grace ends.
+func (m *disruptionMemory) wavePlaced(id string, all []*corev1.Pod) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.waves[id]
+	if w == nil {
+		return true
+	}
+	for uid, o := range w.owners {
+		n := 0
+		for _, q := range all {
+			if r := metav1.GetControllerOfNoCopy(q); r != nil && r.UID == uid && !o.before[q.UID] && q.DeletionTimestamp == nil && q.Spec.NodeName != "" {
+				n++
+			}
+		}
+		if n < o.evicted {
+			return false
+		}
+	}
+	return true
 }
 
 // withoutConcluded returns the nodes but those the informer still shows under an action this
@@ -340,15 +435,18 @@ func (c *Controller) disruptPass(ctx context.Context, plan bool) *DisruptionPass
 	idx := newNodeIndex(s.Nodes)
 	open := 0
 	current, lagging := c.disruption.withoutConcluded(s.Nodes)
-	for _, a := range actionsOf(current) {
+	actions := actionsOf(current)
+	for _, a := range actions {
 		p := c.advance(ctx, &s, idx, a)
 		pass.Actions = append(pass.Actions, p)
 		if p.Step == ActionDone || p.Step == ActionAbandoned {
 			c.disruption.conclude(p.ID, p.Nodes)
+			a.room = nil
 		} else {
 			open++
 		}
 	}
+	c.keepRoom(ctx, s.Nodes, actions)
 	// Interrupted nodes are started whatever else is under way and however unsettled the cluster
 	// is (interruptions.go). A node whose action was abandoned in this pass is planned again at
 	// the next one, with what the abandon taught (an offering marked unavailable).
@@ -515,13 +613,6 @@ func (c *Controller) reportPlan(ctx context.Context, s *State, dp *api.Disruptio
 				c.log.Warn("setting the disruption-candidate taint", zap.Bool("candidate", want), zap.Error(err))
 			}
 		}
-		// (No action is under way when a plan is made: a replacement's taint left by an action
-		// that ended goes.)
-		if hasTaint(n, api.TaintReplacementFilling) {
-			if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, false); err != nil {
-				c.log.Warn("removing a replacement's taint", zap.Error(err))
-			}
-		}
 		ann := map[string]*string{}
 		u, sick := unhealthy[n.Name]
 		if _, has := n.Annotations[api.AnnotationUnhealthySince]; sick && !has {
@@ -563,6 +654,15 @@ type actionState struct {
 	// toReplacement are the pods the plan moves to the replacement, by key
 	// (AnnotationDisruptionReplacementPods): drained after the others.
 	toReplacement map[string]bool
+	// moves are where the plan moves the action's other pods, pod key to node
+	// (AnnotationDisruptionMoves), and replacementNodes the names of its replacements' Nodes
+	// registered so far (advance).
+	moves            map[string]string
+	replacementNodes []string
+	// room is what the action wants of api.TaintReplacementFilling after the pass (keptRoom):
+	// true on the nodes only its later waves move pods to, false on those of the wave being
+	// placed; nil when it has no waves (urgent, forced, past the reschedule grace, or no pod left).
+	room map[string]bool
 }
 
 // urgent reports whether the action's nodes go whatever Tiler does (interrupted, or repaired
@@ -634,6 +734,14 @@ func actionsOf(nodes []*corev1.Node) []*actionState {
 			(a.forceAfter.IsZero() || t.Before(a.forceAfter)) {
 			a.forceAfter = t
 		}
+		for _, kv := range strings.Split(n.Annotations[api.AnnotationDisruptionMoves], ",") {
+			if key, to, ok := strings.Cut(kv, "="); ok && key != "" && to != "" {
+				if a.moves == nil {
+					a.moves = map[string]string{}
+				}
+				a.moves[key] = to
+			}
+		}
 		for _, key := range strings.Split(n.Annotations[api.AnnotationDisruptionReplacementPods], ",") {
 			if key != "" {
 				if a.toReplacement == nil {
@@ -688,6 +796,9 @@ func (c *Controller) startAction(ctx context.Context, s *State, idx nodeIndex, a
 			ann[api.AnnotationDisruptionForceAfter] = &f
 		}
 	}
+	if m := movedPods(a); m != "" {
+		ann[api.AnnotationDisruptionMoves] = &m
+	}
 	moves := movesText(a)
 	if a.Replacement == nil {
 		step := api.DisruptionStepDraining
@@ -741,6 +852,19 @@ func replacementPods(a api.DisruptionAction) string {
 	for _, m := range a.Moves {
 		if a.IsReplacement(m.To) {
 			out = append(out, m.Pod)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// movedPods is the value of AnnotationDisruptionMoves for action a: where it moves the pods that
+// do not go to its replacements, sorted.
+func movedPods(a api.DisruptionAction) string {
+	var out []string
+	for _, m := range a.Moves {
+		if !a.IsReplacement(m.To) {
+			out = append(out, m.Pod+"="+m.To)
 		}
 	}
 	sort.Strings(out)
@@ -859,6 +983,13 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 	if _, ok := stepOrder[a.step]; !ok {
 		return c.abandon(ctx, log, a, p, fmt.Sprintf("unknown step %q", a.step))
 	}
+	for _, id := range a.replacements() {
+		if rec, ok := recordByLaunchID(s.Records, id); ok {
+			if n := idx.forRecord(rec); n != nil {
+				a.replacementNodes = append(a.replacementNodes, n.Name)
+			}
+		}
+	}
 	if a.step == api.DisruptionStepReplacing {
 		// An interrupted node drains when its replacement is Ready or when the deadline is near,
 		// whichever comes first; a replacement that fails to come drains it too (its pods become
@@ -884,14 +1015,9 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		notReady := strings.Join(append(missing, waiting...), ", ")
 		switch {
 		case len(missing) == 0 && len(waiting) == 0:
-			// The pods the plan moves elsewhere go first; the replacements' room is for the others.
+			// (The pods the plan moves elsewhere go first, the replacements' room kept meanwhile:
+			// keptRoom.)
 			for _, n := range ready {
-				if len(a.toReplacement) > 0 && !a.urgent() {
-					if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, true); err != nil {
-						p.Message = err.Error()
-						return p
-					}
-				}
 				log.Info("replacement Ready: draining", zap.String(keyNode, n.Name))
 			}
 		case near:
@@ -913,7 +1039,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		}
 	}
 	if a.step == api.DisruptionStepDraining {
-		left, stay, msg, abandon := c.drainAction(ctx, log, a, now)
+		left, stay, msg, abandon := c.drainAction(ctx, log, idx, a, now)
 		if abandon != "" {
 			return c.abandon(ctx, log, a, p, abandon)
 		}
@@ -935,7 +1061,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 		}
 	}
 	// Deleting: only DaemonSet pods are left (a pod that got there since is evicted first).
-	if left, stay, _, _ := c.drainAction(ctx, log, a, now); left+stay > 0 {
+	if left, stay, _, _ := c.drainAction(ctx, log, idx, a, now); left+stay > 0 {
 		if err := c.setStep(ctx, a, api.DisruptionStepDraining, now, true); err == nil {
 			p.Step, p.Message = api.DisruptionStepDraining, "pods came back; draining again"
 		}
@@ -957,7 +1083,6 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			return p
 		}
 	}
-	c.untaintReplacement(ctx, log, s, idx, a)
 	c.metrics.DisruptionActions.WithLabelValues(string(a.kind()), string(a.reason)).Inc()
 	log.Info("disruption action done")
 	p.Step = ActionDone
@@ -970,7 +1095,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 // holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
 // an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
 // without them: stay counts them.
-func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
+func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeIndex, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
 	all, err := c.pods()
 	if err != nil {
 		return 1, 0, err.Error(), ""
@@ -982,13 +1107,16 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 	// The pods go in waves (evictionWave), each once the replicas of the pods evicted before are
 	// placed: kube-scheduler puts a replica on the node its score prefers among those with room
 	// (the emptiest by default, the fullest under MostAllocated), which may be room the plan kept
-	// for a larger pod. Not on urgent or forced actions, nor once the reschedule grace from the
-	// drain's start is over: then every pod goes at once.
+	// for a larger pod. While a wave's replicas are placed, the nodes the plan moves only later
+	// waves to carry api.TaintReplacementFilling (keptRoom), and a wave goes once they do. Not on
+	// urgent or forced actions, nor once the reschedule grace from the drain's start is over: then
+	// every pod goes at once.
 	var wave *evictionWave
 	waveOfPod := map[*corev1.Pod]evictionWave{} // the pods that wait for their wave
-	hold := false
+	hold, keeping := false, false
+	a.room = nil
 	if !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace {
-		hold = replicasPending(c.placingOwners(), all)
+		hold = replicasPending(c.placingOwners(), all) || !c.disruption.wavePlaced(a.id, all)
 		for _, p := range all {
 			if on[p.Spec.NodeName] && mustEvict(p) && p.DeletionTimestamp == nil && !doNotDisrupt(p) {
 				w := waveOf(p, a.toReplacement)
@@ -996,6 +1124,13 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 				if wave == nil || w.before(*wave) {
 					wave = &w
 				}
+			}
+		}
+		if wave != nil {
+			a.room = c.keptRoom(a, waveOfPod, *wave, hold)
+			// The wave goes once the nodes show the room kept (keepRoom sets it at the pass's end).
+			if !hold && !roomKept(a.room, idx) {
+				hold, keeping = true, true
 			}
 		}
 	}
@@ -1063,6 +1198,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 			budgets.evicted(p)
 			// The batch reads when it was, on its own clock (State.DisruptionEvicted).
 			c.disruption.noteEviction(p, c.clock.Now())
+			c.disruption.waveEvicted(a.id, p, all)
 			c.metrics.DisruptionEvictions.Inc()
 			c.recorder.Eventf(p, corev1.EventTypeNormal, "Disrupted", "evicted from node %s by disruption action %s (%s): the node is removed",
 				p.Spec.NodeName, a.id, a.reason)
@@ -1092,7 +1228,10 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, a *action
 		sort.Strings(held)
 		msgs = append(msgs, fmt.Sprintf("%s: %s", api.KeepPodDoNotDisrupt, strings.Join(held, ", ")))
 	}
-	if waiting > 0 {
+	switch {
+	case waiting > 0 && keeping:
+		msgs = append(msgs, fmt.Sprintf("%d pods wait for their turn: the room of the later waves is kept first (%s)", waiting, api.TaintReplacementFilling))
+	case waiting > 0:
 		msgs = append(msgs, fmt.Sprintf("%d pods wait for their turn: the replicas of the pods evicted before them are placed first", waiting))
 	}
 	if len(msgs) == 0 && left > 0 {
@@ -1415,18 +1554,84 @@ func (c *Controller) setPreferNoSchedule(ctx context.Context, n *corev1.Node, ke
 	return nil
 }
 
-// untaintReplacement removes api.TaintReplacementFilling from the action's replacements, if it
-// has any; a failure is logged, and the next plan removes it (reportPlan).
-func (c *Controller) untaintReplacement(ctx context.Context, log *zap.Logger, s *State, idx nodeIndex, a *actionState) {
-	for _, id := range a.replacements() {
-		rec, ok := recordByLaunchID(s.Records, id)
-		if !ok {
+// keptRoom is what action a wants of api.TaintReplacementFilling while its drain goes in waves
+// (waiting: the pods still to evict, by wave; wave: the next to go; hold: the replicas of the
+// wave evicted last are being placed): the nodes the plan moves the pods of the wave being placed
+// to are free of it (false), the nodes only pods still waiting move to carry it (true), so that
+// kube-scheduler's score sends each wave's replicas to the room planned for them and the later
+// waves find theirs (campaign seed 20: a 2-CPU replica bound on the emptier node, planned for
+// later 4-GiB pods, and the last of those fit nowhere). The wave being placed is the one evicted
+// now or, while its replicas are placed, the one evicted last (disruptionMemory.waves).
+func (c *Controller) keptRoom(a *actionState, waiting map[*corev1.Pod]evictionWave, wave evictionWave, hold bool) map[string]bool {
+	to := func(p *corev1.Pod) []string {
+		key := p.Namespace + "/" + p.Name
+		if a.toReplacement[key] {
+			return a.replacementNodes
+		}
+		if n, ok := a.moves[key]; ok {
+			return []string{n}
+		}
+		return nil
+	}
+	var placing []string
+	if hold {
+		placing = c.disruption.waveRoomOf(a.id)
+	} else {
+		for p, w := range waiting {
+			if w == wave {
+				placing = append(placing, to(p)...)
+			}
+		}
+		c.disruption.startWave(a.id, placing)
+	}
+	room := map[string]bool{}
+	for p, w := range waiting {
+		if hold || w != wave {
+			for _, n := range to(p) {
+				room[n] = true
+			}
+		}
+	}
+	for _, n := range placing {
+		room[n] = false
+	}
+	return room
+}
+
+// roomKept reports whether the nodes show api.TaintReplacementFilling as room says (a node not
+// shown is left out).
+func roomKept(room map[string]bool, idx nodeIndex) bool {
+	for name, keep := range room {
+		if n := idx.byName[name]; n != nil && hasTaint(n, api.TaintReplacementFilling) != keep {
+			return false
+		}
+	}
+	return true
+}
+
+// keepRoom sets api.TaintReplacementFilling on the nodes some action under way keeps room on
+// (actionState.room) and no action needs free now, and removes it from every other node: from
+// the nodes of a wave that comes, and from all once the actions end (a failure is logged and
+// mended at the next pass).
+func (c *Controller) keepRoom(ctx context.Context, nodes []*corev1.Node, actions []*actionState) {
+	want := map[string]bool{}
+	free := map[string]bool{}
+	for _, a := range actions {
+		for n, keep := range a.room {
+			if keep {
+				want[n] = true
+			} else {
+				free[n] = true
+			}
+		}
+	}
+	for _, n := range nodes {
+		keep := want[n.Name] && !free[n.Name]
+		if hasTaint(n, api.TaintReplacementFilling) == keep {
 			continue
 		}
-		if n := idx.forRecord(rec); n != nil && hasTaint(n, api.TaintReplacementFilling) {
-			if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, false); err != nil {
-				log.Warn("removing the replacement's taint", zap.Error(err))
-			}
+		if err := c.setPreferNoSchedule(ctx, n, api.TaintReplacementFilling, keep); err != nil {
+			c.log.Warn("setting the taint that keeps a later wave's room", zap.String(keyNode, n.Name), zap.Bool("keep", keep), zap.Error(err))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -239,18 +240,23 @@ func TestStuckTerminating(t *testing.T) {
 	}
 }
 
+// ownedPod is a pod of a ReplicaSet (controller UID uid) on node, requesting cpu and 1Gi; its
+// UID is its name.
+func ownedPod(name, uid, node, cpu string) *corev1.Pod {
+	p := simtest.Pod(name).CPU(cpu).Mem("1Gi").Obj()
+	p.UID = types.UID(name)
+	p.Spec.NodeName = node
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs-" + uid, UID: types.UID(uid), Controller: ptrTrue()}}
+	return p
+}
+
 // TestEvictionWaves: a Replace action's nodes list the pods it moves to its replacement
 // (replacementPods), and actionsOf reads them back; a drain's waves put the other pods first, by
 // GPUs, CPU and memory, largest first, pods of one size in one wave, and the replacement's last;
 // replicasPending holds the next wave while a pod of a controller evicted from is pending, and
 // not for another controller's pending pod.
 func TestEvictionWaves(t *testing.T) {
-	owned := func(name, uid, node, cpu string) *corev1.Pod {
-		p := simtest.Pod(name).CPU(cpu).Mem("1Gi").Obj()
-		p.Spec.NodeName = node
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs-" + uid, UID: types.UID(uid), Controller: ptrTrue()}}
-		return p
-	}
+	owned := ownedPod
 	a, b, c := owned("a", "u1", "old", "500m"), owned("b", "u2", "old", "2"), owned("c", "u3", "old", "500m")
 	gpu := owned("g", "u4", "old", "1")
 	gpu.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
@@ -303,5 +309,91 @@ func TestEvictionWaves(t *testing.T) {
 	}
 	if v := replacementPods(api.DisruptionAction{Kind: api.ActionDelete, Nodes: []string{"old"}, Moves: act.Moves}); v != "" {
 		t.Errorf("a Delete action lists %q", v)
+	}
+}
+
+// TestKeptRoom: an action's nodes list where it moves the pods that do not go to its replacement
+// (movedPods), and actionsOf reads them back. While the drain evicts big (to d), the nodes only
+// later waves move to (b, the replacement) keep their room; while big's replica is placed, d
+// stays free whatever wave is next; the wave is placed once big's controller has a new pod bound
+// (a pending one, or one it had before, does not count; a Job's pod is not waited for); then
+// mid's wave frees b, and the last
+// wave the replacement. roomKept compares with the nodes' taints.
+func TestKeptRoom(t *testing.T) {
+	act := api.DisruptionAction{Kind: api.ActionReplace, Nodes: []string{"old"}, Replacement: &api.NewNode{Name: "tiler-r"},
+		Moves: []api.PodMove{{Pod: "default/mid", To: "b"}, {Pod: "default/big", To: "d"}, {Pod: "default/c", To: "tiler-r"}, {Pod: "default/mid2", To: "b"}}}
+	moves := movedPods(act)
+	if moves != "default/big=d,default/mid2=b,default/mid=b" {
+		t.Fatalf("moves %q", moves)
+	}
+	acts := actionsOf([]*corev1.Node{annotatedNode("old", map[string]string{api.AnnotationDisruptionAction: "d-1",
+		api.AnnotationDisruptionStep: api.DisruptionStepDraining, api.AnnotationDisruptionReplacement: "tiler-r",
+		api.AnnotationDisruptionReplacementPods: replacementPods(act), api.AnnotationDisruptionMoves: moves})})
+	if len(acts) != 1 || len(acts[0].moves) != 3 || acts[0].moves["default/mid2"] != "b" {
+		t.Fatalf("actions %+v", acts)
+	}
+	a := acts[0]
+	a.replacementNodes = []string{"r"}
+	big, mid, mid2, c := ownedPod("big", "u1", "old", "1500m"), ownedPod("mid", "u2", "old", "1100m"), ownedPod("mid2", "u3", "old", "1100m"), ownedPod("c", "u4", "old", "500m")
+	sibling := ownedPod("big-0", "u1", "d", "1500m") // big's controller had it before the wave
+	waves := func(pods ...*corev1.Pod) (map[*corev1.Pod]evictionWave, evictionWave) {
+		out := map[*corev1.Pod]evictionWave{}
+		var first *evictionWave
+		for _, p := range pods {
+			w := waveOf(p, a.toReplacement)
+			out[p] = w
+			if first == nil || w.before(*first) {
+				first = &w
+			}
+		}
+		return out, *first
+	}
+	ctl := &Controller{disruption: newDisruptionMemory(time.Minute)}
+	waiting, wave := waves(big, mid, mid2, c)
+	if got := ctl.keptRoom(a, waiting, wave, false); !maps.Equal(got, map[string]bool{"d": false, "b": true, "r": true}) {
+		t.Errorf("big's wave: room %v, want d free, b and the replacement kept", got)
+	}
+	all := []*corev1.Pod{sibling, big, mid, mid2, c}
+	ctl.disruption.waveEvicted(a.id, big, all)
+	waiting, wave = waves(mid, mid2, c)
+	if got := ctl.keptRoom(a, waiting, wave, true); !maps.Equal(got, map[string]bool{"d": false, "b": true, "r": true}) {
+		t.Errorf("big's replica being placed: room %v, want d free, b and the replacement kept", got)
+	}
+	replica := ownedPod("big-1", "u1", "", "1500m")
+	all = []*corev1.Pod{sibling, mid, mid2, c, replica}
+	if ctl.disruption.wavePlaced(a.id, all) {
+		t.Error("big's replica is pending (its sibling was there before): the wave is not placed")
+	}
+	replica.Spec.NodeName = "d"
+	if !ctl.disruption.wavePlaced(a.id, all) {
+		t.Error("big's replica is bound: the wave is placed")
+	}
+	if got := ctl.keptRoom(a, waiting, wave, false); !maps.Equal(got, map[string]bool{"b": false, "r": true}) {
+		t.Errorf("mid's wave: room %v, want b free, the replacement kept", got)
+	}
+	if !ctl.disruption.wavePlaced(a.id, all) {
+		t.Error("a new wave evicted nothing yet: it is placed")
+	}
+	job := ownedPod("j", "u8", "old", "1")
+	job.OwnerReferences[0].Kind = "Job"
+	if ctl.disruption.waveEvicted(a.id, job, append(all, job)); !ctl.disruption.wavePlaced(a.id, all) {
+		t.Error("a Job may not replace an evicted pod: the next wave does not wait for it")
+	}
+	waiting, wave = waves(c)
+	room := ctl.keptRoom(a, waiting, wave, false)
+	if !maps.Equal(room, map[string]bool{"r": false}) {
+		t.Errorf("the replacement's wave: room %v, want it free", room)
+	}
+	taint := []corev1.Taint{{Key: api.TaintReplacementFilling, Effect: corev1.TaintEffectPreferNoSchedule}}
+	r := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: corev1.NodeSpec{Taints: taint}}
+	if roomKept(room, newNodeIndex([]*corev1.Node{r})) {
+		t.Error("the replacement still carries the taint: its room is not as wanted")
+	}
+	if !roomKept(map[string]bool{"r": true, "gone": true}, newNodeIndex([]*corev1.Node{r})) {
+		t.Error("the replacement carries the taint (and a node not shown is left out): the room is kept")
+	}
+	ctl.disruption.conclude(a.id, []string{"old"})
+	if ctl.disruption.waveRoomOf(a.id) != nil || !ctl.disruption.wavePlaced(a.id, []*corev1.Pod{ownedPod("x", "u4", "", "1")}) {
+		t.Error("a concluded action's wave is forgotten")
 	}
 }

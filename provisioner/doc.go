@@ -50,9 +50,10 @@
 // action abandoned and uncordoned past Config.DisruptionDrainTimeout; in waves: the pods moving
 // to existing nodes first, largest first (those a hard placement rule holds before the others),
 // each wave once the replicas of the one before are placed, the pods moving to the replacements
-// last, which carry api.TaintReplacementFilling meanwhile), then the instance, Node and record
-// deleted. The action's state lives on its nodes (api.AnnotationDisruptionAction, ...Step,
-// ...StepSince, ...Reason, ...Replacement, ...ReplacementPods); every pass reads it back and
+// last; the nodes only later waves move to carry api.TaintReplacementFilling meanwhile), then the
+// instance, Node and record deleted. The action's state lives on its nodes
+// (api.AnnotationDisruptionAction, ...Step, ...StepSince, ...Reason, ...Replacement,
+// ...ReplacementPods, ...Moves); every pass reads it back and
 // advances it, so a restart resumes or rolls back. The plan's candidates, and the nodes it keeps
 // although they must go (drifted or expired, waiting for a budget), carry
 // api.TaintDisruptionCandidate (PreferNoSchedule) meanwhile. Batches plan nothing onto a node under an action and hold the

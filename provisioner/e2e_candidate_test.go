@@ -15,18 +15,22 @@ import (
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
-// candidatePolicy buys m7i.xlarge nodes (three 1-CPU pods each). A node is a candidate once it
-// is consolidateAfter old, and removed once it has been one that long: 20 s leaves the scenario
-// time to act while node A is a candidate.
-const candidatePolicy = `apiVersion: tiler.dev/v1alpha1
+// xlargePolicy buys m7i.xlarge nodes only (3920m allocatable: three 1-CPU pods each), with the
+// given consolidateAfter.
+func xlargePolicy(consolidateAfter string) string {
+	return `apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
 - name: web
   instanceTypes: [m7i.xlarge]
   capacityTypes: [on-demand]
   disruption:
-    consolidateAfter: 20s
-`
+    consolidateAfter: ` + consolidateAfter + "\n"
+}
+
+// candidatePolicy: a node is a candidate once it is consolidateAfter old, and removed once it has
+// been one that long: 20 s leaves the scenario time to act while node A is a candidate.
+var candidatePolicy = xlargePolicy("20s")
 
 // testCandidateTaint: node A runs three 1-CPU pods of app a, node B two of app b. Scaled to one
 // pod of a, A is the node consolidation would remove (its pod fits on B): A gets the taint

@@ -49,6 +49,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("ReplacementKeepsSpreadDomains", func(t *testing.T) { testReplacementKeepsSpreadDomains(t, cp) })
 	t.Run("CandidateTaintSteersNewPods", func(t *testing.T) { testCandidateTaint(t, cp) })
 	t.Run("ReplacementKeepsItsRoom", func(t *testing.T) { testReplacementKeepsItsRoom(t, cp) })
+	t.Run("LaterWavesKeepTheirRoom", func(t *testing.T) { testLaterWavesKeepTheirRoom(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
 	t.Run("CapacityBlockEnding", func(t *testing.T) { testReservationEnding(t, cp) })
 	t.Run("CapacityBlockForcedBeforeTheEnd", func(t *testing.T) { testReservationForcedBeforeTheEnd(t, cp) })
@@ -89,6 +90,37 @@ func (l *passLog) all() []*provisioner.DisruptionPass {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]*provisioner.DisruptionPass(nil), l.seen...)
+}
+
+// done reports whether a pass reported an action of the kind on the node done.
+func (l *passLog) done(kind api.DisruptionKind, node string) bool {
+	for _, p := range l.all() {
+		for _, a := range p.Actions {
+			if a.Kind == kind && a.Step == provisioner.ActionDone && slices.Contains(a.Nodes, node) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// logLast logs what the last pass planned or why it planned nothing, and the actions it advanced.
+func (l *passLog) logLast(t testing.TB) {
+	all := l.all()
+	if len(all) == 0 {
+		t.Log("no disruption pass")
+		return
+	}
+	p := all[len(all)-1]
+	t.Logf("last disruption pass at %s: skipped %q, err %v", p.Now.Format(time.TimeOnly), p.Skipped, p.Err)
+	for _, a := range p.Actions {
+		t.Logf("  action %s %s %v: %s %s", a.ID, a.Kind, a.Nodes, a.Step, a.Message)
+	}
+	if p.Plan != nil {
+		for _, k := range p.Plan.Kept {
+			t.Logf("  kept %s: %s %s", k.Name, k.Reason, k.Message)
+		}
+	}
 }
 
 func disruptionConfig() provisioner.Config {
@@ -1093,13 +1125,7 @@ func testReplacementKeepsSpreadDomains(t *testing.T, cp *controlplane.ControlPla
 	if pod.Spec.NodeName != repl.Name {
 		t.Errorf("the infer pod is on %s, want the replacement %s", pod.Spec.NodeName, repl.Name)
 	}
-	replaced := false
-	for _, p := range passes.all() {
-		for _, a := range p.Actions {
-			replaced = replaced || a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone && slices.Contains(a.Nodes, old)
-		}
-	}
-	if !replaced {
+	if !passes.done(api.ActionReplace, old) {
 		t.Error("no Replace action on the g6.12xlarge reported done")
 	}
 	// The web spread's next replicas: 1b and 1c hold two each and no domain sits at zero.

@@ -12,7 +12,6 @@ import (
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/internal/controlplane"
 	"github.com/tiler-dev/tiler/internal/testwait"
-	"github.com/tiler-dev/tiler/provisioner"
 	"github.com/tiler-dev/tiler/simulator/simtest"
 )
 
@@ -103,14 +102,107 @@ func testReplacementKeepsItsRoom(t *testing.T, cp *controlplane.ControlPlane) {
 		repl, err = e.kube.CoreV1().Nodes().Get(context.Background(), repl.Name, metav1.GetOptions{})
 		return err == nil && !slices.ContainsFunc(repl.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintReplacementFilling })
 	})
-	replaced := false
-	for _, p := range passes.all() {
-		for _, a := range p.Actions {
-			replaced = replaced || a.Kind == api.ActionReplace && a.Step == provisioner.ActionDone && slices.Contains(a.Nodes, nodeX)
+	if !passes.done(api.ActionReplace, nodeX) {
+		t.Error("no Replace action on X reported done")
+	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// testLaterWavesKeepTheirRoom: node B runs a 1820m pod and will have 2100m free, node D a 2320m
+// pod and 1600m free; node X runs big (1500m), mid (1100m) and mid2 (1000m). Deleting X is the
+// only saving, and it fits one way only: big to D, mid and mid2 to B. The drain evicts big first;
+// kube-scheduler's LeastAllocated score would put its replica on B, the emptier node, and mid2
+// would then fit nowhere and be bought a node after the reschedule grace (campaign seed 20, a
+// two-Delete plan). While big's replica is placed, B (the room of the later waves) carries
+// tiler.dev/replacement-filling:PreferNoSchedule: no launch, big on D, mid and mid2 on B, the
+// taint seen on B and gone at the end. The candidate taint is off, so that it does not steer the
+// replicas instead.
+func testLaterWavesKeepTheirRoom(t *testing.T, cp *controlplane.ControlPlane) {
+	cfg := disruptionConfig()
+	cfg.DisruptionCandidateTaint = false
+	e, passes := newDisruptionEnv(t, cp, cfg, nil)
+	const ns = "later-waves"
+	e.namespace(ns)
+	e.applyPolicy("policy", xlargePolicy("2s")) // no replacement is cheaper: every saving is a Delete
+	pod := func(app, cpu string) *corev1.Pod {
+		return simtest.Pod("t").Namespace(ns).Label("app", app).CPU(cpu).Mem("512Mi").Obj()
+	}
+	// Each node is filled by a pod that stays and one that holds its room while the next is bought.
+	fill := func(stay, stayCPU, tmp, tmpCPU string) string {
+		e.deployment(ns, stay, 1, pod(stay, stayCPU))
+		e.deployment(ns, tmp, 1, pod(tmp, tmpCPU))
+		n := e.waitAppReady(ns, stay, 1, 60*time.Second)[0].Spec.NodeName
+		if m := e.waitAppReady(ns, tmp, 1, 30*time.Second)[0].Spec.NodeName; m != n {
+			t.Fatalf("%s on %s, %s on %s: want one node", stay, n, tmp, m)
+		}
+		return n
+	}
+	nodeB := fill("fill-b", "1820m", "tmp-b", "2100m")
+	nodeD := fill("fill-d", "2320m", "tmp-d", "1600m")
+	e.deployment(ns, "big", 1, pod("big", "1500m"))
+	e.deployment(ns, "mid", 1, pod("mid", "1100m"))
+	e.deployment(ns, "mid2", 1, pod("mid2", "1000m"))
+	nodeX := e.waitAppReady(ns, "big", 1, 60*time.Second)[0].Spec.NodeName
+	for _, app := range []string{"mid", "mid2"} {
+		if p := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; p.Spec.NodeName != nodeX {
+			t.Fatalf("%s on %s, want X %s beside big", p.Name, p.Spec.NodeName, nodeX)
 		}
 	}
-	if !replaced {
-		t.Error("no Replace action on X reported done")
+	if n := len(e.managedNodes()); n != 3 || nodeX == nodeB || nodeX == nodeD || nodeB == nodeD {
+		t.Fatalf("%d nodes, B %s, D %s, X %s: want three", n, nodeB, nodeD, nodeX)
+	}
+	launches := e.launches()
+	pods := e.watchPods(ns)
+	t.Cleanup(func() {
+		if t.Failed() {
+			passes.logLast(t)
+		}
+	})
+	// Whether B carried the taint while the drain ran.
+	tainted := make(chan bool, 1)
+	w, err := e.kube.CoreV1().Nodes().Watch(context.Background(), metav1.ListOptions{FieldSelector: "metadata.name=" + nodeB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		seen := false
+		for ev := range w.ResultChan() {
+			if n, ok := ev.Object.(*corev1.Node); ok && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintReplacementFilling }) {
+				seen = true
+			}
+		}
+		tainted <- seen
+	}()
+	for _, d := range []string{"tmp-b", "tmp-d"} {
+		if err := e.kube.AppsV1().Deployments(ns).Delete(context.Background(), d, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.Until(t, testwait.Slow, "X to be deleted", 90*time.Second, func() bool {
+		nodes := e.managedNodes()
+		return len(nodes) == 2 && !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return n.Name == nodeX }) && len(e.records()) == 2
+	})
+	want := map[string]string{"big": nodeD, "mid": nodeB, "mid2": nodeB}
+	for app, node := range want {
+		if p := e.waitAppReady(ns, app, 1, 30*time.Second)[0]; p.Spec.NodeName != node {
+			t.Errorf("%s's replica is on %s, want %s (the plan's only fit: big on D %s, mid and mid2 on B %s)", app, p.Spec.NodeName, node, nodeD, nodeB)
+		}
+	}
+	pods.finish()
+	if got := e.launches() - launches; got != 0 {
+		t.Errorf("%d launches, want none (a pod the drain left without room was bought for)", got)
+	}
+	testwait.Until(t, testwait.Slow, "the taint to leave B", 20*time.Second, func() bool {
+		n, err := e.kube.CoreV1().Nodes().Get(context.Background(), nodeB, metav1.GetOptions{})
+		return err == nil && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintReplacementFilling })
+	})
+	w.Stop()
+	if !<-tainted {
+		t.Error("B never carried the taint while big's replica was placed")
+	}
+	if !passes.done(api.ActionDelete, nodeX) {
+		t.Error("no Delete action on X reported done")
 	}
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)

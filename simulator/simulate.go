@@ -255,9 +255,9 @@ type state struct {
 	// bestFit makes placeOne try the existing nodes tightest first (the least room left, as
 	// shares of allocatable summed over the resources) rather than in name order: moveOpening's
 	// second try when a disruption's pods find no place first fit.
-	bestFit bool
-	budget     float64 // $/h of managed nodes, existing and new
-	warnings   []string
+	bestFit  bool
+	budget   float64 // $/h of managed nodes, existing and new
+	warnings []string
 	// spreads are the hard zone spreads of the snapshot's pods, running or pending, with the
 	// domains each counts (zoneSpreads, nil until first asked): no new node should open a domain
 	// they cannot use.
