@@ -122,6 +122,10 @@ type disruptionMemory struct {
 	// read them would carry the action out again: a second abandon with its Events, a second
 	// count.
 	concluded map[string]string
+	// forced is when each pod (UID) was deleted past its action's terminationGracePeriod: a pass
+	// that follows at once may still see it in the informer, not terminating, and must not delete
+	// (and count) it again.
+	forced map[types.UID]time.Time
 	// waves is, per action under way, the wave of its drain evicted last (keptRoom, wavePlaced).
 	// Lost on a restart, when the next wave goes at once anyway.
 	waves map[string]*waveState
@@ -149,7 +153,7 @@ type evictionBackoff struct {
 
 func newDisruptionMemory(grace time.Duration) *disruptionMemory {
 	return &disruptionMemory{evicted: map[string]time.Time{}, backoff: map[string]evictionBackoff{},
-		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}, waves: map[string]*waveState{}}
+		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}, waves: map[string]*waveState{}, forced: map[types.UID]time.Time{}}
 }
 
 // conclude remembers that the action id ended on nodes.
@@ -161,6 +165,34 @@ func (m *disruptionMemory) conclude(id string, nodes []string) {
 	}
 	delete(m.waves, id)
 }
+
+// forceOnce reports whether pod uid may be force-deleted now, and remembers it: false when it was
+// within the last forcedMemory.
+func (m *disruptionMemory) forceOnce(uid types.UID, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for u, at := range m.forced {
+		if now.Sub(at) > forcedMemory {
+			delete(m.forced, u)
+		}
+	}
+	if _, ok := m.forced[uid]; ok {
+		return false
+	}
+	m.forced[uid] = now
+	return true
+}
+
+// forgetForced forgets a forced deletion that failed, so that the next pass tries again.
+func (m *disruptionMemory) forgetForced(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.forced, uid)
+}
+
+// forcedMemory is how long a forced deletion is remembered: longer than the informer takes to
+// show the pod terminating.
+const forcedMemory = 10 * time.Minute
 
 // startWave remembers that action id evicts a new wave, whose pods the plan moves to room.
 func (m *disruptionMemory) startWave(id string, room []string) {
@@ -1299,10 +1331,14 @@ func (a *actionState) forceDue(p *corev1.Pod, now time.Time) bool {
 // terminationGracePeriod runs out: on its UID, keeping its own grace period.
 func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
 	key := p.Namespace + "/" + p.Name
+	if !c.disruption.forceOnce(p.UID, c.clock.Now()) {
+		return // deleted by a pass the informer has not caught up with
+	}
 	switch gone, err := c.deleteOnUID(ctx, p); {
 	case gone:
 		return
 	case err != nil:
+		c.disruption.forgetForced(p.UID)
 		log.Warn("deleting a pod past its action's terminationGracePeriod", zap.String(keyPod, key), zap.Error(err))
 		return
 	}

@@ -397,3 +397,21 @@ func TestKeptRoom(t *testing.T) {
 		t.Error("a concluded action's wave is forgotten")
 	}
 }
+
+// TestForceOnce: a pod deleted past its action's terminationGracePeriod is not deleted (and
+// counted) again by a pass whose informer still shows it running, unless the deletion failed;
+// the memory is pruned after forcedMemory.
+func TestForceOnce(t *testing.T) {
+	m := newDisruptionMemory(time.Minute)
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if !m.forceOnce("u1", t0) || m.forceOnce("u1", t0.Add(10*time.Millisecond)) {
+		t.Fatal("the first forced deletion goes, the next pass's does not")
+	}
+	m.forgetForced("u1")
+	if !m.forceOnce("u1", t0.Add(time.Second)) {
+		t.Error("a deletion that failed is tried again")
+	}
+	if !m.forceOnce("u2", t0.Add(forcedMemory+2*time.Second)) || len(m.forced) != 1 {
+		t.Errorf("forced %v: u1 is forgotten after %s", m.forced, forcedMemory)
+	}
+}
