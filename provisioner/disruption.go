@@ -143,7 +143,7 @@ type waveState struct {
 
 type ownerWave struct {
 	before  map[types.UID]bool
-	evicted int
+	evicted map[types.UID]bool // (a pass the informer lags may evict a pod twice)
 }
 
 type evictionBackoff struct {
@@ -232,7 +232,7 @@ func (m *disruptionMemory) waveEvicted(id string, p *corev1.Pod, all []*corev1.P
 	}
 	o := w.owners[ref.UID]
 	if o == nil {
-		o = &ownerWave{before: map[types.UID]bool{}}
+		o = &ownerWave{before: map[types.UID]bool{}, evicted: map[types.UID]bool{}}
 		for _, q := range all {
 			if r := metav1.GetControllerOfNoCopy(q); r != nil && r.UID == ref.UID {
 				o.before[q.UID] = true
@@ -240,7 +240,7 @@ func (m *disruptionMemory) waveEvicted(id string, p *corev1.Pod, all []*corev1.P
 		}
 		w.owners[ref.UID] = o
 	}
-	o.evicted++
+	o.evicted[p.UID] = true
 }
 
 // wavePlaced reports whether the replicas of the pods action id's last wave evicted are all
@@ -263,7 +263,7 @@ func (m *disruptionMemory) wavePlaced(id string, all []*corev1.Pod) bool {
 				n++
 			}
 		}
-		if n < o.evicted {
+		if n < len(o.evicted) {
 			return false
 		}
 	}
