@@ -79,7 +79,7 @@ func TestE2EConsolidationCampaign(t *testing.T) {
 			}
 		})
 	}
-	for _, phase := range []string{phaseConsolidation, phaseInterruption, phaseDrift} {
+	for _, phase := range []string{phaseConsolidation, phaseInterruption, phaseDrift, phaseExpiry} {
 		if r := total[phase]; r != nil {
 			t.Logf("campaign, seeds %d–%d, %s: %s", first, first+uint64(n)-1, phase, r)
 		}
@@ -110,11 +110,13 @@ type campaignFleet struct {
 // campaignPolicy is a generated cost policy: a CPU pool and, when gpuTypes is set, a tainted GPU
 // pool; spot and gpuSpot let them buy spot (the embedded catalog has spot prices for the GPU types
 // only).
-// generation, when set, labels a pool's nodes (a change of it drifts them).
+// generation, when set, labels a pool's nodes (a change of it drifts them); expireAfter, when
+// set, is both pools' expireAfter.
 type campaignPolicy struct {
 	cpuTypes, gpuTypes, zones []string
 	spot, gpuSpot             bool
 	generation                map[string]string // pool → label value
+	expireAfter               time.Duration
 }
 
 func (p campaignPolicy) String() string {
@@ -131,6 +133,10 @@ func (p campaignPolicy) String() string {
 		}
 		return ""
 	}
+	expire := ""
+	if p.expireAfter > 0 {
+		expire = "    expireAfter: " + p.expireAfter.String() + "\n"
+	}
 	doc := fmt.Sprintf(`apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
@@ -140,7 +146,7 @@ pools:
   zones: %s
 %s  disruption:
     consolidateAfter: 2s
-`, list(p.cpuTypes), capacity(p.spot), list(p.zones), labels("cpu"))
+%s`, list(p.cpuTypes), capacity(p.spot), list(p.zones), labels("cpu"), expire)
 	if len(p.gpuTypes) > 0 {
 		doc += fmt.Sprintf(`- name: gpu
   instanceTypes: %s
@@ -149,7 +155,7 @@ pools:
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 %s  disruption:
     consolidateAfter: 2s
-`, list(p.gpuTypes), capacity(p.gpuSpot), list(p.zones), labels("gpu"))
+%s`, list(p.gpuTypes), capacity(p.gpuSpot), list(p.zones), labels("gpu"), expire)
 	}
 	return doc
 }
@@ -332,6 +338,10 @@ func runCampaignSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint64) m
 		return out
 	}
 	out[phaseDrift] = e.driftPhase(&f, passes, seed)
+	if t.Failed() {
+		return out
+	}
+	out[phaseExpiry] = e.expiryPhase(&f, passes)
 	e.cleanupNamespace(f.ns)
 	return out
 }
@@ -341,6 +351,7 @@ const (
 	phaseConsolidation = "consolidation"
 	phaseDrift         = "drift"
 	phaseInterruption  = "interruption"
+	phaseExpiry        = "expiry"
 )
 
 // campaignInterruptionGrace is how long after an interruption notice the simulated cloud
@@ -475,6 +486,71 @@ func (e *env) driftPhase(f *campaignFleet, passes *passLog, seed uint64) campaig
 		})
 	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
 		t.Errorf("drift: pods lost with their node: %v", lost)
+	}
+	return res
+}
+
+// campaignExpireAfter is the shortest expireAfter the expiry phase gives: its replacements expire
+// in turn once that old, so the shorter it is the more of them the roll replaces again before the
+// phase lifts it.
+const campaignExpireAfter = 20 * time.Second
+
+// expiryPhase gives both pools an expireAfter that every node of the fleet reaches within
+// campaignExpireAfter (the youngest node's age, at least campaignExpireAfter), and runs until each
+// of them is gone or under an action, but those a do-not-disrupt pod holds; then it lifts the
+// expireAfter (the replacements would expire in turn) and runs until they are all gone and the
+// plans settle. A lifecycleWatch checks every budget, that no do-not-disrupt pod is evicted and
+// that no pod is lost.
+func (e *env) expiryPhase(f *campaignFleet, passes *passLog) campaignResult {
+	t := e.t
+	nodes := e.managedNodes()
+	if len(nodes) == 0 {
+		return campaignResult{seeds: 1}
+	}
+	due := map[string]bool{}
+	after := campaignExpireAfter
+	for _, n := range nodes {
+		due[n.Name] = true
+		after = max(after, time.Since(n.CreationTimestamp.Time).Truncate(time.Second))
+	}
+	// left are the fleet's nodes still there but those a do-not-disrupt pod held (a plan said so
+	// while they were expired); moving, those not yet under an action.
+	held := map[string]bool{}
+	left := func(ps []*provisioner.DisruptionPass, moving bool) int {
+		if last := ps[len(ps)-1].Plan; last != nil {
+			for _, k := range last.Kept {
+				if k.Due == api.ReasonExpired && k.Reason == api.KeepPodDoNotDisrupt {
+					held[k.Name] = true
+				}
+			}
+		}
+		n := 0
+		for _, node := range e.managedNodes() {
+			if due[node.Name] && !held[node.Name] && (!moving || node.Annotations[api.AnnotationDisruptionAction] == "") {
+				n++
+			}
+		}
+		return n
+	}
+	t.Logf("expiry: both pools' expireAfter %s; %d nodes expire", after, len(nodes))
+	lw := e.watchLifecycle(f.ns)
+	next := f.policy.clone()
+	next.expireAfter = after
+	lifted := false
+	res := e.campaignPhase(f, passes, phaseExpiry, func() { e.applyPolicy("policy", next.String()) },
+		func(ps []*provisioner.DisruptionPass) bool {
+			if !lifted {
+				if left(ps, true) > 0 {
+					return false
+				}
+				lifted = true
+				e.applyPolicy("policy", f.policy.String())
+				return false
+			}
+			return left(ps, false) == 0
+		})
+	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
+		t.Errorf("expiry: pods lost with their node: %v", lost)
 	}
 	return res
 }
