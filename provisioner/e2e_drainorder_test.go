@@ -116,7 +116,7 @@ func testReplacementKeepsItsRoom(t *testing.T, cp *controlplane.ControlPlane) {
 // would then fit nowhere and be bought a node after the reschedule grace (campaign seed 20, a
 // two-Delete plan). While big's replica is placed, B (the room of the later waves) carries
 // tiler.dev/replacement-filling:PreferNoSchedule: no launch, big on D, mid and mid2 on B, the
-// taint seen on B and gone at the end. The candidate taint is off, so that it does not steer the
+// three evicted and none lost, the taint seen on B and gone at the end. The candidate taint is off, so that it does not steer the
 // replicas instead.
 func testLaterWavesKeepTheirRoom(t *testing.T, cp *controlplane.ControlPlane) {
 	cfg := disruptionConfig()
@@ -153,7 +153,7 @@ func testLaterWavesKeepTheirRoom(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatalf("%d nodes, B %s, D %s, X %s: want three", n, nodeB, nodeD, nodeX)
 	}
 	launches := e.launches()
-	pods := e.watchPods(ns)
+	lw := e.watchLifecycle(ns)
 	t.Cleanup(func() {
 		if t.Failed() {
 			passes.logLast(t)
@@ -189,7 +189,9 @@ func testLaterWavesKeepTheirRoom(t *testing.T, cp *controlplane.ControlPlane) {
 			t.Errorf("%s's replica is on %s, want %s (the plan's only fit: big on D %s, mid and mid2 on B %s)", app, p.Spec.NodeName, node, nodeD, nodeB)
 		}
 	}
-	pods.finish()
+	if evicted, lost := lw.finish(30 * time.Second); len(evicted) != 3 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want X's three pods evicted, none lost", evicted, lost)
+	}
 	if got := e.launches() - launches; got != 0 {
 		t.Errorf("%d launches, want none (a pod the drain left without room was bought for)", got)
 	}
