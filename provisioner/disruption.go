@@ -256,14 +256,17 @@ func (m *disruptionMemory) wavePlaced(id string, all []*corev1.Pod) bool {
 	if w == nil {
 		return true
 	}
-	for uid, o := range w.owners {
-		n := 0
-		for _, q := range all {
-			if r := metav1.GetControllerOfNoCopy(q); r != nil && r.UID == uid && !o.before[q.UID] && q.DeletionTimestamp == nil && q.Spec.NodeName != "" {
-				n++
+	// (One scan of the pods, whatever the number of controllers.)
+	bound := map[types.UID]int{}
+	for _, q := range all {
+		if r := metav1.GetControllerOfNoCopy(q); r != nil && q.DeletionTimestamp == nil && q.Spec.NodeName != "" {
+			if o := w.owners[r.UID]; o != nil && !o.before[q.UID] {
+				bound[r.UID]++
 			}
 		}
-		if n < len(o.evicted) {
+	}
+	for uid, o := range w.owners {
+		if bound[uid] < len(o.evicted) {
 			return false
 		}
 	}

@@ -256,13 +256,12 @@ func ownedPod(name, uid, node, cpu string) *corev1.Pod {
 // replicasPending holds the next wave while a pod of a controller evicted from is pending, and
 // not for another controller's pending pod.
 func TestEvictionWaves(t *testing.T) {
-	owned := ownedPod
-	a, b, c := owned("a", "u1", "old", "500m"), owned("b", "u2", "old", "2"), owned("c", "u3", "old", "500m")
-	gpu := owned("g", "u4", "old", "1")
+	a, b, c := ownedPod("a", "u1", "old", "500m"), ownedPod("b", "u2", "old", "2"), ownedPod("c", "u3", "old", "500m")
+	gpu := ownedPod("g", "u4", "old", "1")
 	gpu.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
-	b2 := owned("b2", "u2", "old", "2")
+	b2 := ownedPod("b2", "u2", "old", "2")
 	// A small pod a zone spread holds goes before larger free ones.
-	z := owned("z", "u5", "old", "250m")
+	z := ownedPod("z", "u5", "old", "250m")
 	z.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
 		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "z"}}}}
 	act := api.DisruptionAction{Kind: api.ActionReplace, Nodes: []string{"old"}, Replacement: &api.NewNode{Name: "repl"},
@@ -298,8 +297,8 @@ func TestEvictionWaves(t *testing.T) {
 		t.Error("pods of one size are not in one wave")
 	}
 	owners := map[string]bool{"u1": true, "u3": true}
-	replica := owned("a-2", "u1", "", "500m")
-	other := owned("x", "u9", "", "1")
+	replica := ownedPod("a-2", "u1", "", "500m")
+	other := ownedPod("x", "u9", "", "1")
 	if !replicasPending(owners, []*corev1.Pod{b, replica}) {
 		t.Error("a's replica is pending: the next wave must wait")
 	}
