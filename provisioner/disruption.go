@@ -122,10 +122,10 @@ type disruptionMemory struct {
 	// read them would carry the action out again: a second abandon with its Events, a second
 	// count.
 	concluded map[string]string
-	// forced is when each pod (UID) was deleted past its action's terminationGracePeriod: a pass
-	// that follows at once may still see it in the informer, not terminating, and must not delete
-	// (and count) it again.
-	forced map[types.UID]time.Time
+	// ended is when each pod (UID) was evicted, or deleted past its action's
+	// terminationGracePeriod: a pass that follows at once may still see it in the informer, not
+	// terminating, and must not evict or delete (and count) it again.
+	ended map[types.UID]time.Time
 	// waves is, per action under way, the wave of its drain evicted last (keptRoom, wavePlaced).
 	// Lost on a restart, when the next wave goes at once anyway.
 	waves map[string]*waveState
@@ -153,7 +153,7 @@ type evictionBackoff struct {
 
 func newDisruptionMemory(grace time.Duration) *disruptionMemory {
 	return &disruptionMemory{evicted: map[string]time.Time{}, backoff: map[string]evictionBackoff{},
-		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}, waves: map[string]*waveState{}, forced: map[types.UID]time.Time{}}
+		told: map[string]api.KeepReason{}, grace: grace, concluded: map[string]string{}, waves: map[string]*waveState{}, ended: map[types.UID]time.Time{}}
 }
 
 // conclude remembers that the action id ended on nodes.
@@ -166,33 +166,42 @@ func (m *disruptionMemory) conclude(id string, nodes []string) {
 	delete(m.waves, id)
 }
 
-// forceOnce reports whether pod uid may be force-deleted now, and remembers it: false when it was
-// within the last forcedMemory.
-func (m *disruptionMemory) forceOnce(uid types.UID, now time.Time) bool {
+// endOnce reports whether pod uid may be evicted or deleted now, and remembers it: false when it
+// was within the last endedMemory.
+func (m *disruptionMemory) endOnce(uid types.UID, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for u, at := range m.forced {
-		if now.Sub(at) > forcedMemory {
-			delete(m.forced, u)
+	for u, at := range m.ended {
+		if now.Sub(at) > endedMemory {
+			delete(m.ended, u)
 		}
 	}
-	if _, ok := m.forced[uid]; ok {
+	if _, ok := m.ended[uid]; ok {
 		return false
 	}
-	m.forced[uid] = now
+	m.ended[uid] = now
 	return true
 }
 
-// forgetForced forgets a forced deletion that failed, so that the next pass tries again.
-func (m *disruptionMemory) forgetForced(uid types.UID) {
+// hasEnded reports whether pod uid was evicted or deleted within the endedMemory before now.
+func (m *disruptionMemory) hasEnded(uid types.UID, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.forced, uid)
+	at, ok := m.ended[uid]
+	return ok && now.Sub(at) <= endedMemory
 }
 
-// forcedMemory is how long a forced deletion is remembered: longer than the informer takes to
-// show the pod terminating.
-const forcedMemory = 10 * time.Minute
+// forgetEnded forgets an eviction or deletion that did not happen (refused or failed), so that
+// the next pass tries again.
+func (m *disruptionMemory) forgetEnded(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.ended, uid)
+}
+
+// endedMemory is how long an eviction or forced deletion is remembered: longer than the informer
+// takes to show the pod terminating.
+const endedMemory = 10 * time.Minute
 
 // startWave remembers that action id evicts a new wave, whose pods the plan moves to room.
 func (m *disruptionMemory) startWave(id string, room []string) {
@@ -1192,6 +1201,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			}
 			continue
 		}
+		if c.disruption.hasEnded(p.UID, now) {
+			// Evicted or deleted by a pass the informer has not caught up with: terminating.
+			budgets.evicted(p)
+			continue
+		}
 		if w, ok := waveOfPod[p]; ok && (hold || w != *wave) {
 			waiting++
 			continue
@@ -1227,6 +1241,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			log.Debug("eviction held: the budget's healthy pods, counted here, allow no disruption", zap.String(keyPod, key), zap.String("pdb", b), zap.Error(err))
 			continue
 		}
+		c.disruption.endOnce(p.UID, now) // (forgotten below when the eviction does not happen)
 		ev := &policyv1Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 		switch err := c.kube.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); {
 		case err == nil:
@@ -1244,11 +1259,13 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			// An eviction the budget had approved, completed (chargedBy).
 			budgets.evicted(p)
 		case apierrors.IsTooManyRequests(err):
+			c.disruption.forgetEnded(p.UID)
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
 			c.metrics.DisruptionEvictionsRefused.Inc()
 			refused = append(refused, key)
 			log.Debug("eviction refused; retried with backoff", zap.String(keyPod, key), zap.Error(err))
 		default:
+			c.disruption.forgetEnded(p.UID)
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
 			refused = append(refused, key)
 			log.Warn("evicting", zap.String(keyPod, key), zap.Error(err))
@@ -1334,14 +1351,14 @@ func (a *actionState) forceDue(p *corev1.Pod, now time.Time) bool {
 // terminationGracePeriod runs out: on its UID, keeping its own grace period.
 func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
 	key := p.Namespace + "/" + p.Name
-	if !c.disruption.forceOnce(p.UID, c.clock.Now()) {
+	if !c.disruption.endOnce(p.UID, c.clock.Now()) {
 		return // deleted by a pass the informer has not caught up with
 	}
 	switch gone, err := c.deleteOnUID(ctx, p); {
 	case gone:
 		return
 	case err != nil:
-		c.disruption.forgetForced(p.UID)
+		c.disruption.forgetEnded(p.UID)
 		log.Warn("deleting a pod past its action's terminationGracePeriod", zap.String(keyPod, key), zap.Error(err))
 		return
 	}

@@ -398,20 +398,26 @@ func TestKeptRoom(t *testing.T) {
 	}
 }
 
-// TestForceOnce: a pod deleted past its action's terminationGracePeriod is not deleted (and
-// counted) again by a pass whose informer still shows it running, unless the deletion failed;
-// the memory is pruned after forcedMemory.
-func TestForceOnce(t *testing.T) {
+// TestEndOnce: a pod evicted, or deleted past its action's terminationGracePeriod, is not
+// evicted or deleted (and counted) again by a pass whose informer still shows it running, unless
+// the eviction was refused or the deletion failed; the memory is pruned after endedMemory.
+func TestEndOnce(t *testing.T) {
 	m := newDisruptionMemory(time.Minute)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if !m.forceOnce("u1", t0) || m.forceOnce("u1", t0.Add(10*time.Millisecond)) {
-		t.Fatal("the first forced deletion goes, the next pass's does not")
+	if m.hasEnded("u1", t0) {
+		t.Fatal("a pod nothing evicted or deleted has not ended")
 	}
-	m.forgetForced("u1")
-	if !m.forceOnce("u1", t0.Add(time.Second)) {
-		t.Error("a deletion that failed is tried again")
+	if !m.endOnce("u1", t0) || m.endOnce("u1", t0.Add(10*time.Millisecond)) || !m.hasEnded("u1", t0.Add(10*time.Millisecond)) {
+		t.Fatal("the first eviction or forced deletion goes, the next pass's does not: the pod has ended")
 	}
-	if !m.forceOnce("u2", t0.Add(forcedMemory+2*time.Second)) || len(m.forced) != 1 {
-		t.Errorf("forced %v: u1 is forgotten after %s", m.forced, forcedMemory)
+	m.forgetEnded("u1")
+	if m.hasEnded("u1", t0.Add(time.Second)) || !m.endOnce("u1", t0.Add(time.Second)) {
+		t.Error("an eviction refused, or a deletion that failed, is tried again")
+	}
+	if m.hasEnded("u1", t0.Add(endedMemory+2*time.Second)) {
+		t.Errorf("u1 is forgotten after %s", endedMemory)
+	}
+	if !m.endOnce("u2", t0.Add(endedMemory+2*time.Second)) || len(m.ended) != 1 {
+		t.Errorf("ended %v: u1 is dropped after %s", m.ended, endedMemory)
 	}
 }
