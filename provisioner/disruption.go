@@ -716,6 +716,14 @@ func (a *actionState) urgent() bool {
 	return a.interrupted || a.reason == api.ReasonInterrupted || a.reason == api.ReasonUnhealthy
 }
 
+// dead reports whether the action repairs nodes none of which is Ready: their kubelets are not
+// running (or not reachable) and end no pod, so pods annotated not to be disrupted would hold
+// them for ever (until kube-controller-manager's taint eviction, for pods that do not tolerate
+// node.kubernetes.io/unreachable for ever): such pods go with the node instead.
+func (a *actionState) dead() bool {
+	return a.reason == api.ReasonUnhealthy && len(a.nodes) > 0 && !slices.ContainsFunc(a.nodes, snapshot.IsNodeReady)
+}
+
 // deadlineNear reports whether an interrupted action's deadline is within margin of now.
 func (a *actionState) deadlineNear(now time.Time, margin time.Duration) bool {
 	return a.interrupted && InterruptionDrainDue(a.deadline, now, margin)
@@ -1138,7 +1146,8 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 // stuck terminating, past StuckTerminatingAfter, or past the action's terminationGracePeriod), what
 // holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
 // an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
-// without them: stay counts them.
+// without them: stay counts them (but on a repair of nodes not Ready, actionState.dead, where no
+// kubelet would ever end them: they go with the node).
 func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeIndex, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
 	all, err := c.pods()
 	if err != nil {
@@ -1213,6 +1222,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		due := a.forceDue(p, now)
 		if doNotDisrupt(p) {
 			switch {
+			case a.urgent() && a.dead():
+				// No kubelet ends it: it goes with the node, as an interrupted node's go with
+				// the cloud's reclaim.
+				left--
+				log.Debug("the node is not Ready: its pod annotated not to be disrupted goes with it", zap.String(keyPod, key))
 			case a.urgent():
 				left--
 				stay++
