@@ -79,7 +79,7 @@ func TestE2EConsolidationCampaign(t *testing.T) {
 			}
 		})
 	}
-	for _, phase := range []string{phaseConsolidation, phaseInterruption, phaseDrift, phaseExpiry} {
+	for _, phase := range []string{phaseConsolidation, phaseInterruption, phaseDrift, phaseExpiry, phaseRepair} {
 		if r := total[phase]; r != nil {
 			t.Logf("campaign, seeds %d–%d, %s: %s", first, first+uint64(n)-1, phase, r)
 		}
@@ -146,7 +146,8 @@ pools:
   zones: %s
 %s  disruption:
     consolidateAfter: 2s
-%s`, list(p.cpuTypes), capacity(p.spot), list(p.zones), labels("cpu"), expire)
+    repair: {notReadyGracePeriod: %s}
+%s`, list(p.cpuTypes), capacity(p.spot), list(p.zones), labels("cpu"), campaignNotReadyGrace, expire)
 	if len(p.gpuTypes) > 0 {
 		doc += fmt.Sprintf(`- name: gpu
   instanceTypes: %s
@@ -155,7 +156,8 @@ pools:
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 %s  disruption:
     consolidateAfter: 2s
-%s`, list(p.gpuTypes), capacity(p.gpuSpot), list(p.zones), labels("gpu"), expire)
+    repair: {notReadyGracePeriod: %s}
+%s`, list(p.gpuTypes), capacity(p.gpuSpot), list(p.zones), labels("gpu"), campaignNotReadyGrace, expire)
 	}
 	return doc
 }
@@ -212,6 +214,10 @@ func genCampaignFleet(seed uint64) campaignFleet {
 	}
 	apps := 3 + r.IntN(3)
 	shrunk := false
+	// Each app's terminationGracePeriodSeconds, 0–3 (drawn apart, so that the draws above and
+	// below are those of the seeds before it was): a pod with one ends at the kubelet's next
+	// step, but on a node whose kubelet is down (the repair phase) it stays terminating.
+	graces := rand.New(rand.NewPCG(seed, 0x67726163))
 	for i := range apps {
 		a := campaignApp{name: fmt.Sprintf("a%d", i), replicas: int32(2 + r.IntN(9)), allowed: -1}
 		b := simtest.Pod("t").Namespace(f.ns).Label("app", a.name)
@@ -263,6 +269,10 @@ func genCampaignFleet(seed uint64) campaignFleet {
 			a.what = append(a.what, "do-not-disrupt")
 		}
 		a.tmpl = b.Obj()
+		if g := int64(graces.IntN(4)); g > 0 {
+			a.tmpl.Spec.TerminationGracePeriodSeconds = &g
+			a.what = append(a.what, fmt.Sprintf("terminationGracePeriodSeconds %d", g))
+		}
 		f.apps = append(f.apps, a)
 	}
 	return f
@@ -273,6 +283,7 @@ type campaignResult struct {
 	seeds, actions, replaces, deletes int
 	replacements                      int // new nodes of the Replace actions
 	moves, asPlanned, movedAgain      int
+	evictions                         int // pods evicted through the Eviction API
 	longestUnbound                    time.Duration
 	before, after, scratch            float64
 }
@@ -286,6 +297,7 @@ func (c *campaignResult) add(o campaignResult) {
 	c.moves += o.moves
 	c.asPlanned += o.asPlanned
 	c.movedAgain += o.movedAgain
+	c.evictions += o.evictions
 	c.longestUnbound = max(c.longestUnbound, o.longestUnbound)
 	c.before += o.before
 	c.after += o.after
@@ -301,13 +313,14 @@ func (c campaignResult) String() string {
 	if c.replacements > c.replaces {
 		more = fmt.Sprintf(" launching %d new nodes", c.replacements)
 	}
-	return fmt.Sprintf("%d seeds, %d actions done (%d Replace%s, %d Delete); %d pods moved, %d bound where planned, %d moved a second time; longest a replica waited unbound %s; fleet $%.3f/h → $%.3f/h (from scratch $%.3f/h, ratio %.3f)",
-		c.seeds, c.actions, c.replaces, more, c.deletes, c.moves, c.asPlanned, c.movedAgain, c.longestUnbound.Round(time.Millisecond), c.before, c.after, c.scratch, ratio)
+	return fmt.Sprintf("%d seeds, %d actions done (%d Replace%s, %d Delete); %d pods evicted, %d moved, %d bound where planned, %d moved a second time; longest a replica waited unbound %s; fleet $%.3f/h → $%.3f/h (from scratch $%.3f/h, ratio %.3f)",
+		c.seeds, c.actions, c.replaces, more, c.deletes, c.evictions, c.moves, c.asPlanned, c.movedAgain, c.longestUnbound.Round(time.Millisecond), c.before, c.after, c.scratch, ratio)
 }
 
 // runCampaignSeed runs one generated fleet through purchase, then the phases: a scale-down and
 // the consolidation it allows; on a fleet with spot nodes, a spot interruption; a policy change
-// and the drift it causes. Each phase is watched on its own (campaignPhase).
+// and the drift it causes; the expiry of the whole fleet; and a node whose kubelet stops,
+// repaired. Each phase is watched on its own (campaignPhase).
 func runCampaignSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint64) map[string]campaignResult {
 	f := genCampaignFleet(seed)
 	t.Logf("seed %d:\n%s", seed, &f)
@@ -342,6 +355,12 @@ func runCampaignSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint64) m
 		return out
 	}
 	out[phaseExpiry] = e.expiryPhase(&f, passes)
+	if t.Failed() {
+		return out
+	}
+	if r, ok := e.repairPhase(&f, passes, seed); ok {
+		out[phaseRepair] = r
+	}
 	e.cleanupNamespace(f.ns)
 	return out
 }
@@ -352,6 +371,7 @@ const (
 	phaseDrift         = "drift"
 	phaseInterruption  = "interruption"
 	phaseExpiry        = "expiry"
+	phaseRepair        = "repair"
 )
 
 // campaignInterruptionGrace is how long after an interruption notice the simulated cloud
@@ -555,6 +575,59 @@ func (e *env) expiryPhase(f *campaignFleet, passes *passLog) campaignResult {
 	return res
 }
 
+// campaignNotReadyGrace is both pools' repair.notReadyGracePeriod: how long the repair phase's
+// node stays not Ready before the controller repairs it.
+const campaignNotReadyGrace = "5s"
+
+// repairPhase stops the kubelet of one node of the fleet that runs pods of its namespace (drawn
+// from the seed) and marks the node's Ready condition Unknown, as kube-controller-manager would
+// once its heartbeats stop; it runs until the node is gone and the controller plans nothing
+// more. No kubelet ends the node's pods, so its drain waits StuckTerminatingAfter for those it
+// evicted with a terminationGracePeriodSeconds. Nothing may be lost but the node's do-not-disrupt
+// pods (a repair leaves them, and they go with the node: the phase waits for their successors);
+// every budget kept (a lifecycleWatch), no do-not-disrupt pod evicted, one replacement launched,
+// Ready before the node is cordoned (campaignPhase). ok is false when no node runs a pod of the
+// namespace.
+func (e *env) repairPhase(f *campaignFleet, passes *passLog, seed uint64) (campaignResult, bool) {
+	t := e.t
+	var nodes []corev1.Node
+	for _, n := range e.managedNodes() {
+		if len(e.podsOn(f.ns, n.Name)) > 0 {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return campaignResult{}, false
+	}
+	r := rand.New(rand.NewPCG(seed, 0x72657061))
+	victim := nodes[r.IntN(len(nodes))]
+	staying := map[string]bool{}
+	var on []string
+	for _, p := range e.podsOn(f.ns, victim.Name) {
+		on = append(on, p.Name)
+		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
+			staying[p.Name] = true
+		}
+	}
+	t.Logf("repair: %s (%s) not Ready, its kubelet stopped, with pods %v", victim.Name, victim.Labels[corev1.LabelInstanceTypeStable], on)
+	id := victim.Labels[api.LabelInstanceID]
+	lw := e.watchLifecycle(f.ns)
+	res := e.campaignPhase(f, passes, phaseRepair, func() {
+		e.cloud.SetKubeletDown(id, true)
+		e.setNodeReady(victim.Name, corev1.ConditionUnknown)
+	}, func([]*provisioner.DisruptionPass) bool {
+		// Over once the node is gone, and the do-not-disrupt pods with it (the pod garbage
+		// collector deletes them after a 40 s quarantine), so that their successors are placed
+		// within the phase.
+		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == victim.Name }) &&
+			!slices.ContainsFunc(e.podsOn(f.ns, victim.Name), func(p corev1.Pod) bool { return staying[p.Name] })
+	})
+	if _, lost := lw.finish(30 * time.Second); len(slices.DeleteFunc(lost, func(p string) bool { return staying[p] })) > 0 {
+		t.Errorf("repair: pods lost with their node: %v", lost)
+	}
+	return res, true
+}
+
 // interruptionPhase, on a fleet with spot nodes, has the cloud interrupt one of them (with
 // campaignInterruptionGrace's notice) and runs until the node is gone and the controller plans
 // nothing more. The pods on it must move before the cloud reclaims it: none lost with the node
@@ -601,8 +674,9 @@ func (e *env) interruptionPhase(f *campaignFleet, passes *passLog, seed uint64) 
 // notice), and the controller runs until three passes in a row plan nothing and over, when set,
 // holds of the passes since the start. Over the phase it must buy nothing but the replacements
 // its actions planned (a pod an action left pending is bought a node after the reschedule
-// grace), abandon no action, cordon no node before its replacement is Ready and leak no instance;
-// every replica must be Ready at the end. It reports the actions, the moves (of the actions a
+// grace), abandon no action, cordon no node before its replacement is Ready, leak no instance
+// and count each pod it evicts once (tiler_disruption_evictions_total against the pods seen
+// evicted); every replica must be Ready at the end. It reports the actions, the moves (of the actions a
 // plan started: an interruption notice's are not listed), how many were bound where planned, the longest a replica waited unbound and the fleet against a purchase from
 // scratch.
 func (e *env) campaignPhase(f *campaignFleet, passes *passLog, name string, start func(), over func([]*provisioner.DisruptionPass) bool) campaignResult {
@@ -610,6 +684,7 @@ func (e *env) campaignPhase(f *campaignFleet, passes *passLog, name string, star
 	t.Helper()
 	res := campaignResult{seeds: 1, before: e.fleetCost()}
 	launches := e.launches()
+	evictions := counterValue(t, e.metrics.DisruptionEvictions)
 	pods := e.watchPods(f.ns)
 	nw := e.watchNodes()
 	mark := len(passes.all())
@@ -667,6 +742,11 @@ func (e *env) campaignPhase(f *campaignFleet, passes *passLog, name string, star
 		}
 	}
 	res.moves, res.asPlanned, res.movedAgain = movesAsPlanned(t, ws, log, begin)
+	// Each pod evicted is counted once (a pass the informer lags must not evict it again).
+	res.evictions = log.evictions()
+	if got := int(counterValue(t, e.metrics.DisruptionEvictions) - evictions); got != res.evictions {
+		t.Errorf("%s: tiler_disruption_evictions_total rose by %d; %d pods were evicted through the Eviction API", name, got, res.evictions)
+	}
 	res.longestUnbound = log.longestUnbound(begin)
 	// (The replacements of the actions done: those the plan started and those an interruption
 	// notice did, which no plan lists.)
@@ -797,6 +877,7 @@ type loggedPod struct {
 	node     string
 	boundAt  time.Time
 	observed time.Time // first seen
+	evicted  bool      // seen with the DisruptionTarget condition the Eviction API sets
 }
 
 func (e *env) watchPods(ns string) *podLog {
@@ -838,6 +919,22 @@ func (l *podLog) see(p *corev1.Pod) {
 	if lp.node == "" && p.Spec.NodeName != "" {
 		lp.node, lp.boundAt = p.Spec.NodeName, time.Now()
 	}
+	if reason, _ := disruptionTarget(p); reason == "EvictionByEvictionAPI" {
+		lp.evicted = true
+	}
+}
+
+// evictions counts the pods seen evicted through the Eviction API.
+func (l *podLog) evictions() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, lp := range l.pods {
+		if lp.evicted {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *podLog) finish() *podLog {
