@@ -1147,7 +1147,7 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 // holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
 // an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
 // without them: stay counts them (but on a repair of nodes not Ready, actionState.dead, where no
-// kubelet would ever end them: they go with the node).
+// kubelet would ever end them, they are deleted: goWithNode).
 func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeIndex, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
 	all, err := c.pods()
 	if err != nil {
@@ -1222,11 +1222,18 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		due := a.forceDue(p, now)
 		if doNotDisrupt(p) {
 			switch {
+			case a.urgent() && a.dead() && podReady(p) && now.Sub(a.since) <= StuckTerminatingAfter:
+				// Still shown Ready: kube-controller-manager marks the pods of a node not Ready
+				// as not Ready within seconds; until then the pod counts in its budgets (the
+				// wait is bounded, should nothing mark it).
 			case a.urgent() && a.dead():
-				// No kubelet ends it: it goes with the node, as an interrupted node's go with
-				// the cloud's reclaim.
-				left--
-				log.Debug("the node is not Ready: its pod annotated not to be disrupted goes with it", zap.String(keyPod, key))
+				// No kubelet runs or ends it: it goes with the node, as an interrupted node's go
+				// with the cloud's reclaim (not Ready, it takes nothing from its budgets). It is
+				// deleted now rather than by the pod garbage collector once the Node is gone
+				// (40 s later), so that its successor takes the room the plan gave it before
+				// anything else does; like the evicted pods, it stays terminating (left) until
+				// StuckTerminatingAfter.
+				c.goWithNode(ctx, log, a, p, "the pod is annotated not to be disrupted, but no kubelet runs it there")
 			case a.urgent():
 				left--
 				stay++
@@ -1272,6 +1279,13 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		case apierrors.IsTooManyRequests(err) && c.completeCharged(ctx, log, a, p):
 			// An eviction the budget had approved, completed (chargedBy).
 			budgets.evicted(p)
+		case apierrors.IsTooManyRequests(err) && a.urgent() && a.dead() && !podReady(p):
+			// A pod not Ready on a node not Ready whose budget is unhealthy (the API's
+			// IfHealthyBudget policy refuses it then): it takes nothing from the budget's
+			// healthy pods, and only kube-controller-manager's taint eviction (five minutes
+			// after the node went unreachable) would end it otherwise.
+			c.disruption.forgetEnded(p.UID)
+			c.goWithNode(ctx, log, a, p, "its eviction was refused (its budget is not healthy), but it is not Ready and takes nothing from the budget")
 		case apierrors.IsTooManyRequests(err):
 			c.disruption.forgetEnded(p.UID)
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
@@ -1364,24 +1378,48 @@ func (a *actionState) forceDue(p *corev1.Pod, now time.Time) bool {
 // forceDelete deletes a pod of the action whose eviction was held (why) when the action's
 // terminationGracePeriod runs out: on its UID, keeping its own grace period.
 func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
-	key := p.Namespace + "/" + p.Name
+	if !c.deleteOnce(ctx, log, a, p, "deleting a pod past its action's terminationGracePeriod") {
+		return
+	}
+	c.recorder.Eventf(p, corev1.EventTypeWarning, "DisruptionForced", "deleted from node %s by disruption action %s (%s): %s, and the action's terminationGracePeriod (%s) ends at %s",
+		p.Spec.NodeName, a.id, a.reason, why, a.grace, a.forceAfter.UTC().Format(time.RFC3339))
+	log.Warn("deleted past its eviction's hold: the terminationGracePeriod ends", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.String("why", why),
+		zap.Time("forceAfter", a.forceAfter))
+}
+
+// goWithNode deletes pod p from a node of repair action a that is not Ready (actionState.dead),
+// once, without the Eviction API: a pod annotated not to be disrupted, or one not Ready whose
+// eviction its unhealthy budget refused (why says which). A DisruptionForced Event and
+// tiler_disruption_forced_deletions_total{reason=Unhealthy} say so. The deletion keeps the pod's
+// grace period and is made on its UID.
+func (c *Controller) goWithNode(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
+	if !c.deleteOnce(ctx, log, a, p, "deleting a pod of a node not Ready") {
+		return
+	}
+	c.recorder.Eventf(p, corev1.EventTypeWarning, "DisruptionForced", "deleted from node %s by disruption action %s (%s): the node is not Ready and is replaced; %s, and it goes with the node",
+		p.Spec.NodeName, a.id, a.reason, why)
+	log.Warn("deleted with its node, not Ready", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.String("why", why))
+}
+
+// deleteOnce deletes pod p of action a without the Eviction API, once (endOnce: not again while
+// a lagging informer shows it running), on its UID and keeping its grace period, and counts it in
+// tiler_disruption_forced_deletions_total{reason}. It reports whether it deleted the pod now;
+// failing is logged as failed and forgotten, so that the next pass tries again.
+func (c *Controller) deleteOnce(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, failed string) bool {
 	if !c.disruption.endOnce(p.UID, c.clock.Now()) {
-		return // deleted by a pass the informer has not caught up with
+		return false // deleted by a pass the informer has not caught up with
 	}
 	switch gone, err := c.deleteOnUID(ctx, p); {
 	case gone:
-		return
+		return false
 	case err != nil:
 		c.disruption.forgetEnded(p.UID)
-		log.Warn("deleting a pod past its action's terminationGracePeriod", zap.String(keyPod, key), zap.Error(err))
-		return
+		log.Warn(failed, zap.String(keyPod, p.Namespace+"/"+p.Name), zap.Error(err))
+		return false
 	}
 	c.disruption.noteEviction(p, c.clock.Now())
 	c.metrics.DisruptionForcedDeletions.WithLabelValues(string(a.reason)).Inc()
-	c.recorder.Eventf(p, corev1.EventTypeWarning, "DisruptionForced", "deleted from node %s by disruption action %s (%s): %s, and the action's terminationGracePeriod (%s) ends at %s",
-		p.Spec.NodeName, a.id, a.reason, why, a.grace, a.forceAfter.UTC().Format(time.RFC3339))
-	log.Warn("deleted past its eviction's hold: the terminationGracePeriod ends", zap.String(keyPod, key), zap.String("why", why),
-		zap.Time("forceAfter", a.forceAfter))
+	return true
 }
 
 // deleteOnUID deletes pod p keeping its grace period, on its UID so that a pod recreated under

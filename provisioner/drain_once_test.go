@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tiler-dev/tiler/api"
@@ -25,32 +27,8 @@ import (
 // is filled by hand and never catches up, as a lagging one would for a moment; the API server is
 // a fake clientset whose eviction reactor accepts (leaving the pod) or refuses.
 func TestDrainEvictsOnce(t *testing.T) {
-	kube := fake.NewClientset()
-	evictions, refuse := 0, false
-	kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" {
-			return false, nil, nil
-		}
-		evictions++
-		if refuse {
-			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-		}
-		return true, nil, nil
-	})
-	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC))
-	metrics := NewMetrics(prometheus.NewRegistry())
-	ctl, err := New(Options{Config: DefaultConfig(), Kube: kube, Dynamic: FakeRecordsClient(), Provider: newEKSCloud(), Catalog: &catalog.Catalog{},
-		Clock: clk, Logger: zaptest.NewLogger(t), Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods := ctl.factory.Core().V1().Pods().Informer().GetIndexer()
-	ctl.factory.Policy().V1().PodDisruptionBudgets().Informer() // (an empty lister)
-	running := func(p *corev1.Pod) *corev1.Pod {
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-		return p
-	}
+	d := newDrainTest(t)
+	ctl, metrics, clk, pods, running := d.ctl, d.metrics, d.clk, d.pods, podRunning
 	a, b := running(ownedPod("a", "u1", "old", "500m")), running(ownedPod("b", "u2", "old", "500m"))
 	for _, p := range []*corev1.Pod{a, b} {
 		if err := pods.Add(p); err != nil {
@@ -58,6 +36,7 @@ func TestDrainEvictsOnce(t *testing.T) {
 		}
 	}
 	node := annotatedNode("old", nil)
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	// (A repair: urgent, so every pod goes at once, with no waves.)
 	act := &actionState{id: "d-1", reason: api.ReasonUnhealthy, nodes: []*corev1.Node{node}, since: clk.Now()}
 	log := zaptest.NewLogger(t)
@@ -68,12 +47,12 @@ func TestDrainEvictsOnce(t *testing.T) {
 		}
 		return left
 	}
-	if left := drain(); left != 2 || evictions != 2 {
-		t.Fatalf("first pass: %d left, %d evictions; want both pods evicted and still terminating", left, evictions)
+	if left := drain(); left != 2 || d.evictions != 2 {
+		t.Fatalf("first pass: %d left, %d evictions; want both pods evicted and still terminating", left, d.evictions)
 	}
 	clk.Step(10 * time.Millisecond)
-	if left := drain(); left != 2 || evictions != 2 {
-		t.Errorf("the next pass, its informer still showing both running: %d left, %d evictions; want none again, both still on the node", left, evictions)
+	if left := drain(); left != 2 || d.evictions != 2 {
+		t.Errorf("the next pass, its informer still showing both running: %d left, %d evictions; want none again, both still on the node", left, d.evictions)
 	}
 	if got := counted(t, metrics.DisruptionEvictions); got != 2 {
 		t.Errorf("tiler_disruption_evictions_total %v, want 2", got)
@@ -83,16 +62,16 @@ func TestDrainEvictsOnce(t *testing.T) {
 	if err := pods.Add(c); err != nil {
 		t.Fatal(err)
 	}
-	refuse = true
+	d.refuse = true
 	drain()
-	if evictions != 3 {
-		t.Fatalf("%d evictions, want c's refused one", evictions)
+	if d.evictions != 3 {
+		t.Fatalf("%d evictions, want c's refused one", d.evictions)
 	}
-	refuse = false
+	d.refuse = false
 	clk.Step(time.Minute)
 	drain()
-	if evictions != 4 || counted(t, metrics.DisruptionEvictions) != 3 {
-		t.Errorf("%d evictions, %v counted; want c's tried again and counted, a's and b's not again", evictions, counted(t, metrics.DisruptionEvictions))
+	if d.evictions != 4 || counted(t, metrics.DisruptionEvictions) != 3 {
+		t.Errorf("%d evictions, %v counted; want c's tried again and counted, a's and b's not again", d.evictions, counted(t, metrics.DisruptionEvictions))
 	}
 }
 
@@ -103,4 +82,125 @@ func counted(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// drainTest is a controller whose informers are filled by hand (never started) and whose API
+// server is a fake clientset: evictions are counted and accepted (leaving the pod), or refused
+// while refuse is set; deletions are recorded.
+type drainTest struct {
+	ctl       *Controller
+	kube      *fake.Clientset
+	metrics   *Metrics
+	clk       *clocktesting.FakeClock
+	pods      cache.Indexer
+	evictions int
+	refuse    bool
+}
+
+func newDrainTest(t *testing.T) *drainTest {
+	d := &drainTest{kube: fake.NewClientset(), clk: clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)),
+		metrics: NewMetrics(prometheus.NewRegistry())}
+	d.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		d.evictions++
+		if d.refuse {
+			return true, nil, apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+		}
+		return true, nil, nil
+	})
+	ctl, err := New(Options{Config: DefaultConfig(), Kube: d.kube, Dynamic: FakeRecordsClient(), Provider: newEKSCloud(), Catalog: &catalog.Catalog{},
+		Clock: d.clk, Logger: zaptest.NewLogger(t), Metrics: d.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ctl = ctl
+	d.pods = ctl.factory.Core().V1().Pods().Informer().GetIndexer()
+	ctl.factory.Policy().V1().PodDisruptionBudgets().Informer() // (an empty lister)
+	return d
+}
+
+// podRunning marks p Running and Ready.
+func podRunning(p *corev1.Pod) *corev1.Pod {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return p
+}
+
+// deletions returns the pods the fake API server was asked to delete, sorted.
+func (d *drainTest) deletions() []string {
+	var out []string
+	for _, a := range d.kube.Actions() {
+		if del, ok := a.(k8stesting.DeleteAction); ok && a.GetResource().Resource == "pods" {
+			out = append(out, del.GetName())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDrainDeadNode: on a repair of a node not Ready, a do-not-disrupt pod goes with the node —
+// deleted (not evicted) once it is not Ready, or once StuckTerminatingAfter has passed while it
+// is still shown Ready — and a pod not Ready whose eviction the API refuses (its budget
+// unhealthy) is deleted instead of retried; on a node that is Ready (lost GPUs) neither happens:
+// the do-not-disrupt pod stays, the refused pod is retried. Each deletion is counted in
+// tiler_disruption_forced_deletions_total{reason=Unhealthy}.
+func TestDrainDeadNode(t *testing.T) {
+	for _, ready := range []bool{false, true} {
+		d := newDrainTest(t)
+		node := annotatedNode("old", nil)
+		status := corev1.ConditionUnknown
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
+		notReady := func(p *corev1.Pod) *corev1.Pod {
+			p = podRunning(p)
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+			return p
+		}
+		keepReady := podRunning(ownedPod("keep-ready", "u1", "old", "100m"))
+		keepDown := notReady(ownedPod("keep-down", "u2", "old", "100m"))
+		for _, p := range []*corev1.Pod{keepReady, keepDown} {
+			p.Annotations = map[string]string{api.AnnotationDoNotDisrupt: "true"}
+		}
+		refused := notReady(ownedPod("refused", "u3", "old", "500m"))
+		for _, p := range []*corev1.Pod{keepReady, keepDown, refused} {
+			// (In the API server too, so that a deletion finds it.)
+			if err := d.pods.Add(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.kube.Tracker().Add(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		act := &actionState{id: "d-1", reason: api.ReasonUnhealthy, nodes: []*corev1.Node{node}, since: d.clk.Now()}
+		d.refuse = true
+		drain := func() (int, int) {
+			left, stay, _, abandon := d.ctl.drainAction(context.Background(), zaptest.NewLogger(t), nodeIndex{}, act, d.clk.Now())
+			if abandon != "" {
+				t.Fatalf("abandoned: %s", abandon)
+			}
+			return left, stay
+		}
+		left, stay := drain()
+		forced := counted(t, d.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonUnhealthy)))
+		if ready {
+			if left != 1 || stay != 2 || len(d.deletions()) != 0 || d.evictions != 1 || forced != 0 {
+				t.Errorf("node Ready: %d left, %d stay, deleted %v, %d evictions, %v forced; want the refused pod left to retry, the do-not-disrupt pods staying, nothing deleted",
+					left, stay, d.deletions(), d.evictions, forced)
+			}
+			continue
+		}
+		if got := d.deletions(); !slices.Equal(got, []string{"keep-down", "refused"}) || left != 3 || stay != 0 || forced != 2 {
+			t.Errorf("node not Ready: deleted %v, %d left, %d stay, %v forced; want keep-down and refused deleted (both still terminating), keep-ready waiting to be marked not Ready",
+				got, left, stay, forced)
+		}
+		d.clk.Step(StuckTerminatingAfter + time.Second)
+		drain()
+		if got := d.deletions(); !slices.Equal(got, []string{"keep-down", "keep-ready", "refused"}) {
+			t.Errorf("past StuckTerminatingAfter: deleted %v; want keep-ready deleted too, the others not again", got)
+		}
+	}
 }

@@ -580,8 +580,8 @@ func (e *env) expiryPhase(f *campaignFleet, passes *passLog) campaignResult {
 const campaignNotReadyGrace = "5s"
 
 // repairPhase stops the kubelet of one node of the fleet that runs pods of its namespace (drawn
-// from the seed) and marks the node's Ready condition Unknown, as kube-controller-manager would
-// once its heartbeats stop; it runs until the node is gone and the controller plans nothing
+// from the seed) and marks the node's Ready condition Unknown and its pods not Ready, as
+// kube-controller-manager would once its heartbeats stop; it runs until the node is gone and the controller plans nothing
 // more. No kubelet ends the node's pods, so its drain waits StuckTerminatingAfter for those it
 // evicted with a terminationGracePeriodSeconds. Nothing may be lost but the node's do-not-disrupt
 // pods (a repair leaves them, and they go with the node: the phase waits for their successors);
@@ -615,6 +615,7 @@ func (e *env) repairPhase(f *campaignFleet, passes *passLog, seed uint64) (campa
 	res := e.campaignPhase(f, passes, phaseRepair, func() {
 		e.cloud.SetKubeletDown(id, true)
 		e.setNodeReady(victim.Name, corev1.ConditionUnknown)
+		e.markPodsNotReady(victim.Name)
 	}, func([]*provisioner.DisruptionPass) bool {
 		// Over once the node is gone, and the do-not-disrupt pods with it (the pod garbage
 		// collector deletes them after a 40 s quarantine), so that their successors are placed

@@ -1254,6 +1254,29 @@ func (e *env) setNodeReady(node string, status corev1.ConditionStatus) {
 	}
 }
 
+// markPodsNotReady sets the Ready condition of the pods bound to node False, as
+// kube-controller-manager's node lifecycle controller does when it sees the node's Ready
+// condition leave True (it does not when a test sets the condition itself, as setNodeReady does).
+func (e *env) markPodsNotReady(node string) {
+	e.t.Helper()
+	ctx := context.Background()
+	pods, err := e.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		for j := range p.Status.Conditions {
+			if c := &p.Status.Conditions[j]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+				c.Status, c.LastTransitionTime = corev1.ConditionFalse, metav1.Now()
+			}
+		}
+		if _, err := e.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
 const notReadyRepairPolicy = `apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
@@ -1274,8 +1297,8 @@ pools:
 // period is 1 s), the drain stops waiting for it StuckTerminatingAfter past its deletion
 // timestamp and the node is removed. The pod's successor runs on the replacement meanwhile. A
 // pod annotated do-not-disrupt on the node (session 49: it held the repair, since no kubelet ends
-// it) is not evicted: it goes with the node (the pod garbage collector), and its successor runs
-// too. One Replace action for Unhealthy, one launch; no other pod lost, no instance leaked.
+// it) is not evicted: not Ready (as kube-controller-manager marks a dead node's pods), it is
+// deleted, going with the node (a DisruptionForced Event), and its successor runs at once. One Replace action for Unhealthy, one launch; no other pod lost, no instance leaked.
 func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
 	ns, app := "not-ready-repair", "web"
@@ -1294,9 +1317,11 @@ func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	launches := e.launches()
 	lw := e.watchLifecycle(ns)
+	lw.expectForced(labels.SelectorFromSet(labels.Set{"app": "keep"}))
 	nw := e.watchNodes()
 	e.cloud.SetKubeletDown(id, true)
 	e.setNodeReady(victim, corev1.ConditionUnknown)
+	e.markPodsNotReady(victim)
 	down := time.Now()
 	e.waitReplaced("the node not Ready repaired", map[string]bool{victim: true}, 2)
 	t.Logf("the node not Ready replaced and removed %.1fs after its kubelet stopped", time.Since(down).Seconds())
@@ -1321,13 +1346,17 @@ func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	testwait.Until(t, testwait.Slow, "tiler_disruption_actions_total{kind=Replace,reason=Unhealthy} = 1", 10*time.Second, func() bool {
 		return counterValue(t, e.metrics.DisruptionActions.WithLabelValues(string(api.ActionReplace), string(api.ReasonUnhealthy))) == 1
 	})
-	// The pod garbage collector deletes the pods of a Node that is gone (after a 40 s quarantine).
-	testwait.Until(t, testwait.Slow, "the do-not-disrupt pod gone with its node, its successor Ready", 2*time.Minute, func() bool {
+	testwait.Until(t, testwait.Slow, "the do-not-disrupt pod's successor Ready", 30*time.Second, func() bool {
 		ps := e.appPods(ns, "keep")
 		return len(ps) == 1 && ps[0].Name != kept[0].Name && podReady(&ps[0])
 	})
-	if evicted, lost := lw.finish(time.Minute); len(evicted) != 1 || !slices.Equal(lost, []string{kept[0].Name}) {
-		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the pod of the node not Ready evicted, the do-not-disrupt pod %s gone with the node", evicted, lost, kept[0].Name)
+	e.waitEventOn(kept[0].Name, "DisruptionForced", "no kubelet runs it there", 10*time.Second)
+	if got := counterValue(t, e.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonUnhealthy))); got != 1 {
+		t.Errorf("tiler_disruption_forced_deletions_total{reason=Unhealthy} %v, want the do-not-disrupt pod's deletion", got)
+	}
+	evicted, lost := lw.finish(time.Minute)
+	if forced := lw.forcedPods(); len(evicted) != 1 || len(lost) > 0 || len(forced) != 1 || forced[0].Name != kept[0].Name {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node, %d deleted; want the pod of the node not Ready evicted, the do-not-disrupt pod %s deleted with the node", evicted, lost, len(forced), kept[0].Name)
 	}
 	e.cleanupNamespace(ns)
 }

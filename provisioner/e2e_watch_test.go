@@ -20,9 +20,9 @@ import (
 // lifecycleWatch follows every pod of a namespace over a whole node-lifecycle run (interruption,
 // repair, drift, expiry) and checks, at finish, what every disruption must honour:
 //
-//   - no pod of a PodDisruptionBudget's selector was evicted or deleted while that left fewer
-//     of the selector's pods available (Ready, not terminating) than the budget's desired healthy
-//     count (minAvailable, or the pods at the start less maxUnavailable) — pods that went with
+//   - no pod of a PodDisruptionBudget's selector that was Ready was evicted or deleted while that
+//     left fewer of the selector's pods available (Ready, not terminating) than the budget's
+//     desired healthy count (minAvailable, or the pods at the start less maxUnavailable) — pods that went with
 //     their node (DisruptionTarget DeletionByPodGC or DeletionByTaintManager: the cloud reclaimed
 //     or lost it) are not held to the budget, they are reported (lostWithNode) for the test to
 //     judge;
@@ -171,6 +171,7 @@ func (lw *lifecycleWatch) observe(t watch.EventType, p *corev1.Pod) {
 		delete(lw.pods, p.Name)
 		return
 	}
+	prev := lw.pods[p.Name]
 	lw.pods[p.Name] = p
 	if lw.seen[p.Name] || !disrupted(p) {
 		return
@@ -192,7 +193,9 @@ func (lw *lifecycleWatch) observe(t watch.EventType, p *corev1.Pod) {
 		}
 	}
 	for _, b := range lw.budget {
-		if !b.selector.Matches(labels.Set(p.Labels)) {
+		// (A pod not Ready before its disruption, as on a node not Ready, takes nothing from
+		// its budget's healthy pods.)
+		if !b.selector.Matches(labels.Set(p.Labels)) || prev != nil && !podReady(prev) {
 			continue
 		}
 		avail := 0
