@@ -584,7 +584,7 @@ const campaignNotReadyGrace = "5s"
 // kube-controller-manager would once its heartbeats stop; it runs until the node is gone and the controller plans nothing
 // more. No kubelet ends the node's pods, so its drain waits StuckTerminatingAfter for those it
 // evicted with a terminationGracePeriodSeconds. Nothing may be lost but the node's do-not-disrupt
-// pods (a repair leaves them, and they go with the node: the phase waits for their successors);
+// pods (a repair deletes them, not evicted, and they go with the node);
 // every budget kept (a lifecycleWatch), no do-not-disrupt pod evicted, one replacement launched,
 // Ready before the node is cordoned (campaignPhase). ok is false when no node runs a pod of the
 // namespace.
@@ -617,11 +617,10 @@ func (e *env) repairPhase(f *campaignFleet, passes *passLog, seed uint64) (campa
 		e.setNodeReady(victim.Name, corev1.ConditionUnknown)
 		e.markPodsNotReady(victim.Name)
 	}, func([]*provisioner.DisruptionPass) bool {
-		// Over once the node is gone, and the do-not-disrupt pods with it (the pod garbage
-		// collector deletes them after a 40 s quarantine), so that their successors are placed
-		// within the phase.
+		// Over once the node is gone, and the do-not-disrupt pods with it (deleted by the
+		// drain), so that their successors are placed within the phase.
 		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == victim.Name }) &&
-			!slices.ContainsFunc(e.podsOn(f.ns, victim.Name), func(p corev1.Pod) bool { return staying[p.Name] })
+			!slices.ContainsFunc(e.podsOn(f.ns, victim.Name), func(p corev1.Pod) bool { return staying[p.Name] && p.DeletionTimestamp == nil })
 	})
 	if _, lost := lw.finish(30 * time.Second); len(slices.DeleteFunc(lost, func(p string) bool { return staying[p] })) > 0 {
 		t.Errorf("repair: pods lost with their node: %v", lost)
