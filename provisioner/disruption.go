@@ -717,9 +717,10 @@ func (a *actionState) urgent() bool {
 }
 
 // dead reports whether the action repairs nodes none of which is Ready: their kubelets are not
-// running (or not reachable) and end no pod, so pods annotated not to be disrupted would hold
-// them for ever (until kube-controller-manager's taint eviction, for pods that do not tolerate
-// node.kubernetes.io/unreachable for ever): such pods go with the node instead.
+// running (or not reachable) and end no pod, so pods annotated not to be disrupted, and pods not
+// Ready whose unhealthy budgets refuse their eviction, would hold them until
+// kube-controller-manager's taint eviction (for ever, for pods that tolerate
+// node.kubernetes.io/unreachable for ever): such pods go with the node instead (goWithNode).
 func (a *actionState) dead() bool {
 	return a.reason == api.ReasonUnhealthy && len(a.nodes) > 0 && !slices.ContainsFunc(a.nodes, snapshot.IsNodeReady)
 }
