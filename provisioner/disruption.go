@@ -1189,6 +1189,8 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		}
 	}
 	waiting := 0
+	// (A repair of nodes not Ready: pods no kubelet will end go with the node, goWithNode.)
+	dead := a.urgent() && a.dead()
 	var refused, held []string
 	pdbs, err := c.factory.Policy().V1().PodDisruptionBudgets().Lister().List(everything())
 	if err != nil {
@@ -1223,11 +1225,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		due := a.forceDue(p, now)
 		if doNotDisrupt(p) {
 			switch {
-			case a.urgent() && a.dead() && podReady(p) && now.Sub(a.since) <= StuckTerminatingAfter:
+			case dead && podReady(p) && now.Sub(a.since) <= StuckTerminatingAfter:
 				// Still shown Ready: kube-controller-manager marks the pods of a node not Ready
 				// as not Ready within seconds; until then the pod counts in its budgets (the
 				// wait is bounded, should nothing mark it).
-			case a.urgent() && a.dead():
+			case dead:
 				// No kubelet runs or ends it: it goes with the node, as an interrupted node's go
 				// with the cloud's reclaim (not Ready, it takes nothing from its budgets). It is
 				// deleted now rather than by the pod garbage collector once the Node is gone
@@ -1280,7 +1282,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		case apierrors.IsTooManyRequests(err) && c.completeCharged(ctx, log, a, p):
 			// An eviction the budget had approved, completed (chargedBy).
 			budgets.evicted(p)
-		case apierrors.IsTooManyRequests(err) && a.urgent() && a.dead() && !podReady(p):
+		case apierrors.IsTooManyRequests(err) && dead && !podReady(p):
 			// A pod not Ready on a node not Ready whose budget is unhealthy (the API's
 			// IfHealthyBudget policy refuses it then): it takes nothing from the budget's
 			// healthy pods, and only kube-controller-manager's taint eviction (five minutes

@@ -28,20 +28,19 @@ import (
 // a fake clientset whose eviction reactor accepts (leaving the pod) or refuses.
 func TestDrainEvictsOnce(t *testing.T) {
 	d := newDrainTest(t)
-	ctl, metrics, clk, pods, running := d.ctl, d.metrics, d.clk, d.pods, podRunning
-	a, b := running(ownedPod("a", "u1", "old", "500m")), running(ownedPod("b", "u2", "old", "500m"))
+	a, b := podRunning(ownedPod("a", "u1", "old", "500m")), podRunning(ownedPod("b", "u2", "old", "500m"))
 	for _, p := range []*corev1.Pod{a, b} {
-		if err := pods.Add(p); err != nil {
+		if err := d.pods.Add(p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	node := annotatedNode("old", nil)
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	// (A repair: urgent, so every pod goes at once, with no waves.)
-	act := &actionState{id: "d-1", reason: api.ReasonUnhealthy, nodes: []*corev1.Node{node}, since: clk.Now()}
+	act := &actionState{id: "d-1", reason: api.ReasonUnhealthy, nodes: []*corev1.Node{node}, since: d.clk.Now()}
 	log := zaptest.NewLogger(t)
 	drain := func() int {
-		left, _, _, abandon := ctl.drainAction(context.Background(), log, nodeIndex{}, act, clk.Now())
+		left, _, _, abandon := d.ctl.drainAction(context.Background(), log, nodeIndex{}, act, d.clk.Now())
 		if abandon != "" {
 			t.Fatalf("abandoned: %s", abandon)
 		}
@@ -50,16 +49,16 @@ func TestDrainEvictsOnce(t *testing.T) {
 	if left := drain(); left != 2 || d.evictions != 2 {
 		t.Fatalf("first pass: %d left, %d evictions; want both pods evicted and still terminating", left, d.evictions)
 	}
-	clk.Step(10 * time.Millisecond)
+	d.clk.Step(10 * time.Millisecond)
 	if left := drain(); left != 2 || d.evictions != 2 {
 		t.Errorf("the next pass, its informer still showing both running: %d left, %d evictions; want none again, both still on the node", left, d.evictions)
 	}
-	if got := counted(t, metrics.DisruptionEvictions); got != 2 {
+	if got := counted(t, d.metrics.DisruptionEvictions); got != 2 {
 		t.Errorf("tiler_disruption_evictions_total %v, want 2", got)
 	}
 	// A refused eviction is not remembered as done: a new pod is evicted again after its backoff.
-	c := running(ownedPod("c", "u3", "old", "500m"))
-	if err := pods.Add(c); err != nil {
+	c := podRunning(ownedPod("c", "u3", "old", "500m"))
+	if err := d.pods.Add(c); err != nil {
 		t.Fatal(err)
 	}
 	d.refuse = true
@@ -68,10 +67,10 @@ func TestDrainEvictsOnce(t *testing.T) {
 		t.Fatalf("%d evictions, want c's refused one", d.evictions)
 	}
 	d.refuse = false
-	clk.Step(time.Minute)
+	d.clk.Step(time.Minute)
 	drain()
-	if d.evictions != 4 || counted(t, metrics.DisruptionEvictions) != 3 {
-		t.Errorf("%d evictions, %v counted; want c's tried again and counted, a's and b's not again", d.evictions, counted(t, metrics.DisruptionEvictions))
+	if d.evictions != 4 || counted(t, d.metrics.DisruptionEvictions) != 3 {
+		t.Errorf("%d evictions, %v counted; want c's tried again and counted, a's and b's not again", d.evictions, counted(t, d.metrics.DisruptionEvictions))
 	}
 }
 
