@@ -136,10 +136,10 @@ type DisruptionAction struct {
 	// must be up and the pods moved before it.
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// TerminationGracePeriodSeconds is the pool's terminationGracePeriod, rounded up to seconds,
-	// on an action for Drifted, Expired or ReservationEnding of a pool that sets one (0 for
-	// none): the action starts even when PodDisruptionBudgets or do-not-disrupt pods would keep its
-	// nodes (Message names them), and its drain waits for them at most this long after it began;
-	// then the pods still there are deleted.
+	// on an action for Drifted, Expired, ReservationEnding or Unhealthy of a pool that sets one (0
+	// for none): the action starts even when PodDisruptionBudgets or do-not-disrupt pods would keep
+	// its nodes (Message names them; an Unhealthy action starts anyway), and its drain waits for
+	// them at most this long after it began; then the pods still there are deleted.
 	TerminationGracePeriodSeconds int64 `json:"terminationGracePeriodSeconds,omitempty"`
 	// CostPerHourBefore is the $/h of the removed nodes; CostPerHourAfter that of the replacement
 	// (0 for a Delete); SavingsPerHour their difference, negative when a forced action replaces a

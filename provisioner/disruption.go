@@ -1102,7 +1102,11 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			if !a.urgent() && a.forceAfter.IsZero() && now.Sub(a.since) > c.cfg.DisruptionDrainTimeout {
 				return c.abandon(ctx, log, a, p, fmt.Sprintf("drain not done within %s: %s", c.cfg.DisruptionDrainTimeout, msg))
 			}
-			if left == 0 {
+			switch {
+			case left == 0 && !a.forceAfter.IsZero():
+				msg = fmt.Sprintf("%d pods annotated not to be disrupted stay; the node goes once they end, the cloud reclaims it or the terminationGracePeriod (%s) ends at %s",
+					stay, a.grace, a.forceAfter.UTC().Format(time.RFC3339))
+			case left == 0:
 				msg = fmt.Sprintf("%d pods annotated not to be disrupted stay; the node goes once they end or the cloud reclaims it", stay)
 			}
 			p.Step, p.Message = a.step, msg
@@ -1148,7 +1152,10 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 // holds the drain and, when a pod must never be disrupted, why the action must be abandoned. On
 // an urgent action (actionState.urgent) such pods are not evicted either, but the action goes on
 // without them: stay counts them (but on a repair of nodes not Ready, actionState.dead, where no
-// kubelet would ever end them, they are deleted: goWithNode).
+// kubelet would ever end them, they are deleted: goWithNode; on an interrupted node, within their
+// own grace period of the reclaim, they are deleted, as is a pod whose eviction is still refused
+// then: reclaimDue; and on a repair that carries the pool's terminationGracePeriod, they are
+// deleted when it ends, as on any action that carries one).
 func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeIndex, a *actionState, now time.Time) (left, stay int, msg, abandon string) {
 	all, err := c.pods()
 	if err != nil {
@@ -1236,14 +1243,22 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 				// (40 s later), so that its successor takes the room the plan gave it before
 				// anything else does; like the evicted pods, it stays terminating (left) until
 				// StuckTerminatingAfter.
-				c.goWithNode(ctx, log, a, p, "the pod is annotated not to be disrupted, but no kubelet runs it there")
+				c.goWithNode(ctx, log, a, p, deadNode, "the pod is annotated not to be disrupted, but no kubelet runs it there")
+			case a.reclaimDue(p, now):
+				// The cloud reclaims the node at the deadline, and the pod with it: deleted now, it
+				// ends gracefully by then, and its successor is made at once and takes the room
+				// the plan gave it, rather than 40 s after the Node is gone (the pod garbage
+				// collector), when consolidation may have taken that room.
+				c.goWithNode(ctx, log, a, p, a.reclaimed(), "the pod is annotated not to be disrupted, but it would end with the node")
+			case due:
+				// (An urgent action's too: a repair of a node still Ready carries the pool's
+				// terminationGracePeriod when it sets one.)
+				c.forceDelete(ctx, log, a, p, "it is annotated not to be disrupted")
 			case a.urgent():
 				left--
 				stay++
 			case a.grace == 0:
 				return left, stay, "", fmt.Sprintf("pod %s is annotated not to be disrupted (%s)", key, api.KeepPodDoNotDisrupt)
-			case due:
-				c.forceDelete(ctx, log, a, p, "it is annotated not to be disrupted")
 			default:
 				held = append(held, key)
 			}
@@ -1251,6 +1266,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		}
 		if due {
 			c.forceDelete(ctx, log, a, p, "a PodDisruptionBudget allowed no disruption")
+			continue
+		}
+		if a.reclaimDue(p, now) && !c.disruption.mayEvict(key, now) {
+			// Its eviction refused until now, and backed off: it would end with the node.
+			c.goWithNode(ctx, log, a, p, a.reclaimed(), "its eviction was refused, but it would end with the node")
 			continue
 		}
 		if !c.disruption.mayEvict(key, now) {
@@ -1288,7 +1308,11 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			// healthy pods, and only kube-controller-manager's taint eviction (five minutes
 			// after the node went unreachable) would end it otherwise.
 			c.disruption.forgetEnded(p.UID)
-			c.goWithNode(ctx, log, a, p, "its eviction was refused (its budget is not healthy), but it is not Ready and takes nothing from the budget")
+			c.goWithNode(ctx, log, a, p, deadNode, "its eviction was refused (its budget is not healthy), but it is not Ready and takes nothing from the budget")
+		case apierrors.IsTooManyRequests(err) && a.reclaimDue(p, now):
+			// Refused within its grace period of the reclaim: it would end with the node.
+			c.disruption.forgetEnded(p.UID)
+			c.goWithNode(ctx, log, a, p, a.reclaimed(), "its eviction was refused, but it would end with the node")
 		case apierrors.IsTooManyRequests(err):
 			c.disruption.forgetEnded(p.UID)
 			c.disruption.refused(key, now, c.cfg.DisruptionStepInterval)
@@ -1371,11 +1395,7 @@ func (a *actionState) forceDue(p *corev1.Pod, now time.Time) bool {
 	if a.forceAfter.IsZero() {
 		return false
 	}
-	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
-	if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
-		own = *s
-	}
-	return !now.Before(a.forceAfter.Add(-time.Duration(own) * time.Second))
+	return !now.Before(a.forceAfter.Add(-podGrace(p)))
 }
 
 // forceDelete deletes a pod of the action whose eviction was held (why) when the action's
@@ -1390,18 +1410,43 @@ func (c *Controller) forceDelete(ctx context.Context, log *zap.Logger, a *action
 		zap.Time("forceAfter", a.forceAfter))
 }
 
-// goWithNode deletes pod p from a node of repair action a that is not Ready (actionState.dead),
-// once, without the Eviction API: a pod annotated not to be disrupted, or one not Ready whose
-// eviction its unhealthy budget refused (why says which). A DisruptionForced Event and
-// tiler_disruption_forced_deletions_total{reason=Unhealthy} say so. The deletion keeps the pod's
-// grace period and is made on its UID.
-func (c *Controller) goWithNode(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, why string) {
-	if !c.deleteOnce(ctx, log, a, p, "deleting a pod of a node not Ready") {
+// goWithNode deletes pod p, once, without the Eviction API, from a node of action a that goes
+// whatever Tiler does (node says why): a node not Ready under repair (actionState.dead), or an
+// interrupted node within the pod's grace period of the cloud's reclaim (reclaimDue). The pod is
+// one annotated not to be disrupted or one whose eviction was refused (why says which). A
+// DisruptionForced Event and tiler_disruption_forced_deletions_total{reason} say so. The deletion
+// keeps the pod's grace period and is made on its UID.
+func (c *Controller) goWithNode(ctx context.Context, log *zap.Logger, a *actionState, p *corev1.Pod, node, why string) {
+	if !c.deleteOnce(ctx, log, a, p, "deleting a pod that goes with its node") {
 		return
 	}
-	c.recorder.Eventf(p, corev1.EventTypeWarning, "DisruptionForced", "deleted from node %s by disruption action %s (%s): the node is not Ready and is replaced; %s, and it goes with the node",
-		p.Spec.NodeName, a.id, a.reason, why)
-	log.Warn("deleted with its node, not Ready", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.String("why", why))
+	c.recorder.Eventf(p, corev1.EventTypeWarning, "DisruptionForced", "deleted from node %s by disruption action %s (%s): %s; %s, and it goes with the node",
+		p.Spec.NodeName, a.id, a.reason, node, why)
+	log.Warn("deleted with its node", zap.String(keyPod, p.Namespace+"/"+p.Name), zap.String("node", node), zap.String("why", why))
+}
+
+// deadNode says why a pod goes with a dead node (actionState.dead), for goWithNode.
+const deadNode = "the node is not Ready and is replaced"
+
+// reclaimed says why a pod goes with an interrupted node (reclaimDue), for goWithNode.
+func (a *actionState) reclaimed() string {
+	return "the cloud reclaims the node at " + a.deadline.UTC().Format(time.RFC3339)
+}
+
+// reclaimDue reports whether pod p of an interrupted action, still on its node, is within its own
+// terminationGracePeriodSeconds (30 s when unset) of the cloud's reclaim (the action's deadline):
+// deleted now, it ends gracefully by then instead of with the machine.
+func (a *actionState) reclaimDue(p *corev1.Pod, now time.Time) bool {
+	return !a.deadline.IsZero() && !now.Before(a.deadline.Add(-podGrace(p)))
+}
+
+// podGrace is the pod's own terminationGracePeriodSeconds (30 s when unset).
+func podGrace(p *corev1.Pod) time.Duration {
+	own := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
+		own = *s
+	}
+	return time.Duration(own) * time.Second
 }
 
 // deleteOnce deletes pod p of action a without the Eviction API, once (endOnce: not again while

@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/api/catalog"
@@ -200,6 +201,131 @@ func TestDrainDeadNode(t *testing.T) {
 		drain()
 		if got := d.deletions(); !slices.Equal(got, []string{"keep-down", "keep-ready", "refused"}) {
 			t.Errorf("past StuckTerminatingAfter: deleted %v; want keep-ready deleted too, the others not again", got)
+		}
+	}
+}
+
+// TestDrainRepairGracePeriod: a repair of a node still Ready (lost GPUs) that carries the pool's
+// terminationGracePeriod leaves its do-not-disrupt pod and retries its refused eviction until the
+// period is about to end, then deletes both (each early enough that its own
+// terminationGracePeriodSeconds ends by the period's end), counted in
+// tiler_disruption_forced_deletions_total{reason=Unhealthy}; without the period it never does.
+func TestDrainRepairGracePeriod(t *testing.T) {
+	for _, grace := range []time.Duration{0, 20 * time.Second} {
+		d := newDrainTest(t)
+		node, own := d.heldOnReadyNode(t)
+		act := &actionState{id: "d-1", reason: api.ReasonUnhealthy, nodes: []*corev1.Node{node}, since: d.clk.Now(), grace: grace}
+		if grace > 0 {
+			act.forceAfter = d.clk.Now().Add(grace)
+		}
+		d.refuse = true
+		drain := func() (int, int, string) {
+			left, stay, msg, abandon := d.ctl.drainAction(context.Background(), zaptest.NewLogger(t), nodeIndex{}, act, d.clk.Now())
+			if abandon != "" {
+				t.Fatalf("grace %s: abandoned: %s", grace, abandon)
+			}
+			return left, stay, msg
+		}
+		forced := func() float64 {
+			return counted(t, d.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonUnhealthy)))
+		}
+		if left, stay, _ := drain(); left != 1 || stay != 1 || len(d.deletions()) != 0 {
+			t.Errorf("grace %s, at the drain's start: %d left, %d stay, deleted %v; want the refused pod left, the do-not-disrupt one staying, nothing deleted",
+				grace, left, stay, d.deletions())
+		}
+		// Just before the pods' own 5 s before the period's end: still nothing deleted.
+		if grace > 0 {
+			d.clk.Step(grace - own - time.Second)
+		} else {
+			d.clk.Step(time.Hour)
+		}
+		if drain(); len(d.deletions()) != 0 {
+			t.Errorf("grace %s, before the pods are due: deleted %v", grace, d.deletions())
+		}
+		d.clk.Step(time.Second)
+		_, _, msg := drain()
+		switch got := d.deletions(); {
+		case grace == 0 && (len(got) != 0 || forced() != 0):
+			t.Errorf("without a terminationGracePeriod: deleted %v, %v forced; want nothing deleted (%s)", got, forced(), msg)
+		case grace > 0 && (!slices.Equal(got, []string{"keep", "refused"}) || forced() != 2):
+			t.Errorf("grace %s, as the pods are due: deleted %v, %v forced; want both deleted (%s)", grace, got, forced(), msg)
+		}
+	}
+}
+
+// TestDrainReclaim: on an interrupted node, a do-not-disrupt pod stays and a pod whose eviction
+// its budget refuses is retried, until each is within its own terminationGracePeriodSeconds of
+// the cloud's reclaim (the action's deadline); then both are deleted (not evicted), so that they
+// end gracefully before the machine does and their successors are made at once, counted in
+// tiler_disruption_forced_deletions_total{reason=Interrupted}. A rebalance recommendation (no
+// deadline) never deletes them.
+func TestDrainReclaim(t *testing.T) {
+	for _, deadline := range []bool{true, false} {
+		d := newDrainTest(t)
+		node, own := d.heldOnReadyNode(t)
+		act := &actionState{id: "d-1", reason: api.ReasonInterrupted, interrupted: true, nodes: []*corev1.Node{node}, since: d.clk.Now()}
+		if deadline {
+			act.deadline = d.clk.Now().Add(2 * time.Minute)
+		}
+		d.refuse = true
+		drain := func() {
+			if _, _, _, abandon := d.ctl.drainAction(context.Background(), zaptest.NewLogger(t), nodeIndex{}, act, d.clk.Now()); abandon != "" {
+				t.Fatalf("abandoned: %s", abandon)
+			}
+		}
+		// Passes every 10 s until 6 s before the reclaim: nothing deleted, the refused
+		// eviction retried.
+		for range 11 {
+			drain()
+			d.clk.Step(10 * time.Second)
+		}
+		d.clk.Step(4 * time.Second) // (the reclaim less 6 s)
+		drain()
+		if got := d.deletions(); len(got) != 0 || d.evictions < 2 {
+			t.Errorf("deadline %v, before the pods are due: deleted %v, %d evictions tried; want nothing deleted, the refused one retried", deadline, got, d.evictions)
+		}
+		d.clk.Step(time.Second)
+		drain()
+		forced := counted(t, d.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonInterrupted)))
+		switch got := d.deletions(); {
+		case !deadline && (len(got) != 0 || forced != 0):
+			t.Errorf("no deadline: deleted %v, %v forced; want nothing deleted", got, forced)
+		case deadline && (!slices.Equal(got, []string{"keep", "refused"}) || forced != 2):
+			t.Errorf("within their grace of the reclaim: deleted %v, %v forced; want both deleted", got, forced)
+		}
+		if !deadline {
+			continue
+		}
+		// A pod first met within its grace of the reclaim: evicted first, deleted once refused.
+		d.addPods(t, own, podRunning(ownedPod("late", "u3", "old", "100m")))
+		evictions := d.evictions
+		drain()
+		if got := d.deletions(); !slices.Contains(got, "late") || d.evictions != evictions+1 {
+			t.Errorf("a pod met within its grace of the reclaim: deleted %v after %d evictions tried; want its eviction tried, then it deleted", got, d.evictions-evictions)
+		}
+	}
+}
+
+// heldOnReadyNode returns node old, Ready, running (in the informer and the API server) pod keep,
+// annotated not to be disrupted, and pod refused, both with their own grace period own (5 s).
+func (d *drainTest) heldOnReadyNode(t *testing.T) (*corev1.Node, time.Duration) {
+	node := annotatedNode("old", nil)
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	keep := podRunning(ownedPod("keep", "u1", "old", "100m"))
+	keep.Annotations = map[string]string{api.AnnotationDoNotDisrupt: "true"}
+	d.addPods(t, 5*time.Second, keep, podRunning(ownedPod("refused", "u2", "old", "500m")))
+	return node, 5 * time.Second
+}
+
+// addPods puts the pods, with their own grace period own, in the informer and the API server.
+func (d *drainTest) addPods(t *testing.T, own time.Duration, pods ...*corev1.Pod) {
+	for _, p := range pods {
+		p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(own / time.Second))
+		if err := d.pods.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.kube.Tracker().Add(p); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

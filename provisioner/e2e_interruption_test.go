@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tiler-dev/tiler/api"
@@ -277,15 +278,7 @@ func testSpotInterruptionReplacedFirst(t *testing.T, cp *controlplane.ControlPla
 	if allBound >= grace {
 		t.Errorf("pods bound again %s after the notice, after the %s deadline", allBound, grace)
 	}
-	events, err := sim.ReadEvents(e.cloud.EventLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range events {
-		if ev.InstanceID == id && ev.Kind == sim.EventDeleted && ev.Reason == sim.ReasonSpotReclaimed {
-			t.Errorf("the cloud reclaimed %s: the controller should have deleted it first", id)
-		}
-	}
+	e.notReclaimed(id)
 	if got := e.launches() - launches; got != 1 {
 		e.explainPurchases()
 		t.Errorf("%d launches since the notice, want exactly one replacement", got)
@@ -407,4 +400,109 @@ func (e *env) waitReboundOff(ns, app string, n int, old string, start time.Time,
 		return true
 	})
 	return allBound
+}
+
+// testSpotInterruptionDoNotDisrupt: a spot node runs a GPU pod free to go and a do-not-disrupt GPU
+// pod (its own grace period 2 s); the cloud announces its reclaim with a 30 s notice. The free pod
+// is evicted; the do-not-disrupt pod stays (an urgent action leaves it) until the reclaim is within
+// its 2 s, then is deleted (session 50: before, it died with the machine and the pod garbage
+// collector deleted it 40 s after the Node was gone, which left the replacement bought for it
+// empty meanwhile; campaign seed 43 saw consolidation remove it and a node bought for the
+// successor). Its successor binds on the replacement at once; a DisruptionForced Event and
+// tiler_disruption_forced_deletions_total{reason=Interrupted} 1; the controller deletes the
+// instance before the cloud reclaims it; one launch, nothing lost.
+func testSpotInterruptionDoNotDisrupt(t *testing.T, cp *controlplane.ControlPlane) {
+	const grace = 30 * time.Second
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), func(c *sim.Config) { c.InterruptionGrace = grace })
+	ctx := context.Background()
+	ns := "spot-dnd"
+	e.namespace(ns)
+	e.applyPolicy("policy", spotPolicy)
+	two := int64(2)
+	for _, a := range []string{"free", "keep"} {
+		b := simtest.Pod("t").Namespace(ns).Label("app", a).CPU("2").Mem("8Gi").GPU(1)
+		if a == "keep" {
+			b.Annotate(api.AnnotationDoNotDisrupt, "true")
+		}
+		tmpl := b.Obj()
+		tmpl.Spec.TerminationGracePeriodSeconds = &two
+		e.deployment(ns, a, 1, tmpl)
+	}
+	kept := e.waitAppReady(ns, "keep", 1, 2*time.Minute)[0]
+	old := kept.Spec.NodeName
+	if on := e.waitAppReady(ns, "free", 1, time.Minute)[0].Spec.NodeName; on != old {
+		t.Fatalf("pods on %s and %s, want one g4dn.12xlarge", old, on)
+	}
+	var id string
+	insts, err := e.cloud.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range insts {
+		if i.NodeName == old && i.Offering.CapacityType == api.Spot {
+			id = i.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("node %s is not a spot instance", old)
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	lw.expectForced(labels.SelectorFromSet(labels.Set{"app": "keep"}))
+	deadline := e.watchNodeTime(old, api.AnnotationInterruptionDeadline)
+	if err := e.cloud.Interrupt(id); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, testwait.Slow, "the interrupted instance deleted by the controller", 2*grace, func() bool {
+		_, err := e.cloud.Get(ctx, id)
+		return cloudprovider.IsNotFound(err)
+	})
+	end := deadline()
+	var successor corev1.Pod
+	testwait.Until(t, testwait.Slow, "the do-not-disrupt pod's successor Ready", 30*time.Second, func() bool {
+		ps := e.appPods(ns, "keep")
+		if len(ps) == 1 && ps[0].Name != kept.Name && podReady(&ps[0]) {
+			successor = ps[0]
+			return true
+		}
+		return false
+	})
+	if end.IsZero() {
+		t.Fatal("the interrupted node never showed its deadline")
+	}
+	if bound := successor.CreationTimestamp.Time; bound.After(end.Add(2 * time.Second)) {
+		t.Errorf("the successor made at %s, after the reclaim at %s: want it made as its predecessor was deleted", bound, end)
+	}
+	e.waitEventOn(kept.Name, "DisruptionForced", "the cloud reclaims the node at", 10*time.Second)
+	if got := counterValue(t, e.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonInterrupted))); got != 1 {
+		t.Errorf("tiler_disruption_forced_deletions_total{reason=Interrupted} %v, want the do-not-disrupt pod's deletion", got)
+	}
+	e.notReclaimed(id)
+	if got := e.launches() - launches; got != 1 {
+		e.explainPurchases()
+		t.Errorf("%d launches since the notice, want exactly one replacement", got)
+	}
+	evicted, lost := lw.finish(30 * time.Second)
+	if len(evicted) != 1 || len(lost) > 0 {
+		t.Errorf("evicted %v through the Eviction API, lost %v with the node; want the free pod evicted, none lost", evicted, lost)
+	}
+	if got := deletedAt(t, "interruption", lw, old, end, "interruption deadline"); len(got) != 1 || got[0] != kept.Name {
+		t.Errorf("deleted without the Eviction API: %v, want the do-not-disrupt pod %s", got, kept.Name)
+	}
+	e.cleanupNamespace(ns)
+}
+
+// notReclaimed checks that the simulated cloud never reclaimed instance id: the controller
+// deleted it first.
+func (e *env) notReclaimed(id string) {
+	e.t.Helper()
+	events, err := sim.ReadEvents(e.cloud.EventLogPath())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, ev := range events {
+		if ev.InstanceID == id && ev.Kind == sim.EventDeleted && ev.Reason == sim.ReasonSpotReclaimed {
+			e.t.Errorf("the cloud reclaimed %s: the controller should have deleted it first", id)
+		}
+	}
 }

@@ -1360,3 +1360,125 @@ func testNotReadyNodeRepaired(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	e.cleanupNamespace(ns)
 }
+
+const repairGracePolicy = `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: rg
+  instanceTypes: [g6.xlarge]
+  zones: [us-east-1a]
+  capacityTypes: [on-demand]
+  disruption:
+    consolidation: never
+    terminationGracePeriod: 15s
+`
+
+// testRepairGracePeriod: a GPU node that stays Ready runs a do-not-disrupt GPU pod, a pod whose
+// PodDisruptionBudget allows no disruption (minAvailable 1 of 1) and a pod free to go; its GPUs
+// then throw critical XID errors (AcceleratedHardwareReady=False), so it is repaired at once. Its
+// pool sets a terminationGracePeriod of 15 s, which the repair carries (before session 50 a
+// repair carried none, and the do-not-disrupt pod held the broken node and its replacement both
+// for as long as it ran: this test timed out). Replacement Ready before the cordon; the free pod
+// evicted through the Eviction API; the other two neither evicted nor deleted before the period
+// is about to end (each no earlier than its own 1 s before the node's force-after), then deleted
+// (a DisruptionForced Event, tiler_disruption_forced_deletions_total{reason=Unhealthy} 2), and
+// back on the replacement; one launch, nothing lost, no instance leaked.
+func testRepairGracePeriod(t *testing.T, cp *controlplane.ControlPlane) {
+	e, _ := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	ns := "repair-grace"
+	e.namespace(ns)
+	e.applyPolicy("policy", repairGracePolicy)
+	one := int64(1)
+	app := func(name string, gpu bool, annotations ...string) {
+		b := simtest.Pod("p").Namespace(ns).Label("app", name).CPU("500m").Mem("512Mi")
+		if gpu {
+			b.GPU(1)
+		}
+		for i := 0; i+1 < len(annotations); i += 2 {
+			b.Annotate(annotations[i], annotations[i+1])
+		}
+		tmpl := b.Obj()
+		tmpl.Spec.TerminationGracePeriodSeconds = &one
+		e.deployment(ns, name, 1, tmpl)
+	}
+	app("keep", true, api.AnnotationDoNotDisrupt, "true")
+	victim := e.waitAppReady(ns, "keep", 1, 2*time.Minute)[0].Spec.NodeName
+	// The other two join it on the node already there (room for both).
+	minOne := intstr.FromInt32(1)
+	e.pdb(ns, "guarded", nil, &minOne)
+	app("guarded", false)
+	app("web", false)
+	for _, a := range []string{"guarded", "web"} {
+		if on := e.waitAppReady(ns, a, 1, time.Minute)[0].Spec.NodeName; on != victim {
+			t.Fatalf("%s runs on %s, not with the do-not-disrupt pod on %s", a, on, victim)
+		}
+	}
+	kept := map[string]bool{e.appPods(ns, "keep")[0].Name: true, e.appPods(ns, "guarded")[0].Name: true}
+	testwait.Until(t, testwait.Slow, "the budget to allow no disruption", 30*time.Second, func() bool {
+		pdb, err := e.kube.PolicyV1().PodDisruptionBudgets(ns).Get(context.Background(), "guarded", metav1.GetOptions{})
+		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 1 && pdb.Status.DisruptionsAllowed == 0
+	})
+	var id string
+	for _, n := range e.managedNodes() {
+		if n.Name == victim {
+			id = n.Labels[api.LabelInstanceID]
+		}
+	}
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	held, err := labels.Parse("app in (keep, guarded)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw.expectForced(held)
+	nw := e.watchNodes()
+	if err := e.cloud.InjectGPUFault(id, sim.GPUFaultXID); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var forceAfter time.Time
+	testwait.Until(t, testwait.Slow, "the node repaired", 3*time.Minute, func() bool {
+		nodes := e.managedNodes()
+		for _, n := range nodes {
+			if n.Name == victim {
+				if v := n.Annotations[api.AnnotationDisruptionForceAfter]; v != "" && forceAfter.IsZero() {
+					forceAfter, _ = time.Parse(time.RFC3339, v)
+				}
+				return false
+			}
+		}
+		return len(nodes) == 1
+	})
+	t.Logf("the node repaired %.1fs after its GPUs failed", time.Since(start).Seconds())
+	events := nw.finish()
+	repl := e.managedNodes()[0].Name
+	readyBeforeCordon(t, events, victim, repl)
+	if got := e.launches() - launches; got != 1 {
+		t.Errorf("%d launches after the fault, want the replacement", got)
+	}
+	if forceAfter.IsZero() {
+		t.Fatal("the repaired node never showed a force-after: the repair carried no terminationGracePeriod")
+	}
+	for name := range kept {
+		e.waitEventOn(name, "DisruptionForced", "terminationGracePeriod", 10*time.Second)
+	}
+	if got := counterValue(t, e.metrics.DisruptionForcedDeletions.WithLabelValues(string(api.ReasonUnhealthy))); got != 2 {
+		t.Errorf("tiler_disruption_forced_deletions_total{reason=Unhealthy} %v, want 2", got)
+	}
+	evicted, lost := lw.finish(time.Minute)
+	forced := lw.forcedPods()
+	if len(evicted) != 1 || kept[evicted[0]] || len(lost) > 0 || len(forced) != 2 {
+		t.Errorf("evicted %v, lost with the node %v, %d deleted past their hold; want the free pod evicted, the other two deleted", evicted, lost, len(forced))
+	}
+	for _, p := range forced {
+		if !kept[p.Name] || p.DeletionTimestamp == nil || p.DeletionTimestamp.Time.Before(forceAfter.Add(-time.Second)) {
+			t.Errorf("pod %s deleted for %v; want the held pods deleted no earlier than their own 1 s before the force-after %s", p.Name, p.DeletionTimestamp, forceAfter)
+		}
+	}
+	for _, a := range []string{"keep", "guarded", "web"} {
+		if ps := e.appPods(ns, a); len(ps) != 1 || ps[0].Spec.NodeName != repl {
+			t.Errorf("%s: pods %d, want one on the replacement %s", a, len(ps), repl)
+		}
+	}
+	e.cleanupNamespace(ns)
+}

@@ -51,7 +51,8 @@ func (d *disruptor) gangNodes() map[string]map[string]bool {
 // names what held it) — and wait while the node is cordoned or not Ready (Karpenter's rules for its
 // graceful methods, as consolidation here). An urgent node (unhealthy, interrupted) is kept by
 // nothing else: its pods are lost with it anyway, and its evictions wait for the budgets only as
-// long as the node lasts. Pods nothing recreates (no controller)
+// long as the node lasts (an unhealthy one, at most the pool's terminationGracePeriod when it sets
+// one: its action carries the period and names what holds it). Pods nothing recreates (no controller)
 // stay behind, and so, on an urgent node, do members of a gang that runs on other nodes too.
 func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]bool) *api.KeptNode {
 	n, x := f.node, f.forced
@@ -74,11 +75,13 @@ func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]boo
 	}
 	moving := f.pods[:0:0]
 	for _, p := range f.pods {
-		if !x.urgent() && podDoNotDisrupt(p) {
-			if !x.forcible() {
+		if podDoNotDisrupt(p) {
+			if !x.urgent() && !x.forcible() {
 				return keep(api.KeepPodDoNotDisrupt, "pod %s is annotated not to be disrupted", podKey(p))
 			}
-			x.held = append(x.held, fmt.Sprintf("pod %s is annotated not to be disrupted", podKey(p)))
+			if x.forcible() {
+				x.held = append(x.held, fmt.Sprintf("pod %s is annotated not to be disrupted", podKey(p)))
+			}
 		}
 		switch {
 		case metav1.GetControllerOf(p) == nil:
@@ -86,12 +89,14 @@ func (d *disruptor) forcedKeep(f *nodeFacts, gangNodes map[string]map[string]boo
 		case x.urgent() && gangElsewhere(p, n.Name, d.groups, gangNodes):
 			f.behind = append(f.behind, podKey(p))
 		default:
-			if i := d.notePDBs(p); i >= 0 && !x.urgent() {
-				if !x.forcible() {
+			if i := d.notePDBs(p); i >= 0 {
+				if !x.urgent() && !x.forcible() {
 					delete(d.podPDBs, podKey(p))
 					return keep(api.KeepPDB, "PodDisruptionBudget %s allows no disruption of pod %s", d.pdbs[i].key, podKey(p))
 				}
-				x.held = append(x.held, fmt.Sprintf("PodDisruptionBudget %s allows no disruption of pod %s", d.pdbs[i].key, podKey(p)))
+				if x.forcible() {
+					x.held = append(x.held, fmt.Sprintf("PodDisruptionBudget %s allows no disruption of pod %s", d.pdbs[i].key, podKey(p)))
+				}
 			}
 			moving = append(moving, p)
 		}

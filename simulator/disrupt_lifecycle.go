@@ -39,11 +39,15 @@ type forced struct {
 func (x *forced) forcible() bool { return x.grace > 0 }
 
 // graceFor is the terminationGracePeriod that lets a node of pool pl due for reason go past
-// PodDisruptionBudgets and do-not-disrupt pods: the pool's, for Drifted, Expired and
-// ReservationEnding (the urgent reasons pass them anyway, consolidation never does); 0 for none.
+// PodDisruptionBudgets and do-not-disrupt pods: the pool's, for Drifted, Expired,
+// ReservationEnding and Unhealthy; 0 for none. An unhealthy node is planned whatever holds its
+// pods, but on one still Ready its drain honours them as long as it lasts (its do-not-disrupt pods
+// stay, its refused evictions are retried): the period bounds that too, so that a pod that never
+// ends does not keep a broken node and its replacement both paid for. An interrupted node needs
+// none (the cloud takes it), and consolidation never forces.
 func graceFor(pl *policy.Pool, reason api.DisruptionReason, orphan bool) time.Duration {
 	switch reason {
-	case api.ReasonDrifted, api.ReasonExpired, api.ReasonReservationEnding:
+	case api.ReasonDrifted, api.ReasonExpired, api.ReasonReservationEnding, api.ReasonUnhealthy:
 	default:
 		return 0
 	}

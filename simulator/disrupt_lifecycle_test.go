@@ -654,26 +654,10 @@ func (f *fleet) gpuNode(name string) *corev1.Node {
 // repaired at once, even annotated do-not-disrupt; GPUs missing from allocatable are repaired
 // once tiler.dev/unhealthy-since is older than the grace period, and listed as not yet due
 // before; the pods of a repaired node move, to a replacement when the rest of the cluster has no
-// GPU free.
+// GPU free. The actions carry no terminationGracePeriod unless the pool sets one; with one, they
+// carry it and name the do-not-disrupt pod and the PodDisruptionBudget their drain waits for.
 func TestLifecycleRepair(t *testing.T) {
-	f := newLifecycleFleet(t)
-	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%", maxUnhealthy: "100%"}}`+"\n", 2)
-	f.opts.IgnoreCandidateWait = false
-	xid := f.gpuNode("xid")
-	xid.Status.Conditions = append(xid.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
-		Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
-	annotate(xid, api.AnnotationDoNotDisrupt, "true")
-	lost := f.gpuNode("lost")
-	lost.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
-	annotate(lost, api.AnnotationUnhealthySince, dNow.Add(-20*time.Minute).Format(time.RFC3339))
-	flaky := f.gpuNode("flaky")
-	flaky.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
-	annotate(flaky, api.AnnotationUnhealthySince, dNow.Add(-2*time.Minute).Format(time.RFC3339))
-	fresh := f.gpuNode("fresh")
-	fresh.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
-	f.gpuNode("spare")
-	f.pod("train", "xid").CPU("1").Mem("4Gi").GPU(1).Annotate(api.AnnotationDoNotDisrupt, "true")
-	f.pod("infer", "lost").CPU("1").Mem("4Gi").GPU(1)
+	f := repairFleet(t, "")
 	p := f.plan()
 	a := forcedAction(t, p, "xid", api.ReasonUnhealthy)
 	if !strings.Contains(a.Message, "AcceleratedHardwareReady=False") {
@@ -686,6 +670,9 @@ func TestLifecycleRepair(t *testing.T) {
 	for _, a := range p.Actions {
 		if a.Replacement != nil {
 			repl = a.Replacement
+		}
+		if a.TerminationGracePeriodSeconds != 0 {
+			t.Errorf("%v: grace %ds without the pool's terminationGracePeriod", a.Nodes, a.TerminationGracePeriodSeconds)
 		}
 	}
 	if !dests["spare"] || repl == nil || !dests[repl.Name] || repl.Pool != "gpu" {
@@ -703,6 +690,48 @@ func TestLifecycleRepair(t *testing.T) {
 	if len(due) != 4 || !due["xid"] || !due["lost"] || due["flaky"] || due["fresh"] {
 		t.Errorf("unhealthy %+v", p.Unhealthy)
 	}
+
+	p = repairFleet(t, ", terminationGracePeriod: 20m").plan()
+	for n, held := range map[string]string{"xid": "pod default/train is annotated not to be disrupted",
+		"lost": "PodDisruptionBudget default/serving allows no disruption of pod default/infer"} {
+		a := forcedAction(t, p, n, api.ReasonUnhealthy)
+		if a.TerminationGracePeriodSeconds != 1200 {
+			t.Errorf("with terminationGracePeriod: %s: grace %ds, want 1200", n, a.TerminationGracePeriodSeconds)
+		}
+		if !strings.Contains(a.Message, held+": its drain waits for them at most pool gpu's terminationGracePeriod (20m0s)") {
+			t.Errorf("with terminationGracePeriod: %s: message %q does not name what holds it (%s)", n, a.Message, held)
+		}
+	}
+}
+
+// repairFleet is TestLifecycleRepair's fleet, its pools' disruption settings extended by more: a
+// node with the repair condition (annotated do-not-disrupt, its pod too), one whose GPUs went
+// missing 20 minutes ago (its pod under a PodDisruptionBudget that allows no disruption), two in
+// their grace period and a spare.
+func repairFleet(t *testing.T, more string) *fleet {
+	f := newLifecycleFleet(t)
+	f.pol = strings.Replace(f.pol, `budgets: [{nodes: "100%"}]}`+"\n", `budgets: [{nodes: "100%"}], repair: {budget: "100%", maxUnhealthy: "100%"}`+more+"}\n", 2)
+	f.opts.IgnoreCandidateWait = false
+	xid := f.gpuNode("xid")
+	xid.Status.Conditions = append(xid.Status.Conditions, corev1.NodeCondition{Type: policy.ConditionAcceleratedHardwareReady,
+		Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Message: "GPU has fallen off the bus"})
+	annotate(xid, api.AnnotationDoNotDisrupt, "true")
+	lost := f.gpuNode("lost")
+	lost.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	annotate(lost, api.AnnotationUnhealthySince, dNow.Add(-20*time.Minute).Format(time.RFC3339))
+	flaky := f.gpuNode("flaky")
+	flaky.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	annotate(flaky, api.AnnotationUnhealthySince, dNow.Add(-2*time.Minute).Format(time.RFC3339))
+	fresh := f.gpuNode("fresh")
+	fresh.Status.Allocatable[api.ResourceGPU] = resource.MustParse("0")
+	f.gpuNode("spare")
+	f.pod("train", "xid").CPU("1").Mem("4Gi").GPU(1).Annotate(api.AnnotationDoNotDisrupt, "true")
+	f.pod("infer", "lost").CPU("1").Mem("4Gi").GPU(1).Label("app", "serving")
+	b := &policyv1.PodDisruptionBudget{}
+	b.Name, b.Namespace = "serving", "default"
+	b.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serving"}}
+	f.snap.PodDisruptionBudgets = []*policyv1.PodDisruptionBudget{b}
+	return f
 }
 
 // TestLifecycleRepairBudget: the repair budget bounds the repairs of a pool, counting the nodes
