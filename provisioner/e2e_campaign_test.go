@@ -15,8 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/cloudprovider/sim"
@@ -79,7 +81,7 @@ func TestE2EConsolidationCampaign(t *testing.T) {
 			}
 		})
 	}
-	for _, phase := range []string{phaseConsolidation, phaseInterruption, phaseDrift, phaseExpiry, phaseRepair} {
+	for _, phase := range []string{phaseConsolidation, phaseInterruption, phaseGPURepair, phaseDrift, phaseExpiry, phaseRepair} {
 		if r := total[phase]; r != nil {
 			t.Logf("campaign, seeds %d–%d, %s: %s", first, first+uint64(n)-1, phase, r)
 		}
@@ -117,6 +119,8 @@ type campaignPolicy struct {
 	spot, gpuSpot             bool
 	generation                map[string]string // pool → label value
 	expireAfter               time.Duration
+	// terminationGrace, when set, is both pools' terminationGracePeriod (the GPU repair phase's).
+	terminationGrace time.Duration
 }
 
 func (p campaignPolicy) String() string {
@@ -137,6 +141,9 @@ func (p campaignPolicy) String() string {
 	if p.expireAfter > 0 {
 		expire = "    expireAfter: " + p.expireAfter.String() + "\n"
 	}
+	if p.terminationGrace > 0 {
+		expire += "    terminationGracePeriod: " + p.terminationGrace.String() + "\n"
+	}
 	doc := fmt.Sprintf(`apiVersion: tiler.dev/v1alpha1
 kind: CostPolicy
 pools:
@@ -146,8 +153,8 @@ pools:
   zones: %s
 %s  disruption:
     consolidateAfter: 2s
-    repair: {notReadyGracePeriod: %s}
-%s`, list(p.cpuTypes), capacity(p.spot), list(p.zones), labels("cpu"), campaignNotReadyGrace, expire)
+    repair: {notReadyGracePeriod: %s, gracePeriod: %s}
+%s`, list(p.cpuTypes), capacity(p.spot), list(p.zones), labels("cpu"), campaignNotReadyGrace, campaignRepairGrace, expire)
 	if len(p.gpuTypes) > 0 {
 		doc += fmt.Sprintf(`- name: gpu
   instanceTypes: %s
@@ -156,8 +163,8 @@ pools:
   taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
 %s  disruption:
     consolidateAfter: 2s
-    repair: {notReadyGracePeriod: %s}
-%s`, list(p.gpuTypes), capacity(p.gpuSpot), list(p.zones), labels("gpu"), campaignNotReadyGrace, expire)
+    repair: {notReadyGracePeriod: %s, gracePeriod: %s}
+%s`, list(p.gpuTypes), capacity(p.gpuSpot), list(p.zones), labels("gpu"), campaignNotReadyGrace, campaignRepairGrace, expire)
 	}
 	return doc
 }
@@ -318,9 +325,9 @@ func (c campaignResult) String() string {
 }
 
 // runCampaignSeed runs one generated fleet through purchase, then the phases: a scale-down and
-// the consolidation it allows; on a fleet with spot nodes, a spot interruption; a policy change
-// and the drift it causes; the expiry of the whole fleet; and a node whose kubelet stops,
-// repaired. Each phase is watched on its own (campaignPhase).
+// the consolidation it allows; on a fleet with spot nodes, a spot interruption; on a fleet with
+// GPU pods, a GPU node whose GPUs fail while it stays Ready, repaired; a policy change and the
+// drift it causes; the expiry of the whole fleet; and a node whose kubelet stops, repaired. Each phase is watched on its own (campaignPhase).
 func runCampaignSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint64) map[string]campaignResult {
 	f := genCampaignFleet(seed)
 	t.Logf("seed %d:\n%s", seed, &f)
@@ -350,6 +357,12 @@ func runCampaignSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint64) m
 	if t.Failed() {
 		return out
 	}
+	if r, ok := e.gpuRepairPhase(&f, passes, seed); ok {
+		out[phaseGPURepair] = r
+	}
+	if t.Failed() {
+		return out
+	}
 	out[phaseDrift] = e.driftPhase(&f, passes, seed)
 	if t.Failed() {
 		return out
@@ -372,6 +385,7 @@ const (
 	phaseInterruption  = "interruption"
 	phaseExpiry        = "expiry"
 	phaseRepair        = "repair"
+	phaseGPURepair     = "GPU repair"
 )
 
 // campaignInterruptionGrace is how long after an interruption notice the simulated cloud
@@ -628,12 +642,161 @@ func (e *env) repairPhase(f *campaignFleet, passes *passLog, seed uint64) (campa
 	return res, true
 }
 
+// campaignRepairGrace is both pools' repair.gracePeriod: how long a node's GPUs may be missing
+// from allocatable before the controller repairs it.
+const campaignRepairGrace = "5s"
+
+// campaignTerminationGrace is the terminationGracePeriod the GPU repair phase gives both pools:
+// how long its node's drain waits for the do-not-disrupt pods there, and for evictions its
+// budgets refuse, before it deletes those pods.
+const campaignTerminationGrace = 20 * time.Second
+
+// gpuRepairPhase, on a fleet with a GPU node that runs pods of its namespace, gives both pools a
+// terminationGracePeriod (campaignTerminationGrace) for the phase, then fails the GPUs of one
+// such node (drawn from the seed, as the fault: lost from allocatable, repaired after
+// campaignRepairGrace, or critical XID errors, repaired at once); the node stays Ready and its
+// pods keep running. It runs until the node is gone and the controller plans nothing more, then
+// lifts the period. (It runs before the drift phase: the period would end what holds the nodes
+// that drift and expiry leave to their do-not-disrupt pods.) The node goes by a repair
+// (Unhealthy) that moves its pods: its do-not-disrupt pods stay until the period is about to end,
+// then are deleted, as is any pod whose eviction its budget still refuses then; every budget
+// kept but by those deletions, which only the node's pods may suffer, each no earlier than its
+// own terminationGracePeriodSeconds before the node's force-after; no pod lost; one
+// replacement, Ready before the cordon (campaignPhase). ok is false when no GPU node runs a pod
+// of the namespace.
+func (e *env) gpuRepairPhase(f *campaignFleet, passes *passLog, seed uint64) (campaignResult, bool) {
+	t := e.t
+	var nodes []corev1.Node
+	for _, n := range e.managedNodes() {
+		if n.Labels[api.LabelPool] == "gpu" && len(e.podsOn(f.ns, n.Name)) > 0 {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return campaignResult{}, false
+	}
+	r := rand.New(rand.NewPCG(seed, 0x67707572))
+	victim := nodes[r.IntN(len(nodes))]
+	fault := []sim.GPUFault{sim.GPUFaultLost, sim.GPUFaultXID}[r.IntN(2)]
+	held := map[string]bool{} // its do-not-disrupt pods
+	var on, apps []string
+	for _, p := range e.podsOn(f.ns, victim.Name) {
+		on = append(on, p.Name)
+		if !slices.Contains(apps, p.Labels["app"]) {
+			apps = append(apps, p.Labels["app"])
+		}
+		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
+			held[p.Name] = true
+		}
+	}
+	t.Logf("GPU repair: %s (%s) GPU fault %q, with pods %v", victim.Name, victim.Labels[corev1.LabelInstanceTypeStable], fault, on)
+	lw := e.watchLifecycle(f.ns)
+	sel, err := labels.Parse("app in (" + strings.Join(apps, ", ") + ")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw.expectForced(sel)
+	graced := f.policy.clone()
+	graced.terminationGrace = campaignTerminationGrace
+	forceAfter := e.watchNodeTime(victim.Name, api.AnnotationDisruptionForceAfter)
+	mark := len(passes.all())
+	res := e.campaignPhase(f, passes, phaseGPURepair, func() {
+		e.applyPolicy("policy", graced.String())
+		// (Planned after the controller has seen the period: an XID fault is due at once.)
+		passes.waitMorePlans(t, "after the policy gains a terminationGracePeriod", 2)
+		if err := e.cloud.InjectGPUFault(victim.Labels[api.LabelInstanceID], fault); err != nil {
+			t.Fatal(err)
+		}
+	}, func([]*provisioner.DisruptionPass) bool {
+		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == victim.Name })
+	})
+	e.applyPolicy("policy", f.policy.String())
+	repaired := false
+	for _, p := range passes.all()[mark:] {
+		for _, a := range p.Actions {
+			repaired = repaired || a.Step == provisioner.ActionDone && a.Reason == api.ReasonUnhealthy && slices.Contains(a.Nodes, victim.Name)
+		}
+	}
+	if !repaired {
+		t.Errorf("GPU repair: %s went, but not by a repair (reason %s)", victim.Name, api.ReasonUnhealthy)
+	}
+	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
+		t.Errorf("GPU repair: pods lost with their node, which stayed Ready: %v", lost)
+	}
+	for _, name := range deletedAt(t, "GPU repair", lw, victim.Name, forceAfter(), "force-after") {
+		delete(held, name)
+	}
+	if len(held) > 0 {
+		t.Errorf("GPU repair: do-not-disrupt pods %v not deleted by the end of the terminationGracePeriod", slices.Sorted(maps.Keys(held)))
+	}
+	return res, true
+}
+
+// deletedAt checks the pods the watch saw deleted without the Eviction API (expectForced): each
+// on node, deleted no earlier than its own terminationGracePeriodSeconds before at (its deletion
+// timestamp, the deletion plus its grace, at or after at, to the second) and within 10 s after
+// it. It returns their names. what names the phase, and which the time.
+func deletedAt(t testing.TB, what string, lw *lifecycleWatch, node string, at time.Time, which string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range lw.forcedPods() {
+		out = append(out, p.Name)
+		own := time.Duration(ptr.Deref(p.Spec.TerminationGracePeriodSeconds, corev1.DefaultTerminationGracePeriodSeconds)) * time.Second
+		switch {
+		case p.Spec.NodeName != node:
+			t.Errorf("%s: pod %s deleted without the Eviction API on %s, not %s", what, p.Name, p.Spec.NodeName, node)
+		case at.IsZero():
+			t.Errorf("%s: pod %s deleted without the Eviction API, but %s never showed a %s", what, p.Name, node, which)
+		case p.DeletionTimestamp == nil || p.DeletionTimestamp.Add(time.Second).Before(at) ||
+			p.DeletionTimestamp.Add(-own).After(at.Add(10*time.Second)):
+			t.Errorf("%s: pod %s deleted for %v with a grace of %s; the node's %s is %s", what, p.Name, p.DeletionTimestamp, own, which, at)
+		}
+	}
+	return out
+}
+
+// watchNodeTime reads the RFC 3339 time annotation key of node every 200 ms until the returned
+// func is called, which returns the last time seen (zero: none).
+func (e *env) watchNodeTime(node, key string) func() time.Time {
+	var mu sync.Mutex
+	var last time.Time
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for _, n := range e.managedNodes() {
+				if v := n.Annotations[key]; n.Name == node && v != "" {
+					at, err := time.Parse(time.RFC3339, v)
+					if err == nil {
+						mu.Lock()
+						last = at
+						mu.Unlock()
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return func() time.Time {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+}
+
 // interruptionPhase, on a fleet with spot nodes, has the cloud interrupt one of them (with
 // campaignInterruptionGrace's notice) and runs until the node is gone and the controller plans
 // nothing more. The pods on it must move before the cloud reclaims it: none lost with the node
-// but its do-not-disrupt pods (an urgent action leaves them, and they go with it), every budget
-// kept (a lifecycleWatch), no do-not-disrupt pod evicted elsewhere. ok is false when the fleet has
-// no spot node.
+// (its do-not-disrupt pods, which an urgent action leaves, and any whose eviction is still refused
+// then, are deleted within their own grace period of the reclaim, not earlier: session 50), every
+// budget kept but by those deletions (a lifecycleWatch), no do-not-disrupt pod evicted elsewhere.
+// ok is false when the fleet has no spot node.
 func (e *env) interruptionPhase(f *campaignFleet, passes *passLog, seed uint64) (campaignResult, bool) {
 	t := e.t
 	var spot []corev1.Node
@@ -648,15 +811,29 @@ func (e *env) interruptionPhase(f *campaignFleet, passes *passLog, seed uint64) 
 	r := rand.New(rand.NewPCG(seed, 0x696e7472))
 	victim := spot[r.IntN(len(spot))]
 	t.Logf("interruption: %s (%s)", victim.Name, victim.Labels[corev1.LabelInstanceTypeStable])
-	// Its do-not-disrupt pods stay on it (an urgent action leaves them) and go with it.
+	// Its do-not-disrupt pods stay on it (an urgent action leaves them) until they are within
+	// their grace period of the reclaim, then are deleted, as are pods whose eviction their budget
+	// still refuses then.
 	staying := map[string]bool{}
+	var apps []string
 	for _, p := range e.podsOn(f.ns, victim.Name) {
+		if !slices.Contains(apps, p.Labels["app"]) {
+			apps = append(apps, p.Labels["app"])
+		}
 		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
 			staying[p.Name] = true
 		}
 	}
 	lw := e.watchLifecycle(f.ns)
 	lw.allowDoNotDisruptEvictionsOn(victim.Name)
+	if len(apps) > 0 {
+		sel, err := labels.Parse("app in (" + strings.Join(apps, ", ") + ")")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lw.expectForced(sel)
+	}
+	deadline := e.watchNodeTime(victim.Name, api.AnnotationInterruptionDeadline)
 	res := e.campaignPhase(f, passes, phaseInterruption, func() {
 		if err := e.cloud.Interrupt(victim.Labels[api.LabelInstanceID]); err != nil {
 			t.Fatal(err)
@@ -664,8 +841,14 @@ func (e *env) interruptionPhase(f *campaignFleet, passes *passLog, seed uint64) 
 	}, func([]*provisioner.DisruptionPass) bool {
 		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Name == victim.Name })
 	})
-	if _, lost := lw.finish(30 * time.Second); len(slices.DeleteFunc(lost, func(p string) bool { return staying[p] })) > 0 {
+	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
 		t.Errorf("interruption: pods lost with their node: %v", lost)
+	}
+	for _, name := range deletedAt(t, "interruption", lw, victim.Name, deadline(), "interruption deadline") {
+		delete(staying, name)
+	}
+	if len(staying) > 0 {
+		t.Errorf("interruption: do-not-disrupt pods %v not deleted before the reclaim", slices.Sorted(maps.Keys(staying)))
 	}
 	return res, true
 }
@@ -878,6 +1061,9 @@ type loggedPod struct {
 	boundAt  time.Time
 	observed time.Time // first seen
 	evicted  bool      // seen with the DisruptionTarget condition the Eviction API sets
+	// before: evicted before the log began (a pod an earlier phase evicted from a node not
+	// Ready, still terminating until the pod garbage collector deletes it): not counted.
+	before bool
 }
 
 func (e *env) watchPods(ns string) *podLog {
@@ -894,6 +1080,9 @@ func (e *env) watchPods(ns string) *podLog {
 	l := &podLog{pods: map[string]*loggedPod{}, stop: cancel, done: make(chan struct{})}
 	for i := range list.Items {
 		l.see(&list.Items[i])
+	}
+	for _, lp := range l.pods {
+		lp.before, lp.evicted = lp.evicted, false
 	}
 	go func() {
 		defer close(l.done)
@@ -919,7 +1108,7 @@ func (l *podLog) see(p *corev1.Pod) {
 	if lp.node == "" && p.Spec.NodeName != "" {
 		lp.node, lp.boundAt = p.Spec.NodeName, time.Now()
 	}
-	if reason, _ := disruptionTarget(p); reason == "EvictionByEvictionAPI" {
+	if reason, _ := disruptionTarget(p); reason == "EvictionByEvictionAPI" && !lp.before {
 		lp.evicted = true
 	}
 }
