@@ -134,7 +134,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		DisruptionEvictionsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
 			Name: "evictions_refused_total", Help: "Evictions refused (a PodDisruptionBudget), retried with backoff."}),
 		DisruptionForcedDeletions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "disruption",
-			Name: "forced_deletions_total", Help: "Pods deleted past PodDisruptionBudgets or do-not-disrupt when their action's terminationGracePeriod ran out, by reason."}, []string{"reason"}),
+			Name: "forced_deletions_total", Help: "Pods deleted without the Eviction API, past PodDisruptionBudgets or do-not-disrupt, by the action's reason: when its terminationGracePeriod ran out, on a repaired node not Ready (Unhealthy) or within their grace period of an interrupted node's reclaim (Interrupted)."}, []string{"reason"}),
 		DisruptionFleetCost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
 			Name: "fleet_cost_dollars_per_hour", Help: "The managed fleet's price per hour as the last disruption plan found it (when=before) and once its actions are done (when=after)."}, []string{"when"}),
 		DisruptionBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Subsystem: "disruption",
