@@ -1244,7 +1244,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 				// anything else does; like the evicted pods, it stays terminating (left) until
 				// StuckTerminatingAfter.
 				c.goWithNode(ctx, log, a, p, deadNode, "the pod is annotated not to be disrupted, but no kubelet runs it there")
-			case a.reclaimDue(p, now):
+			case a.reclaimDue(p, now, c.cfg.DisruptionStepInterval):
 				// The cloud reclaims the node at the deadline, and the pod with it: deleted now, it
 				// ends gracefully by then, and its successor is made at once and takes the room
 				// the plan gave it, rather than 40 s after the Node is gone (the pod garbage
@@ -1268,7 +1268,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			c.forceDelete(ctx, log, a, p, "a PodDisruptionBudget allowed no disruption")
 			continue
 		}
-		if a.reclaimDue(p, now) && !c.disruption.mayEvict(key, now) {
+		if a.reclaimDue(p, now, c.cfg.DisruptionStepInterval) && !c.disruption.mayEvict(key, now) {
 			// Its eviction refused until now, and backed off: it would end with the node.
 			c.goWithNode(ctx, log, a, p, a.reclaimed(), "its eviction was refused, but it would end with the node")
 			continue
@@ -1309,7 +1309,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			// after the node went unreachable) would end it otherwise.
 			c.disruption.forgetEnded(p.UID)
 			c.goWithNode(ctx, log, a, p, deadNode, "its eviction was refused (its budget is not healthy), but it is not Ready and takes nothing from the budget")
-		case apierrors.IsTooManyRequests(err) && a.reclaimDue(p, now):
+		case apierrors.IsTooManyRequests(err) && a.reclaimDue(p, now, c.cfg.DisruptionStepInterval):
 			// Refused within its grace period of the reclaim: it would end with the node.
 			c.disruption.forgetEnded(p.UID)
 			c.goWithNode(ctx, log, a, p, a.reclaimed(), "its eviction was refused, but it would end with the node")
@@ -1434,10 +1434,12 @@ func (a *actionState) reclaimed() string {
 }
 
 // reclaimDue reports whether pod p of an interrupted action, still on its node, is within its own
-// terminationGracePeriodSeconds (30 s when unset) of the cloud's reclaim (the action's deadline):
-// deleted now, it ends gracefully by then instead of with the machine.
-func (a *actionState) reclaimDue(p *corev1.Pod, now time.Time) bool {
-	return !a.deadline.IsZero() && !now.Before(a.deadline.Add(-podGrace(p)))
+// terminationGracePeriodSeconds (30 s when unset) and one step (the passes' interval while an
+// action is under way) of the cloud's reclaim (the action's deadline): deleted now, it ends
+// gracefully by then instead of with the machine. (Without the step, a pod whose own period is
+// shorter than the interval would be met by no pass before the reclaim.)
+func (a *actionState) reclaimDue(p *corev1.Pod, now time.Time, step time.Duration) bool {
+	return !a.deadline.IsZero() && !now.Before(a.deadline.Add(-podGrace(p)-step))
 }
 
 // podGrace is the pod's own terminationGracePeriodSeconds (30 s when unset).

@@ -254,8 +254,8 @@ func TestDrainRepairGracePeriod(t *testing.T) {
 }
 
 // TestDrainReclaim: on an interrupted node, a do-not-disrupt pod stays and a pod whose eviction
-// its budget refuses is retried, until each is within its own terminationGracePeriodSeconds of
-// the cloud's reclaim (the action's deadline); then both are deleted (not evicted), so that they
+// its budget refuses is retried, until each is within its own terminationGracePeriodSeconds and
+// one step of the cloud's reclaim (the action's deadline); then both are deleted (not evicted), so that they
 // end gracefully before the machine does and their successors are made at once, counted in
 // tiler_disruption_forced_deletions_total{reason=Interrupted}. A rebalance recommendation (no
 // deadline) never deletes them.
@@ -273,13 +273,14 @@ func TestDrainReclaim(t *testing.T) {
 				t.Fatalf("abandoned: %s", abandon)
 			}
 		}
-		// Passes every 10 s until 6 s before the reclaim: nothing deleted, the refused
-		// eviction retried.
+		// Passes every 10 s until just before the reclaim less the pods' own 5 s and one step
+		// (DisruptionStepInterval, 2 s): nothing deleted, the refused eviction retried.
+		step := d.ctl.cfg.DisruptionStepInterval
 		for range 11 {
 			drain()
 			d.clk.Step(10 * time.Second)
 		}
-		d.clk.Step(4 * time.Second) // (the reclaim less 6 s)
+		d.clk.Step(10*time.Second - own - step - time.Second) // (the reclaim less 5 s, a step and 1 s)
 		drain()
 		if got := d.deletions(); len(got) != 0 || d.evictions < 2 {
 			t.Errorf("deadline %v, before the pods are due: deleted %v, %d evictions tried; want nothing deleted, the refused one retried", deadline, got, d.evictions)
