@@ -505,6 +505,9 @@ func (e *env) driftPhase(f *campaignFleet, passes *passLog, seed uint64) campaig
 			// Over once no drifted node is left but those a do-not-disrupt pod holds (and the
 			// plan says so: it has seen the change).
 			last := ps[len(ps)-1].Plan
+			if last == nil {
+				return false
+			}
 			left := map[string]bool{}
 			for _, n := range e.managedNodes() {
 				if slices.Contains(due, n.Name) {
@@ -875,7 +878,11 @@ func (e *env) campaignPhase(f *campaignFleet, passes *passLog, name string, star
 	start()
 	if err := testwait.Poll(testwait.Slow, 4*time.Minute, func() bool {
 		ps := passes.all()[mark:]
-		return settled(ps, 3) && (over == nil || over(ps))
+		// (over is asked at every poll, settled or not: the expiry phase lifts its expireAfter
+		// there once every expired node is under an action, which must not wait for a settle
+		// that the replacements' own expiry would put off for ever.)
+		done := over == nil || len(ps) > 0 && over(ps)
+		return settled(ps, 3) && done
 	}); err != nil {
 		ps := passes.all()
 		if p := ps[len(ps)-1]; p.Plan != nil {
