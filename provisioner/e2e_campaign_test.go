@@ -327,7 +327,8 @@ func (c campaignResult) String() string {
 // runCampaignSeed runs one generated fleet through purchase, then the phases: a scale-down and
 // the consolidation it allows; on a fleet with spot nodes, a spot interruption; on a fleet with
 // GPU pods, a GPU node whose GPUs fail while it stays Ready, repaired; a policy change and the
-// drift it causes; the expiry of the whole fleet; and a node whose kubelet stops, repaired. Each phase is watched on its own (campaignPhase).
+// drift it causes; the expiry of the whole fleet; and a node whose kubelet stops, repaired. Each
+// phase is watched on its own (campaignPhase).
 func runCampaignSeed(t *testing.T, cp *controlplane.ControlPlane, seed uint64) map[string]campaignResult {
 	f := genCampaignFleet(seed)
 	t.Logf("seed %d:\n%s", seed, &f)
