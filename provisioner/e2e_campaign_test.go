@@ -619,14 +619,7 @@ func (e *env) repairPhase(f *campaignFleet, passes *passLog, seed uint64) (campa
 	}
 	r := rand.New(rand.NewPCG(seed, 0x72657061))
 	victim := nodes[r.IntN(len(nodes))]
-	staying := map[string]bool{}
-	var on []string
-	for _, p := range e.podsOn(f.ns, victim.Name) {
-		on = append(on, p.Name)
-		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
-			staying[p.Name] = true
-		}
-	}
+	on, _, staying := e.victimPods(f.ns, victim.Name)
 	t.Logf("repair: %s (%s) not Ready, its kubelet stopped, with pods %v", victim.Name, victim.Labels[corev1.LabelInstanceTypeStable], on)
 	id := victim.Labels[api.LabelInstanceID]
 	lw := e.watchLifecycle(f.ns)
@@ -682,24 +675,10 @@ func (e *env) gpuRepairPhase(f *campaignFleet, passes *passLog, seed uint64) (ca
 	r := rand.New(rand.NewPCG(seed, 0x67707572))
 	victim := nodes[r.IntN(len(nodes))]
 	fault := []sim.GPUFault{sim.GPUFaultLost, sim.GPUFaultXID}[r.IntN(2)]
-	held := map[string]bool{} // its do-not-disrupt pods
-	var on, apps []string
-	for _, p := range e.podsOn(f.ns, victim.Name) {
-		on = append(on, p.Name)
-		if !slices.Contains(apps, p.Labels["app"]) {
-			apps = append(apps, p.Labels["app"])
-		}
-		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
-			held[p.Name] = true
-		}
-	}
+	on, apps, held := e.victimPods(f.ns, victim.Name)
 	t.Logf("GPU repair: %s (%s) GPU fault %q, with pods %v", victim.Name, victim.Labels[corev1.LabelInstanceTypeStable], fault, on)
 	lw := e.watchLifecycle(f.ns)
-	sel, err := labels.Parse("app in (" + strings.Join(apps, ", ") + ")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lw.expectForced(sel)
+	lw.expectForcedApps(apps)
 	graced := f.policy.clone()
 	graced.terminationGrace = campaignTerminationGrace
 	forceAfter := e.watchNodeTime(victim.Name, api.AnnotationDisruptionForceAfter)
@@ -727,13 +706,49 @@ func (e *env) gpuRepairPhase(f *campaignFleet, passes *passLog, seed uint64) (ca
 	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
 		t.Errorf("GPU repair: pods lost with their node, which stayed Ready: %v", lost)
 	}
-	for _, name := range deletedAt(t, "GPU repair", lw, victim.Name, forceAfter(), "force-after") {
-		delete(held, name)
-	}
-	if len(held) > 0 {
-		t.Errorf("GPU repair: do-not-disrupt pods %v not deleted by the end of the terminationGracePeriod", slices.Sorted(maps.Keys(held)))
-	}
+	heldDeleted(t, "GPU repair", lw, victim.Name, forceAfter(), "force-after", held)
 	return res, true
+}
+
+// victimPods returns the names of the pods of ns on node, their apps (label app) and, by name,
+// those annotated not to be disrupted.
+func (e *env) victimPods(ns, node string) (names, apps []string, held map[string]bool) {
+	held = map[string]bool{}
+	for _, p := range e.podsOn(ns, node) {
+		names = append(names, p.Name)
+		if !slices.Contains(apps, p.Labels["app"]) {
+			apps = append(apps, p.Labels["app"])
+		}
+		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
+			held[p.Name] = true
+		}
+	}
+	return names, apps, held
+}
+
+// expectForcedApps is expectForced for the pods of apps (label app); none for no app.
+func (lw *lifecycleWatch) expectForcedApps(apps []string) {
+	if len(apps) == 0 {
+		return
+	}
+	sel, err := labels.Parse("app in (" + strings.Join(apps, ", ") + ")")
+	if err != nil {
+		lw.e.t.Fatal(err)
+	}
+	lw.expectForced(sel)
+}
+
+// heldDeleted checks the pods deleted without the Eviction API (deletedAt) and that each pod of
+// held (do-not-disrupt pods of node) was among them.
+func heldDeleted(t testing.TB, what string, lw *lifecycleWatch, node string, at time.Time, which string, held map[string]bool) {
+	t.Helper()
+	left := maps.Clone(held)
+	for _, name := range deletedAt(t, what, lw, node, at, which) {
+		delete(left, name)
+	}
+	if len(left) > 0 {
+		t.Errorf("%s: do-not-disrupt pods %v not deleted without the Eviction API by the node's %s", what, slices.Sorted(maps.Keys(left)), which)
+	}
 }
 
 // deletedAt checks the pods the watch saw deleted without the Eviction API (expectForced): each
@@ -818,25 +833,10 @@ func (e *env) interruptionPhase(f *campaignFleet, passes *passLog, seed uint64) 
 	// Its do-not-disrupt pods stay on it (an urgent action leaves them) until they are within
 	// their grace period of the reclaim, then are deleted, as are pods whose eviction their budget
 	// still refuses then.
-	staying := map[string]bool{}
-	var apps []string
-	for _, p := range e.podsOn(f.ns, victim.Name) {
-		if !slices.Contains(apps, p.Labels["app"]) {
-			apps = append(apps, p.Labels["app"])
-		}
-		if p.Annotations[api.AnnotationDoNotDisrupt] == "true" {
-			staying[p.Name] = true
-		}
-	}
+	_, apps, staying := e.victimPods(f.ns, victim.Name)
 	lw := e.watchLifecycle(f.ns)
 	lw.allowDoNotDisruptEvictionsOn(victim.Name)
-	if len(apps) > 0 {
-		sel, err := labels.Parse("app in (" + strings.Join(apps, ", ") + ")")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lw.expectForced(sel)
-	}
+	lw.expectForcedApps(apps)
 	deadline := e.watchNodeTime(victim.Name, api.AnnotationInterruptionDeadline)
 	res := e.campaignPhase(f, passes, phaseInterruption, func() {
 		if err := e.cloud.Interrupt(victim.Labels[api.LabelInstanceID]); err != nil {
@@ -848,12 +848,7 @@ func (e *env) interruptionPhase(f *campaignFleet, passes *passLog, seed uint64) 
 	if _, lost := lw.finish(30 * time.Second); len(lost) > 0 {
 		t.Errorf("interruption: pods lost with their node: %v", lost)
 	}
-	for _, name := range deletedAt(t, "interruption", lw, victim.Name, deadline(), "interruption deadline") {
-		delete(staying, name)
-	}
-	if len(staying) > 0 {
-		t.Errorf("interruption: do-not-disrupt pods %v not deleted before the reclaim", slices.Sorted(maps.Keys(staying)))
-	}
+	heldDeleted(t, "interruption", lw, victim.Name, deadline(), "interruption deadline", staying)
 	return res, true
 }
 
