@@ -129,6 +129,9 @@ type disruptionMemory struct {
 	// waves is, per action under way, the wave of its drain evicted last (keptRoom, wavePlaced).
 	// Lost on a restart, when the next wave goes at once anyway.
 	waves map[string]*waveState
+	// steers are the replicas given their action's replacement's reservation (steer.go). Lost on
+	// a restart, when the batch plans the replicas left once the reschedule grace ends.
+	steers steers
 }
 
 // waveState is the wave an action's drain evicted last.
@@ -164,6 +167,7 @@ func (m *disruptionMemory) conclude(id string, nodes []string) {
 		m.concluded[n] = id
 	}
 	delete(m.waves, id)
+	m.steers.forget(id)
 }
 
 // endOnce reports whether pod uid may be evicted or deleted now, and remembers it: false when it
@@ -1112,6 +1116,13 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			p.Step, p.Message = a.step, msg
 			return p
 		}
+		// The replacement's reservation is held while the action's nodes are there: they go once
+		// the replicas of the pods moved there tolerate it (steer.go), or a reschedule grace
+		// after their eviction when a replica does not come.
+		if n := c.disruption.steers.unsteered(a.id, now, c.cfg.DisruptionRescheduleGrace); n > 0 {
+			p.Step, p.Message = a.step, fmt.Sprintf("waiting for the replicas of %d pods moved to the replacement, which keeps its room for them", n)
+			return p
+		}
 		if err := c.setStep(ctx, a, api.DisruptionStepDeleting, now, true); err != nil {
 			p.Step, p.Message = a.step, err.Error()
 			return p
@@ -1326,6 +1337,7 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			log.Warn("evicting", zap.String(keyPod, key), zap.Error(err))
 		}
 	}
+	c.steerReplicas(ctx, log, a, on, all, now)
 	var msgs []string
 	if len(refused) > 0 {
 		sort.Strings(refused)

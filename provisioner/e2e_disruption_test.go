@@ -50,6 +50,7 @@ func TestE2EDisruption(t *testing.T) {
 	t.Run("CandidateTaintSteersNewPods", func(t *testing.T) { testCandidateTaint(t, cp) })
 	t.Run("ReplacementKeepsItsRoom", func(t *testing.T) { testReplacementKeepsItsRoom(t, cp) })
 	t.Run("LaterWavesKeepTheirRoom", func(t *testing.T) { testLaterWavesKeepTheirRoom(t, cp) })
+	t.Run("ConcurrentReplacementsKeepTheirPods", func(t *testing.T) { testConcurrentReplacementsKeepTheirPods(t, cp) })
 	t.Run("NodeExpiryReplacedFirst", func(t *testing.T) { testNodeExpiry(t, cp) })
 	t.Run("CapacityBlockEnding", func(t *testing.T) { testReservationEnding(t, cp) })
 	t.Run("CapacityBlockForcedBeforeTheEnd", func(t *testing.T) { testReservationForcedBeforeTheEnd(t, cp) })

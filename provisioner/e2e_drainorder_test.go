@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/tiler-dev/tiler/api"
 	"github.com/tiler-dev/tiler/internal/controlplane"
@@ -206,6 +207,105 @@ func testLaterWavesKeepTheirRoom(t *testing.T, cp *controlplane.ControlPlane) {
 	if !passes.done(api.ActionDelete, nodeX) {
 		t.Error("no Delete action on X reported done")
 	}
+	e.instancesMatchNodes()
+	e.cleanupNamespace(ns)
+}
+
+// rollPairPolicy buys m7i.large and m7i.xlarge nodes labelled tier, replaced two at a time when
+// they drift (a do-not-disrupt pod held for 8 s at most), never consolidated.
+func rollPairPolicy(tier string) string {
+	return `apiVersion: tiler.dev/v1alpha1
+kind: CostPolicy
+pools:
+- name: roll
+  instanceTypes: [m7i.large, m7i.xlarge]
+  capacityTypes: [on-demand]
+  labels:
+    tier: ` + tier + `
+  disruption:
+    consolidation: never
+    terminationGracePeriod: 8s
+    budgets:
+    - nodes: "2"
+`
+}
+
+// testConcurrentReplacementsKeepTheirPods: an m7i.large (1930m) runs small (1500m) and an
+// m7i.xlarge (3920m) runs large (3000m, annotated tiler.dev/do-not-disrupt). Both drift at once
+// (the pool's label changes; its budget allows two), so two Replace actions start together, each
+// replacement an empty node of its old node's type. Small is evicted as soon as its replacement
+// is Ready; large is held until the pool's terminationGracePeriod (8 s) ends, its replacement
+// Ready and empty meanwhile. kube-scheduler's LeastAllocated score prefers the emptier xlarge for
+// small's replica: without steering it took the xlarge planned for large, whose replica then fit
+// nowhere and was bought a node (as campaign seed 44's expiry swapped 12 pods and bought two
+// nodes). Each replacement now keeps its reservation while its action is under way, and each
+// replica is given its own replacement's toleration: small's replica on the new m7i.large,
+// large's on the new m7i.xlarge, each tolerating its node's reservation; two launches; small
+// evicted, large deleted at the period's end, none lost; the reservations end once the replicas
+// are bound.
+func testConcurrentReplacementsKeepTheirPods(t *testing.T, cp *controlplane.ControlPlane) {
+	e, passes := newDisruptionEnv(t, cp, disruptionConfig(), nil)
+	const ns = "concurrent-replacements"
+	e.namespace(ns)
+	ctx := context.Background()
+	e.applyPolicy("policy", rollPairPolicy("a"))
+	e.deployment(ns, "small", 1, simtest.Pod("t").Namespace(ns).Label("app", "small").CPU("1500m").Mem("512Mi").Obj())
+	e.deployment(ns, "large", 1, simtest.Pod("t").Namespace(ns).Label("app", "large").CPU("3").Mem("512Mi").
+		Annotate(api.AnnotationDoNotDisrupt, "true").Obj())
+	old := map[string]bool{}
+	for _, app := range []string{"small", "large"} {
+		old[e.waitAppReady(ns, app, 1, 60*time.Second)[0].Spec.NodeName] = true
+	}
+	if len(old) != 2 || len(e.managedNodes()) != 2 {
+		t.Fatalf("small and large on %v: want two nodes", old)
+	}
+	testwait.Until(t, testwait.Slow, "every node carrying "+api.AnnotationPoolHash, 30*time.Second, func() bool {
+		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return n.Annotations[api.AnnotationPoolHash] == "" })
+	})
+	launches := e.launches()
+	lw := e.watchLifecycle(ns)
+	lw.expectForced(labels.SelectorFromSet(labels.Set{"app": "large"}))
+	e.applyPolicy("policy", rollPairPolicy("b"))
+	var pods []corev1.Pod
+	testwait.Until(t, testwait.Slow, "both drifted nodes gone and both replicas bound", 3*time.Minute, func() bool {
+		if slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool { return old[n.Name] }) {
+			return false
+		}
+		pods = append(e.appPods(ns, "small"), e.appPods(ns, "large")...)
+		return len(pods) == 2 && pods[0].Spec.NodeName != "" && pods[1].Spec.NodeName != ""
+	})
+	want := map[string]string{"small": "m7i.large", "large": "m7i.xlarge"}
+	for _, p := range pods {
+		n, err := e.kube.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ := n.Labels[corev1.LabelInstanceTypeStable]; typ != want[p.Labels["app"]] {
+			t.Errorf("%s's replica on %s (%s), want its own replacement, an %s", p.Labels["app"], n.Name, typ, want[p.Labels["app"]])
+		}
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == api.TaintReserved && tol.Value == n.Name }) {
+			t.Errorf("%s's replica tolerates %v, want its replacement's reservation %s=%s", p.Labels["app"], p.Spec.Tolerations, api.TaintReserved, n.Name)
+		}
+	}
+	if got := e.launches() - launches; got != 2 {
+		e.explainPurchases()
+		t.Errorf("%d launches after the drift, want the two replacements", got)
+	}
+	for n := range old {
+		if !passes.done(api.ActionReplace, n) {
+			t.Errorf("no Replace action on %s reported done", n)
+		}
+	}
+	evicted, lost := lw.finish(30 * time.Second)
+	if len(evicted) != 1 || len(lost) > 0 || len(lw.forcedPods()) != 1 {
+		t.Errorf("evicted %v through the Eviction API, deleted %d past the period, lost %v with the node; want small evicted, large deleted, none lost",
+			evicted, len(lw.forcedPods()), lost)
+	}
+	testwait.Until(t, testwait.Slow, "the replacements' reservations ended", 20*time.Second, func() bool {
+		return !slices.ContainsFunc(e.managedNodes(), func(n corev1.Node) bool {
+			return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == api.TaintReserved })
+		})
+	})
 	e.instancesMatchNodes()
 	e.cleanupNamespace(ns)
 }

@@ -179,7 +179,9 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 		req.GPU = *r.GPU
 	}
 	req.CapacityReservation = r.CapacityReservation
-	if c.cfg.Reserve && validReservation(r.LaunchID) && r.DisruptionAction == "" {
+	// (A disruption's replacement too: its reservation is held for the replicas of the pods its
+	// action moves there, steer.go.)
+	if c.cfg.Reserve && validReservation(r.LaunchID) {
 		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
 	}
 	c.addFallbacks(l, &req, r)

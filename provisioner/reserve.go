@@ -49,7 +49,8 @@ import (
 // reservation of a Node no record claims.
 //
 // A reservation ends, and the taint is removed, as soon as no unbound pod tolerates it — every pod
-// planned there is bound (there or elsewhere) or gone — or when the node has been Ready for
+// planned there is bound (there or elsewhere) or gone; for a disruption's replacement, also its
+// action is over (steer.go) — or when the node has been Ready for
 // Config.ReservationTTL, so that a pod that cannot bind there (or a DaemonSet that does not
 // tolerate the taint) holds the node's room for a bounded time only. DaemonSets that must run
 // before the planned pods can (the GPU device plugin, the DRA driver) must tolerate
@@ -138,7 +139,8 @@ func (w *reservationWatch) poke() {
 }
 
 // register wakes the release loop on the events that can end a reservation: a reserved node's
-// changes (registered, Ready) and the binding or deletion of a pod that holds a reservation.
+// changes (registered, Ready), the end of a Replace action (its nodes lose the action or go:
+// replacementsUnderWay) and the binding or deletion of a pod that holds a reservation.
 func (w *reservationWatch) register() {
 	// Only the transition matters: a bound pod keeps its tolerations, and its later status updates
 	// must not rescan every pod.
@@ -164,12 +166,20 @@ func (w *reservationWatch) register() {
 		UpdateFunc: func(_, o any) {
 			w.pokeNode(o)
 		},
+		DeleteFunc: func(o any) {
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			w.pokeNode(o)
+		},
 	})
 }
 
 func (w *reservationWatch) pokeNode(o any) {
 	if n, ok := o.(*corev1.Node); ok {
-		if _, reserved := reservationValue(n); reserved {
+		// (A node under a Replace action: its action's end ends the hold on its replacement's
+		// reservation, replacementsUnderWay.)
+		if _, reserved := reservationValue(n); reserved || n.Annotations[api.AnnotationDisruptionReplacement] != "" {
 			w.poke()
 		}
 	}
@@ -336,6 +346,10 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		}
 	}
 	w.mu.Unlock()
+	// A replacement's room is for the pods its action moves there (steer.go).
+	for _, id := range replacementsUnderWay(nodes) {
+		waiting[id] = true
+	}
 	w.holdForPlanned(ctx, nodes, waiting)
 	launchIDs := w.launchIDs(ctx, nodes)
 	rekey, ends, next := decideReservations(nodes, waiting, launchIDs, w.clock.Now(), w.ttl)
