@@ -170,7 +170,9 @@ const LabelCostPolicy = "tiler.dev/cost-policy"
 // TaintReserved is the key of the taint a node Tiler bought carries while the pods planned onto it
 // are on their way (value: the launch ID): only those pods tolerate it, so that pods planned for
 // other nodes cannot take their room. The simulation ignores it; the controller adds the
-// toleration to every pod a plan puts on a reserved node.
+// toleration to every pod a plan puts on a reserved node. A disruption's replacement carries it
+// while its action's nodes are there, and the replicas of the pods the action moves to it are
+// given its toleration.
 const TaintReserved = "tiler.dev/reserved"
 
 // TaintDisruptionCandidate is the PreferNoSchedule taint the controller keeps on the nodes the
