@@ -129,9 +129,9 @@ type disruptionMemory struct {
 	// waves is, per action under way, the wave of its drain evicted last (keptRoom, wavePlaced).
 	// Lost on a restart, when the next wave goes at once anyway.
 	waves map[string]*waveState
-	// steers are the replicas given their action's replacement's reservation (steer.go). Lost on
-	// a restart, when the batch plans the replicas left once the reschedule grace ends.
-	steers steers
+	// turn is the action whose replacement is open for its last wave (steer.go). Lost on a
+	// restart, when the next action to reach its last wave takes it.
+	turn turn
 }
 
 // waveState is the wave an action's drain evicted last.
@@ -167,7 +167,9 @@ func (m *disruptionMemory) conclude(id string, nodes []string) {
 		m.concluded[n] = id
 	}
 	delete(m.waves, id)
-	m.steers.forget(id)
+	if m.turn.id == id {
+		m.turn = turn{}
+	}
 }
 
 // endOnce reports whether pod uid may be evicted or deleted now, and remembers it: false when it
@@ -1116,13 +1118,6 @@ func (c *Controller) advance(ctx context.Context, s *State, idx nodeIndex, a *ac
 			p.Step, p.Message = a.step, msg
 			return p
 		}
-		// The replacement's reservation is held while the action's nodes are there: they go once
-		// the replicas of the pods moved there tolerate it (steer.go), or a reschedule grace
-		// after their eviction when a replica does not come.
-		if n := c.disruption.steers.unsteered(a.id, now, c.cfg.DisruptionRescheduleGrace); n > 0 {
-			p.Step, p.Message = a.step, fmt.Sprintf("waiting for the replicas of %d pods moved to the replacement, which keeps its room for them", n)
-			return p
-		}
 		if err := c.setStep(ctx, a, api.DisruptionStepDeleting, now, true); err != nil {
 			p.Step, p.Message = a.step, err.Error()
 			return p
@@ -1185,9 +1180,12 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 	// every pod goes at once.
 	var wave *evictionWave
 	waveOfPod := map[*corev1.Pod]evictionWave{} // the pods that wait for their wave
-	hold, keeping := false, false
+	hold, keeping, turnWait := false, false, false
 	a.room = nil
-	if !a.urgent() && !a.forced(now) && now.Sub(a.since) <= c.cfg.DisruptionRescheduleGrace {
+	if a.urgent() || a.forced(now) || now.Sub(a.since) > c.cfg.DisruptionRescheduleGrace {
+		// Every pod goes at once: the replacements open now, whatever action's turn it is.
+		c.openReplacements(ctx, log, a, idx)
+	} else {
 		hold = replicasPending(c.placingOwners(), all) || !c.disruption.wavePlaced(a.id, all)
 		for _, p := range all {
 			if on[p.Spec.NodeName] && mustEvict(p) && p.DeletionTimestamp == nil && !doNotDisrupt(p) {
@@ -1203,6 +1201,15 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			// The wave goes once the nodes show the room kept (keepRoom sets it at the pass's end).
 			if !hold && !roomKept(a.room, idx) {
 				hold, keeping = true, true
+			}
+			// The last wave, to the replacements: on the action's turn, once they are open.
+			if !hold && wave.toReplacement {
+				placed := func(id string) bool { return c.disruption.wavePlaced(id, all) }
+				if !c.disruption.takeTurn(a.id, now, c.cfg.DisruptionRescheduleGrace, placed) {
+					hold, turnWait = true, true
+				} else if !c.openReplacements(ctx, log, a, idx) {
+					hold = true
+				}
 			}
 		}
 	}
@@ -1337,7 +1344,6 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 			log.Warn("evicting", zap.String(keyPod, key), zap.Error(err))
 		}
 	}
-	c.steerReplicas(ctx, log, a, on, all, now)
 	var msgs []string
 	if len(refused) > 0 {
 		sort.Strings(refused)
@@ -1348,6 +1354,8 @@ func (c *Controller) drainAction(ctx context.Context, log *zap.Logger, idx nodeI
 		msgs = append(msgs, fmt.Sprintf("%s: %s", api.KeepPodDoNotDisrupt, strings.Join(held, ", ")))
 	}
 	switch {
+	case waiting > 0 && turnWait:
+		msgs = append(msgs, fmt.Sprintf("%d pods wait for their turn: another action's replacement is open to its own pods (one at a time, so that neither takes the other's)", waiting))
 	case waiting > 0 && keeping:
 		msgs = append(msgs, fmt.Sprintf("%d pods wait for their turn: the room of the later waves is kept first (%s)", waiting, api.TaintReplacementFilling))
 	case waiting > 0:

@@ -117,7 +117,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Interruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "interruptions_total", Help: "Cloud interruption notices handled, by kind."}, []string{"kind"}),
 		ReservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
-			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl)."}, []string{"reason"}),
+			Name: "reservations_ended_total", Help: "Node reservations (tiler.dev/reserved taints) ended, by reason (planned-pods-bound, ttl, unknown-launch; replacement-turn: a disruption's replacement opened to the pods its action moves there)."}, []string{"reason"}),
 		Placeholders: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tiler", Subsystem: "provisioner",
 			Name: "placeholder_pods_total", Help: "Placeholder pods created and deleted, by action (created, deleted)."}, []string{"action"}),
 		Cost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "tiler", Name: "cost_dollars_per_hour",

@@ -2,8 +2,8 @@ package provisioner
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -21,142 +20,116 @@ import (
 	"github.com/tiler-dev/tiler/api"
 )
 
-// TestSteerReplicas: two expiry actions drain at once, each moving one pod of its own
-// ReplicaSet to its own replacement (launch l-a, l-b). Once the pods are evicted and their
-// ReplicaSets have made replicas, the drain gives each replica its own replacement's reservation
-// toleration, and nothing else: not a pod of the controller that existed before the eviction,
-// not another controller's pending pod, not a replica a batch already gave a reservation, and
-// not again on the next pass while the informer still shows the replica without it. Two replicas
-// of one ReplicaSet evicted by two actions get one replacement each. replacementsUnderWay
-// lists the launches the reservation watch holds while the actions' nodes carry them.
-func TestSteerReplicas(t *testing.T) {
+// TestReplacementTurns: two expiry actions reach their last wave (a pod each that the plan moves
+// to its replacement, reserved r-a and r-b) in one pass. The first takes the turn, opens its
+// replacement (ends its reservation) and evicts its pod; the second evicts nothing and keeps its
+// replacement reserved, so that the first pod's replica cannot take it, until that replica is
+// bound; then it takes the turn. An interrupted action opens its replacement at once, whoever
+// holds the turn. The turn is given back when its action concludes, and passes on after a
+// reschedule grace when the holder's replicas never come.
+func TestReplacementTurns(t *testing.T) {
 	d := newDrainTest(t)
-	add := func(ps ...*corev1.Pod) {
-		t.Helper()
-		for _, p := range ps {
-			if err := d.pods.Add(p); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := d.kube.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+	ctx := context.Background()
+	nodes := d.ctl.factory.Core().V1().Nodes().Informer().GetStore()
+	reserved := func(name string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{reservationTaint("l-" + name)}}}
+		if _, err := d.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	ready := []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	action := func(id, node, launch string, moved ...string) *actionState {
-		n := annotatedNode(node, map[string]string{api.AnnotationDisruptionAction: id, api.AnnotationDisruptionReplacement: launch})
-		n.Status.Conditions = ready
-		toRepl := map[string]bool{}
-		for _, m := range moved {
-			toRepl["default/"+m] = true
+		if err := nodes.Add(n); err != nil {
+			t.Fatal(err)
 		}
-		return &actionState{id: id, reason: api.ReasonExpired, replacement: launch, nodes: []*corev1.Node{n}, since: d.clk.Now(),
-			toReplacement: toRepl}
+		return n
 	}
-	// x and y (ReplicaSets ux, uy) move to their actions' replacements; w1, w2 (ReplicaSet uw)
-	// one each; sibling is a pod of ux on another node, other a pending pod of another controller.
-	x, y := podRunning(ownedPod("x", "ux", "old-a", "500m")), podRunning(ownedPod("y", "uy", "old-b", "500m"))
-	w1, w2 := podRunning(ownedPod("w1", "uw", "old-a", "500m")), podRunning(ownedPod("w2", "uw", "old-b", "500m"))
-	sibling, other := podRunning(ownedPod("sibling", "ux", "stay", "500m")), ownedPod("other", "uo", "", "500m")
-	add(x, y, w1, w2, sibling, other)
-	a, b := action("d-a", "old-a", "l-a", "x", "w1"), action("d-b", "old-b", "l-b", "y", "w2")
-	log := zaptest.NewLogger(t)
-	pass := func() {
-		t.Helper()
-		for _, act := range []*actionState{a, b} {
-			if _, _, _, abandon := d.ctl.drainAction(context.Background(), log, nodeIndex{}, act, d.clk.Now()); abandon != "" {
-				t.Fatalf("%s abandoned: %s", act.id, abandon)
-			}
+	isReserved := func(name string) bool {
+		n, err := d.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		d.clk.Step(200 * time.Millisecond)
+		_, ok := reservationValue(n)
+		return ok
 	}
-	pass()
-	if d.evictions != 4 {
-		t.Fatalf("%d evictions, want x, y, w1 and w2", d.evictions)
+	var idxNodes []*corev1.Node
+	action := func(id, node, repl string, reason api.DisruptionReason, moved string) *actionState {
+		n := annotatedNode(node, nil)
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		idxNodes = append(idxNodes, reserved(repl))
+		return &actionState{id: id, reason: reason, replacement: "l-" + repl, replacementNodes: []string{repl}, nodes: []*corev1.Node{n},
+			since: d.clk.Now(), toReplacement: map[string]bool{"default/" + moved: true}}
 	}
-	if got := tolerationPatches(d); len(got) != 0 {
-		t.Fatalf("patched %v before any replica was made", got)
-	}
-	unsteered := func() int {
-		return d.ctl.disruption.steers.unsteered(a.id, d.clk.Now(), time.Minute) + d.ctl.disruption.steers.unsteered(b.id, d.clk.Now(), time.Minute)
-	}
-	if n := unsteered(); n != 4 {
-		t.Errorf("%d pods wait for their replicas' toleration, want 4 (the actions' nodes stay meanwhile)", n)
-	}
-	// The ReplicaSets make their replicas (pending); one of uw's is given a reservation by a batch
-	// first, which the drain leaves as it is.
-	gone := metav1.NewTime(d.clk.Now())
-	for _, p := range []*corev1.Pod{x, y, w1, w2} {
-		q := p.DeepCopy()
-		q.DeletionTimestamp = &gone
-		if err := d.pods.Update(q); err != nil {
+	for _, p := range []*corev1.Pod{podRunning(ownedPod("x", "ux", "old-a", "500m")), podRunning(ownedPod("y", "uy", "old-b", "500m")),
+		podRunning(ownedPod("z", "uz", "old-c", "500m"))} {
+		if err := d.pods.Add(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	xr, yr := ownedPod("x-2", "ux", "", "500m"), ownedPod("y-2", "uy", "", "500m")
-	wr1, wr2, wrBatch := ownedPod("w-3", "uw", "", "500m"), ownedPod("w-4", "uw", "", "500m"), ownedPod("w-5", "uw", "", "500m")
-	wrBatch.Spec.Tolerations = []corev1.Toleration{{Key: api.TaintReserved, Operator: corev1.TolerationOpEqual, Value: "l-new", Effect: corev1.TaintEffectNoSchedule}}
-	add(xr, yr, wr1, wr2, wrBatch)
-	pass()
-	got := tolerationPatches(d)
-	want := map[string]string{"x-2": "l-a", "y-2": "l-b"}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("replica %s given %q, want %q (all: %v)", k, got[k], v, got)
+	a, b := action("d-a", "old-a", "r-a", api.ReasonExpired, "x"), action("d-b", "old-b", "r-b", api.ReasonExpired, "y")
+	c := action("d-c", "old-c", "r-c", api.ReasonInterrupted, "z")
+	log := zaptest.NewLogger(t)
+	drain := func(act *actionState) string {
+		t.Helper()
+		_, _, msg, abandon := d.ctl.drainAction(ctx, log, newNodeIndex(idxNodes), act, d.clk.Now())
+		if abandon != "" {
+			t.Fatalf("%s abandoned: %s", act.id, abandon)
 		}
+		return msg
 	}
-	// uw's two pending replicas (w-5 holds a batch's reservation): one to each replacement.
-	if ws := []string{got["w-3"], got["w-4"]}; !slices.Contains(ws, "l-a") || !slices.Contains(ws, "l-b") {
-		t.Errorf("uw's replicas given %v, want one l-a and one l-b (all: %v)", ws, got)
+	drain(a)
+	msg := drain(b)
+	if d.evictions != 1 || isReserved("r-a") || !isReserved("r-b") {
+		t.Fatalf("first pass: %d evictions, r-a reserved %v, r-b reserved %v; want x alone evicted, r-a open, r-b reserved", d.evictions, isReserved("r-a"), isReserved("r-b"))
 	}
-	for _, k := range []string{"sibling", "other", "w-5"} {
-		if v, ok := got[k]; ok {
-			t.Errorf("pod %s given %q, want none", k, v)
-		}
+	if !strings.Contains(msg, "wait for their turn: another action's replacement is open") {
+		t.Errorf("b's message %q, want it waiting for its turn", msg)
 	}
-	if n := unsteered(); n != 0 {
-		t.Errorf("%d pods still wait for their replicas' toleration, want none", n)
+	drain(c)
+	if d.evictions != 2 || isReserved("r-c") {
+		t.Errorf("the interrupted action: %d evictions, r-c reserved %v; want z evicted and r-c open at once", d.evictions, isReserved("r-c"))
 	}
-	n := len(d.kube.Actions())
-	pass() // the informer still shows the replicas without the toleration
-	if again := tolerationPatches(d); len(again) != len(got) || len(d.kube.Actions()) != n {
-		t.Errorf("the next pass patched again: %d actions after %d (%v)", len(d.kube.Actions()), n, again)
+	d.clk.Step(200 * time.Millisecond)
+	drain(b)
+	if d.evictions != 2 || !isReserved("r-b") {
+		t.Fatalf("x's replica not bound yet: %d evictions, r-b reserved %v; want b still waiting", d.evictions, isReserved("r-b"))
 	}
-	if ids := replacementsUnderWay(append(a.nodes, b.nodes[0], annotatedNode("idle", nil))); !slices.Equal(ids, []string{"l-a", "l-b"}) {
-		t.Errorf("replacementsUnderWay %v, want [l-a l-b]", ids)
+	// x's replica is bound (on r-a): the turn passes to b.
+	gone := metav1.NewTime(d.clk.Now())
+	x, _, _ := d.pods.GetByKey("default/x")
+	xt := x.(*corev1.Pod).DeepCopy()
+	xt.DeletionTimestamp = &gone
+	if err := d.pods.Update(xt); err != nil {
+		t.Fatal(err)
 	}
-	// Once an action ends, what it steered is forgotten.
-	d.ctl.disruption.conclude(a.id, a.names())
-	if d.ctl.disruption.steers.by[a.id] != nil {
-		t.Errorf("action %s's steers kept after it concluded", a.id)
+	if err := d.pods.Add(podRunning(ownedPod("x-2", "ux", "r-a", "500m"))); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// tolerationPatches returns, per pod patched, the reservation value of the last toleration
-// patch the fake API server received.
-func tolerationPatches(d *drainTest) map[string]string {
-	out := map[string]string{}
-	for _, a := range d.kube.Actions() {
-		p, ok := a.(k8stesting.PatchAction)
-		if !ok || a.GetResource().Resource != "pods" {
-			continue
-		}
-		var ops []struct {
-			Value any `json:"value"`
-		}
-		if err := json.Unmarshal(p.GetPatch(), &ops); err != nil || len(ops) == 0 {
-			continue
-		}
-		switch v := ops[0].Value.(type) {
-		case []any:
-			if m, ok := v[0].(map[string]any); ok {
-				out[p.GetName()], _ = m["value"].(string)
-			}
-		case map[string]any:
-			out[p.GetName()], _ = v["value"].(string)
-		}
+	drain(b)
+	if d.evictions != 3 || isReserved("r-b") {
+		t.Fatalf("x's replica bound: %d evictions, r-b reserved %v; want y evicted, r-b open", d.evictions, isReserved("r-b"))
 	}
-	return out
+	if got := counted(t, d.metrics.ReservationsEnded.WithLabelValues("replacement-turn")); got != 3 {
+		t.Errorf("reservations ended on a turn: %v, want 3", got)
+	}
+	// b holds the turn while y's replica is not bound; it is given back when b concludes.
+	placed := func(string) bool { return false }
+	if d.ctl.disruption.takeTurn("d-e", d.clk.Now(), time.Minute, placed) {
+		t.Error("another action took the turn b holds")
+	}
+	d.ctl.disruption.conclude(b.id, b.names())
+	if !d.ctl.disruption.takeTurn("d-e", d.clk.Now(), time.Minute, placed) {
+		t.Error("the turn not given back when b concluded")
+	}
+	// A holder whose replicas never come keeps it a reschedule grace at most.
+	if d.ctl.disruption.takeTurn("d-f", d.clk.Now(), time.Minute, placed) {
+		t.Error("d-f took the turn d-e has just taken")
+	}
+	d.clk.Step(time.Minute + time.Second)
+	if !d.ctl.disruption.takeTurn("d-f", d.clk.Now(), time.Minute, placed) {
+		t.Error("the turn still held a reschedule grace after it was taken")
+	}
+	if ids := replacementsUnderWay([]*corev1.Node{annotatedNode("o", map[string]string{api.AnnotationDisruptionAction: "d-1",
+		api.AnnotationDisruptionReplacement: "l-1,l-2"}), annotatedNode("idle", nil)}); !slices.Equal(ids, []string{"l-1", "l-2"}) {
+		t.Errorf("replacementsUnderWay %v, want [l-1 l-2]", ids)
+	}
 }
 
 // TestReleaseHoldsReplacements: the reservation watch keeps a disruption replacement's
