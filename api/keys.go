@@ -171,8 +171,8 @@ const LabelCostPolicy = "tiler.dev/cost-policy"
 // are on their way (value: the launch ID): only those pods tolerate it, so that pods planned for
 // other nodes cannot take their room. The simulation ignores it; the controller adds the
 // toleration to every pod a plan puts on a reserved node. A disruption's replacement carries it
-// while its action's nodes are there, and the replicas of the pods the action moves to it are
-// given its toleration.
+// (tolerated by no pod) until its action's drain evicts the pods the plan moves there, one
+// action's replacements opened at a time, so that another action's replicas cannot take it.
 const TaintReserved = "tiler.dev/reserved"
 
 // TaintDisruptionCandidate is the PreferNoSchedule taint the controller keeps on the nodes the

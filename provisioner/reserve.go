@@ -49,8 +49,9 @@ import (
 // reservation of a Node no record claims.
 //
 // A reservation ends, and the taint is removed, as soon as no unbound pod tolerates it — every pod
-// planned there is bound (there or elsewhere) or gone; for a disruption's replacement, also its
-// action is over (steer.go) — or when the node has been Ready for
+// planned there is bound (there or elsewhere) or gone; a disruption's replacement is opened by
+// its action's drain instead, and held until its action is over (steer.go) — or when the node
+// has been Ready for
 // Config.ReservationTTL, so that a pod that cannot bind there (or a DaemonSet that does not
 // tolerate the taint) holds the node's room for a bounded time only. DaemonSets that must run
 // before the planned pods can (the GPU device plugin, the DRA driver) must tolerate
@@ -346,7 +347,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		}
 	}
 	w.mu.Unlock()
-	// A replacement's room is for the pods its action moves there (steer.go).
+	// A replacement's room is for the pods its action moves there: its drain opens it (steer.go).
 	for _, id := range replacementsUnderWay(nodes) {
 		waiting[id] = true
 	}
