@@ -97,6 +97,7 @@ func (c *Controller) openReplacements(ctx context.Context, log *zap.Logger, a *a
 			continue
 		}
 		c.metrics.ReservationsEnded.WithLabelValues("replacement-turn").Inc()
+		c.recorder.Eventf(n, corev1.EventTypeNormal, "ReservationEnded", "reservation ended (replacement-turn): the pods disruption action %s moves here go now", a.id)
 		log.Info("replacement opened to the pods moved there", zap.String(keyNode, name))
 	}
 	return open
