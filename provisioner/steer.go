@@ -66,15 +66,6 @@ func (m *disruptionMemory) takeTurn(id string, now time.Time, grace time.Duratio
 	return true
 }
 
-// endTurn gives the turn back if action id holds it.
-func (m *disruptionMemory) endTurn(id string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.turn.id == id {
-		m.turn = turn{}
-	}
-}
-
 // openReplacements ends the reservation of action a's replacements that still carry one, so
 // that the pods the plan moves there can bind (see above). It reports whether none is reserved
 // any more; a failure is logged, and the next pass tries again.
