@@ -129,7 +129,7 @@ type disruptionMemory struct {
 	// waves is, per action under way, the wave of its drain evicted last (keptRoom, wavePlaced).
 	// Lost on a restart, when the next wave goes at once anyway.
 	waves map[string]*waveState
-	// turn is the action whose replacement is open for its last wave (steer.go). Lost on a
+	// turn is the action whose replacement is open for its last wave (turns.go). Lost on a
 	// restart, when the next action to reach its last wave takes it.
 	turn turn
 }

@@ -52,7 +52,7 @@
 // each wave once the replicas of the one before are placed, the pods moving to the replacements
 // last; the nodes only later waves move to carry api.TaintReplacementFilling meanwhile; the
 // replacements stay reserved (api.TaintReserved) until that last wave, which goes on the
-// action's turn, one action's replacements open at a time, steer.go), then the
+// action's turn, one action's replacements open at a time, turns.go), then the
 // instance, Node and record deleted. The action's state lives on its nodes
 // (api.AnnotationDisruptionAction, ...Step, ...StepSince, ...Reason, ...Replacement,
 // ...ReplacementPods, ...Moves); every pass reads it back and

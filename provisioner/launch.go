@@ -180,7 +180,7 @@ func (c *Controller) launchOne(ctx context.Context, log *zap.Logger, r LaunchRec
 	}
 	req.CapacityReservation = r.CapacityReservation
 	// (A disruption's replacement too: no pod tolerates it, and its action's drain ends it when
-	// the pods the plan moves there go, one action at a time, steer.go.)
+	// the pods the plan moves there go, one action at a time, turns.go.)
 	if c.cfg.Reserve && validReservation(r.LaunchID) {
 		req.Taints = append(append([]corev1.Taint(nil), r.Taints...), reservationTaint(r.LaunchID))
 	}

@@ -50,7 +50,7 @@ import (
 //
 // A reservation ends, and the taint is removed, as soon as no unbound pod tolerates it — every pod
 // planned there is bound (there or elsewhere) or gone; a disruption's replacement is opened by
-// its action's drain instead, and held until its action is over (steer.go) — or when the node
+// its action's drain instead, and held until its action is over (turns.go) — or when the node
 // has been Ready for
 // Config.ReservationTTL, so that a pod that cannot bind there (or a DaemonSet that does not
 // tolerate the taint) holds the node's room for a bounded time only. DaemonSets that must run
@@ -347,7 +347,7 @@ func (w *reservationWatch) release(ctx context.Context) time.Duration {
 		}
 	}
 	w.mu.Unlock()
-	// A replacement's room is for the pods its action moves there: its drain opens it (steer.go).
+	// A replacement's room is for the pods its action moves there: its drain opens it (turns.go).
 	for _, id := range replacementsUnderWay(nodes) {
 		waiting[id] = true
 	}

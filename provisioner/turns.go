@@ -2,10 +2,7 @@ package provisioner
 
 import (
 	"context"
-	"strings"
 	"time"
-
-	"github.com/tiler-dev/tiler/api"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -99,15 +96,8 @@ func (c *Controller) openReplacements(ctx context.Context, log *zap.Logger, a *a
 // reservations, which the drain ends itself (openReplacements).
 func replacementsUnderWay(nodes []*corev1.Node) []string {
 	var out []string
-	for _, n := range nodes {
-		if n.Annotations[api.AnnotationDisruptionAction] == "" {
-			continue
-		}
-		for _, id := range strings.Split(n.Annotations[api.AnnotationDisruptionReplacement], ",") {
-			if id != "" {
-				out = append(out, id)
-			}
-		}
+	for _, a := range actionsOf(nodes) {
+		out = append(out, a.replacements()...)
 	}
 	return out
 }
